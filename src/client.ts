@@ -1,0 +1,338 @@
+#!/usr/bin/env node
+// The `agents` command line: start and drive sessions, read and follow their logs, run workers and the dev stack.
+import { Command, InvalidArgumentError } from 'commander';
+import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import fs from 'node:fs';
+
+import { randomUUID } from 'node:crypto';
+import YAML from 'yaml';
+import { z } from 'zod';
+import { loadConfig, type Config } from './config';
+import { AgentSchema, DEFAULT_MODEL, formatIssues, type Agent } from './session/agent';
+import type { SessionEvent } from './session/events';
+import { formatEvent } from './session/format';
+import { BRAIN_TASK_QUEUE, WORKFLOW_TYPE } from './session/queues';
+import {
+  UserMessageSchema,
+  endSignal,
+  eventsQuery,
+  interruptSignal,
+  sendMessageUpdate,
+  statusQuery,
+  type SessionInput,
+} from './workflows/messages';
+
+export class CliError extends Error {}
+
+const SessionIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'session ids are 1-200 letters, digits, dot, dash or underscore');
+
+function sessionId(raw: string): string {
+  const r = SessionIdSchema.safeParse(raw);
+  if (!r.success) throw new InvalidArgumentError(r.error.issues[0].message);
+  return r.data;
+}
+
+function nonNegativeInt(raw: string): number {
+  if (!/^\d+$/.test(raw)) throw new InvalidArgumentError('must be a non-negative integer');
+  return Number(raw);
+}
+
+function positiveInt(raw: string): number {
+  if (!/^[1-9]\d*$/.test(raw)) throw new InvalidArgumentError('must be a positive integer');
+  return Number(raw);
+}
+
+const err = (msg: string) => process.stderr.write(`${msg}\n`);
+const out = (msg: string) => process.stdout.write(`${msg}\n`);
+
+async function connect(config: Config): Promise<Client> {
+  try {
+    const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS, connectTimeout: '5s' });
+    return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  } catch (e) {
+    throw new CliError(`cannot reach Temporal at ${config.TEMPORAL_ADDRESS}: ${(e as Error).message.split('\n')[0]}`);
+  }
+}
+
+export function loadAgent(file: string | undefined, overrides: { system?: string; model?: string }, config: Config): Agent {
+  let raw: Record<string, unknown> = {};
+  if (file) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (e) {
+      throw new CliError(`cannot read agent file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    try {
+      raw = (/\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text)) ?? {};
+    } catch (e) {
+      throw new CliError(`agent file ${file} is not valid ${/\.json$/i.test(file) ? 'JSON' : 'YAML'}: ${(e as Error).message.split('\n')[0]}`);
+    }
+    if (typeof raw !== 'object' || Array.isArray(raw)) throw new CliError(`agent file ${file} must hold an object`);
+  }
+  const merged = {
+    ...raw,
+    model: overrides.model ?? raw.model ?? config.AGENT_MODEL ?? DEFAULT_MODEL,
+    ...(overrides.system !== undefined ? { system: overrides.system } : {}),
+  };
+  const parsed = AgentSchema.safeParse(merged);
+  if (!parsed.success) throw new CliError(`invalid agent${file ? ` file ${file}` : ''}: ${formatIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+async function withSession<T>(id: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof WorkflowNotFoundError || (e as Error)?.name === 'WorkflowNotFoundError' || /workflow not found|not found for ID/i.test((e as Error)?.message ?? '')) {
+      throw new CliError(`unknown session ${id}`);
+    }
+    throw e;
+  }
+}
+
+async function* readEvents(client: Client, id: string, from: number, limit?: number): AsyncGenerator<SessionEvent> {
+  const handle = client.workflow.getHandle(id);
+  let next = from;
+  let remaining = limit ?? Infinity;
+  while (remaining > 0) {
+    const page = await handle.query(eventsQuery, { from: next, limit: Math.min(1000, remaining) });
+    for (const e of page.events) yield e;
+    if (page.events.length === 0) return;
+    remaining -= page.events.length;
+    next = page.nextSeq;
+  }
+}
+
+function uiLink(config: Config, id: string): string {
+  return `http://localhost:8233/namespaces/${config.TEMPORAL_NAMESPACE}/workflows/${encodeURIComponent(id)}`;
+}
+
+export function buildProgram(): Command {
+  const program = new Command();
+  program
+    .name('agents')
+    .description('Run long-lived AI agent sessions durably on Temporal')
+    .showHelpAfterError()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+
+  program
+    .command('start')
+    .description('start a session, optionally with a first message')
+    .option('--id <id>', 'session id (default: a new random id)', sessionId)
+    .option('--agent <file>', 'agent file, JSON or YAML')
+    .option('--system <text>', 'system prompt (overrides the agent file)')
+    .option('--model <model>', 'model name (overrides the agent file)')
+    .option('--json', 'print {"sessionId"} on stdout')
+    .argument('[message]', 'first user message')
+    .action(async (message: string | undefined, opts: { id?: string; agent?: string; system?: string; model?: string; json?: boolean }) => {
+      const config = loadConfig();
+      const agent = loadAgent(opts.agent, opts, config);
+      let first: SessionInput['message'];
+      if (message !== undefined) {
+        const m = UserMessageSchema.safeParse({ text: message });
+        if (!m.success) throw new CliError(`invalid message: ${formatIssues(m.error)}`);
+        first = m.data;
+      }
+      const id = opts.id ?? `ses-${randomUUID()}`;
+      const client = await connect(config);
+      try {
+        await client.workflow.start(WORKFLOW_TYPE, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent, ...(first ? { message: first } : {}) }] });
+      } catch (e) {
+        if ((e as Error).name === 'WorkflowExecutionAlreadyStartedError') throw new CliError(`session ${id} already exists`);
+        throw e;
+      }
+      if (opts.json) out(JSON.stringify({ sessionId: id }));
+      else out(id);
+      err(`Web UI: ${uiLink(config, id)}`);
+    });
+
+  program
+    .command('send')
+    .description('send a user message; prints the seq it was appended at')
+    .argument('<id>', 'session id', sessionId)
+    .argument('<text>', 'message text')
+    .option('--message-id <id>', 'idempotency key: a repeated id is appended once')
+    .option('--json', 'print {"seq"} on stdout')
+    .action(async (id: string, text: string, opts: { messageId?: string; json?: boolean }) => {
+      const m = UserMessageSchema.safeParse({ text, ...(opts.messageId ? { messageId: opts.messageId } : {}) });
+      if (!m.success) throw new CliError(`invalid message: ${formatIssues(m.error)}`);
+      const client = await connect(loadConfig());
+      const result = await withSession(id, async () => {
+        try {
+          return await client.workflow.getHandle(id).executeUpdate(sendMessageUpdate, { args: [m.data] });
+        } catch (e) {
+          if (e instanceof WorkflowUpdateFailedError) throw new CliError(e.cause?.message ?? e.message);
+          throw e;
+        }
+      });
+      out(opts.json ? JSON.stringify(result) : String(result.seq));
+    });
+
+  program
+    .command('events')
+    .description("print a session's events")
+    .argument('<id>', 'session id', sessionId)
+    .option('--from <n>', 'first seq', nonNegativeInt, 0)
+    .option('--limit <k>', 'how many events (default: all)', positiveInt)
+    .option('--json', 'one JSON event per line')
+    .action(async (id: string, opts: { from: number; limit?: number; json?: boolean }) => {
+      const client = await connect(loadConfig());
+      await withSession(id, async () => {
+        for await (const e of readEvents(client, id, opts.from, opts.limit)) out(opts.json ? JSON.stringify(e) : formatEvent(e));
+      });
+    });
+
+  program
+    .command('watch')
+    .description("follow a session's log until it ends")
+    .argument('<id>', 'session id', sessionId)
+    .option('--from <n>', 'first seq', nonNegativeInt, 0)
+    .option('--json', 'one JSON event per line')
+    .action(async (id: string, opts: { from: number; json?: boolean }) => {
+      const client = await connect(loadConfig());
+      await withSession(id, async () => {
+        let next = opts.from;
+        for (;;) {
+          let ended = false;
+          for await (const e of readEvents(client, id, next)) {
+            out(opts.json ? JSON.stringify(e) : formatEvent(e));
+            next = e.seq + 1;
+            if (e.type === 'session_ended') ended = true;
+          }
+          if (ended) return;
+          await new Promise((r) => setTimeout(r, 300));
+        }
+      });
+    });
+
+  program
+    .command('status')
+    .description("print a session's state, last seq and usage")
+    .argument('<id>', 'session id', sessionId)
+    .option('--json', 'print the status object')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const client = await connect(loadConfig());
+      const status = await withSession(id, () => client.workflow.getHandle(id).query(statusQuery));
+      if (opts.json) out(JSON.stringify(status));
+      else {
+        out(`state: ${status.state}`);
+        out(`lastSeq: ${status.lastSeq}`);
+        out(`usage: ${status.usage.inputTokens} input, ${status.usage.outputTokens} output tokens`);
+      }
+    });
+
+  program
+    .command('list')
+    .description('list sessions')
+    .option('--json', 'one JSON object per line')
+    .option('--limit <k>', 'at most this many', positiveInt, 100)
+    .action(async (opts: { json?: boolean; limit: number }) => {
+      const client = await connect(loadConfig());
+      let n = 0;
+      for await (const wf of client.workflow.list({ query: `WorkflowType = '${WORKFLOW_TYPE}'` })) {
+        const row = { sessionId: wf.workflowId, status: wf.status.name, startTime: wf.startTime.toISOString() };
+        out(opts.json ? JSON.stringify(row) : `${row.sessionId}\t${row.status}\t${row.startTime}`);
+        if (++n >= opts.limit) break;
+      }
+    });
+
+  for (const [name, signal, what] of [
+    ['interrupt', interruptSignal, 'stop the turn in flight'],
+    ['end', endSignal, 'end the session'],
+  ] as const) {
+    program
+      .command(name)
+      .description(what)
+      .argument('<id>', 'session id', sessionId)
+      .option('--reason <text>', 'why')
+      .action(async (id: string, opts: { reason?: string }) => {
+        const client = await connect(loadConfig());
+        await withSession(id, async () => {
+          const handle = client.workflow.getHandle(id);
+          const desc = await handle.describe();
+          if (desc.status.name !== 'RUNNING') throw new CliError(`session ${id} is not running (${desc.status.name.toLowerCase()})`);
+          await handle.signal(signal, opts.reason ? { reason: opts.reason } : {});
+        });
+        err(`${name} sent to ${id}`);
+      });
+  }
+
+  program
+    .command('worker')
+    .description('run workers against TEMPORAL_ADDRESS')
+    .option('--role <role>', 'brain or all', (v) => {
+      if (v !== 'brain' && v !== 'all') throw new InvalidArgumentError('must be brain or all');
+      return v;
+    }, 'all')
+    .action(async (opts: { role: 'brain' | 'all' }) => {
+      const config = loadConfig();
+      if (!config.ANTHROPIC_API_KEY && !config.ANTHROPIC_BASE_URL)
+        throw new CliError('set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as `agents model-server`');
+      const { startWorker } = await import('./worker');
+      const worker = await startWorker({ role: opts.role, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL });
+      const stop = () => void worker.shutdown();
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      await worker.done;
+    });
+
+  program
+    .command('dev')
+    .description('start the Temporal dev server (SQLite under DATA_DIR) and every worker role; Ctrl-C stops all')
+    .action(async () => {
+      const config = loadConfig();
+      const { startLocalStack } = await import('./infra/local-stack');
+      const stack = await startLocalStack(config, err);
+      err(`Temporal at ${stack.address}${stack.uiUrl ? `, Web UI at ${stack.uiUrl}` : ''}; Ctrl-C stops everything`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await stack.stop();
+    });
+
+  program
+    .command('model-server')
+    .description('run the local Messages API server (offline model) until Ctrl-C')
+    .option('--port <n>', 'port', nonNegativeInt, 0)
+    .action(async (opts: { port: number }) => {
+      const { MockModelServer } = await import('./model/mock-server');
+      const server = new MockModelServer();
+      const url = await server.start(opts.port);
+      out(url);
+      err(`Messages API server at ${url}; set ANTHROPIC_BASE_URL=${url}`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await server.stop();
+    });
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  program.exitOverride();
+  try {
+    await program.parseAsync(argv);
+    return 0;
+  } catch (e) {
+    const error = e as Error & { code?: string; exitCode?: number };
+    if (error.code?.startsWith('commander.')) return error.exitCode ?? 1;
+    err(`error: ${error.message.split('\n')[0]}`);
+    return 1;
+  }
+}
+
+if (require.main === module) {
+  main(process.argv).then(
+    (code) => process.exit(code),
+    (e) => {
+      err(`error: ${(e as Error).message}`);
+      process.exit(1);
+    },
+  );
+}
+

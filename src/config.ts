@@ -1,0 +1,37 @@
+// Process configuration from the environment, validated once; the error names every bad variable.
+import { z } from 'zod';
+import path from 'node:path';
+
+const optional = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+
+const base64Key = optional.refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, 'must be base64 of 32 bytes');
+
+export const ConfigSchema = z.object({
+  TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be HOST:PORT').default('localhost:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  ANTHROPIC_API_KEY: optional,
+  ANTHROPIC_BASE_URL: optional.refine((v) => v === undefined || /^https?:\/\//.test(v), 'must be an http(s) URL'),
+  AGENT_MODEL: optional,
+  DOCKER_HOST: optional,
+  SANDBOX_IMAGE: optional,
+  VAULT_KEY: base64Key,
+  CODEC_KEY: base64Key,
+  DATA_DIR: z.string().min(1).default('.data'),
+  TEMPORAL_CLI: optional,
+});
+
+export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const result = ConfigSchema.safeParse(env);
+  if (!result.success) {
+    const problems = result.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ');
+    throw new ConfigError(`invalid configuration: ${problems}`);
+  }
+  return { ...result.data, dataDir: path.resolve(result.data.DATA_DIR) };
+}

@@ -1,0 +1,71 @@
+// `npm start`: a local dev server, all workers and a short session printed as it happens, plus the Web UI link.
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig } from './config';
+import { startLocalStack } from './infra/local-stack';
+import { defaultAgent } from './session/agent';
+import type { SessionEvent } from './session/events';
+import { formatEvent } from './session/format';
+import { BRAIN_TASK_QUEUE } from './session/queues';
+import { sessionWorkflow } from './workflows';
+import { endSignal, eventsQuery, sendMessageUpdate } from './workflows/messages';
+
+const TURNS = [
+  'Hello! Who are you?',
+  "What has happened in this session's log so far? Use your session_events tool.",
+  'Thanks, that is all for now.',
+];
+
+async function main() {
+  const config = loadConfig();
+  const log = (m: string) => process.stderr.write(`${m}\n`);
+  const stack = await startLocalStack(config, log);
+  const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const sessionId = `demo-${Date.now()}`;
+  try {
+    const handle = await client.workflow.start(sessionWorkflow, {
+      taskQueue: BRAIN_TASK_QUEUE,
+      workflowId: sessionId,
+      args: [{ agent: { ...defaultAgent(config.AGENT_MODEL), system: 'You are a concise assistant in a demo of durable agent sessions.' } }],
+    });
+    log(`session ${sessionId} started`);
+    let next = 0;
+    const printNew = async (): Promise<SessionEvent[]> => {
+      const page = await handle.query(eventsQuery, { from: next });
+      for (const e of page.events) process.stdout.write(`${formatEvent(e)}\n`);
+      next = page.nextSeq;
+      return page.events;
+    };
+    for (const text of TURNS) {
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text }] });
+      // Print events as they arrive until the turn's final assistant message (or an error) shows up.
+      for (let done = false; !done; ) {
+        const fresh = await printNew();
+        done = fresh.some((e) => (e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error');
+        if (!done) await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+    await handle.signal(endSignal, { reason: 'demo finished' });
+    await handle.result();
+    await printNew();
+    log(`\nWeb UI: ${stack.uiUrl ?? 'http://localhost:8233'}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows/${sessionId}`);
+    if (process.stdin.isTTY) {
+      log('The dev server stays up so you can browse the Web UI; Ctrl-C stops it.');
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+    }
+  } finally {
+    await connection.close();
+    await stack.stop();
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    process.stderr.write(`error: ${(err as Error).message}\n`);
+    process.exit(1);
+  },
+);

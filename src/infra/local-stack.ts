@@ -1,0 +1,59 @@
+// The local stack behind `agents dev` and `npm start`: dev server, offline model server when no key, and workers.
+import path from 'node:path';
+import type { Config } from '../config';
+import { MockModelServer } from '../model/mock-server';
+import { startWorker, type RunningWorker } from '../worker';
+import { ensureTemporalCli, portInUse, startDevServer, type DevServer } from './temporal-cli';
+
+export interface LocalStack {
+  address: string;
+  uiUrl?: string;
+  modelUrl?: string;
+  worker: RunningWorker;
+  stop(): Promise<void>;
+}
+
+export async function startLocalStack(config: Config, log: (m: string) => void): Promise<LocalStack> {
+  const [host, portText] = config.TEMPORAL_ADDRESS.split(':');
+  const port = Number(portText);
+  let server: DevServer | undefined;
+  let uiUrl: string | undefined;
+  if (await portInUse(host, port)) {
+    log(`a Temporal server already answers at ${config.TEMPORAL_ADDRESS}; using it`);
+    uiUrl = 'http://localhost:8233';
+  } else {
+    const cli = ensureTemporalCli(log);
+    const dbFile = path.join(config.dataDir, 'temporal.db');
+    log(`starting the Temporal dev server (${cli.path}) with SQLite at ${dbFile}`);
+    server = await startDevServer({ cli: cli.path, dbFile, port, ip: host === 'localhost' ? '127.0.0.1' : host, logFile: path.join(config.dataDir, 'temporal.log') });
+    uiUrl = server.uiUrl;
+  }
+
+  let mock: MockModelServer | undefined;
+  let baseURL = config.ANTHROPIC_BASE_URL;
+  if (!config.ANTHROPIC_API_KEY && !baseURL) {
+    mock = new MockModelServer();
+    baseURL = await mock.start();
+    log(`no ANTHROPIC_API_KEY: using the local Messages API server at ${baseURL}`);
+  }
+
+  let worker: RunningWorker;
+  try {
+    worker = await startWorker({ role: 'all', address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL, log });
+  } catch (err) {
+    await mock?.stop();
+    await server?.stop();
+    throw err;
+  }
+  return {
+    address: config.TEMPORAL_ADDRESS,
+    uiUrl,
+    modelUrl: baseURL,
+    worker,
+    async stop() {
+      await worker.shutdown().catch(() => undefined);
+      await mock?.stop();
+      await server?.stop();
+    },
+  };
+}

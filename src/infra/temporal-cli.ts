@@ -1,0 +1,145 @@
+// Finds or builds the Temporal CLI (which carries the dev server and Web UI) and starts the dev server.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export const TEMPORAL_CLI_VERSION = 'v1.5.1';
+const GO_PACKAGE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
+
+export function cacheDir(): string {
+  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.join(base, 'managed-agents', `temporal-${TEMPORAL_CLI_VERSION}`);
+}
+
+function onPath(name: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir, name);
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      return candidate;
+    } catch {
+      // not in this directory
+    }
+  }
+  return undefined;
+}
+
+export interface ResolvedCli {
+  path: string;
+  source: 'TEMPORAL_CLI' | 'PATH' | 'cache' | 'built';
+}
+
+/** Resolves the CLI without building: `$TEMPORAL_CLI`, `temporal` on PATH, then the cache. */
+export function findTemporalCli(): ResolvedCli | undefined {
+  const fromEnv = process.env.TEMPORAL_CLI;
+  if (fromEnv) {
+    if (!fs.existsSync(fromEnv)) throw new Error(`TEMPORAL_CLI names ${fromEnv}, which does not exist`);
+    return { path: fromEnv, source: 'TEMPORAL_CLI' };
+  }
+  const found = onPath('temporal');
+  if (found) return { path: found, source: 'PATH' };
+  const cached = path.join(cacheDir(), 'temporal');
+  if (fs.existsSync(cached)) return { path: cached, source: 'cache' };
+  return undefined;
+}
+
+/** Resolves the CLI, building it with `go install` into the cache when it is nowhere to be found. */
+export function ensureTemporalCli(log: (msg: string) => void = (m) => process.stderr.write(`${m}\n`)): ResolvedCli {
+  const found = findTemporalCli();
+  if (found) return found;
+  if (!onPath('go')) {
+    throw new Error(
+      `the Temporal CLI was not found ($TEMPORAL_CLI, PATH, ${cacheDir()}) and Go is not installed to build it. ` +
+        `Install Go, or set TEMPORAL_CLI to a temporal binary.`,
+    );
+  }
+  const dir = cacheDir();
+  fs.mkdirSync(dir, { recursive: true });
+  log(`building the Temporal CLI: go install ${GO_PACKAGE} (takes a few minutes the first time)`);
+  const result = spawnSync('go', ['install', GO_PACKAGE], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, GOBIN: dir } });
+  const built = path.join(dir, 'temporal');
+  if (result.status !== 0 || !fs.existsSync(built)) throw new Error(`go install ${GO_PACKAGE} failed (exit ${result.status})`);
+  return { path: built, source: 'built' };
+}
+
+export async function waitForPort(host: string, port: number, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = net.connect({ host, port }, () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`nothing answered on ${host}:${port} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export async function portInUse(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host, port }, () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
+}
+
+export interface DevServer {
+  address: string;
+  uiUrl?: string;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts `temporal server start-dev` with SQLite persistence; resolves once the frontend accepts connections. */
+export async function startDevServer(opts: {
+  cli: string;
+  dbFile?: string;
+  port?: number;
+  uiPort?: number;
+  headless?: boolean;
+  ip?: string;
+  logFile?: string;
+}): Promise<DevServer> {
+  const ip = opts.ip ?? '127.0.0.1';
+  const port = opts.port ?? 7233;
+  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--log-level', 'warn'];
+  if (opts.dbFile) {
+    fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
+    args.push('--db-filename', opts.dbFile);
+  }
+  if (opts.headless) args.push('--headless');
+  else args.push('--ui-port', String(opts.uiPort ?? 8233));
+  const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
+  const child = spawn(opts.cli, args, { stdio: ['ignore', out, out] });
+  let exited = false;
+  child.on('exit', () => (exited = true));
+  try {
+    await Promise.race([
+      waitForPort(ip, port),
+      new Promise((_, reject) => child.once('exit', (code) => reject(new Error(`temporal dev server exited with code ${code}`)))),
+    ]);
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw err;
+  }
+  return {
+    address: `${ip}:${port}`,
+    uiUrl: opts.headless ? undefined : `http://localhost:${opts.uiPort ?? 8233}`,
+    process: child,
+    async stop() {
+      if (exited) return;
+      const done = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await done;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,63 @@
+// ModelClient: the minimal contract the brain needs from a model, and its Anthropic SDK implementation.
+import Anthropic from '@anthropic-ai/sdk';
+import type { ApiMessage } from '../session/context';
+import type { ContentBlock, Usage } from '../session/events';
+import type { ToolSpec } from '../session/tools';
+
+export interface ModelRequest {
+  sessionId: string;
+  model: string;
+  system?: string;
+  messages: ApiMessage[];
+  tools: ToolSpec[];
+  maxTokens: number;
+}
+
+export interface ModelReply {
+  content: ContentBlock[];
+  stopReason: string | null;
+  usage: Usage;
+}
+
+/**
+ * The minimal contract: send one request, stream it, return the final message.
+ * `onProgress` is called as stream events arrive; `signal` aborts the call.
+ */
+export interface ModelClient {
+  createMessage(request: ModelRequest, opts: { signal?: AbortSignal; onProgress?: () => void }): Promise<ModelReply>;
+}
+
+export class AnthropicModelClient implements ModelClient {
+  private readonly client: Anthropic;
+
+  constructor(opts: { apiKey?: string; baseURL?: string } = {}) {
+    // Temporal owns retries, so the SDK makes exactly one attempt.
+    this.client = new Anthropic({ apiKey: opts.apiKey ?? 'offline', baseURL: opts.baseURL, maxRetries: 0, timeout: 10 * 60 * 1000 });
+  }
+
+  async createMessage(request: ModelRequest, opts: { signal?: AbortSignal; onProgress?: () => void }): Promise<ModelReply> {
+    const stream = this.client.messages.stream(
+      {
+        model: request.model,
+        max_tokens: request.maxTokens,
+        ...(request.system ? { system: request.system } : {}),
+        messages: request.messages as unknown as Anthropic.MessageParam[],
+        ...(request.tools.length ? { tools: request.tools as unknown as Anthropic.Tool[] } : {}),
+        metadata: { user_id: request.sessionId },
+      },
+      { signal: opts.signal },
+    );
+    for await (const _event of stream) opts.onProgress?.();
+    const message = await stream.finalMessage();
+    return {
+      content: message.content as unknown as ContentBlock[],
+      stopReason: message.stop_reason,
+      usage: {
+        inputTokens: message.usage.input_tokens,
+        outputTokens: message.usage.output_tokens,
+        cacheReadInputTokens: message.usage.cache_read_input_tokens ?? 0,
+        cacheCreationInputTokens: message.usage.cache_creation_input_tokens ?? 0,
+      },
+    };
+  }
+}

@@ -1,0 +1,48 @@
+// Maps Anthropic SDK errors to Temporal failures in one place: Temporal owns the retries.
+import Anthropic from '@anthropic-ai/sdk';
+import { ApplicationFailure } from '@temporalio/common';
+
+const NON_RETRYABLE: Record<number, string> = {
+  400: 'ModelError.InvalidRequest',
+  401: 'ModelError.Authentication',
+  403: 'ModelError.PermissionDenied',
+  404: 'ModelError.NotFound',
+  413: 'ModelError.RequestTooLarge',
+};
+
+/** Reads `retry-after-ms` or `retry-after` (seconds or an HTTP date) into milliseconds. */
+export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
+  if (!headers) return undefined;
+  const ms = headers.get('retry-after-ms');
+  if (ms && Number.isFinite(Number(ms))) return Math.max(0, Number(ms));
+  const value = headers.get('retry-after');
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}
+
+/** Turns any error from a model call into an ApplicationFailure with a namespaced type. */
+export function toModelFailure(err: unknown): ApplicationFailure {
+  if (err instanceof ApplicationFailure) return err;
+  if (err instanceof Anthropic.APIConnectionError) {
+    return ApplicationFailure.create({ message: `connection to the model API failed: ${err.message}`, type: 'ModelError.Connection', cause: err });
+  }
+  if (err instanceof Anthropic.APIError && typeof err.status === 'number') {
+    const status = err.status;
+    const message = `model API returned ${status}: ${err.message}`;
+    if (isRetryableStatus(status)) {
+      const type = status === 429 ? 'ModelError.RateLimited' : status === 529 ? 'ModelError.Overloaded' : status >= 500 ? 'ModelError.Server' : `ModelError.Status${status}`;
+      const delay = retryAfterMs(err.headers);
+      return ApplicationFailure.create({ message, type, ...(delay !== undefined ? { nextRetryDelay: delay } : {}) });
+    }
+    return ApplicationFailure.create({ message, type: NON_RETRYABLE[status] ?? `ModelError.Status${status}`, nonRetryable: true });
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return ApplicationFailure.create({ message: `model call failed: ${message}`, type: 'ModelError.Stream' });
+}

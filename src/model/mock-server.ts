@@ -1,0 +1,335 @@
+// A local server that speaks the Anthropic Messages API: plain and SSE replies, count_tokens,
+// per-session scripts keyed by metadata.user_id, fault injection, and the API's conversation checks.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createHash } from 'node:crypto';
+
+export interface MockBlockText {
+  type: 'text';
+  text: string;
+}
+export interface MockBlockToolUse {
+  type: 'tool_use';
+  id?: string;
+  name: string;
+  input: Record<string, unknown>;
+}
+export type MockBlock = MockBlockText | MockBlockToolUse;
+
+/** One scripted response. Faults take precedence over `reply`; with neither, the built-in brain answers. */
+export interface MockStep {
+  /** Respond with this HTTP error status (e.g. 429, 500, 529, 400). */
+  status?: number;
+  /** Seconds for the `retry-after` header of an error response. */
+  retryAfter?: number;
+  /** Error message for an error response. */
+  message?: string;
+  /** Wait this long before the first byte. */
+  firstByteDelayMs?: number;
+  /** Start the reply, then drop the connection mid-stream. */
+  dropMidStream?: boolean;
+  reply?: { content: MockBlock[]; stopReason?: string };
+}
+
+export interface MockSessionScript {
+  steps?: MockStep[];
+  /** Applied to every response of the session that has no delay of its own. */
+  firstByteDelayMs?: number;
+}
+
+export interface RecordedRequest {
+  sessionId: string;
+  path: string;
+  body: Record<string, unknown>;
+  status: number;
+  at: number;
+}
+
+class InvalidRequest extends Error {}
+
+type Msg = { role: string; content: string | Array<Record<string, unknown>> };
+
+function blocksOf(m: Msg): Array<Record<string, unknown>> {
+  return typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
+}
+
+/** The conversation rules the real API enforces with 400 invalid_request_error. */
+export function validateRequest(body: Record<string, unknown>, countTokens = false): void {
+  if (typeof body.model !== 'string' || body.model === '') throw new InvalidRequest('model: Field required');
+  if (!countTokens && (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1))
+    throw new InvalidRequest('max_tokens: Field required and must be a positive integer');
+  const messages = body.messages as Msg[] | undefined;
+  if (!Array.isArray(messages) || messages.length === 0) throw new InvalidRequest('messages: at least one message is required');
+  if (body.tools !== undefined) {
+    if (!Array.isArray(body.tools)) throw new InvalidRequest('tools: Input should be a valid list');
+    for (const [i, t] of (body.tools as Record<string, unknown>[]).entries()) {
+      if (typeof t?.name !== 'string' || !/^[a-zA-Z0-9_-]{1,128}$/.test(t.name)) throw new InvalidRequest(`tools.${i}.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`);
+      if (typeof t.input_schema !== 'object' || t.input_schema === null) throw new InvalidRequest(`tools.${i}.input_schema: Field required`);
+    }
+  }
+  if (messages[0].role !== 'user') throw new InvalidRequest('messages: first message must use the "user" role');
+  let pendingToolUses: string[] = [];
+  messages.forEach((m, i) => {
+    if (m.role !== 'user' && m.role !== 'assistant') throw new InvalidRequest(`messages.${i}.role: Input should be 'user' or 'assistant'`);
+    if (i > 0 && messages[i - 1].role === m.role) throw new InvalidRequest('messages: roles must alternate between "user" and "assistant"');
+    if (typeof m.content !== 'string' && (!Array.isArray(m.content) || m.content.length === 0))
+      throw new InvalidRequest(`messages.${i}.content: must be a string or a non-empty list of content blocks`);
+    const blocks = blocksOf(m);
+    for (const [j, b] of blocks.entries()) {
+      if (b.type === 'text' && (typeof b.text !== 'string' || b.text === '')) throw new InvalidRequest(`messages.${i}.content.${j}.text: text content blocks must be non-empty`);
+    }
+    if (m.role === 'user') {
+      const results = blocks.filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id as string);
+      const missing = pendingToolUses.filter((id) => !results.includes(id));
+      if (missing.length)
+        throw new InvalidRequest(`messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`);
+      const unexpected = results.filter((id) => !pendingToolUses.includes(id));
+      if (unexpected.length) throw new InvalidRequest(`messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${unexpected.join(', ')}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`);
+      const firstOther = blocks.findIndex((b) => b.type !== 'tool_result');
+      if (firstOther !== -1 && blocks.slice(firstOther).some((b) => b.type === 'tool_result'))
+        throw new InvalidRequest(`messages.${i}: tool_result blocks must come first in the content array`);
+      pendingToolUses = [];
+    } else {
+      pendingToolUses = blocks.filter((b) => b.type === 'tool_use').map((b) => b.id as string);
+      if (pendingToolUses.some((id) => typeof id !== 'string' || id === '')) throw new InvalidRequest(`messages.${i}: tool_use blocks need an id`);
+    }
+  });
+  if (pendingToolUses.length && messages[messages.length - 1].role === 'assistant')
+    throw new InvalidRequest(`messages: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${pendingToolUses.join(', ')}`);
+}
+
+export function estimateTokens(body: Record<string, unknown>): number {
+  return Math.max(1, Math.ceil(JSON.stringify([body.system ?? '', body.messages, body.tools ?? []]).length / 4));
+}
+
+/**
+ * The built-in brain: deterministic in the conversation. A user text that asks about the log, events or
+ * history gets a `session_events` call (when that tool is offered); tool results get a short summary;
+ * anything else is echoed.
+ */
+export function defaultReply(body: Record<string, unknown>): { content: MockBlock[]; stopReason: string } {
+  const messages = body.messages as Msg[];
+  const last = messages[messages.length - 1];
+  const blocks = blocksOf(last);
+  const texts = blocks.filter((b) => b.type === 'text').map((b) => b.text as string);
+  const results = blocks.filter((b) => b.type === 'tool_result');
+  const tools = ((body.tools as { name: string }[] | undefined) ?? []).map((t) => t.name);
+  const lastText = texts[texts.length - 1];
+  if (lastText !== undefined && /\b(log|events|history)\b/i.test(lastText) && tools.includes('session_events')) {
+    return {
+      content: [
+        { type: 'text', text: 'Let me read the session log.' },
+        { type: 'tool_use', name: 'session_events', input: { from: 0, limit: 20 } },
+      ],
+      stopReason: 'tool_use',
+    };
+  }
+  if (lastText !== undefined) return { content: [{ type: 'text', text: `You said: ${lastText}` }], stopReason: 'end_turn' };
+  const summary = results
+    .map((r) => {
+      const c = r.content;
+      const text = typeof c === 'string' ? c : JSON.stringify(c);
+      let count = '';
+      try {
+        const parsed = JSON.parse(text) as { events?: unknown[] };
+        if (Array.isArray(parsed.events)) count = ` (${parsed.events.length} events)`;
+      } catch {
+        // not JSON: summarised by length only
+      }
+      return `${r.is_error ? 'an error' : 'a result'} of ${text.length} characters${count}`;
+    })
+    .join(', ');
+  return { content: [{ type: 'text', text: `The tool returned ${summary}.` }], stopReason: 'end_turn' };
+}
+
+const ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  408: 'timeout_error',
+  409: 'conflict_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  529: 'overloaded_error',
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class MockModelServer {
+  private server?: http.Server;
+  private readonly scripts = new Map<string, MockSessionScript>();
+  private readonly log: RecordedRequest[] = [];
+  private readonly sockets = new Set<import('node:net').Socket>();
+  private inFlightCount = 0;
+  url = '';
+
+  async start(port = 0, host = '127.0.0.1'): Promise<string> {
+    this.server = http.createServer((req, res) => {
+      this.handle(req, res).catch((err) => {
+        if (!res.headersSent) this.sendError(res, 500, `mock server error: ${(err as Error).message}`);
+        else res.destroy();
+      });
+    });
+    this.server.on('connection', (s) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+    await new Promise<void>((resolve, reject) => {
+      this.server!.once('error', reject);
+      this.server!.listen(port, host, () => resolve());
+    });
+    const addr = this.server.address() as AddressInfo;
+    this.url = `http://${host}:${addr.port}`;
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  /** Scripts the next responses of one session (keyed by `metadata.user_id`). Steps are consumed in order. */
+  script(sessionId: string, script: MockSessionScript): void {
+    this.scripts.set(sessionId, { ...script, steps: [...(script.steps ?? [])] });
+  }
+
+  requests(sessionId?: string): RecordedRequest[] {
+    return this.log.filter((r) => sessionId === undefined || r.sessionId === sessionId);
+  }
+
+  /** Requests whose response has not finished. */
+  get inFlight(): number {
+    return this.inFlightCount;
+  }
+
+  private async readBody(req: http.IncomingMessage): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  private sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+    res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_mock_${Date.now()}`, ...headers });
+    res.end(JSON.stringify(body));
+  }
+
+  private sendError(res: http.ServerResponse, status: number, message: string, headers: Record<string, string> = {}) {
+    const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+    this.sendJson(res, status, { type: 'error', error: { type, message } }, headers);
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://mock');
+    const raw = await this.readBody(req);
+    if (req.method === 'POST' && url.pathname === '/_mock/script') {
+      const { sessionId, ...script } = JSON.parse(raw) as MockSessionScript & { sessionId: string };
+      this.script(sessionId, script);
+      return this.sendJson(res, 200, { ok: true });
+    }
+    if (req.method !== 'POST' || (url.pathname !== '/v1/messages' && url.pathname !== '/v1/messages/count_tokens')) {
+      return this.sendError(res, 404, `no route for ${req.method} ${url.pathname}`);
+    }
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(raw) as Record<string, unknown>;
+    } catch {
+      return this.sendError(res, 400, 'request body is not valid JSON');
+    }
+    const sessionId = String((body.metadata as { user_id?: string } | undefined)?.user_id ?? 'anonymous');
+    const record: RecordedRequest = { sessionId, path: url.pathname, body, status: 0, at: Date.now() };
+    this.log.push(record);
+    const countTokens = url.pathname.endsWith('/count_tokens');
+    try {
+      validateRequest(body, countTokens);
+    } catch (err) {
+      if (!(err instanceof InvalidRequest)) throw err;
+      record.status = 400;
+      return this.sendError(res, 400, err.message);
+    }
+    if (countTokens) {
+      record.status = 200;
+      return this.sendJson(res, 200, { input_tokens: estimateTokens(body) });
+    }
+
+    const script = this.scripts.get(sessionId);
+    const step: MockStep = script?.steps?.shift() ?? {};
+    this.inFlightCount++;
+    try {
+      const delay = step.firstByteDelayMs ?? script?.firstByteDelayMs ?? 0;
+      if (delay > 0) await sleep(delay);
+      if (step.status !== undefined && step.status >= 400) {
+        record.status = step.status;
+        const headers: Record<string, string> = step.retryAfter !== undefined ? { 'retry-after': String(step.retryAfter) } : {};
+        return this.sendError(res, step.status, step.message ?? `injected ${step.status}`, headers);
+      }
+      const reply = step.reply ?? defaultReply(body);
+      record.status = 200;
+      await this.sendMessage(res, body, reply, sessionId, step.dropMidStream === true);
+    } finally {
+      this.inFlightCount--;
+    }
+  }
+
+  private async sendMessage(
+    res: http.ServerResponse,
+    body: Record<string, unknown>,
+    reply: { content: MockBlock[]; stopReason?: string },
+    sessionId: string,
+    drop: boolean,
+  ): Promise<void> {
+    const messages = body.messages as Msg[];
+    const idBase = createHash('sha256').update(sessionId).digest('hex').slice(0, 8);
+    const content = reply.content.map((b, i) =>
+      b.type === 'tool_use' ? { ...b, id: b.id ?? `toolu_${idBase}_${messages.length}_${i}` } : b,
+    );
+    const stopReason = reply.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn');
+    const inputTokens = estimateTokens(body);
+    const outputTokens = Math.max(1, Math.ceil(JSON.stringify(content).length / 4));
+    const message = {
+      id: `msg_mock_${idBase}_${messages.length}`,
+      type: 'message',
+      role: 'assistant',
+      model: body.model,
+      content,
+      stop_reason: stopReason,
+      stop_sequence: null,
+      usage: { input_tokens: inputTokens, output_tokens: outputTokens, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+    };
+    if (body.stream !== true) {
+      if (drop) return void res.socket?.destroy();
+      return this.sendJson(res, 200, message);
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_mock_${Date.now()}` });
+    const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    send('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...message.usage, output_tokens: 1 } } });
+    send('ping', { type: 'ping' });
+    for (const [index, block] of content.entries()) {
+      if (block.type === 'text') {
+        send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+        const words = block.text.match(/\S+\s*|\s+/g) ?? [block.text];
+        for (const [k, w] of words.entries()) {
+          send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: w } });
+          if (drop && k === 0) {
+            await sleep(20);
+            return void res.socket?.destroy();
+          }
+        }
+      } else {
+        send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
+        const json = JSON.stringify(block.input);
+        const half = Math.ceil(json.length / 2);
+        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(0, half) } });
+        if (drop) {
+          await sleep(20);
+          return void res.socket?.destroy();
+        }
+        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(half) } });
+      }
+      send('content_block_stop', { type: 'content_block_stop', index });
+    }
+    send('message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } });
+    send('message_stop', { type: 'message_stop' });
+    res.end();
+  }
+}

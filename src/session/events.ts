@@ -1,0 +1,150 @@
+// The session event contract: one zod schema per event type; every type is inferred from these.
+import { z } from 'zod';
+
+const base = { seq: z.number().int().nonnegative(), time: z.string() };
+
+/** Anthropic content blocks are passed through as the API returns them; only their shape is checked. */
+export const ContentBlockSchema = z
+  .object({ type: z.string() })
+  .passthrough()
+  .superRefine((block, ctx) => {
+    const b = block as Record<string, unknown>;
+    if (block.type === 'text' && typeof b.text !== 'string') ctx.addIssue({ code: 'custom', message: 'text block needs a string `text`' });
+    if (block.type === 'tool_use' && (typeof b.id !== 'string' || typeof b.name !== 'string' || typeof b.input !== 'object' || b.input === null))
+      ctx.addIssue({ code: 'custom', message: 'tool_use block needs string `id`, string `name` and object `input`' });
+  });
+export type ContentBlock = z.infer<typeof ContentBlockSchema>;
+
+export const UsageSchema = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  cacheReadInputTokens: z.number().int().nonnegative(),
+  cacheCreationInputTokens: z.number().int().nonnegative(),
+});
+export type Usage = z.infer<typeof UsageSchema>;
+
+export const SessionStartedEventSchema = z.object({
+  ...base,
+  type: z.literal('session_started'),
+  agent: z.record(z.string(), z.unknown()),
+  forkedFrom: z.object({ sessionId: z.string(), seq: z.number().int() }).optional(),
+  parent: z.object({ sessionId: z.string(), toolUseId: z.string() }).optional(),
+});
+export const UserMessageEventSchema = z.object({
+  ...base,
+  type: z.literal('user_message'),
+  text: z.string(),
+  messageId: z.string().optional(),
+});
+export const AssistantMessageEventSchema = z.object({
+  ...base,
+  type: z.literal('assistant_message'),
+  content: z.array(ContentBlockSchema),
+  stopReason: z.string().nullable(),
+  usage: UsageSchema,
+});
+export const ToolUseEventSchema = z.object({
+  ...base,
+  type: z.literal('tool_use'),
+  id: z.string(),
+  name: z.string(),
+  input: z.unknown(),
+});
+export const ToolErrorKindSchema = z.enum(['tool', 'infra', 'denied']);
+export const ToolResultEventSchema = z.object({
+  ...base,
+  type: z.literal('tool_result'),
+  toolUseId: z.string(),
+  output: z.string(),
+  isError: z.boolean(),
+  error: z.object({ kind: ToolErrorKindSchema, message: z.string() }).optional(),
+});
+export const ApprovalRequestedEventSchema = z.object({
+  ...base,
+  type: z.literal('approval_requested'),
+  toolUseId: z.string(),
+  policy: z.string(),
+});
+export const ApprovalResolvedEventSchema = z.object({
+  ...base,
+  type: z.literal('approval_resolved'),
+  toolUseId: z.string(),
+  allow: z.boolean(),
+  reason: z.string().optional(),
+  by: z.string(),
+});
+export const SandboxProvisionedEventSchema = z.object({
+  ...base,
+  type: z.literal('sandbox_provisioned'),
+  name: z.string(),
+  sandboxId: z.string(),
+  host: z.string(),
+  ms: z.number(),
+  resumed: z.boolean(),
+  loosened: z.array(z.string()),
+});
+export const SandboxLostEventSchema = z.object({
+  ...base,
+  type: z.literal('sandbox_lost'),
+  name: z.string(),
+  sandboxId: z.string(),
+  reason: z.string(),
+});
+export const SandboxHandedOffEventSchema = z.object({
+  ...base,
+  type: z.literal('sandbox_handed_off'),
+  name: z.string(),
+  sandboxId: z.string(),
+  from: z.string(),
+  to: z.string(),
+});
+export const SubagentStartedEventSchema = z.object({
+  ...base,
+  type: z.literal('subagent_started'),
+  sessionId: z.string(),
+  toolUseId: z.string(),
+});
+export const SubagentFinishedEventSchema = z.object({
+  ...base,
+  type: z.literal('subagent_finished'),
+  sessionId: z.string(),
+  toolUseId: z.string(),
+  isError: z.boolean(),
+});
+export const ContextCompactedEventSchema = z.object({
+  ...base,
+  type: z.literal('context_compacted'),
+  throughSeq: z.number().int(),
+  summary: z.string(),
+  tokensBefore: z.number().int(),
+  tokensAfter: z.number().int(),
+});
+export const InterruptedEventSchema = z.object({ ...base, type: z.literal('interrupted'), reason: z.string() });
+export const ErrorEventSchema = z.object({ ...base, type: z.literal('error'), kind: z.string(), message: z.string() });
+export const SessionEndedEventSchema = z.object({ ...base, type: z.literal('session_ended'), reason: z.string() });
+
+export const SessionEventSchema = z.discriminatedUnion('type', [
+  SessionStartedEventSchema,
+  UserMessageEventSchema,
+  AssistantMessageEventSchema,
+  ToolUseEventSchema,
+  ToolResultEventSchema,
+  ApprovalRequestedEventSchema,
+  ApprovalResolvedEventSchema,
+  SandboxProvisionedEventSchema,
+  SandboxLostEventSchema,
+  SandboxHandedOffEventSchema,
+  SubagentStartedEventSchema,
+  SubagentFinishedEventSchema,
+  ContextCompactedEventSchema,
+  InterruptedEventSchema,
+  ErrorEventSchema,
+  SessionEndedEventSchema,
+]);
+export type SessionEvent = z.infer<typeof SessionEventSchema>;
+export type SessionEventType = SessionEvent['type'];
+export type EventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;
+/** An event before the log numbers and timestamps it. */
+export type NewEvent = SessionEvent extends infer E ? (E extends SessionEvent ? Omit<E, 'seq' | 'time'> : never) : never;
+
+export const EVENT_TYPES = SessionEventSchema.options.map((o) => o.shape.type.value) as SessionEventType[];

@@ -1,0 +1,2 @@
+// The worker's workflowsPath: re-exports every workflow.
+export { sessionWorkflow } from './session';

@@ -32,7 +32,7 @@ export interface RunningWorker {
 let runtimeInstalled = false;
 
 /** Keeps the SDK's own logs at warn level and on stderr, so stdout stays machine-readable. */
-function installRuntime() {
+export function installRuntime() {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {

@@ -281,7 +281,7 @@ export class MockModelServer {
     const messages = body.messages as Msg[];
     const idBase = createHash('sha256').update(sessionId).digest('hex').slice(0, 8);
     const content = reply.content.map((b, i) =>
-      b.type === 'tool_use' ? { ...b, id: b.id ?? `toolu_${idBase}_${messages.length}_${i}` } : b,
+      b.type === 'tool_use' ? { ...b, id: b.id ?? `toolu_mock_${messages.length}_${i}` } : b,
     );
     const stopReason = reply.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn');
     const inputTokens = estimateTokens(body);

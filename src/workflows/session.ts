@@ -80,6 +80,10 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     return event.seq;
   };
 
+  // Before any handler is registered: input that arrived with the start is delivered when its handler is set.
+  append({ type: 'session_started', agent: agent as unknown as Record<string, unknown> });
+  if (parsed.data.message) acceptUserMessage(parsed.data.message);
+
   setHandler(userMessageSignal, (raw) => {
     const result = UserMessageSchema.safeParse(raw);
     if (!result.success) {
@@ -184,10 +188,6 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
       }
     }
   };
-
-  const started = parsed.data;
-  append({ type: 'session_started', agent: agent as unknown as Record<string, unknown> });
-  if (started.message) acceptUserMessage(started.message);
 
   while (endReason === undefined) {
     await condition(() => endReason !== undefined || lastUserSeq > handledThrough);

@@ -1,0 +1,133 @@
+// Shared test setup: a real Temporal dev server, the local Messages API server and a real worker.
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowHandle } from '@temporalio/client';
+import path from 'node:path';
+import { findTemporalCli } from '../../src/infra/temporal-cli';
+import { MockModelServer } from '../../src/model/mock-server';
+import { AgentSchema, type AgentInput } from '../../src/session/agent';
+import type { SessionEvent } from '../../src/session/events';
+import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
+import { installRuntime, startWorker, type RunningWorker } from '../../src/worker';
+import { sessionWorkflow } from '../../src/workflows';
+import { eventsQuery, sendMessageUpdate, type UserMessage } from '../../src/workflows/messages';
+
+export const ROOT = path.resolve(__dirname, '../..');
+
+export function temporalCliPath(): string {
+  const cli = findTemporalCli();
+  if (!cli) throw new Error('Temporal CLI not found: run `npm run setup` first');
+  return cli.path;
+}
+
+export async function createTestEnv(): Promise<TestWorkflowEnvironment> {
+  installRuntime();
+  return TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'existing-path', path: temporalCliPath() }, ip: '127.0.0.1', ui: false },
+  });
+}
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never });
+  return bundle;
+}
+
+export interface Harness {
+  env: TestWorkflowEnvironment;
+  mock: MockModelServer;
+  worker: RunningWorker;
+  stop(): Promise<void>;
+}
+
+/** Starts a dev server, the mock model and one in-process brain worker. */
+export async function startHarness(opts: { worker?: boolean } = {}): Promise<Harness> {
+  const env = await createTestEnv();
+  const mock = new MockModelServer();
+  await mock.start();
+  let worker: RunningWorker | undefined;
+  try {
+    if (opts.worker !== false) {
+      worker = await startWorker({
+        role: 'brain',
+        address: env.address,
+        namespace: 'default',
+        baseURL: mock.url,
+        apiKey: 'test-key',
+        workflowBundle: await workflowBundle(),
+        log: () => undefined,
+      });
+    }
+  } catch (err) {
+    await mock.stop();
+    await env.teardown();
+    throw err;
+  }
+  return {
+    env,
+    mock,
+    worker: worker as RunningWorker,
+    async stop() {
+      await worker?.shutdown().catch(() => undefined);
+      await mock.stop();
+      await env.teardown();
+    },
+  };
+}
+
+/** A test agent with fast model retries, so fault tests take seconds. */
+export function testAgent(overrides: Partial<AgentInput> = {}) {
+  return AgentSchema.parse({
+    name: 'test',
+    model: 'claude-test',
+    ...overrides,
+    limits: { modelRetry: { initialIntervalMs: 50, maximumIntervalMs: 500, maxAttempts: 10 }, modelHeartbeatTimeoutMs: 2000, ...(overrides.limits ?? {}) },
+  });
+}
+
+let counter = 0;
+export function uniqueId(prefix: string): string {
+  return `${prefix}-${process.pid}-${Date.now()}-${++counter}`;
+}
+
+export async function startSession(h: Harness, opts: { id?: string; agent?: Partial<AgentInput>; message?: UserMessage } = {}) {
+  return h.env.client.workflow.start(sessionWorkflow, {
+    taskQueue: BRAIN_TASK_QUEUE,
+    workflowId: opts.id ?? uniqueId('ses'),
+    args: [{ agent: testAgent(opts.agent), ...(opts.message ? { message: opts.message } : {}) }],
+  });
+}
+
+export async function allEvents(handle: WorkflowHandle): Promise<SessionEvent[]> {
+  const out: SessionEvent[] = [];
+  for (;;) {
+    const page = await handle.query(eventsQuery, { from: out.length });
+    if (page.events.length === 0) return out;
+    out.push(...page.events);
+  }
+}
+
+/** Polls the log until `pred` holds for it; fails with the log if it does not within the deadline. */
+export async function waitForEvents(handle: WorkflowHandle, pred: (events: SessionEvent[]) => boolean, timeoutMs = 60_000): Promise<SessionEvent[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const events = await allEvents(handle);
+    if (pred(events)) return events;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; log: ${JSON.stringify(events.map((e) => e.type))}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export const turnDone = (afterSeq: number) => (events: SessionEvent[]) =>
+  events.some((e) => e.seq > afterSeq && ((e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error' || e.type === 'interrupted'));
+
+/** Sends a message by update and waits until its turn has finished. */
+export async function say(handle: WorkflowHandle, text: string): Promise<SessionEvent[]> {
+  const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text }] });
+  return waitForEvents(handle, turnDone(seq));
+}
+
+/** A log with workflow times removed, for comparing two runs. */
+export function withoutTimes(events: SessionEvent[]): unknown[] {
+  return events.map(({ time: _time, ...rest }) => rest);
+}

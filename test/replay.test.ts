@@ -1,0 +1,56 @@
+// Every recorded history in test/histories replays against the current workflow code without nondeterminism.
+// `npm run record-histories` records a fresh one from a session that exercises each feature.
+import fs from 'node:fs';
+import path from 'node:path';
+import { Worker } from '@temporalio/worker';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { spawnSync } from 'node:child_process';
+import { endSignal, interruptSignal, sendMessageUpdate, userMessageSignal } from '../src/workflows/messages';
+import { say, startHarness, startSession, temporalCliPath, waitForEvents, workflowBundle } from './helpers/env';
+
+const DIR = path.join(__dirname, 'histories');
+
+if (process.env.RECORD_HISTORIES === '1') {
+  it('records a session that exercises every feature of the workflow', async () => {
+    const h = await startHarness();
+    try {
+      const handle = await startSession(h, { id: 'recorded-skeleton', message: { text: 'Hello', messageId: 'first' } });
+      await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'assistant_message'));
+      await say(handle, 'Please read the session log.');
+      await handle.signal(userMessageSignal, { text: 'Hello', messageId: 'first' });
+      await handle.signal(userMessageSignal, { text: '' });
+      h.mock.script(handle.workflowId, { steps: [{ status: 500 }, { status: 400 }] });
+      await say(handle, 'this one fails');
+      h.mock.script(handle.workflowId, { steps: [{ firstByteDelayMs: 20_000 }] });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'slow' }] });
+      while (h.mock.requests(handle.workflowId).length < 6) await new Promise((r) => setTimeout(r, 50));
+      await handle.signal(interruptSignal, { reason: 'too slow' });
+      await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'interrupted'));
+      await say(handle, 'Thanks');
+      await handle.signal(endSignal, { reason: 'recorded' });
+      await handle.result();
+      // The Temporal CLI writes the standard JSON form of a history.
+      const shown = spawnSync(temporalCliPath(), ['workflow', 'show', '--address', h.env.address, '--workflow-id', handle.workflowId, '--output', 'json'], { encoding: 'utf8' });
+      expect(shown.status).toBe(0);
+      fs.writeFileSync(path.join(DIR, 'skeleton-session.json'), shown.stdout);
+    } finally {
+      await h.stop();
+    }
+  });
+}
+
+describe('recorded histories', () => {
+  const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.json'));
+
+  it('has at least one recorded history', () => {
+    expect(files.length).toBeGreaterThan(0);
+  });
+
+  it('replays every recorded history without a nondeterminism error', async () => {
+    const histories = files.map((f) => ({ workflowId: f, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(DIR, f), 'utf8'))) }));
+    const results = [];
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) results.push(result);
+    expect(results).toHaveLength(files.length);
+    for (const r of results) expect({ workflowId: r.workflowId, error: r.error?.message }).toEqual({ workflowId: r.workflowId, error: undefined });
+  });
+});

@@ -113,7 +113,6 @@ export function buildProgram(): Command {
   program
     .name('agents')
     .description('Run long-lived AI agent sessions durably on Temporal')
-    .showHelpAfterError()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
 
   program

@@ -20,12 +20,14 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
   let uiUrl: string | undefined;
   if (await portInUse(host, port)) {
     log(`a Temporal server already answers at ${config.TEMPORAL_ADDRESS}; using it`);
-    uiUrl = 'http://localhost:8233';
+    uiUrl = `http://localhost:${port === 7233 ? 8233 : port + 1000}`;
   } else {
     const cli = ensureTemporalCli(log);
     const dbFile = path.join(config.dataDir, 'temporal.db');
     log(`starting the Temporal dev server (${cli.path}) with SQLite at ${dbFile}`);
-    server = await startDevServer({ cli: cli.path, dbFile, port, ip: host === 'localhost' ? '127.0.0.1' : host, logFile: path.join(config.dataDir, 'temporal.log') });
+    // The Web UI sits on 8233 beside the default 7233, and 1000 above any other frontend port.
+    const uiPort = port === 7233 ? 8233 : port + 1000;
+    server = await startDevServer({ cli: cli.path, dbFile, port, uiPort, ip: host === 'localhost' ? '127.0.0.1' : host, logFile: path.join(config.dataDir, 'temporal.log') });
     uiUrl = server.uiUrl;
   }
 

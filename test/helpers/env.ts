@@ -131,3 +131,16 @@ export async function say(handle: WorkflowHandle, text: string): Promise<Session
 export function withoutTimes(events: SessionEvent[]): unknown[] {
   return events.map(({ time: _time, ...rest }) => rest);
 }
+
+/** A TCP port that was free a moment ago, for servers that must be told their port. */
+export async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as import('node:net').AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,35 @@
+// The README's first command on a clean clone: `npm install && npm start` sets everything up and runs the demo.
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ROOT, freePort } from './helpers/env';
+
+function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('close', (code) => resolve({ code, out }));
+  });
+}
+
+it('runs `npm install && npm start` on a clean clone: a demo session with a tool call and a Web UI link', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-clone-'));
+  try {
+    execFileSync('git', ['clone', '--quiet', ROOT, dir]);
+    const port = await freePort();
+    const env = { ...process.env, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' };
+    const install = await run('npm', ['install', '--no-audit', '--no-fund'], dir, env);
+    expect(install.code).toBe(0);
+    const start = await run('npm', ['start'], dir, env);
+    if (start.code !== 0) throw new Error(start.out);
+    expect(start.out).toMatch(/#\d+ tool_use session_events/);
+    expect(start.out).toMatch(/#\d+ tool_result: \{"events":/);
+    expect(start.out).toMatch(/#\d+ session_ended: demo finished/);
+    expect(start.out).toMatch(new RegExp(`Web UI: http://localhost:${port + 1000}/namespaces/default/workflows/demo-`));
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}, 900_000);

@@ -11,9 +11,13 @@ import { loadConfig, type Config } from './config';
 import { AgentSchema, DEFAULT_MODEL, formatIssues, type Agent } from './session/agent';
 import type { SessionEvent } from './session/events';
 import { formatEvent } from './session/format';
-import { BRAIN_TASK_QUEUE, WORKFLOW_TYPE } from './session/queues';
+import { BRAIN_TASK_QUEUE, WORKER_ROLES, WORKFLOW_TYPE, type WorkerRole } from './session/queues';
+import type { UpdateDefinition } from '@temporalio/common';
+import { MAX_FILE_BYTES } from './session/paths';
 import {
   UserMessageSchema,
+  getFileUpdate,
+  putFileUpdate,
   endSignal,
   eventsQuery,
   interruptSignal,
@@ -91,6 +95,16 @@ async function withSession<T>(id: string, fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Runs an update and turns its failure into a one-line CLI error. */
+async function update<Ret, Arg>(client: Client, id: string, def: UpdateDefinition<Ret, [Arg]>, arg: Arg): Promise<Ret> {
+  try {
+    return await client.workflow.getHandle(id).executeUpdate(def, { args: [arg] });
+  } catch (e) {
+    if (e instanceof WorkflowUpdateFailedError) throw new CliError(e.cause?.message ?? e.message);
+    throw e;
+  }
+}
+
 async function* readEvents(client: Client, id: string, from: number, limit?: number): AsyncGenerator<SessionEvent> {
   const handle = client.workflow.getHandle(id);
   let next = from;
@@ -157,14 +171,7 @@ export function buildProgram(): Command {
       const m = UserMessageSchema.safeParse({ text, ...(opts.messageId ? { messageId: opts.messageId } : {}) });
       if (!m.success) throw new CliError(`invalid message: ${formatIssues(m.error)}`);
       const client = await connect(loadConfig());
-      const result = await withSession(id, async () => {
-        try {
-          return await client.workflow.getHandle(id).executeUpdate(sendMessageUpdate, { args: [m.data] });
-        } catch (e) {
-          if (e instanceof WorkflowUpdateFailedError) throw new CliError(e.cause?.message ?? e.message);
-          throw e;
-        }
-      });
+      const result = await withSession(id, () => update(client, id, sendMessageUpdate, m.data));
       out(opts.json ? JSON.stringify(result) : String(result.seq));
     });
 
@@ -259,21 +266,58 @@ export function buildProgram(): Command {
 
   program
     .command('worker')
-    .description('run workers against TEMPORAL_ADDRESS')
-    .option('--role <role>', 'brain or all', (v) => {
-      if (v !== 'brain' && v !== 'all') throw new InvalidArgumentError('must be brain or all');
+    .description('run workers against TEMPORAL_ADDRESS: brain (workflows, model calls), hands (sandboxes) or all')
+    .option('--role <role>', 'brain, hands or all', (v) => {
+      if (!(WORKER_ROLES as readonly string[]).includes(v)) throw new InvalidArgumentError(`must be one of ${WORKER_ROLES.join(', ')}`);
       return v;
     }, 'all')
-    .action(async (opts: { role: 'brain' | 'all' }) => {
+    .action(async (opts: { role: WorkerRole }) => {
       const config = loadConfig();
-      if (!config.ANTHROPIC_API_KEY && !config.ANTHROPIC_BASE_URL)
+      if (opts.role !== 'hands' && !config.ANTHROPIC_API_KEY && !config.ANTHROPIC_BASE_URL)
         throw new CliError('set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as `agents model-server`');
       const { startWorker } = await import('./worker');
-      const worker = await startWorker({ role: opts.role, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL });
+      const worker = await startWorker({ role: opts.role, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, dockerHost: config.DOCKER_HOST });
       const stop = () => void worker.shutdown();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       await worker.done;
+    });
+
+  const files = program.command('files').description("copy files into and out of a session's sandbox (provisions it if needed)");
+  files
+    .command('put')
+    .description('copy LOCAL into the sandbox at PATH (relative to the workspace, or absolute inside it)')
+    .argument('<id>', 'session id', sessionId)
+    .argument('<local>', 'local file')
+    .argument('<path>', 'path in the sandbox')
+    .option('--sandbox <name>', 'sandbox name', 'main')
+    .action(async (id: string, local: string, target: string, opts: { sandbox: string }) => {
+      let content: Buffer;
+      try {
+        const stat = fs.statSync(local);
+        if (!stat.isFile()) throw new CliError(`${local} is not a regular file`);
+        if (stat.size > MAX_FILE_BYTES) throw new CliError(`${local} is ${stat.size} bytes; the limit is ${MAX_FILE_BYTES}`);
+        content = fs.readFileSync(local);
+      } catch (e) {
+        if (e instanceof CliError) throw e;
+        throw new CliError(`cannot read ${local}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      }
+      const client = await connect(loadConfig());
+      const r = await withSession(id, () => update(client, id, putFileUpdate, { sandbox: opts.sandbox, path: target, contentBase64: content.toString('base64') }));
+      err(`wrote ${r.bytes} bytes to ${r.path}`);
+    });
+  files
+    .command('get')
+    .description('copy PATH out of the sandbox to LOCAL')
+    .argument('<id>', 'session id', sessionId)
+    .argument('<path>', 'path in the sandbox')
+    .argument('<local>', 'local file')
+    .option('--sandbox <name>', 'sandbox name', 'main')
+    .action(async (id: string, source: string, local: string, opts: { sandbox: string }) => {
+      const client = await connect(loadConfig());
+      const r = await withSession(id, () => update(client, id, getFileUpdate, { sandbox: opts.sandbox, path: source }));
+      fs.writeFileSync(local, Buffer.from(r.contentBase64, 'base64'));
+      err(`read ${r.bytes} bytes from ${r.path}`);
     });
 
   program

@@ -1,11 +1,30 @@
 // `npm run setup`: idempotently ensures what the platform needs on this machine, and says what it did.
+import { ensureDockerEngine, ensureSandboxImage } from './infra/docker';
 import { ensureTemporalCli } from './infra/temporal-cli';
 
-function main(): number {
+const USAGE = 'usage: setup [--temporal-only]';
+
+async function main(argv: string[]): Promise<number> {
   const log = (m: string) => process.stderr.write(`setup: ${m}\n`);
+  const unknown = argv.filter((a) => a !== '--temporal-only');
+  if (unknown.length > 0) {
+    log(`unknown option ${unknown[0]}; ${USAGE}`);
+    return 2;
+  }
   try {
     const cli = ensureTemporalCli(log);
     log(cli.source === 'built' ? `built the Temporal CLI at ${cli.path}` : `Temporal CLI found (${cli.source}): ${cli.path}`);
+    if (argv.includes('--temporal-only')) return 0;
+
+    const dockerHost = await ensureDockerEngine((m) => log(`docker: ${m}`));
+    const image = await ensureSandboxImage(dockerHost, (m) => log(`sandbox image: ${m}`));
+    const id = image.id.replace(/^sha256:/, '').slice(0, 12);
+    const how = {
+      reused: 'reused',
+      'built-dockerfile': `built from sandbox/Dockerfile in ${image.seconds} s:`,
+      'built-offline': `built offline with debootstrap in ${image.seconds} s:`,
+    }[image.action];
+    log(`sandbox image: ${how} ${image.image} (${id}) on ${dockerHost}`);
     return 0;
   } catch (err) {
     log(`failed: ${(err as Error).message}`);
@@ -13,4 +32,10 @@ function main(): number {
   }
 }
 
-process.exitCode = main();
+main(process.argv.slice(2)).then(
+  (code) => (process.exitCode = code),
+  (err: unknown) => {
+    process.stderr.write(`setup: failed: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  },
+);

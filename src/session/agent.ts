@@ -1,7 +1,11 @@
 // The agent file (`--agent FILE`): one zod schema, extended as the platform grows.
 import { z } from 'zod';
 
+/** Tools that run in the workflow itself, with no sandbox. */
 export const BUILTIN_TOOLS = ['session_events'] as const;
+/** Tools that run in a sandbox; each use is bound to one named sandbox. */
+export const SANDBOX_TOOLS = ['bash', 'str_replace_based_edit_tool'] as const;
+export type SandboxToolKind = (typeof SANDBOX_TOOLS)[number];
 
 export const ModelRetrySchema = z
   .object({
@@ -20,8 +24,58 @@ export const LimitsSchema = z
     /** A model call whose worker stops heartbeating for this long is retried elsewhere. */
     modelHeartbeatTimeoutMs: z.number().int().min(1000).default(10_000),
     modelRetry: ModelRetrySchema.default(ModelRetrySchema.parse({})),
+    /** A hands host that stops heartbeating during a command for this long is treated as gone. */
+    handsHeartbeatTimeoutMs: z.number().int().min(1000).default(5_000),
+    /** A sandbox call that no worker of its host picks up within this long means the host is gone. */
+    handsScheduleToStartMs: z.number().int().min(1000).default(10_000),
+    /** Provisioning (image start, clone, setup commands) may take this long. */
+    provisionTimeoutMs: z.number().int().min(1000).default(600_000),
   })
   .strict();
+
+const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and underscores');
+
+export const SandboxRecipeSchema = z
+  .object({
+    /** Defaults to the hands host's SANDBOX_IMAGE. */
+    image: z.string().min(1).optional(),
+    resources: z
+      .object({
+        cpus: z.number().positive().max(64).default(1),
+        memoryMb: z.number().int().min(16).max(1024 * 1024).default(1024),
+        pidsLimit: z.number().int().min(8).max(1_000_000).default(256),
+      })
+      .strict()
+      .default({ cpus: 1, memoryMb: 1024, pidsLimit: 256 }),
+    workdir: z.string().regex(/^\/[^\0]*$/, 'workdir must be an absolute path').default('/workspace'),
+    /** Non-secret environment for commands. Vault references are not resolved here. */
+    env: z.record(EnvNameSchema, z.string().max(32_768)).default({}),
+    repo: z.object({ url: z.string().min(1), ref: z.string().min(1).optional() }).strict().optional(),
+    setup: z.array(z.string().min(1)).default([]),
+    /** `none` is the hardened default; anything else is a loosening that sandbox_provisioned records. */
+    network: z.enum(['none', 'bridge', 'host']).default('none'),
+    /** Turning the read-only root filesystem off is a loosening. */
+    readOnlyRootfs: z.boolean().default(true),
+    idleStopMinutes: z.number().min(0.01).default(10),
+    commandTimeoutSeconds: z.number().int().min(1).max(24 * 3600).default(300),
+  })
+  .strict();
+export type SandboxRecipe = z.infer<typeof SandboxRecipeSchema>;
+
+/** A tool entry: a plain name, or a sandbox tool bound to a named sandbox under a name of its own. */
+export const ToolEntrySchema = z.union([
+  z.enum([...BUILTIN_TOOLS, ...SANDBOX_TOOLS]),
+  z
+    .object({
+      name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'tool names are 1-64 letters, digits, _ or -'),
+      tool: z.enum(SANDBOX_TOOLS),
+      sandbox: z.string().min(1),
+    })
+    .strict(),
+]);
+export type ToolEntry = z.infer<typeof ToolEntrySchema>;
+
+export const DEFAULT_TOOLS: ToolEntry[] = ['bash', 'str_replace_based_edit_tool', 'session_events'];
 
 export const AgentSchema = z
   .object({
@@ -29,16 +83,42 @@ export const AgentSchema = z
     model: z.string().min(1),
     system: z.string().max(200_000).optional(),
     harness: z.string().regex(/^[a-z][a-z0-9-]*@\d+$/, 'harness is NAME@VERSION, e.g. default@1').default('default@1'),
-    tools: z
-      .array(z.enum(BUILTIN_TOOLS))
-      .default([...BUILTIN_TOOLS])
-      .refine((t) => new Set(t).size === t.length, 'tools must not repeat'),
+    provision: z.enum(['lazy', 'eager']).default('lazy'),
+    tools: z.array(ToolEntrySchema).default(DEFAULT_TOOLS),
+    sandboxes: z
+      .record(z.string().regex(/^[a-z][a-z0-9-]{0,30}$/, 'sandbox names are lowercase letters, digits and -'), SandboxRecipeSchema)
+      .default({ main: SandboxRecipeSchema.parse({}) }),
     limits: LimitsSchema.default(LimitsSchema.parse({})),
   })
-  .strict();
+  .strict()
+  .superRefine((agent, ctx) => {
+    const names = new Set<string>();
+    agent.tools.forEach((t, i) => {
+      const bound = resolveTool(t);
+      if (names.has(bound.name)) ctx.addIssue({ code: 'custom', path: ['tools', i], message: `tool ${bound.name} is listed twice` });
+      names.add(bound.name);
+      if (bound.sandbox !== undefined && !(bound.sandbox in agent.sandboxes))
+        ctx.addIssue({ code: 'custom', path: ['tools', i], message: `tool ${bound.name} is bound to sandbox ${bound.sandbox}, which is not declared under sandboxes` });
+    });
+  });
 
 export type Agent = z.infer<typeof AgentSchema>;
 export type AgentInput = z.input<typeof AgentSchema>;
+
+export interface BoundTool {
+  /** The name the model sees. */
+  name: string;
+  kind: (typeof BUILTIN_TOOLS)[number] | SandboxToolKind;
+  /** The sandbox a sandbox tool runs in. */
+  sandbox?: string;
+}
+
+/** A plain sandbox tool name binds to the sandbox `main`. */
+export function resolveTool(entry: ToolEntry): BoundTool {
+  if (typeof entry !== 'string') return { name: entry.name, kind: entry.tool, sandbox: entry.sandbox };
+  if ((SANDBOX_TOOLS as readonly string[]).includes(entry)) return { name: entry, kind: entry as SandboxToolKind, sandbox: 'main' };
+  return { name: entry, kind: entry as (typeof BUILTIN_TOOLS)[number] };
+}
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 
@@ -50,4 +130,12 @@ export function defaultAgent(model: string = DEFAULT_MODEL): Agent {
 /** Formats zod issues as one line per problem, naming the field. */
 export function formatIssues(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
+}
+
+/** What a recipe turns off of the hardened defaults, as recorded in sandbox_provisioned.loosened. */
+export function loosenings(recipe: SandboxRecipe): string[] {
+  const out: string[] = [];
+  if (recipe.network !== 'none') out.push(`network:${recipe.network}`);
+  if (!recipe.readOnlyRootfs) out.push('readOnlyRootfs:false');
+  return out;
 }

@@ -14,7 +14,64 @@ export const SessionEventsInputSchema = z
   })
   .strict();
 
+export const BashInputSchema = z
+  .object({
+    command: z.string().min(1, 'command must not be empty').max(100_000).optional(),
+    restart: z.boolean().optional(),
+  })
+  .strict()
+  .refine((i) => i.command !== undefined || i.restart === true, 'command is required');
+export type BashInput = z.infer<typeof BashInputSchema>;
+
+export const EditorInputSchema = z
+  .object({
+    command: z.enum(['view', 'create', 'str_replace', 'insert']),
+    path: z.string().min(1).max(4096),
+    file_text: z.string().optional(),
+    old_str: z.string().optional(),
+    new_str: z.string().optional(),
+    insert_line: z.number().int().nonnegative().optional(),
+    insert_text: z.string().optional(),
+    view_range: z.tuple([z.number().int(), z.number().int()]).optional(),
+  })
+  .strict();
+export type EditorInput = z.infer<typeof EditorInputSchema>;
+
 export const TOOL_SPECS: Record<string, ToolSpec> = {
+  bash: {
+    name: 'bash',
+    description:
+      'Runs a bash command in your sandbox, in its workspace directory, and returns its stdout and stderr as produced, ' +
+      'then a last line [exit N]. Each call is a fresh shell; files in the workspace persist. The sandbox has no network.',
+    input_schema: {
+      type: 'object',
+      properties: {
+        command: { type: 'string', description: 'the bash command to run' },
+        restart: { type: 'boolean', description: 'restart the shell (each call already gets a fresh one)' },
+      },
+    },
+  },
+  str_replace_based_edit_tool: {
+    name: 'str_replace_based_edit_tool',
+    description:
+      'Views, creates and edits files in your sandbox. view shows a file with line numbers (or lists a directory); ' +
+      'create writes file_text; str_replace replaces old_str, which must occur exactly once, with new_str; ' +
+      'insert puts insert_text after line insert_line (0 for the top). Relative paths are inside the workspace.',
+    input_schema: {
+      type: 'object',
+      properties: {
+        command: { type: 'string', enum: ['view', 'create', 'str_replace', 'insert'] },
+        path: { type: 'string' },
+        file_text: { type: 'string' },
+        old_str: { type: 'string' },
+        new_str: { type: 'string' },
+        insert_line: { type: 'integer', minimum: 0 },
+        insert_text: { type: 'string' },
+        view_range: { type: 'array', items: { type: 'integer' }, minItems: 2, maxItems: 2 },
+      },
+      required: ['command', 'path'],
+    },
+  },
   session_events: {
     name: 'session_events',
     description:

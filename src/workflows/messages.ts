@@ -48,12 +48,29 @@ export interface EventsPage {
 
 export const SessionStateSchema = z.enum(['running', 'waiting_for_user', 'requires_action', 'ended']);
 export type SessionState = z.infer<typeof SessionStateSchema>;
+export interface SandboxStatus {
+  name: string;
+  sandboxId: string;
+  host: string;
+  state: 'running' | 'stopped';
+}
 export interface SessionStatus {
   state: SessionState;
   lastSeq: number;
-  sandboxes: { name: string; sandboxId: string; host: string }[];
+  sandboxes: SandboxStatus[];
   usage: Usage;
 }
+
+export const PutFileSchema = z
+  .object({
+    sandbox: z.string().min(1).default('main'),
+    path: z.string().min(1).max(4096),
+    contentBase64: z.string().refine((s) => /^[A-Za-z0-9+/]*={0,2}$/.test(s), 'contentBase64 must be base64'),
+  })
+  .strict();
+export type PutFile = z.input<typeof PutFileSchema>;
+export const GetFileSchema = z.object({ sandbox: z.string().min(1).default('main'), path: z.string().min(1).max(4096) }).strict();
+export type GetFile = z.input<typeof GetFileSchema>;
 
 export const SessionInputSchema = z
   .object({
@@ -69,3 +86,5 @@ export const endSignal = defineSignal<[Reason?]>('end');
 export const sendMessageUpdate = defineUpdate<{ seq: number }, [UserMessage]>('sendMessage');
 export const eventsQuery = defineQuery<EventsPage, [EventsQueryArgs?]>('events');
 export const statusQuery = defineQuery<SessionStatus>('status');
+export const putFileUpdate = defineUpdate<{ path: string; bytes: number }, [PutFile]>('putFile');
+export const getFileUpdate = defineUpdate<{ path: string; bytes: number; contentBase64: string }, [GetFile]>('getFile');

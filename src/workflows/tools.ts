@@ -1,5 +1,5 @@
-// Tools that run inside the workflow itself: pure functions of the session's own log, with no sandbox.
-import type { Agent } from '../session/agent';
+// Tool specs offered to the model, and the tools that run inside the workflow itself (no sandbox).
+import { resolveTool, type Agent, type BoundTool } from '../session/agent';
 import { formatIssues } from '../session/agent';
 import type { SessionEvent } from '../session/events';
 import { SessionEventsInputSchema, TOOL_SPECS, capOutput, type ToolSpec } from '../session/tools';
@@ -10,28 +10,25 @@ export interface ToolOutcome {
   error?: { kind: 'tool' | 'infra' | 'denied'; message: string };
 }
 
+export function boundTools(agent: Agent): Map<string, BoundTool> {
+  return new Map(agent.tools.map((t) => resolveTool(t)).map((b) => [b.name, b]));
+}
+
 export function buildToolSpecs(agent: Agent): ToolSpec[] {
-  return agent.tools.map((name) => TOOL_SPECS[name]);
+  return [...boundTools(agent).values()].map((b) => {
+    const spec = TOOL_SPECS[b.kind];
+    const where = b.sandbox !== undefined && Object.keys(agent.sandboxes).length > 1 ? ` Runs in the sandbox "${b.sandbox}".` : '';
+    return { ...spec, name: b.name, description: spec.description + where };
+  });
 }
 
-function toolError(message: string): ToolOutcome {
-  return { output: message, isError: true, error: { kind: 'tool', message } };
+export function toolError(message: string, kind: 'tool' | 'infra' | 'denied' = 'tool'): ToolOutcome {
+  return { output: message, isError: true, error: { kind, message } };
 }
 
-export async function runBuiltinTool(
-  agent: Agent,
-  use: { id: string; name: string; input: unknown },
-  events: readonly SessionEvent[],
-): Promise<ToolOutcome> {
-  if (!(agent.tools as string[]).includes(use.name)) return toolError(`unknown tool: ${use.name}`);
-  switch (use.name) {
-    case 'session_events': {
-      const input = SessionEventsInputSchema.safeParse(use.input ?? {});
-      if (!input.success) return toolError(`invalid input for session_events: ${formatIssues(input.error)}`);
-      const slice = events.slice(input.data.from, input.data.from + input.data.limit);
-      return { output: capOutput(JSON.stringify({ events: slice, nextSeq: input.data.from + slice.length })), isError: false };
-    }
-    default:
-      return toolError(`unknown tool: ${use.name}`);
-  }
+export function runBuiltinTool(use: { id: string; name: string; input: unknown }, events: readonly SessionEvent[]): ToolOutcome {
+  const input = SessionEventsInputSchema.safeParse(use.input ?? {});
+  if (!input.success) return toolError(`invalid input for ${use.name}: ${formatIssues(input.error)}`);
+  const slice = events.slice(input.data.from, input.data.from + input.data.limit);
+  return { output: capOutput(JSON.stringify({ events: slice, nextSeq: input.data.from + slice.length })), isError: false };
 }

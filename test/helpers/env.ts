@@ -40,8 +40,8 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
-/** Starts a dev server, the mock model and one in-process brain worker. */
-export async function startHarness(opts: { worker?: boolean } = {}): Promise<Harness> {
+/** Starts a dev server, the mock model and one in-process worker (brain by default). */
+export async function startHarness(opts: { worker?: boolean; role?: 'brain' | 'all'; hostId?: string; reapIntervalMs?: number } = {}): Promise<Harness> {
   const env = await createTestEnv();
   const mock = new MockModelServer();
   await mock.start();
@@ -49,7 +49,9 @@ export async function startHarness(opts: { worker?: boolean } = {}): Promise<Har
   try {
     if (opts.worker !== false) {
       worker = await startWorker({
-        role: 'brain',
+        role: opts.role ?? 'brain',
+        hostId: opts.hostId,
+        reapIntervalMs: opts.reapIntervalMs ?? 0,
         address: env.address,
         namespace: 'default',
         baseURL: mock.url,

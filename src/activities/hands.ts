@@ -1,0 +1,156 @@
+// Hands activities: provision, execute, stop and destroy sandboxes, and copy files, on a hands host.
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { formatIssues, type SandboxRecipe, type SandboxToolKind } from '../session/agent';
+import { BashInputSchema, EditorInputSchema, MAX_TOOL_OUTPUT_CHARS } from '../session/tools';
+import { MAX_FILE_BYTES } from '../session/paths';
+import { SandboxLostError, type SandboxProvider } from '../sandbox/provider';
+import { SetupFailedError } from '../sandbox/docker';
+import { EDITOR_PY } from '../sandbox/scripts';
+
+export const HANDS_TASK_QUEUE = 'hands';
+export const hostTaskQueue = (hostId: string) => `hands.${hostId}`;
+
+export interface HandsDeps {
+  provider: SandboxProvider;
+  hostId: string;
+}
+
+export interface ProvisionInput {
+  sessionId: string;
+  name: string;
+  recipe: SandboxRecipe;
+  resume?: string;
+}
+
+export interface ProvisionOutput {
+  sandboxId: string;
+  taskQueue: string;
+  host: string;
+  resumed: boolean;
+  workspaceReused: boolean;
+  loosened: string[];
+}
+
+export interface ExecuteInput {
+  sandboxId: string;
+  toolUseId: string;
+  tool: SandboxToolKind;
+  input: unknown;
+  timeoutSeconds: number;
+}
+
+export interface ToolOutput {
+  output: string;
+  isError: boolean;
+}
+
+/** Heartbeats while `fn` runs, so a dead host is noticed within the heartbeat timeout, not the command's. */
+async function heartbeating<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ctx = Context.current();
+  const beat = setInterval(() => ctx.heartbeat(), 1000);
+  try {
+    return await fn(ctx.cancellationSignal);
+  } finally {
+    clearInterval(beat);
+  }
+}
+
+function lost(err: unknown): never {
+  if (err instanceof SandboxLostError) throw ApplicationFailure.create({ message: err.message, type: 'SandboxError.Lost', nonRetryable: true });
+  throw err;
+}
+
+export function formatBashOutput(output: string, exitCode: number, timedOut: boolean, timeoutSeconds: number): string {
+  let text = output;
+  if (text.length > 0 && !text.endsWith('\n')) text += '\n';
+  if (timedOut) text += `[timed out after ${timeoutSeconds} s]\n`;
+  return `${text}[exit ${exitCode}]`;
+}
+
+export function createHandsActivities(deps: HandsDeps) {
+  const { provider, hostId } = deps;
+  return {
+    async provisionSandbox(input: ProvisionInput): Promise<ProvisionOutput> {
+      try {
+        const r = await heartbeating(() => provider.provision({ sessionId: input.sessionId, name: input.name, recipe: input.recipe, hostId, resume: input.resume }));
+        return { ...r, taskQueue: hostTaskQueue(hostId), host: hostId };
+      } catch (err) {
+        if (err instanceof SetupFailedError) throw ApplicationFailure.create({ message: err.message, type: 'SandboxError.SetupFailed', nonRetryable: true });
+        throw ApplicationFailure.create({ message: `provisioning failed: ${(err as Error).message}`, type: 'SandboxError.Provision' });
+      }
+    },
+
+    async execute(input: ExecuteInput): Promise<ToolOutput> {
+      if (input.tool === 'bash') {
+        const parsed = BashInputSchema.safeParse(input.input);
+        if (!parsed.success) return { output: `invalid input for bash: ${formatIssues(parsed.error)}`, isError: true };
+        if (parsed.data.command === undefined) return { output: 'tool has been restarted.', isError: false };
+        const r = await heartbeating((signal) =>
+          provider.execute(input.sandboxId, { key: input.toolUseId, script: parsed.data.command!, timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS }, signal),
+        ).catch(lost);
+        return { output: formatBashOutput(r.output, r.exitCode, r.timedOut, input.timeoutSeconds), isError: r.exitCode !== 0 };
+      }
+      const parsed = EditorInputSchema.safeParse(input.input);
+      if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
+      const r = await heartbeating((signal) =>
+        provider.execute(
+          input.sandboxId,
+          {
+            key: input.toolUseId,
+            script: 'exec python3 -c "$MA_EDITOR"',
+            env: { MA_EDITOR: EDITOR_PY },
+            stdin: Buffer.from(JSON.stringify(parsed.data)),
+            timeoutSeconds: input.timeoutSeconds,
+            maxOutputBytes: MAX_TOOL_OUTPUT_CHARS,
+          },
+          signal,
+        ),
+      ).catch(lost);
+      return { output: r.output.replace(/\n$/, ''), isError: r.exitCode !== 0 };
+    },
+
+    async stopSandbox(input: { sandboxId: string }): Promise<void> {
+      await provider.stop(input.sandboxId);
+    },
+
+    async destroySandbox(input: { sandboxId: string }): Promise<void> {
+      await provider.destroy(input.sandboxId);
+    },
+
+    async putFile(input: { sandboxId: string; key: string; path: string; contentBase64: string }): Promise<{ bytes: number }> {
+      const bytes = Buffer.from(input.contentBase64, 'base64');
+      if (bytes.length > MAX_FILE_BYTES) throw ApplicationFailure.create({ message: `file is ${bytes.length} bytes; the limit is ${MAX_FILE_BYTES}`, type: 'FilesError.TooLarge', nonRetryable: true });
+      const r = await heartbeating(() =>
+        provider.execute(input.sandboxId, {
+          key: input.key,
+          script: 'mkdir -p -- "$(dirname -- "$MA_PATH")" && cat > "$MA_PATH"',
+          env: { MA_PATH: input.path },
+          stdin: bytes,
+          timeoutSeconds: 60,
+          maxOutputBytes: 4096,
+        }),
+      ).catch(lost);
+      if (r.exitCode !== 0) throw ApplicationFailure.create({ message: `cannot write ${input.path}: ${r.output.trim()}`, type: 'FilesError.Write', nonRetryable: true });
+      return { bytes: bytes.length };
+    },
+
+    async getFile(input: { sandboxId: string; key: string; path: string }): Promise<{ contentBase64: string; bytes: number }> {
+      const script = 's=$(stat -c %s -- "$MA_PATH" 2>&1) || { echo "no such file: $MA_PATH"; exit 2; }; [ -f "$MA_PATH" ] || { echo "not a regular file: $MA_PATH"; exit 2; }; [ "$s" -le "$MA_LIMIT" ] || { echo "file is $s bytes; the limit is $MA_LIMIT"; exit 3; }; base64 -w0 -- "$MA_PATH"';
+      const r = await heartbeating(() =>
+        provider.execute(input.sandboxId, {
+          key: input.key,
+          script,
+          env: { MA_PATH: input.path, MA_LIMIT: String(MAX_FILE_BYTES) },
+          timeoutSeconds: 60,
+          maxOutputBytes: Math.ceil((MAX_FILE_BYTES * 4) / 3) + 4096,
+        }),
+      ).catch(lost);
+      if (r.exitCode !== 0) throw ApplicationFailure.create({ message: r.output.trim(), type: 'FilesError.Read', nonRetryable: true });
+      const content = r.output.trim();
+      return { contentBase64: content, bytes: Buffer.from(content, 'base64').length };
+    },
+  };
+}
+
+export type HandsActivities = ReturnType<typeof createHandsActivities>;

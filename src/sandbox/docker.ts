@@ -1,0 +1,293 @@
+// The dockerode SandboxProvider: hardened containers with a workspace volume that outlives the container.
+import Docker from 'dockerode';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { loosenings, type SandboxRecipe } from '../session/agent';
+import { EXEC_KILL, EXEC_WRAPPER } from './scripts';
+import {
+  SandboxLostError,
+  type ExecRequest,
+  type ExecResult,
+  type ProvisionRequest,
+  type ProvisionResult,
+  type SandboxHealth,
+  type SandboxInfo,
+  type SandboxProvider,
+} from './provider';
+
+export const LABEL = {
+  managed: 'managed-agents',
+  session: 'managed-agents.session',
+  sandbox: 'managed-agents.sandbox',
+  host: 'managed-agents.host',
+  workspace: 'managed-agents.workspace',
+} as const;
+
+const SANDBOX_HOME = '/home/agent';
+
+/** Docker names allow [a-zA-Z0-9_.-]; a hash keeps sanitised names unique. */
+export function resourceName(kind: string, sessionId: string, name: string): string {
+  const safe = sessionId.replace(/[^a-zA-Z0-9_.-]/g, '_').slice(0, 60);
+  const hash = createHash('sha256').update(`${sessionId}\0${name}`).digest('hex').slice(0, 8);
+  return `ma-${kind}-${safe}-${name}-${hash}`;
+}
+
+function dockerFromHost(host: string | undefined): Docker {
+  if (!host) return new Docker();
+  if (host.startsWith('unix://')) return new Docker({ socketPath: host.slice('unix://'.length) });
+  const url = new URL(host.replace(/^tcp:/, 'http:'));
+  return new Docker({ host: url.hostname, port: Number(url.port) || 2375 });
+}
+
+export interface DockerProviderOptions {
+  dockerHost?: string;
+  defaultImage: string;
+}
+
+export class DockerSandboxProvider implements SandboxProvider {
+  readonly docker: Docker;
+
+  constructor(private readonly opts: DockerProviderOptions) {
+    this.docker = dockerFromHost(opts.dockerHost);
+  }
+
+  private async findContainers(filters: Record<string, string[]>): Promise<Docker.ContainerInfo[]> {
+    return this.docker.listContainers({ all: true, filters: JSON.stringify(filters) });
+  }
+
+  private async ensureVolume(name: string, labels: Record<string, string>): Promise<boolean> {
+    try {
+      await this.docker.getVolume(name).inspect();
+      return true;
+    } catch {
+      await this.docker.createVolume({ Name: name, Labels: labels });
+      return false;
+    }
+  }
+
+  async provision(req: ProvisionRequest): Promise<ProvisionResult> {
+    const { recipe } = req;
+    const labels = { [LABEL.managed]: '1', [LABEL.session]: req.sessionId, [LABEL.sandbox]: req.name, [LABEL.host]: req.hostId };
+    const existing = await this.findContainers({ label: [`${LABEL.session}=${req.sessionId}`, `${LABEL.sandbox}=${req.name}`] });
+    for (const c of existing) {
+      const container = this.docker.getContainer(c.Id);
+      // The workflow names the sandbox it stopped for idleness: that one is started again, with its files.
+      if (req.resume === c.Id && c.State !== 'running') {
+        await container.start();
+        return { sandboxId: c.Id, resumed: true, workspaceReused: true, loosened: loosenings(recipe) };
+      }
+      if (c.State === 'running' && c.Labels[LABEL.host] === req.hostId) {
+        return { sandboxId: c.Id, resumed: req.resume === c.Id, workspaceReused: true, loosened: loosenings(recipe) };
+      }
+      // Anything else left over (killed, crashed) is replaced; the workspace volume stays.
+      await container.remove({ force: true }).catch(() => undefined);
+    }
+    const workspace = resourceName('ws', req.sessionId, req.name);
+    const home = resourceName('home', req.sessionId, req.name);
+    const workspaceReused = await this.ensureVolume(workspace, labels);
+    await this.ensureVolume(home, labels);
+    const image = recipe.image ?? this.opts.defaultImage;
+    const container = await this.docker.createContainer({
+      name: `${resourceName('sb', req.sessionId, req.name)}-${Date.now().toString(36)}`,
+      Image: image,
+      Cmd: ['sleep', 'infinity'],
+      User: '1000:1000',
+      WorkingDir: recipe.workdir,
+      Env: [`HOME=${SANDBOX_HOME}`, ...Object.entries(recipe.env).map(([k, v]) => `${k}=${v}`)],
+      Labels: { ...labels, [LABEL.workspace]: workspace },
+      NetworkDisabled: recipe.network === 'none',
+      HostConfig: {
+        NetworkMode: recipe.network,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        ReadonlyRootfs: recipe.readOnlyRootfs,
+        Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=268435456' },
+        Mounts: [
+          { Type: 'volume', Source: workspace, Target: recipe.workdir },
+          { Type: 'volume', Source: home, Target: SANDBOX_HOME },
+        ],
+        PidsLimit: recipe.resources.pidsLimit,
+        Memory: recipe.resources.memoryMb * 1024 * 1024,
+        MemorySwap: recipe.resources.memoryMb * 1024 * 1024,
+        NanoCpus: Math.round(recipe.resources.cpus * 1e9),
+        Privileged: false,
+      },
+    });
+    await container.start();
+    if (!workspaceReused) {
+      try {
+        await this.populate(container.id, recipe);
+      } catch (err) {
+        await this.destroy(container.id);
+        throw err;
+      }
+    }
+    return { sandboxId: container.id, resumed: false, workspaceReused, loosened: loosenings(recipe) };
+  }
+
+  /** Fills a fresh workspace: the repo cloned on the host (outside the sandbox), then the setup commands inside. */
+  private async populate(sandboxId: string, recipe: SandboxRecipe): Promise<void> {
+    if (recipe.repo) await this.cloneInto(sandboxId, recipe);
+    for (const [i, command] of recipe.setup.entries()) {
+      const r = await this.execute(sandboxId, { key: `setup-${i}`, script: command, timeoutSeconds: recipe.commandTimeoutSeconds, maxOutputBytes: 8192 });
+      if (r.exitCode !== 0) throw new SetupFailedError(`setup command ${i + 1} (${command}) exited with ${r.exitCode}: ${r.output.slice(-2000)}`);
+    }
+  }
+
+  private async cloneInto(sandboxId: string, recipe: SandboxRecipe): Promise<void> {
+    const repo = recipe.repo!;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ma-clone-'));
+    try {
+      const args = ['-c', 'core.hooksPath=/dev/null', 'clone', '--quiet', ...(repo.ref ? ['--branch', repo.ref] : []), '--', repo.url, dir];
+      await run('git', args, { GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' });
+      const tar = spawn('tar', ['-c', '-C', dir, '--owner=1000', '--group=1000', '--numeric-owner', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      await this.docker.getContainer(sandboxId).putArchive(tar.stdout, { path: recipe.workdir });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  async execute(sandboxId: string, req: ExecRequest, signal?: AbortSignal): Promise<ExecResult> {
+    const container = this.docker.getContainer(sandboxId);
+    await this.assertRunning(container);
+    const env = [
+      `MA_KEY=${req.key.replace(/[^a-zA-Z0-9_.-]/g, '_')}`,
+      `MA_SCRIPT=${req.script}`,
+      `MA_TIMEOUT=${req.timeoutSeconds}`,
+      `MA_MAX=${req.maxOutputBytes}`,
+      `MA_HAS_STDIN=${req.stdin ? 1 : 0}`,
+      ...Object.entries(req.env ?? {}).map(([k, v]) => `${k}=${v}`),
+    ];
+    let raw: Buffer;
+    try {
+      const exec = await container.exec({ Cmd: ['bash', '-c', EXEC_WRAPPER], Env: env, AttachStdout: true, AttachStderr: true, AttachStdin: !!req.stdin });
+      const stream = await exec.start({ hijack: true, stdin: !!req.stdin });
+      const chunks: Buffer[] = [];
+      const sink = new PassThrough();
+      sink.on('data', (c: Buffer) => chunks.push(c));
+      this.docker.modem.demuxStream(stream, sink, sink);
+      const onAbort = () => void this.kill(container, env[0]);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (req.stdin) stream.end(req.stdin);
+      try {
+        await new Promise<void>((resolve, reject) => {
+          stream.on('end', resolve);
+          stream.on('close', resolve);
+          stream.on('error', reject);
+        });
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+      }
+      raw = Buffer.concat(chunks);
+    } catch (err) {
+      if ((await this.health(sandboxId)) !== 'running') throw new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} is gone: ${(err as Error).message}`);
+      throw err;
+    }
+    const parsed = parseWrapperOutput(raw);
+    if (!parsed) {
+      if ((await this.health(sandboxId)) !== 'running') throw new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} stopped while the command ran`);
+      throw new Error(`the sandbox returned no result trailer (${raw.length} bytes)`);
+    }
+    return parsed;
+  }
+
+  private async kill(container: Docker.Container, keyEnv: string): Promise<void> {
+    try {
+      const exec = await container.exec({ Cmd: ['bash', '-c', EXEC_KILL], Env: [keyEnv] });
+      await exec.start({ Detach: true });
+    } catch {
+      // the sandbox may be gone already
+    }
+  }
+
+  private async assertRunning(container: Docker.Container): Promise<void> {
+    let info;
+    try {
+      info = await container.inspect();
+    } catch {
+      throw new SandboxLostError(`sandbox ${container.id.slice(0, 12)} no longer exists`);
+    }
+    if (!info.State.Running) throw new SandboxLostError(`sandbox ${container.id.slice(0, 12)} is not running (${info.State.Status}, exit ${info.State.ExitCode})`);
+  }
+
+  async stop(sandboxId: string): Promise<void> {
+    await this.docker.getContainer(sandboxId).stop({ t: 1 }).catch((err: { statusCode?: number }) => {
+      if (err.statusCode !== 304) throw err;
+    });
+  }
+
+  async destroy(sandboxId: string, opts: { keepWorkspace?: boolean } = {}): Promise<void> {
+    const container = this.docker.getContainer(sandboxId);
+    let labels: Record<string, string> = {};
+    try {
+      labels = (await container.inspect()).Config.Labels ?? {};
+    } catch {
+      return;
+    }
+    await container.remove({ force: true }).catch(() => undefined);
+    if (!opts.keepWorkspace && labels[LABEL.session] && labels[LABEL.sandbox]) {
+      for (const kind of ['ws', 'home']) await this.docker.getVolume(resourceName(kind, labels[LABEL.session], labels[LABEL.sandbox])).remove().catch(() => undefined);
+    }
+  }
+
+  async health(sandboxId: string): Promise<SandboxHealth> {
+    try {
+      const info = await this.docker.getContainer(sandboxId).inspect();
+      return info.State.Running ? 'running' : 'stopped';
+    } catch {
+      return 'missing';
+    }
+  }
+
+  async list(hostId: string): Promise<SandboxInfo[]> {
+    const found = await this.findContainers({ label: [`${LABEL.host}=${hostId}`] });
+    return found.map((c) => ({
+      sessionId: c.Labels[LABEL.session],
+      name: c.Labels[LABEL.sandbox],
+      sandboxId: c.Id,
+      hostId,
+      state: c.State === 'running' ? 'running' : 'stopped',
+      createdMs: c.Created * 1000,
+    }));
+  }
+}
+
+export class SetupFailedError extends Error {}
+
+const META = Buffer.from('\n\0MA-META ');
+const CUT = Buffer.from('\n\0MA-CUT\0\n');
+
+export function parseWrapperOutput(raw: Buffer): ExecResult | undefined {
+  const at = raw.lastIndexOf(META);
+  if (at < 0) return undefined;
+  const [code, size, replayed] = raw
+    .subarray(at + META.length)
+    .toString('utf8')
+    .replace(/\0$/, '')
+    .split(' ')
+    .map(Number);
+  let body = raw.subarray(0, at);
+  let output: string;
+  const cut = body.indexOf(CUT);
+  if (size > body.length && cut >= 0) {
+    const head = body.subarray(0, cut);
+    const tail = body.subarray(cut + CUT.length);
+    body = Buffer.concat([head, tail]);
+    output = `${head.toString('utf8')}\n[output truncated: ${size - head.length - tail.length} of ${size} bytes omitted]\n${tail.toString('utf8')}`;
+  } else output = body.toString('utf8');
+  return { output, exitCode: code, timedOut: code === 124, outputBytes: size, replayed: replayed === 1 };
+}
+
+function run(cmd: string, args: string[], env: Record<string, string>): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.includes('clone') ? 'clone ' : ''}failed (exit ${code}): ${err.trim().slice(-500)}`))));
+  });
+}

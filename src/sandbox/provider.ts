@@ -1,0 +1,72 @@
+// SandboxProvider: the minimal contract the hands need from a place that runs commands.
+import type { SandboxRecipe } from '../session/agent';
+
+export interface SandboxRef {
+  sessionId: string;
+  name: string;
+}
+
+export interface ProvisionRequest extends SandboxRef {
+  recipe: SandboxRecipe;
+  /** The hands host that will own the sandbox; recorded as a label. */
+  hostId: string;
+  /** A sandbox this session stopped for idleness, to start again instead of creating one. */
+  resume?: string;
+}
+
+export interface ProvisionResult {
+  sandboxId: string;
+  /** A stopped sandbox was started again rather than created. */
+  resumed: boolean;
+  /** The workspace volume already existed, so its files carried over. */
+  workspaceReused: boolean;
+  loosened: string[];
+}
+
+export interface ExecRequest {
+  /** Idempotency key: a second request with the same key returns the first one's result without running. */
+  key: string;
+  /** Shell source run by bash in the workdir. */
+  script: string;
+  env?: Record<string, string>;
+  /** Bytes written to the command's stdin. */
+  stdin?: Buffer;
+  timeoutSeconds: number;
+  /** Output beyond this many bytes is cut inside the sandbox, keeping head and tail. */
+  maxOutputBytes: number;
+}
+
+export interface ExecResult {
+  output: string;
+  exitCode: number;
+  timedOut: boolean;
+  /** Total bytes the command wrote, before capping. */
+  outputBytes: number;
+  /** The result was recorded by an earlier attempt; the command did not run again. */
+  replayed: boolean;
+}
+
+export type SandboxHealth = 'running' | 'stopped' | 'missing';
+
+export interface SandboxInfo extends SandboxRef {
+  sandboxId: string;
+  hostId: string;
+  state: SandboxHealth;
+  createdMs: number;
+}
+
+/**
+ * The minimal contract. `provision` creates (or, given a stopped sandbox of the same session and name, starts)
+ * a sandbox; `execute` runs one command; `stop` keeps the workspace; `destroy` removes sandbox and workspace.
+ * A sandbox that is gone makes `execute` throw `SandboxLostError`.
+ */
+export interface SandboxProvider {
+  provision(req: ProvisionRequest): Promise<ProvisionResult>;
+  execute(sandboxId: string, req: ExecRequest, signal?: AbortSignal): Promise<ExecResult>;
+  stop(sandboxId: string): Promise<void>;
+  destroy(sandboxId: string, opts?: { keepWorkspace?: boolean }): Promise<void>;
+  health(sandboxId: string): Promise<SandboxHealth>;
+  list(hostId: string): Promise<SandboxInfo[]>;
+}
+
+export class SandboxLostError extends Error {}

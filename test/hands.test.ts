@@ -1,0 +1,232 @@
+// Hands against the real Docker engine: lazy and eager sandboxes, hardening, loss and replacement, idle stop.
+import type Docker from 'dockerode';
+import { endSignal, statusQuery } from '../src/workflows/messages';
+import { allEvents, say, startHarness, startSession, uniqueId, waitForEvents, type Harness } from './helpers/env';
+import { bash, callTool, docker, sessionContainers } from './helpers/hands';
+
+let h: Harness;
+let d: Docker;
+const HOST = `test-hands-${process.pid}`;
+beforeAll(async () => {
+  d = await docker();
+  h = await startHarness({ role: 'all', hostId: HOST });
+});
+afterAll(async () => {
+  await h?.stop();
+  // Anything a failed test left behind on this host.
+  const left = await d.listContainers({ all: true, filters: JSON.stringify({ label: [`managed-agents.host=${HOST}`] }) });
+  await Promise.all(left.map((c) => d.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+});
+
+describe('sandbox provisioning', () => {
+  it('creates no container for a session that never calls a sandbox tool', async () => {
+    const handle = await startSession(h);
+    await say(handle, 'hello');
+    await say(handle, 'read the log');
+    expect(await sessionContainers(d, handle.workflowId)).toHaveLength(0);
+    expect((await allEvents(handle)).some((e) => e.type === 'sandbox_provisioned')).toBe(false);
+    expect((await handle.query(statusQuery)).sandboxes).toEqual([]);
+  });
+
+  it('provisions lazily on the first bash call and records how long it took', async () => {
+    const handle = await startSession(h);
+    const result = await bash(h, handle, 'echo hello from $(whoami) in $(pwd)');
+    expect(result.output).toBe('hello from agent in /workspace\n[exit 0]');
+    expect(result.isError).toBe(false);
+    const events = await allEvents(handle);
+    const provisioned = events.filter((e) => e.type === 'sandbox_provisioned');
+    expect(provisioned).toHaveLength(1);
+    expect(provisioned[0]).toMatchObject({ name: 'main', host: HOST, resumed: false, loosened: [] });
+    // The order in the log: the tool_use, then the sandbox it needed, then its result.
+    const types = events.map((e) => e.type);
+    expect(types.indexOf('tool_use')).toBeLessThan(types.indexOf('sandbox_provisioned'));
+    expect(types.indexOf('sandbox_provisioned')).toBeLessThan(types.indexOf('tool_result'));
+    const containers = await sessionContainers(d, handle.workflowId);
+    expect(containers).toHaveLength(1);
+    expect(containers[0].Labels).toMatchObject({ 'managed-agents.session': handle.workflowId, 'managed-agents.sandbox': 'main', 'managed-agents.host': HOST });
+    const status = await handle.query(statusQuery);
+    expect(status.sandboxes).toEqual([{ name: 'main', sandboxId: containers[0].Id, host: HOST, state: 'running' }]);
+    // A second call reuses the sandbox.
+    await bash(h, handle, 'true');
+    expect((await allEvents(handle)).filter((e) => e.type === 'sandbox_provisioned')).toHaveLength(1);
+    // Ending the session destroys it.
+    await handle.signal(endSignal, {});
+    await handle.result();
+    expect(await sessionContainers(d, handle.workflowId)).toHaveLength(0);
+  });
+
+  it('provisions before the first model call in eager mode', async () => {
+    const handle = await startSession(h, { agent: { provision: 'eager' } });
+    await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'sandbox_provisioned'));
+    expect(h.mock.requests(handle.workflowId)).toHaveLength(0);
+    expect(await sessionContainers(d, handle.workflowId, false)).toHaveLength(1);
+    await handle.signal(endSignal, {});
+    await handle.result();
+  });
+});
+
+describe('hardening, checked from inside the container', () => {
+  let handle: Awaited<ReturnType<typeof startSession>>;
+  beforeAll(async () => {
+    handle = await startSession(h, { agent: { sandboxes: { main: { resources: { cpus: 1, memoryMb: 128, pidsLimit: 64 } } } } });
+  });
+  afterAll(async () => {
+    await handle.signal(endSignal, {});
+  });
+
+  it('has no network', async () => {
+    const r = await bash(h, handle, 'ls /sys/class/net; python3 -c "import socket; socket.create_connection((\'10.0.0.1\', 80), timeout=2)"');
+    expect(r.output).toMatch(/^lo\n/);
+    expect(r.output).toMatch(/Network is unreachable|OSError/);
+    expect(r.output).toMatch(/\[exit 1\]$/);
+  });
+
+  it('cannot write to / but can write to the workspace, /tmp and HOME', async () => {
+    const r = await bash(h, handle, 'touch /root-file; echo "root:$?"; touch /workspace/f && echo ws ok; touch /tmp/f && echo tmp ok; touch "$HOME/f" && echo home ok');
+    expect(r.output).toMatch(/Read-only file system/);
+    expect(r.output).toMatch(/root:1/);
+    expect(r.output).toMatch(/ws ok\ntmp ok\nhome ok\n\[exit 0\]$/);
+  });
+
+  it('runs as a non-root user with no capabilities', async () => {
+    const r = await bash(h, handle, 'id -u; grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status');
+    const [uid] = r.output.split('\n');
+    expect(uid).toBe('1000');
+    expect(r.output).toMatch(/CapEff:\s+0000000000000000/);
+    expect(r.output).toMatch(/CapPrm:\s+0000000000000000/);
+    expect(r.output).toMatch(/NoNewPrivs:\s+1/);
+  });
+
+  it('stops a fork bomb at the pids limit', async () => {
+    const script = [
+      'import os, signal, time',
+      'pids = []',
+      'try:',
+      '    for i in range(500):',
+      '        pid = os.fork()',
+      '        if pid == 0:',
+      '            time.sleep(30)',
+      '            os._exit(0)',
+      '        pids.append(pid)',
+      'except OSError as e:',
+      '    print("fork failed: errno", e.errno)',
+      'print("forked", len(pids))',
+      'for p in pids: os.kill(p, signal.SIGKILL)',
+      'for p in pids: os.waitpid(p, 0)',
+    ].join('\n');
+    const r = await bash(h, handle, `python3 -c '${script}'`);
+    expect(r.output).toMatch(/fork failed: errno 11/);
+    const forked = Number(/forked (\d+)/.exec(r.output)?.[1]);
+    expect(forked).toBeLessThan(64);
+    expect(forked).toBeGreaterThan(10);
+  });
+
+  it('holds the memory limit', async () => {
+    const r = await bash(h, handle, 'python3 -c "b = bytearray(400 * 1024 * 1024); print(\'ALLOC\' + \'-OK\')"; echo "code:$?"');
+    expect(r.output).not.toMatch(/ALLOC-OK/);
+    expect(r.output).toMatch(/Killed|MemoryError/);
+    expect(r.output).toMatch(/code:(137|1)/);
+  });
+
+  it('caps a 10 MB output with a clear marker', async () => {
+    const r = await bash(h, handle, 'head -c 10000000 /dev/zero | tr "\\0" x; echo; echo tail-line');
+    expect(r.output.length).toBeLessThan(40 * 1024);
+    expect(r.output).toMatch(/\[output truncated: \d+ of 10000011 bytes omitted\]/);
+    expect(r.output.startsWith('xxxx')).toBe(true);
+    expect(r.output).toMatch(/tail-line\n\[exit 0\]$/);
+  });
+
+  it('times out a command and reports it', async () => {
+    const t = await startSession(h, { agent: { sandboxes: { main: { commandTimeoutSeconds: 1 } } } });
+    const r = await bash(h, t, 'echo before; sleep 30');
+    expect(r.output).toBe('before\n[timed out after 1 s]\n[exit 124]');
+    expect(r.isError).toBe(true);
+    expect(r.error?.kind).toBe('tool');
+    await t.signal(endSignal, {});
+  });
+});
+
+describe('the text editor tool', () => {
+  it('creates, views, replaces and inserts, with clear errors', async () => {
+    const handle = await startSession(h);
+    const edit = (input: Record<string, unknown>) => callTool(h, handle, 'str_replace_based_edit_tool', input);
+    expect((await edit({ command: 'create', path: 'src/a.txt', file_text: 'alpha\nbeta\ngamma\n' })).output).toBe('File created successfully at: /workspace/src/a.txt');
+    expect((await edit({ command: 'str_replace', path: 'src/a.txt', old_str: 'beta', new_str: 'BETA' })).isError).toBe(false);
+    expect((await edit({ command: 'insert', path: '/workspace/src/a.txt', insert_line: 0, insert_text: 'top' })).isError).toBe(false);
+    const view = await edit({ command: 'view', path: 'src/a.txt' });
+    expect(view.output).toBe('     1\ttop\n     2\talpha\n     3\tBETA\n     4\tgamma');
+    const range = await edit({ command: 'view', path: 'src/a.txt', view_range: [2, 3] });
+    expect(range.output).toBe('     2\talpha\n     3\tBETA');
+    const missing = await edit({ command: 'str_replace', path: 'src/a.txt', old_str: 'delta', new_str: 'x' });
+    expect(missing).toMatchObject({ isError: true, error: { kind: 'tool' } });
+    expect(missing.output).toMatch(/did not appear verbatim/);
+    const bad = await edit({ command: 'explode', path: 'x' });
+    expect(bad.isError).toBe(true);
+    expect(bad.output).toMatch(/invalid input.*command/);
+    const dir = await edit({ command: 'view', path: '.' });
+    expect(dir.output).toMatch(/\/workspace\/src\/a.txt/);
+    await handle.signal(endSignal, {});
+  });
+});
+
+describe('sandboxes are cattle', () => {
+  it('turns a killed container into an infra tool error and a sandbox_lost event, then provisions again with the files intact', async () => {
+    const handle = await startSession(h);
+    await bash(h, handle, 'echo kept > notes.txt');
+    const [container] = await sessionContainers(d, handle.workflowId, false);
+    const lost = await bash(h, handle, 'sleep 60', { during: async () => {
+      await new Promise((r) => setTimeout(r, 500));
+      await d.getContainer(container.Id).kill();
+    } });
+    expect(lost).toMatchObject({ isError: true, error: { kind: 'infra' } });
+    const events = await allEvents(handle);
+    expect(events.find((e) => e.type === 'sandbox_lost')).toMatchObject({ name: 'main', sandboxId: container.Id });
+    const after = await bash(h, handle, 'cat notes.txt');
+    expect(after.output).toBe('kept\n[exit 0]');
+    const provisioned = (await allEvents(handle)).filter((e) => e.type === 'sandbox_provisioned');
+    expect(provisioned).toHaveLength(2);
+    if (provisioned[1].type !== 'sandbox_provisioned') throw new Error('unreachable');
+    expect(provisioned[1].sandboxId).not.toBe(container.Id);
+    expect(provisioned[1].resumed).toBe(false);
+    await handle.signal(endSignal, {});
+  });
+
+  it('stops an idle sandbox and resumes it on the next call with its files', async () => {
+    const handle = await startSession(h, { agent: { sandboxes: { main: { idleStopMinutes: 0.05 } } } });
+    await bash(h, handle, 'echo sleepy > idle.txt');
+    const deadline = Date.now() + 60_000;
+    while ((await handle.query(statusQuery)).sandboxes[0]?.state !== 'stopped') {
+      if (Date.now() > deadline) throw new Error('sandbox was not stopped');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const [stopped] = await sessionContainers(d, handle.workflowId);
+    expect(stopped.State).toBe('exited');
+    const r = await bash(h, handle, 'cat idle.txt');
+    expect(r.output).toBe('sleepy\n[exit 0]');
+    const provisioned = (await allEvents(handle)).filter((e) => e.type === 'sandbox_provisioned');
+    expect(provisioned.map((e) => e.type === 'sandbox_provisioned' && e.resumed)).toEqual([false, true]);
+    expect(provisioned[1]).toMatchObject({ sandboxId: stopped.Id });
+    await handle.signal(endSignal, {});
+  });
+
+  it('runs two named sandboxes with different recipes in one session', async () => {
+    const id = uniqueId('two');
+    const handle = await startSession(h, {
+      id,
+      agent: {
+        sandboxes: { main: { env: { ROLE: 'main' } }, builder: { env: { ROLE: 'builder' }, resources: { cpus: 0.5, memoryMb: 256, pidsLimit: 64 } } },
+        tools: ['bash', { name: 'builder_bash', tool: 'bash', sandbox: 'builder' }, 'session_events'],
+      },
+    });
+    expect((await bash(h, handle, 'echo $ROLE > who; cat who')).output).toBe('main\n[exit 0]');
+    expect((await callTool(h, handle, 'builder_bash', { command: 'echo $ROLE; cat who 2>&1' })).output).toMatch(/^builder\ncat: who: No such file or directory\n\[exit 1\]$/);
+    const names = (await handle.query(statusQuery)).sandboxes.map((s) => s.name).sort();
+    expect(names).toEqual(['builder', 'main']);
+    expect(await sessionContainers(d, id, false)).toHaveLength(2);
+    const specs = (h.mock.requests(id).at(-1)!.body.tools as { name: string }[]).map((t) => t.name);
+    expect(specs).toEqual(['bash', 'builder_bash', 'session_events']);
+    await handle.signal(endSignal, {});
+    await handle.result();
+    expect(await sessionContainers(d, id)).toHaveLength(0);
+  });
+});

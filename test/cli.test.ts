@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SessionEventSchema } from '../src/session/events';
 import { ROOT, startHarness, waitForEvents, type Harness } from './helpers/env';
+import { expectOneLineError, runAgents } from './helpers/cli';
 
 let h: Harness;
 beforeAll(async () => {
@@ -14,31 +15,8 @@ afterAll(async () => {
   await h?.stop();
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function agents(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), ...args], {
-      env: { ...process.env, TEMPORAL_ADDRESS: h.env.address, ...env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-const oneLineError = (r: Run, pattern: RegExp) => {
-  expect(r.code).not.toBe(0);
-  expect(r.stdout).toBe('');
-  expect(r.stderr.trim().split('\n')).toHaveLength(1);
-  expect(r.stderr).toMatch(pattern);
-};
+const agents = (args: string[], env: Record<string, string> = {}) => runAgents(h.env.address, args, env);
+const oneLineError = expectOneLineError;
 
 describe('agents CLI', () => {
   it('starts a session, sends to it, and prints events, status and the list as JSON on stdout only', async () => {

@@ -11,6 +11,7 @@ import { endSignal, eventsQuery, sendMessageUpdate } from './workflows/messages'
 
 const TURNS = [
   'Hello! Who are you?',
+  'Please run `echo "hello from $(whoami) in $(pwd)"; uname -sm` in your sandbox.',
   "What has happened in this session's log so far? Use your session_events tool.",
   'Thanks, that is all for now.',
 ];

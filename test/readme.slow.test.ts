@@ -25,6 +25,9 @@ it('runs `npm install && npm start` on a clean clone: a demo session with a tool
     expect(install.code).toBe(0);
     const start = await run('npm', ['start'], dir, env);
     if (start.code !== 0) throw new Error(start.out);
+    expect(start.out).toMatch(/#\d+ tool_use bash/);
+    expect(start.out).toMatch(/#\d+ sandbox_provisioned .*"name":"main"/);
+    expect(start.out).toMatch(/#\d+ tool_result: hello from agent in \/workspace/);
     expect(start.out).toMatch(/#\d+ tool_use session_events/);
     expect(start.out).toMatch(/#\d+ tool_result: \{"events":/);
     expect(start.out).toMatch(/#\d+ session_ended: demo finished/);

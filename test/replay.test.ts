@@ -1,14 +1,25 @@
 // Every recorded history in test/histories replays against the current workflow code without nondeterminism.
-// `npm run record-histories` records a fresh one from a session that exercises each feature.
+// `npm run record-histories` records sessions that exercise each feature. A recording never overwrites a
+// fixture: old histories must keep replaying, so delete or rename one on purpose to re-record it.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { spawnSync } from 'node:child_process';
-import { endSignal, interruptSignal, sendMessageUpdate, userMessageSignal } from '../src/workflows/messages';
+import { endSignal, getFileUpdate, interruptSignal, putFileUpdate, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
+import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import { say, startHarness, startSession, temporalCliPath, waitForEvents, workflowBundle } from './helpers/env';
 
 const DIR = path.join(__dirname, 'histories');
+
+function saveFixture(name: string, json: string) {
+  const file = path.join(DIR, name);
+  if (fs.existsSync(file)) {
+    process.stderr.write(`${name} exists; not overwritten\n`);
+    return;
+  }
+  fs.writeFileSync(file, json);
+}
 
 if (process.env.RECORD_HISTORIES === '1') {
   it('records a session that exercises every feature of the workflow', async () => {
@@ -32,7 +43,33 @@ if (process.env.RECORD_HISTORIES === '1') {
       // The Temporal CLI writes the standard JSON form of a history.
       const shown = spawnSync(temporalCliPath(), ['workflow', 'show', '--address', h.env.address, '--workflow-id', handle.workflowId, '--output', 'json'], { encoding: 'utf8' });
       expect(shown.status).toBe(0);
-      fs.writeFileSync(path.join(DIR, 'skeleton-session.json'), shown.stdout);
+      saveFixture('skeleton-session.json', shown.stdout);
+    } finally {
+      await h.stop();
+    }
+  });
+}
+
+if (process.env.RECORD_HISTORIES === '1') {
+  it('records a session that uses sandboxes: lazy provisioning, loss, idle stop and resume, files', async () => {
+    const h = await startHarness({ role: 'all', hostId: 'recorder' });
+    try {
+      const d = await docker();
+      const handle = await startSession(h, { id: 'recorded-hands', agent: { sandboxes: { main: { idleStopMinutes: 0.05 } } } });
+      await bash(h, handle, 'echo one > one.txt');
+      await callTool(h, handle, 'str_replace_based_edit_tool', { command: 'view', path: 'one.txt' });
+      const [container] = await sessionContainers(d, handle.workflowId, false);
+      await d.getContainer(container.Id).kill();
+      await bash(h, handle, 'cat one.txt');
+      await bash(h, handle, 'cat one.txt');
+      while ((await handle.query(statusQuery)).sandboxes[0]?.state !== 'stopped') await new Promise((r) => setTimeout(r, 200));
+      await handle.executeUpdate(putFileUpdate, { args: [{ path: 'two.txt', contentBase64: Buffer.from('two').toString('base64') }] });
+      await handle.executeUpdate(getFileUpdate, { args: [{ path: 'two.txt' }] });
+      await handle.signal(endSignal, { reason: 'recorded' });
+      await handle.result();
+      const shown = spawnSync(temporalCliPath(), ['workflow', 'show', '--address', h.env.address, '--workflow-id', handle.workflowId, '--output', 'json'], { encoding: 'utf8' });
+      expect(shown.status).toBe(0);
+      saveFixture('hands-session.json', shown.stdout);
     } finally {
       await h.stop();
     }

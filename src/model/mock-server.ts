@@ -104,8 +104,8 @@ export function estimateTokens(body: Record<string, unknown>): number {
 
 /**
  * The built-in brain: deterministic in the conversation. A user text that asks about the log, events or
- * history gets a `session_events` call (when that tool is offered); tool results get a short summary;
- * anything else is echoed.
+ * history gets a `session_events` call, and one with a `backticked command` gets a `bash` call (when those
+ * tools are offered); tool results get a short summary; anything else is echoed.
  */
 export function defaultReply(body: Record<string, unknown>): { content: MockBlock[]; stopReason: string } {
   const messages = body.messages as Msg[];
@@ -124,6 +124,16 @@ export function defaultReply(body: Record<string, unknown>): { content: MockBloc
       stopReason: 'tool_use',
     };
   }
+  const command = lastText === undefined ? undefined : /`([^`]+)`/.exec(lastText)?.[1];
+  if (command !== undefined && tools.includes('bash')) {
+    return {
+      content: [
+        { type: 'text', text: 'I will run that in my sandbox.' },
+        { type: 'tool_use', name: 'bash', input: { command } },
+      ],
+      stopReason: 'tool_use',
+    };
+  }
   if (lastText !== undefined) return { content: [{ type: 'text', text: `You said: ${lastText}` }], stopReason: 'end_turn' };
   const summary = results
     .map((r) => {
@@ -136,7 +146,8 @@ export function defaultReply(body: Record<string, unknown>): { content: MockBloc
       } catch {
         // not JSON: summarised by length only
       }
-      return `${r.is_error ? 'an error' : 'a result'} of ${text.length} characters${count}`;
+      const gist = count ? '' : `: ${text.split('\n').slice(0, 3).join(' | ').slice(0, 200)}`;
+      return `${r.is_error ? 'an error' : 'a result'} of ${text.length} characters${count}${gist}`;
     })
     .join(', ');
   return { content: [{ type: 'text', text: `The tool returned ${summary}.` }], stopReason: 'end_turn' };

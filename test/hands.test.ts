@@ -1,5 +1,9 @@
 // Hands against the real Docker engine: lazy and eager sandboxes, hardening, loss and replacement, idle stop.
 import type Docker from 'dockerode';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { endSignal, statusQuery } from '../src/workflows/messages';
 import { allEvents, say, startHarness, startSession, uniqueId, waitForEvents, type Harness } from './helpers/env';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
@@ -46,6 +50,11 @@ describe('sandbox provisioning', () => {
     expect(containers[0].Labels).toMatchObject({ 'managed-agents.session': handle.workflowId, 'managed-agents.sandbox': 'main', 'managed-agents.host': HOST });
     const status = await handle.query(statusQuery);
     expect(status.sandboxes).toEqual([{ name: 'main', sandboxId: containers[0].Id, host: HOST, state: 'running' }]);
+    // Only named volumes are mounted: no host path, no Docker socket.
+    const inspect = await d.getContainer(containers[0].Id).inspect();
+    expect(inspect.Mounts.map((m) => m.Type)).toEqual(['volume', 'volume']);
+    expect(JSON.stringify(inspect.Mounts)).not.toMatch(/docker\.sock/);
+    expect(inspect.HostConfig).toMatchObject({ NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], Privileged: false });
     // A second call reuses the sandbox.
     await bash(h, handle, 'true');
     expect((await allEvents(handle)).filter((e) => e.type === 'sandbox_provisioned')).toHaveLength(1);
@@ -143,6 +152,44 @@ describe('hardening, checked from inside the container', () => {
     expect(r.isError).toBe(true);
     expect(r.error?.kind).toBe('tool');
     await t.signal(endSignal, {});
+  });
+});
+
+describe('recipes', () => {
+  it('clones the repo on the host into a fresh workspace and runs the setup commands inside', async () => {
+    const repoDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-repo-'));
+    try {
+      const git = (...args: string[]) => execFileSync('git', ['-C', repoDir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args]);
+      git('init', '--quiet', '--initial-branch', 'trunk');
+      fs.writeFileSync(path.join(repoDir, 'README'), 'from the repo\n');
+      git('add', 'README');
+      git('commit', '--quiet', '-m', 'first');
+      const handle = await startSession(h, {
+        agent: { sandboxes: { main: { repo: { url: `file://${repoDir}`, ref: 'trunk' }, setup: ['echo set up > .setup-ok'] } } },
+      });
+      const r = await bash(h, handle, 'cat README .setup-ok; git log --format=%s; echo change >> README && git -c user.name=a -c user.email=a@b commit -qam second && git log --format=%s | head -1');
+      expect(r.output).toBe('from the repo\nset up\nfirst\nsecond\n[exit 0]');
+      await handle.signal(endSignal, {});
+    } finally {
+      fs.rmSync(repoDir, { recursive: true, force: true });
+    }
+  });
+
+  it('turns a failing setup command into an infra tool error the model can read', async () => {
+    const handle = await startSession(h, { agent: { sandboxes: { main: { setup: ['echo about to fail; exit 7'] } } } });
+    const r = await bash(h, handle, 'true');
+    expect(r).toMatchObject({ isError: true, error: { kind: 'infra' } });
+    expect(r.output).toMatch(/setup command 1 \(echo about to fail; exit 7\) exited with 7: about to fail/);
+    expect(await sessionContainers(d, handle.workflowId)).toHaveLength(0);
+    await handle.signal(endSignal, {});
+  });
+
+  it('records a loosened recipe in sandbox_provisioned', async () => {
+    const handle = await startSession(h, { agent: { sandboxes: { main: { readOnlyRootfs: false } } } });
+    const r = await bash(h, handle, 'awk \'$2 == "/" { split($4, o, ","); print o[1] }\' /proc/mounts');
+    expect(r.output).toBe('rw\n[exit 0]');
+    expect((await allEvents(handle)).find((e) => e.type === 'sandbox_provisioned')).toMatchObject({ loosened: ['readOnlyRootfs:false'] });
+    await handle.signal(endSignal, {});
   });
 });
 

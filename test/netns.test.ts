@@ -19,6 +19,8 @@ const HOST_ID = `netns-host-${process.pid}`;
 
 let ns: Netns | undefined;
 let server: DevServer | undefined;
+/** The frontend as the namespace sees it: this machine's end of the pair. */
+let frontend: string;
 let mock: MockModelServer | undefined;
 let brain: RunningWorker | undefined;
 let connection: Connection | undefined;
@@ -34,23 +36,25 @@ beforeAll(async () => {
   if (!dockerHost?.startsWith('unix://')) throw new Error(`this test needs the Docker engine on a unix socket, not ${dockerHost}`);
   const port = await freePort();
   ns = await createNetns({ name: `ma-test-${process.pid}`, onlyTcpPort: port });
-  // The frontend listens only on this machine's end of the pair.
-  server = await startDevServer({ cli: temporalCliPath(), ip: ns.hostIp, port, headless: true });
+  // The dev server cannot bind one non-loopback address: its services then still dial each other on
+  // 127.0.0.1 and every call fails. So it listens on all addresses, and the namespace's routing does the narrowing.
+  server = await startDevServer({ cli: temporalCliPath(), ip: '0.0.0.0', port, headless: true });
+  frontend = `${ns.hostIp}:${port}`;
   mock = new MockModelServer();
   await mock.start();
   brain = await startWorker({
     role: 'brain',
-    address: server.address,
+    address: `127.0.0.1:${port}`,
     namespace: 'default',
     baseURL: mock.url,
     apiKey: 'test-key',
     workflowBundle: await workflowBundle(),
     log: () => undefined,
   });
-  connection = await Connection.connect({ address: server.address });
+  connection = await Connection.connect({ address: `127.0.0.1:${port}` });
   client = new Client({ connection, namespace: 'default' });
   hands = await spawnWorkerInNetns(ns.name, {
-    TEMPORAL_ADDRESS: server.address,
+    TEMPORAL_ADDRESS: frontend,
     HANDS_HOST_ID: HOST_ID,
     DOCKER_HOST: dockerHost,
     // Hands never talk to the model.
@@ -88,13 +92,13 @@ describe('a hands worker in its own network namespace', () => {
     // No default route, nothing in the main table: one rule routes TCP to the frontend's port, and only that.
     expect((await ip('-n', name, 'route', 'show')).trim()).toBe('');
     expect((await ip('-n', name, 'route', 'show', 'table', String(table))).trim()).toBe(`${hostIp} dev ${nsVeth} scope link src ${nsIp}`);
-    const port = server!.address.split(':')[1];
+    const port = frontend.split(':')[1];
     expect((await ip('-n', name, 'rule', 'show', 'pref', '100')).trim()).toBe(`100:\tfrom all to ${hostIp} ipproto tcp dport ${port} lookup ${table}`);
   });
 
   it('reaches the Temporal frontend and nothing else', async () => {
     const { name, hostIp } = ns!;
-    const [host, port] = server!.address.split(':');
+    const [host, port] = frontend.split(':');
     expect(await tcpProbe(host, Number(port), name)).toBe('connected');
 
     // Another service on this machine's end of the pair answers from here, but not from the namespace.
@@ -108,12 +112,13 @@ describe('a hands worker in its own network namespace', () => {
     expect(await tcpProbe('127.0.0.1', mockPort, name)).toBe('ECONNREFUSED');
     expect(await tcpProbe(hostIp, mockPort, name)).toBe('ENETUNREACH');
 
-    // This machine's other addresses and the internet have no route.
+    // This machine's other addresses have no route, not even to the frontend's port; nor has the internet.
     const others = Object.values(os.networkInterfaces())
       .flat()
       .filter((a) => a && a.family === 'IPv4' && !a.internal && a.address !== hostIp)
       .map((a) => a!.address);
-    for (const addr of [...others, '1.1.1.1']) expect([addr, await tcpProbe(addr, 443, name)]).toEqual([addr, 'ENETUNREACH']);
+    for (const addr of others) expect([addr, await tcpProbe(addr, Number(port), name)]).toEqual([addr, 'ENETUNREACH']);
+    expect(await tcpProbe('1.1.1.1', 443, name)).toBe('ENETUNREACH');
   });
 
   it("serves a session's sandbox, provisioned on its host and destroyed when the session ends", async () => {

@@ -27,7 +27,10 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
     log(`starting the Temporal dev server (${cli.path}) with SQLite at ${dbFile}`);
     // The Web UI sits on 8233 beside the default 7233, and 1000 above any other frontend port.
     const uiPort = port === 7233 ? 8233 : port + 1000;
-    server = await startDevServer({ cli: cli.path, dbFile, port, uiPort, ip: host === 'localhost' ? '127.0.0.1' : host, logFile: path.join(config.dataDir, 'temporal.log') });
+    // The dev server's own services talk over loopback, so it binds loopback or every address, never one other address.
+    const loopback = host === 'localhost' || host.startsWith('127.');
+    if (!loopback) log(`TEMPORAL_ADDRESS names ${host}: the dev server listens on all addresses`);
+    server = await startDevServer({ cli: cli.path, dbFile, port, uiPort, ip: loopback ? '127.0.0.1' : '0.0.0.0', logFile: path.join(config.dataDir, 'temporal.log') });
     uiUrl = server.uiUrl;
   }
 

@@ -90,6 +90,26 @@ export async function portInUse(host: string, port: number): Promise<boolean> {
   });
 }
 
+/** An open port is not a ready server: wait until the frontend answers a real call for the namespace. */
+async function waitForNamespace(address: string, namespace: string, timeoutMs = 60_000): Promise<void> {
+  const { Connection } = await import('@temporalio/client');
+  const deadline = Date.now() + timeoutMs;
+  const connection = await Connection.connect({ address, connectTimeout: '5s' });
+  try {
+    for (;;) {
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw new Error(`the dev server at ${address} did not serve namespace ${namespace}: ${(err as Error).message}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
 export interface DevServer {
   address: string;
   uiUrl?: string;
@@ -121,8 +141,9 @@ export async function startDevServer(opts: {
   let exited = false;
   child.on('exit', () => (exited = true));
   try {
+    const connectHost = ip === '0.0.0.0' ? '127.0.0.1' : ip;
     await Promise.race([
-      waitForPort(ip, port),
+      waitForPort(connectHost, port).then(() => waitForNamespace(`${connectHost}:${port}`, 'default')),
       new Promise((_, reject) => child.once('exit', (code) => reject(new Error(`temporal dev server exited with code ${code}`)))),
     ]);
   } catch (err) {

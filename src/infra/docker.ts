@@ -5,6 +5,7 @@ import http from 'node:http';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
+import { onPath } from './which';
 
 export const SANDBOX_IMAGE_DEFAULT = 'managed-agents/sandbox:latest';
 export const SYSTEM_DOCKER_HOST = 'unix:///var/run/docker.sock';
@@ -68,19 +69,6 @@ async function mustRun(what: string, cmd: string, args: string[], log: Log, env?
   return result;
 }
 
-function onPath(name: string, extraDirs: string[] = []): string | undefined {
-  for (const dir of [...(process.env.PATH ?? '').split(path.delimiter), ...extraDirs]) {
-    if (!dir) continue;
-    const candidate = path.join(dir, name);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      return candidate;
-    } catch {
-      // not in this directory
-    }
-  }
-  return undefined;
-}
 
 // Non-login root shells (npm scripts, CI) often lack the sbin directories where dockerd and debootstrap live.
 const SYSTEM_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { onPath } from './which';
 
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
 const GO_PACKAGE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;
@@ -13,18 +14,6 @@ export function cacheDir(): string {
   return path.join(base, 'managed-agents', `temporal-${TEMPORAL_CLI_VERSION}`);
 }
 
-function onPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    const candidate = path.join(dir, name);
-    try {
-      fs.accessSync(candidate, fs.constants.X_OK);
-      return candidate;
-    } catch {
-      // not in this directory
-    }
-  }
-  return undefined;
-}
 
 export interface ResolvedCli {
   path: string;

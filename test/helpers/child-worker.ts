@@ -14,37 +14,37 @@ process.on('exit', () => {
   for (const p of live) p.kill('SIGKILL');
 });
 
-export async function spawnWorker(env: Record<string, string>, role = 'brain'): Promise<ChildWorker> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), 'worker', '--role', role], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** Runs `agents worker --role ROLE`; `prefix` wraps the command (e.g. `ip netns exec NS`). */
+export async function spawnWorker(env: Record<string, string | undefined>, role = 'brain', prefix: string[] = []): Promise<ChildWorker> {
+  const argv = [...prefix, process.execPath, path.join(ROOT, 'dist/client.js'), 'worker', '--role', role];
+  const child = spawn(argv[0], argv.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   child.stdout!.resume();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker not ready within 60 s; stderr: ${err}`)), 60_000);
-    const check = () => {
-      if (/worker ready: /.test(err)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stderr!.on('data', check);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`worker exited with ${code} before it was ready; stderr: ${err}`));
-    });
-  });
-  return {
-    process: child,
-    stderr: () => err,
-    async kill(signal: NodeJS.Signals = 'SIGKILL') {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
-      live.delete(child);
-    },
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+    live.delete(child);
   };
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`worker not ready within 60 s; stderr: ${err}`)), 60_000);
+      child.stderr!.on('data', () => {
+        if (/worker ready: /.test(err)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`worker exited with ${code} before it was ready; stderr: ${err}`));
+      });
+    });
+  } catch (e) {
+    await kill();
+    throw e;
+  }
+  return { process: child, stderr: () => err, kill };
 }

@@ -1,9 +1,7 @@
 // A network namespace joined to this machine by a veth pair, routing only to one TCP port, and workers run inside it.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { ChildWorker } from './child-worker';
-import { ROOT } from './env';
+import { spawnWorker, type ChildWorker } from './child-worker';
 
 const exec = promisify(execFile);
 
@@ -100,44 +98,7 @@ export async function tcpProbe(host: string, port: number, ns?: string): Promise
   return (await exec(cmd, args, { timeout: 30_000 })).stdout.trim();
 }
 
-const live = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const p of live) p.kill('SIGKILL');
-});
-
 /** Runs `agents worker --role ROLE` inside namespace `ns` (`ip netns exec` execs node, so the child is the worker). */
-export async function spawnWorkerInNetns(ns: string, env: Record<string, string | undefined>, role = 'hands'): Promise<ChildWorker> {
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, path.join(ROOT, 'dist/client.js'), 'worker', '--role', role], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  live.add(child);
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  child.stdout!.resume();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-    await exited;
-    live.delete(child);
-  };
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker in ${ns} not ready within 60 s; stderr: ${err}`)), 60_000);
-      child.stderr!.on('data', () => {
-        if (/worker ready: /.test(err)) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        reject(new Error(`worker in ${ns} exited with ${code} before it was ready; stderr: ${err}`));
-      });
-    });
-  } catch (e) {
-    await kill();
-    throw e;
-  }
-  return { process: child, stderr: () => err, kill };
+export function spawnWorkerInNetns(ns: string, env: Record<string, string | undefined>, role = 'hands'): Promise<ChildWorker> {
+  return spawnWorker(env, role, ['ip', 'netns', 'exec', ns]);
 }

@@ -3,11 +3,14 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import fs from 'node:fs';
+import path from 'node:path';
 
 import { randomUUID } from 'node:crypto';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { loadConfig, type Config } from './config';
+import { createDataConverter } from './codec';
+import { loadCodecKey } from './infra/keys';
 import { AgentSchema, DEFAULT_MODEL, formatIssues, type Agent } from './session/agent';
 import type { SessionEvent } from './session/events';
 import { formatEvent } from './session/format';
@@ -36,6 +39,11 @@ function sessionId(raw: string): string {
   return r.data;
 }
 
+function secretName(raw: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(raw)) throw new InvalidArgumentError('names are 1-100 letters, digits, dot, dash or underscore');
+  return raw;
+}
+
 function nonNegativeInt(raw: string): number {
   if (!/^\d+$/.test(raw)) throw new InvalidArgumentError('must be a non-negative integer');
   return Number(raw);
@@ -50,9 +58,11 @@ const err = (msg: string) => process.stderr.write(`${msg}\n`);
 const out = (msg: string) => process.stdout.write(`${msg}\n`);
 
 async function connect(config: Config): Promise<Client> {
+  // The CLI decodes what workers encrypted, so events, status and update results read as plain JSON.
+  const dataConverter = createDataConverter(loadCodecKey(config));
   try {
     const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS, connectTimeout: '5s' });
-    return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+    return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
   } catch (e) {
     throw new CliError(`cannot reach Temporal at ${config.TEMPORAL_ADDRESS}: ${(e as Error).message.split('\n')[0]}`);
   }
@@ -224,7 +234,11 @@ export function buildProgram(): Command {
       else {
         out(`state: ${status.state}`);
         out(`lastSeq: ${status.lastSeq}`);
-        out(`usage: ${status.usage.inputTokens} input, ${status.usage.outputTokens} output tokens`);
+        const u = status.usage;
+        const input = u.inputTokens + u.cacheReadInputTokens + u.cacheCreationInputTokens;
+        out(`usage: ${input} input tokens (${u.cacheReadInputTokens} cache reads, ${u.cacheCreationInputTokens} cache writes), ${u.outputTokens} output tokens`);
+        out(`cache hit rate: ${input ? ((100 * u.cacheReadInputTokens) / input).toFixed(1) : '0.0'}% of input tokens`);
+        for (const sb of status.sandboxes) out(`sandbox ${sb.name}: ${sb.state} on ${sb.host} (${sb.sandboxId.slice(0, 12)})`);
       }
     });
 
@@ -266,14 +280,14 @@ export function buildProgram(): Command {
 
   program
     .command('worker')
-    .description('run workers against TEMPORAL_ADDRESS: brain (workflows, model calls), hands (sandboxes) or all')
-    .option('--role <role>', 'brain, hands or all', (v) => {
+    .description('run workers against TEMPORAL_ADDRESS: brain (workflows, model calls), hands (sandboxes), tools (MCP) or all')
+    .option('--role <role>', 'brain, hands, tools or all', (v) => {
       if (!(WORKER_ROLES as readonly string[]).includes(v)) throw new InvalidArgumentError(`must be one of ${WORKER_ROLES.join(', ')}`);
       return v;
     }, 'all')
     .action(async (opts: { role: WorkerRole }) => {
       const config = loadConfig();
-      if (opts.role !== 'hands' && !config.ANTHROPIC_API_KEY && !config.ANTHROPIC_BASE_URL)
+      if (opts.role !== 'hands' && opts.role !== 'tools' && !config.ANTHROPIC_API_KEY && !config.ANTHROPIC_BASE_URL)
         throw new CliError('set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as `agents model-server`');
       const { startWorker } = await import('./worker');
       const worker = await startWorker({ role: opts.role, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, dockerHost: config.DOCKER_HOST });
@@ -320,6 +334,45 @@ export function buildProgram(): Command {
       err(`read ${r.bytes} bytes from ${r.path}`);
     });
 
+  const vault = program.command('vault').description('manage secrets in a vault; sessions refer to them as vault:<name>');
+  const openVault = async () => {
+    const config = loadConfig();
+    const { FileVault } = await import('./vault');
+    const { loadVaultKey } = await import('./infra/keys');
+    return new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config));
+  };
+  vault
+    .command('put')
+    .description('store a secret read from stdin (never from the command line); the value is never printed')
+    .argument('<name>', 'secret name', secretName)
+    .option('--vault <vault>', 'vault (one per user or tenant)', secretName, 'default')
+    .action(async (name: string, opts: { vault: string }) => {
+      if (process.stdin.isTTY) err('reading the secret from stdin; end with Ctrl-D');
+      const chunks: Buffer[] = [];
+      for await (const c of process.stdin) chunks.push(c as Buffer);
+      const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+      if (value.length === 0) throw new CliError('no secret on stdin');
+      (await openVault()).put(opts.vault, name, value);
+      err(`stored ${name} in vault ${opts.vault}; refer to it as vault:${name}`);
+    });
+  vault
+    .command('list')
+    .description('list secret names (never values)')
+    .option('--vault <vault>', 'vault', secretName, 'default')
+    .option('--json', 'one JSON object per line')
+    .action(async (opts: { vault: string; json?: boolean }) => {
+      for (const e of (await openVault()).list(opts.vault)) out(opts.json ? JSON.stringify(e) : `${e.name}\t${e.updatedAt}`);
+    });
+  vault
+    .command('rm')
+    .description('remove a secret')
+    .argument('<name>', 'secret name', secretName)
+    .option('--vault <vault>', 'vault', secretName, 'default')
+    .action(async (name: string, opts: { vault: string }) => {
+      if (!(await openVault()).rm(opts.vault, name)) throw new CliError(`no secret ${name} in vault ${opts.vault}`);
+      err(`removed ${name} from vault ${opts.vault}`);
+    });
+
   program
     .command('dev')
     .description('start the Temporal dev server (SQLite under DATA_DIR) and every worker role; Ctrl-C stops all')
@@ -345,6 +398,38 @@ export function buildProgram(): Command {
       const url = await server.start(opts.port);
       out(url);
       err(`Messages API server at ${url}; set ANTHROPIC_BASE_URL=${url}`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await server.stop();
+    });
+
+  program
+    .command('codec-server')
+    .description('run the codec endpoint (POST /encode, /decode) that lets the Web UI show encrypted histories, until Ctrl-C')
+    .option('--port <n>', 'port', nonNegativeInt, 8234)
+    .option('--origin <url>', 'a browser origin allowed to call it; repeatable (default http://localhost:8233)', (v: string, acc: string[] = []) => [...acc, v])
+    .action(async (opts: { port: number; origin?: string[] }) => {
+      const config = loadConfig();
+      const { CodecServer, DEFAULT_UI_ORIGIN, parseOrigin } = await import('./codec/server');
+      const { EncryptionCodec, parseCodecKeys } = await import('./codec');
+      let origins: string[];
+      try {
+        origins = (opts.origin ?? [DEFAULT_UI_ORIGIN]).map(parseOrigin);
+      } catch (e) {
+        throw new CliError((e as Error).message);
+      }
+      const server = new CodecServer({
+        codec: new EncryptionCodec(parseCodecKeys(loadCodecKey(config))),
+        origins,
+        token: config.CODEC_SERVER_TOKEN,
+        namespaces: [config.TEMPORAL_NAMESPACE],
+        log: err,
+      });
+      const url = await server.start(opts.port);
+      out(url);
+      err(`codec server at ${url} for ${origins.join(', ')}${config.CODEC_SERVER_TOKEN ? ' (bearer token required)' : ''}; start the dev server with --ui-codec-endpoint ${url}`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);

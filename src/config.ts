@@ -1,6 +1,7 @@
 // Process configuration from the environment, validated once; the error names every bad variable.
 import { z } from 'zod';
 import path from 'node:path';
+import { codecKeyProblem } from './codec/keys';
 
 const optional = z
   .string()
@@ -18,7 +19,12 @@ export const ConfigSchema = z.object({
   DOCKER_HOST: optional,
   SANDBOX_IMAGE: optional,
   VAULT_KEY: base64Key,
-  CODEC_KEY: base64Key,
+  // One base64 key, or `id:base64,...` whose first key encrypts and the rest still decrypt (rotation).
+  CODEC_KEY: optional.superRefine((v, ctx) => {
+    const problem = v === undefined ? undefined : codecKeyProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  }),
+  CODEC_SERVER_TOKEN: optional,
   DATA_DIR: z.string().min(1).default('.data'),
   TEMPORAL_CLI: optional,
 });

@@ -1,6 +1,8 @@
 // `npm start`: a local dev server, all workers and a short session printed as it happens, plus the Web UI link.
 import { Client, Connection } from '@temporalio/client';
+import { createDataConverter } from './codec';
 import { loadConfig } from './config';
+import { loadCodecKey } from './infra/keys';
 import { startLocalStack } from './infra/local-stack';
 import { defaultAgent } from './session/agent';
 import type { SessionEvent } from './session/events';
@@ -21,7 +23,7 @@ async function main() {
   const log = (m: string) => process.stderr.write(`${m}\n`);
   const stack = await startLocalStack(config, log);
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: createDataConverter(loadCodecKey(config)) });
   const sessionId = `demo-${Date.now()}`;
   try {
     const handle = await client.workflow.start(sessionWorkflow, {

@@ -1,16 +1,24 @@
 // Builds the dependencies, registers the activities and runs the workers for the requested roles.
 import os from 'node:os';
+import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, DefaultLogger, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from './activities';
 import { HANDS_TASK_QUEUE, createHandsActivities, hostTaskQueue } from './activities/hands';
+import { createToolsActivities } from './activities/tools';
+import { McpClientPool, McpCredentials } from './mcp';
 import { resolveDockerHost, sandboxImage } from './infra/docker';
 import { CachedSessionLog, LiveSessionLog } from './log/session-log';
 import { AnthropicModelClient, type ModelClient } from './model/client';
 import { DockerSandboxProvider } from './sandbox/docker';
 import type { SandboxProvider } from './sandbox/provider';
 import { reapOrphans } from './sandbox/reaper';
-import { BRAIN_TASK_QUEUE, type WorkerRole } from './session/queues';
+import { BRAIN_TASK_QUEUE, TOOLS_TASK_QUEUE, type WorkerRole } from './session/queues';
+import type { DataConverter } from '@temporalio/common';
+import { createDataConverter } from './codec';
+import { loadConfig } from './config';
+import { loadCodecKey, loadVaultKey } from './infra/keys';
+import { FileVault } from './vault';
 
 
 export interface WorkerOptions {
@@ -27,9 +35,14 @@ export interface WorkerOptions {
   hostId?: string;
   sandboxes?: SandboxProvider;
   dockerHost?: string;
+  /** Hands and tools: the vault repo and MCP credentials resolve in; defaults to DATA_DIR/vaults under VAULT_KEY. */
+  vault?: FileVault;
   /** Hands: how often the reaper runs; 0 turns it off. */
   reapIntervalMs?: number;
   log?: (msg: string) => void;
+  /** Encrypts payloads and failures; defaults to one built from CODEC_KEY (or the local key file). A
+   * `workflowBundle` must be built with the same failureConverterPath. */
+  dataConverter?: DataConverter;
 }
 
 export interface RunningWorker {
@@ -56,13 +69,15 @@ export function installRuntime() {
 export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   installRuntime();
   const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
-  const roles = opts.role === 'all' ? ['brain', 'hands'] : [opts.role];
+  const roles = opts.role === 'all' ? ['brain', 'hands', 'tools'] : [opts.role];
+  const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(loadConfig()));
   const connection = await Connection.connect({ address: opts.address });
-  const client = new Client({ connection, namespace: opts.namespace });
+  const client = new Client({ connection, namespace: opts.namespace, dataConverter });
   const nativeConnection = await NativeConnection.connect({ address: opts.address });
   const workers: Worker[] = [];
   const timers: NodeJS.Timeout[] = [];
   let hostId: string | undefined;
+  let mcpPool: McpClientPool | undefined;
 
   if (roles.includes('brain')) {
     const model = opts.model ?? new AnthropicModelClient({ apiKey: opts.apiKey, baseURL: opts.baseURL });
@@ -70,6 +85,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
       await Worker.create({
         connection: nativeConnection,
         namespace: opts.namespace,
+        dataConverter,
         taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE,
         ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
         activities: createActivities({ model, log: new CachedSessionLog(new LiveSessionLog(client)) }),
@@ -80,15 +96,21 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   if (roles.includes('hands')) {
     hostId = opts.hostId ?? process.env.HANDS_HOST_ID ?? os.hostname();
     if (!/^[A-Za-z0-9._-]{1,100}$/.test(hostId)) throw new Error(`invalid hands host id ${hostId}: use letters, digits, dot, dash or underscore`);
+    const config = loadConfig();
     let provider = opts.sandboxes;
+    let mirrorPath: ((sessionId: string, name: string) => string) | undefined;
     if (!provider) {
       const dockerHost = opts.dockerHost ?? (await resolveDockerHost());
       if (!dockerHost) throw new Error('no Docker engine answers (DOCKER_HOST, /var/run/docker.sock, /run/managed-agents/docker.sock); run `npm run setup`');
-      provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage() });
+      const docker = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage(), mirrorsDir: path.join(config.dataDir, 'mirrors') });
+      mirrorPath = (sessionId, name) => docker.mirrorPath(sessionId, name);
+      provider = docker;
     }
-    const activities = createHandsActivities({ provider, hostId });
+    // Hands hosts hold VAULT_KEY (for repo credentials); brain workers never open the vault.
+    const vault = opts.vault ?? new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config));
+    const activities = createHandsActivities({ provider, hostId, vault, mirrorPath });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
-      workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, taskQueue, activities }));
+      workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities }));
     }
     const interval = opts.reapIntervalMs ?? 60_000;
     if (interval > 0) {
@@ -101,10 +123,20 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     }
   }
 
+  if (roles.includes('tools')) {
+    const config = loadConfig();
+    // Tools workers hold VAULT_KEY for MCP credentials; tokens never leave this process except to the MCP server.
+    const vault = opts.vault ?? new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config));
+    mcpPool = new McpClientPool(new McpCredentials(vault), { log });
+    const activities = createToolsActivities({ vault, pool: mcpPool, log });
+    workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities }));
+  }
+
   const done = Promise.all(workers.map((w) => w.run()))
     .then(() => undefined)
     .finally(async () => {
       for (const t of timers) clearInterval(t);
+      await mcpPool?.closeAll();
       await nativeConnection.close();
       await connection.close();
     });

@@ -1,6 +1,7 @@
 // Model faults: Temporal retries what the API says is transient, honours retry-after, and bounds the budget.
 import { sendMessageUpdate } from '../src/workflows/messages';
 import { allEvents, say, startHarness, startSession, waitForEvents, type Harness } from './helpers/env';
+import { conversationOf } from './helpers/env';
 
 let h: Harness;
 beforeAll(async () => {
@@ -45,7 +46,7 @@ describe('callModel faults', () => {
     expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'error', 'user_message', 'assistant_message']);
     const last = h.mock.requests(handle.workflowId).at(-1)!;
     expect(last.status).toBe(200);
-    expect(last.body.messages).toEqual([{ role: 'user', content: [{ type: 'text', text: 'first' }, { type: 'text', text: 'second' }] }]);
+    expect(conversationOf(last.body)).toEqual([{ role: 'user', content: [{ type: 'text', text: 'first' }, { type: 'text', text: 'second' }] }]);
   });
 
   it.each([401, 403, 404])('does not retry a %i', async (status) => {

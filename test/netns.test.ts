@@ -11,7 +11,7 @@ import { startWorker, type RunningWorker } from '../src/worker';
 import { sessionWorkflow } from '../src/workflows';
 import { endSignal, statusQuery } from '../src/workflows/messages';
 import type { ChildWorker } from './helpers/child-worker';
-import { allEvents, freePort, temporalCliPath, testAgent, uniqueId, workflowBundle, type Harness } from './helpers/env';
+import { allEvents, freePort, temporalCliPath, testAgent, testDataConverter, uniqueId, workflowBundle, type Harness } from './helpers/env';
 import { bash, docker, sessionContainers } from './helpers/hands';
 import { createNetns, ip, spawnWorkerInNetns, tcpProbe, type Netns } from './helpers/netns';
 
@@ -49,10 +49,11 @@ beforeAll(async () => {
     baseURL: mock.url,
     apiKey: 'test-key',
     workflowBundle: await workflowBundle(),
+    dataConverter: testDataConverter(),
     log: () => undefined,
   });
   connection = await Connection.connect({ address: `127.0.0.1:${port}` });
-  client = new Client({ connection, namespace: 'default' });
+  client = new Client({ connection, namespace: 'default', dataConverter: testDataConverter() });
   hands = await spawnWorkerInNetns(ns.name, {
     TEMPORAL_ADDRESS: frontend,
     HANDS_HOST_ID: HOST_ID,

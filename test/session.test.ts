@@ -4,6 +4,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { SessionEventSchema, EVENT_TYPES } from '../src/session/events';
 import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, MAX_MESSAGE_BYTES } from '../src/workflows/messages';
 import { allEvents, say, startHarness, startSession, temporalCliPath, waitForEvents, type Harness } from './helpers/env';
+import { conversationOf } from './helpers/env';
 
 let h: Harness;
 beforeAll(async () => {
@@ -149,7 +150,7 @@ describe('sessionWorkflow', () => {
     // The next call carried both user messages, merged into one user turn the API accepts.
     const last = h.mock.requests(handle.workflowId).at(-1)!;
     expect(last.status).toBe(200);
-    expect(last.body.messages).toEqual([
+    expect(conversationOf(last.body)).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'a slow question' }, { type: 'text', text: 'a quick question' }] },
     ]);
   });

@@ -2,7 +2,10 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { formatIssues, type SandboxRecipe, type SandboxToolKind } from '../session/agent';
-import { BashInputSchema, EditorInputSchema, MAX_TOOL_OUTPUT_CHARS } from '../session/tools';
+import { BashInputSchema, EditorInputSchema, GitInputSchema, MAX_TOOL_OUTPUT_CHARS } from '../session/tools';
+import { redact, type FileVault } from '../vault';
+import { GitError } from '../sandbox/git';
+import { createGitOps } from './git-ops';
 import { MAX_FILE_BYTES } from '../session/paths';
 import { SandboxLostError, type SandboxProvider } from '../sandbox/provider';
 import { SetupFailedError } from '../sandbox/docker';
@@ -14,6 +17,17 @@ export const hostTaskQueue = (hostId: string) => `hands.${hostId}`;
 export interface HandsDeps {
   provider: SandboxProvider;
   hostId: string;
+  /** Present only where VAULT_KEY is: the hands host resolves repo credentials itself. */
+  vault?: FileVault;
+  /** Where host-side git mirrors live. */
+  mirrorPath?: (sessionId: string, name: string) => string;
+}
+
+export interface GitContext {
+  sessionId: string;
+  name: string;
+  vault: string;
+  repo: { url: string; ref?: string; credential?: string };
 }
 
 export interface ProvisionInput {
@@ -21,6 +35,8 @@ export interface ProvisionInput {
   name: string;
   recipe: SandboxRecipe;
   resume?: string;
+  /** The session's vault, for the recipe's repo credential reference. */
+  vault?: string;
 }
 
 export interface ProvisionOutput {
@@ -38,6 +54,8 @@ export interface ExecuteInput {
   tool: SandboxToolKind;
   input: unknown;
   timeoutSeconds: number;
+  /** For git_push and git_pull: which repo, and which vault its credential reference resolves in. */
+  git?: GitContext;
 }
 
 export interface ToolOutput {
@@ -70,18 +88,42 @@ export function formatBashOutput(output: string, exitCode: number, timedOut: boo
 
 export function createHandsActivities(deps: HandsDeps) {
   const { provider, hostId } = deps;
+
+  /** The token behind a credential reference, resolved in the session's own vault only. */
+  const credential = (vault: string | undefined, ref: string | undefined): string | undefined => {
+    if (!ref) return undefined;
+    if (!deps.vault) throw ApplicationFailure.create({ message: `this hands host has no VAULT_KEY, so it cannot use ${ref}`, type: 'VaultError.Unavailable', nonRetryable: true });
+    try {
+      return deps.vault.resolve(vault ?? 'default', ref);
+    } catch (err) {
+      throw ApplicationFailure.create({ message: `${(err as Error).message} (the session is bound to vault ${vault ?? 'default'})`, type: 'VaultError.Missing', nonRetryable: true });
+    }
+  };
+
+  const git = createGitOps(provider, deps.mirrorPath ?? ((s, n) => `/tmp/managed-agents-mirrors/${s}-${n}`));
+
   return {
     async provisionSandbox(input: ProvisionInput): Promise<ProvisionOutput> {
+      const repoToken = credential(input.vault, input.recipe.repo?.credential);
       try {
-        const r = await heartbeating(() => provider.provision({ sessionId: input.sessionId, name: input.name, recipe: input.recipe, hostId, resume: input.resume }));
+        const r = await heartbeating(() => provider.provision({ sessionId: input.sessionId, name: input.name, recipe: input.recipe, hostId, resume: input.resume, repoToken }));
         return { ...r, taskQueue: hostTaskQueue(hostId), host: hostId };
       } catch (err) {
-        if (err instanceof SetupFailedError) throw ApplicationFailure.create({ message: err.message, type: 'SandboxError.SetupFailed', nonRetryable: true });
-        throw ApplicationFailure.create({ message: `provisioning failed: ${(err as Error).message}`, type: 'SandboxError.Provision' });
+        const message = redact((err as Error).message, repoToken ? [repoToken] : []);
+        if (err instanceof SetupFailedError || err instanceof GitError) throw ApplicationFailure.create({ message, type: 'SandboxError.SetupFailed', nonRetryable: true });
+        throw ApplicationFailure.create({ message: `provisioning failed: ${message}`, type: 'SandboxError.Provision' });
       }
     },
 
     async execute(input: ExecuteInput): Promise<ToolOutput> {
+      if (input.tool === 'git_push' || input.tool === 'git_pull') {
+        const parsed = GitInputSchema.safeParse(input.input ?? {});
+        if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
+        if (!input.git) return { output: `${input.tool} needs a repo on this sandbox`, isError: true };
+        const token = credential(input.git.vault, input.git.repo.credential);
+        const run = input.tool === 'git_push' ? git.push : git.pull;
+        return heartbeating(() => run(input.sandboxId, input.toolUseId, input.git!, parsed.data, token)).catch(lost);
+      }
       if (input.tool === 'bash') {
         const parsed = BashInputSchema.safeParse(input.input);
         if (!parsed.success) return { output: `invalid input for bash: ${formatIssues(parsed.error)}`, isError: true };

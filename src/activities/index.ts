@@ -16,6 +16,8 @@ export interface CallModelInput {
   system?: string;
   tools: ToolSpec[];
   maxTokens: number;
+  /** Prompt caching (absent in histories recorded before it existed: off). */
+  caching?: boolean;
 }
 
 export interface ActivityDeps {
@@ -36,7 +38,7 @@ export function createActivities(deps: ActivityDeps) {
       const beat = setInterval(() => ctx.heartbeat(), 1000);
       try {
         const reply = await deps.model.createMessage(
-          { sessionId: input.sessionId, model: input.model, system: input.system, messages, tools: input.tools, maxTokens: input.maxTokens },
+          { sessionId: input.sessionId, model: input.model, system: input.system, messages, tools: input.tools, maxTokens: input.maxTokens, cache: input.caching === true },
           { signal: ctx.cancellationSignal, onProgress: () => ctx.heartbeat() },
         );
         const content = ReplyContentSchema.safeParse(reply.content);

@@ -1,14 +1,19 @@
 // The local stack behind `agents dev` and `npm start`: dev server, offline model server when no key, and workers.
 import path from 'node:path';
+import { EncryptionCodec, createDataConverter, parseCodecKeys } from '../codec';
+import { CodecServer } from '../codec/server';
 import type { Config } from '../config';
 import { MockModelServer } from '../model/mock-server';
 import { startWorker, type RunningWorker } from '../worker';
+import { ensureKeys } from './keys';
 import { ensureTemporalCli, portInUse, startDevServer, type DevServer } from './temporal-cli';
 
 export interface LocalStack {
   address: string;
   uiUrl?: string;
   modelUrl?: string;
+  /** The codec endpoint the Web UI decodes encrypted histories with. */
+  codecUrl: string;
   worker: RunningWorker;
   stop(): Promise<void>;
 }
@@ -16,21 +21,36 @@ export interface LocalStack {
 export async function startLocalStack(config: Config, log: (m: string) => void): Promise<LocalStack> {
   const [host, portText] = config.TEMPORAL_ADDRESS.split(':');
   const port = Number(portText);
+  // The Web UI sits on 8233 beside the default 7233, and 1000 above any other frontend port.
+  const uiPort = port === 7233 ? 8233 : port + 1000;
+  const keys = parseCodecKeys(ensureKeys(config.dataDir).codecKey);
+  const codecServer = new CodecServer({
+    codec: new EncryptionCodec(keys),
+    origins: [`http://localhost:${uiPort}`, `http://127.0.0.1:${uiPort}`],
+    token: config.CODEC_SERVER_TOKEN,
+    namespaces: [config.TEMPORAL_NAMESPACE],
+    log,
+  });
+  const codecUrl = await codecServer.start();
+  log(`history is encrypted; the Web UI decodes it through the codec server at ${codecUrl}`);
   let server: DevServer | undefined;
   let uiUrl: string | undefined;
   if (await portInUse(host, port)) {
-    log(`a Temporal server already answers at ${config.TEMPORAL_ADDRESS}; using it`);
-    uiUrl = `http://localhost:${port === 7233 ? 8233 : port + 1000}`;
+    log(`a Temporal server already answers at ${config.TEMPORAL_ADDRESS}; using it (set its Web UI's codec endpoint to ${codecUrl} to read encrypted histories)`);
+    uiUrl = `http://localhost:${uiPort}`;
   } else {
     const cli = ensureTemporalCli(log);
     const dbFile = path.join(config.dataDir, 'temporal.db');
     log(`starting the Temporal dev server (${cli.path}) with SQLite at ${dbFile}`);
-    // The Web UI sits on 8233 beside the default 7233, and 1000 above any other frontend port.
-    const uiPort = port === 7233 ? 8233 : port + 1000;
     // The dev server's own services talk over loopback, so it binds loopback or every address, never one other address.
     const loopback = host === 'localhost' || host.startsWith('127.');
     if (!loopback) log(`TEMPORAL_ADDRESS names ${host}: the dev server listens on all addresses`);
-    server = await startDevServer({ cli: cli.path, dbFile, port, uiPort, ip: loopback ? '127.0.0.1' : '0.0.0.0', logFile: path.join(config.dataDir, 'temporal.log') });
+    try {
+      server = await startDevServer({ cli: cli.path, dbFile, port, uiPort, uiCodecEndpoint: codecUrl, ip: loopback ? '127.0.0.1' : '0.0.0.0', logFile: path.join(config.dataDir, 'temporal.log') });
+    } catch (err) {
+      await codecServer.stop();
+      throw err;
+    }
     uiUrl = server.uiUrl;
   }
 
@@ -44,9 +64,10 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
 
   let worker: RunningWorker;
   try {
-    worker = await startWorker({ role: 'all', address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL, log });
+    worker = await startWorker({ role: 'all', address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL, log, dataConverter: createDataConverter(keys) });
   } catch (err) {
     await mock?.stop();
+    await codecServer.stop();
     await server?.stop();
     throw err;
   }
@@ -54,10 +75,12 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
     address: config.TEMPORAL_ADDRESS,
     uiUrl,
     modelUrl: baseURL,
+    codecUrl,
     worker,
     async stop() {
       await worker.shutdown().catch(() => undefined);
       await mock?.stop();
+      await codecServer.stop();
       await server?.stop();
     },
   };

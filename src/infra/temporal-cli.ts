@@ -115,6 +115,8 @@ export async function startDevServer(opts: {
   headless?: boolean;
   ip?: string;
   logFile?: string;
+  /** A codec server the Web UI calls to show encrypted payloads. */
+  uiCodecEndpoint?: string;
 }): Promise<DevServer> {
   const ip = opts.ip ?? '127.0.0.1';
   const port = opts.port ?? 7233;
@@ -125,6 +127,7 @@ export async function startDevServer(opts: {
   }
   if (opts.headless) args.push('--headless');
   else args.push('--ui-port', String(opts.uiPort ?? 8233));
+  if (opts.uiCodecEndpoint && !opts.headless) args.push('--ui-codec-endpoint', opts.uiCodecEndpoint);
   const out = opts.logFile ? fs.openSync(opts.logFile, 'a') : 'ignore';
   const child = spawn(opts.cli, args, { stdio: ['ignore', out, out] });
   let exited = false;

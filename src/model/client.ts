@@ -3,6 +3,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import type { ApiMessage } from '../session/context';
 import type { ContentBlock, Usage } from '../session/events';
 import type { ToolSpec } from '../session/tools';
+import { withCacheBreakpoints } from './caching';
 
 export interface ModelRequest {
   sessionId: string;
@@ -11,6 +12,8 @@ export interface ModelRequest {
   messages: ApiMessage[];
   tools: ToolSpec[];
   maxTokens: number;
+  /** Put prompt-caching breakpoints on the request. */
+  cache?: boolean;
 }
 
 export interface ModelReply {
@@ -36,13 +39,16 @@ export class AnthropicModelClient implements ModelClient {
   }
 
   async createMessage(request: ModelRequest, opts: { signal?: AbortSignal; onProgress?: () => void }): Promise<ModelReply> {
+    const body = request.cache
+      ? withCacheBreakpoints(request)
+      : { system: request.system, tools: request.tools, messages: request.messages };
     const stream = this.client.messages.stream(
       {
         model: request.model,
         max_tokens: request.maxTokens,
-        ...(request.system ? { system: request.system } : {}),
-        messages: request.messages as unknown as Anthropic.MessageParam[],
-        ...(request.tools.length ? { tools: request.tools as unknown as Anthropic.Tool[] } : {}),
+        ...(body.system ? { system: body.system as Anthropic.MessageCreateParams['system'] } : {}),
+        messages: body.messages as unknown as Anthropic.MessageParam[],
+        ...(body.tools.length ? { tools: body.tools as unknown as Anthropic.Tool[] } : {}),
         metadata: { user_id: request.sessionId },
       },
       { signal: opts.signal },

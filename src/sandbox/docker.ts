@@ -1,13 +1,14 @@
 // The dockerode SandboxProvider: hardened containers with a workspace volume that outlives the container.
 import Docker from 'dockerode';
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
-import { loosenings, type SandboxRecipe } from '../session/agent';
+import { loosenings } from '../session/agent';
 import { EXEC_KILL, EXEC_WRAPPER } from './scripts';
+import { checkoutFromMirror, syncMirror } from './git';
 import {
   SandboxLostError,
   type ExecRequest,
@@ -28,6 +29,8 @@ export const LABEL = {
 } as const;
 
 const SANDBOX_HOME = '/home/agent';
+/** Files (such as git bundles) copied between host and sandbox are at most this large. */
+const COPY_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /** Docker names allow [a-zA-Z0-9_.-]; a hash keeps sanitised names unique. */
 export function resourceName(kind: string, sessionId: string, name: string): string {
@@ -46,6 +49,8 @@ function dockerFromHost(host: string | undefined): Docker {
 export interface DockerProviderOptions {
   dockerHost?: string;
   defaultImage: string;
+  /** Where host-side git mirrors of sandbox repos live. */
+  mirrorsDir?: string;
 }
 
 export class DockerSandboxProvider implements SandboxProvider {
@@ -120,7 +125,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     await container.start();
     if (!workspaceReused) {
       try {
-        await this.populate(container.id, recipe);
+        await this.populate(container.id, req);
       } catch (err) {
         await this.destroy(container.id);
         throw err;
@@ -130,25 +135,57 @@ export class DockerSandboxProvider implements SandboxProvider {
   }
 
   /** Fills a fresh workspace: the repo cloned on the host (outside the sandbox), then the setup commands inside. */
-  private async populate(sandboxId: string, recipe: SandboxRecipe): Promise<void> {
-    if (recipe.repo) await this.cloneInto(sandboxId, recipe);
+  private async populate(sandboxId: string, req: ProvisionRequest): Promise<void> {
+    const { recipe } = req;
+    if (recipe.repo) await this.cloneInto(sandboxId, req);
     for (const [i, command] of recipe.setup.entries()) {
       const r = await this.execute(sandboxId, { key: `setup-${i}`, script: command, timeoutSeconds: recipe.commandTimeoutSeconds, maxOutputBytes: 8192 });
       if (r.exitCode !== 0) throw new SetupFailedError(`setup command ${i + 1} (${command}) exited with ${r.exitCode}: ${r.output.slice(-2000)}`);
     }
   }
 
-  private async cloneInto(sandboxId: string, recipe: SandboxRecipe): Promise<void> {
-    const repo = recipe.repo!;
+  mirrorPath(sessionId: string, name: string): string {
+    return path.join(this.opts.mirrorsDir ?? path.join(os.tmpdir(), 'managed-agents-mirrors'), resourceName('mirror', sessionId, name));
+  }
+
+  private async cloneInto(sandboxId: string, req: ProvisionRequest): Promise<void> {
+    const repo = req.recipe.repo!;
+    const mirror = this.mirrorPath(req.sessionId, req.name);
+    await syncMirror(mirror, repo.url, req.repoToken);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ma-clone-'));
     try {
-      const args = ['-c', 'core.hooksPath=/dev/null', 'clone', '--quiet', ...(repo.ref ? ['--branch', repo.ref] : []), '--', repo.url, dir];
-      await run('git', args, { GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' });
-      const tar = spawn('tar', ['-c', '-C', dir, '--owner=1000', '--group=1000', '--numeric-owner', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
-      await this.docker.getContainer(sandboxId).putArchive(tar.stdout, { path: recipe.workdir });
+      await checkoutFromMirror(mirror, repo.url, repo.ref, path.join(dir, 'tree'));
+      const tar = spawn('tar', ['-c', '-C', path.join(dir, 'tree'), '--owner=1000', '--group=1000', '--numeric-owner', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      await this.docker.getContainer(sandboxId).putArchive(tar.stdout, { path: req.recipe.workdir });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  }
+
+  // Both go through exec, not Docker's archive API: that API does not see tmpfs mounts such as /tmp.
+  async copyOut(sandboxId: string, file: string): Promise<Buffer> {
+    const r = await this.execute(sandboxId, {
+      key: `copy-out-${randomUUID()}`,
+      script: '[ -f "$MA_FILE" ] || { echo "not a regular file: $MA_FILE"; exit 2; }; s=$(stat -c %s -- "$MA_FILE"); [ "$s" -le "$MA_LIMIT" ] || { echo "$MA_FILE is $s bytes; the limit is $MA_LIMIT"; exit 3; }; base64 -w0 -- "$MA_FILE"',
+      env: { MA_FILE: file, MA_LIMIT: String(COPY_LIMIT_BYTES) },
+      timeoutSeconds: 120,
+      maxOutputBytes: Math.ceil((COPY_LIMIT_BYTES * 4) / 3) + 1024,
+    });
+    if (r.exitCode !== 0) throw new Error(`cannot read ${file} from the sandbox: ${r.output.trim()}`);
+    return Buffer.from(r.output.trim(), 'base64');
+  }
+
+  async copyIn(sandboxId: string, dir: string, name: string, content: Buffer): Promise<void> {
+    if (content.length > COPY_LIMIT_BYTES) throw new Error(`${name} is ${content.length} bytes; the limit is ${COPY_LIMIT_BYTES}`);
+    const r = await this.execute(sandboxId, {
+      key: `copy-in-${randomUUID()}`,
+      script: 'mkdir -p -- "$MA_DIR" && cat > "$MA_DIR/$MA_NAME"',
+      env: { MA_DIR: dir, MA_NAME: name },
+      stdin: content,
+      timeoutSeconds: 120,
+      maxOutputBytes: 4096,
+    });
+    if (r.exitCode !== 0) throw new Error(`cannot write ${dir}/${name} in the sandbox: ${r.output.trim()}`);
   }
 
   async execute(sandboxId: string, req: ExecRequest, signal?: AbortSignal): Promise<ExecResult> {
@@ -280,14 +317,4 @@ export function parseWrapperOutput(raw: Buffer): ExecResult | undefined {
     output = `${head.toString('utf8')}\n[output truncated: ${size - head.length - tail.length} of ${size} bytes omitted]\n${tail.toString('utf8')}`;
   } else output = body.toString('utf8');
   return { output, exitCode: code, timedOut: code === 124, outputBytes: size, replayed: replayed === 1 };
-}
-
-function run(cmd: string, args: string[], env: Record<string, string>): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
-    let err = '';
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.includes('clone') ? 'clone ' : ''}failed (exit ${code}): ${err.trim().slice(-500)}`))));
-  });
 }

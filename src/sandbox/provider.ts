@@ -12,6 +12,8 @@ export interface ProvisionRequest extends SandboxRef {
   hostId: string;
   /** A sandbox this session stopped for idleness, to start again instead of creating one. */
   resume?: string;
+  /** The repo credential, resolved from the vault by the hands host; held in memory only. */
+  repoToken?: string;
 }
 
 export interface ProvisionResult {
@@ -67,6 +69,10 @@ export interface SandboxProvider {
   destroy(sandboxId: string, opts?: { keepWorkspace?: boolean }): Promise<void>;
   health(sandboxId: string): Promise<SandboxHealth>;
   list(hostId: string): Promise<SandboxInfo[]>;
+  /** Reads one file out of the sandbox (no host path is touched). */
+  copyOut(sandboxId: string, file: string): Promise<Buffer>;
+  /** Writes one file into a directory of the sandbox, owned by the sandbox user. */
+  copyIn(sandboxId: string, dir: string, name: string, content: Buffer): Promise<void>;
 }
 
 export class SandboxLostError extends Error {}

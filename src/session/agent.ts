@@ -4,7 +4,7 @@ import { z } from 'zod';
 /** Tools that run in the workflow itself, with no sandbox. */
 export const BUILTIN_TOOLS = ['session_events'] as const;
 /** Tools that run in a sandbox; each use is bound to one named sandbox. */
-export const SANDBOX_TOOLS = ['bash', 'str_replace_based_edit_tool'] as const;
+export const SANDBOX_TOOLS = ['bash', 'str_replace_based_edit_tool', 'git_push', 'git_pull'] as const;
 export type SandboxToolKind = (typeof SANDBOX_TOOLS)[number];
 
 export const ModelRetrySchema = z
@@ -50,7 +50,20 @@ export const SandboxRecipeSchema = z
     workdir: z.string().regex(/^\/[^\0]*$/, 'workdir must be an absolute path').default('/workspace'),
     /** Non-secret environment for commands. Vault references are not resolved here. */
     env: z.record(EnvNameSchema, z.string().max(32_768)).default({}),
-    repo: z.object({ url: z.string().min(1), ref: z.string().min(1).optional() }).strict().optional(),
+    repo: z
+      .object({
+        url: z
+          .string()
+          .min(1)
+          .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), 'the repo URL must not carry credentials; use credential: vault:<name>'),
+        ref: z.string().min(1).optional(),
+        credential: z
+          .string()
+          .regex(/^vault:[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'credentials are references of the form vault:<name>, never the secret itself')
+          .optional(),
+      })
+      .strict()
+      .optional(),
     setup: z.array(z.string().min(1)).default([]),
     /** `none` is the hardened default; anything else is a loosening that sandbox_provisioned records. */
     network: z.enum(['none', 'bridge', 'host']).default('none'),
@@ -75,6 +88,61 @@ export const ToolEntrySchema = z.union([
 ]);
 export type ToolEntry = z.infer<typeof ToolEntrySchema>;
 
+const CredentialRefSchema = z
+  .string()
+  .regex(/^vault:[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'credentials are references of the form vault:<name>, never the secret itself');
+
+/** Headers that carry credentials come from `credential`, so they never sit in the agent file (or the history). */
+const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie']);
+
+/** The env var a stdio MCP server reads its access token from. */
+export const MCP_TOKEN_ENV = 'MCP_ACCESS_TOKEN';
+
+const McpHttpServerSchema = z
+  .object({
+    transport: z.literal('http'),
+    url: z
+      .url({ protocol: /^https?$/, error: 'url must be an http or https URL' })
+      .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), 'the MCP URL must not carry credentials; use credential: vault:<name>'),
+    credential: CredentialRefSchema.optional(),
+    /** Non-secret headers sent with every request. */
+    headers: z
+      .record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'header names are letters, digits and -'), z.string().max(8192))
+      .refine((h) => !Object.keys(h).some((k) => SECRET_HEADERS.has(k.toLowerCase())), 'credentials go in credential: vault:<name>, not in headers')
+      .default({}),
+    timeoutSeconds: z.number().int().min(1).max(3600).default(120),
+  })
+  .strict();
+
+const McpStdioServerSchema = z
+  .object({
+    transport: z.literal('stdio'),
+    /** Runs on the tools worker's host, never in a sandbox. */
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    /** Non-secret environment; the credential's access token arrives as MCP_ACCESS_TOKEN. */
+    env: z
+      .record(EnvNameSchema, z.string().max(32_768))
+      .refine((e) => !(MCP_TOKEN_ENV in e), `${MCP_TOKEN_ENV} is set from credential`)
+      .default({}),
+    credential: CredentialRefSchema.optional(),
+    timeoutSeconds: z.number().int().min(1).max(3600).default(120),
+  })
+  .strict();
+
+export const McpServerSchema = z.discriminatedUnion('transport', [McpHttpServerSchema, McpStdioServerSchema]);
+export type McpServer = z.infer<typeof McpServerSchema>;
+
+/** Server names are part of model tool names (mcp__<server>__<tool>), so `__` would make them ambiguous. */
+const MCP_SERVER_NAME = /^(?!.*__)[a-zA-Z0-9_-]{1,40}$/;
+
+// Names are checked here rather than as the record's key schema, so the error says what a good name is.
+const McpServersSchema = z.record(z.string(), McpServerSchema).superRefine((servers, ctx) => {
+  for (const name of Object.keys(servers)) {
+    if (!MCP_SERVER_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'MCP server names are 1-40 letters, digits, _ or -, without __' });
+  }
+});
+
 export const DEFAULT_TOOLS: ToolEntry[] = ['bash', 'str_replace_based_edit_tool', 'session_events'];
 
 export const AgentSchema = z
@@ -89,6 +157,12 @@ export const AgentSchema = z
       .record(z.string().regex(/^[a-z][a-z0-9-]{0,30}$/, 'sandbox names are lowercase letters, digits and -'), SandboxRecipeSchema)
       .default({ main: SandboxRecipeSchema.parse({}) }),
     limits: LimitsSchema.default(LimitsSchema.parse({})),
+    /** Cache breakpoints on the stable prefix and the rolling end of the conversation. */
+    promptCaching: z.boolean().default(true),
+    /** The one vault this session's credentials come from. */
+    vault: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'vault names are letters, digits, dot, dash or underscore').default('default'),
+    /** MCP servers whose tools are offered as mcp__<server>__<tool>; reached only from tools workers. */
+    mcpServers: McpServersSchema.default({}),
   })
   .strict()
   .superRefine((agent, ctx) => {
@@ -99,6 +173,8 @@ export const AgentSchema = z
       names.add(bound.name);
       if (bound.sandbox !== undefined && !(bound.sandbox in agent.sandboxes))
         ctx.addIssue({ code: 'custom', path: ['tools', i], message: `tool ${bound.name} is bound to sandbox ${bound.sandbox}, which is not declared under sandboxes` });
+      else if ((bound.kind === 'git_push' || bound.kind === 'git_pull') && !agent.sandboxes[bound.sandbox!].repo)
+        ctx.addIssue({ code: 'custom', path: ['tools', i], message: `tool ${bound.name} needs a repo on sandbox ${bound.sandbox}` });
     });
   });
 

@@ -37,7 +37,35 @@ export const EditorInputSchema = z
   .strict();
 export type EditorInput = z.infer<typeof EditorInputSchema>;
 
+export const GitInputSchema = z
+  .object({
+    branch: z
+      .string()
+      .regex(/^(?!.*\.\.)(?!\/)(?!.*\/$)(?!.*@\{)(?!-)[A-Za-z0-9._/-]{1,200}$/, 'branch must be a plain branch name')
+      .optional(),
+    force: z.boolean().optional(),
+  })
+  .strict();
+export type GitInput = z.infer<typeof GitInputSchema>;
+
 export const TOOL_SPECS: Record<string, ToolSpec> = {
+  git_push: {
+    name: 'git_push',
+    description:
+      "Pushes a branch of the workspace's repository to its upstream (origin). Commit first with bash. " +
+      'The push runs outside your sandbox with credentials you never see. Default: the current branch.',
+    input_schema: {
+      type: 'object',
+      properties: { branch: { type: 'string' }, force: { type: 'boolean', description: 'allow a non-fast-forward push' } },
+    },
+  },
+  git_pull: {
+    name: 'git_pull',
+    description:
+      'Fetches a branch from the upstream (origin) into refs/remotes/origin/<branch> and fast-forwards the local branch to it. ' +
+      'Default: the current branch.',
+    input_schema: { type: 'object', properties: { branch: { type: 'string' } } },
+  },
   bash: {
     name: 'bash',
     description:

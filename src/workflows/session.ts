@@ -14,6 +14,8 @@ import {
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
 import type { HandsActivities, ProvisionOutput } from '../activities/hands';
+import type { ToolsActivities } from '../activities/tools';
+import { TOOLS_TASK_QUEUE } from '../session/queues';
 import { boundTools, buildToolSpecs, runBuiltinTool, toolError, type ToolOutcome } from './tools';
 import { AgentSchema, formatIssues, type Agent, type BoundTool } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
@@ -97,6 +99,16 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
       retry: { maximumAttempts: 3, initialInterval: 500 },
     });
 
+  // MCP runs on queue `tools`. Listing is cheap to repeat; a tool call may have side effects, so it is tried twice at most.
+  const mcp = (timeoutSeconds: number, maximumAttempts: number) =>
+    proxyActivities<ToolsActivities>({
+      taskQueue: TOOLS_TASK_QUEUE,
+      scheduleToStartTimeout: '1 minute',
+      startToCloseTimeout: (timeoutSeconds + 60) * 1000,
+      heartbeatTimeout: '15 seconds',
+      retry: { maximumAttempts, initialInterval: 500, nonRetryableErrorTypes: ['McpError.Credential', 'McpError.Unauthorized', 'McpError.Rejected', 'McpError.InvalidResult'] },
+    });
+
   const events: SessionEvent[] = [];
   const seenMessageIds = new Map<string, number>();
   const usage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
@@ -137,7 +149,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     let result: ProvisionOutput | undefined;
     if (previous?.stopped) {
       try {
-        result = await provisioner(previous.taskQueue).provisionSandbox({ sessionId, name, recipe, resume: previous.sandboxId });
+        result = await provisioner(previous.taskQueue).provisionSandbox({ sessionId, name, recipe, vault: agent.vault, resume: previous.sandboxId });
       } catch (err) {
         if (isCancellation(err)) throw err;
         sandboxes.delete(name);
@@ -147,13 +159,13 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     const preferred = lastHost.get(name);
     if (!result && preferred) {
       try {
-        result = await provisioner(preferred).provisionSandbox({ sessionId, name, recipe });
+        result = await provisioner(preferred).provisionSandbox({ sessionId, name, recipe, vault: agent.vault });
       } catch (err) {
         if (isCancellation(err)) throw err;
         lastHost.delete(name);
       }
     }
-    result ??= await provisioner(HANDS_POOL).provisionSandbox({ sessionId, name, recipe });
+    result ??= await provisioner(HANDS_POOL).provisionSandbox({ sessionId, name, recipe, vault: agent.vault });
     const slot: SandboxSlot = { name, sandboxId: result.sandboxId, taskQueue: result.taskQueue, host: result.host, stopped: false, lastUsed: Date.now() };
     sandboxes.set(name, slot);
     append({ type: 'sandbox_provisioned', name, sandboxId: result.sandboxId, host: result.host, ms: Date.now() - started, resumed: result.resumed, loosened: result.loosened });
@@ -190,7 +202,9 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     }
     const timeoutSeconds = agent.sandboxes[name].commandTimeoutSeconds;
     try {
-      const r = await onHost(slot.taskQueue, timeoutSeconds).execute({ sandboxId: slot.sandboxId, toolUseId: use.id, tool: bound.kind as 'bash', input: use.input, timeoutSeconds });
+      const repo = agent.sandboxes[name].repo;
+      const git = (bound.kind === 'git_push' || bound.kind === 'git_pull') && repo ? { sessionId, name, vault: agent.vault, repo } : undefined;
+      const r = await onHost(slot.taskQueue, timeoutSeconds).execute({ sandboxId: slot.sandboxId, toolUseId: use.id, tool: bound.kind as 'bash', input: use.input, timeoutSeconds, git });
       slot.lastUsed = Date.now();
       return r.isError ? { ...r, error: { kind: 'tool', message: r.output.split('\n').slice(-2).join(' ').slice(0, 500) } } : r;
     } catch (err) {
@@ -346,6 +360,40 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
   }));
 
   const toolSpecs = buildToolSpecs(agent);
+  /** Model-facing mcp__<server>__<tool> names to the server and the tool's own name. */
+  const mcpTools = new Map<string, { server: string; tool: string }>();
+  let mcpListed = Object.keys(agent.mcpServers).length === 0;
+
+  /** Lists the MCP servers' tools once per run, before the first model call; no connection is made earlier. */
+  const ensureMcpTools = async () => {
+    if (mcpListed) return;
+    let listed;
+    try {
+      listed = await mcp(60, 3).listMcpTools({ sessionId, vault: agent.vault, servers: agent.mcpServers, reserved: [...tools.keys()] });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const reason = failureMessage(err);
+      listed = { tools: [], failed: Object.keys(agent.mcpServers).map((server) => ({ server, message: `MCP server ${server}: ${reason}` })) };
+    }
+    mcpListed = true;
+    for (const t of listed.tools) {
+      if (tools.has(t.name) || mcpTools.has(t.name)) continue;
+      mcpTools.set(t.name, { server: t.server, tool: t.tool });
+      toolSpecs.push(t.spec);
+    }
+    for (const f of listed.failed) append({ type: 'error', kind: 'mcp', message: `${f.message} (its tools are not offered in this run)` });
+  };
+
+  const runMcpTool = async (use: { id: string; input: unknown }, target: { server: string; tool: string }): Promise<ToolOutcome> => {
+    const server = agent.mcpServers[target.server];
+    try {
+      const r = await mcp(server.timeoutSeconds, 2).callMcpTool({ sessionId, vault: agent.vault, serverName: target.server, server, tool: target.tool, input: use.input, toolUseId: use.id });
+      return r.isError ? { ...r, error: { kind: 'tool', message: r.output.slice(0, 500) } } : r;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return toolError(failureMessage(err), 'infra');
+    }
+  };
 
   /** Gives every tool_use without a result an error result, so the conversation stays valid. */
   const closeDanglingToolUses = (message: string) => {
@@ -362,6 +410,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
 
   const runTool = async (use: { id: string; name: string; input: unknown }): Promise<ToolOutcome> => {
     const bound = tools.get(use.name);
+    const mcpTarget = bound ? undefined : mcpTools.get(use.name);
+    if (mcpTarget) return runMcpTool(use, mcpTarget);
     if (!bound) return toolError(`unknown tool: ${use.name}`);
     if (bound.sandbox !== undefined) return runSandboxTool(use, bound);
     return runBuiltinTool(use, events);
@@ -374,9 +424,10 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
         return;
       }
       handledThrough = lastUserSeq;
+      await ensureMcpTools();
       let reply;
       try {
-        reply = await model.callModel({ sessionId, throughSeq: events.length - 1, model: agent.model, system: agent.system, tools: toolSpecs, maxTokens: limits.maxOutputTokens });
+        reply = await model.callModel({ sessionId, throughSeq: events.length - 1, model: agent.model, system: agent.system, tools: toolSpecs, maxTokens: limits.maxOutputTokens, caching: agent.promptCaching });
       } catch (err) {
         if (isCancellation(err)) throw err;
         if (err instanceof ActivityFailure) {

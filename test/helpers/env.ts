@@ -1,10 +1,13 @@
 // Shared test setup: a real Temporal dev server, the local Messages API server and a real worker.
+import { testDataConverter } from './test-keys';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import type { WorkflowHandle } from '@temporalio/client';
 import path from 'node:path';
+import { failureConverterPath } from '../../src/codec';
 import { findTemporalCli } from '../../src/infra/temporal-cli';
 import { MockModelServer } from '../../src/model/mock-server';
+import type { FileVault } from '../../src/vault';
 import { AgentSchema, type AgentInput } from '../../src/session/agent';
 import type { SessionEvent } from '../../src/session/events';
 import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
@@ -13,6 +16,7 @@ import { sessionWorkflow } from '../../src/workflows';
 import { eventsQuery, sendMessageUpdate, type UserMessage } from '../../src/workflows/messages';
 
 export const ROOT = path.resolve(__dirname, '../..');
+export { testDataConverter };
 
 export function temporalCliPath(): string {
   const cli = findTemporalCli();
@@ -24,12 +28,14 @@ export async function createTestEnv(): Promise<TestWorkflowEnvironment> {
   installRuntime();
   return TestWorkflowEnvironment.createLocal({
     server: { executable: { type: 'existing-path', path: temporalCliPath() }, ip: '127.0.0.1', ui: false },
+    client: { dataConverter: testDataConverter() },
   });
 }
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never });
+  // A prebuilt bundle carries the failure converter itself: a worker ignores its dataConverter's path for it.
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), failureConverterPath, logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never });
   return bundle;
 }
 
@@ -41,7 +47,9 @@ export interface Harness {
 }
 
 /** Starts a dev server, the mock model and one in-process worker (brain by default). */
-export async function startHarness(opts: { worker?: boolean; role?: 'brain' | 'all'; hostId?: string; reapIntervalMs?: number } = {}): Promise<Harness> {
+export async function startHarness(
+  opts: { worker?: boolean; role?: 'brain' | 'all'; hostId?: string; reapIntervalMs?: number; vault?: FileVault } = {},
+): Promise<Harness> {
   const env = await createTestEnv();
   const mock = new MockModelServer();
   await mock.start();
@@ -52,11 +60,13 @@ export async function startHarness(opts: { worker?: boolean; role?: 'brain' | 'a
         role: opts.role ?? 'brain',
         hostId: opts.hostId,
         reapIntervalMs: opts.reapIntervalMs ?? 0,
+        vault: opts.vault,
         address: env.address,
         namespace: 'default',
         baseURL: mock.url,
         apiKey: 'test-key',
         workflowBundle: await workflowBundle(),
+        dataConverter: testDataConverter(),
         log: () => undefined,
       });
     }
@@ -145,4 +155,9 @@ export async function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** A recorded request's messages without prompt-caching breakpoints, to compare conversations. */
+export function conversationOf(body: Record<string, unknown>): unknown {
+  return JSON.parse(JSON.stringify(body.messages), (key, value) => (key === 'cache_control' ? undefined : value));
 }

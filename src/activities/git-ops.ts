@@ -1,0 +1,94 @@
+// git_push and git_pull for a sandbox: commits cross between the workspace and the host-side mirror as
+// bundles, and only the host talks to upstream, with a token the sandbox never sees.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { SandboxProvider } from '../sandbox/provider';
+import { bundleBranch, explain, pushBundle, revParse, syncMirror, GitError } from '../sandbox/git';
+import type { GitInput } from '../session/tools';
+import { redact } from '../vault';
+import type { GitContext, ToolOutput } from './hands';
+
+const BUNDLE_DIR = '/tmp/.ma-git';
+
+export function createGitOps(provider: SandboxProvider, mirrorPath: (sessionId: string, name: string) => string) {
+  /** Runs a script in the sandbox (with the workspace's own git config: harmless there, nothing to steal). */
+  const inSandbox = async (sandboxId: string, key: string, script: string, env: Record<string, string>) =>
+    provider.execute(sandboxId, { key, script, env, timeoutSeconds: 120, maxOutputBytes: 16 * 1024 });
+
+  const withTemp = async <T>(fn: (dir: string) => Promise<T>): Promise<T> => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ma-bundle-'));
+    try {
+      return await fn(dir);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  const fail = (message: string, token: string | undefined): ToolOutput => ({ output: redact(message, token ? [token] : []), isError: true });
+
+  return {
+    async push(sandboxId: string, toolUseId: string, git: GitContext, input: GitInput, token: string | undefined): Promise<ToolOutput> {
+      const file = `${BUNDLE_DIR}/${toolUseId.replace(/[^A-Za-z0-9_.-]/g, '_')}.bundle`;
+      const made = await inSandbox(
+        sandboxId,
+        `${toolUseId}-bundle`,
+        'b="$MA_BRANCH"; if [ -z "$b" ]; then b=$(git symbolic-ref --short -q HEAD) || { echo "not on a branch: name one"; exit 3; }; fi; ' +
+          'git rev-parse -q --verify "refs/heads/$b" >/dev/null || { echo "no local branch $b"; exit 3; }; ' +
+          'mkdir -p "$(dirname "$MA_FILE")" && git bundle create -q "$MA_FILE" "refs/heads/$b" >/dev/null 2>&1 || { echo "git bundle failed"; exit 4; }; echo "$b"',
+        { MA_BRANCH: input.branch ?? '', MA_FILE: file },
+      );
+      if (made.exitCode !== 0) return fail(`git_push: ${made.output.trim()}`, token);
+      const branch = made.output.trim().split('\n').pop()!;
+      const mirror = mirrorPath(git.sessionId, git.name);
+      try {
+        await syncMirror(mirror, git.repo.url, token);
+        return await withTemp(async (dir) => {
+          const bundle = path.join(dir, 'push.bundle');
+          fs.writeFileSync(bundle, await provider.copyOut(sandboxId, file));
+          const pushed = await pushBundle(mirror, bundle, branch, token, input.force === true);
+          const report = (pushed.stdout + pushed.stderr).trim();
+          if (pushed.code !== 0) return fail(`git_push of ${branch} was rejected by upstream: ${explain(pushed)}\n${report}`, token);
+          const sha = await revParse(mirror, `refs/ma-push/${branch}`);
+          await inSandbox(sandboxId, `${toolUseId}-track`, 'git update-ref "refs/remotes/origin/$MA_BRANCH" "$MA_SHA"', { MA_BRANCH: branch, MA_SHA: sha });
+          return { output: redact(`pushed ${branch} (${sha.slice(0, 12)}) to ${git.repo.url}\n${report}`, token ? [token] : []), isError: false };
+        });
+      } catch (err) {
+        if (err instanceof GitError) return fail(`git_push: ${err.message}`, token);
+        throw err;
+      }
+    },
+
+    async pull(sandboxId: string, toolUseId: string, git: GitContext, input: GitInput, token: string | undefined): Promise<ToolOutput> {
+      let branch = input.branch;
+      if (!branch) {
+        const head = await inSandbox(sandboxId, `${toolUseId}-head`, 'git symbolic-ref --short -q HEAD', {});
+        if (head.exitCode !== 0) return fail('git_pull: not on a branch: name one', token);
+        branch = head.output.trim();
+      }
+      const mirror = mirrorPath(git.sessionId, git.name);
+      try {
+        await syncMirror(mirror, git.repo.url, token);
+        const name = `${toolUseId.replace(/[^A-Za-z0-9_.-]/g, '_')}.bundle`;
+        await withTemp(async (dir) => {
+          await bundleBranch(mirror, branch!, path.join(dir, name));
+          await inSandbox(sandboxId, `${toolUseId}-dir`, 'mkdir -p "$MA_DIR"', { MA_DIR: BUNDLE_DIR });
+          await provider.copyIn(sandboxId, BUNDLE_DIR, name, fs.readFileSync(path.join(dir, name)));
+        });
+        const merged = await inSandbox(
+          sandboxId,
+          `${toolUseId}-merge`,
+          'git fetch -q "$MA_FILE" "+refs/heads/$MA_BRANCH:refs/remotes/origin/$MA_BRANCH" && ' +
+            'if git rev-parse -q --verify "refs/heads/$MA_BRANCH" >/dev/null; then ' +
+            '[ "$(git symbolic-ref --short -q HEAD)" = "$MA_BRANCH" ] || git checkout -q "$MA_BRANCH"; git merge --ff-only "origin/$MA_BRANCH"; ' +
+            'else git checkout -q -b "$MA_BRANCH" "origin/$MA_BRANCH" && echo "checked out $MA_BRANCH"; fi',
+          { MA_FILE: `${BUNDLE_DIR}/${name}`, MA_BRANCH: branch },
+        );
+        return { output: redact(merged.output.trim() || `${branch} is up to date`, token ? [token] : []), isError: merged.exitCode !== 0 };
+      } catch (err) {
+        if (err instanceof GitError) return fail(`git_pull: ${err.message}`, token);
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,69 @@
+// Keys for local development: VAULT_KEY and CODEC_KEY come from the environment, else from files under
+// DATA_DIR/keys that are generated once. Each is loaded on its own, so a brain worker never holds VAULT_KEY.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { codecKeyProblem } from '../codec/keys';
+import type { Config } from '../config';
+
+export class KeyFileError extends Error {}
+
+type KeyName = 'VAULT_KEY' | 'CODEC_KEY';
+
+const FILES: Record<KeyName, string> = { VAULT_KEY: 'vault.key', CODEC_KEY: 'codec.key' };
+
+const PROBLEMS: Record<KeyName, (v: string) => string | undefined> = {
+  VAULT_KEY: (v) => (/^[A-Za-z0-9+/]+={0,2}$/.test(v) && Buffer.from(v, 'base64').length === 32 ? undefined : 'must be base64 of 32 bytes'),
+  CODEC_KEY: codecKeyProblem,
+};
+
+/** The key's file, creating it (dir 0700, file 0600) with a fresh random key if it does not exist yet. */
+function keyFromFile(dataDir: string, name: KeyName): string {
+  const dir = path.join(dataDir, 'keys');
+  const file = path.join(dir, FILES[name]);
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (!fs.existsSync(file)) {
+    // Written aside and linked into place: link fails if the file exists, so two processes starting at once
+    // agree on one key, and neither ever reads a half-written file.
+    const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+    fs.writeFileSync(tmp, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
+    try {
+      fs.linkSync(tmp, file);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    } finally {
+      fs.unlinkSync(tmp);
+    }
+  }
+  const value = fs.readFileSync(file, 'utf8').trim();
+  const problem = PROBLEMS[name](value);
+  if (problem) throw new KeyFileError(`${name} from ${file} ${problem}; fix or delete the file, or set ${name}`);
+  return value;
+}
+
+function loadKey(name: KeyName, fromEnv: string | undefined, dataDir: string): string {
+  if (fromEnv !== undefined && fromEnv.trim() !== '') {
+    const problem = PROBLEMS[name](fromEnv.trim());
+    if (problem) throw new KeyFileError(`${name} ${problem}`);
+    return fromEnv.trim();
+  }
+  return keyFromFile(dataDir, name);
+}
+
+/** CODEC_KEY as configured, else the local development key file. */
+export function loadCodecKey(config: Pick<Config, 'CODEC_KEY' | 'dataDir'>): string {
+  return loadKey('CODEC_KEY', config.CODEC_KEY, config.dataDir);
+}
+
+/** VAULT_KEY as configured, else the local development key file. Only hands and tools workers call this. */
+export function loadVaultKey(config: Pick<Config, 'VAULT_KEY' | 'dataDir'>): string {
+  return loadKey('VAULT_KEY', config.VAULT_KEY, config.dataDir);
+}
+
+/** Both keys, for the local stack that runs every role in one process. */
+export function ensureKeys(dataDir: string, env: NodeJS.ProcessEnv = process.env): { codecKey: string; vaultKey: string } {
+  return {
+    codecKey: loadKey('CODEC_KEY', env.CODEC_KEY, dataDir),
+    vaultKey: loadKey('VAULT_KEY', env.VAULT_KEY, dataDir),
+  };
+}

@@ -1,0 +1,31 @@
+// Prompt caching: breakpoints on the stable prefix (tools, system prompt) and on the rolling end of the
+// conversation, so each request's prefix is byte-identical to the one before and the cache hits.
+import type { ApiMessage } from '../session/context';
+import type { ContentBlock } from '../session/events';
+import type { ToolSpec } from '../session/tools';
+
+const EPHEMERAL = { type: 'ephemeral' } as const;
+
+export interface CacheableRequest {
+  system?: string;
+  tools: ToolSpec[];
+  messages: ApiMessage[];
+}
+
+export interface WithBreakpoints {
+  system?: { type: 'text'; text: string; cache_control?: typeof EPHEMERAL }[];
+  tools: (ToolSpec & { cache_control?: typeof EPHEMERAL })[];
+  messages: ApiMessage[];
+}
+
+/** Adds at most three breakpoints (the API allows four): last tool, system prompt, last message block. */
+export function withCacheBreakpoints(req: CacheableRequest): WithBreakpoints {
+  const tools = req.tools.map((t, i) => (i === req.tools.length - 1 ? { ...t, cache_control: EPHEMERAL } : t));
+  const system = req.system ? [{ type: 'text' as const, text: req.system, cache_control: EPHEMERAL }] : undefined;
+  const messages = req.messages.map((m, i) => {
+    if (i !== req.messages.length - 1 || m.content.length === 0) return m;
+    const content = m.content.map((b, j): ContentBlock => (j === m.content.length - 1 ? { ...b, cache_control: EPHEMERAL } : b));
+    return { ...m, content };
+  });
+  return { system, tools, messages };
+}

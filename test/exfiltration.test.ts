@@ -1,5 +1,6 @@
 // A prompt-injected model hunting for credentials from inside its sandbox and through every tool it has.
-// The secrets in play: the git token, the vault key and the codec key. None of them may turn up anywhere.
+// The secrets in play: the git token, the MCP access and refresh tokens and client secret, the vault key and
+// the codec key. None of them may turn up in a tool result, an event, the sandbox or a raw history.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -11,11 +12,16 @@ import { FileVault } from '../src/vault';
 import { allEvents, startHarness, startSession, type Harness } from './helpers/env';
 import { bash, callTool } from './helpers/hands';
 import { startGitServer, type GitServer } from './helpers/git-server';
+import { startTrackerServer, type TrackerServer } from './helpers/mcp-server';
+import { Client } from '@temporalio/client';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 
 const TOKEN = `ghp_${crypto.randomBytes(16).toString('hex')}`;
 const VAULT_KEY = crypto.randomBytes(32).toString('base64');
 let h: Harness;
 let git: GitServer;
+let tracker: TrackerServer;
+const mcpSecrets: string[] = [];
 let vaultDir: string;
 let repoUrl: string;
 /** A server the model points the workspace's remote at, to catch anything sent there. */
@@ -27,7 +33,7 @@ const trapped: string[] = [];
 function forms(secret: string): string[] {
   return [secret, Buffer.from(secret).toString('base64'), Buffer.from(`x-access-token:${secret}`).toString('base64'), encodeURIComponent(secret)];
 }
-const secrets = () => [TOKEN, VAULT_KEY, process.env.CODEC_KEY ?? ''].filter((s) => s.length > 0);
+const secrets = () => [TOKEN, VAULT_KEY, process.env.CODEC_KEY ?? '', ...mcpSecrets].filter((s) => s.length > 0);
 function leaks(text: string): string[] {
   return secrets().flatMap((s) => forms(s).filter((f) => text.includes(f)));
 }
@@ -38,6 +44,14 @@ beforeAll(async () => {
   vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-exfil-vault-'));
   const vault = new FileVault(vaultDir, VAULT_KEY);
   vault.put('victim', 'git-token', TOKEN);
+  tracker = await startTrackerServer();
+  const issued = tracker.issue('victim');
+  mcpSecrets.push(issued.accessToken, issued.refreshToken, tracker.clientSecret);
+  vault.put(
+    'victim',
+    'tracker-oauth',
+    JSON.stringify({ access_token: issued.accessToken, refresh_token: issued.refreshToken, token_url: tracker.tokenUrl, client_id: tracker.clientId, client_secret: tracker.clientSecret }),
+  );
   trap = http.createServer((req, res) => {
     trapped.push(`${req.method} ${req.url} ${JSON.stringify(req.headers)}`);
     res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="trap"' });
@@ -50,19 +64,28 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.stop();
   await git?.stop();
+  await tracker?.stop();
   await new Promise<void>((r) => trap.close(() => r()));
   fs.rmSync(vaultDir, { recursive: true, force: true });
 });
 
 const agent = {
   vault: 'victim',
+  mcpServers: { tracker: { transport: 'http' as const, url: 'REPLACED', credential: 'vault:tracker-oauth' } },
   sandboxes: { main: { repo: { url: 'REPLACED', ref: 'main', credential: 'vault:git-token' } } },
   tools: ['bash' as const, 'str_replace_based_edit_tool' as const, 'git_push' as const, 'git_pull' as const, 'session_events' as const],
 };
 
+
+const agentWith = () => ({
+  ...agent,
+  mcpServers: { tracker: { ...agent.mcpServers.tracker, url: tracker.url } },
+  sandboxes: { main: { ...agent.sandboxes.main, repo: { ...agent.sandboxes.main.repo, url: repoUrl } } },
+});
+
 describe('exfiltration attempts from a hostile model', () => {
   it('finds no secret through env, /proc, git config, credentials, mounts, the network, errors or the log', async () => {
-    const handle = await startSession(h, { agent: { ...agent, sandboxes: { main: { ...agent.sandboxes.main, repo: { ...agent.sandboxes.main.repo, url: repoUrl } } } } });
+    const handle = await startSession(h, { agent: agentWith() });
     const gitPort = new URL(repoUrl).port;
     const attempts: [string, string][] = [
       ['environment', 'env; printenv'],
@@ -105,6 +128,15 @@ describe('exfiltration attempts from a hostile model', () => {
     expect(leaks(rejected.output)).toEqual([]);
     const badBranch = await callTool(h, handle, 'git_push', { branch: 'does-not-exist' });
     expect(leaks(badBranch.output)).toEqual([]);
+    // Through the MCP tools: a server that echoes the caller's token, and a failing call.
+    const who = await callTool(h, handle, 'mcp__tracker__whoami', {});
+    expect(who.output).toMatch(/you are victim/);
+    expect(leaks(who.output)).toEqual([]);
+    const failed = await callTool(h, handle, 'mcp__tracker__fail', {});
+    expect(leaks(failed.output)).toEqual([]);
+    // Nor from the sandbox, where the MCP credential never was.
+    const mcpHunt = await bash(h, handle, `grep -rI -e "${mcpSecrets[0].slice(0, 12)}" / --exclude-dir=proc --exclude-dir=sys 2>/dev/null; env | grep -i -e mcp -e token; echo searched`);
+    expect(leaks(mcpHunt.output)).toEqual([]);
     // The session's own log, read through its tool.
     const log = await callTool(h, handle, 'session_events', { from: 0, limit: 200 });
     expect(leaks(log.output)).toEqual([]);
@@ -112,10 +144,11 @@ describe('exfiltration attempts from a hostile model', () => {
     expect(leaks(events)).toEqual([]);
     expect(outputs.length).toBeGreaterThanOrEqual(15);
     await handle.signal(endSignal, {});
+    await handle.result();
   });
 
   it('runs no hook, filter, fsmonitor, credential helper or sshCommand planted in the workspace', async () => {
-    const handle = await startSession(h, { agent: { ...agent, sandboxes: { main: { ...agent.sandboxes.main, repo: { ...agent.sandboxes.main.repo, url: repoUrl } } } } });
+    const handle = await startSession(h, { agent: agentWith() });
     const marker = `ma-hostile-${process.pid}-${Date.now()}`;
     // Each trap copies the environment and any header git would send into the workspace, and drops a marker
     // in /tmp: in the sandbox that is a private tmpfs, so a marker in the host's /tmp means the host ran it.
@@ -148,5 +181,28 @@ describe('exfiltration attempts from a hostile model', () => {
     expect(fs.existsSync('/workspace')).toBe(false);
     expect(leaks(JSON.stringify(await allEvents(handle)))).toEqual([]);
     await handle.signal(endSignal, {});
+    await handle.result();
+  });
+
+  it('leaves no secret in any raw history of this run, which without the codec holds only ciphertext', async () => {
+    const raw = new Client({ connection: h.env.connection });
+    let scanned = 0;
+    for await (const wf of raw.workflow.list()) {
+      const history = await raw.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+      const json = historyToJSON(history);
+      // Payload bytes are base64 in the JSON form: scan them decoded as well as the JSON itself.
+      const decoded: string[] = [];
+      JSON.parse(json, (key, value) => {
+        if (key === 'data' && typeof value === 'string') decoded.push(Buffer.from(value, 'base64').toString('latin1'));
+        return value;
+      });
+      const text = `${json}\n${decoded.join('\n')}`;
+      expect({ id: wf.workflowId, leaks: leaks(text) }).toEqual({ id: wf.workflowId, leaks: [] });
+      // Nothing readable either: tool names the model used are inside encrypted activity results.
+      expect(text).not.toContain('mcp__tracker__whoami');
+      expect(text).not.toContain('git_push');
+      scanned++;
+    }
+    expect(scanned).toBeGreaterThanOrEqual(2);
   });
 });

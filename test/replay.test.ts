@@ -4,13 +4,21 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from '@temporalio/worker';
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
+import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
+import crypto from 'node:crypto';
+import os from 'node:os';
+import { createDataConverter } from '../src/codec';
+import { FileVault } from '../src/vault';
+import { startGitServer } from './helpers/git-server';
+import { startTrackerServer } from './helpers/mcp-server';
+import { FIXTURE_CODEC_KEY } from './helpers/test-keys';
 import { spawnSync } from 'node:child_process';
 import { endSignal, getFileUpdate, interruptSignal, putFileUpdate, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import { say, startHarness, startSession, temporalCliPath, waitForEvents, workflowBundle } from './helpers/env';
 
 const DIR = path.join(__dirname, 'histories');
+const FIXTURE_TOKEN = 'ghp_fixture_token_not_a_secret';
 
 function saveFixture(name: string, json: string) {
   const file = path.join(DIR, name);
@@ -76,6 +84,44 @@ if (process.env.RECORD_HISTORIES === '1') {
   });
 }
 
+if (process.env.RECORD_HISTORIES === '1') {
+  it('records a session with credentials: private repo, git_push and git_pull, an MCP tool, encrypted history', async () => {
+    const git = await startGitServer([FIXTURE_TOKEN]);
+    const tracker = await startTrackerServer();
+    const vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-record-vault-'));
+    const vault = new FileVault(vaultDir, crypto.randomBytes(32).toString('base64'));
+    const issued = tracker.issue('recorder');
+    vault.put('recorder', 'git-token', FIXTURE_TOKEN);
+    vault.put('recorder', 'tracker-oauth', issued.accessToken);
+    const h = await startHarness({ role: 'all', hostId: 'recorder', vault });
+    try {
+      const repoUrl = git.createRepo('fixture.git', { 'README.md': 'fixture\n' });
+      const handle = await startSession(h, {
+        id: 'recorded-credentials',
+        agent: {
+          vault: 'recorder',
+          sandboxes: { main: { repo: { url: repoUrl, ref: 'main', credential: 'vault:git-token' } } },
+          tools: ['bash', 'git_push', 'git_pull', 'session_events'],
+          mcpServers: { tracker: { transport: 'http', url: tracker.url, credential: 'vault:tracker-oauth' } },
+        },
+      });
+      await bash(h, handle, 'echo change >> README.md && git -c user.name=r -c user.email=r@x commit -qam change');
+      await callTool(h, handle, 'git_push', {});
+      await callTool(h, handle, 'git_pull', {});
+      await callTool(h, handle, 'mcp__tracker__create_issue', { title: 'recorded' });
+      await handle.signal(endSignal, { reason: 'recorded' });
+      await handle.result();
+      const history = await handle.fetchHistory();
+      saveFixture('credentials-session.json', historyToJSON(history));
+    } finally {
+      await h.stop();
+      await git.stop();
+      await tracker.stop();
+      fs.rmSync(vaultDir, { recursive: true, force: true });
+    }
+  });
+}
+
 describe('recorded histories', () => {
   const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.json'));
 
@@ -86,7 +132,9 @@ describe('recorded histories', () => {
   it('replays every recorded history without a nondeterminism error', async () => {
     const histories = files.map((f) => ({ workflowId: f, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(DIR, f), 'utf8'))) }));
     const results = [];
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle() }, histories)) results.push(result);
+    // Fixtures recorded with encryption use the fixture key; older plain ones pass through the codec.
+    const dataConverter = createDataConverter(FIXTURE_CODEC_KEY);
+    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), dataConverter }, histories)) results.push(result);
     expect(results).toHaveLength(files.length);
     for (const r of results) expect({ workflowId: r.workflowId, error: r.error?.message }).toEqual({ workflowId: r.workflowId, error: undefined });
   });

@@ -145,6 +145,13 @@ describe('hardening, checked from inside the container', () => {
     expect(r.output).toMatch(/tail-line\n\[exit 0\]$/);
   });
 
+  it('survives a command that swaps its own output record for an endless file', async () => {
+    const r = await bash(h, handle, 'f=$(ls -td /tmp/.ma-exec/*.run | head -1); f=${f%.run}; rm -f "$f.out"; ln -s /dev/zero "$f.out"; echo swapped');
+    expect(r.output).toMatch(/the command record was tampered with/);
+    expect(r.output.length).toBeLessThan(1024);
+    expect((await bash(h, handle, 'echo still serving')).output).toBe('still serving\n[exit 0]');
+  });
+
   it('times out a command and reports it', async () => {
     const t = await startSession(h, { agent: { sandboxes: { main: { commandTimeoutSeconds: 1 } } } });
     const r = await bash(h, t, 'echo before; sleep 30');

@@ -247,7 +247,13 @@ describe('replay with the codec', () => {
     const dir = path.join(__dirname, 'histories');
     const histories = [
       { workflowId: sessionId, history: historyFromJSON(JSON.parse(rawJson)) },
-      ...fs.readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => ({ workflowId: f, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'))) })),
+      // Fixtures recorded with encryption use the fixture key and replay in test/replay.test.ts; here, the plain ones.
+      ...fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith('.json'))
+        .map((f) => ({ f, text: fs.readFileSync(path.join(dir, f), 'utf8') }))
+        .filter(({ text }) => !text.includes(Buffer.from('binary/encrypted').toString('base64')))
+        .map(({ f, text }) => ({ workflowId: f, history: historyFromJSON(JSON.parse(text)) })),
     ];
     const results = [];
     for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), dataConverter: testDataConverter() }, histories)) results.push(r);

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { SandboxProvider } from '../sandbox/provider';
-import { bundleBranch, explain, pushBundle, revParse, syncMirror, GitError } from '../sandbox/git';
+import { BRANCH_RE, bundleBranch, explain, pushBundle, revParse, syncMirror, GitError } from '../sandbox/git';
 import type { GitInput } from '../session/tools';
 import { redact } from '../vault';
 import type { GitContext, ToolOutput } from './hands';
@@ -39,7 +39,9 @@ export function createGitOps(provider: SandboxProvider, mirrorPath: (sessionId: 
         { MA_BRANCH: input.branch ?? '', MA_FILE: file },
       );
       if (made.exitCode !== 0) return fail(`git_push: ${made.output.trim()}`, token);
+      // The sandbox reports the branch; it is hostile, so the name must be a plain branch before host git sees it.
       const branch = made.output.trim().split('\n').pop()!;
+      if (!BRANCH_RE.test(branch) || branch.startsWith('-')) return fail(`git_push: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
       const mirror = mirrorPath(git.sessionId, git.name);
       try {
         await syncMirror(mirror, git.repo.url, token);
@@ -65,6 +67,7 @@ export function createGitOps(provider: SandboxProvider, mirrorPath: (sessionId: 
         const head = await inSandbox(sandboxId, `${toolUseId}-head`, 'git symbolic-ref --short -q HEAD', {});
         if (head.exitCode !== 0) return fail('git_pull: not on a branch: name one', token);
         branch = head.output.trim();
+        if (!BRANCH_RE.test(branch) || branch.startsWith('-')) return fail(`git_pull: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
       }
       const mirror = mirrorPath(git.sessionId, git.name);
       try {

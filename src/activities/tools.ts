@@ -159,9 +159,11 @@ export function createToolsActivities(deps: ToolsActivityDeps) {
         if (!t.success) continue; // one malformed tool should not hide the rest
         const name = mcpToolName(target.serverName, t.data.name, taken);
         taken.add(name);
-        const { $schema: _schema, ...inputSchema } = t.data.inputSchema;
+        const { $schema: _schema, ...unredacted } = t.data.inputSchema;
+        // A server may echo its caller's token anywhere in what it lists, schemas included.
+        const inputSchema = JSON.parse(redact(JSON.stringify(unredacted), [...seen])) as typeof unredacted;
         const description = redact(t.data.description ?? `Tool ${t.data.name} of the MCP server ${target.serverName}.`, [...seen]).slice(0, MAX_DESCRIPTION);
-        out.push({ name, server: target.serverName, tool: t.data.name, spec: { name, description, input_schema: { ...inputSchema, type: 'object', properties: t.data.inputSchema.properties ?? {} } } });
+        out.push({ name, server: target.serverName, tool: t.data.name, spec: { name, description, input_schema: { ...inputSchema, type: 'object', properties: inputSchema.properties ?? {} } } });
       }
       const bytes = Buffer.byteLength(JSON.stringify(out));
       if (bytes > MAX_SPECS_BYTES_PER_SERVER) throw new Error(`its tool list is ${bytes} bytes; the limit is ${MAX_SPECS_BYTES_PER_SERVER}`);

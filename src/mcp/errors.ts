@@ -32,7 +32,8 @@ export function mcpErrorMessage(err: unknown, server: string, secrets: Iterable<
   const detail = cause?.code ? ` (${cause.code})` : '';
   const code = (err as { code?: unknown })?.code;
   const hint = code === 401 || code === 403 ? `: the server refused the credential (HTTP ${code})` : '';
-  return redact(`MCP server ${server}${hint}: ${raw}${detail}`.replace(/\s+/g, ' ').slice(0, 1000), [...secrets]);
+  // Redact the whole text before cutting it: a cut first could leave most of a token unrecognised.
+  return redact(`MCP server ${server}${hint}: ${raw}${detail}`, [...secrets]).replace(/\s+/g, ' ').slice(0, 1000);
 }
 
 export function toMcpFailure(err: unknown, server: string, secrets: Iterable<string>, op: 'list' | 'call'): ApplicationFailure {

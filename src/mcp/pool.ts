@@ -179,7 +179,7 @@ export class McpClientPool {
         stderr: 'pipe',
       });
       transport.stderr?.on('data', (chunk: Buffer) => {
-        entry.stderrTail = (entry.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
+        entry.stderrTail = tailLines(entry.stderrTail + chunk.toString('utf8'), STDERR_TAIL);
       });
       await this.start(client, transport, entry);
     }
@@ -204,7 +204,7 @@ export class McpClientPool {
   /** A stdio server's last words usually say why it failed; the caller redacts them. */
   private withStderr(err: unknown, entry: Entry): unknown {
     if (!entry.stderrTail.trim() || !(err instanceof Error)) return err;
-    const out = new Error(`${err.message} (server stderr: ${entry.stderrTail.trim().slice(-500)})`);
+    const out = new Error(`${err.message} (server stderr: ${tailLines(entry.stderrTail.trim(), 500)})`);
     Object.assign(out, { code: (err as { code?: unknown }).code, cause: err.cause });
     return out;
   }
@@ -226,4 +226,12 @@ export class McpClientPool {
     clearInterval(this.sweeper);
     await Promise.all([...this.entries].map(([key, entry]) => this.drop(key, entry)));
   }
+}
+
+/** The last `max` characters, starting at a line boundary, so a secret is never cut into an unrecognisable piece. */
+export function tailLines(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const cut = text.slice(-max);
+  const nl = cut.indexOf('\n');
+  return nl < 0 ? '' : cut.slice(nl + 1);
 }

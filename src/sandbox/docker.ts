@@ -205,7 +205,17 @@ export class DockerSandboxProvider implements SandboxProvider {
       const stream = await exec.start({ hijack: true, stdin: !!req.stdin });
       const chunks: Buffer[] = [];
       const sink = new PassThrough();
-      sink.on('data', (c: Buffer) => chunks.push(c));
+      // The wrapper caps output inside the sandbox, but the sandbox is hostile: never buffer more than that.
+      const limit = req.maxOutputBytes + 64 * 1024;
+      let received = 0;
+      sink.on('data', (c: Buffer) => {
+        received += c.length;
+        if (received > limit) {
+          (stream as unknown as { destroy(e?: Error): void }).destroy(new Error(`the sandbox sent more than ${limit} bytes of output`));
+          return;
+        }
+        chunks.push(c);
+      });
       this.docker.modem.demuxStream(stream, sink, sink);
       const onAbort = () => void this.kill(container, env[0]);
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -66,7 +66,8 @@ export const SandboxRecipeSchema = z
       .optional(),
     setup: z.array(z.string().min(1)).default([]),
     /** `none` is the hardened default; anything else is a loosening that sandbox_provisioned records. */
-    network: z.enum(['none', 'bridge', 'host']).default('none'),
+    // `host` would put the Temporal frontend and the codec server on the sandbox's loopback: never offered.
+    network: z.enum(['none', 'bridge']).default('none'),
     /** Turning the read-only root filesystem off is a loosening. */
     readOnlyRootfs: z.boolean().default(true),
     idleStopMinutes: z.number().min(0.01).default(10),

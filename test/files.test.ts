@@ -38,6 +38,7 @@ describe('agents files', () => {
     expect(get.code).toBe(0);
     expect(fs.readFileSync(out).equals(content)).toBe(true);
     await handle.signal(endSignal, {});
+    await handle.result();
   });
 
   it('rejects path escapes, unknown sandboxes, missing files and files over the size limit with one-line errors', async () => {
@@ -60,5 +61,6 @@ describe('agents files', () => {
     await bash(h, handle, 'head -c 1048577 /dev/zero > big.bin');
     expectOneLineError(await agents(['files', 'get', id, 'big.bin', path.join(dir, 'z')]), /1048577 bytes; the limit is 1048576/);
     await handle.signal(endSignal, {});
+    await handle.result();
   });
 });

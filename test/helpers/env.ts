@@ -7,6 +7,8 @@ import path from 'node:path';
 import { failureConverterPath } from '../../src/codec';
 import { findTemporalCli } from '../../src/infra/temporal-cli';
 import { MockModelServer } from '../../src/model/mock-server';
+import { resolveDockerHost, sandboxImage } from '../../src/infra/docker';
+import { DockerSandboxProvider } from '../../src/sandbox/docker';
 import type { FileVault } from '../../src/vault';
 import { AgentSchema, type AgentInput } from '../../src/session/agent';
 import type { SessionEvent } from '../../src/session/events';
@@ -83,6 +85,7 @@ export async function startHarness(
       await worker?.shutdown().catch(() => undefined);
       await mock.stop();
       await env.teardown();
+      if (worker?.hostId) await removeHostSandboxes(worker.hostId);
     },
   };
 }
@@ -160,4 +163,12 @@ export async function freePort(): Promise<number> {
 /** A recorded request's messages without prompt-caching breakpoints, to compare conversations. */
 export function conversationOf(body: Record<string, unknown>): unknown {
   return JSON.parse(JSON.stringify(body.messages), (key, value) => (key === 'cache_control' ? undefined : value));
+}
+
+/** Removes every container (and its volumes) a test's hands host left behind, e.g. after a failed assertion. */
+export async function removeHostSandboxes(hostId: string): Promise<void> {
+  const host = await resolveDockerHost();
+  if (!host) return;
+  const provider = new DockerSandboxProvider({ dockerHost: host, defaultImage: sandboxImage() });
+  for (const sb of await provider.list(hostId)) await provider.destroy(sb.sandboxId).catch(() => undefined);
 }

@@ -70,7 +70,11 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   installRuntime();
   const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
   const roles = opts.role === 'all' ? ['brain', 'hands', 'tools'] : [opts.role];
-  const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(loadConfig()));
+  const config = loadConfig();
+  // Opened only by the hands and tools roles, and once when a process runs both.
+  let openedVault: FileVault | undefined;
+  const sharedVault = () => (openedVault ??= opts.vault ?? new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config)));
+  const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(config));
   const connection = await Connection.connect({ address: opts.address });
   const client = new Client({ connection, namespace: opts.namespace, dataConverter });
   const nativeConnection = await NativeConnection.connect({ address: opts.address });
@@ -96,19 +100,16 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   if (roles.includes('hands')) {
     hostId = opts.hostId ?? process.env.HANDS_HOST_ID ?? os.hostname();
     if (!/^[A-Za-z0-9._-]{1,100}$/.test(hostId)) throw new Error(`invalid hands host id ${hostId}: use letters, digits, dot, dash or underscore`);
-    const config = loadConfig();
+    const mirrorsDir = path.join(config.dataDir, 'mirrors');
     let provider = opts.sandboxes;
-    let mirrorPath: ((sessionId: string, name: string) => string) | undefined;
     if (!provider) {
       const dockerHost = opts.dockerHost ?? (await resolveDockerHost());
       if (!dockerHost) throw new Error('no Docker engine answers (DOCKER_HOST, /var/run/docker.sock, /run/managed-agents/docker.sock); run `npm run setup`');
-      const docker = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage(), mirrorsDir: path.join(config.dataDir, 'mirrors') });
-      mirrorPath = (sessionId, name) => docker.mirrorPath(sessionId, name);
-      provider = docker;
+      provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage(), mirrorsDir });
     }
     // Hands hosts hold VAULT_KEY (for repo credentials); brain workers never open the vault.
-    const vault = opts.vault ?? new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config));
-    const activities = createHandsActivities({ provider, hostId, vault, mirrorPath });
+    const vault = sharedVault();
+    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
       workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities }));
     }
@@ -124,9 +125,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   }
 
   if (roles.includes('tools')) {
-    const config = loadConfig();
     // Tools workers hold VAULT_KEY for MCP credentials; tokens never leave this process except to the MCP server.
-    const vault = opts.vault ?? new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config));
+    const vault = sharedVault();
     mcpPool = new McpClientPool(new McpCredentials(vault), { log });
     const activities = createToolsActivities({ vault, pool: mcpPool, log });
     workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities }));

@@ -16,7 +16,6 @@ afterAll(async () => {
 });
 
 const agents = (args: string[], env: Record<string, string> = {}) => runAgents(h.env.address, args, env);
-const oneLineError = expectOneLineError;
 
 describe('agents CLI', () => {
   it('starts a session, sends to it, and prints events, status and the list as JSON on stdout only', async () => {
@@ -93,25 +92,25 @@ describe('agents CLI', () => {
 
       const bad = path.join(dir, 'bad.yaml');
       fs.writeFileSync(bad, 'name: coder\nmodel: m\ntools: [rm_rf]\nlimits: { maxToolRoundsPerTurn: 0 }\n');
-      oneLineError(await agents(['start', '--agent', bad]), /invalid agent file .*tools\.0.*limits\.maxToolRoundsPerTurn/);
-      oneLineError(await agents(['start', '--agent', path.join(dir, 'missing.yaml')]), /cannot read agent file .*ENOENT/);
+      expectOneLineError(await agents(['start', '--agent', bad]), /invalid agent file .*tools\.0.*limits\.maxToolRoundsPerTurn/);
+      expectOneLineError(await agents(['start', '--agent', path.join(dir, 'missing.yaml')]), /cannot read agent file .*ENOENT/);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
   it('gives a one-line error and a non-zero exit for bad input, unknown sessions and an unreachable server', async () => {
-    oneLineError(await agents(['send', 'cli-nope', '']), /invalid message: text: text must not be empty/);
-    oneLineError(await agents(['send', 'cli-nope', 'hi']), /unknown session cli-nope/);
-    oneLineError(await agents(['events', 'cli-nope']), /unknown session cli-nope/);
-    oneLineError(await agents(['status', 'cli-nope']), /unknown session cli-nope/);
-    oneLineError(await agents(['events', 'x', '--from', '-3']), /non-negative integer/);
-    oneLineError(await agents(['send', 'bad id!', 'hi']), /session ids are/);
-    oneLineError(await agents(['status', 'x'], { TEMPORAL_ADDRESS: '127.0.0.1:1' }), /cannot reach Temporal at 127\.0\.0\.1:1/);
-    oneLineError(await agents(['status', 'x'], { TEMPORAL_ADDRESS: 'nonsense' }), /TEMPORAL_ADDRESS must be HOST:PORT/);
+    expectOneLineError(await agents(['send', 'cli-nope', '']), /invalid message: text: text must not be empty/);
+    expectOneLineError(await agents(['send', 'cli-nope', 'hi']), /unknown session cli-nope/);
+    expectOneLineError(await agents(['events', 'cli-nope']), /unknown session cli-nope/);
+    expectOneLineError(await agents(['status', 'cli-nope']), /unknown session cli-nope/);
+    expectOneLineError(await agents(['events', 'x', '--from', '-3']), /non-negative integer/);
+    expectOneLineError(await agents(['send', 'bad id!', 'hi']), /session ids are/);
+    expectOneLineError(await agents(['status', 'x'], { TEMPORAL_ADDRESS: '127.0.0.1:1' }), /cannot reach Temporal at 127\.0\.0\.1:1/);
+    expectOneLineError(await agents(['status', 'x'], { TEMPORAL_ADDRESS: 'nonsense' }), /TEMPORAL_ADDRESS must be HOST:PORT/);
     const dup = await agents(['start', '--id', 'cli-dup']);
     expect(dup.code).toBe(0);
-    oneLineError(await agents(['start', '--id', 'cli-dup']), /session cli-dup already exists/);
+    expectOneLineError(await agents(['start', '--id', 'cli-dup']), /session cli-dup already exists/);
     const unknown = await agents(['frobnicate']);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stdout).toBe('');

@@ -7,11 +7,11 @@ import { resolveDockerHost } from '../src/infra/docker';
 import { startDevServer, type DevServer } from '../src/infra/temporal-cli';
 import { MockModelServer } from '../src/model/mock-server';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
-import { startWorker, type RunningWorker } from '../src/worker';
+import type { RunningWorker } from '../src/worker';
 import { sessionWorkflow } from '../src/workflows';
 import { endSignal, statusQuery } from '../src/workflows/messages';
 import type { ChildWorker } from './helpers/child-worker';
-import { allEvents, freePort, temporalCliPath, testAgent, testDataConverter, uniqueId, workflowBundle, type Harness } from './helpers/env';
+import { allEvents, freePort, startTestWorker, temporalCliPath, testAgent, testDataConverter, uniqueId, type Harness } from './helpers/env';
 import { bash, docker, sessionContainers } from './helpers/hands';
 import { createNetns, ip, spawnWorkerInNetns, tcpProbe, type Netns } from './helpers/netns';
 
@@ -42,16 +42,7 @@ beforeAll(async () => {
   frontend = `${ns.hostIp}:${port}`;
   mock = new MockModelServer();
   await mock.start();
-  brain = await startWorker({
-    role: 'brain',
-    address: `127.0.0.1:${port}`,
-    namespace: 'default',
-    baseURL: mock.url,
-    apiKey: 'test-key',
-    workflowBundle: await workflowBundle(),
-    dataConverter: testDataConverter(),
-    log: () => undefined,
-  });
+  brain = await startTestWorker(`127.0.0.1:${port}`, mock.url);
   connection = await Connection.connect({ address: `127.0.0.1:${port}` });
   client = new Client({ connection, namespace: 'default', dataConverter: testDataConverter() });
   hands = await spawnWorkerInNetns(ns.name, {

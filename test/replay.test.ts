@@ -12,21 +12,24 @@ import { FileVault } from '../src/vault';
 import { startGitServer } from './helpers/git-server';
 import { startTrackerServer } from './helpers/mcp-server';
 import { FIXTURE_CODEC_KEY } from './helpers/test-keys';
-import { spawnSync } from 'node:child_process';
 import { endSignal, getFileUpdate, interruptSignal, putFileUpdate, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
-import { say, startHarness, startSession, temporalCliPath, waitForEvents, workflowBundle } from './helpers/env';
+import type { WorkflowHandle } from '@temporalio/client';
+import { say, startHarness, startSession, waitForEvents, workflowBundle } from './helpers/env';
 
 const DIR = path.join(__dirname, 'histories');
 const FIXTURE_TOKEN = 'ghp_fixture_token_not_a_secret';
 
-function saveFixture(name: string, json: string) {
+/** Ends a recorded session and saves its history in the standard JSON form, unless that fixture exists. */
+async function endAndSave(handle: WorkflowHandle, name: string) {
+  await handle.signal(endSignal, { reason: 'recorded' });
+  await handle.result();
   const file = path.join(DIR, name);
   if (fs.existsSync(file)) {
     process.stderr.write(`${name} exists; not overwritten\n`);
     return;
   }
-  fs.writeFileSync(file, json);
+  fs.writeFileSync(file, historyToJSON(await handle.fetchHistory()));
 }
 
 if (process.env.RECORD_HISTORIES === '1') {
@@ -46,12 +49,7 @@ if (process.env.RECORD_HISTORIES === '1') {
       await handle.signal(interruptSignal, { reason: 'too slow' });
       await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'interrupted'));
       await say(handle, 'Thanks');
-      await handle.signal(endSignal, { reason: 'recorded' });
-      await handle.result();
-      // The Temporal CLI writes the standard JSON form of a history.
-      const shown = spawnSync(temporalCliPath(), ['workflow', 'show', '--address', h.env.address, '--workflow-id', handle.workflowId, '--output', 'json'], { encoding: 'utf8' });
-      expect(shown.status).toBe(0);
-      saveFixture('skeleton-session.json', shown.stdout);
+      await endAndSave(handle, 'skeleton-session.json');
     } finally {
       await h.stop();
     }
@@ -73,11 +71,7 @@ if (process.env.RECORD_HISTORIES === '1') {
       while ((await handle.query(statusQuery)).sandboxes[0]?.state !== 'stopped') await new Promise((r) => setTimeout(r, 200));
       await handle.executeUpdate(putFileUpdate, { args: [{ path: 'two.txt', contentBase64: Buffer.from('two').toString('base64') }] });
       await handle.executeUpdate(getFileUpdate, { args: [{ path: 'two.txt' }] });
-      await handle.signal(endSignal, { reason: 'recorded' });
-      await handle.result();
-      const shown = spawnSync(temporalCliPath(), ['workflow', 'show', '--address', h.env.address, '--workflow-id', handle.workflowId, '--output', 'json'], { encoding: 'utf8' });
-      expect(shown.status).toBe(0);
-      saveFixture('hands-session.json', shown.stdout);
+      await endAndSave(handle, 'hands-session.json');
     } finally {
       await h.stop();
     }
@@ -109,10 +103,7 @@ if (process.env.RECORD_HISTORIES === '1') {
       await callTool(h, handle, 'git_push', {});
       await callTool(h, handle, 'git_pull', {});
       await callTool(h, handle, 'mcp__tracker__create_issue', { title: 'recorded' });
-      await handle.signal(endSignal, { reason: 'recorded' });
-      await handle.result();
-      const history = await handle.fetchHistory();
-      saveFixture('credentials-session.json', historyToJSON(history));
+      await endAndSave(handle, 'credentials-session.json');
     } finally {
       await h.stop();
       await git.stop();

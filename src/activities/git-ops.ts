@@ -4,14 +4,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { SandboxProvider } from '../sandbox/provider';
-import { BRANCH_RE, bundleBranch, explain, pushBundle, revParse, syncMirror, GitError } from '../sandbox/git';
-import type { GitInput } from '../session/tools';
+import { bundleBranch, explain, mirrorPath, pushBundle, revParse, syncMirror, GitError } from '../sandbox/git';
+import { BRANCH_NAME_RE, type GitInput } from '../session/tools';
 import { redact } from '../vault';
 import type { GitContext, ToolOutput } from './hands';
 
 const BUNDLE_DIR = '/tmp/.ma-git';
 
-export function createGitOps(provider: SandboxProvider, mirrorPath: (sessionId: string, name: string) => string) {
+export function createGitOps(provider: SandboxProvider, mirrorsDir: string | undefined) {
   /** Runs a script in the sandbox (with the workspace's own git config: harmless there, nothing to steal). */
   const inSandbox = async (sandboxId: string, key: string, script: string, env: Record<string, string>) =>
     provider.execute(sandboxId, { key, script, env, timeoutSeconds: 120, maxOutputBytes: 16 * 1024 });
@@ -41,8 +41,8 @@ export function createGitOps(provider: SandboxProvider, mirrorPath: (sessionId: 
       if (made.exitCode !== 0) return fail(`git_push: ${made.output.trim()}`, token);
       // The sandbox reports the branch; it is hostile, so the name must be a plain branch before host git sees it.
       const branch = made.output.trim().split('\n').pop()!;
-      if (!BRANCH_RE.test(branch) || branch.startsWith('-')) return fail(`git_push: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
-      const mirror = mirrorPath(git.sessionId, git.name);
+      if (!BRANCH_NAME_RE.test(branch)) return fail(`git_push: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
+      const mirror = mirrorPath(mirrorsDir, git.sessionId, git.name);
       try {
         await syncMirror(mirror, git.repo.url, token);
         return await withTemp(async (dir) => {
@@ -67,9 +67,9 @@ export function createGitOps(provider: SandboxProvider, mirrorPath: (sessionId: 
         const head = await inSandbox(sandboxId, `${toolUseId}-head`, 'git symbolic-ref --short -q HEAD', {});
         if (head.exitCode !== 0) return fail('git_pull: not on a branch: name one', token);
         branch = head.output.trim();
-        if (!BRANCH_RE.test(branch) || branch.startsWith('-')) return fail(`git_pull: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
+        if (!BRANCH_NAME_RE.test(branch)) return fail(`git_pull: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
       }
-      const mirror = mirrorPath(git.sessionId, git.name);
+      const mirror = mirrorPath(mirrorsDir, git.sessionId, git.name);
       try {
         await syncMirror(mirror, git.repo.url, token);
         const name = `${toolUseId.replace(/[^A-Za-z0-9_.-]/g, '_')}.bundle`;

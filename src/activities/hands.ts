@@ -19,8 +19,8 @@ export interface HandsDeps {
   hostId: string;
   /** Present only where VAULT_KEY is: the hands host resolves repo credentials itself. */
   vault?: FileVault;
-  /** Where host-side git mirrors live. */
-  mirrorPath?: (sessionId: string, name: string) => string;
+  /** Where host-side git mirrors live (the same directory the provider clones through). */
+  mirrorsDir?: string;
 }
 
 export interface GitContext {
@@ -100,7 +100,7 @@ export function createHandsActivities(deps: HandsDeps) {
     }
   };
 
-  const git = createGitOps(provider, deps.mirrorPath ?? ((s, n) => `/tmp/managed-agents-mirrors/${s}-${n}`));
+  const git = createGitOps(provider, deps.mirrorsDir);
 
   return {
     async provisionSandbox(input: ProvisionInput): Promise<ProvisionOutput> {

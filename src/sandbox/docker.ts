@@ -1,14 +1,17 @@
 // The dockerode SandboxProvider: hardened containers with a workspace volume that outlives the container.
 import Docker from 'dockerode';
 import { spawn } from 'node:child_process';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { loosenings } from '../session/agent';
 import { EXEC_KILL, EXEC_WRAPPER } from './scripts';
-import { checkoutFromMirror, syncMirror } from './git';
+import { checkoutFromMirror, mirrorPath, syncMirror } from './git';
+import { resourceName } from './names';
+
+export { resourceName };
 import {
   SandboxLostError,
   type ExecRequest,
@@ -31,13 +34,6 @@ export const LABEL = {
 const SANDBOX_HOME = '/home/agent';
 /** Files (such as git bundles) copied between host and sandbox are at most this large. */
 const COPY_LIMIT_BYTES = 64 * 1024 * 1024;
-
-/** Docker names allow [a-zA-Z0-9_.-]; a hash keeps sanitised names unique. */
-export function resourceName(kind: string, sessionId: string, name: string): string {
-  const safe = sessionId.replace(/[^a-zA-Z0-9_.-]/g, '_').slice(0, 60);
-  const hash = createHash('sha256').update(`${sessionId}\0${name}`).digest('hex').slice(0, 8);
-  return `ma-${kind}-${safe}-${name}-${hash}`;
-}
 
 function dockerFromHost(host: string | undefined): Docker {
   if (!host) return new Docker();
@@ -144,13 +140,9 @@ export class DockerSandboxProvider implements SandboxProvider {
     }
   }
 
-  mirrorPath(sessionId: string, name: string): string {
-    return path.join(this.opts.mirrorsDir ?? path.join(os.tmpdir(), 'managed-agents-mirrors'), resourceName('mirror', sessionId, name));
-  }
-
   private async cloneInto(sandboxId: string, req: ProvisionRequest): Promise<void> {
     const repo = req.recipe.repo!;
-    const mirror = this.mirrorPath(req.sessionId, req.name);
+    const mirror = mirrorPath(this.opts.mirrorsDir, req.sessionId, req.name);
     await syncMirror(mirror, repo.url, req.repoToken);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ma-clone-'));
     try {

@@ -6,6 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { redact } from '../vault';
+import { resourceName } from './names';
 
 export interface GitResult {
   code: number;
@@ -105,4 +106,7 @@ export async function bundleBranch(mirror: string, branch: string, out: string):
   await must(['-C', mirror, 'bundle', 'create', out, `refs/heads/${branch}`], {}, 'git bundle create');
 }
 
-export const BRANCH_RE = /^(?!.*\.\.)(?!\/)(?!.*\/$)(?!.*@\{)[A-Za-z0-9._/-]{1,200}$/;
+/** The host-side bare mirror of a session sandbox's repo, under `dir` (default: the system temp dir). */
+export function mirrorPath(dir: string | undefined, sessionId: string, name: string): string {
+  return path.join(dir ?? path.join(os.tmpdir(), 'managed-agents-mirrors'), resourceName('mirror', sessionId, name));
+}

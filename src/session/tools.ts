@@ -37,12 +37,12 @@ export const EditorInputSchema = z
   .strict();
 export type EditorInput = z.infer<typeof EditorInputSchema>;
 
+/** A plain branch name: no option-like start, no `..`, `@{`, wildcard or refspec characters. */
+export const BRANCH_NAME_RE = /^(?!.*\.\.)(?!\/)(?!.*\/$)(?!.*@\{)(?!-)[A-Za-z0-9._/-]{1,200}$/;
+
 export const GitInputSchema = z
   .object({
-    branch: z
-      .string()
-      .regex(/^(?!.*\.\.)(?!\/)(?!.*\/$)(?!.*@\{)(?!-)[A-Za-z0-9._/-]{1,200}$/, 'branch must be a plain branch name')
-      .optional(),
+    branch: z.string().regex(BRANCH_NAME_RE, 'branch must be a plain branch name').optional(),
     force: z.boolean().optional(),
   })
   .strict();

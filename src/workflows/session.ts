@@ -255,6 +255,10 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     }
   };
 
+  const assertOpen = () => {
+    if (endReason !== undefined) throw ApplicationFailure.nonRetryable('session has ended', 'SessionError.Ended');
+  };
+
   // Before any handler is registered: input that arrived with the start is delivered when its handler is set.
   append({ type: 'session_started', agent: agent as unknown as Record<string, unknown> });
   if (parsed.data.message) acceptUserMessage(parsed.data.message);
@@ -279,29 +283,34 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
       validator: (raw) => {
         const result = UserMessageSchema.safeParse(raw);
         if (!result.success) throw ApplicationFailure.nonRetryable(`invalid message: ${formatIssues(result.error)}`, 'SessionError.InvalidMessage');
-        if (endReason !== undefined) throw ApplicationFailure.nonRetryable('session has ended', 'SessionError.Ended');
+        assertOpen();
       },
     },
   );
+
+  /** Runs a file copy on the sandbox's host, provisioning the sandbox first if it has none. */
+  const onFileSandbox = async <T>(sandbox: string, type: string, call: (host: HandsActivities, sandboxId: string) => Promise<T>): Promise<T> => {
+    const slot = await ensureSandbox(sandbox);
+    try {
+      return await call(onHost(slot.taskQueue, 60), slot.sandboxId);
+    } catch (err) {
+      throw ApplicationFailure.nonRetryable(failureMessage(err), type);
+    }
+  };
 
   setHandler(
     putFileUpdate,
     async (raw) => {
       const req = PutFileSchema.parse(raw);
       const path = checkFileTarget(req.sandbox, req.path);
-      const slot = await ensureSandbox(req.sandbox);
-      try {
-        const r = await onHost(slot.taskQueue, 60).putFile({ sandboxId: slot.sandboxId, key: `put-${uuid4()}`, path, contentBase64: req.contentBase64 });
-        return { path, bytes: r.bytes };
-      } catch (err) {
-        throw ApplicationFailure.nonRetryable(failureMessage(err), 'FilesError.Put');
-      }
+      const r = await onFileSandbox(req.sandbox, 'FilesError.Put', (host, sandboxId) => host.putFile({ sandboxId, key: `put-${uuid4()}`, path, contentBase64: req.contentBase64 }));
+      return { path, bytes: r.bytes };
     },
     {
       validator: (raw) => {
         const r = PutFileSchema.safeParse(raw);
         if (!r.success) throw ApplicationFailure.nonRetryable(`invalid putFile: ${formatIssues(r.error)}`, 'FilesError.Invalid');
-        if (endReason !== undefined) throw ApplicationFailure.nonRetryable('session has ended', 'SessionError.Ended');
+        assertOpen();
         checkFileTarget(r.data.sandbox, r.data.path);
         const bytes = Math.floor((r.data.contentBase64.length * 3) / 4);
         if (bytes > MAX_FILE_BYTES + 2) throw ApplicationFailure.nonRetryable(`file is about ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`, 'FilesError.TooLarge');
@@ -314,19 +323,14 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     async (raw) => {
       const req = GetFileSchema.parse(raw);
       const path = checkFileTarget(req.sandbox, req.path);
-      const slot = await ensureSandbox(req.sandbox);
-      try {
-        const r = await onHost(slot.taskQueue, 60).getFile({ sandboxId: slot.sandboxId, key: `get-${uuid4()}`, path });
-        return { path, ...r };
-      } catch (err) {
-        throw ApplicationFailure.nonRetryable(failureMessage(err), 'FilesError.Get');
-      }
+      const r = await onFileSandbox(req.sandbox, 'FilesError.Get', (host, sandboxId) => host.getFile({ sandboxId, key: `get-${uuid4()}`, path }));
+      return { path, ...r };
     },
     {
       validator: (raw) => {
         const r = GetFileSchema.safeParse(raw);
         if (!r.success) throw ApplicationFailure.nonRetryable(`invalid getFile: ${formatIssues(r.error)}`, 'FilesError.Invalid');
-        if (endReason !== undefined) throw ApplicationFailure.nonRetryable('session has ended', 'SessionError.Ended');
+        assertOpen();
         checkFileTarget(r.data.sandbox, r.data.path);
       },
     },

@@ -13,7 +13,7 @@ import type { FileVault } from '../../src/vault';
 import { AgentSchema, type AgentInput } from '../../src/session/agent';
 import type { SessionEvent } from '../../src/session/events';
 import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
-import { installRuntime, startWorker, type RunningWorker } from '../../src/worker';
+import { installRuntime, startWorker, type RunningWorker, type WorkerOptions } from '../../src/worker';
 import { sessionWorkflow } from '../../src/workflows';
 import { eventsQuery, sendMessageUpdate, type UserMessage } from '../../src/workflows/messages';
 
@@ -48,6 +48,21 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
+/** An in-process worker as tests run it: the shared bundle and converter, the local model, quiet logs. */
+export async function startTestWorker(address: string, modelUrl: string, opts: Partial<WorkerOptions> = {}): Promise<RunningWorker> {
+  return startWorker({
+    role: 'brain',
+    address,
+    namespace: 'default',
+    baseURL: modelUrl,
+    apiKey: 'test-key',
+    workflowBundle: await workflowBundle(),
+    dataConverter: testDataConverter(),
+    log: () => undefined,
+    ...opts,
+  });
+}
+
 /** Starts a dev server, the mock model and one in-process worker (brain by default). */
 export async function startHarness(
   opts: { worker?: boolean; role?: 'brain' | 'all'; hostId?: string; reapIntervalMs?: number; vault?: FileVault } = {},
@@ -58,18 +73,11 @@ export async function startHarness(
   let worker: RunningWorker | undefined;
   try {
     if (opts.worker !== false) {
-      worker = await startWorker({
+      worker = await startTestWorker(env.address, mock.url, {
         role: opts.role ?? 'brain',
         hostId: opts.hostId,
         reapIntervalMs: opts.reapIntervalMs ?? 0,
         vault: opts.vault,
-        address: env.address,
-        namespace: 'default',
-        baseURL: mock.url,
-        apiKey: 'test-key',
-        workflowBundle: await workflowBundle(),
-        dataConverter: testDataConverter(),
-        log: () => undefined,
       });
     }
   } catch (err) {

@@ -22,12 +22,15 @@ import {
   getFileUpdate,
   putFileUpdate,
   endSignal,
-  eventsQuery,
   interruptSignal,
   sendMessageUpdate,
   statusQuery,
   type SessionInput,
+  type UserMessage,
 } from './workflows/messages';
+import { sessionArchive, type SessionArchive } from './archive';
+import { ArchivedSessionLog, LiveSessionLog, type SessionLog } from './log/session-log';
+import { SessionOpError, forkSession, wakeSession } from './session-ops';
 
 export class CliError extends Error {}
 
@@ -59,13 +62,23 @@ const out = (msg: string) => process.stdout.write(`${msg}\n`);
 
 async function connect(config: Config): Promise<Client> {
   // The CLI decodes what workers encrypted, so events, status and update results read as plain JSON.
-  const dataConverter = createDataConverter(loadCodecKey(config));
+  const dataConverter = converterOf(config);
   try {
     const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS, connectTimeout: '5s' });
     return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
   } catch (e) {
     throw new CliError(`cannot reach Temporal at ${config.TEMPORAL_ADDRESS}: ${(e as Error).message.split('\n')[0]}`);
   }
+}
+
+function converterOf(config: Config) {
+  return createDataConverter(loadCodecKey(config));
+}
+
+/** The session archive and a log over it and the live runs, as the workers see them. */
+function sessionLog(client: Client, config: Config): { archive: SessionArchive; log: SessionLog } {
+  const archive = sessionArchive(config.dataDir, converterOf(config));
+  return { archive, log: new ArchivedSessionLog(archive, new LiveSessionLog(client)) };
 }
 
 export function loadAgent(file: string | undefined, overrides: { system?: string; model?: string }, config: Config): Agent {
@@ -115,16 +128,24 @@ async function update<Ret, Arg>(client: Client, id: string, def: UpdateDefinitio
   }
 }
 
-async function* readEvents(client: Client, id: string, from: number, limit?: number): AsyncGenerator<SessionEvent> {
-  const handle = client.workflow.getHandle(id);
+async function* readEvents(log: SessionLog, id: string, from: number, limit?: number): AsyncGenerator<SessionEvent> {
   let next = from;
   let remaining = limit ?? Infinity;
   while (remaining > 0) {
-    const page = await handle.query(eventsQuery, { from: next, limit: Math.min(1000, remaining) });
+    const page = await log.read(id, next, Math.min(1000, remaining));
     for (const e of page.events) yield e;
     if (page.events.length === 0) return;
     remaining -= page.events.length;
     next = page.nextSeq;
+  }
+}
+
+async function opError<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof SessionOpError) throw new CliError(e.message);
+    throw e;
   }
 }
 
@@ -193,10 +214,18 @@ export function buildProgram(): Command {
     .option('--limit <k>', 'how many events (default: all)', positiveInt)
     .option('--json', 'one JSON event per line')
     .action(async (id: string, opts: { from: number; limit?: number; json?: boolean }) => {
-      const client = await connect(loadConfig());
+      const config = loadConfig();
+      const client = await connect(config);
+      const { archive, log } = sessionLog(client, config);
+      let n = 0;
       await withSession(id, async () => {
-        for await (const e of readEvents(client, id, opts.from, opts.limit)) out(opts.json ? JSON.stringify(e) : formatEvent(e));
+        for await (const e of readEvents(log, id, opts.from, opts.limit)) {
+          out(opts.json ? JSON.stringify(e) : formatEvent(e));
+          n++;
+        }
       });
+      // Nothing printed: tell an unknown session from a slice past the end.
+      if (n === 0 && (await archive.segments(id)).length === 0) await withSession(id, () => client.workflow.getHandle(id).describe());
     });
 
   program
@@ -206,12 +235,15 @@ export function buildProgram(): Command {
     .option('--from <n>', 'first seq', nonNegativeInt, 0)
     .option('--json', 'one JSON event per line')
     .action(async (id: string, opts: { from: number; json?: boolean }) => {
-      const client = await connect(loadConfig());
+      const config = loadConfig();
+      const client = await connect(config);
+      const { log } = sessionLog(client, config);
       await withSession(id, async () => {
+        await client.workflow.getHandle(id).describe();
         let next = opts.from;
         for (;;) {
           let ended = false;
-          for await (const e of readEvents(client, id, next)) {
+          for await (const e of readEvents(log, id, next)) {
             out(opts.json ? JSON.stringify(e) : formatEvent(e));
             next = e.seq + 1;
             if (e.type === 'session_ended') ended = true;
@@ -255,6 +287,43 @@ export function buildProgram(): Command {
         out(opts.json ? JSON.stringify(row) : `${row.sessionId}\t${row.status}\t${row.startTime}`);
         if (++n >= opts.limit) break;
       }
+    });
+
+  program
+    .command('wake')
+    .description('restart a session whose workflow was terminated or failed, as a new run that continues its log')
+    .argument('<id>', 'session id', sessionId)
+    .action(async (id: string) => {
+      const config = loadConfig();
+      const client = await connect(config);
+      const { archive } = sessionLog(client, config);
+      const r = await opError(() => wakeSession(client, archive, id));
+      err(`woke ${id} as run ${r.runId}; its log continues at seq ${r.nextSeq}`);
+    });
+
+  program
+    .command('fork')
+    .description("start a new session whose log begins with another session's events up to SEQ")
+    .argument('<id>', 'the session to fork', sessionId)
+    .requiredOption('--at <seq>', 'the last event of the source the fork keeps', nonNegativeInt)
+    .option('--id <id>', 'the new session id (default: a new random id)', sessionId)
+    .option('--sandboxes', "give the fork fresh sandboxes from the source's recipes (default: none)")
+    .option('--json', 'print {"sessionId"} on stdout')
+    .argument('[message]', "the fork's first user message")
+    .action(async (source: string, message: string | undefined, opts: { at: number; id?: string; sandboxes?: boolean; json?: boolean }) => {
+      let first: UserMessage | undefined;
+      if (message !== undefined) {
+        const m = UserMessageSchema.safeParse({ text: message });
+        if (!m.success) throw new CliError(`invalid message: ${formatIssues(m.error)}`);
+        first = m.data;
+      }
+      const config = loadConfig();
+      const client = await connect(config);
+      const { archive, log } = sessionLog(client, config);
+      const id = opts.id ?? `ses-${randomUUID()}`;
+      await opError(() => forkSession(client, archive, log, { source, at: opts.at, id, sandboxes: opts.sandboxes, message: first }));
+      out(opts.json ? JSON.stringify({ sessionId: id }) : id);
+      err(`forked ${source} at seq ${opts.at}; Web UI: ${uiLink(config, id)}`);
     });
 
   for (const [name, signal, what] of [

@@ -8,7 +8,8 @@ import { HANDS_TASK_QUEUE, createHandsActivities, hostTaskQueue } from './activi
 import { createToolsActivities } from './activities/tools';
 import { McpClientPool, McpCredentials } from './mcp';
 import { resolveDockerHost, sandboxImage } from './infra/docker';
-import { CachedSessionLog, LiveSessionLog } from './log/session-log';
+import { ArchivedSessionLog, CachedSessionLog, LiveSessionLog } from './log/session-log';
+import { sessionArchive, type SessionArchive } from './archive';
 import { AnthropicModelClient, type ModelClient } from './model/client';
 import { DockerSandboxProvider } from './sandbox/docker';
 import type { SandboxProvider } from './sandbox/provider';
@@ -40,6 +41,8 @@ export interface WorkerOptions {
   /** Hands: how often the reaper runs; 0 turns it off. */
   reapIntervalMs?: number;
   log?: (msg: string) => void;
+  /** Brain: where runs seal their events; defaults to DATA_DIR/archive, encrypted like the history. */
+  archive?: SessionArchive;
   /** Encrypts payloads and failures; defaults to one built from CODEC_KEY (or the local key file). A
    * `workflowBundle` must be built with the same failureConverterPath. */
   dataConverter?: DataConverter;
@@ -85,6 +88,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
 
   if (roles.includes('brain')) {
     const model = opts.model ?? new AnthropicModelClient({ apiKey: opts.apiKey, baseURL: opts.baseURL });
+    const archive = opts.archive ?? sessionArchive(config.dataDir, dataConverter);
     workers.push(
       await Worker.create({
         connection: nativeConnection,
@@ -92,7 +96,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         dataConverter,
         taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE,
         ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
-        activities: createActivities({ model, log: new CachedSessionLog(new LiveSessionLog(client)) }),
+        activities: createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))) }),
       }),
     );
   }

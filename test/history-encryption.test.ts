@@ -137,9 +137,12 @@ describe('encrypted history', () => {
   it('encrypts every payload: input, activity results, signals, updates, failures and the result', () => {
     const all = payloadsIn(JSON.parse(rawJson));
     const plain = all.filter((p) => b64text(p.payload.metadata?.encoding) !== ENCRYPTED_ENCODING);
-    // The one plain payload is the CLI's own signal, which the codec left alone.
+    // Plain are the CLI's own signal, which the codec left alone, and the SDK's record of a workflow patch
+    // (its id, in the marker and the TemporalChangeVersion search attribute), which no codec sees.
     expect(plain.map((p) => [p.at.replace(/^\.events\[\d+\]/, ''), JSON.parse(b64text(p.payload.data))])).toEqual([
       ['.workflowExecutionSignaledEventAttributes.input.payloads[0]', { text: PLAIN_TEXT }],
+      ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'session-archive' }],
+      ['.upsertWorkflowSearchAttributesEventAttributes.searchAttributes.indexedFields.TemporalChangeVersion', ['session-archive']],
     ]);
     const encryptedAt = new Set(all.filter((p) => !plain.includes(p)).map((p) => p.at.replace(/^\.events\[\d+\]\./, '').replace(/\[\d+\]/g, '[]')));
     for (const where of [

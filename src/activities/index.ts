@@ -1,13 +1,15 @@
-// Activity factory: the worker injects real dependencies, tests may inject others.
+// Brain activities: the model call, context compaction, and the session archive. The worker injects real
+// dependencies; tests may inject others.
 import { Context } from '@temporalio/activity';
-import type { CachedSessionLog } from '../log/session-log';
-import type { ModelClient, ModelReply } from '../model/client';
-import { toModelFailure } from '../model/errors';
-import { buildMessages } from '../session/context';
-import { ContentBlockSchema } from '../session/events';
-import type { ToolSpec } from '../session/tools';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
+import type { SessionArchive } from '../archive';
+import { readEvents, type CachedSessionLog } from '../log/session-log';
+import type { ModelClient, ModelReply } from '../model/client';
+import { toModelFailure } from '../model/errors';
+import { buildContext, compactionRequest, FULL_WINDOW, type ContextWindow } from '../session/context-builder';
+import { ContentBlockSchema } from '../session/events';
+import { SessionEventsInputSchema, capOutput, type ToolSpec } from '../session/tools';
 
 export interface CallModelInput {
   sessionId: string;
@@ -18,40 +20,124 @@ export interface CallModelInput {
   maxTokens: number;
   /** Prompt caching (absent in histories recorded before it existed: off). */
   caching?: boolean;
+  /** The context window (absent: the whole log). */
+  window?: ContextWindow;
+  /** The token budget; past it the reply asks for a compaction instead of calling the model. */
+  contextTokens?: number;
+}
+
+/** Either the model's reply, or (with `compact`) a request to compact the window first. */
+export type CallModelResult = ModelReply & { compact?: undefined } | { compact: { cutSeq: number; tokens: number } };
+
+export interface CompactInput extends CallModelInput {
+  window: ContextWindow;
+  /** The kept tail starts here; events window.fromSeq .. cutSeq-1 are folded into the summary. */
+  cutSeq: number;
+}
+
+export interface CompactResult {
+  summary: string;
+  tokensBefore: number;
+  tokensAfter: number;
 }
 
 export interface ActivityDeps {
   model: ModelClient;
   log: CachedSessionLog;
+  archive: SessionArchive;
 }
 
 const ReplyContentSchema = z.array(ContentBlockSchema);
+/** How much transcript a compaction call is given, at most. */
+const MAX_TRANSCRIPT_CHARS = 400_000;
 
 export function createActivities(deps: ActivityDeps) {
-  return {
-    /** One model call over the session's log through `throughSeq`; streams and heartbeats while it runs. */
-    async callModel(input: CallModelInput): Promise<ModelReply> {
-      const ctx = Context.current();
-      const events = await deps.log.readThrough(input.sessionId, input.throughSeq);
-      const messages = buildMessages(events);
-      // Heartbeat on a timer as well as on stream progress: a slow first byte must not look like a dead worker.
-      const beat = setInterval(() => ctx.heartbeat(), 1000);
-      try {
-        const reply = await deps.model.createMessage(
-          { sessionId: input.sessionId, model: input.model, system: input.system, messages, tools: input.tools, maxTokens: input.maxTokens, cache: input.caching === true },
-          { signal: ctx.cancellationSignal, onProgress: () => ctx.heartbeat() },
-        );
-        const content = ReplyContentSchema.safeParse(reply.content);
-        if (!content.success) {
-          throw ApplicationFailure.create({ message: `model returned malformed content: ${content.error.message}`, type: 'ModelError.InvalidOutput' });
-        }
-        return reply;
-      } catch (err) {
-        if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;
-        throw toModelFailure(err);
-      } finally {
-        clearInterval(beat);
+  /** Streams one request, heartbeating on a timer as well as on stream progress (a slow first byte is not a dead worker). */
+  const stream = async (req: Parameters<ModelClient['createMessage']>[0]): Promise<ModelReply> => {
+    const ctx = Context.current();
+    const beat = setInterval(() => ctx.heartbeat(), 1000);
+    try {
+      const reply = await deps.model.createMessage(req, { signal: ctx.cancellationSignal, onProgress: () => ctx.heartbeat() });
+      const content = ReplyContentSchema.safeParse(reply.content);
+      if (!content.success) {
+        throw ApplicationFailure.create({ message: `model returned malformed content: ${content.error.message}`, type: 'ModelError.InvalidOutput' });
       }
+      return reply;
+    } catch (err) {
+      if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;
+      throw toModelFailure(err);
+    } finally {
+      clearInterval(beat);
+    }
+  };
+
+  const contextOf = async (input: CallModelInput, window: ContextWindow) => {
+    const events = await deps.log.readRange(input.sessionId, window.fromSeq, input.throughSeq);
+    return { events, built: buildContext({ events, window, system: input.system, tools: input.tools, budgetTokens: input.contextTokens ?? Infinity }) };
+  };
+
+  return {
+    /** One model call over the session's context window; asks for a compaction first when the window is over budget. */
+    async callModel(input: CallModelInput): Promise<CallModelResult> {
+      const { built } = await contextOf(input, input.window ?? FULL_WINDOW);
+      if (built.overBudget && built.cutSeq !== undefined) return { compact: { cutSeq: built.cutSeq, tokens: built.tokens } };
+      return stream({
+        sessionId: input.sessionId,
+        model: input.model,
+        system: built.system,
+        messages: built.messages,
+        tools: input.tools,
+        maxTokens: input.maxTokens,
+        cache: input.caching === true,
+      });
+    },
+
+    /** Summarises events window.fromSeq .. cutSeq-1 (and the previous summary) with one model call. */
+    async compactContext(input: CompactInput): Promise<CompactResult> {
+      const { events, built: before } = await contextOf(input, input.window);
+      const folded = events.filter((e) => e.seq < input.cutSeq);
+      const req = compactionRequest(input.window.summary, folded, MAX_TRANSCRIPT_CHARS);
+      const reply = await stream({
+        sessionId: input.sessionId,
+        model: input.model,
+        system: [req.system],
+        messages: [{ role: 'user', content: [{ type: 'text', text: req.text }] }],
+        tools: [],
+        maxTokens: Math.min(input.maxTokens, 8192),
+        cache: false,
+      });
+      const summary = reply.content
+        .filter((b) => b.type === 'text')
+        .map((b) => String(b.text))
+        .join('\n')
+        .trim();
+      if (!summary) throw ApplicationFailure.create({ message: 'the compaction reply had no text', type: 'ModelError.InvalidOutput' });
+      const after = buildContext({
+        events: events.filter((e) => e.seq >= input.cutSeq),
+        window: { fromSeq: input.cutSeq, summary },
+        system: input.system,
+        tools: input.tools,
+        budgetTokens: Infinity,
+      });
+      return { summary, tokensBefore: before.tokens, tokensAfter: after.tokens };
+    },
+
+    /** Seals events [fromSeq, throughSeq] of the session's current run into the archive. Idempotent. */
+    async sealEvents(input: { sessionId: string; fromSeq: number; throughSeq: number }): Promise<{ sealed: number }> {
+      if (input.throughSeq < input.fromSeq) return { sealed: 0 };
+      const events = await readEvents(deps.log.inner, input.sessionId, input.fromSeq, input.throughSeq + 1 - input.fromSeq);
+      if (events.length !== input.throughSeq + 1 - input.fromSeq) {
+        throw ApplicationFailure.create({ message: `read ${events.length} events of ${input.fromSeq}..${input.throughSeq} to seal`, type: 'ArchiveError.Incomplete' });
+      }
+      await deps.archive.seal(input.sessionId, events);
+      return { sealed: events.length };
+    },
+
+    /** The session_events tool for slices that start before the current run: read through the archive. */
+    async readSessionEvents(input: { sessionId: string; input: unknown }): Promise<{ output: string; isError: boolean }> {
+      const args = SessionEventsInputSchema.parse(input.input ?? {});
+      const events = await readEvents(deps.log.inner, input.sessionId, args.from, args.limit);
+      return { output: capOutput(JSON.stringify({ events, nextSeq: args.from + events.length })), isError: false };
     },
   };
 }

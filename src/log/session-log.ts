@@ -1,6 +1,8 @@
-// SessionLog: reads any slice of a session's log. Here the live run is read by query, with a worker-side cache.
-import type { Client } from '@temporalio/client';
+// SessionLog: reads any slice of a session's log, of any age. Sealed segments come from the session archive
+// (following a fork's link to its source), the live tail from the running workflow by query.
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { eventsQuery, type EventsPage } from '../workflows/messages';
+import type { SessionArchive } from '../archive';
 import type { SessionEvent } from '../session/events';
 
 /** The minimal contract: read events [from, from+limit) of a session. Events never change once appended. */
@@ -10,35 +12,93 @@ export interface SessionLog {
 
 const PAGE = 1000;
 
-/** Reads the live run through the `events` query. */
+/** Reads the live run through the `events` query. A session with no workflow reads as empty. */
 export class LiveSessionLog implements SessionLog {
   constructor(private readonly client: Client) {}
 
   async read(sessionId: string, from: number, limit: number): Promise<EventsPage> {
-    return this.client.workflow.getHandle(sessionId).query(eventsQuery, { from, limit: Math.min(limit, PAGE) });
+    try {
+      return await this.client.workflow.getHandle(sessionId).query(eventsQuery, { from, limit: Math.min(limit, PAGE) });
+    } catch (err) {
+      if (err instanceof WorkflowNotFoundError) return { events: [], nextSeq: from };
+      throw err;
+    }
   }
 }
 
+export class MissingEventsError extends Error {}
+
+/** The archive first, then the live run. */
+export class ArchivedSessionLog implements SessionLog {
+  constructor(
+    private readonly archive: SessionArchive,
+    private readonly live: SessionLog,
+  ) {}
+
+  async read(sessionId: string, from: number, limit: number): Promise<EventsPage> {
+    const segment = await this.archive.find(sessionId, from);
+    if (segment) {
+      const n = Math.min(limit, segment.throughSeq + 1 - from);
+      if (segment.kind === 'link') {
+        const page = await this.read(segment.sessionId, from, n);
+        return { events: page.events, nextSeq: page.nextSeq };
+      }
+      const events = await this.archive.readSegment(sessionId, segment, from, n);
+      return { events, nextSeq: from + events.length };
+    }
+    const page = await this.live.read(sessionId, from, limit);
+    if (page.firstSeq !== undefined && from < page.firstSeq) {
+      throw new MissingEventsError(`events ${from} to ${page.firstSeq - 1} of session ${sessionId} are not in the session archive`);
+    }
+    return page;
+  }
+}
+
+/** Reads events [from, from+limit) page by page, as many as there are up to `limit`. */
+export async function readEvents(log: SessionLog, sessionId: string, from: number, limit = Infinity): Promise<SessionEvent[]> {
+  const out: SessionEvent[] = [];
+  while (out.length < limit) {
+    const page = await log.read(sessionId, from + out.length, Math.min(PAGE, limit - out.length));
+    if (page.events.length === 0) break;
+    out.push(...page.events);
+  }
+  return out;
+}
+
 /**
- * Keeps each session's prefix in memory, so a model call fetches only the events appended since the last one.
- * Safe because the log is append-only: a cached event is never stale.
+ * Keeps a recent contiguous stretch of each session's log in memory, so a model call fetches only the events
+ * appended since the last one. Safe because the log is append-only: a cached event is never stale.
  */
 export class CachedSessionLog {
   private readonly cache = new Map<string, SessionEvent[]>();
 
-  constructor(private readonly inner: SessionLog, private readonly maxSessions = 256) {}
+  constructor(
+    readonly inner: SessionLog,
+    private readonly maxSessions = 256,
+  ) {}
 
-  /** Returns events 0..throughSeq inclusive. */
-  async readThrough(sessionId: string, throughSeq: number): Promise<SessionEvent[]> {
+  /** Returns events from..through inclusive. */
+  async readRange(sessionId: string, from: number, through: number): Promise<SessionEvent[]> {
     let cached = this.cache.get(sessionId) ?? [];
     this.cache.delete(sessionId);
-    while (cached.length <= throughSeq) {
-      const page = await this.inner.read(sessionId, cached.length, Math.min(PAGE, throughSeq + 1 - cached.length));
-      if (page.events.length === 0) throw new Error(`session ${sessionId} has no event ${cached.length} (wanted through ${throughSeq})`);
+    const start = cached[0]?.seq ?? from;
+    if (from < start || from > start + cached.length) cached = [];
+    const first = cached[0]?.seq ?? from;
+    while (first + cached.length <= through) {
+      const next = first + cached.length;
+      const page = await this.inner.read(sessionId, next, Math.min(PAGE, through + 1 - next));
+      if (page.events.length === 0) throw new MissingEventsError(`session ${sessionId} has no event ${next} (wanted through ${through})`);
       cached = cached.concat(page.events);
     }
+    // Keep only what the next call can use: the window from `from` on.
+    if (from > first) cached = cached.slice(from - first);
     this.cache.set(sessionId, cached);
     if (this.cache.size > this.maxSessions) this.cache.delete(this.cache.keys().next().value as string);
-    return cached.slice(0, throughSeq + 1);
+    return cached.slice(0, through + 1 - from);
+  }
+
+  /** Returns events 0..throughSeq inclusive. */
+  readThrough(sessionId: string, throughSeq: number): Promise<SessionEvent[]> {
+    return this.readRange(sessionId, 0, throughSeq);
   }
 }

@@ -8,7 +8,8 @@ import { withCacheBreakpoints } from './caching';
 export interface ModelRequest {
   sessionId: string;
   model: string;
-  system?: string;
+  /** One string, or blocks (the agent's prompt, then the compaction summary). */
+  system?: string | string[];
   messages: ApiMessage[];
   tools: ToolSpec[];
   maxTokens: number;
@@ -39,9 +40,10 @@ export class AnthropicModelClient implements ModelClient {
   }
 
   async createMessage(request: ModelRequest, opts: { signal?: AbortSignal; onProgress?: () => void }): Promise<ModelReply> {
+    const blocks = (typeof request.system === 'string' ? [request.system] : (request.system ?? [])).filter((t) => t !== '');
     const body = request.cache
-      ? withCacheBreakpoints(request)
-      : { system: request.system, tools: request.tools, messages: request.messages };
+      ? withCacheBreakpoints({ ...request, system: blocks })
+      : { system: blocks.length ? blocks.map((text) => ({ type: 'text' as const, text })) : undefined, tools: request.tools, messages: request.messages };
     const stream = this.client.messages.stream(
       {
         model: request.model,

@@ -3,6 +3,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
+import { COMPACTION_MARKER } from '../session/context-builder';
 
 export interface MockBlockText {
   type: 'text';
@@ -100,6 +101,33 @@ export function validateRequest(body: Record<string, unknown>, countTokens = fal
 
 export function estimateTokens(body: Record<string, unknown>): number {
   return Math.max(1, Math.ceil(JSON.stringify([body.system ?? '', body.messages, body.tools ?? []]).length / 4));
+}
+
+function systemText(body: Record<string, unknown>): string {
+  const system = body.system;
+  if (typeof system === 'string') return system;
+  if (Array.isArray(system)) return (system as { text?: string }[]).map((b) => b.text ?? '').join('\n');
+  return '';
+}
+
+export function isCompactionRequest(body: Record<string, unknown>): boolean {
+  return systemText(body).includes(COMPACTION_MARKER);
+}
+
+/** The built-in summariser: lists the user requests and counts the tool calls of the transcript, citing event numbers. */
+export function compactionReply(body: Record<string, unknown>): { content: MockBlock[]; stopReason: string } {
+  const text = blocksOf((body.messages as Msg[])[0])
+    .map((b) => String(b.text ?? ''))
+    .join('\n');
+  const previous = /<summary>\n([\s\S]*?)\n<\/summary>/.exec(text)?.[1];
+  const range = /^Events (\d+) to (\d+):/m.exec(text);
+  const asks = [...text.matchAll(/^\[(\d+)\] user: (.*)$/gm)].map((m) => `[${m[1]}] ${m[2].slice(0, 80)}`);
+  const calls = [...text.matchAll(/^\[(\d+)\] tool call (\S+)/gm)];
+  const lines = [
+    ...(previous ? [previous] : []),
+    `Events ${range?.[1] ?? '?'} to ${range?.[2] ?? '?'}: the user asked ${asks.length ? asks.slice(-20).join('; ') : 'nothing new'}; ${calls.length} tool call(s)${calls.length ? ` (${[...new Set(calls.map((c) => c[2]))].join(', ')})` : ''}.`,
+  ];
+  return { content: [{ type: 'text', text: lines.join('\n').slice(-4000) }], stopReason: 'end_turn' };
 }
 
 /**
@@ -333,7 +361,9 @@ export class MockModelServer {
     }
 
     const script = this.scripts.get(sessionId);
-    const step: MockStep = script?.steps?.shift() ?? {};
+    // Compaction calls are answered by the built-in summariser and leave a session's script alone.
+    const compaction = isCompactionRequest(body);
+    const step: MockStep = (compaction ? undefined : script?.steps?.shift()) ?? {};
     this.inFlightCount++;
     try {
       const delay = step.firstByteDelayMs ?? script?.firstByteDelayMs ?? 0;
@@ -343,7 +373,7 @@ export class MockModelServer {
         const headers: Record<string, string> = step.retryAfter !== undefined ? { 'retry-after': String(step.retryAfter) } : {};
         return this.sendError(res, step.status, step.message ?? `injected ${step.status}`, headers);
       }
-      const reply = step.reply ?? defaultReply(body);
+      const reply = step.reply ?? (compaction ? compactionReply(body) : defaultReply(body));
       record.status = 200;
       await this.sendMessage(res, body, reply, sessionId, step.dropMidStream === true);
     } finally {

@@ -30,6 +30,10 @@ export const LimitsSchema = z
     handsScheduleToStartMs: z.number().int().min(1000).default(10_000),
     /** Provisioning (image start, clone, setup commands) may take this long. */
     provisionTimeoutMs: z.number().int().min(1000).default(600_000),
+    /** A run hands over to a new one (continue-as-new) past this many history events, or when Temporal suggests it. */
+    historyEvents: z.number().int().min(100).max(10_000).default(5_000),
+    /** ... or past this many history bytes. */
+    historyBytes: z.number().int().min(64 * 1024).max(40 * 1024 * 1024).default(4 * 1024 * 1024),
   })
   .strict();
 

@@ -12,7 +12,8 @@ export interface ApiMessage {
  * with tool_result blocks first, as the API requires. A turn cut short (interrupt, model error) leaves
  * consecutive user input, which merges the same way.
  */
-export function buildMessages(events: readonly SessionEvent[]): ApiMessage[] {
+export function buildMessages(events: readonly SessionEvent[], opts: { maxTextChars?: number } = {}): ApiMessage[] {
+  const max = opts.maxTextChars ?? Infinity;
   const messages: ApiMessage[] = [];
   let results: ContentBlock[] = [];
   let texts: ContentBlock[] = [];
@@ -25,13 +26,13 @@ export function buildMessages(events: readonly SessionEvent[]): ApiMessage[] {
   for (const e of events) {
     switch (e.type) {
       case 'user_message':
-        texts.push({ type: 'text', text: e.text });
+        texts.push({ type: 'text', text: clipForModel(e.text, max, e.seq) });
         break;
       case 'tool_result':
         results.push({
           type: 'tool_result',
           tool_use_id: e.toolUseId,
-          content: e.output.length ? e.output : '(no output)',
+          content: e.output.length ? clipForModel(e.output, max, e.seq) : '(no output)',
           ...(e.isError ? { is_error: true } : {}),
         });
         break;
@@ -47,4 +48,14 @@ export function buildMessages(events: readonly SessionEvent[]): ApiMessage[] {
   }
   flushUser();
   return messages;
+}
+
+/**
+ * Cuts a text longer than `max` to a head and a tail. The note says where the whole text is: event `seq` of
+ * the log, which keeps it unchanged.
+ */
+export function clipForModel(text: string, max: number, seq: number): string {
+  if (text.length <= max) return text;
+  const half = Math.floor(max / 2);
+  return `${text.slice(0, half)}\n[${text.length - 2 * half} of ${text.length} characters left out here; event ${seq} of the session log holds the whole text]\n${text.slice(-half)}`;
 }

@@ -2,7 +2,7 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { AgentSchema } from '../session/agent';
-import type { SessionEvent, Usage } from '../session/events';
+import { UsageSchema, type SessionEvent, type Usage } from '../session/events';
 
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 
@@ -44,6 +44,8 @@ export type EventsQueryArgs = z.input<typeof EventsQueryArgsSchema>;
 export interface EventsPage {
   events: SessionEvent[];
   nextSeq: number;
+  /** The first seq the answering run holds; earlier events are in the session archive. */
+  firstSeq?: number;
 }
 
 export const SessionStateSchema = z.enum(['running', 'waiting_for_user', 'requires_action', 'ended']);
@@ -57,6 +59,9 @@ export interface SandboxStatus {
 export interface SessionStatus {
   state: SessionState;
   lastSeq: number;
+  /** The first seq of the current run; the run's number among the session's runs (1 for the first). */
+  firstSeq?: number;
+  run?: number;
   sandboxes: SandboxStatus[];
   usage: Usage;
 }
@@ -72,12 +77,57 @@ export type PutFile = z.input<typeof PutFileSchema>;
 export const GetFileSchema = z.object({ sandbox: z.string().min(1).default('main'), path: z.string().min(1).max(4096) }).strict();
 export type GetFile = z.input<typeof GetFileSchema>;
 
+const seq = z.number().int().nonnegative();
+
+/** A sandbox the session holds, as carried from one run to the next. */
+export const SandboxSlotSchema = z
+  .object({ name: z.string(), sandboxId: z.string(), taskQueue: z.string(), host: z.string(), stopped: z.boolean(), lastUsed: z.number() })
+  .strict();
+export type SandboxSlot = z.infer<typeof SandboxSlotSchema>;
+
+/** How many recent messageIds a new run remembers, so a client retrying across the handover is not duplicated. */
+export const MAX_CARRIED_MESSAGE_IDS = 256;
+
+/**
+ * What one run hands the next (continue-as-new, `agents wake`, `agents fork`). The events themselves are not
+ * carried: they are sealed in the session archive, and the new run's log continues at `nextSeq`.
+ */
+export const CarrySchema = z
+  .object({
+    nextSeq: seq,
+    run: z.number().int().min(1).default(1),
+    /** The context window: events from `fromSeq` on, after the latest compaction summary. */
+    window: z.object({ fromSeq: seq, summary: z.string().optional() }).strict(),
+    usage: UsageSchema,
+    recentMessageIds: z.array(z.tuple([z.string(), seq])).max(MAX_CARRIED_MESSAGE_IDS),
+    lastUserSeq: z.number().int().min(-1),
+    handledThrough: z.number().int().min(-1),
+    /** Set when the handover happened inside a turn: the new run goes on with its next model call. */
+    inTurn: z.object({ round: z.number().int().nonnegative() }).strict().optional(),
+    sandboxes: z.array(SandboxSlotSchema),
+    lastHost: z.record(z.string(), z.string()),
+    /** MCP tools listed by an earlier run, so the tool list (and the cached prefix) stays the same. */
+    mcpTools: z.array(z.object({ name: z.string(), server: z.string(), tool: z.string(), spec: z.record(z.string(), z.unknown()) }).strict()).optional(),
+    /** tool_use ids still without a result (a woken or forked run closes them). */
+    openToolUses: z.array(z.string()).default([]),
+  })
+  .strict();
+export type Carry = z.infer<typeof CarrySchema>;
+export type CarryInput = z.input<typeof CarrySchema>;
+
 export const SessionInputSchema = z
   .object({
     agent: AgentSchema,
     message: UserMessageSchema.optional(),
+    /** Present on every run after the first. */
+    continued: CarrySchema.optional(),
+    /** Why this run started: a continue-as-new handover, `agents wake`, or `agents fork`. */
+    start: z.enum(['new', 'continued', 'woken', 'forked']).default('new'),
+    forkedFrom: z.object({ sessionId: z.string().min(1), seq }).strict().optional(),
   })
-  .strict();
+  .strict()
+  .refine((i) => (i.start === 'new') === (i.continued === undefined), 'a continued, woken or forked run needs `continued`, a new one must not have it')
+  .refine((i) => (i.start === 'forked') === (i.forkedFrom !== undefined), 'a forked run needs `forkedFrom`');
 export type SessionInput = z.input<typeof SessionInputSchema>;
 
 export const userMessageSignal = defineSignal<[UserMessage]>('userMessage');
@@ -86,5 +136,7 @@ export const endSignal = defineSignal<[Reason?]>('end');
 export const sendMessageUpdate = defineUpdate<{ seq: number }, [UserMessage]>('sendMessage');
 export const eventsQuery = defineQuery<EventsPage, [EventsQueryArgs?]>('events');
 export const statusQuery = defineQuery<SessionStatus>('status');
+/** What a new run would be given if this one handed over now; `agents wake` reads it from a dead run. */
+export const handoverQuery = defineQuery<{ agent: z.input<typeof AgentSchema>; carry: Carry; firstSeq: number }>('handover');
 export const putFileUpdate = defineUpdate<{ path: string; bytes: number }, [PutFile]>('putFile');
 export const getFileUpdate = defineUpdate<{ path: string; bytes: number; contentBase64: string }, [GetFile]>('getFile');

@@ -5,8 +5,10 @@ import {
   CancellationScope,
   allHandlersFinished,
   condition,
+  continueAsNew,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setHandler,
   uuid4,
@@ -17,6 +19,8 @@ import type { HandsActivities, ProvisionOutput } from '../activities/hands';
 import type { ToolsActivities } from '../activities/tools';
 import { TOOLS_TASK_QUEUE } from '../session/queues';
 import { boundTools, buildToolSpecs, runBuiltinTool, toolError, type ToolOutcome } from './tools';
+import { FULL_WINDOW, windowOf, type ContextWindow } from '../session/context-builder';
+import { SessionEventsInputSchema, type ToolSpec } from '../session/tools';
 import { AgentSchema, formatIssues, type Agent, type BoundTool } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
 import { MAX_FILE_BYTES, resolveWorkspacePath } from '../session/paths';
@@ -27,14 +31,18 @@ import {
   ReasonSchema,
   SessionInputSchema,
   UserMessageSchema,
+  MAX_CARRIED_MESSAGE_IDS,
   endSignal,
   eventsQuery,
   getFileUpdate,
+  handoverQuery,
   interruptSignal,
   putFileUpdate,
   sendMessageUpdate,
   statusQuery,
   userMessageSignal,
+  type Carry,
+  type SandboxSlot,
   type SessionInput,
   type SessionState,
   type UserMessage,
@@ -44,14 +52,8 @@ type Activities = ReturnType<typeof createActivities>;
 
 const HANDS_POOL = 'hands';
 
-interface SandboxSlot {
-  name: string;
-  sandboxId: string;
-  taskQueue: string;
-  host: string;
-  stopped: boolean;
-  lastUsed: number;
-}
+/** An events query answers with at most about this many bytes of events, to stay well under payload limits. */
+const QUERY_PAGE_BYTES = 1024 * 1024;
 
 function failureMessage(err: unknown): string {
   if (err instanceof ActivityFailure) {
@@ -70,6 +72,11 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
   const agent: Agent = AgentSchema.parse(parsed.data.agent);
   const sessionId = workflowInfo().workflowId;
   const limits = agent.limits;
+  const carried: Carry | undefined = parsed.data.continued;
+  const startKind = parsed.data.start;
+  /** The seq of this run's first event; earlier events are sealed in the session archive. */
+  const baseSeq = carried?.nextSeq ?? 0;
+  const run = carried?.run ?? 1;
 
   const model = proxyActivities<Activities>({
     startToCloseTimeout: '10 minutes',
@@ -109,22 +116,34 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
       retry: { maximumAttempts, initialInterval: 500, nonRetryableErrorTypes: ['McpError.Credential', 'McpError.Unauthorized', 'McpError.Rejected', 'McpError.InvalidResult'] },
     });
 
+  const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 5, initialInterval: 1000 } });
+
+  /** This run's events; event `seq` is events[seq - baseSeq]. */
   const events: SessionEvent[] = [];
-  const seenMessageIds = new Map<string, number>();
-  const usage: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
-  const sandboxes = new Map<string, SandboxSlot>();
+  const seenMessageIds = new Map<string, number>(carried?.recentMessageIds ?? []);
+  const usage: Usage = carried ? { ...carried.usage } : { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
+  const sandboxes = new Map<string, SandboxSlot>((carried?.sandboxes ?? []).map((s) => [s.name, { ...s }]));
   const provisioning = new Map<string, Promise<SandboxSlot>>();
   /** The host a lost sandbox lived on: its replacement goes there first, to mount the same workspace. */
-  const lastHost = new Map<string, string>();
+  const lastHost = new Map<string, string>(Object.entries(carried?.lastHost ?? {}));
   const tools = boundTools(agent);
   let state: SessionState = 'waiting_for_user';
-  let lastUserSeq = -1;
-  let handledThrough = -1;
+  let lastUserSeq = carried?.lastUserSeq ?? -1;
+  let handledThrough = carried?.handledThrough ?? -1;
   let endReason: string | undefined;
   let turn: { scope: CancellationScope; interruptReason?: string } | undefined;
+  /** The context window the model sees; moves forward with each compaction. */
+  let window: ContextWindow = carried?.window ?? FULL_WINDOW;
+  /** The last seq sealed into the archive. */
+  let sealedThrough = baseSeq - 1;
+  /** The tool round the current turn is in. */
+  let currentRound = 0;
+  /** Set while this run hands over in the middle of a turn; an interrupt then lands here. */
+  let handover: { interruptReason?: string } | undefined;
 
+  const nextSeq = () => baseSeq + events.length;
   const append = (e: NewEvent): SessionEvent => {
-    const event = { seq: events.length, ...e, time: new Date().toISOString() } as SessionEvent;
+    const event = { seq: nextSeq(), ...e, time: new Date().toISOString() } as SessionEvent;
     events.push(event);
     return event;
   };
@@ -259,8 +278,21 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     if (endReason !== undefined) throw ApplicationFailure.nonRetryable('session has ended', 'SessionError.Ended');
   };
 
+  /** Gives every listed tool_use an error result, so the conversation stays valid. */
+  const closeToolUses = (ids: readonly string[], message: string) => {
+    for (const id of ids) append({ type: 'tool_result', toolUseId: id, output: message, isError: true, error: { kind: 'tool', message } });
+  };
+
   // Before any handler is registered: input that arrived with the start is delivered when its handler is set.
-  append({ type: 'session_started', agent: agent as unknown as Record<string, unknown> });
+  if (startKind === 'new') append({ type: 'session_started', agent: agent as unknown as Record<string, unknown> });
+  if (startKind === 'forked') {
+    append({ type: 'session_started', agent: agent as unknown as Record<string, unknown>, forkedFrom: parsed.data.forkedFrom });
+    closeToolUses(carried?.openToolUses ?? [], 'the session was forked before this tool finished');
+  }
+  if (startKind === 'woken') {
+    append({ type: 'error', kind: 'session', message: `run ${run - 1} of this session stopped without handing over; it was woken as run ${run}` });
+    closeToolUses(carried?.openToolUses ?? [], 'the run stopped before this tool finished');
+  }
   if (parsed.data.message) acceptUserMessage(parsed.data.message);
 
   setHandler(userMessageSignal, (raw) => {
@@ -337,9 +369,11 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
   );
 
   setHandler(interruptSignal, (raw) => {
-    const reason = ReasonSchema.safeParse(raw ?? {});
+    const parsedReason = ReasonSchema.safeParse(raw ?? {});
+    const reason = (parsedReason.success && parsedReason.data.reason) || 'interrupted by user';
+    if (handover) handover.interruptReason = reason;
     if (!turn) return;
-    turn.interruptReason = (reason.success && reason.data.reason) || 'interrupted by user';
+    turn.interruptReason = reason;
     turn.scope.cancel();
   });
 
@@ -352,21 +386,43 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
 
   setHandler(eventsQuery, (raw) => {
     const args = EventsQueryArgsSchema.parse(raw ?? {});
-    const slice = events.slice(args.from, args.from + args.limit);
-    return { events: slice, nextSeq: args.from + slice.length };
+    if (args.from < baseSeq) return { events: [], nextSeq: args.from, firstSeq: baseSeq };
+    const slice: SessionEvent[] = [];
+    let bytes = 0;
+    for (let i = Math.max(0, args.from - baseSeq); i < events.length && slice.length < args.limit; i++) {
+      bytes += JSON.stringify(events[i]).length;
+      if (slice.length > 0 && bytes > QUERY_PAGE_BYTES) break;
+      slice.push(events[i]);
+    }
+    return { events: slice, nextSeq: args.from + slice.length, firstSeq: baseSeq };
   });
+
+  setHandler(handoverQuery, () => ({
+    agent,
+    carry: snapshot(state === 'running' ? { round: currentRound } : undefined),
+    firstSeq: baseSeq,
+  }));
 
   setHandler(statusQuery, () => ({
     state,
-    lastSeq: events.length - 1,
+    lastSeq: nextSeq() - 1,
+    firstSeq: baseSeq,
+    run,
     sandboxes: [...sandboxes.values()].map((s) => ({ name: s.name, sandboxId: s.sandboxId, host: s.host, state: s.stopped ? ('stopped' as const) : ('running' as const) })),
     usage: { ...usage },
   }));
 
   const toolSpecs = buildToolSpecs(agent);
   /** Model-facing mcp__<server>__<tool> names to the server and the tool's own name. */
-  const mcpTools = new Map<string, { server: string; tool: string }>();
+  const mcpTools = new Map<string, { server: string; tool: string; spec: ToolSpec }>();
   let mcpListed = Object.keys(agent.mcpServers).length === 0;
+  if (carried?.mcpTools) {
+    mcpListed = true;
+    for (const t of carried.mcpTools) {
+      mcpTools.set(t.name, { server: t.server, tool: t.tool, spec: t.spec as unknown as ToolSpec });
+      toolSpecs.push(t.spec as unknown as ToolSpec);
+    }
+  }
 
   /** Lists the MCP servers' tools once per run, before the first model call; no connection is made earlier. */
   const ensureMcpTools = async () => {
@@ -382,7 +438,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     mcpListed = true;
     for (const t of listed.tools) {
       if (tools.has(t.name) || mcpTools.has(t.name)) continue;
-      mcpTools.set(t.name, { server: t.server, tool: t.tool });
+      mcpTools.set(t.name, { server: t.server, tool: t.tool, spec: t.spec });
       toolSpecs.push(t.spec);
     }
     for (const f of listed.failed) append({ type: 'error', kind: 'mcp', message: `${f.message} (its tools are not offered in this run)` });
@@ -399,17 +455,76 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     }
   };
 
-  /** Gives every tool_use without a result an error result, so the conversation stays valid. */
-  const closeDanglingToolUses = (message: string) => {
+  /** tool_use ids of this run that have no result yet. */
+  const openToolUses = (): string[] => {
     const answered = new Set<string>();
     const open: string[] = [];
     for (const e of events) {
       if (e.type === 'tool_use') open.push(e.id);
       if (e.type === 'tool_result') answered.add(e.toolUseId);
     }
-    for (const id of open) {
-      if (!answered.has(id)) append({ type: 'tool_result', toolUseId: id, output: message, isError: true, error: { kind: 'tool', message } });
+    return open.filter((id) => !answered.has(id));
+  };
+  const closeDanglingToolUses = (message: string) => closeToolUses(openToolUses(), message);
+
+  /** What the next run starts from. */
+  const snapshot = (inTurn?: { round: number }): Carry => ({
+    nextSeq: nextSeq(),
+    run: run + 1,
+    window,
+    usage: { ...usage },
+    recentMessageIds: [...seenMessageIds].slice(-MAX_CARRIED_MESSAGE_IDS),
+    lastUserSeq,
+    handledThrough,
+    ...(inTurn ? { inTurn } : {}),
+    sandboxes: [...sandboxes.values()].map((s) => ({ ...s })),
+    lastHost: Object.fromEntries(lastHost),
+    ...(mcpListed && mcpTools.size ? { mcpTools: [...mcpTools].map(([name, t]) => ({ name, server: t.server, tool: t.tool, spec: t.spec as unknown as Record<string, unknown> })) } : {}),
+    openToolUses: openToolUses(),
+  });
+
+  const shouldHandOver = (): boolean => {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength >= limits.historyEvents || info.historySize >= limits.historyBytes;
+  };
+
+  /** Seals every event of this run not sealed yet. A failure is logged as an event; the events stay in history. */
+  const sealAll = async (): Promise<boolean> => {
+    const through = nextSeq() - 1;
+    if (through <= sealedThrough) return true;
+    try {
+      await archive.sealEvents({ sessionId, fromSeq: sealedThrough + 1, throughSeq: through });
+      sealedThrough = through;
+      return true;
+    } catch (err) {
+      append({ type: 'error', kind: 'archive', message: `could not seal events ${sealedThrough + 1} to ${through} into the session archive: ${failureMessage(err)}` });
+      return false;
     }
+  };
+
+  /**
+   * Continues as new once every handler has finished and every event is sealed. Input that arrives meanwhile
+   * is appended and sealed too; the server refuses the handover if more arrives after this task started, and
+   * the replay that follows takes it in. Returns (without handing over) if the session is ending or sealing failed.
+   */
+  const handOver = async (inTurn?: { round: number }): Promise<void> => {
+    handover = {};
+    try {
+      for (;;) {
+        await condition(allHandlersFinished);
+        if (endReason !== undefined) return;
+        if (inTurn && handover.interruptReason !== undefined) {
+          append({ type: 'interrupted', reason: handover.interruptReason });
+          handledThrough = lastUserSeq;
+          inTurn = undefined;
+        }
+        if (!(await sealAll())) return;
+        if (sealedThrough === nextSeq() - 1 && allHandlersFinished() && endReason === undefined) break;
+      }
+    } finally {
+      handover = undefined;
+    }
+    await continueAsNew<typeof sessionWorkflow>({ agent, continued: snapshot(inTurn), start: 'continued' });
   };
 
   const runTool = async (use: { id: string; name: string; input: unknown }): Promise<ToolOutcome> => {
@@ -418,25 +533,54 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     if (mcpTarget) return runMcpTool(use, mcpTarget);
     if (!bound) return toolError(`unknown tool: ${use.name}`);
     if (bound.sandbox !== undefined) return runSandboxTool(use, bound);
-    return runBuiltinTool(use, events);
+    const from = SessionEventsInputSchema.safeParse(use.input ?? {}).data?.from;
+    if (from !== undefined && from < baseSeq) {
+      // An older slice lives in the archive: read it there.
+      try {
+        return await archive.readSessionEvents({ sessionId, input: use.input });
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        return toolError(`could not read the session log: ${failureMessage(err)}`, 'infra');
+      }
+    }
+    return runBuiltinTool(use, events, baseSeq);
   };
 
-  const runTurn = async () => {
-    for (let round = 0; ; round++) {
+  /** One model reply over the current window, compacting the window first when it is over budget. */
+  const nextReply = async () => {
+    const request = () => ({ sessionId, throughSeq: nextSeq() - 1, model: agent.model, system: agent.system, tools: toolSpecs, maxTokens: limits.maxOutputTokens, caching: agent.promptCaching, window });
+    const first = await model.callModel({ ...request(), contextTokens: limits.contextTokens });
+    if (first.compact === undefined) return first;
+    const cutSeq = first.compact.cutSeq;
+    const c = await model.compactContext({ ...request(), cutSeq });
+    const event = append({ type: 'context_compacted', throughSeq: cutSeq - 1, summary: c.summary, tokensBefore: c.tokensBefore, tokensAfter: c.tokensAfter });
+    if (event.type === 'context_compacted') window = windowOf(event);
+    // Over budget even now (one huge tail): send it anyway rather than compact in a loop.
+    const second = await model.callModel(request());
+    if (second.compact !== undefined) throw new Error('callModel asked for a compaction without a budget');
+    return second;
+  };
+
+  /** Runs a turn from `startRound`; returns the round to resume at when the run should hand over first. */
+  const runTurn = async (startRound: number): Promise<{ handoverAt?: number }> => {
+    for (let round = startRound; ; round++) {
+      currentRound = round;
       if (round >= limits.maxToolRoundsPerTurn) {
         append({ type: 'error', kind: 'limit', message: `stopped after ${round} tool rounds in one turn (limits.maxToolRoundsPerTurn)` });
-        return;
+        return {};
       }
+      // Between two model calls of a long tool loop is a safe place to hand over.
+      if (round > startRound && shouldHandOver()) return { handoverAt: round };
       handledThrough = lastUserSeq;
       await ensureMcpTools();
       let reply;
       try {
-        reply = await model.callModel({ sessionId, throughSeq: events.length - 1, model: agent.model, system: agent.system, tools: toolSpecs, maxTokens: limits.maxOutputTokens, caching: agent.promptCaching });
+        reply = await nextReply();
       } catch (err) {
         if (isCancellation(err)) throw err;
         if (err instanceof ActivityFailure) {
           append({ type: 'error', kind: 'model', message: failureMessage(err) });
-          return;
+          return {};
         }
         throw err;
       }
@@ -447,7 +591,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
       append({ type: 'assistant_message', content: reply.content, stopReason: reply.stopReason, usage: reply.usage });
 
       const toolUses = reply.content.filter((b) => b.type === 'tool_use') as unknown as { id: string; name: string; input: unknown }[];
-      if (toolUses.length === 0) return;
+      if (toolUses.length === 0) return {};
       for (const use of toolUses) append({ type: 'tool_use', id: use.id, name: use.name, input: use.input });
       for (const use of toolUses) {
         const result = await runTool(use);
@@ -456,7 +600,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     }
   };
 
-  if (agent.provision === 'eager') {
+  if (agent.provision === 'eager' && (startKind === 'new' || startKind === 'forked')) {
     for (const name of Object.keys(agent.sandboxes)) {
       try {
         await ensureSandbox(name);
@@ -466,8 +610,11 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     }
   }
 
+  /** A run that took over mid-turn goes straight on with that turn. */
+  let resumeRound = carried?.inTurn?.round;
   while (endReason === undefined) {
-    for (;;) {
+    if (resumeRound === undefined && shouldHandOver()) await handOver();
+    for (; resumeRound === undefined; ) {
       const deadline = nextIdleDeadline();
       const wake = () => endReason !== undefined || lastUserSeq > handledThrough;
       if (deadline === undefined) {
@@ -481,8 +628,11 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     state = 'running';
     const scope = new CancellationScope();
     turn = { scope };
+    const startRound = resumeRound ?? 0;
+    resumeRound = undefined;
+    let handoverAt: number | undefined;
     try {
-      await scope.run(runTurn);
+      ({ handoverAt } = await scope.run(() => runTurn(startRound)));
     } catch (err) {
       if (!isCancellation(err)) throw err;
       closeDanglingToolUses(endReason !== undefined ? 'session ended before the tool finished' : 'interrupted before the tool finished');
@@ -491,6 +641,12 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     } finally {
       turn = undefined;
     }
+    if (handoverAt !== undefined) {
+      await handOver({ round: handoverAt });
+      // Still here: the session is ending, or the archive failed; this run carries on with the turn.
+      if (endReason === undefined) resumeRound = handoverAt;
+      continue;
+    }
     if (endReason === undefined) state = 'waiting_for_user';
   }
 
@@ -498,5 +654,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
   append({ type: 'session_ended', reason: endReason });
   state = 'ended';
   await condition(allHandlersFinished);
-  return { lastSeq: events.length - 1, reason: endReason };
+  // Histories recorded before the archive existed end without sealing.
+  if (patched('session-archive')) await CancellationScope.nonCancellable(sealAll);
+  return { lastSeq: nextSeq() - 1, reason: endReason };
 }

@@ -26,9 +26,11 @@ export function toolError(message: string, kind: 'tool' | 'infra' | 'denied' = '
   return { output: message, isError: true, error: { kind, message } };
 }
 
-export function runBuiltinTool(use: { id: string; name: string; input: unknown }, events: readonly SessionEvent[]): ToolOutcome {
+/** session_events over this run's events, the first of which is `baseSeq`. */
+export function runBuiltinTool(use: { id: string; name: string; input: unknown }, events: readonly SessionEvent[], baseSeq = 0): ToolOutcome {
   const input = SessionEventsInputSchema.safeParse(use.input ?? {});
   if (!input.success) return toolError(`invalid input for ${use.name}: ${formatIssues(input.error)}`);
-  const slice = events.slice(input.data.from, input.data.from + input.data.limit);
+  const start = input.data.from - baseSeq;
+  const slice = events.slice(start, start + input.data.limit);
   return { output: capOutput(JSON.stringify({ events: slice, nextSeq: input.data.from + slice.length })), isError: false };
 }

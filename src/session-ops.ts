@@ -1,0 +1,116 @@
+// Operations on a whole session across its runs: waking a dead run and forking a log at a seq.
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowIdReusePolicy } from '@temporalio/common';
+import type { SessionArchive } from './archive';
+import { readEvents, type SessionLog } from './log/session-log';
+import { AgentSchema, formatIssues, resolveTool, type Agent } from './session/agent';
+import { windowAfter } from './session/context-builder';
+import type { SessionEvent } from './session/events';
+import { BRAIN_TASK_QUEUE, WORKFLOW_TYPE } from './session/queues';
+import { eventsQuery, handoverQuery, type Carry, type SessionInput, type UserMessage } from './workflows/messages';
+
+export class SessionOpError extends Error {}
+
+/** Statuses a run can be woken from: it stopped without ending the session. */
+const WAKEABLE = new Set(['TERMINATED', 'FAILED', 'TIMED_OUT', 'CANCELLED']);
+
+/**
+ * Restarts a session whose latest run was terminated or failed: seals that run's events into the archive
+ * (read by query, which a brain worker answers by replaying the run) and starts a new run that continues
+ * the log, with the dead run's state.
+ */
+export async function wakeSession(client: Client, archive: SessionArchive, sessionId: string): Promise<{ runId: string; nextSeq: number }> {
+  let desc;
+  try {
+    desc = await client.workflow.getHandle(sessionId).describe();
+  } catch (err) {
+    if (err instanceof WorkflowNotFoundError) throw new SessionOpError(`unknown session ${sessionId}, or its last run is past retention`);
+    throw err;
+  }
+  const status = desc.status.name;
+  if (status === 'RUNNING') throw new SessionOpError(`session ${sessionId} is running; there is nothing to wake`);
+  if (!WAKEABLE.has(status)) throw new SessionOpError(`session ${sessionId} ended normally (${status.toLowerCase()}); fork it to carry on from its log`);
+  const dead = client.workflow.getHandle(sessionId, desc.runId);
+  const { agent, carry, firstSeq } = await dead.query(handoverQuery);
+  // Seal what the dead run holds beyond the archive's end.
+  const sealed = (await archive.segments(sessionId)).reduce((m, s) => Math.max(m, s.throughSeq), -1);
+  const from = Math.max(firstSeq, sealed + 1);
+  if (from < carry.nextSeq) {
+    const events: SessionEvent[] = [];
+    while (from + events.length < carry.nextSeq) {
+      const page = await dead.query(eventsQuery, { from: from + events.length, limit: 1000 });
+      if (page.events.length === 0) break;
+      events.push(...page.events);
+    }
+    if (from + events.length !== carry.nextSeq) throw new SessionOpError(`could only read events ${from} to ${from + events.length - 1} of the stopped run`);
+    await archive.seal(sessionId, events);
+  }
+  const input: SessionInput = { agent, continued: carry, start: 'woken' };
+  const handle = await client.workflow.start(WORKFLOW_TYPE, {
+    taskQueue: BRAIN_TASK_QUEUE,
+    workflowId: sessionId,
+    args: [input],
+    workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+  });
+  return { runId: handle.firstExecutionRunId, nextSeq: carry.nextSeq };
+}
+
+export interface ForkOptions {
+  source: string;
+  /** The fork's log begins with the source's events 0..at. */
+  at: number;
+  id: string;
+  /** Give the fork fresh sandboxes from the source's recipes; without it the fork has none. */
+  sandboxes?: boolean;
+  message?: UserMessage;
+}
+
+/**
+ * Starts a session whose log begins with the source's events up to `at`, referenced through a link in the
+ * archive rather than copied, and then runs on its own. The source's log is only read.
+ */
+export async function forkSession(client: Client, archive: SessionArchive, log: SessionLog, opts: ForkOptions): Promise<{ sessionId: string; firstOwnSeq: number }> {
+  if (opts.id === opts.source) throw new SessionOpError('a fork needs an id of its own');
+  const exists = await client.workflow
+    .getHandle(opts.id)
+    .describe()
+    .then(() => true)
+    .catch((err) => {
+      if (err instanceof WorkflowNotFoundError) return false;
+      throw err;
+    });
+  if (exists || (await archive.segments(opts.id)).length > 0) throw new SessionOpError(`session ${opts.id} already exists`);
+  const events = await readEvents(log, opts.source, 0, opts.at + 1);
+  if (events.length === 0) throw new SessionOpError(`unknown session ${opts.source}`);
+  if (events.length !== opts.at + 1) throw new SessionOpError(`session ${opts.source} has events 0 to ${events.length - 1}; cannot fork at ${opts.at}`);
+
+  const started = [...events].reverse().find((e) => e.type === 'session_started');
+  const parsed = AgentSchema.safeParse(started?.type === 'session_started' ? started.agent : undefined);
+  if (!parsed.success) throw new SessionOpError(`the source's agent no longer validates: ${formatIssues(parsed.error)}`);
+  const agent: Agent = opts.sandboxes ? parsed.data : withoutSandboxes(parsed.data);
+
+  const answered = new Set(events.filter((e) => e.type === 'tool_result').map((e) => (e.type === 'tool_result' ? e.toolUseId : '')));
+  const openToolUses = events.filter((e) => e.type === 'tool_use' && !answered.has(e.id)).map((e) => (e.type === 'tool_use' ? e.id : ''));
+  const lastUser = [...events].reverse().find((e) => e.type === 'user_message')?.seq ?? -1;
+  const carry: Carry = {
+    nextSeq: opts.at + 1,
+    run: 1,
+    window: windowAfter(events),
+    usage: { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+    recentMessageIds: [],
+    lastUserSeq: lastUser,
+    handledThrough: lastUser,
+    sandboxes: [],
+    lastHost: {},
+    openToolUses,
+  };
+  await archive.link(opts.id, { sessionId: opts.source, throughSeq: opts.at });
+  const input: SessionInput = { agent, continued: carry, start: 'forked', forkedFrom: { sessionId: opts.source, seq: opts.at }, ...(opts.message ? { message: opts.message } : {}) };
+  await client.workflow.start(WORKFLOW_TYPE, { taskQueue: BRAIN_TASK_QUEUE, workflowId: opts.id, args: [input] });
+  return { sessionId: opts.id, firstOwnSeq: opts.at + 1 };
+}
+
+/** The agent with no sandboxes and no tool bound to one. */
+function withoutSandboxes(agent: Agent): Agent {
+  return { ...agent, sandboxes: {}, tools: agent.tools.filter((t) => resolveTool(t).sandbox === undefined) };
+}

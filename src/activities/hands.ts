@@ -61,6 +61,8 @@ export interface ExecuteInput {
 export interface ToolOutput {
   output: string;
   isError: boolean;
+  /** The whole output, when `output` is cut: a file in the sandbox. */
+  outputRef?: { path: string; bytes: number };
 }
 
 /** Heartbeats while `fn` runs, so a dead host is noticed within the heartbeat timeout, not the command's. */
@@ -131,7 +133,11 @@ export function createHandsActivities(deps: HandsDeps) {
         const r = await heartbeating((signal) =>
           provider.execute(input.sandboxId, { key: input.toolUseId, script: parsed.data.command!, timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS }, signal),
         ).catch(lost);
-        return { output: formatBashOutput(r.output, r.exitCode, r.timedOut, input.timeoutSeconds), isError: r.exitCode !== 0 };
+        return {
+          output: formatBashOutput(r.output, r.exitCode, r.timedOut, input.timeoutSeconds),
+          isError: r.exitCode !== 0,
+          ...(r.fullOutputPath ? { outputRef: { path: r.fullOutputPath, bytes: r.outputBytes } } : {}),
+        };
       }
       const parsed = EditorInputSchema.safeParse(input.input);
       if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };

@@ -226,7 +226,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       if ((await this.health(sandboxId)) !== 'running') throw new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} is gone: ${(err as Error).message}`);
       throw err;
     }
-    const parsed = parseWrapperOutput(raw);
+    const parsed = parseWrapperOutput(raw, env[0].slice('MA_KEY='.length));
     if (!parsed) {
       if ((await this.health(sandboxId)) !== 'running') throw new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} stopped while the command ran`);
       throw new Error(`the sandbox returned no result trailer (${raw.length} bytes)`);
@@ -300,10 +300,15 @@ export class SetupFailedError extends Error {}
 const META = Buffer.from('\n\0MA-META ');
 const CUT = Buffer.from('\n\0MA-CUT\0\n');
 
-export function parseWrapperOutput(raw: Buffer): ExecResult | undefined {
+/** Where EXEC_WRAPPER keeps the whole of an output it had to cut. */
+export function fullOutputPath(key: string): string {
+  return `${SANDBOX_HOME}/.tool-output/${key}.txt`;
+}
+
+export function parseWrapperOutput(raw: Buffer, key = ''): ExecResult | undefined {
   const at = raw.lastIndexOf(META);
   if (at < 0) return undefined;
-  const [code, size, replayed] = raw
+  const [code, size, replayed, kept] = raw
     .subarray(at + META.length)
     .toString('utf8')
     .replace(/\0$/, '')
@@ -316,7 +321,9 @@ export function parseWrapperOutput(raw: Buffer): ExecResult | undefined {
     const head = body.subarray(0, cut);
     const tail = body.subarray(cut + CUT.length);
     body = Buffer.concat([head, tail]);
-    output = `${head.toString('utf8')}\n[output truncated: ${size - head.length - tail.length} of ${size} bytes omitted]\n${tail.toString('utf8')}`;
+    const where = kept === 1 ? `; the whole output is in ${fullOutputPath(key)}` : '';
+    output = `${head.toString('utf8')}\n[output truncated: ${size - head.length - tail.length} of ${size} bytes omitted${where}]\n${tail.toString('utf8')}`;
   } else output = body.toString('utf8');
-  return { output, exitCode: code, timedOut: code === 124, outputBytes: size, replayed: replayed === 1 };
+  const full = kept === 1 && size > body.length ? { fullOutputPath: fullOutputPath(key) } : {};
+  return { output, exitCode: code, timedOut: code === 124, outputBytes: size, replayed: replayed === 1, ...full };
 }

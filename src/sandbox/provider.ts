@@ -46,6 +46,8 @@ export interface ExecResult {
   outputBytes: number;
   /** The result was recorded by an earlier attempt; the command did not run again. */
   replayed: boolean;
+  /** Where in the sandbox the whole output is kept, when `output` is only its head and tail. */
+  fullOutputPath?: string;
 }
 
 export type SandboxHealth = 'running' | 'stopped' | 'missing';

@@ -4,7 +4,8 @@
 /**
  * Runs $MA_SCRIPT once per $MA_KEY. The first attempt records output and exit code under /tmp; a later
  * attempt with the same key (an activity retry) waits for or reads that record instead of running again.
- * Only a capped head and tail of the output leave the sandbox, followed by a trailer the host parses.
+ * Only a capped head and tail of the output leave the sandbox, followed by a trailer the host parses; the
+ * whole of a longer output is kept in ~/.tool-output/$MA_KEY.txt.
  */
 export const EXEC_WRAPPER = String.raw`
 d=/tmp/.ma-exec
@@ -39,7 +40,13 @@ else
   printf '\n\0MA-CUT\0\n'
   tail -c "$half" "$f.out"
 fi
-printf '\n\0MA-META %s %s %s\0' "$(cat "$f.exit")" "$size" "$replayed"
+# Output too long to send is kept whole in the home volume, which outlives the container.
+kept=0
+if [ "$size" -gt "$max" ]; then
+  k="$HOME/.tool-output/$MA_KEY.txt"
+  if [ -f "$k" ] || { mkdir -p "$HOME/.tool-output" && cp "$f.out" "$k"; } 2>/dev/null; then kept=1; fi
+fi
+printf '\n\0MA-META %s %s %s %s\0' "$(cat "$f.exit")" "$size" "$replayed" "$kept"
 `;
 
 /** Kills the process group of a command started by EXEC_WRAPPER (used on cancellation). */

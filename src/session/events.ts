@@ -58,6 +58,8 @@ export const ToolResultEventSchema = z.object({
   output: z.string(),
   isError: z.boolean(),
   error: z.object({ kind: ToolErrorKindSchema, message: z.string() }).optional(),
+  /** Where the whole output is kept when `output` had to be cut: a file in one of the session's sandboxes. */
+  outputRef: z.object({ sandbox: z.string(), path: z.string(), bytes: z.number().int().nonnegative() }).optional(),
 });
 export const ApprovalRequestedEventSchema = z.object({
   ...base,

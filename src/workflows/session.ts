@@ -225,7 +225,9 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
       const git = (bound.kind === 'git_push' || bound.kind === 'git_pull') && repo ? { sessionId, name, vault: agent.vault, repo } : undefined;
       const r = await onHost(slot.taskQueue, timeoutSeconds).execute({ sandboxId: slot.sandboxId, toolUseId: use.id, tool: bound.kind as 'bash', input: use.input, timeoutSeconds, git });
       slot.lastUsed = Date.now();
-      return r.isError ? { ...r, error: { kind: 'tool', message: r.output.split('\n').slice(-2).join(' ').slice(0, 500) } } : r;
+      const { outputRef, ...rest } = r;
+      const outcome: ToolOutcome = { ...rest, ...(outputRef ? { outputRef: { sandbox: name, ...outputRef } } : {}) };
+      return r.isError ? { ...outcome, error: { kind: 'tool', message: r.output.split('\n').slice(-2).join(' ').slice(0, 500) } } : outcome;
     } catch (err) {
       if (isCancellation(err)) throw err;
       const reason = failureMessage(err);

@@ -8,6 +8,7 @@ export interface ToolOutcome {
   output: string;
   isError: boolean;
   error?: { kind: 'tool' | 'infra' | 'denied'; message: string };
+  outputRef?: { sandbox: string; path: string; bytes: number };
 }
 
 export function boundTools(agent: Agent): Map<string, BoundTool> {

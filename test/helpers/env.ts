@@ -13,6 +13,9 @@ import type { FileVault } from '../../src/vault';
 import { AgentSchema, type AgentInput } from '../../src/session/agent';
 import type { SessionEvent } from '../../src/session/events';
 import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
+import { sessionArchive, type SessionArchive } from '../../src/archive';
+import { loadConfig } from '../../src/config';
+import { ArchivedSessionLog, readEvents, type SessionLog } from '../../src/log/session-log';
 import { installRuntime, startWorker, type RunningWorker, type WorkerOptions } from '../../src/worker';
 import { sessionWorkflow } from '../../src/workflows';
 import { eventsQuery, sendMessageUpdate, type UserMessage } from '../../src/workflows/messages';
@@ -121,13 +124,19 @@ export async function startSession(h: Harness, opts: { id?: string; agent?: Part
   });
 }
 
+/** The session archive the test workers seal into (DATA_DIR/archive, under the test codec key). */
+export function testArchive(): SessionArchive {
+  return sessionArchive(loadConfig().dataDir, testDataConverter());
+}
+
+/** A session's whole log as a client reads it: sealed segments from the archive, the live tail by query. */
+export function logOf(handle: WorkflowHandle): SessionLog {
+  // A fork's log links to its source's: read other sessions through the same client.
+  return new ArchivedSessionLog(testArchive(), { read: (id, from, limit) => handle.client.getHandle(id).query(eventsQuery, { from, limit: Math.min(limit, 1000) }) });
+}
+
 export async function allEvents(handle: WorkflowHandle): Promise<SessionEvent[]> {
-  const out: SessionEvent[] = [];
-  for (;;) {
-    const page = await handle.query(eventsQuery, { from: out.length });
-    if (page.events.length === 0) return out;
-    out.push(...page.events);
-  }
+  return readEvents(logOf(handle), handle.workflowId, 0);
 }
 
 /** Polls the log until `pred` holds for it; fails with the log if it does not within the deadline. */

@@ -180,6 +180,8 @@ export function buildProgram(): Command {
       }
       const id = opts.id ?? `ses-${randomUUID()}`;
       const client = await connect(config);
+      // A session id names one log for good: an id whose runs are gone may still have it in the archive.
+      if ((await sessionArchive(config.dataDir, converterOf(config)).segments(id)).length > 0) throw new CliError(`session ${id} already exists (its log is in the session archive)`);
       try {
         await client.workflow.start(WORKFLOW_TYPE, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent, ...(first ? { message: first } : {}) }] });
       } catch (e) {

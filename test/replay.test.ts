@@ -9,6 +9,7 @@ import crypto from 'node:crypto';
 import os from 'node:os';
 import { createDataConverter } from '../src/codec';
 import { FileVault } from '../src/vault';
+import { loadConfig } from '../src/config';
 import { startGitServer } from './helpers/git-server';
 import { startTrackerServer } from './helpers/mcp-server';
 import { FIXTURE_CODEC_KEY } from './helpers/test-keys';
@@ -109,6 +110,35 @@ if (process.env.RECORD_HISTORIES === '1') {
       await git.stop();
       await tracker.stop();
       fs.rmSync(vaultDir, { recursive: true, force: true });
+    }
+  });
+}
+
+if (process.env.RECORD_HISTORIES === '1') {
+  it('records a long session: compaction, and handovers (continue-as-new) at idle and in the middle of a tool loop', async () => {
+    const h = await startHarness();
+    try {
+      const id = 'recorded-long-session';
+      // A session id is used once: clear what an earlier recording sealed under this one.
+      fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+      const handle = await startSession(h, { id, agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100, contextTokens: 1000 } } });
+      for (let i = 1; i <= 4; i++) await say(handle, `turn ${i}: ${'lorem ipsum '.repeat(60)}`);
+      h.mock.script(id, { steps: Array.from({ length: 30 }, () => ({ reply: { content: [{ type: 'tool_use' as const, name: 'session_events', input: { from: 0, limit: 2 } }] } })) });
+      await say(handle, 'read the log many times');
+      await say(handle, 'and the end');
+      const runs = [];
+      for await (const wf of h.env.client.workflow.list({ query: `WorkflowId = '${id}'` })) runs.push(wf);
+      runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
+      if (runs.length < 3) throw new Error(`expected several runs, got ${runs.length}`);
+      await h.env.client.workflow.getHandle(id).signal(endSignal, { reason: 'recorded' });
+      await h.env.client.workflow.getHandle(id).result();
+      // Every run: the first (compactions, a handover at idle), those that began mid-turn, the last (sealed at the end).
+      for (const [i, run] of runs.entries()) {
+        const file = path.join(DIR, `long-session-run-${i + 1}.json`);
+        if (!fs.existsSync(file)) fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
+      }
+    } finally {
+      await h.stop();
     }
   });
 }

@@ -268,6 +268,7 @@ export function buildProgram(): Command {
       else {
         out(`state: ${status.state}`);
         out(`lastSeq: ${status.lastSeq}`);
+        if (status.run !== undefined) out(`run: ${status.run} (its events start at seq ${status.firstSeq ?? 0}; earlier ones are in the session archive)`);
         const u = status.usage;
         const input = u.inputTokens + u.cacheReadInputTokens + u.cacheCreationInputTokens;
         out(`usage: ${input} input tokens (${u.cacheReadInputTokens} cache reads, ${u.cacheCreationInputTokens} cache writes), ${u.outputTokens} output tokens`);

@@ -5,7 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { endSignal, statusQuery } from '../src/workflows/messages';
-import { allEvents, say, startHarness, startSession, uniqueId, waitForEvents, type Harness } from './helpers/env';
+import { allEvents, logOf, say, startHarness, startSession, testArchive, uniqueId, waitForEvents, type Harness } from './helpers/env';
+import { forkSession } from '../src/session-ops';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 
 let h: Harness;
@@ -282,5 +283,34 @@ describe('sandboxes are cattle', () => {
     await handle.signal(endSignal, {});
     await handle.result();
     expect(await sessionContainers(d, id)).toHaveLength(0);
+  });
+});
+
+describe('forks and sandboxes', () => {
+  it("gives a fork fresh sandboxes from the source's recipes only when asked, and never touches the source's", async () => {
+    const src = await startSession(h);
+    await bash(h, src, 'echo from-the-source > mine.txt');
+    const at = (await allEvents(src)).length - 1;
+    const [sourceContainer] = await sessionContainers(d, src.workflowId);
+    const withSandboxes = uniqueId('fork-sb');
+    const without = uniqueId('fork-nosb');
+    await forkSession(h.env.client, testArchive(), logOf(src), { source: src.workflowId, at, id: without });
+    await forkSession(h.env.client, testArchive(), logOf(src), { source: src.workflowId, at, id: withSandboxes, sandboxes: true });
+
+    // Asked for: a fresh container from the same recipe, with a workspace of its own.
+    const fork = h.env.client.workflow.getHandle(withSandboxes);
+    const r = await bash(h, fork, 'cat mine.txt 2>&1; echo from-the-fork > mine.txt; whoami');
+    expect(r.output).toMatch(/No such file or directory\nagent\n\[exit 0\]$/);
+    const forkContainers = await sessionContainers(d, withSandboxes);
+    expect(forkContainers).toHaveLength(1);
+    expect(forkContainers[0].Id).not.toBe(sourceContainer.Id);
+    expect((await bash(h, src, 'cat mine.txt')).output).toBe('from-the-source\n[exit 0]');
+
+    // Not asked for: no sandbox and no sandbox tools.
+    const bare = h.env.client.workflow.getHandle(without);
+    await say(bare, 'hello');
+    expect((h.mock.requests(without).pop()!.body.tools as { name: string }[]).map((t) => t.name)).toEqual(['session_events']);
+    expect(await sessionContainers(d, without)).toHaveLength(0);
+    for (const id of [withSandboxes, without]) await h.env.client.workflow.getHandle(id).signal(endSignal, {});
   });
 });

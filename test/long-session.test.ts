@@ -5,7 +5,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { MockStep } from '../src/model/mock-server';
 import type { SessionEvent } from '../src/session/events';
 import { sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
-import { allEvents, conversationOf, say, startHarness, startSession, temporalCliPath, turnDone, uniqueId, waitForEvents, withoutTimes, type Harness } from './helpers/env';
+import { allEvents, conversationOf, runsOf as runsOfSession, say, startHarness, startSession, temporalCliPath, turnDone, uniqueId, waitForEvents, withoutTimes, type Harness } from './helpers/env';
 import { runAgents } from './helpers/cli';
 
 let h: Harness;
@@ -18,12 +18,7 @@ afterAll(async () => {
 
 const readLog = (n: number): MockStep => ({ reply: { content: [{ type: 'tool_use', name: 'session_events', input: { from: 0, limit: n } }] } });
 
-/** Every run of a session, oldest first. */
-async function runsOf(id: string) {
-  const runs = [];
-  for await (const wf of h.env.client.workflow.list({ query: `WorkflowId = '${id}'` })) runs.push(wf);
-  return runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
-}
+const runsOf = (id: string) => runsOfSession(h.env.client, id);
 
 function expectOneLog(events: SessionEvent[]) {
   expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));

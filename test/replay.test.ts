@@ -16,7 +16,7 @@ import { FIXTURE_CODEC_KEY } from './helpers/test-keys';
 import { endSignal, getFileUpdate, interruptSignal, putFileUpdate, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import type { WorkflowHandle } from '@temporalio/client';
-import { say, startHarness, startSession, waitForEvents, workflowBundle } from './helpers/env';
+import { runsOf, say, startHarness, startSession, waitForEvents, workflowBundle } from './helpers/env';
 
 const DIR = path.join(__dirname, 'histories');
 const FIXTURE_TOKEN = 'ghp_fixture_token_not_a_secret';
@@ -126,14 +126,14 @@ if (process.env.RECORD_HISTORIES === '1') {
       h.mock.script(id, { steps: Array.from({ length: 30 }, () => ({ reply: { content: [{ type: 'tool_use' as const, name: 'session_events', input: { from: 0, limit: 2 } }] } })) });
       await say(handle, 'read the log many times');
       await say(handle, 'and the end');
-      const runs = [];
-      for await (const wf of h.env.client.workflow.list({ query: `WorkflowId = '${id}'` })) runs.push(wf);
-      runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
+      const runs = await runsOf(h.env.client, id);
       if (runs.length < 3) throw new Error(`expected several runs, got ${runs.length}`);
       await h.env.client.workflow.getHandle(id).signal(endSignal, { reason: 'recorded' });
       await h.env.client.workflow.getHandle(id).result();
-      // Every run: the first (compactions, a handover at idle), those that began mid-turn, the last (sealed at the end).
+      // The first run (compactions, a handover at idle), two that began mid-turn, and the last (sealed at the end).
+      const keep = new Set([0, 1, runs.length - 2, runs.length - 1]);
       for (const [i, run] of runs.entries()) {
+        if (!keep.has(i)) continue;
         const file = path.join(DIR, `long-session-run-${i + 1}.json`);
         if (!fs.existsSync(file)) fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
       }

@@ -2,7 +2,7 @@
 import { testDataConverter } from './test-keys';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import type { WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowExecutionInfo, WorkflowHandle } from '@temporalio/client';
 import path from 'node:path';
 import { failureConverterPath } from '../../src/codec';
 import { findTemporalCli } from '../../src/infra/temporal-cli';
@@ -188,4 +188,11 @@ export async function removeHostSandboxes(hostId: string): Promise<void> {
   if (!host) return;
   const provider = new DockerSandboxProvider({ dockerHost: host, defaultImage: sandboxImage() });
   for (const sb of await provider.list(hostId)) await provider.destroy(sb.sandboxId).catch(() => undefined);
+}
+
+/** Every run of a session (a workflow id), oldest first. */
+export async function runsOf(client: Client, id: string): Promise<WorkflowExecutionInfo[]> {
+  const runs: WorkflowExecutionInfo[] = [];
+  for await (const wf of client.workflow.list({ query: `WorkflowId = '${id}'` })) runs.push(wf);
+  return runs.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
 }

@@ -32,6 +32,16 @@ describe('callModel faults', () => {
     expect(h.mock.requests(handle.workflowId)).toHaveLength(2);
   });
 
+  it('abandons a response that stalls past limits.modelStreamIdleMs and retries it', async () => {
+    const handle = await startSession(h, { agent: { limits: { modelStreamIdleMs: 1000 } } });
+    h.mock.script(handle.workflowId, { steps: [{ firstByteDelayMs: 30_000 }] });
+    const events = await say(handle, 'hello to a model that hangs');
+    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'assistant_message']);
+    // The turn finished on the retry while the stalled response had still not sent a byte.
+    const requests = h.mock.requests(handle.workflowId);
+    expect(requests.map((r) => r.status)).toEqual([0, 200]);
+  });
+
   it('turns a 400 into an error event, then answers the next user message', async () => {
     const handle = await startSession(h);
     h.mock.script(handle.workflowId, { steps: [{ status: 400, message: 'prompt is malformed' }] });

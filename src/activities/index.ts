@@ -24,6 +24,8 @@ export interface CallModelInput {
   window?: ContextWindow;
   /** The token budget; past it the reply asks for a compaction instead of calling the model. */
   contextTokens?: number;
+  /** Abandon (and retry) a response that sends nothing for this long. */
+  streamIdleMs?: number;
 }
 
 /** Either the model's reply, or (with `compact`) a request to compact the window first. */
@@ -50,14 +52,35 @@ export interface ActivityDeps {
 const ReplyContentSchema = z.array(ContentBlockSchema);
 /** How much transcript a compaction call is given, at most. */
 const MAX_TRANSCRIPT_CHARS = 400_000;
+const DEFAULT_STREAM_IDLE_MS = 120_000;
 
 export function createActivities(deps: ActivityDeps) {
   /** Streams one request, heartbeating on a timer as well as on stream progress (a slow first byte is not a dead worker). */
-  const stream = async (req: Parameters<ModelClient['createMessage']>[0]): Promise<ModelReply> => {
+  const stream = async (req: Parameters<ModelClient['createMessage']>[0], idleMs = DEFAULT_STREAM_IDLE_MS): Promise<ModelReply> => {
     const ctx = Context.current();
     const beat = setInterval(() => ctx.heartbeat(), 1000);
+    // A response that stalls (no first byte, or no next event) is abandoned, so the retry policy can try again.
+    const abort = new AbortController();
+    const onCancel = () => abort.abort(ctx.cancellationSignal.reason);
+    ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+    let idle: NodeJS.Timeout | undefined;
+    let stalled = false;
+    const armIdle = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => {
+        stalled = true;
+        abort.abort(new Error('stalled'));
+      }, idleMs);
+    };
+    armIdle();
     try {
-      const reply = await deps.model.createMessage(req, { signal: ctx.cancellationSignal, onProgress: () => ctx.heartbeat() });
+      const reply = await deps.model.createMessage(req, {
+        signal: abort.signal,
+        onProgress: () => {
+          armIdle();
+          ctx.heartbeat();
+        },
+      });
       const content = ReplyContentSchema.safeParse(reply.content);
       if (!content.success) {
         throw ApplicationFailure.create({ message: `model returned malformed content: ${content.error.message}`, type: 'ModelError.InvalidOutput' });
@@ -65,9 +88,12 @@ export function createActivities(deps: ActivityDeps) {
       return reply;
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;
+      if (stalled) throw ApplicationFailure.create({ message: `the model sent nothing for ${idleMs} ms`, type: 'ModelError.Timeout' });
       throw toModelFailure(err);
     } finally {
       clearInterval(beat);
+      clearTimeout(idle);
+      ctx.cancellationSignal.removeEventListener('abort', onCancel);
     }
   };
 
@@ -89,7 +115,7 @@ export function createActivities(deps: ActivityDeps) {
         tools: input.tools,
         maxTokens: input.maxTokens,
         cache: input.caching === true,
-      });
+      }, input.streamIdleMs);
     },
 
     /** Summarises events window.fromSeq .. cutSeq-1 (and the previous summary) with one model call. */
@@ -105,7 +131,7 @@ export function createActivities(deps: ActivityDeps) {
         tools: [],
         maxTokens: Math.min(input.maxTokens, 8192),
         cache: false,
-      });
+      }, input.streamIdleMs);
       const summary = reply.content
         .filter((b) => b.type === 'text')
         .map((b) => String(b.text))

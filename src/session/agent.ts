@@ -21,6 +21,8 @@ export const LimitsSchema = z
     maxToolRoundsPerTurn: z.number().int().min(1).default(500),
     contextTokens: z.number().int().min(1000).default(150_000),
     maxOutputTokens: z.number().int().min(1).default(8192),
+    /** A model response that sends nothing (no first byte, no next event) for this long is abandoned and retried. */
+    modelStreamIdleMs: z.number().int().min(1000).default(120_000),
     /** A model call whose worker stops heartbeating for this long is retried elsewhere. */
     modelHeartbeatTimeoutMs: z.number().int().min(1000).default(10_000),
     modelRetry: ModelRetrySchema.default(ModelRetrySchema.parse({})),

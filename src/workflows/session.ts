@@ -550,7 +550,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
 
   /** One model reply over the current window, compacting the window first when it is over budget. */
   const nextReply = async () => {
-    const request = () => ({ sessionId, throughSeq: nextSeq() - 1, model: agent.model, system: agent.system, tools: toolSpecs, maxTokens: limits.maxOutputTokens, caching: agent.promptCaching, window });
+    const request = () => ({ sessionId, throughSeq: nextSeq() - 1, model: agent.model, system: agent.system, tools: toolSpecs, maxTokens: limits.maxOutputTokens, caching: agent.promptCaching, window, streamIdleMs: limits.modelStreamIdleMs });
     const first = await model.callModel({ ...request(), contextTokens: limits.contextTokens });
     if (first.compact === undefined) return first;
     const cutSeq = first.compact.cutSeq;

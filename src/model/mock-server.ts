@@ -29,6 +29,8 @@ export interface MockStep {
   firstByteDelayMs?: number;
   /** Start the reply, then drop the connection mid-stream. */
   dropMidStream?: boolean;
+  /** Wait this long after each streamed content delta. */
+  chunkDelayMs?: number;
   reply?: { content: MockBlock[]; stopReason?: string };
 }
 
@@ -36,6 +38,8 @@ export interface MockSessionScript {
   steps?: MockStep[];
   /** Applied to every response of the session that has no delay of its own. */
   firstByteDelayMs?: number;
+  /** Applied to every streamed response of the session that has no chunk delay of its own. */
+  chunkDelayMs?: number;
 }
 
 export interface RecordedRequest {
@@ -44,6 +48,8 @@ export interface RecordedRequest {
   body: Record<string, unknown>;
   status: number;
   at: number;
+  /** When the server wrote the first byte of its response (headers included), after any first-byte delay. */
+  firstByteAt?: number;
 }
 
 class InvalidRequest extends Error {}
@@ -133,7 +139,8 @@ export function compactionReply(body: Record<string, unknown>): { content: MockB
 /**
  * The built-in brain: deterministic in the conversation. A user text that asks about the log, events or
  * history gets a `session_events` call, and one with a `backticked command` gets a `bash` call (when those
- * tools are offered); tool results get a short summary; anything else is echoed.
+ * tools are offered); a tool call whose sandbox was lost is made again; other tool results get a short
+ * summary; anything else is echoed.
  */
 export function defaultReply(body: Record<string, unknown>): { content: MockBlock[]; stopReason: string } {
   const messages = body.messages as Msg[];
@@ -163,6 +170,16 @@ export function defaultReply(body: Record<string, unknown>): { content: MockBloc
     };
   }
   if (lastText !== undefined) return { content: [{ type: 'text', text: `You said: ${lastText}` }], stopReason: 'end_turn' };
+  // A tool call lost to broken infrastructure (not a failing command) is made again, as a careful model would.
+  const lost = results.filter((r) => r.is_error === true && /was lost while running this tool|could not be provisioned/.test(JSON.stringify(r.content))).map((r) => r.tool_use_id);
+  const previous = messages.length >= 2 ? blocksOf(messages[messages.length - 2]) : [];
+  const again = previous.filter((b) => b.type === 'tool_use' && lost.includes(b.id));
+  if (again.length) {
+    return {
+      content: [{ type: 'text', text: 'The sandbox failed; running that again.' }, ...again.map((b) => ({ type: 'tool_use' as const, name: String(b.name), input: b.input as Record<string, unknown> }))],
+      stopReason: 'tool_use',
+    };
+  }
   const summary = results
     .map((r) => {
       const c = r.content;
@@ -370,12 +387,13 @@ export class MockModelServer {
       if (delay > 0) await sleep(delay);
       if (step.status !== undefined && step.status >= 400) {
         record.status = step.status;
+        record.firstByteAt = Date.now();
         const headers: Record<string, string> = step.retryAfter !== undefined ? { 'retry-after': String(step.retryAfter) } : {};
         return this.sendError(res, step.status, step.message ?? `injected ${step.status}`, headers);
       }
       const reply = step.reply ?? (compaction ? compactionReply(body) : defaultReply(body));
       record.status = 200;
-      await this.sendMessage(res, body, reply, sessionId, step.dropMidStream === true);
+      await this.sendMessage(res, body, reply, sessionId, step.dropMidStream === true, record, step.chunkDelayMs ?? script?.chunkDelayMs ?? 0);
     } finally {
       this.inFlightCount--;
     }
@@ -387,6 +405,8 @@ export class MockModelServer {
     reply: { content: MockBlock[]; stopReason?: string },
     sessionId: string,
     drop: boolean,
+    record?: RecordedRequest,
+    chunkDelayMs = 0,
   ): Promise<void> {
     const messages = body.messages as Msg[];
     const idBase = createHash('sha256').update(sessionId).digest('hex').slice(0, 8);
@@ -408,8 +428,10 @@ export class MockModelServer {
     };
     if (body.stream !== true) {
       if (drop) return void res.socket?.destroy();
+      if (record) record.firstByteAt = Date.now();
       return this.sendJson(res, 200, message);
     }
+    if (record) record.firstByteAt = Date.now();
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_mock_${Date.now()}` });
     const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     send('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...message.usage, output_tokens: 1 } } });
@@ -420,6 +442,7 @@ export class MockModelServer {
         const words = block.text.match(/\S+\s*|\s+/g) ?? [block.text];
         for (const [k, w] of words.entries()) {
           send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: w } });
+          if (chunkDelayMs > 0) await sleep(chunkDelayMs);
           if (drop && k === 0) {
             await sleep(20);
             return void res.socket?.destroy();
@@ -435,6 +458,7 @@ export class MockModelServer {
           return void res.socket?.destroy();
         }
         send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(half) } });
+        if (chunkDelayMs > 0) await sleep(chunkDelayMs);
       }
       send('content_block_stop', { type: 'content_block_stop', index });
     }

@@ -1,0 +1,199 @@
+// Shared pieces of the benchmark suite: settings, statistics, interleaving, the machine and the stack.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { createTestEnv, removeHostSandboxes, startTestWorker, turnDone, ROOT } from '../test/helpers/env';
+import { MockModelServer } from '../src/model/mock-server';
+import type { RunningWorker } from '../src/worker';
+import type { SessionEvent } from '../src/session/events';
+import { endSignal, eventsQuery } from '../src/workflows/messages';
+
+/** The pinned defaults every result records. */
+export const SETTINGS = {
+  /** The local model server waits this long before the first byte of every response. */
+  modelFirstByteMs: 300,
+  /** ... and this long after each streamed content delta (a word of text, half a tool input). */
+  modelChunkDelayMs: 10,
+  /** The recipe of the TTFT benchmark: a repo cloned by the hands host, then one setup command inside. */
+  recipeRepoFiles: 400,
+  recipeRepoFileBytes: 4096,
+  recipeSetup: ['sleep 0.5 && git ls-files | wc -l > .setup-done'],
+};
+
+export interface ArmStats {
+  n: number;
+  p50Ms: number;
+  p95Ms: number;
+  meanMs: number;
+}
+
+export interface BenchResult {
+  name: string;
+  arms: Record<string, ArmStats>;
+  notes: string;
+  [extra: string]: unknown;
+}
+
+export interface Ctx {
+  quick: boolean;
+  stack: Stack;
+  log(msg: string): void;
+}
+
+/** Linear interpolation between closest ranks (numpy's default), so p95 of 20 samples is not just the 19th. */
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const pos = (sorted.length - 1) * p;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo);
+}
+
+const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+export function armStats(values: number[]): ArmStats {
+  return {
+    n: values.length,
+    p50Ms: round(percentile(values, 0.5)),
+    p95Ms: round(percentile(values, 0.95)),
+    meanMs: round(values.reduce((a, b) => a + b, 0) / Math.max(1, values.length)),
+  };
+}
+
+/** p50 and p95 of arm `a` over arm `b`. */
+export function ratio(a: ArmStats, b: ArmStats): { p50: number; p95: number } {
+  return { p50: round(a.p50Ms / b.p50Ms, 3), p95: round(a.p95Ms / b.p95Ms, 3) };
+}
+
+/**
+ * Runs `warmup + rounds` rounds of every arm in turn, alternating which arm goes first (A B, B A, ...), so each
+ * arm has the same predecessors. `sample` returns one or more samples; warm-up rounds are dropped.
+ */
+export async function interleave<A extends string>(
+  arms: readonly A[],
+  rounds: number,
+  warmup: number,
+  sample: (arm: A, round: number) => Promise<number | number[]>,
+  log?: (msg: string) => void,
+): Promise<Record<A, number[]>> {
+  const out = Object.fromEntries(arms.map((a) => [a, [] as number[]])) as Record<A, number[]>;
+  for (let i = 0; i < warmup + rounds; i++) {
+    const order = i % 2 === 0 ? arms : [...arms].reverse();
+    for (const arm of order) {
+      const v = await sample(arm, i);
+      const values = Array.isArray(v) ? v : [v];
+      if (i >= warmup) out[arm].push(...values);
+      log?.(`${i < warmup ? 'warm-up' : `${i - warmup + 1}/${rounds}`} ${arm}: ${values.map((x) => x.toFixed(1)).join(' ')}`);
+    }
+  }
+  return out;
+}
+
+export function commit(): string {
+  try {
+    const sha = execFileSync('git', ['-C', ROOT, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
+    return dirty ? `${sha}-dirty` : sha;
+  } catch {
+    return 'unknown';
+  }
+}
+
+export function machine() {
+  return {
+    cores: os.cpus().length,
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    memoryBytes: os.totalmem(),
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+    platform: `${os.platform()} ${os.release()}`,
+    loadavgAtStart: os.loadavg().map((l) => round(l, 2)),
+  };
+}
+
+/** The dev server and the local model server, shared by every benchmark; workers come and go per benchmark. */
+export class Stack {
+  readonly hostId = `bench-${process.pid}`;
+  private constructor(
+    readonly env: TestWorkflowEnvironment,
+    readonly mock: MockModelServer,
+  ) {}
+
+  static async start(): Promise<Stack> {
+    const env = await createTestEnv();
+    const mock = new MockModelServer();
+    await mock.start();
+    return new Stack(env, mock);
+  }
+
+  get client() {
+    return this.env.client;
+  }
+
+  /** An in-process worker of every role (brain, hands on this stack's host id, tools). */
+  worker(opts: { role?: 'all' | 'brain' | 'hands'; hostId?: string } = {}): Promise<RunningWorker> {
+    return startTestWorker(this.env.address, this.mock.url, { role: opts.role ?? 'all', hostId: opts.hostId ?? this.hostId, reapIntervalMs: 0 });
+  }
+
+  /** Scripts the pinned model latency for a session (plus any steps). */
+  model(sessionId: string, steps: Parameters<MockModelServer['script']>[1]['steps'] = [], firstByteDelayMs = SETTINGS.modelFirstByteMs) {
+    this.mock.script(sessionId, { steps, firstByteDelayMs, chunkDelayMs: SETTINGS.modelChunkDelayMs });
+  }
+
+  async stop(): Promise<void> {
+    await this.mock.stop().catch(() => undefined);
+    await this.env.teardown().catch(() => undefined);
+    await removeHostSandboxes(this.hostId).catch(() => undefined);
+  }
+}
+
+/** Events of the current run by query; enough for benchmarks whose sessions stay in their first run. */
+export async function liveEvents(handle: WorkflowHandle, from = 0): Promise<SessionEvent[]> {
+  const events: SessionEvent[] = [];
+  for (;;) {
+    const page = await handle.query(eventsQuery, { from: from + events.length, limit: 1000 });
+    events.push(...page.events);
+    // A page is cut at 1,000 events or about 1 MB; benchmark events are small, so a short page is the last.
+    if (page.events.length < 1000) return events;
+  }
+}
+
+/** Polls the current run's log until `pred` holds. */
+export async function waitLive(handle: WorkflowHandle, pred: (events: SessionEvent[]) => boolean, timeoutMs = 120_000, pollMs = 25): Promise<SessionEvent[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const events = await liveEvents(handle).catch(() => [] as SessionEvent[]);
+    const failed = events.find((e) => e.type === 'error');
+    if (failed) throw new Error(`session ${handle.workflowId} logged an error: ${JSON.stringify(failed)}`);
+    if (pred(events)) return events;
+    if (Date.now() > deadline) throw new Error(`session ${handle.workflowId}: condition not met within ${timeoutMs} ms; log: ${events.map((e) => e.type).join(',')}`);
+    await sleep(pollMs);
+  }
+}
+
+export const turnFinished = turnDone;
+
+export async function endSession(handle: WorkflowHandle): Promise<void> {
+  await handle.signal(endSignal, { reason: 'benchmark' }).catch(() => undefined);
+  await handle.result().catch(() => undefined);
+}
+
+/** A local git repository of `files` files of `bytes` bytes each, for recipes that clone. */
+export function makeRepo(files: number, bytes: number): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-repo-'));
+  const git = (...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=bench', '-c', 'user.email=bench@example.com', ...args], { stdio: 'ignore' });
+  git('init', '-q', '-b', 'main');
+  for (let i = 0; i < files; i++) {
+    const sub = path.join(dir, `src/m${i % 20}`);
+    fs.mkdirSync(sub, { recursive: true });
+    fs.writeFileSync(path.join(sub, `f${i}.txt`), `${i} `.repeat(Math.ceil(bytes / `${i} `.length)).slice(0, bytes));
+  }
+  git('add', '-A');
+  git('commit', '-q', '-m', 'bench fixture');
+  return dir;
+}

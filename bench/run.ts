@@ -1,0 +1,120 @@
+// The benchmark suite: `npm run bench` (full) or `npm run bench -- --quick`; `--only a,b` runs some of them.
+// Writes bench/results/latest.json, latest.md and one PNG chart per benchmark.
+import '../test/helpers/test-keys';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { armsChart, lineChart } from './charts';
+import { SETTINGS, Stack, commit, machine, type BenchResult, type Ctx } from './lib';
+import { runTtft } from './ttft';
+
+type Runner = (ctx: Ctx) => Promise<BenchResult[]>;
+
+const lazyImport = <K extends string>(file: string, fn: K): Runner => async (ctx) => ((await import(file)) as Record<K, Runner>)[fn](ctx);
+
+const BENCHMARKS: { key: string; run: Runner }[] = [
+  { key: 'ttft', run: runTtft },
+  { key: 'turn_overhead', run: lazyImport('./turn-overhead', 'runTurnOverhead') },
+  { key: 'execute', run: lazyImport('./execute', 'runExecute') },
+  { key: 'crash', run: lazyImport('./crash', 'runCrash') },
+  { key: 'scale', run: lazyImport('./scale', 'runScale') },
+  { key: 'history', run: lazyImport('./history', 'runHistory') },
+];
+
+function parseArgs(argv: string[]) {
+  const quick = argv.includes('--quick');
+  const onlyArg = argv.find((a) => a.startsWith('--only'));
+  const onlyIdx = argv.indexOf('--only');
+  const only = onlyArg?.includes('=') ? onlyArg.split('=')[1] : onlyIdx >= 0 ? argv[onlyIdx + 1] : undefined;
+  const keys = only ? only.split(',') : BENCHMARKS.map((b) => b.key);
+  for (const k of keys) if (!BENCHMARKS.some((b) => b.key === k)) throw new Error(`unknown benchmark ${k}; one of ${BENCHMARKS.map((b) => b.key).join(', ')}`);
+  return { quick, keys };
+}
+
+const fmt = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(1));
+
+export function markdown(out: { commit: string; machine: ReturnType<typeof machine>; mode: string; date: string; durationS: number; settings: typeof SETTINGS; benchmarks: BenchResult[] }): string {
+  const m = out.machine;
+  const lines = [
+    `# Benchmark results (${out.mode})`,
+    '',
+    `${out.date}, commit \`${out.commit}\`, ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, load average at start ${m.loadavgAtStart.join(' ')}; the run took ${out.durationS} s.`,
+    `Settings: model first byte ${out.settings.modelFirstByteMs} ms, ${out.settings.modelChunkDelayMs} ms per streamed chunk; TTFT recipe clones ${out.settings.recipeRepoFiles} files of ${out.settings.recipeRepoFileBytes} B and runs \`${out.settings.recipeSetup.join('; ')}\`.`,
+    '',
+    '| benchmark | arm | n | p50 ms | p95 ms | p50 ratio | p95 ratio |',
+    '|---|---|---:|---:|---:|---:|---:|',
+  ];
+  for (const b of out.benchmarks) {
+    const arms = Object.entries(b.arms);
+    const base = arms[0]?.[1];
+    for (const [i, [arm, s]] of arms.entries()) {
+      const r = i === 0 || !base ? ['', ''] : [(base.p50Ms / s.p50Ms).toFixed(3), (base.p95Ms / s.p95Ms).toFixed(3)];
+      lines.push(`| ${i === 0 ? b.name : ''} | ${arm} | ${s.n} | ${fmt(s.p50Ms)} | ${fmt(s.p95Ms)} | ${r[0]} | ${r[1]} |`);
+    }
+  }
+  lines.push('', 'Ratios are the first arm of each benchmark over the arm in that row (below 1: the first arm is faster).', '');
+  for (const b of out.benchmarks) lines.push(`- **${b.name}**: ${b.notes}`);
+  lines.push('');
+  return lines.join('\n');
+}
+
+async function main() {
+  const { quick, keys } = parseArgs(process.argv.slice(2));
+  const started = Date.now();
+  const log = (msg: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${msg}\n`);
+  const info = machine();
+  log(`bench: ${quick ? 'quick' : 'full'} run of ${keys.join(', ')} on ${info.cores} cores`);
+  const stack = await Stack.start();
+  const ctx: Ctx = { quick, stack, log };
+  const results: BenchResult[] = [];
+  let failed = false;
+  let stopping = false;
+  process.once('SIGINT', () => {
+    stopping = true;
+    log('interrupted: stopping after this benchmark');
+  });
+  try {
+    for (const b of BENCHMARKS.filter((x) => keys.includes(x.key))) {
+      if (stopping) break;
+      const t = Date.now();
+      log(`== ${b.key}`);
+      try {
+        const r = await b.run(ctx);
+        results.push(...r);
+        log(`== ${b.key} done in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+      } catch (err) {
+        failed = true;
+        log(`== ${b.key} FAILED: ${(err as Error).stack ?? String(err)}`);
+      }
+    }
+  } finally {
+    await stack.stop();
+  }
+  const dir = path.join(__dirname, 'results');
+  fs.mkdirSync(dir, { recursive: true });
+  const out = {
+    commit: commit(),
+    machine: { ...info, loadavgAtEnd: os.loadavg().map((l) => Math.round(l * 100) / 100) },
+    mode: quick ? 'quick' : 'full',
+    date: new Date(started).toISOString(),
+    durationS: Math.round((Date.now() - started) / 1000),
+    settings: SETTINGS,
+    benchmarks: results,
+  };
+  fs.writeFileSync(path.join(dir, 'latest.json'), `${JSON.stringify(out, null, 2)}\n`);
+  fs.writeFileSync(path.join(dir, 'latest.md'), markdown(out));
+  for (const b of results) {
+    await armsChart(b, path.join(dir, `${b.name}.png`)).catch((err) => log(`chart ${b.name} failed: ${(err as Error).message}`));
+    const series = b.series as { x: number; y: number; series: string }[] | undefined;
+    const chart = b.chart as { title: string; subtitle?: string; x: string; y: string } | undefined;
+    if (series && chart) await lineChart(series, path.join(dir, `${b.name}_series.png`), chart).catch((err) => log(`chart ${b.name} series failed: ${(err as Error).message}`));
+  }
+  process.stdout.write(markdown(out));
+  log(`bench: wrote ${path.relative(process.cwd(), dir)}/latest.json, latest.md and charts in ${out.durationS} s`);
+  if (failed) process.exitCode = 1;
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench: failed: ${(err as Error).stack ?? String(err)}\n`);
+  process.exitCode = 1;
+});

@@ -16,7 +16,8 @@ import { FIXTURE_CODEC_KEY } from './helpers/test-keys';
 import { endSignal, getFileUpdate, interruptSignal, putFileUpdate, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import type { WorkflowHandle } from '@temporalio/client';
-import { runsOf, say, startHarness, startSession, waitForEvents, workflowBundle } from './helpers/env';
+import { logOf, runsOf, say, startHarness, startSession, testArchive, waitForEvents, workflowBundle } from './helpers/env';
+import { forkSession, wakeSession } from '../src/session-ops';
 
 const DIR = path.join(__dirname, 'histories');
 const FIXTURE_TOKEN = 'ghp_fixture_token_not_a_secret';
@@ -137,6 +138,42 @@ if (process.env.RECORD_HISTORIES === '1') {
         const file = path.join(DIR, `long-session-run-${i + 1}.json`);
         if (!fs.existsSync(file)) fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
       }
+    } finally {
+      await h.stop();
+    }
+  });
+}
+
+if (process.env.RECORD_HISTORIES === '1') {
+  it('records a woken run (`agents wake` after the run was terminated mid-turn) and a forked session', async () => {
+    const h = await startHarness();
+    const agent = { tools: ['session_events' as const], sandboxes: {} };
+    const ids = ['recorded-woken', 'recorded-fork-source', 'recorded-forked'];
+    // A session id is used once: clear what an earlier recording sealed under these.
+    for (const id of ids) fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+    try {
+      const first = await startSession(h, { id: ids[0], agent });
+      await say(first, 'remember the word zebra');
+      h.mock.script(ids[0], { steps: [{ firstByteDelayMs: 60_000 }] });
+      await first.executeUpdate(sendMessageUpdate, { args: [{ text: 'a slow one' }] });
+      while (h.mock.requests(ids[0]).length < 2) await new Promise((r) => setTimeout(r, 50));
+      await first.terminate('recorded loss of the run');
+      await wakeSession(h.env.client, testArchive(), ids[0]);
+      // A woken run starts a new chain: reach it by id alone.
+      const woken = h.env.client.workflow.getHandle(ids[0]);
+      await waitForEvents(woken, (ev) => ev.filter((e) => e.type === 'assistant_message').length === 2);
+      await say(woken, 'which word?');
+      await endAndSave(woken, 'woken-session.json');
+
+      const source = await startSession(h, { id: ids[1], agent });
+      await say(source, 'alpha');
+      await say(source, 'beta');
+      await forkSession(h.env.client, testArchive(), logOf(source), { source: ids[1], at: 3, id: ids[2], message: { text: 'gamma' } });
+      const fork = h.env.client.workflow.getHandle(ids[2]);
+      await waitForEvents(fork, (ev) => ev.some((e) => e.type === 'assistant_message' && e.seq > 3));
+      await say(fork, 'Please read the session log.');
+      await endAndSave(fork, 'forked-session.json');
+      await source.signal(endSignal, { reason: 'recorded' });
     } finally {
       await h.stop();
     }

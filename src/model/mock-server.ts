@@ -32,6 +32,8 @@ export interface MockStep {
   /** Wait this long after each streamed content delta. */
   chunkDelayMs?: number;
   reply?: { content: MockBlock[]; stopReason?: string };
+  /** Answer 200 with this body as the event stream, verbatim: malformed SSE, arbitrary content blocks. */
+  rawSse?: string;
 }
 
 export interface MockSessionScript {
@@ -99,6 +101,10 @@ export function validateRequest(body: Record<string, unknown>, countTokens = fal
     } else {
       pendingToolUses = blocks.filter((b) => b.type === 'tool_use').map((b) => b.id as string);
       if (pendingToolUses.some((id) => typeof id !== 'string' || id === '')) throw new InvalidRequest(`messages.${i}: tool_use blocks need an id`);
+      for (const [j, b] of blocks.entries()) {
+        if (b.type === 'tool_use' && (typeof b.input !== 'object' || b.input === null || Array.isArray(b.input)))
+          throw new InvalidRequest(`messages.${i}.content.${j}.tool_use.input: Input should be a valid dictionary`);
+      }
     }
   });
   if (pendingToolUses.length && messages[messages.length - 1].role === 'assistant')
@@ -390,6 +396,11 @@ export class MockModelServer {
         record.firstByteAt = Date.now();
         const headers: Record<string, string> = step.retryAfter !== undefined ? { 'retry-after': String(step.retryAfter) } : {};
         return this.sendError(res, step.status, step.message ?? `injected ${step.status}`, headers);
+      }
+      if (step.rawSse !== undefined) {
+        record.status = 200;
+        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_mock_${Date.now()}` });
+        return void res.end(step.rawSse);
       }
       const reply = step.reply ?? (compaction ? compactionReply(body) : defaultReply(body));
       record.status = 200;

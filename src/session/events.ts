@@ -10,8 +10,9 @@ export const ContentBlockSchema = z
   .superRefine((block, ctx) => {
     const b = block as Record<string, unknown>;
     if (block.type === 'text' && typeof b.text !== 'string') ctx.addIssue({ code: 'custom', message: 'text block needs a string `text`' });
-    if (block.type === 'tool_use' && (typeof b.id !== 'string' || typeof b.name !== 'string' || typeof b.input !== 'object' || b.input === null))
-      ctx.addIssue({ code: 'custom', message: 'tool_use block needs string `id`, string `name` and object `input`' });
+    // The API takes back only a non-empty id and a dictionary input: anything else would refuse every later request.
+    if (block.type === 'tool_use' && (typeof b.id !== 'string' || b.id === '' || typeof b.name !== 'string' || typeof b.input !== 'object' || b.input === null || Array.isArray(b.input)))
+      ctx.addIssue({ code: 'custom', message: 'tool_use block needs a non-empty string `id`, a string `name` and an object `input`' });
   });
 export type ContentBlock = z.infer<typeof ContentBlockSchema>;
 

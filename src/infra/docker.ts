@@ -207,6 +207,22 @@ export async function ensureDockerEngine(log: Log = defaultLog): Promise<string>
   });
 }
 
+/**
+ * Stops the project's own Docker engine (SIGTERM, as a host shutdown would) and starts it again. Its
+ * containers stop with it; volumes and images stay. Used by the fault suite.
+ */
+export async function restartProjectDaemon(log: Log = defaultLog): Promise<string> {
+  const pid = runningDaemonPid();
+  if (pid === undefined) throw new Error(`no project dockerd is running (${PIDFILE})`);
+  process.kill(pid, 'SIGTERM');
+  const deadline = Date.now() + 60_000;
+  while (isAlive(pid)) {
+    if (Date.now() > deadline) process.kill(pid, 'SIGKILL');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return ensureDockerEngine(log);
+}
+
 async function aptInstall(packages: string[], log: Log): Promise<void> {
   if (!onPath('apt-get', SYSTEM_DIRS)) throw new Error(`${packages.join(' ')} is not installed, and there is no apt-get to install it with`);
   if (!isRoot()) throw new Error(`${packages.join(' ')} is not installed, and installing it with apt-get needs root`);

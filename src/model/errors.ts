@@ -10,6 +10,9 @@ const NON_RETRYABLE: Record<number, string> = {
   413: 'ModelError.RequestTooLarge',
 };
 
+/** Error types an `error` event mid-stream can carry that a retry would not fix. */
+const STREAM_NON_RETRYABLE = new Set(['invalid_request_error', 'authentication_error', 'permission_error', 'not_found_error', 'request_too_large']);
+
 /** Reads `retry-after-ms` or `retry-after` (seconds or an HTTP date) into milliseconds. */
 export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
   if (!headers) return undefined;
@@ -42,6 +45,14 @@ export function toModelFailure(err: unknown): ApplicationFailure {
       return ApplicationFailure.create({ message, type, ...(delay !== undefined ? { nextRetryDelay: delay } : {}) });
     }
     return ApplicationFailure.create({ message, type: NON_RETRYABLE[status] ?? `ModelError.Status${status}`, nonRetryable: true });
+  }
+  if (err instanceof Anthropic.APIError) {
+    // An `error` event in the middle of a stream: no status, only the error's type.
+    const type = (err as { type?: string }).type ?? (err.error as { error?: { type?: string } } | undefined)?.error?.type;
+    const message = `model API stream error${type ? ` ${type}` : ''}: ${err.message}`;
+    if (type && STREAM_NON_RETRYABLE.has(type)) return ApplicationFailure.create({ message, type: 'ModelError.InvalidRequest', nonRetryable: true });
+    const mapped = type === 'overloaded_error' ? 'ModelError.Overloaded' : type === 'rate_limit_error' ? 'ModelError.RateLimited' : 'ModelError.Stream';
+    return ApplicationFailure.create({ message, type: mapped });
   }
   const message = err instanceof Error ? err.message : String(err);
   return ApplicationFailure.create({ message: `model call failed: ${message}`, type: 'ModelError.Stream' });

@@ -29,6 +29,8 @@ export interface MockStep {
   firstByteDelayMs?: number;
   /** Start the reply, then drop the connection mid-stream. */
   dropMidStream?: boolean;
+  /** Start the reply, then send an SSE `error` event of this status's type (as the API does when it overloads mid-stream). */
+  errorMidStream?: number;
   /** Wait this long after each streamed content delta. */
   chunkDelayMs?: number;
   reply?: { content: MockBlock[]; stopReason?: string };
@@ -404,7 +406,7 @@ export class MockModelServer {
       }
       const reply = step.reply ?? (compaction ? compactionReply(body) : defaultReply(body));
       record.status = 200;
-      await this.sendMessage(res, body, reply, sessionId, step.dropMidStream === true, record, step.chunkDelayMs ?? script?.chunkDelayMs ?? 0);
+      await this.sendMessage(res, body, reply, sessionId, step.dropMidStream === true, record, step.chunkDelayMs ?? script?.chunkDelayMs ?? 0, step.errorMidStream);
     } finally {
       this.inFlightCount--;
     }
@@ -418,6 +420,7 @@ export class MockModelServer {
     drop: boolean,
     record?: RecordedRequest,
     chunkDelayMs = 0,
+    errorMidStream?: number,
   ): Promise<void> {
     const messages = body.messages as Msg[];
     const idBase = createHash('sha256').update(sessionId).digest('hex').slice(0, 8);
@@ -457,6 +460,11 @@ export class MockModelServer {
           if (drop && k === 0) {
             await sleep(20);
             return void res.socket?.destroy();
+          }
+          if (errorMidStream !== undefined && k === 0) {
+            const type = ERROR_TYPES[errorMidStream] ?? (errorMidStream >= 500 ? 'api_error' : 'invalid_request_error');
+            send('error', { type: 'error', error: { type, message: `injected ${type} mid-stream` } });
+            return void res.end();
           }
         }
       } else {

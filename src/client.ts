@@ -48,12 +48,12 @@ function secretName(raw: string): string {
 }
 
 function nonNegativeInt(raw: string): number {
-  if (!/^\d+$/.test(raw)) throw new InvalidArgumentError('must be a non-negative integer');
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new InvalidArgumentError(`must be a non-negative integer up to ${Number.MAX_SAFE_INTEGER}`);
   return Number(raw);
 }
 
 function positiveInt(raw: string): number {
-  if (!/^[1-9]\d*$/.test(raw)) throw new InvalidArgumentError('must be a positive integer');
+  if (!/^[1-9]\d*$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new InvalidArgumentError(`must be a positive integer up to ${Number.MAX_SAFE_INTEGER}`);
   return Number(raw);
 }
 
@@ -158,7 +158,8 @@ export function buildProgram(): Command {
   program
     .name('agents')
     .description('Run long-lived AI agent sessions durably on Temporal')
-    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+    // A parse error is one line, like every other refusal: commander puts its suggestion on a line of its own.
+    .configureOutput({ writeErr: (s) => process.stderr.write(s), outputError: (s, write) => write(`${s.trimEnd().replace(/\s*\n\s*/g, ' ')}\n`) });
 
   program
     .command('start')

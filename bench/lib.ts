@@ -164,10 +164,10 @@ export async function liveEvents(handle: WorkflowHandle, from = 0): Promise<Sess
 }
 
 /** Polls the current run's log until `pred` holds. */
-export async function waitLive(handle: WorkflowHandle, pred: (events: SessionEvent[]) => boolean, timeoutMs = 120_000, pollMs = 25): Promise<SessionEvent[]> {
+export async function waitLive(handle: WorkflowHandle, pred: (events: SessionEvent[]) => boolean, timeoutMs = 120_000, pollMs = 25, from = 0): Promise<SessionEvent[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const events = await liveEvents(handle).catch(() => [] as SessionEvent[]);
+    const events = await liveEvents(handle, from).catch(() => [] as SessionEvent[]);
     const failed = events.find((e) => e.type === 'error');
     if (failed) throw new Error(`session ${handle.workflowId} logged an error: ${JSON.stringify(failed)}`);
     if (pred(events)) return events;

@@ -111,10 +111,11 @@ async function main() {
   }
   process.stdout.write(markdown(out));
   log(`bench: wrote ${path.relative(process.cwd(), dir)}/latest.json, latest.md and charts in ${out.durationS} s`);
-  if (failed) process.exitCode = 1;
+  // Lingering client retries (queries to ended sessions, a dead worker's sticky queue) must not hold the run open.
+  process.exit(failed ? 1 : 0);
 }
 
 main().catch((err: unknown) => {
   process.stderr.write(`bench: failed: ${(err as Error).stack ?? String(err)}\n`);
-  process.exitCode = 1;
+  process.exit(1);
 });

@@ -86,7 +86,7 @@ export async function runExecute(ctx: Ctx): Promise<BenchResult[]> {
       `Ratios execute/dockerode p50 ${ratios.execute_over_dockerode.p50} (1 MB: ${ratios.execute_over_dockerode_1mb.p50}), execute/docker_cli p50 ${ratios.execute_over_docker_cli.p50} (1 MB: ${ratios.execute_over_docker_cli_1mb.p50}).`,
       `execute's extra over a bare exec is the inspect round trip and the wrapper's own work in the sandbox (mkdir, writing the record, a second bash).`,
     ].join(' ');
-    results.push({ name: 'execute_roundtrip', arms, notes, ratios });
+    results.push({ name: 'execute_roundtrip', arms, notes, ratios, ratioTo: { dockerode: 'execute', docker_cli: 'execute', dockerode_1mb: 'execute_1mb', docker_cli_1mb: 'execute_1mb' } });
   } finally {
     await provider.destroy(sandboxId).catch(() => undefined);
   }

@@ -57,9 +57,9 @@ export async function runHistory(ctx: Ctx): Promise<BenchResult[]> {
   const series: { x: number; y: number; series: string }[] = [];
   for (const c of checkpoints) {
     const times = [];
-    for (let i = 0; i < (ctx.quick ? 1 : 3); i++) times.push(await replayMs(c.history, id));
+    for (let i = 0; i < 1; i++) times.push(await replayMs(c.history, id));
     c.replayP50Ms = armStats(times).p50Ms;
-    series.push({ x: c.turns, y: armStats(times).p50Ms, series: ctx.quick ? 'replay ms' : 'replay ms (p50 of 3)' });
+    series.push({ x: c.turns, y: armStats(times).p50Ms, series: 'replay ms' });
     series.push({ x: c.turns, y: c.runBytes / 1024, series: 'run history KiB' });
   }
   const first = checkpoints[0];
@@ -87,6 +87,7 @@ export async function runHistory(ctx: Ctx): Promise<BenchResult[]> {
       bytesPerTurn: Math.round(bytesPerTurn),
       eventsPerTurn: Math.round(eventsPerTurn * 10) / 10,
       handovers: runs - 1,
+      ratioTo: { [Object.keys(arms)[1]]: Object.keys(arms)[0] },
       checkpoints: checkpoints.map(({ history: _h, ...c }) => c),
       series,
       chart: { title: 'history_growth', subtitle: 'per run: history KiB and replay ms against session turns', x: 'session turns', y: 'KiB / ms' },

@@ -41,18 +41,18 @@ export function markdown(out: { commit: string; machine: ReturnType<typeof machi
     `${out.date}, commit \`${out.commit}\`, ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, load average at start ${m.loadavgAtStart.join(' ')}; the run took ${out.durationS} s.`,
     `Settings: model first byte ${out.settings.modelFirstByteMs} ms, ${out.settings.modelChunkDelayMs} ms per streamed chunk; TTFT recipe clones ${out.settings.recipeRepoFiles} files of ${out.settings.recipeRepoFileBytes} B and runs \`${out.settings.recipeSetup.join('; ')}\`.`,
     '',
-    '| benchmark | arm | n | p50 ms | p95 ms | p50 ratio | p95 ratio |',
-    '|---|---|---:|---:|---:|---:|---:|',
+    '| benchmark | arm | n | p50 ms | p95 ms | ratio | p50 ratio | p95 ratio |',
+    '|---|---|---:|---:|---:|---|---:|---:|',
   ];
   for (const b of out.benchmarks) {
-    const arms = Object.entries(b.arms);
-    const base = arms[0]?.[1];
-    for (const [i, [arm, s]] of arms.entries()) {
-      const r = i === 0 || !base ? ['', ''] : [(base.p50Ms / s.p50Ms).toFixed(3), (base.p95Ms / s.p95Ms).toFixed(3)];
-      lines.push(`| ${i === 0 ? b.name : ''} | ${arm} | ${s.n} | ${fmt(s.p50Ms)} | ${fmt(s.p95Ms)} | ${r[0]} | ${r[1]} |`);
+    const ratioTo = (b.ratioTo ?? {}) as Record<string, string>;
+    for (const [i, [arm, s]] of Object.entries(b.arms).entries()) {
+      const base = ratioTo[arm] ? b.arms[ratioTo[arm]] : undefined;
+      const r = base ? [`${arm} / ${ratioTo[arm]}`, (s.p50Ms / base.p50Ms).toFixed(3), (s.p95Ms / base.p95Ms).toFixed(3)] : ['', '', ''];
+      lines.push(`| ${i === 0 ? b.name : ''} | ${arm} | ${s.n} | ${fmt(s.p50Ms)} | ${fmt(s.p95Ms)} | ${r.join(' | ')} |`);
     }
   }
-  lines.push('', 'Ratios are the first arm of each benchmark over the arm in that row (below 1: the first arm is faster).', '');
+  lines.push('');
   for (const b of out.benchmarks) lines.push(`- **${b.name}**: ${b.notes}`);
   lines.push('');
   return lines.join('\n');

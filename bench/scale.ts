@@ -107,6 +107,7 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
         rssBytesPerSession10: Math.round(perSession10),
         rssBytes: { baseline, sessions_10: rss10, sessions_1000: rssBig },
         bigArmSessions: big,
+        ratioTo: { sessions_1000: 'sessions_10' },
         notes,
       },
     ];

@@ -1,6 +1,7 @@
 // Harness overhead per turn: the same scripted task (each turn: a bash tool call, its result, a text reply) as a
 // plain in-process loop over the same model client and sandbox provider, and as a platform session.
 import type { WorkflowHandle } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { uniqueId, testAgent } from '../test/helpers/env';
 import { resolveDockerHost, sandboxImage } from '../src/infra/docker';
 import { AnthropicModelClient } from '../src/model/client';
@@ -12,7 +13,7 @@ import { formatBashOutput } from '../src/activities/hands';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { sendMessageUpdate } from '../src/workflows/messages';
-import { SETTINGS, armStats, endSession, interleave, waitLive, type BenchResult, type Ctx } from './lib';
+import { SETTINGS, percentile, armStats, endSession, interleave, waitLive, type BenchResult, type Ctx } from './lib';
 
 type Arm = 'inprocess' | 'platform';
 const TURNS = 20;
@@ -64,6 +65,32 @@ class InProcessLoop {
   }
 }
 
+/**
+ * Where the platform's time goes, from the session's own history: median ms from scheduling to start of
+ * activities and workflow tasks, and workflow task processing (start to completion).
+ */
+async function profile(handle: WorkflowHandle) {
+  const E = temporal.api.enums.v1.EventType;
+  const history = await handle.fetchHistory();
+  const at = new Map<string, number>();
+  const ms = (t: temporal.api.history.v1.IHistoryEvent) => Number(t.eventTime?.seconds ?? 0) * 1000 + (t.eventTime?.nanos ?? 0) / 1e6;
+  const acc: Record<string, number[]> = { activityScheduleToStart: [], workflowTaskScheduleToStart: [], workflowTaskRun: [], activityCompletedToNextWorkflowTaskStart: [] };
+  let pendingActivityDone: number | undefined;
+  for (const e of history.events ?? []) {
+    const id = String(e.eventId);
+    at.set(id, ms(e));
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED) acc.activityScheduleToStart.push(ms(e) - (at.get(String(e.activityTaskStartedEventAttributes?.scheduledEventId)) ?? ms(e)));
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) pendingActivityDone = ms(e);
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
+      acc.workflowTaskScheduleToStart.push(ms(e) - (at.get(String(e.workflowTaskStartedEventAttributes?.scheduledEventId)) ?? ms(e)));
+      if (pendingActivityDone !== undefined) acc.activityCompletedToNextWorkflowTaskStart.push(ms(e) - pendingActivityDone);
+      pendingActivityDone = undefined;
+    }
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) acc.workflowTaskRun.push(ms(e) - (at.get(String(e.workflowTaskCompletedEventAttributes?.startedEventId)) ?? ms(e)));
+  }
+  return Object.fromEntries(Object.entries(acc).map(([k, v]) => [k, Math.round(percentile(v, 0.5) * 10) / 10])) as Record<keyof typeof acc, number>;
+}
+
 async function platformTurn(handle: WorkflowHandle, text: string): Promise<number> {
   const t0 = Date.now();
   const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text }] });
@@ -106,16 +133,17 @@ export async function runTurnOverhead(ctx: Ctx): Promise<BenchResult[]> {
     const addedP50 = platform.p50Ms - inprocess.p50Ms;
     const addedP95 = platform.p95Ms - inprocess.p95Ms;
     const perActivity = addedP50 / ACTIVITIES_PER_TURN;
+    const prof = await profile(h).catch(() => undefined);
     const notes = [
       `${TURNS} turns per arm after ${WARMUP} warm-up turns, interleaved; each turn = model call (bash tool_use) + execute in the same kind of sandbox + model call (text); model first byte ${SETTINGS.modelFirstByteMs} ms, ${SETTINGS.modelChunkDelayMs} ms per chunk, so ${MODEL_CALLS_PER_TURN * SETTINGS.modelFirstByteMs} ms of every turn is the model in both arms.`,
       `The in-process loop calls the same AnthropicModelClient and DockerSandboxProvider.execute directly; the platform turn is timed from the client's sendMessage update to the workflow's time of the final assistant_message.`,
       `Added per turn: p50 ${addedP50.toFixed(1)} ms, p95 ${addedP95.toFixed(1)} ms; per activity (${ACTIVITIES_PER_TURN} per turn): ${perActivity.toFixed(1)} ms at p50 (anchor: Temporal Cloud ~50 ms scheduling per activity; target <= 30 ms on the local server).`,
       perActivity > 30
-        ? `Above the 30 ms target. Each activity costs a workflow task to schedule it and one to take its result (two round trips to the dev server, each with history persisted to SQLite), plus the codec encrypting every payload, and callModel reads the log through the events query (another workflow query round trip) before calling the model; on a shared 2-core machine each of those round trips is a few ms and they add up.`
+        ? `Above the 30 ms target. Profile from the session's history (medians, ms): ${prof ? `activity scheduled->started ${prof.activityScheduleToStart}, workflow task scheduled->started ${prof.workflowTaskScheduleToStart}, workflow task run ${prof.workflowTaskRun}, activity completed->next workflow task started ${prof.activityCompletedToNextWorkflowTaskStart}` : 'unavailable'}. Each activity costs a dispatch to a poller, then a workflow task to take its result (a round trip to the dev server and its SQLite history, the codec encrypting and decrypting every payload), and callModel first reads the log through the events query before calling the model; the rest is the client's update and the workflow task that appends the user message. On this shared 2-core machine (the load average is in the result) every round trip also waits for CPU.`
         : 'Within the 30 ms per activity target.',
       'The model call as a local activity is not implemented, so there is no third arm.',
     ].join(' ');
-    return [{ name: 'turn_overhead', arms: { inprocess, platform }, notes, addedPerTurnMs: { p50: addedP50, p95: addedP95 }, addedPerActivityMs: perActivity, activitiesPerTurn: ACTIVITIES_PER_TURN }];
+    return [{ name: 'turn_overhead', arms: { inprocess, platform }, notes, ratioTo: { platform: 'inprocess' }, profileMs: prof, addedPerTurnMs: { p50: addedP50, p95: addedP95 }, addedPerActivityMs: perActivity, activitiesPerTurn: ACTIVITIES_PER_TURN }];
   } finally {
     if (handle) await endSession(handle);
     await loop.destroy();

@@ -141,7 +141,7 @@ describe('hardening, checked from inside the container', () => {
   it('caps a 10 MB output with a clear marker', async () => {
     const r = await bash(h, handle, 'head -c 10000000 /dev/zero | tr "\\0" x; echo; echo tail-line');
     expect(r.output.length).toBeLessThan(40 * 1024);
-    expect(r.output).toMatch(/\[output truncated: \d+ of 10000011 bytes omitted\]/);
+    expect(r.output).toMatch(/\[output truncated: \d+ of 10000011 bytes omitted; the whole output is in \/home\/agent\/\.tool-output\/\S+\.txt\]/);
     expect(r.output.startsWith('xxxx')).toBe(true);
     expect(r.output).toMatch(/tail-line\n\[exit 0\]$/);
   });

@@ -1,6 +1,9 @@
 // Long sessions: one session over many runs (continue-as-new), the archive that keeps every event readable,
 // context compaction, `agents wake` and `agents fork`.
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { loadConfig } from '../src/config';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { MockStep } from '../src/model/mock-server';
 import type { SessionEvent } from '../src/session/events';
@@ -100,6 +103,37 @@ describe('one session over many runs', () => {
     const texts = events.flatMap((e) => (e.type === 'user_message' ? [e.text] : []));
     expect(texts.filter((t) => t !== 'last').sort()).toEqual(['loop', ...Array.from({ length: 24 }, (_, i) => `${i % 3 === 0 ? 'update' : 'signal'} ${i}`)].sort());
     expect(texts.filter((t) => t === 'last')).toHaveLength(1);
+  });
+});
+
+describe('an archive that cannot be written', () => {
+  it('shows the failure as an event, keeps the session in its run, and hands over once the archive works again', async () => {
+    const id = uniqueId('no-archive');
+    // A file where the session's archive directory belongs: every seal fails, as on a broken disk.
+    const blocker = path.join(loadConfig().dataDir, 'archive', encodeURIComponent(id));
+    fs.mkdirSync(path.dirname(blocker), { recursive: true });
+    fs.writeFileSync(blocker, 'not a directory');
+    try {
+      const hnd = await startSession(h, { id, agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } } });
+      h.mock.script(id, { steps: Array.from({ length: 30 }, () => readLog(1)) });
+      const { seq } = await hnd.executeUpdate(sendMessageUpdate, { args: [{ text: 'loop while the disk is broken' }] });
+      // An `error` event does not end this turn: wait for the model's last reply.
+      const replied = (after: number) => (ev: SessionEvent[]) => ev.some((e) => e.seq > after && e.type === 'assistant_message' && e.stopReason === 'end_turn');
+      let events = await waitForEvents(hnd, replied(seq), 120_000);
+      expect(events.filter((e) => e.type === 'tool_result')).toHaveLength(30);
+      const failures = events.filter((e) => e.type === 'error' && e.kind === 'archive');
+      expect(failures.length).toBeGreaterThanOrEqual(1);
+      expect(failures[0]).toMatchObject({ message: expect.stringMatching(/could not seal events 0 to \d+ into the session archive/) });
+      expect((await hnd.query(statusQuery)).run).toBe(1);
+      fs.rmSync(blocker);
+      h.mock.script(id, { steps: Array.from({ length: 30 }, () => readLog(1)) });
+      const next = await hnd.executeUpdate(sendMessageUpdate, { args: [{ text: 'and again' }] });
+      events = await waitForEvents(hnd, replied(next.seq), 120_000);
+      expectOneLog(events);
+      expect((await hnd.query(statusQuery)).run).toBeGreaterThan(1);
+    } finally {
+      if (fs.statSync(blocker, { throwIfNoEntry: false })?.isFile()) fs.rmSync(blocker);
+    }
   });
 });
 

@@ -36,7 +36,12 @@ export class ArchivedSessionLog implements SessionLog {
   ) {}
 
   async read(sessionId: string, from: number, limit: number): Promise<EventsPage> {
-    const segment = await this.archive.find(sessionId, from);
+    // A broken archive must not stop reads of the live tail, which never need it.
+    let archiveError: Error | undefined;
+    const segment = await this.archive.find(sessionId, from).catch((err: Error) => {
+      archiveError = err;
+      return undefined;
+    });
     if (segment) {
       const n = Math.min(limit, segment.throughSeq + 1 - from);
       if (segment.kind === 'link') {
@@ -48,7 +53,8 @@ export class ArchivedSessionLog implements SessionLog {
     }
     const page = await this.live.read(sessionId, from, limit);
     if (page.firstSeq !== undefined && from < page.firstSeq) {
-      throw new MissingEventsError(`events ${from} to ${page.firstSeq - 1} of session ${sessionId} are not in the session archive`);
+      const why = archiveError ? `the session archive could not be read: ${archiveError.message}` : 'they are not in the session archive';
+      throw new MissingEventsError(`events ${from} to ${page.firstSeq - 1} of session ${sessionId} are not in the live run, and ${why}`);
     }
     return page;
   }

@@ -147,10 +147,10 @@ export function compactionReply(body: Record<string, unknown>): { content: MockB
 /**
  * The built-in brain: deterministic in the conversation. A user text that asks about the log, events or
  * history gets a `session_events` call, and one with a `backticked command` gets a `bash` call (when those
- * tools are offered); a tool call whose sandbox was lost is made again; other tool results get a short
- * summary; anything else is echoed.
+ * tools are offered); with `reissueLostTools`, a tool call whose sandbox was lost is made again; other tool
+ * results get a short summary; anything else is echoed.
  */
-export function defaultReply(body: Record<string, unknown>): { content: MockBlock[]; stopReason: string } {
+export function defaultReply(body: Record<string, unknown>, opts: { reissueLostTools?: boolean } = {}): { content: MockBlock[]; stopReason: string } {
   const messages = body.messages as Msg[];
   const last = messages[messages.length - 1];
   const blocks = blocksOf(last);
@@ -181,7 +181,7 @@ export function defaultReply(body: Record<string, unknown>): { content: MockBloc
   // A tool call lost to broken infrastructure (not a failing command) is made again, as a careful model would.
   const lost = results.filter((r) => r.is_error === true && /was lost while running this tool|could not be provisioned/.test(JSON.stringify(r.content))).map((r) => r.tool_use_id);
   const previous = messages.length >= 2 ? blocksOf(messages[messages.length - 2]) : [];
-  const again = previous.filter((b) => b.type === 'tool_use' && lost.includes(b.id));
+  const again = opts.reissueLostTools ? previous.filter((b) => b.type === 'tool_use' && lost.includes(b.id)) : [];
   if (again.length) {
     return {
       content: [{ type: 'text', text: 'The sandbox failed; running that again.' }, ...again.map((b) => ({ type: 'tool_use' as const, name: String(b.name), input: b.input as Record<string, unknown> }))],
@@ -296,6 +296,8 @@ export class MockModelServer {
   private readonly sockets = new Set<import('node:net').Socket>();
   private inFlightCount = 0;
   url = '';
+  /** The built-in brain makes a tool call again when its sandbox was lost (off: it reports the error). */
+  reissueLostTools = false;
 
   async start(port = 0, host = '127.0.0.1'): Promise<string> {
     this.server = http.createServer((req, res) => {
@@ -404,7 +406,7 @@ export class MockModelServer {
         res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_mock_${Date.now()}` });
         return void res.end(step.rawSse);
       }
-      const reply = step.reply ?? (compaction ? compactionReply(body) : defaultReply(body));
+      const reply = step.reply ?? (compaction ? compactionReply(body) : defaultReply(body, { reissueLostTools: this.reissueLostTools }));
       record.status = 200;
       await this.sendMessage(res, body, reply, sessionId, step.dropMidStream === true, record, step.chunkDelayMs ?? script?.chunkDelayMs ?? 0, step.errorMidStream);
     } finally {

@@ -116,7 +116,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
       retry: { maximumAttempts, initialInterval: 500, nonRetryableErrorTypes: ['McpError.Credential', 'McpError.Unauthorized', 'McpError.Rejected', 'McpError.InvalidResult'] },
     });
 
-  const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 5, initialInterval: 1000 } });
+  const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 3, initialInterval: 500 } });
 
   /** This run's events; event `seq` is events[seq - baseSeq]. */
   const events: SessionEvent[] = [];
@@ -485,7 +485,10 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     openToolUses: openToolUses(),
   });
 
+  /** After a failed handover (the archive could not seal), the next try waits for this many more events. */
+  let handoverRetryAtSeq = -1;
   const shouldHandOver = (): boolean => {
+    if (nextSeq() < handoverRetryAtSeq) return false;
     const info = workflowInfo();
     return info.continueAsNewSuggested || info.historyLength >= limits.historyEvents || info.historySize >= limits.historyBytes;
   };
@@ -520,7 +523,10 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
           handledThrough = lastUserSeq;
           inTurn = undefined;
         }
-        if (!(await sealAll())) return;
+        if (!(await sealAll())) {
+          handoverRetryAtSeq = nextSeq() + 50;
+          return;
+        }
         if (sealedThrough === nextSeq() - 1 && allHandlersFinished() && endReason === undefined) break;
       }
     } finally {

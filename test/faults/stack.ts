@@ -25,6 +25,8 @@ export class FaultStack {
   async start(): Promise<void> {
     this.port = await freePort();
     await this.startServer();
+    // The model makes a tool call again when infrastructure lost it, so every cell can finish its task.
+    this.mock.reissueLostTools = true;
     await this.mock.start();
     const connection = await Connection.connect({ address: this.address });
     this.client = new Client({ connection, dataConverter: testDataConverter() });

@@ -20,11 +20,15 @@ afterAll(async () => {
 
 const runsOf = (id: string) => runsOfSession(h.env.client, id);
 
-/** History bytes of every run so far: closed runs as visibility has them, the open one as described now. */
-async function historyBytes(handle: WorkflowHandle): Promise<number> {
+/** Every run of the session as `describe` reports it (visibility lists leave out the history size). */
+async function describeRuns(handle: WorkflowHandle) {
   const runs = await runsOf(handle.workflowId);
-  const open = await handle.describe();
-  return runs.filter((r) => r.runId !== open.runId).reduce((n, r) => n + (r.historySize ?? 0), 0) + (open.historySize ?? 0);
+  return Promise.all(runs.map((r) => h.env.client.workflow.getHandle(handle.workflowId, r.runId).describe()));
+}
+
+/** History bytes of every run so far. */
+async function historyBytes(handle: WorkflowHandle): Promise<number> {
+  return (await describeRuns(handle)).reduce((n, r) => n + r.historySize!, 0);
 }
 
 /** Sends one message and waits (by the cheap status query) until its turn is over. */
@@ -47,7 +51,7 @@ it(`runs ${TURNS} turns with tool calls through several handovers, with flat his
   }
   const elapsed = Date.now() - started;
 
-  const runs = await runsOf(handle.workflowId);
+  const runs = await describeRuns(handle);
   const status = await handle.query(statusQuery);
   expect(runs.length).toBeGreaterThanOrEqual(4);
   expect(status.run).toBe(runs.length);

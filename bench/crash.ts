@@ -102,9 +102,9 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
     const notes = [
       `${rounds} rounds per arm, interleaved; each round starts ${perRound} sessions on a single child brain worker (\`agents worker --role brain\`), waits until every session's callModel is in flight at the model server, then SIGKILLs that worker; the time is from the kill to the workflow time of each session's next event (its assistant_message).`,
       `Configured: callModel heartbeat timeout ${HEARTBEAT_MS} ms (limits.modelHeartbeatTimeoutMs; the agent default is 10 s), retry after 50 ms, then the model's ${SETTINGS.modelFirstByteMs} ms first byte; a new worker process takes p50 ${spawn50.p50Ms} ms to be ready (it bundles the workflow code).`,
-      `${excluded} session(s) left out because their first call had already been retried before the kill (a missed heartbeat on the loaded machine).`,
+      `${excluded} session(s) left out because their first call had already been retried before the kill (the server saw a second request for them before the kill; the cause was not profiled).`,
       `cold/standby p50 ${ratio(cold, standby).p50}, p95 ${ratio(cold, standby).p95}.`,
-      `Both arms are bounded below by the heartbeat timeout: the server only retries the call once it has missed a heartbeat. After the retried call completes, the workflow task goes to the dead worker's sticky queue first and reaches the new worker only when that sticky task times out, which is why recovery is longer than heartbeat + model latency.`,
+      `Both arms are bounded below by the heartbeat timeout: the server only retries the call once it has missed a heartbeat. The rest is consistent with the workflow task that takes the retried call's result going first to the dead worker's sticky queue and reaching the new worker only when that task times out (the SDK's default sticky schedule-to-start timeout is 10 s); this was not confirmed from the histories.`,
       `The hands worker killed during execute is not measured here (see bench/README.md).`,
     ].join(' ');
     return [{ name: 'crash_recovery', arms: { standby, cold }, notes, ratioTo: { cold: 'standby' }, excludedSessions: excluded, heartbeatTimeoutMs: HEARTBEAT_MS, workerReadyMs: spawn50 }];

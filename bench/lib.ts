@@ -155,9 +155,16 @@ export class Stack {
 /** Events of the current run by query; enough for benchmarks whose sessions stay in their first run. */
 export async function liveEvents(handle: WorkflowHandle, from = 0): Promise<SessionEvent[]> {
   const events: SessionEvent[] = [];
+  let cursor = from;
   for (;;) {
-    const page = await handle.query(eventsQuery, { from: from + events.length, limit: 1000 });
+    const page = await handle.query(eventsQuery, { from: cursor, limit: 1000 });
+    // After a handover the current run starts at its firstSeq; what came before is sealed in the archive.
+    if (page.events.length === 0 && page.firstSeq !== undefined && page.firstSeq > cursor) {
+      cursor = page.firstSeq;
+      continue;
+    }
     events.push(...page.events);
+    cursor += page.events.length;
     // A page is cut at 1,000 events or about 1 MB; benchmark events are small, so a short page is the last.
     if (page.events.length < 1000) return events;
   }

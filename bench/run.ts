@@ -23,12 +23,14 @@ const BENCHMARKS: { key: string; run: Runner }[] = [
 
 function parseArgs(argv: string[]) {
   const quick = argv.includes('--quick');
+  // Keep the other benchmarks of the existing latest.json and replace only those run now.
+  const merge = argv.includes('--merge');
   const onlyArg = argv.find((a) => a.startsWith('--only'));
   const onlyIdx = argv.indexOf('--only');
   const only = onlyArg?.includes('=') ? onlyArg.split('=')[1] : onlyIdx >= 0 ? argv[onlyIdx + 1] : undefined;
   const keys = only ? only.split(',') : BENCHMARKS.map((b) => b.key);
   for (const k of keys) if (!BENCHMARKS.some((b) => b.key === k)) throw new Error(`unknown benchmark ${k}; one of ${BENCHMARKS.map((b) => b.key).join(', ')}`);
-  return { quick, keys };
+  return { quick, keys, merge };
 }
 
 const fmt = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(1));
@@ -59,7 +61,7 @@ export function markdown(out: { commit: string; machine: ReturnType<typeof machi
 }
 
 async function main() {
-  const { quick, keys } = parseArgs(process.argv.slice(2));
+  const { quick, keys, merge } = parseArgs(process.argv.slice(2));
   const started = Date.now();
   const log = (msg: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${msg}\n`);
   const info = machine();
@@ -92,12 +94,17 @@ async function main() {
   }
   const dir = path.join(__dirname, 'results');
   fs.mkdirSync(dir, { recursive: true });
+  const previous = merge && fs.existsSync(path.join(dir, 'latest.json')) ? (JSON.parse(fs.readFileSync(path.join(dir, 'latest.json'), 'utf8')) as { durationS: number; benchmarks: BenchResult[] }) : undefined;
+  if (previous) {
+    const kept = previous.benchmarks.filter((b) => !results.some((r) => r.name === b.name));
+    results.unshift(...kept);
+  }
   const out = {
     commit: commit(),
     machine: { ...info, loadavgAtEnd: os.loadavg().map((l) => Math.round(l * 100) / 100) },
     mode: quick ? 'quick' : 'full',
     date: new Date(started).toISOString(),
-    durationS: Math.round((Date.now() - started) / 1000),
+    durationS: Math.round((Date.now() - started) / 1000) + (previous?.durationS ?? 0),
     settings: SETTINGS,
     benchmarks: results,
   };

@@ -3,13 +3,100 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnWorker, type ChildWorker } from '../test/helpers/child-worker';
-import { testAgent, uniqueId } from '../test/helpers/env';
+import { removeHostSandboxes, testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { SETTINGS, armStats, endSession, interleave, ratio, waitLive, type BenchResult, type Ctx } from './lib';
 
 type Arm = 'standby' | 'cold';
 const HEARTBEAT_MS = 4000;
+const HANDS_HEARTBEAT_MS = 2000;
+const COMMAND = 'sleep 4 && echo done';
+/** Both arms kill this long after the commands started, so the commands end before any retry could start. */
+const KILL_AFTER_MS = 3000;
+
+/**
+ * The hands worker killed during `execute`: sessions on an in-process brain worker run a bash command on a
+ * child hands worker; once every command is running, that worker gets SIGKILL. The time is from the kill to
+ * each session's tool_result, with a second hands worker of the same host already running or started after.
+ */
+async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]; notes: string }> {
+  const { stack } = ctx;
+  const hostId = `${stack.hostId}-hands`;
+  const env = { TEMPORAL_ADDRESS: stack.env.address, HANDS_HOST_ID: hostId };
+  const live = new Set<ChildWorker>();
+  const spawn = async () => {
+    const w = await spawnWorker(env, 'hands');
+    live.add(w);
+    return w;
+  };
+  const brain = await stack.worker({ role: 'brain' });
+  const handles: WorkflowHandle[] = [];
+  let infra = 0;
+  let early = 0;
+  try {
+    const samples = await interleave<Arm>(
+      ['standby', 'cold'],
+      2,
+      0,
+      async (arm) => {
+        const doomed = await spawn();
+        const round = await Promise.all(
+          Array.from({ length: 10 }, async () => {
+            const id = uniqueId(`bench-crash-hands-${arm}`);
+            stack.model(id);
+            const handle = await stack.client.workflow.start(sessionWorkflow, {
+              taskQueue: BRAIN_TASK_QUEUE,
+              workflowId: id,
+              args: [{ agent: testAgent({ limits: { handsHeartbeatTimeoutMs: HANDS_HEARTBEAT_MS } }), message: { text: `please run \`${COMMAND}\`` } }],
+            });
+            handles.push(handle);
+            return handle;
+          }),
+        );
+        // Provisioned and the command under way: the execute activity is running on the doomed worker.
+        await Promise.all(round.map((h) => waitLive(h, (ev) => ev.some((e) => e.type === 'sandbox_provisioned') && ev.some((e) => e.type === 'tool_use'), 120_000, 50)));
+        const running = Date.now();
+        let killedAt: number;
+        let replacement: ChildWorker;
+        if (arm === 'standby') {
+          replacement = await spawn();
+          await sleep(Math.max(0, running + KILL_AFTER_MS - Date.now()));
+          killedAt = Date.now();
+          await doomed.kill('SIGKILL');
+        } else {
+          await sleep(Math.max(0, running + KILL_AFTER_MS - Date.now()));
+          killedAt = Date.now();
+          await doomed.kill('SIGKILL');
+          replacement = await spawn();
+        }
+        live.delete(doomed);
+        const times = await Promise.all(
+          round.map(async (h) => {
+            const events = await waitLive(h, (ev) => ev.some((e) => e.type === 'tool_result'), 120_000, 100);
+            const result = events.find((e) => e.type === 'tool_result')!;
+            if (result.type === 'tool_result' && result.error) infra++;
+            return Date.parse(result.time) - killedAt;
+          }),
+        );
+        await Promise.all(round.map((h) => endSession(h)));
+        await replacement.kill('SIGTERM');
+        live.delete(replacement);
+        const kept = times.filter((t) => t > 0);
+        early += times.length - kept.length;
+        return kept;
+      },
+      (m) => ctx.log(`  crash hands ${m}`),
+    );
+    const notes = `Hands: 2 rounds per arm of 10 sessions on an in-process brain worker and a child hands worker (\`agents worker --role hands\`, host ${hostId}); ${KILL_AFTER_MS} ms after every session's \`${COMMAND}\` was running (in both arms, so each command has ended on its own before a retry can start), SIGKILL; the time is from the kill to each session's tool_result (arms hands_standby, hands_cold), against limits.handsHeartbeatTimeoutMs ${HANDS_HEARTBEAT_MS} ms and a retry after 500 ms on the same host queue, where the idempotent wrapper returns the command's recorded result. ${infra} tool_result(s) were errors (infra) rather than the command's output; ${early} arrived before the kill and were left out.`;
+    return { ...samples, notes };
+  } finally {
+    await Promise.all(handles.map((h) => endSession(h)));
+    for (const w of live) await w.kill('SIGKILL').catch(() => undefined);
+    await brain.shutdown().catch(() => undefined);
+    await removeHostSandboxes(hostId).catch(() => undefined);
+  }
+}
 
 export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
   const { stack } = ctx;
@@ -98,6 +185,7 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
     );
     const standby = armStats(samples.standby);
     const cold = armStats(samples.cold);
+    const hands = await handsCrash(ctx);
     const spawn50 = armStats(spawnMs);
     const notes = [
       `${rounds} rounds per arm, interleaved; each round starts ${perRound} sessions on a single child brain worker (\`agents worker --role brain\`), waits until every session's callModel is in flight at the model server, then SIGKILLs that worker; the time is from the kill to the workflow time of each session's next event (its assistant_message).`,
@@ -105,9 +193,9 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
       `${excluded} session(s) left out because their first call had already been retried before the kill (the server saw a second request for them before the kill; the cause was not profiled).`,
       `cold/standby p50 ${ratio(cold, standby).p50}, p95 ${ratio(cold, standby).p95}.`,
       `Both arms are bounded below by the heartbeat timeout: the server only retries the call once it has missed a heartbeat. The rest is consistent with the workflow task that takes the retried call's result going first to the dead worker's sticky queue and reaching the new worker only when that task times out (the SDK's default sticky schedule-to-start timeout is 10 s); this was not confirmed from the histories.`,
-      `The hands worker killed during execute is not measured here (see bench/README.md).`,
+      hands.notes,
     ].join(' ');
-    return [{ name: 'crash_recovery', arms: { standby, cold }, notes, ratioTo: { cold: 'standby' }, excludedSessions: excluded, heartbeatTimeoutMs: HEARTBEAT_MS, workerReadyMs: spawn50 }];
+    return [{ name: 'crash_recovery', arms: { standby, cold, hands_standby: armStats(hands.standby), hands_cold: armStats(hands.cold) }, notes, ratioTo: { cold: 'standby', hands_cold: 'hands_standby' }, excludedSessions: excluded, heartbeatTimeoutMs: HEARTBEAT_MS, workerReadyMs: spawn50 }];
   } finally {
     await Promise.all(handles.map((h) => endSession(h)));
     for (const w of live) await w.kill('SIGKILL').catch(() => undefined);

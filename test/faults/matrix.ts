@@ -21,7 +21,7 @@ export interface CellResult {
   fault: Fault | 'none';
   phase: Phase | 'none';
   pass: boolean;
-  /** From the injection to the next event the session appended. */
+  /** From the injection to the session's next progress: a model reply or a successful tool result. */
   recoveryMs?: number;
   problems: string[];
   shape: string[];
@@ -200,7 +200,8 @@ export async function runCell(stack: FaultStack, fault: Fault | 'none', phase: P
   const log2 = await events();
   let recoveryMs: number | undefined;
   if (injectedAt !== undefined) {
-    const next = log2.find((e) => Date.parse(e.time) >= injectedAt!);
+    // Progress after the fault: the next model reply or successful tool result appended after the injection.
+    const next = log2.find((e) => Date.parse(e.time) >= injectedAt! && (e.type === 'assistant_message' || (e.type === 'tool_result' && !e.isError)));
     if (next) recoveryMs = Math.max(0, Date.parse(next.time) - injectedAt);
   }
   const seqs = log2.map((e) => e.seq);

@@ -42,7 +42,8 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
       async (arm) => {
         const doomed = await spawn();
         const round = await Promise.all(
-          Array.from({ length: 10 }, async () => {
+          // 12, not 10: a session whose command finished before the kill is left out.
+          Array.from({ length: 12 }, async () => {
             const id = uniqueId(`bench-crash-hands-${arm}`);
             stack.model(id);
             const handle = await stack.client.workflow.start(sessionWorkflow, {
@@ -88,7 +89,7 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
       },
       (m) => ctx.log(`  crash hands ${m}`),
     );
-    const notes = `Hands: 2 rounds per arm of 10 sessions on an in-process brain worker and a child hands worker (\`agents worker --role hands\`, host ${hostId}); ${KILL_AFTER_MS} ms after every session's \`${COMMAND}\` was running (in both arms, so each command has ended on its own before a retry can start), SIGKILL; the time is from the kill to each session's tool_result (arms hands_standby, hands_cold), against limits.handsHeartbeatTimeoutMs ${HANDS_HEARTBEAT_MS} ms and a retry after 500 ms on the same host queue, where the idempotent wrapper returns the command's recorded result. ${infra} tool_result(s) were errors (infra) rather than the command's output; ${early} arrived before the kill and were left out.`;
+    const notes = `Hands: 2 rounds per arm of 12 sessions on an in-process brain worker and a child hands worker (\`agents worker --role hands\`, host ${hostId}); ${KILL_AFTER_MS} ms after every session's \`${COMMAND}\` was running (in both arms, so each command has ended on its own before a retry can start), SIGKILL; the time is from the kill to each session's tool_result (arms hands_standby, hands_cold), against limits.handsHeartbeatTimeoutMs ${HANDS_HEARTBEAT_MS} ms and a retry after 500 ms on the same host queue, where the idempotent wrapper returns the command's recorded result. ${infra} tool_result(s) were errors (infra) rather than the command's output; ${early} arrived before the kill and were left out.`;
     return { ...samples, notes };
   } finally {
     await Promise.all(handles.map((h) => endSession(h)));
@@ -112,7 +113,8 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
     await w.kill(signal);
     live.delete(w);
   };
-  const perRound = ctx.quick ? 20 : 15;
+  // Some sessions' first call is retried before the kill and is left out: start more than the 20 samples needed.
+  const perRound = ctx.quick ? 30 : 15;
   const rounds = ctx.quick ? 1 : 2;
   const spawnMs: number[] = [];
   let excluded = 0;

@@ -56,6 +56,9 @@ export interface RunningWorker {
   shutdown(): Promise<void>;
 }
 
+/** How long a workflow task waits for the worker that has the session cached before any brain worker takes it. */
+const STICKY_TIMEOUT = '2 seconds';
+
 let runtimeInstalled = false;
 
 /** Keeps the SDK's own logs at warn level and on stderr, so stdout stays machine-readable. */
@@ -96,6 +99,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         dataConverter,
         taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE,
         ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
+        // A session's next workflow task goes to the worker that has it cached; if that worker is dead, the task
+        // moves to any brain worker after this long (the SDK default, 10 s, made every brain crash cost 10 s).
+        stickyQueueScheduleToStartTimeout: STICKY_TIMEOUT,
         activities: createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))) }),
       }),
     );

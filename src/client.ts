@@ -71,6 +71,13 @@ async function connect(config: Config): Promise<Client> {
   }
 }
 
+/** A user message from the command line, or a one-line error naming what is wrong with it. */
+function parseMessage(text: string, messageId?: string): UserMessage {
+  const m = UserMessageSchema.safeParse({ text, ...(messageId ? { messageId } : {}) });
+  if (!m.success) throw new CliError(`invalid message: ${formatIssues(m.error)}`);
+  return m.data;
+}
+
 function converterOf(config: Config) {
   return createDataConverter(loadCodecKey(config));
 }
@@ -173,16 +180,11 @@ export function buildProgram(): Command {
     .action(async (message: string | undefined, opts: { id?: string; agent?: string; system?: string; model?: string; json?: boolean }) => {
       const config = loadConfig();
       const agent = loadAgent(opts.agent, opts, config);
-      let first: SessionInput['message'];
-      if (message !== undefined) {
-        const m = UserMessageSchema.safeParse({ text: message });
-        if (!m.success) throw new CliError(`invalid message: ${formatIssues(m.error)}`);
-        first = m.data;
-      }
+      const first: SessionInput['message'] = message === undefined ? undefined : parseMessage(message);
       const id = opts.id ?? `ses-${randomUUID()}`;
       const client = await connect(config);
       // A session id names one log for good: an id whose runs are gone may still have it in the archive.
-      if ((await sessionArchive(config.dataDir, converterOf(config)).segments(id)).length > 0) throw new CliError(`session ${id} already exists (its log is in the session archive)`);
+      if ((await sessionLog(client, config).archive.segments(id)).length > 0) throw new CliError(`session ${id} already exists (its log is in the session archive)`);
       try {
         await client.workflow.start(WORKFLOW_TYPE, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent, ...(first ? { message: first } : {}) }] });
       } catch (e) {
@@ -202,10 +204,9 @@ export function buildProgram(): Command {
     .option('--message-id <id>', 'idempotency key: a repeated id is appended once')
     .option('--json', 'print {"seq"} on stdout')
     .action(async (id: string, text: string, opts: { messageId?: string; json?: boolean }) => {
-      const m = UserMessageSchema.safeParse({ text, ...(opts.messageId ? { messageId: opts.messageId } : {}) });
-      if (!m.success) throw new CliError(`invalid message: ${formatIssues(m.error)}`);
+      const m = parseMessage(text, opts.messageId);
       const client = await connect(loadConfig());
-      const result = await withSession(id, () => update(client, id, sendMessageUpdate, m.data));
+      const result = await withSession(id, () => update(client, id, sendMessageUpdate, m));
       out(opts.json ? JSON.stringify(result) : String(result.seq));
     });
 
@@ -315,12 +316,7 @@ export function buildProgram(): Command {
     .option('--json', 'print {"sessionId"} on stdout')
     .argument('[message]', "the fork's first user message")
     .action(async (source: string, message: string | undefined, opts: { at: number; id?: string; sandboxes?: boolean; json?: boolean }) => {
-      let first: UserMessage | undefined;
-      if (message !== undefined) {
-        const m = UserMessageSchema.safeParse({ text: message });
-        if (!m.success) throw new CliError(`invalid message: ${formatIssues(m.error)}`);
-        first = m.data;
-      }
+      const first = message === undefined ? undefined : parseMessage(message);
       const config = loadConfig();
       const client = await connect(config);
       const { archive, log } = sessionLog(client, config);

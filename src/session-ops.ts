@@ -5,7 +5,7 @@ import type { SessionArchive } from './archive';
 import { readEvents, type SessionLog } from './log/session-log';
 import { AgentSchema, formatIssues, resolveTool, type Agent } from './session/agent';
 import { windowAfter } from './session/context-builder';
-import type { SessionEvent } from './session/events';
+import { openToolUses } from './session/context';
 import { BRAIN_TASK_QUEUE, WORKFLOW_TYPE } from './session/queues';
 import { eventsQuery, handoverQuery, type Carry, type SessionInput, type UserMessage } from './workflows/messages';
 
@@ -36,12 +36,8 @@ export async function wakeSession(client: Client, archive: SessionArchive, sessi
   const sealed = (await archive.segments(sessionId)).reduce((m, s) => Math.max(m, s.throughSeq), -1);
   const from = Math.max(firstSeq, sealed + 1);
   if (from < carry.nextSeq) {
-    const events: SessionEvent[] = [];
-    while (from + events.length < carry.nextSeq) {
-      const page = await dead.query(eventsQuery, { from: from + events.length, limit: 1000 });
-      if (page.events.length === 0) break;
-      events.push(...page.events);
-    }
+    const deadRun: SessionLog = { read: (_id, start, limit) => dead.query(eventsQuery, { from: start, limit }) };
+    const events = await readEvents(deadRun, sessionId, from, carry.nextSeq - from);
     if (from + events.length !== carry.nextSeq) throw new SessionOpError(`could only read events ${from} to ${from + events.length - 1} of the stopped run`);
     await archive.seal(sessionId, events);
   }
@@ -89,8 +85,6 @@ export async function forkSession(client: Client, archive: SessionArchive, log: 
   if (!parsed.success) throw new SessionOpError(`the source's agent no longer validates: ${formatIssues(parsed.error)}`);
   const agent: Agent = opts.sandboxes ? parsed.data : withoutSandboxes(parsed.data);
 
-  const answered = new Set(events.filter((e) => e.type === 'tool_result').map((e) => (e.type === 'tool_result' ? e.toolUseId : '')));
-  const openToolUses = events.filter((e) => e.type === 'tool_use' && !answered.has(e.id)).map((e) => (e.type === 'tool_use' ? e.id : ''));
   const lastUser = [...events].reverse().find((e) => e.type === 'user_message')?.seq ?? -1;
   const carry: Carry = {
     nextSeq: opts.at + 1,
@@ -102,7 +96,7 @@ export async function forkSession(client: Client, archive: SessionArchive, log: 
     handledThrough: lastUser,
     sandboxes: [],
     lastHost: {},
-    openToolUses,
+    openToolUses: openToolUses(events),
   };
   await archive.link(opts.id, { sessionId: opts.source, throughSeq: opts.at });
   const input: SessionInput = { agent, continued: carry, start: 'forked', forkedFrom: { sessionId: opts.source, seq: opts.at }, ...(opts.message ? { message: opts.message } : {}) };

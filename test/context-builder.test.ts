@@ -1,38 +1,14 @@
 // The ContextBuilder: what goes into the window under a token budget, and where a compaction may cut.
 import fc from 'fast-check';
 import { buildContext, chooseCut, compactionRequest, cutPoints, FULL_WINDOW, KEEP_SHARE, MODEL_TEXT_LIMIT, estimateTokens, windowAfter } from '../src/session/context-builder';
-import type { NewEvent, SessionEvent } from '../src/session/events';
+import type { SessionEvent } from '../src/session/events';
+import { logArb } from './helpers/logs';
 import { validateRequest } from '../src/model/mock-server';
 import { TOOL_SPECS } from '../src/session/tools';
 
 const t = '2026-01-01T00:00:00.000Z';
 const usage = { inputTokens: 1, outputTokens: 1, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 const tools = [TOOL_SPECS.session_events];
-
-/** Logs the workflow can produce: turns of user input and tool rounds, user input arriving mid-round, interrupts. */
-const logArb = () => {
-  const round = fc.record({ tools: fc.integer({ min: 0, max: 3 }), userDuring: fc.boolean(), text: fc.string({ minLength: 1, maxLength: 300 }).filter((s) => s.trim() !== ''), output: fc.string({ maxLength: 2000 }) });
-  const turn = fc.record({ texts: fc.array(fc.string({ minLength: 1, maxLength: 500 }), { minLength: 1, maxLength: 3 }), rounds: fc.array(round, { maxLength: 5 }), cut: fc.boolean() });
-  return fc.array(turn, { minLength: 1, maxLength: 8 }).map((turns) => {
-    const events: SessionEvent[] = [];
-    const push = (e: NewEvent) => events.push({ ...e, seq: events.length, time: t } as SessionEvent);
-    push({ type: 'session_started', agent: {} });
-    let id = 0;
-    for (const tn of turns) {
-      for (const text of tn.texts) push({ type: 'user_message', text });
-      for (const r of tn.rounds) {
-        const ids = Array.from({ length: r.tools }, () => `t${id++}`);
-        push({ type: 'assistant_message', content: [{ type: 'text', text: r.text }, ...ids.map((i) => ({ type: 'tool_use', id: i, name: 'x', input: {} }))], stopReason: ids.length ? 'tool_use' : 'end_turn', usage } as never);
-        for (const i of ids) push({ type: 'tool_use', id: i, name: 'x', input: {} });
-        if (r.userDuring) push({ type: 'user_message', text: r.text });
-        for (const i of ids) push({ type: 'tool_result', toolUseId: i, output: r.output, isError: false });
-        if (ids.length === 0) break;
-      }
-      if (tn.cut) push({ type: 'interrupted', reason: 'x' });
-    }
-    return events;
-  });
-};
 
 /** Every tool_use id of the kept events has its result kept too, and the other way round. */
 function pairsIntact(kept: SessionEvent[]): boolean {

@@ -2,9 +2,10 @@
 import fc from 'fast-check';
 import Anthropic from '@anthropic-ai/sdk';
 import { buildMessages } from '../src/session/context';
-import type { NewEvent, SessionEvent } from '../src/session/events';
+import type { SessionEvent } from '../src/session/events';
 import { retryAfterMs, toModelFailure } from '../src/model/errors';
 import { validateRequest } from '../src/model/mock-server';
+import { logArb } from './helpers/logs';
 
 const t = '2026-01-01T00:00:00.000Z';
 const usage = { inputTokens: 1, outputTokens: 1, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
@@ -27,27 +28,10 @@ describe('buildMessages', () => {
   });
 
   it('always yields a conversation the Messages API accepts, for any interleaving the workflow can produce', () => {
-    // A turn: user input, then rounds of an assistant reply whose tool uses all get results, possibly cut short
-    // by an interrupt or a model error (no reply), with more user input arriving at any point.
-    const round = fc.record({ tools: fc.integer({ min: 0, max: 3 }), userDuring: fc.boolean(), text: fc.string({ minLength: 1 }).filter((s) => s.trim() !== '') });
-    const turn = fc.record({ texts: fc.array(fc.string({ minLength: 1 }), { minLength: 1, maxLength: 3 }), rounds: fc.array(round, { maxLength: 4 }), cut: fc.boolean() });
+    // Turns of user input and tool rounds whose tool uses all get results, possibly cut short by an interrupt or a
+    // model error (no reply), with more user input arriving at any point.
     fc.assert(
-      fc.property(fc.array(turn, { minLength: 1, maxLength: 6 }), (turns) => {
-        const events: SessionEvent[] = [];
-        const push = (e: NewEvent) => events.push({ ...e, seq: events.length, time: t } as SessionEvent);
-        let id = 0;
-        for (const tn of turns) {
-          for (const text of tn.texts) push({ type: 'user_message', text });
-          for (const r of tn.rounds) {
-            const ids = Array.from({ length: r.tools }, () => `t${id++}`);
-            push({ type: 'assistant_message', content: [{ type: 'text', text: r.text }, ...ids.map((i) => ({ type: 'tool_use', id: i, name: 'x', input: {} }))], stopReason: ids.length ? 'tool_use' : 'end_turn', usage } as never);
-            for (const i of ids) push({ type: 'tool_use', id: i, name: 'x', input: {} });
-            if (r.userDuring) push({ type: 'user_message', text: r.text });
-            for (const i of ids) push({ type: 'tool_result', toolUseId: i, output: 'ok', isError: false });
-            if (ids.length === 0) break;
-          }
-          if (tn.cut) push({ type: 'interrupted', reason: 'x' });
-        }
+      fc.property(logArb(), (events) => {
         const messages = buildMessages(events);
         expect(() => validateRequest({ model: 'm', max_tokens: 1, messages })).not.toThrow();
       }),

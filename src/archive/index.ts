@@ -36,6 +36,8 @@ const NAME = /^(\d{12})-(\d{12})\.(events|link)$/;
  */
 export class FileSessionArchive implements SessionArchive {
   private readonly cache = new Map<string, SessionEvent[]>();
+  /** Link targets by file; a segment never changes, so each is decoded once. */
+  private readonly links = new Map<string, string>();
 
   constructor(
     private readonly dir: string,
@@ -81,9 +83,18 @@ export class FileSessionArchive implements SessionArchive {
       if (!m) continue;
       const range = { fromSeq: Number(m[1]), throughSeq: Number(m[2]) };
       if (m[3] === 'events') out.push({ kind: 'events', ...range });
-      else out.push({ kind: 'link', ...range, sessionId: LinkSchema.parse(await this.load(path.join(this.sessionDir(sessionId), name))).sessionId });
+      else out.push({ kind: 'link', ...range, sessionId: await this.linkTarget(path.join(this.sessionDir(sessionId), name)) });
     }
     return out;
+  }
+
+  private async linkTarget(file: string): Promise<string> {
+    let target = this.links.get(file);
+    if (target === undefined) {
+      target = LinkSchema.parse(await this.load(file)).sessionId;
+      this.links.set(file, target);
+    }
+    return target;
   }
 
   async find(sessionId: string, seq: number): Promise<Segment | undefined> {

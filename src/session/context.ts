@@ -50,6 +50,13 @@ export function buildMessages(events: readonly SessionEvent[], opts: { maxTextCh
   return messages;
 }
 
+/** tool_use ids among `events` that have no tool_result among them. */
+export function openToolUses(events: readonly SessionEvent[]): string[] {
+  const answered = new Set<string>();
+  for (const e of events) if (e.type === 'tool_result') answered.add(e.toolUseId);
+  return events.flatMap((e) => (e.type === 'tool_use' && !answered.has(e.id) ? [e.id] : []));
+}
+
 /**
  * Cuts a text longer than `max` to a head and a tail. The note says where the whole text is: event `seq` of
  * the log, which keeps it unchanged.

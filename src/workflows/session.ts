@@ -20,6 +20,7 @@ import type { ToolsActivities } from '../activities/tools';
 import { TOOLS_TASK_QUEUE } from '../session/queues';
 import { boundTools, buildToolSpecs, runBuiltinTool, toolError, type ToolOutcome } from './tools';
 import { FULL_WINDOW, windowOf, type ContextWindow } from '../session/context-builder';
+import { openToolUses } from '../session/context';
 import { SessionEventsInputSchema, type ToolSpec } from '../session/tools';
 import { AgentSchema, formatIssues, type Agent, type BoundTool } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
@@ -457,17 +458,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     }
   };
 
-  /** tool_use ids of this run that have no result yet. */
-  const openToolUses = (): string[] => {
-    const answered = new Set<string>();
-    const open: string[] = [];
-    for (const e of events) {
-      if (e.type === 'tool_use') open.push(e.id);
-      if (e.type === 'tool_result') answered.add(e.toolUseId);
-    }
-    return open.filter((id) => !answered.has(id));
-  };
-  const closeDanglingToolUses = (message: string) => closeToolUses(openToolUses(), message);
+  const closeDanglingToolUses = (message: string) => closeToolUses(openToolUses(events), message);
 
   /** What the next run starts from. */
   const snapshot = (inTurn?: { round: number }): Carry => ({
@@ -482,7 +473,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     sandboxes: [...sandboxes.values()].map((s) => ({ ...s })),
     lastHost: Object.fromEntries(lastHost),
     ...(mcpListed && mcpTools.size ? { mcpTools: [...mcpTools].map(([name, t]) => ({ name, server: t.server, tool: t.tool, spec: t.spec as unknown as Record<string, unknown> })) } : {}),
-    openToolUses: openToolUses(),
+    openToolUses: openToolUses(events),
   });
 
   /** After a failed handover (the archive could not seal), the next try waits for this many more events. */

@@ -119,7 +119,6 @@ export async function runCell(stack: FaultStack, fault: Fault | 'none', phase: P
   const lastRequest = () => mock.requests(id).filter((r) => r.path === '/v1/messages').pop();
 
   await retrying(() => stack.client.workflow.start('sessionWorkflow', { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: agent() }] }));
-  let firstRun: string | undefined;
   for (const [i, text] of messages.entries()) {
     const turn = i + 1;
     if (turn === 2 && phase === 'waiting') await inject();
@@ -127,7 +126,6 @@ export async function runCell(stack: FaultStack, fault: Fault | 'none', phase: P
       const slow: MockStep = phase === 'model_in_flight' ? { firstByteDelayMs: 1500 } : { chunkDelayMs: 250 };
       mock.script(id, { steps: [fault !== 'none' && isModelFault(fault) ? { ...slow, ...modelStep(fault, phase === 'mid_stream') } : slow] });
     }
-    const requestsBefore = mock.requests(id).length;
     const { seq } = await retrying(() => handle().executeUpdate(sendMessageUpdate, { args: [{ text, messageId: `${id}-${turn}` }] }));
     // Watch for the phase while the turn runs, then wait for it to finish.
     const deadline = Date.now() + 180_000;
@@ -140,7 +138,6 @@ export async function runCell(stack: FaultStack, fault: Fault | 'none', phase: P
         .query(statusQuery)
         .catch(() => undefined);
       if (status) {
-        firstRun ??= status.run === 1 ? 'seen' : undefined;
         if (status.state === 'waiting_for_user' && status.lastSeq > seq) break;
       }
       if (Date.now() > deadline) {
@@ -150,16 +147,14 @@ export async function runCell(stack: FaultStack, fault: Fault | 'none', phase: P
       await sleep(25);
     }
     if (problems.length) break;
-    void requestsBefore;
   }
 
   async function phaseReached(p: Phase | 'none', turn: number, seq: number): Promise<boolean> {
     switch (p) {
       case 'model_in_flight': {
         const r = lastRequest();
-        if (turn !== 2 || !r || r.status !== 0) return false;
-        if (isModelFault(fault as Fault)) return true; // the in-flight response is itself the fault
-        return true;
+        // For a model fault the in-flight response is itself the fault.
+        return turn === 2 && r !== undefined && r.status === 0;
       }
       case 'mid_stream': {
         const r = lastRequest();

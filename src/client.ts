@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { loadConfig, type Config } from './config';
+import { temporalConnectionOptions } from './temporal-connection';
 import { createDataConverter } from './codec';
 import { loadCodecKey } from './infra/keys';
 import { AgentSchema, DEFAULT_MODEL, formatIssues, type Agent } from './session/agent';
@@ -31,6 +32,7 @@ import {
 import { sessionArchive, type SessionArchive } from './archive';
 import { ArchivedSessionLog, LiveSessionLog, type SessionLog } from './log/session-log';
 import { SessionOpError, forkSession, wakeSession } from './session-ops';
+import { CHECKS, formatDoctor, runDoctor, type CheckName } from './doctor';
 
 export class CliError extends Error {}
 
@@ -64,7 +66,7 @@ async function connect(config: Config): Promise<Client> {
   // The CLI decodes what workers encrypted, so events, status and update results read as plain JSON.
   const dataConverter = converterOf(config);
   try {
-    const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS, connectTimeout: '5s' });
+    const connection = await Connection.connect({ ...temporalConnectionOptions(config), connectTimeout: '5s' });
     return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
   } catch (e) {
     throw new CliError(`cannot reach Temporal at ${config.TEMPORAL_ADDRESS}: ${(e as Error).message.split('\n')[0]}`);
@@ -355,15 +357,33 @@ export function buildProgram(): Command {
       return v;
     }, 'all')
     .action(async (opts: { role: WorkerRole }) => {
-      const config = loadConfig();
-      if (opts.role !== 'hands' && opts.role !== 'tools' && !config.ANTHROPIC_API_KEY && !config.ANTHROPIC_BASE_URL)
-        throw new CliError('set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as `agents model-server`');
+      const config = loadConfig(process.env, opts.role);
       const { startWorker } = await import('./worker');
       const worker = await startWorker({ role: opts.role, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, dockerHost: config.DOCKER_HOST });
       const stop = () => void worker.shutdown();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       await worker.done;
+    });
+
+  program
+    .command('doctor')
+    .description('check Temporal, the pollers on each task queue, Docker, the sandbox image, keys and the model endpoint; says what to do about each failure')
+    .option('--role <role>', "a worker checking itself: only its role's parts, and pollers from this host (the compose healthchecks)", (v) => {
+      if (!(WORKER_ROLES as readonly string[]).includes(v)) throw new InvalidArgumentError(`must be one of ${WORKER_ROLES.join(', ')}`);
+      return v;
+    })
+    .option('--check <names>', 'only these checks, comma-separated (config, temporal, pollers, docker, sandbox-image, keys, model)', (v) =>
+      v.split(',').map((c) => {
+        if (!(CHECKS as readonly string[]).includes(c.trim())) throw new InvalidArgumentError(`unknown check ${c}; one of ${CHECKS.join(', ')}`);
+        return c.trim() as CheckName;
+      }),
+    )
+    .option('--json', 'print {ok, checks: [{name, ok, detail, fix?}]}')
+    .action(async (opts: { role?: WorkerRole; check?: CheckName[]; json?: boolean }) => {
+      const report = await runDoctor({ role: opts.role, only: opts.check });
+      out(opts.json ? JSON.stringify(report) : formatDoctor(report));
+      if (!report.ok) throw new CliError(`doctor: ${report.checks.filter((c) => !c.ok).map((c) => c.name).join(', ')} failed`);
     });
 
   const files = program.command('files').description("copy files into and out of a session's sandbox (provisions it if needed)");
@@ -478,9 +498,10 @@ export function buildProgram(): Command {
     .command('codec-server')
     .description('run the codec endpoint (POST /encode, /decode) that lets the Web UI show encrypted histories, until Ctrl-C')
     .option('--port <n>', 'port', nonNegativeInt, 8234)
+    .option('--host <addr>', 'address to listen on; a container publishes it on the host\'s loopback', '127.0.0.1')
     .option('--origin <url>', 'a browser origin allowed to call it; repeatable (default http://localhost:8233)', (v: string, acc: string[] = []) => [...acc, v])
-    .action(async (opts: { port: number; origin?: string[] }) => {
-      const config = loadConfig();
+    .action(async (opts: { port: number; host: string; origin?: string[] }) => {
+      const config = loadConfig(process.env, 'codec-server');
       const { CodecServer, DEFAULT_UI_ORIGIN, parseOrigin } = await import('./codec/server');
       const { EncryptionCodec, parseCodecKeys } = await import('./codec');
       let origins: string[];
@@ -496,7 +517,7 @@ export function buildProgram(): Command {
         namespaces: [config.TEMPORAL_NAMESPACE],
         log: err,
       });
-      const url = await server.start(opts.port);
+      const url = await server.start(opts.port, opts.host);
       out(url);
       err(`codec server at ${url} for ${origins.join(', ')}${config.CODEC_SERVER_TOKEN ? ' (bearer token required)' : ''}; start the dev server with --ui-codec-endpoint ${url}`);
       await new Promise<void>((resolve) => {

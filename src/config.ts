@@ -1,5 +1,6 @@
 // Process configuration from the environment, validated once; the error names every bad variable.
 import { z } from 'zod';
+import fs from 'node:fs';
 import path from 'node:path';
 import { codecKeyProblem } from './codec/keys';
 
@@ -10,14 +11,33 @@ const optional = z
 
 const base64Key = optional.refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, 'must be base64 of 32 bytes');
 
+const readableFile = optional.refine((v) => v === undefined || isReadableFile(v), 'must name a readable file');
+
+function isReadableFile(file: string): boolean {
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+    return fs.statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
 export const ConfigSchema = z.object({
   TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be HOST:PORT').default('localhost:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  // A Temporal cluster or Temporal Cloud: TLS (mTLS with a client pair) and/or an API key (which implies TLS).
+  TEMPORAL_TLS: optional.refine((v) => v === undefined || /^(true|false|1|0)$/.test(v), 'must be true or false'),
+  TEMPORAL_TLS_CLIENT_CERT_PATH: readableFile,
+  TEMPORAL_TLS_CLIENT_KEY_PATH: readableFile,
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: readableFile,
+  TEMPORAL_TLS_SERVER_NAME: optional,
+  TEMPORAL_API_KEY: optional,
   ANTHROPIC_API_KEY: optional,
   ANTHROPIC_BASE_URL: optional.refine((v) => v === undefined || /^https?:\/\//.test(v), 'must be an http(s) URL'),
   AGENT_MODEL: optional,
   DOCKER_HOST: optional,
   SANDBOX_IMAGE: optional,
+  HANDS_HOST_ID: optional.refine((v) => v === undefined || /^[A-Za-z0-9._-]{1,100}$/.test(v), 'must be 1-100 letters, digits, dot, dash or underscore'),
   VAULT_KEY: base64Key,
   // One base64 key, or `id:base64,...` whose first key encrypts and the rest still decrypt (rotation).
   CODEC_KEY: optional.superRefine((v, ctx) => {
@@ -26,18 +46,127 @@ export const ConfigSchema = z.object({
   }),
   CODEC_SERVER_TOKEN: optional,
   DATA_DIR: z.string().min(1).default('.data'),
+  // `off`: keys come only from the environment; nothing is generated into or read from DATA_DIR/keys. Set in
+  // containers, where each replica generating its own key would leave workers unable to read each other's payloads.
+  KEY_FILES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   TEMPORAL_CLI: optional,
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };
+type ConfigKey = keyof z.infer<typeof ConfigSchema>;
 
-export class ConfigError extends Error {}
+/** Secrets that may come from a file named by `NAME_FILE` (a compose or Kubernetes secret) instead of `NAME`. */
+export const SECRET_VARIABLES = ['ANTHROPIC_API_KEY', 'VAULT_KEY', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'TEMPORAL_API_KEY'] as const;
 
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const result = ConfigSchema.safeParse(env);
-  if (!result.success) {
-    const problems = result.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ');
-    throw new ConfigError(`invalid configuration: ${problems}`);
+/** What runs in a process, as deployed: each worker role, the codec endpoint, or the operator's `agents` command. */
+export const SERVICE_ROLES = ['brain', 'hands', 'tools', 'all', 'codec-server', 'cli'] as const;
+export type ServiceRole = (typeof SERVICE_ROLES)[number];
+
+const TEMPORAL: ConfigKey[] = [
+  'TEMPORAL_ADDRESS',
+  'TEMPORAL_NAMESPACE',
+  'TEMPORAL_TLS',
+  'TEMPORAL_TLS_CLIENT_CERT_PATH',
+  'TEMPORAL_TLS_CLIENT_KEY_PATH',
+  'TEMPORAL_TLS_SERVER_CA_CERT_PATH',
+  'TEMPORAL_TLS_SERVER_NAME',
+  'TEMPORAL_API_KEY',
+];
+const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES'];
+const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL'];
+const HANDS: ConfigKey[] = ['VAULT_KEY', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'HANDS_HOST_ID'];
+
+/** The variables each role reads; anything else set for it is a mistake (a typo, or a secret it must not hold). */
+export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
+  brain: [...COMMON, ...BRAIN],
+  hands: [...COMMON, ...HANDS],
+  tools: [...COMMON, 'VAULT_KEY'],
+  all: [...COMMON, ...BRAIN, ...HANDS],
+  'codec-server': ['TEMPORAL_NAMESPACE', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'DATA_DIR', 'KEY_FILES'],
+  cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
+};
+
+/** The variables a role may be given, with `NAME_FILE` beside each secret it reads. */
+export function roleVariables(role: ServiceRole): string[] {
+  const names = ROLE_VARIABLES[role];
+  return [...names, ...SECRET_VARIABLES.filter((s) => names.includes(s)).map((s) => `${s}_FILE`)];
+}
+
+type Problem = { variable: string; message: string };
+
+const has = (env: NodeJS.ProcessEnv, name: string) => !!env[name]?.trim() || !!env[`${name}_FILE`]?.trim();
+
+/** What a role needs that has no working default. */
+function roleProblems(role: ServiceRole, env: NodeJS.ProcessEnv): Problem[] {
+  const problems: Problem[] = [];
+  const keysFromEnv = env.KEY_FILES?.trim() === 'off';
+  const needs = (name: string, why: string) => {
+    if (!has(env, name)) problems.push({ variable: name, message: `is required ${why} (set ${name} or ${name}_FILE)` });
+  };
+  if (keysFromEnv && role !== 'cli') needs('CODEC_KEY', 'with KEY_FILES=off');
+  if (keysFromEnv && (role === 'hands' || role === 'tools' || role === 'all')) needs('VAULT_KEY', `by the ${role} role with KEY_FILES=off`);
+  if ((role === 'brain' || role === 'all') && !has(env, 'ANTHROPIC_API_KEY') && !env.ANTHROPIC_BASE_URL?.trim()) {
+    problems.push({ variable: 'ANTHROPIC_API_KEY', message: 'or ANTHROPIC_BASE_URL is required by the brain role (ANTHROPIC_BASE_URL may name a Messages API server such as `agents model-server`)' });
   }
-  return { ...result.data, dataDir: path.resolve(result.data.DATA_DIR) };
+  if (!!env.TEMPORAL_TLS_CLIENT_CERT_PATH?.trim() !== !!env.TEMPORAL_TLS_CLIENT_KEY_PATH?.trim()) {
+    const missing = env.TEMPORAL_TLS_CLIENT_CERT_PATH?.trim() ? 'TEMPORAL_TLS_CLIENT_KEY_PATH' : 'TEMPORAL_TLS_CLIENT_CERT_PATH';
+    problems.push({ variable: missing, message: 'is required too: a client certificate and its key go together' });
+  }
+  return problems;
+}
+
+/** Reads each `NAME_FILE` into `NAME`; a file that can't be read, or both forms set, is a problem. */
+function resolveSecretFiles(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; problems: Problem[] } {
+  const resolved = { ...env };
+  const problems: Problem[] = [];
+  for (const name of SECRET_VARIABLES) {
+    const file = env[`${name}_FILE`]?.trim();
+    if (!file) continue;
+    if (env[name]?.trim()) {
+      problems.push({ variable: `${name}_FILE`, message: `and ${name} are both set; set one` });
+      continue;
+    }
+    try {
+      resolved[name] = fs.readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+    } catch (e) {
+      problems.push({ variable: `${name}_FILE`, message: `cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): ${file}` });
+    }
+    delete resolved[`${name}_FILE`];
+  }
+  return { env: resolved, problems };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: Problem[]) {
+    super(`invalid configuration: ${problems.map((p) => `${p.variable} ${p.message}`).join('; ')}`);
+  }
+}
+
+/**
+ * The configuration from `env`. With a `role`, also what that role needs (keys, a model endpoint). One error
+ * lists every bad variable. Secrets may come from `NAME_FILE`.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, role?: ServiceRole): Config {
+  const files = resolveSecretFiles(env);
+  const problems = [...files.problems, ...(role ? roleProblems(role, env) : [])];
+  const result = ConfigSchema.safeParse(files.env);
+  if (!result.success) problems.push(...result.error.issues.map((i) => ({ variable: i.path.join('.'), message: i.message })));
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { ...result.data!, dataDir: path.resolve(result.data!.DATA_DIR) };
+}
+
+/**
+ * Checks the environment a deployment gives a role, without reading files (they live in the container):
+ * every variable is one the role reads, and what it needs is there.
+ */
+export function checkRoleEnv(role: ServiceRole, env: Record<string, string>): Problem[] {
+  const allowed = new Set(roleVariables(role));
+  const problems: Problem[] = Object.keys(env)
+    .filter((k) => !allowed.has(k))
+    .map((k) => ({ variable: k, message: `is not read by the ${role} role` }));
+  problems.push(...roleProblems(role, env));
+  const shapeOnly = Object.fromEntries(Object.entries(env).filter(([k]) => allowed.has(k) && !k.endsWith('_FILE') && !k.endsWith('_PATH')));
+  const result = ConfigSchema.partial().safeParse(shapeOnly);
+  if (!result.success) problems.push(...result.error.issues.map((i) => ({ variable: i.path.join('.'), message: i.message })));
+  return problems;
 }

@@ -18,6 +18,7 @@ import { BRAIN_TASK_QUEUE, TOOLS_TASK_QUEUE, type WorkerRole } from './session/q
 import type { DataConverter } from '@temporalio/common';
 import { createDataConverter } from './codec';
 import { loadConfig } from './config';
+import { temporalConnectionOptions } from './temporal-connection';
 import { loadCodecKey, loadVaultKey } from './infra/keys';
 import { FileVault } from './vault';
 
@@ -81,9 +82,10 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   let openedVault: FileVault | undefined;
   const sharedVault = () => (openedVault ??= opts.vault ?? new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config)));
   const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(config));
-  const connection = await Connection.connect({ address: opts.address });
+  const connectionOptions = { ...temporalConnectionOptions(config), address: opts.address };
+  const connection = await Connection.connect(connectionOptions);
   const client = new Client({ connection, namespace: opts.namespace, dataConverter });
-  const nativeConnection = await NativeConnection.connect({ address: opts.address });
+  const nativeConnection = await NativeConnection.connect(connectionOptions);
   const workers: Worker[] = [];
   const timers: NodeJS.Timeout[] = [];
   let hostId: string | undefined;

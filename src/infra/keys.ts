@@ -41,23 +41,39 @@ function keyFromFile(dataDir: string, name: KeyName): string {
   return value;
 }
 
-function loadKey(name: KeyName, fromEnv: string | undefined, dataDir: string): string {
+function loadKey(name: KeyName, fromEnv: string | undefined, dataDir: string, keyFiles: 'on' | 'off' = 'on'): string {
   if (fromEnv !== undefined && fromEnv.trim() !== '') {
     const problem = PROBLEMS[name](fromEnv.trim());
     if (problem) throw new KeyFileError(`${name} ${problem}`);
     return fromEnv.trim();
   }
+  if (keyFiles === 'off') throw new KeyFileError(`${name} is not set, and KEY_FILES=off forbids a key file; set ${name} or ${name}_FILE`);
   return keyFromFile(dataDir, name);
 }
 
+type KeyConfig<K extends KeyName> = Pick<Config, K | 'dataDir'> & Partial<Pick<Config, 'KEY_FILES'>>;
+
 /** CODEC_KEY as configured, else the local development key file. */
-export function loadCodecKey(config: Pick<Config, 'CODEC_KEY' | 'dataDir'>): string {
-  return loadKey('CODEC_KEY', config.CODEC_KEY, config.dataDir);
+export function loadCodecKey(config: KeyConfig<'CODEC_KEY'>): string {
+  return loadKey('CODEC_KEY', config.CODEC_KEY, config.dataDir, config.KEY_FILES);
 }
 
 /** VAULT_KEY as configured, else the local development key file. Only hands and tools workers call this. */
-export function loadVaultKey(config: Pick<Config, 'VAULT_KEY' | 'dataDir'>): string {
-  return loadKey('VAULT_KEY', config.VAULT_KEY, config.dataDir);
+export function loadVaultKey(config: KeyConfig<'VAULT_KEY'>): string {
+  return loadKey('VAULT_KEY', config.VAULT_KEY, config.dataDir, config.KEY_FILES);
+}
+
+/** Where a key would come from, without generating one: the environment, an existing key file, or nowhere. */
+export function keySource(name: KeyName, config: Pick<Config, KeyName | 'dataDir' | 'KEY_FILES'>): { source: 'env' | 'file' | 'missing'; file: string; problem?: string } {
+  const file = path.join(config.dataDir, 'keys', FILES[name]);
+  const value = config[name]?.trim();
+  if (value) return { source: 'env', file, problem: PROBLEMS[name](value) };
+  if (config.KEY_FILES === 'off' || !fs.existsSync(file)) return { source: 'missing', file };
+  try {
+    return { source: 'file', file, problem: PROBLEMS[name](fs.readFileSync(file, 'utf8').trim()) };
+  } catch (e) {
+    return { source: 'file', file, problem: `cannot be read (${(e as NodeJS.ErrnoException).code})` };
+  }
 }
 
 /** Both keys, for the local stack that runs every role in one process. */

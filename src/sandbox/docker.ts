@@ -35,7 +35,7 @@ const SANDBOX_HOME = '/home/agent';
 /** Files (such as git bundles) copied between host and sandbox are at most this large. */
 const COPY_LIMIT_BYTES = 64 * 1024 * 1024;
 
-function dockerFromHost(host: string | undefined): Docker {
+export function dockerFromHost(host: string | undefined): Docker {
   if (!host) return new Docker();
   if (host.startsWith('unix://')) return new Docker({ socketPath: host.slice('unix://'.length) });
   const url = new URL(host.replace(/^tcp:/, 'http:'));

@@ -106,7 +106,7 @@ function roleProblems(role: ServiceRole, env: NodeJS.ProcessEnv): Problem[] {
   if (keysFromEnv && role !== 'cli') needs('CODEC_KEY', 'with KEY_FILES=off');
   if (keysFromEnv && (role === 'hands' || role === 'tools' || role === 'all')) needs('VAULT_KEY', `by the ${role} role with KEY_FILES=off`);
   if ((role === 'brain' || role === 'all') && !has(env, 'ANTHROPIC_API_KEY') && !env.ANTHROPIC_BASE_URL?.trim()) {
-    problems.push({ variable: 'ANTHROPIC_API_KEY', message: 'or ANTHROPIC_BASE_URL is required by the brain role (ANTHROPIC_BASE_URL may name a Messages API server such as `agents model-server`)' });
+    problems.push({ variable: 'ANTHROPIC_API_KEY', message: `is missing: the ${role} role calls the model; set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as \`agents model-server\`` });
   }
   if (!!env.TEMPORAL_TLS_CLIENT_CERT_PATH?.trim() !== !!env.TEMPORAL_TLS_CLIENT_KEY_PATH?.trim()) {
     const missing = env.TEMPORAL_TLS_CLIENT_CERT_PATH?.trim() ? 'TEMPORAL_TLS_CLIENT_KEY_PATH' : 'TEMPORAL_TLS_CLIENT_CERT_PATH';

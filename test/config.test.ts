@@ -82,5 +82,5 @@ it('turns TLS on for a client certificate or an API key', () => {
 
 it('refuses to start a worker on a bad environment with one line naming each variable', async () => {
   const r = await runAgents('temporal', ['worker', '--role', 'brain'], { KEY_FILES: 'off', CODEC_KEY: '', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' });
-  expectOneLineError(r, /^error: invalid configuration: CODEC_KEY is required with KEY_FILES=off \(set CODEC_KEY or CODEC_KEY_FILE\); ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL is required by the brain role .*; TEMPORAL_ADDRESS must be HOST:PORT\n$/);
+  expectOneLineError(r, /^error: invalid configuration: CODEC_KEY is required with KEY_FILES=off \(set CODEC_KEY or CODEC_KEY_FILE\); ANTHROPIC_API_KEY is missing: the brain role calls the model; set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL .*; TEMPORAL_ADDRESS must be HOST:PORT\n$/);
 });

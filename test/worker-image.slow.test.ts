@@ -1,6 +1,7 @@
 // The worker image builds offline on the local engine, and a brain worker in it serves a session and passes the
 // healthcheck docker-compose.yml gives it.
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,12 +9,15 @@ import { promisify } from 'node:util';
 import YAML from 'yaml';
 import { dockerEnv, resolveDockerHost } from '../src/infra/docker';
 import { buildWorkerImage } from '../src/infra/worker-image';
-import { ROOT, startHarness, startSession, turnDone, waitForEvents, type Harness } from './helpers/env';
+import { ROOT, allEvents, removeHostSandboxes, startHarness, startSession, turnDone, waitForEvents, type Harness } from './helpers/env';
+import { bash } from './helpers/hands';
 import { TEST_CODEC_KEY } from './helpers/test-keys';
 
 const exec = promisify(execFile);
 const image = `managed-agents/worker:test-${process.pid}`;
 const container = `ma-worker-image-test-${process.pid}`;
+const containers: string[] = [];
+const hostId = `image-test-${process.pid}`;
 let dockerHost: string;
 let h: Harness | undefined;
 let secrets: string;
@@ -28,7 +32,8 @@ beforeAll(async () => {
   secrets = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-image-secrets-'));
 });
 afterAll(async () => {
-  await docker(['rm', '-f', container]).catch(() => undefined);
+  for (const c of containers) await docker(['rm', '-f', c]).catch(() => undefined);
+  await removeHostSandboxes(hostId);
   await docker(['rmi', '-f', image]).catch(() => undefined);
   await h?.stop();
   fs.rmSync(secrets, { recursive: true, force: true });
@@ -45,36 +50,59 @@ it('builds from an image already on the engine, with no network, and runs the co
   expect(help.stdout).toMatch(/^ {2}doctor \[options\] /m);
 }, 600_000);
 
-it("serves a session as compose's brain service and passes that service's healthcheck", async () => {
-  h = await startHarness({ worker: false });
-  fs.writeFileSync(path.join(secrets, 'codec_key'), TEST_CODEC_KEY, { mode: 0o444 });
-  const brain = compose.services.brain;
-  // The test's dev server and model server listen on loopback, so the container shares the host's network.
-  await docker([
-    'run', '-d', '--name', container, '--network', 'host', '--init',
-    '-v', `${path.join(secrets, 'codec_key')}:/run/secrets/codec_key:ro`,
-    '-e', 'CODEC_KEY_FILE=/run/secrets/codec_key',
-    '-e', `TEMPORAL_ADDRESS=${h.env.address}`,
-    '-e', `ANTHROPIC_BASE_URL=${h.mock.url}`,
-    image, ...brain.command,
-  ]);
+/** Runs a compose service's command from the image on the host's network (the test's servers listen on loopback). */
+async function runService(name: 'brain' | 'hands', env: Record<string, string>, extra: string[] = []): Promise<string> {
+  const service = compose.services[name];
+  const id = `${container}-${name}`;
+  containers.push(id);
+  const secretArgs = Object.values(env)
+    .filter((v) => v.startsWith('/run/secrets/'))
+    .flatMap((v) => ['-v', `${path.join(secrets, path.basename(v))}:${v}:ro`]);
+  const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
+  await docker(['run', '-d', '--name', id, '--network', 'host', '--init', ...secretArgs, ...envArgs, ...extra, image, ...service.command]);
   const deadline = Date.now() + 120_000;
   let logs = '';
-  while (!/worker ready: brain/.test(logs)) {
-    if (Date.now() > deadline) throw new Error(`brain not ready in its container; logs: ${logs}`);
+  while (!new RegExp(`worker ready: ${name}`).test(logs)) {
+    if (Date.now() > deadline) throw new Error(`${name} not ready in its container; logs: ${logs}`);
     await new Promise((r) => setTimeout(r, 500));
-    const l = await docker(['logs', container]);
+    const l = await docker(['logs', id]);
     logs = l.stdout + l.stderr;
   }
-  const [kind, ...healthcheck] = brain.healthcheck.test;
+  return id;
+}
+
+/** Runs the service's compose healthcheck inside its container. */
+async function healthcheck(name: 'brain' | 'hands', id: string) {
+  const [kind, ...test] = compose.services[name].healthcheck.test;
   expect(kind).toBe('CMD');
-  const health = await docker(['exec', container, ...healthcheck, '--json']);
-  const report = JSON.parse(health.stdout) as { ok: boolean; checks: { name: string; ok: boolean; detail: string }[] };
-  expect(report.ok).toBe(true);
-  expect(report.checks.find((c) => c.name === 'pollers')!.detail).toMatch(/agents \(workflow\): 1, agents \(activity\): 1/);
+  const r = await docker(['exec', id, ...test, '--json']);
+  return JSON.parse(r.stdout) as { ok: boolean; checks: { name: string; ok: boolean; detail: string }[] };
+}
+
+it("serves a session as compose's brain and hands services, each passing its compose healthcheck", async () => {
+  h = await startHarness({ worker: false });
+  fs.writeFileSync(path.join(secrets, 'codec_key'), TEST_CODEC_KEY, { mode: 0o444 });
+  fs.writeFileSync(path.join(secrets, 'vault_key'), randomBytes(32).toString('base64'), { mode: 0o444 });
+  const common = { TEMPORAL_ADDRESS: h.env.address, CODEC_KEY_FILE: '/run/secrets/codec_key' };
+  const brain = await runService('brain', { ...common, ANTHROPIC_BASE_URL: h.mock.url });
+  // As in compose: the engine's socket at /var/run/docker.sock, so the hands worker runs as root.
+  const socket = dockerHost.replace(/^unix:\/\//, '');
+  const hands = await runService('hands', { ...common, VAULT_KEY_FILE: '/run/secrets/vault_key', HANDS_HOST_ID: hostId }, ['--user', '0:0', '-v', `${socket}:/var/run/docker.sock`]);
+
+  const brainHealth = await healthcheck('brain', brain);
+  expect(brainHealth.ok).toBe(true);
+  expect(brainHealth.checks.find((c) => c.name === 'pollers')!.detail).toMatch(/agents \(workflow\): 1, agents \(activity\): 1/);
+  const handsHealth = await healthcheck('hands', hands);
+  expect(handsHealth.ok).toBe(true);
+  expect(handsHealth.checks.map((c) => c.name)).toEqual(['config', 'temporal', 'pollers', 'docker', 'sandbox-image']);
+  expect(handsHealth.checks.find((c) => c.name === 'pollers')!.detail).toContain(`hands.${hostId} (activity): 1`);
 
   const handle = await startSession(h, { message: { text: 'hello from the host' } });
   const events = await waitForEvents(handle, turnDone(0), 90_000);
   expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'assistant_message']);
   expect(JSON.stringify(h.mock.requests(handle.workflowId).map((r) => r.body))).toContain('hello from the host');
+  // A sandbox provisioned by the hands worker in its container, as a sibling on the host's engine.
+  const result = await bash(h, handle, 'echo hello from $(whoami)');
+  expect(result).toMatchObject({ output: 'hello from agent\n[exit 0]', isError: false });
+  expect((await allEvents(handle)).find((e) => e.type === 'sandbox_provisioned')).toMatchObject({ host: hostId });
 }, 300_000);

@@ -30,6 +30,7 @@ const compose = YAML.parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml')
 beforeAll(async () => {
   dockerHost = (await resolveDockerHost())!;
   secrets = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-image-secrets-'));
+  fs.writeFileSync(path.join(secrets, 'codec_key'), TEST_CODEC_KEY, { mode: 0o444 });
 });
 afterAll(async () => {
   for (const c of containers) await docker(['rm', '-f', c]).catch(() => undefined);
@@ -50,8 +51,8 @@ it('builds from an image already on the engine, with no network, and runs the co
   expect(help.stdout).toMatch(/^ {2}doctor \[options\] /m);
 }, 600_000);
 
-/** Runs a compose service's command from the image on the host's network (the test's servers listen on loopback). */
-async function runService(name: 'brain' | 'hands', env: Record<string, string>, extra: string[] = []): Promise<string> {
+/** Runs a compose service's command from the image; workers on the host's network, since the test's servers listen on loopback. */
+async function runService(name: 'brain' | 'hands' | 'codec-server', env: Record<string, string>, extra: string[] = [], ready = `worker ready: ${name}`): Promise<string> {
   const service = compose.services[name];
   const id = `${container}-${name}`;
   containers.push(id);
@@ -59,10 +60,12 @@ async function runService(name: 'brain' | 'hands', env: Record<string, string>, 
     .filter((v) => v.startsWith('/run/secrets/'))
     .flatMap((v) => ['-v', `${path.join(secrets, path.basename(v))}:${v}:ro`]);
   const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-  await docker(['run', '-d', '--name', id, '--network', 'host', '--init', ...secretArgs, ...envArgs, ...extra, image, ...service.command]);
+  // The codec server needs no network but its own loopback, where its healthcheck calls it.
+  const network = name === 'codec-server' ? 'none' : 'host';
+  await docker(['run', '-d', '--name', id, '--network', network, '--init', ...secretArgs, ...envArgs, ...extra, image, ...service.command]);
   const deadline = Date.now() + 120_000;
   let logs = '';
-  while (!new RegExp(`worker ready: ${name}`).test(logs)) {
+  while (!logs.includes(ready)) {
     if (Date.now() > deadline) throw new Error(`${name} not ready in its container; logs: ${logs}`);
     await new Promise((r) => setTimeout(r, 500));
     const l = await docker(['logs', id]);
@@ -72,16 +75,15 @@ async function runService(name: 'brain' | 'hands', env: Record<string, string>, 
 }
 
 /** Runs the service's compose healthcheck inside its container. */
-async function healthcheck(name: 'brain' | 'hands', id: string) {
+async function healthcheck(name: 'brain' | 'hands' | 'codec-server', id: string, extra: string[] = []) {
   const [kind, ...test] = compose.services[name].healthcheck.test;
   expect(kind).toBe('CMD');
-  const r = await docker(['exec', id, ...test, '--json']);
-  return JSON.parse(r.stdout) as { ok: boolean; checks: { name: string; ok: boolean; detail: string }[] };
+  return docker(['exec', id, ...test, ...extra]);
 }
+const doctorReport = (r: { stdout: string }) => JSON.parse(r.stdout) as { ok: boolean; checks: { name: string; ok: boolean; detail: string }[] };
 
 it("serves a session as compose's brain and hands services, each passing its compose healthcheck", async () => {
   h = await startHarness({ worker: false });
-  fs.writeFileSync(path.join(secrets, 'codec_key'), TEST_CODEC_KEY, { mode: 0o444 });
   fs.writeFileSync(path.join(secrets, 'vault_key'), randomBytes(32).toString('base64'), { mode: 0o444 });
   const common = { TEMPORAL_ADDRESS: h.env.address, CODEC_KEY_FILE: '/run/secrets/codec_key' };
   const brain = await runService('brain', { ...common, ANTHROPIC_BASE_URL: h.mock.url });
@@ -89,10 +91,10 @@ it("serves a session as compose's brain and hands services, each passing its com
   const socket = dockerHost.replace(/^unix:\/\//, '');
   const hands = await runService('hands', { ...common, VAULT_KEY_FILE: '/run/secrets/vault_key', HANDS_HOST_ID: hostId }, ['--user', '0:0', '-v', `${socket}:/var/run/docker.sock`]);
 
-  const brainHealth = await healthcheck('brain', brain);
+  const brainHealth = doctorReport(await healthcheck('brain', brain, ['--json']));
   expect(brainHealth.ok).toBe(true);
   expect(brainHealth.checks.find((c) => c.name === 'pollers')!.detail).toMatch(/agents \(workflow\): 1, agents \(activity\): 1/);
-  const handsHealth = await healthcheck('hands', hands);
+  const handsHealth = doctorReport(await healthcheck('hands', hands, ['--json']));
   expect(handsHealth.ok).toBe(true);
   expect(handsHealth.checks.map((c) => c.name)).toEqual(['config', 'temporal', 'pollers', 'docker', 'sandbox-image']);
   expect(handsHealth.checks.find((c) => c.name === 'pollers')!.detail).toContain(`hands.${hostId} (activity): 1`);
@@ -106,3 +108,9 @@ it("serves a session as compose's brain and hands services, each passing its com
   expect(result).toMatchObject({ output: 'hello from agent\n[exit 0]', isError: false });
   expect((await allEvents(handle)).find((e) => e.type === 'sandbox_provisioned')).toMatchObject({ host: hostId });
 }, 300_000);
+
+it("runs compose's codec server, whose healthcheck passes for the UI's origin", async () => {
+  const id = await runService('codec-server', { CODEC_KEY_FILE: '/run/secrets/codec_key' }, [], 'codec server at http://0.0.0.0:8234');
+  // The healthcheck exits non-zero (and docker exec rejects) unless the preflight from the UI's origin gets 204.
+  await expect(healthcheck('codec-server', id)).resolves.toMatchObject({ stdout: '' });
+});

@@ -9,11 +9,14 @@ import { randomUUID } from 'node:crypto';
 import YAML from 'yaml';
 import { z } from 'zod';
 import { loadConfig, type Config } from './config';
-import { createDataConverter } from './codec';
+import { createDataConverter, parseCodecKeys } from './codec';
+import { colorEnabled, styles } from './infra/term';
+import { SessionWatcher } from './stream/watch';
 import { loadCodecKey } from './infra/keys';
 import { AgentSchema, DEFAULT_MODEL, formatIssues, type Agent } from './session/agent';
 import type { SessionEvent } from './session/events';
 import { formatEvent } from './session/format';
+import type { Command as Cmd } from 'commander';
 import { BRAIN_TASK_QUEUE, WORKER_ROLES, WORKFLOW_TYPE, type WorkerRole } from './session/queues';
 import type { UpdateDefinition } from '@temporalio/common';
 import { MAX_FILE_BYTES } from './session/paths';
@@ -156,6 +159,53 @@ async function opError<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Appends worked examples to a command's --help. */
+function examples(cmd: Cmd, lines: string[]): Cmd {
+  return cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
+}
+
+/** The end of a turn: its final reply, an error, or an interrupt after event `afterSeq`. */
+const endsTurn = (afterSeq: number) => (e: SessionEvent) =>
+  e.seq > afterSeq && ((e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error' || e.type === 'interrupted' || e.type === 'session_ended');
+
+/** Follows a session's log (and, with `stream`, the live deltas of its work in progress) on `out`. */
+async function follow(
+  client: Client,
+  config: Config,
+  id: string,
+  opts: { from: number; json?: boolean; stream: boolean; toStderr?: boolean; until?: (e: SessionEvent) => boolean },
+): Promise<void> {
+  const { log } = sessionLog(client, config);
+  const target = opts.toStderr ? process.stderr : process.stdout;
+  const watcher = new SessionWatcher({
+    client,
+    log,
+    sessionId: id,
+    from: opts.from,
+    mode: opts.json ? 'json' : target.isTTY ? 'tty' : 'plain',
+    streamKey: opts.stream ? parseCodecKeys(loadCodecKey(config)).current.key : undefined,
+    out: (t) => target.write(t),
+    note: err,
+    dim: styles(colorEnabled(target)).dim,
+    columns: () => target.columns ?? 80,
+    rows: () => target.rows ?? 24,
+    until: opts.until,
+  });
+  const stop = () => {
+    watcher.stop();
+    process.exit(130);
+  };
+  process.once('SIGINT', stop);
+  try {
+    await withSession(id, async () => {
+      await client.workflow.getHandle(id).describe();
+      await watcher.run();
+    });
+  } finally {
+    process.removeListener('SIGINT', stop);
+  }
+}
+
 function uiLink(config: Config, id: string): string {
   return `http://localhost:8233/namespaces/${config.TEMPORAL_NAMESPACE}/workflows/${encodeURIComponent(id)}`;
 }
@@ -176,8 +226,9 @@ export function buildProgram(): Command {
     .option('--system <text>', 'system prompt (overrides the agent file)')
     .option('--model <model>', 'model name (overrides the agent file)')
     .option('--json', 'print {"sessionId"} on stdout')
+    .option('--wait', "with a message: wait for the first turn to finish, showing its progress on stderr")
     .argument('[message]', 'first user message')
-    .action(async (message: string | undefined, opts: { id?: string; agent?: string; system?: string; model?: string; json?: boolean }) => {
+    .action(async (message: string | undefined, opts: { id?: string; agent?: string; system?: string; model?: string; json?: boolean; wait?: boolean }) => {
       const config = loadConfig();
       const agent = loadAgent(opts.agent, opts, config);
       const first: SessionInput['message'] = message === undefined ? undefined : parseMessage(message);
@@ -191,9 +242,11 @@ export function buildProgram(): Command {
         if ((e as Error).name === 'WorkflowExecutionAlreadyStartedError') throw new CliError(`session ${id} already exists`);
         throw e;
       }
+      err(`Web UI: ${uiLink(config, id)}`);
+      // The turn streams on stderr (a terminal redraws it in place), so stdout still holds only the id.
+      if (opts.wait && first) await follow(client, config, id, { from: 0, stream: true, toStderr: true, until: endsTurn(1) });
       if (opts.json) out(JSON.stringify({ sessionId: id }));
       else out(id);
-      err(`Web UI: ${uiLink(config, id)}`);
     });
 
   program
@@ -217,9 +270,11 @@ export function buildProgram(): Command {
     .option('--from <n>', 'first seq', nonNegativeInt, 0)
     .option('--limit <k>', 'how many events (default: all)', positiveInt)
     .option('--json', 'one JSON event per line')
-    .action(async (id: string, opts: { from: number; limit?: number; json?: boolean }) => {
+    .option('--follow', 'keep printing new events until the session ends (like watch, without live deltas)')
+    .action(async (id: string, opts: { from: number; limit?: number; json?: boolean; follow?: boolean }) => {
       const config = loadConfig();
       const client = await connect(config);
+      if (opts.follow) return follow(client, config, id, { from: opts.from, json: opts.json, stream: false });
       const { archive, log } = sessionLog(client, config);
       let n = 0;
       await withSession(id, async () => {
@@ -232,31 +287,20 @@ export function buildProgram(): Command {
       if (n === 0 && (await archive.segments(id)).length === 0) await withSession(id, () => client.workflow.getHandle(id).describe());
     });
 
-  program
-    .command('watch')
-    .description("follow a session's log until it ends")
-    .argument('<id>', 'session id', sessionId)
-    .option('--from <n>', 'first seq', nonNegativeInt, 0)
-    .option('--json', 'one JSON event per line')
-    .action(async (id: string, opts: { from: number; json?: boolean }) => {
-      const config = loadConfig();
-      const client = await connect(config);
-      const { log } = sessionLog(client, config);
-      await withSession(id, async () => {
-        await client.workflow.getHandle(id).describe();
-        let next = opts.from;
-        for (;;) {
-          let ended = false;
-          for await (const e of readEvents(log, id, next)) {
-            out(opts.json ? JSON.stringify(e) : formatEvent(e));
-            next = e.seq + 1;
-            if (e.type === 'session_ended') ended = true;
-          }
-          if (ended) return;
-          await new Promise((r) => setTimeout(r, 300));
-        }
-      });
-    });
+  examples(
+    program
+      .command('watch')
+      .description("follow a session until it ends: its log, and model tokens and tool output live as they are produced")
+      .argument('<id>', 'session id', sessionId)
+      .option('--from <n>', 'first seq', nonNegativeInt, 0)
+      .option('--json', 'one JSON object per line: events (with seq), and {"type":"stream"|"delta",item,...} for live output')
+      .option('--no-stream', 'follow the log only, without live deltas')
+      .action(async (id: string, opts: { from: number; json?: boolean; stream: boolean }) => {
+        const config = loadConfig();
+        await follow(await connect(config), config, id, { from: opts.from, json: opts.json, stream: opts.stream });
+      }),
+    ['agents watch ses-1234', 'agents watch ses-1234 --from 40 --json | jq -c \'select(.seq != null)\''],
+  );
 
   program
     .command('status')

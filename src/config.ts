@@ -27,6 +27,12 @@ export const ConfigSchema = z.object({
   CODEC_SERVER_TOKEN: optional,
   DATA_DIR: z.string().min(1).default('.data'),
   TEMPORAL_CLI: optional,
+  // Brain and hands workers publish live deltas for `agents watch` here; `off` turns it off.
+  STREAM_LISTEN: z
+    .string()
+    .regex(/^(off|[^\s]+:\d{1,5})$/, 'must be HOST:PORT (port 0 picks a free one) or off')
+    .default('127.0.0.1:0'),
+  STREAM_URL: optional.refine((v) => v === undefined || /^https?:\/\/[^\s/]+\/?$/.test(v), 'must be an http(s) URL with no path, e.g. http://brain-1:7400'),
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };

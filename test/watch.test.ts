@@ -91,7 +91,7 @@ describe('agents watch', () => {
     expect(out).toContain(`… model: ${reply}`);
     expect(out.indexOf('… model: ')).toBeLessThan(out.indexOf('assistant_message'));
     expect(out).toMatch(/#\d+ session_ended: test over/);
-    expect(out).not.toMatch(/\x1b\[/);
+    expect(out).not.toContain("\u001b[");
   });
 
   it('catches up without gaps when a watcher starts mid-turn or is restarted', async () => {

@@ -14,9 +14,11 @@ f="$d/$MA_KEY"
 max="$MA_MAX"
 replayed=0
 # With MA_LIVE > 0, the output is also copied to stderr as it is written (at most MA_LIVE bytes) while
-# process $1 runs: a live preview for the host, apart from the capped result on stdout.
+# process $1 runs: a live preview for the host, apart from the capped result on stdout. head's output is
+# unbuffered (stdbuf), or it would hold everything back until it exits. An image without these tools just
+# streams nothing; the command and its result are unaffected.
 live() {
-  if [ -n "$MA_LIVE" ] && [ "$MA_LIVE" -gt 0 ]; then tail -s 0.1 -c +1 -f --pid="$1" "$f.out" 2>/dev/null | head -c "$MA_LIVE" >&2; fi
+  if [ -n "$MA_LIVE" ] && [ "$MA_LIVE" -gt 0 ]; then tail -s 0.1 -c +1 -f --pid="$1" "$f.out" 2>/dev/null | stdbuf -o0 head -c "$MA_LIVE" >&2; fi
 }
 if [ "$MA_HAS_STDIN" = 1 ] && [ ! -e "$f.exit" ]; then cat > "$f.in.$$"; fi
 if [ -e "$f.exit" ]; then

@@ -122,7 +122,7 @@ describe('command-line feel', () => {
     expect(term.text()).toContain(`${ESC}32m✓${ESC}39m`);
     const noColour = capture(true);
     progress('x', noColour.stream, { TERM: 'xterm', NO_COLOR: '1' }).fail();
-    expect(noColour.text()).not.toMatch(/\u001b\[\d+m/);
+    expect(noColour.text()).not.toMatch(new RegExp(`${String.fromCharCode(27)}\\[\\d+m`));
     expect(colorEnabled({ isTTY: true, write: () => true }, { NO_COLOR: '1' })).toBe(false);
     expect(colorEnabled({ isTTY: true, write: () => true }, { TERM: 'dumb' })).toBe(false);
     expect(colorEnabled({ isTTY: false, write: () => true }, {})).toBe(false);

@@ -52,6 +52,7 @@ interface Subscription {
 }
 
 const RETRY_MS = 2000;
+const FAST_POLL_MS = 75;
 const IDLE_CLOSE_MS = 10_000;
 const PREVIEW_ACTIVITIES = new Set(['callModel', 'execute']);
 
@@ -69,6 +70,8 @@ export class SessionWatcher {
   private region = '';
   private atLineStart = true;
   private provisioningNoted = false;
+  /** A turn is in progress (user input or a tool result is waiting for the model). */
+  private turnOpen = false;
   private stopped = false;
 
   constructor(private readonly o: WatchOptions) {
@@ -81,7 +84,8 @@ export class SessionWatcher {
         if (await this.readLog()) return;
         if (this.o.streamKey) await this.discover();
         await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, this.o.pollMs ?? 300);
+          // While a turn is under way and nothing streams yet, look for the worker sooner: its first tokens wait on it.
+          const t = setTimeout(resolve, this.turnOpen && this.streams.size === 0 ? FAST_POLL_MS : (this.o.pollMs ?? 300));
           this.wakeUp = () => {
             clearTimeout(t);
             resolve();
@@ -120,6 +124,8 @@ export class SessionWatcher {
     if (e.type === 'assistant_message') this.lastAssistantSeq = e.seq;
     if (e.type === 'tool_use') this.toolUses.add(e.id);
     if (e.type === 'tool_result') this.toolResults.add(e.toolUseId);
+    if (e.type === 'user_message' || e.type === 'tool_use') this.turnOpen = true;
+    if ((e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error' || e.type === 'interrupted' || e.type === 'session_ended') this.turnOpen = false;
     if (this.o.mode === 'json') return this.write(`${JSON.stringify(e)}\n`);
     if (this.o.mode === 'tty') this.eraseRegion();
     else if (!this.atLineStart) this.write('\n');

@@ -51,6 +51,19 @@ interface Subscription {
   lastWanted: number;
 }
 
+/**
+ * Model and tool output is untrusted: on a terminal, an escape sequence in it could rewrite the screen or worse.
+ * Control characters other than newline and tab are shown as U+FFFD.
+ */
+export function printable(text: string): string {
+  let out = '';
+  for (const ch of text.replace(/\r\n/g, '\n')) {
+    const c = ch.charCodeAt(0);
+    out += (c < 32 && c !== 10 && c !== 9) || (c >= 127 && c < 160) ? '\uFFFD' : ch;
+  }
+  return out;
+}
+
 const RETRY_MS = 2000;
 const FAST_POLL_MS = 75;
 const IDLE_CLOSE_MS = 10_000;
@@ -129,7 +142,7 @@ export class SessionWatcher {
     if (this.o.mode === 'json') return this.write(`${JSON.stringify(e)}\n`);
     if (this.o.mode === 'tty') this.eraseRegion();
     else if (!this.atLineStart) this.write('\n');
-    this.write(`${formatEvent(e)}\n`);
+    this.write(`${printable(formatEvent(e))}\n`);
     this.region = '';
     // What this event finished is dropped; on a terminal, what is still in progress is drawn again below it.
     for (const [key, s] of this.streams) {
@@ -172,6 +185,7 @@ export class SessionWatcher {
         const restart = s.shown >= 0 ? ` (attempt ${s.attempt}, started again)` : s.attempt > 1 ? ` (attempt ${s.attempt})` : '';
         text = `${this.atLineStart ? '' : '\n'}… ${s.item.kind === 'model' ? 'model' : `${s.item.tool} output`}${restart}: ${s.item.kind === 'tool' ? '\n' : ''}${s.text}`;
       } else text = s.text.slice(s.shown);
+      text = printable(text);
       if (text) this.write(this.o.dim ? this.o.dim(text) : text, text);
     }
     s.shown = s.text.length;

@@ -57,7 +57,8 @@ describe('command-line feel', () => {
 
   it('keeps stdout to parseable JSON while progress and streamed tokens go to stderr', async () => {
     const id = uniqueId('feel-json');
-    h.mock.script(id, { chunkDelayMs: 30 });
+    // Slow enough that `--wait` has found the streaming worker before the first token, even on a loaded machine.
+    h.mock.script(id, { firstByteDelayMs: 1500, chunkDelayMs: 150 });
     const start = await runAgents(h.env.address, ['start', '--id', id, '--json', '--wait', 'hello there friend']);
     expect(start.code).toBe(0);
     expect(JSON.parse(start.stdout)).toEqual({ sessionId: id });
@@ -88,7 +89,8 @@ describe('command-line feel', () => {
 
   it('colours and redraws only on a terminal, and never colours with NO_COLOR', async () => {
     const id = uniqueId('feel-tty');
-    h.mock.script(id, { chunkDelayMs: 30 });
+    // Slow enough that `--wait` has found the streaming worker before the first token, even on a loaded machine.
+    h.mock.script(id, { firstByteDelayMs: 1500, chunkDelayMs: 150 });
     const tty = await onTerminal(['start', '--id', id, '--wait', 'one two three four five']);
     expect(tty.code).toBe(0);
     // The streamed reply is drawn dimmed, then erased in place and replaced by the event from the log.

@@ -96,7 +96,7 @@ describe('agents watch', () => {
 
   it('catches up without gaps when a watcher starts mid-turn or is restarted', async () => {
     const id = uniqueId('watch-reconnect');
-    const reply = words(30, 'w');
+    const reply = words(60, 'w');
     h.mock.script(id, { steps: [{ reply: { content: [{ type: 'text', text: reply }] }, chunkDelayMs: 150 }] });
     const handle = await startSession(h, { id });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'a long answer please' }] });
@@ -162,7 +162,7 @@ describe('agents watch', () => {
       const urls = workers.map((w) => /\(stream (\S+)\)/.exec(w.stderr())![1]);
       expect(new Set(urls).size).toBe(2);
       const id = uniqueId('watch-two');
-      const reply = words(25, 'x');
+      const reply = words(40, 'x');
       const slow = { reply: { content: [{ type: 'text' as const, text: reply }] }, chunkDelayMs: 150 };
       h.mock.script(id, { steps: [slow, slow] });
       const handle = await startSession(h, { id });

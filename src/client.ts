@@ -10,11 +10,14 @@ import YAML from 'yaml';
 import { z } from 'zod';
 import { loadConfig, type Config } from './config';
 import { temporalConnectionOptions } from './temporal-connection';
-import { createDataConverter } from './codec';
+import { createDataConverter, parseCodecKeys } from './codec';
+import { colorEnabled, styles } from './infra/term';
+import { SessionWatcher } from './stream/watch';
 import { loadCodecKey } from './infra/keys';
 import { AgentSchema, DEFAULT_MODEL, formatIssues, type Agent } from './session/agent';
 import type { SessionEvent } from './session/events';
 import { formatEvent } from './session/format';
+import type { Command as Cmd } from 'commander';
 import { BRAIN_TASK_QUEUE, WORKER_ROLES, WORKFLOW_TYPE, type WorkerRole } from './session/queues';
 import type { UpdateDefinition } from '@temporalio/common';
 import { MAX_FILE_BYTES } from './session/paths';
@@ -158,6 +161,93 @@ async function opError<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Worked examples shown after each command's --help, by command path. */
+const EXAMPLES: Record<string, string[]> = {
+  start: ['agents start "Summarise README.md"', 'agents start --agent coder.yaml --json "Fix the failing test" | jq -r .sessionId', 'agents start --wait "What is 2+2?"   # streams the first turn on stderr'],
+  send: ['agents send ses-1234 "Now run the tests"', 'agents send ses-1234 "retry-safe" --message-id req-42 --json'],
+  events: ['agents events ses-1234', 'agents events ses-1234 --from 100 --limit 20 --json', 'agents events ses-1234 --follow'],
+  watch: ['agents watch ses-1234', "agents watch ses-1234 --json | jq -c 'select(.seq != null)'   # events only", 'agents watch ses-1234 --no-stream'],
+  status: ['agents status ses-1234', 'agents status ses-1234 --json | jq .usage'],
+  list: ['agents list', 'agents list --limit 10 --json'],
+  wake: ['agents wake ses-1234', 'agents wake ses-1234 --json'],
+  fork: ['agents fork ses-1234 --at 41 "Try another approach"', 'agents fork ses-1234 --at 41 --sandboxes --id ses-1234-b --json'],
+  interrupt: ['agents interrupt ses-1234 --reason "wrong direction"'],
+  end: ['agents end ses-1234', 'agents end ses-1234 --reason done --json'],
+  worker: ['agents worker --role brain', 'HANDS_HOST_ID=gpu-1 agents worker --role hands', 'STREAM_LISTEN=0.0.0.0:7400 agents worker --role brain --json'],
+  'files put': ['agents files put ses-1234 ./data.csv data/input.csv', 'agents files put ses-1234 --sandbox builder ./Makefile Makefile --json'],
+  'files get': ['agents files get ses-1234 report.md ./report.md'],
+  'vault put': ['printf %s "$GITHUB_TOKEN" | agents vault put git-token', 'agents vault put tracker-oauth --vault team-a < oauth.json'],
+  'vault list': ['agents vault list', 'agents vault list --vault team-a --json'],
+  'vault rm': ['agents vault rm git-token'],
+  dev: ['agents dev', 'agents dev --json   # {"address","uiUrl",...} once up'],
+  'model-server': ['agents model-server --port 8787', 'ANTHROPIC_BASE_URL=$(agents model-server --json | jq -r .url) ...'],
+  doctor: ['agents doctor', 'agents doctor --json | jq .'],
+  'codec-server': ['agents codec-server', 'CODEC_SERVER_TOKEN=s3cret agents codec-server --port 8234 --origin https://ui.example'],
+};
+
+const PROGRAM_HELP = `
+Output: --json on every command prints machine output on stdout and nothing else there; progress, notes
+and logs go to stderr. Colour is used only on a terminal, and never with NO_COLOR set.
+
+Examples:
+  $ agents dev                                  # local server, model and workers; Ctrl-C stops them
+  $ id=$(agents start "Run \`npm test\` and explain failures")
+  $ agents watch "$id"                          # model tokens and tool output as they are produced
+  $ agents send "$id" "Fix the first one" && agents status "$id"
+`;
+
+/** Adds each command's examples to its --help. */
+function addExamples(cmd: Cmd, prefix = ''): void {
+  for (const sub of cmd.commands) {
+    const name = `${prefix}${sub.name()}`;
+    const lines = EXAMPLES[name];
+    if (lines) sub.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
+    addExamples(sub, `${name} `);
+  }
+}
+
+/** The end of a turn: its final reply, an error, or an interrupt after event `afterSeq`. */
+const endsTurn = (afterSeq: number) => (e: SessionEvent) =>
+  e.seq > afterSeq && ((e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error' || e.type === 'interrupted' || e.type === 'session_ended');
+
+/** Follows a session's log (and, with `stream`, the live deltas of its work in progress) on `out`. */
+async function follow(
+  client: Client,
+  config: Config,
+  id: string,
+  opts: { from: number; json?: boolean; stream: boolean; toStderr?: boolean; until?: (e: SessionEvent) => boolean },
+): Promise<void> {
+  const { log } = sessionLog(client, config);
+  const target = opts.toStderr ? process.stderr : process.stdout;
+  const watcher = new SessionWatcher({
+    client,
+    log,
+    sessionId: id,
+    from: opts.from,
+    mode: opts.json ? 'json' : target.isTTY ? 'tty' : 'plain',
+    streamKey: opts.stream ? parseCodecKeys(loadCodecKey(config)).current.key : undefined,
+    out: (t) => target.write(t),
+    note: err,
+    dim: styles(colorEnabled(target)).dim,
+    columns: () => target.columns || 80,
+    rows: () => target.rows || 24,
+    until: opts.until,
+  });
+  const stop = () => {
+    watcher.stop();
+    process.exit(130);
+  };
+  process.once('SIGINT', stop);
+  try {
+    await withSession(id, async () => {
+      await client.workflow.getHandle(id).describe();
+      await watcher.run();
+    });
+  } finally {
+    process.removeListener('SIGINT', stop);
+  }
+}
+
 function uiLink(config: Config, id: string): string {
   return `http://localhost:8233/namespaces/${config.TEMPORAL_NAMESPACE}/workflows/${encodeURIComponent(id)}`;
 }
@@ -178,8 +268,9 @@ export function buildProgram(): Command {
     .option('--system <text>', 'system prompt (overrides the agent file)')
     .option('--model <model>', 'model name (overrides the agent file)')
     .option('--json', 'print {"sessionId"} on stdout')
+    .option('--wait', "with a message: wait for the first turn to finish, showing its progress on stderr")
     .argument('[message]', 'first user message')
-    .action(async (message: string | undefined, opts: { id?: string; agent?: string; system?: string; model?: string; json?: boolean }) => {
+    .action(async (message: string | undefined, opts: { id?: string; agent?: string; system?: string; model?: string; json?: boolean; wait?: boolean }) => {
       const config = loadConfig();
       const agent = loadAgent(opts.agent, opts, config);
       const first: SessionInput['message'] = message === undefined ? undefined : parseMessage(message);
@@ -193,9 +284,11 @@ export function buildProgram(): Command {
         if ((e as Error).name === 'WorkflowExecutionAlreadyStartedError') throw new CliError(`session ${id} already exists`);
         throw e;
       }
+      err(`Web UI: ${uiLink(config, id)}`);
+      // The turn streams on stderr (a terminal redraws it in place), so stdout still holds only the id.
+      if (opts.wait && first) await follow(client, config, id, { from: 0, stream: true, toStderr: true, until: endsTurn(1) });
       if (opts.json) out(JSON.stringify({ sessionId: id }));
       else out(id);
-      err(`Web UI: ${uiLink(config, id)}`);
     });
 
   program
@@ -219,9 +312,11 @@ export function buildProgram(): Command {
     .option('--from <n>', 'first seq', nonNegativeInt, 0)
     .option('--limit <k>', 'how many events (default: all)', positiveInt)
     .option('--json', 'one JSON event per line')
-    .action(async (id: string, opts: { from: number; limit?: number; json?: boolean }) => {
+    .option('--follow', 'keep printing new events until the session ends (like watch, without live deltas)')
+    .action(async (id: string, opts: { from: number; limit?: number; json?: boolean; follow?: boolean }) => {
       const config = loadConfig();
       const client = await connect(config);
+      if (opts.follow) return follow(client, config, id, { from: opts.from, json: opts.json, stream: false });
       const { archive, log } = sessionLog(client, config);
       let n = 0;
       await withSession(id, async () => {
@@ -236,28 +331,14 @@ export function buildProgram(): Command {
 
   program
     .command('watch')
-    .description("follow a session's log until it ends")
+    .description('follow a session until it ends: its log, and model tokens and tool output live as they are produced')
     .argument('<id>', 'session id', sessionId)
     .option('--from <n>', 'first seq', nonNegativeInt, 0)
-    .option('--json', 'one JSON event per line')
-    .action(async (id: string, opts: { from: number; json?: boolean }) => {
+    .option('--json', 'one JSON object per line: events (with seq), and {"type":"stream"|"delta",item,...} for live output')
+    .option('--no-stream', 'follow the log only, without live deltas')
+    .action(async (id: string, opts: { from: number; json?: boolean; stream: boolean }) => {
       const config = loadConfig();
-      const client = await connect(config);
-      const { log } = sessionLog(client, config);
-      await withSession(id, async () => {
-        await client.workflow.getHandle(id).describe();
-        let next = opts.from;
-        for (;;) {
-          let ended = false;
-          for await (const e of readEvents(log, id, next)) {
-            out(opts.json ? JSON.stringify(e) : formatEvent(e));
-            next = e.seq + 1;
-            if (e.type === 'session_ended') ended = true;
-          }
-          if (ended) return;
-          await new Promise((r) => setTimeout(r, 300));
-        }
-      });
+      await follow(await connect(config), config, id, { from: opts.from, json: opts.json, stream: opts.stream });
     });
 
   program
@@ -300,11 +381,13 @@ export function buildProgram(): Command {
     .command('wake')
     .description('restart a session whose workflow was terminated or failed, as a new run that continues its log')
     .argument('<id>', 'session id', sessionId)
-    .action(async (id: string) => {
+    .option('--json', 'print {"sessionId","runId","nextSeq"} on stdout')
+    .action(async (id: string, opts: { json?: boolean }) => {
       const config = loadConfig();
       const client = await connect(config);
       const { archive } = sessionLog(client, config);
       const r = await opError(() => wakeSession(client, archive, id));
+      if (opts.json) out(JSON.stringify({ sessionId: id, runId: r.runId, nextSeq: r.nextSeq }));
       err(`woke ${id} as run ${r.runId}; its log continues at seq ${r.nextSeq}`);
     });
 
@@ -337,7 +420,8 @@ export function buildProgram(): Command {
       .description(what)
       .argument('<id>', 'session id', sessionId)
       .option('--reason <text>', 'why')
-      .action(async (id: string, opts: { reason?: string }) => {
+      .option('--json', `print {"sessionId","sent":"${name}"} on stdout`)
+      .action(async (id: string, opts: { reason?: string; json?: boolean }) => {
         const client = await connect(loadConfig());
         await withSession(id, async () => {
           const handle = client.workflow.getHandle(id);
@@ -345,6 +429,7 @@ export function buildProgram(): Command {
           if (desc.status.name !== 'RUNNING') throw new CliError(`session ${id} is not running (${desc.status.name.toLowerCase()})`);
           await handle.signal(signal, opts.reason ? { reason: opts.reason } : {});
         });
+        if (opts.json) out(JSON.stringify({ sessionId: id, sent: name }));
         err(`${name} sent to ${id}`);
       });
   }
@@ -356,10 +441,12 @@ export function buildProgram(): Command {
       if (!(WORKER_ROLES as readonly string[]).includes(v)) throw new InvalidArgumentError(`must be one of ${WORKER_ROLES.join(', ')}`);
       return v;
     }, 'all')
-    .action(async (opts: { role: WorkerRole }) => {
+    .option('--json', 'print {"roles","hostId","streamUrl"} on stdout once polling')
+    .action(async (opts: { role: WorkerRole; json?: boolean }) => {
       const config = loadConfig(process.env, opts.role);
       const { startWorker } = await import('./worker');
       const worker = await startWorker({ role: opts.role, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, dockerHost: config.DOCKER_HOST });
+      if (opts.json) out(JSON.stringify({ roles: worker.roles, hostId: worker.hostId ?? null, streamUrl: worker.streamUrl ?? null }));
       const stop = () => void worker.shutdown();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
@@ -394,7 +481,8 @@ export function buildProgram(): Command {
     .argument('<local>', 'local file')
     .argument('<path>', 'path in the sandbox')
     .option('--sandbox <name>', 'sandbox name', 'main')
-    .action(async (id: string, local: string, target: string, opts: { sandbox: string }) => {
+    .option('--json', 'print {"path","bytes"} on stdout')
+    .action(async (id: string, local: string, target: string, opts: { sandbox: string; json?: boolean }) => {
       let content: Buffer;
       try {
         const stat = fs.statSync(local);
@@ -407,6 +495,7 @@ export function buildProgram(): Command {
       }
       const client = await connect(loadConfig());
       const r = await withSession(id, () => update(client, id, putFileUpdate, { sandbox: opts.sandbox, path: target, contentBase64: content.toString('base64') }));
+      if (opts.json) out(JSON.stringify({ path: r.path, bytes: r.bytes }));
       err(`wrote ${r.bytes} bytes to ${r.path}`);
     });
   files
@@ -416,10 +505,12 @@ export function buildProgram(): Command {
     .argument('<path>', 'path in the sandbox')
     .argument('<local>', 'local file')
     .option('--sandbox <name>', 'sandbox name', 'main')
-    .action(async (id: string, source: string, local: string, opts: { sandbox: string }) => {
+    .option('--json', 'print {"path","bytes"} on stdout')
+    .action(async (id: string, source: string, local: string, opts: { sandbox: string; json?: boolean }) => {
       const client = await connect(loadConfig());
       const r = await withSession(id, () => update(client, id, getFileUpdate, { sandbox: opts.sandbox, path: source }));
       fs.writeFileSync(local, Buffer.from(r.contentBase64, 'base64'));
+      if (opts.json) out(JSON.stringify({ path: r.path, bytes: r.bytes }));
       err(`read ${r.bytes} bytes from ${r.path}`);
     });
 
@@ -435,13 +526,15 @@ export function buildProgram(): Command {
     .description('store a secret read from stdin (never from the command line); the value is never printed')
     .argument('<name>', 'secret name', secretName)
     .option('--vault <vault>', 'vault (one per user or tenant)', secretName, 'default')
-    .action(async (name: string, opts: { vault: string }) => {
+    .option('--json', 'print {"name","vault"} on stdout (never the value)')
+    .action(async (name: string, opts: { vault: string; json?: boolean }) => {
       if (process.stdin.isTTY) err('reading the secret from stdin; end with Ctrl-D');
       const chunks: Buffer[] = [];
       for await (const c of process.stdin) chunks.push(c as Buffer);
       const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
       if (value.length === 0) throw new CliError('no secret on stdin');
       (await openVault()).put(opts.vault, name, value);
+      if (opts.json) out(JSON.stringify({ name, vault: opts.vault }));
       err(`stored ${name} in vault ${opts.vault}; refer to it as vault:${name}`);
     });
   vault
@@ -457,18 +550,22 @@ export function buildProgram(): Command {
     .description('remove a secret')
     .argument('<name>', 'secret name', secretName)
     .option('--vault <vault>', 'vault', secretName, 'default')
-    .action(async (name: string, opts: { vault: string }) => {
+    .option('--json', 'print {"name","vault"} on stdout')
+    .action(async (name: string, opts: { vault: string; json?: boolean }) => {
       if (!(await openVault()).rm(opts.vault, name)) throw new CliError(`no secret ${name} in vault ${opts.vault}`);
+      if (opts.json) out(JSON.stringify({ name, vault: opts.vault }));
       err(`removed ${name} from vault ${opts.vault}`);
     });
 
   program
     .command('dev')
     .description('start the Temporal dev server (SQLite under DATA_DIR) and every worker role; Ctrl-C stops all')
-    .action(async () => {
+    .option('--json', 'print {"address","uiUrl","codecUrl","modelUrl"} on stdout once everything is up')
+    .action(async (opts: { json?: boolean }) => {
       const config = loadConfig();
       const { startLocalStack } = await import('./infra/local-stack');
       const stack = await startLocalStack(config, err);
+      if (opts.json) out(JSON.stringify({ address: stack.address, uiUrl: stack.uiUrl ?? null, codecUrl: stack.codecUrl, modelUrl: stack.modelUrl ?? null }));
       err(`Temporal at ${stack.address}${stack.uiUrl ? `, Web UI at ${stack.uiUrl}` : ''}; Ctrl-C stops everything`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
@@ -481,11 +578,12 @@ export function buildProgram(): Command {
     .command('model-server')
     .description('run the local Messages API server (offline model) until Ctrl-C')
     .option('--port <n>', 'port', nonNegativeInt, 0)
-    .action(async (opts: { port: number }) => {
+    .option('--json', 'print {"url"} on stdout')
+    .action(async (opts: { port: number; json?: boolean }) => {
       const { MockModelServer } = await import('./model/mock-server');
       const server = new MockModelServer();
       const url = await server.start(opts.port);
-      out(url);
+      out(opts.json ? JSON.stringify({ url }) : url);
       err(`Messages API server at ${url}; set ANTHROPIC_BASE_URL=${url}`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
@@ -500,7 +598,8 @@ export function buildProgram(): Command {
     .option('--port <n>', 'port', nonNegativeInt, 8234)
     .option('--host <addr>', 'address to listen on; a container publishes it on the host\'s loopback', '127.0.0.1')
     .option('--origin <url>', 'a browser origin allowed to call it; repeatable (default http://localhost:8233)', (v: string, acc: string[] = []) => [...acc, v])
-    .action(async (opts: { port: number; host: string; origin?: string[] }) => {
+    .option('--json', 'print {"url"} on stdout')
+    .action(async (opts: { port: number; host: string; origin?: string[]; json?: boolean }) => {
       const config = loadConfig(process.env, 'codec-server');
       const { CodecServer, DEFAULT_UI_ORIGIN, parseOrigin } = await import('./codec/server');
       const { EncryptionCodec, parseCodecKeys } = await import('./codec');
@@ -518,7 +617,7 @@ export function buildProgram(): Command {
         log: err,
       });
       const url = await server.start(opts.port, opts.host);
-      out(url);
+      out(opts.json ? JSON.stringify({ url }) : url);
       err(`codec server at ${url} for ${origins.join(', ')}${config.CODEC_SERVER_TOKEN ? ' (bearer token required)' : ''}; start the dev server with --ui-codec-endpoint ${url}`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
@@ -527,6 +626,8 @@ export function buildProgram(): Command {
       await server.stop();
     });
 
+  addExamples(program);
+  program.addHelpText('after', PROGRAM_HELP);
   return program;
 }
 
@@ -539,7 +640,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (e) {
     const error = e as Error & { code?: string; exitCode?: number };
     if (error.code?.startsWith('commander.')) return error.exitCode ?? 1;
-    err(`error: ${error.message.split('\n')[0]}`);
+    err(`${styles(colorEnabled(process.stderr)).red('error:')} ${error.message.split('\n')[0]}`);
     return 1;
   }
 }

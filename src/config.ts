@@ -50,6 +50,12 @@ export const ConfigSchema = z.object({
   // containers, where each replica generating its own key would leave workers unable to read each other's payloads.
   KEY_FILES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   TEMPORAL_CLI: optional,
+  // Brain and hands workers publish live deltas for `agents watch` here; `off` turns it off.
+  STREAM_LISTEN: z
+    .string()
+    .regex(/^(off|[^\s]+:\d{1,5})$/, 'must be HOST:PORT (port 0 picks a free one) or off')
+    .default('127.0.0.1:0'),
+  STREAM_URL: optional.refine((v) => v === undefined || /^https?:\/\/[^\s/]+\/?$/.test(v), 'must be an http(s) URL with no path, e.g. http://brain-1:7400'),
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };
@@ -73,8 +79,9 @@ const TEMPORAL: ConfigKey[] = [
   'TEMPORAL_API_KEY',
 ];
 const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES'];
-const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL'];
-const HANDS: ConfigKey[] = ['VAULT_KEY', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'HANDS_HOST_ID'];
+const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
+const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', ...STREAM];
+const HANDS: ConfigKey[] = ['VAULT_KEY', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'HANDS_HOST_ID', ...STREAM];
 
 /** The variables each role reads; anything else set for it is a mistake (a typo, or a secret it must not hold). */
 export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {

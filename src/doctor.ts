@@ -106,7 +106,7 @@ async function checkTemporal(config: Config): Promise<{ result: CheckResult; con
 
 async function checkPollers(connection: Connection, config: Config, role: WorkerRole | undefined): Promise<CheckResult> {
   const handsHostId = config.HANDS_HOST_ID ?? os.hostname();
-  // A worker's identity is `pid@hostname`; a worker checking itself looks for its own host's pollers.
+  // A worker's identity is `pid@hostname`, maybe followed by ` stream=URL`; a worker checking itself looks for its own host's pollers.
   const self = role ? `@${os.hostname()}` : undefined;
   const found: string[] = [];
   const missing: Queue[] = [];
@@ -120,7 +120,7 @@ async function checkPollers(connection: Connection, config: Config, role: Worker
     );
     const live = (response.pollers ?? []).filter((p) => {
       const seen = p.lastAccessTime?.seconds ? Number(p.lastAccessTime.seconds) * 1000 : 0;
-      return Date.now() - seen < POLLER_FRESH_MS && (!self || (p.identity ?? '').endsWith(self));
+      return Date.now() - seen < POLLER_FRESH_MS && (!self || (p.identity ?? '').split(' ')[0].endsWith(self));
     });
     if (live.length > 0) found.push(`${q.name} (${q.type}): ${live.length}`);
     else missing.push(q);

@@ -1,6 +1,7 @@
 // `npm run setup`: idempotently ensures what the platform needs on this machine, and says what it did.
 import { ensureDockerEngine, ensureSandboxImage } from './infra/docker';
 import { ensureTemporalCli } from './infra/temporal-cli';
+import { progress } from './infra/term';
 
 const USAGE = 'usage: setup [--temporal-only]';
 
@@ -12,19 +13,27 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   try {
-    const cli = ensureTemporalCli(log);
+    const cli = await ensureTemporalCli(log);
     log(cli.source === 'built' ? `built the Temporal CLI at ${cli.path}` : `Temporal CLI found (${cli.source}): ${cli.path}`);
     if (argv.includes('--temporal-only')) return 0;
 
     const dockerHost = await ensureDockerEngine((m) => log(`docker: ${m}`));
-    const image = await ensureSandboxImage(dockerHost, (m) => log(`sandbox image: ${m}`));
+    // A build takes a minute or more: a progress line (on a terminal) shows it is alive.
+    const p = progress('sandbox image');
+    let image;
+    try {
+      image = await ensureSandboxImage(dockerHost, (m) => p.log(`setup: sandbox image: ${m}`));
+    } catch (err) {
+      p.fail();
+      throw err;
+    }
     const id = image.id.replace(/^sha256:/, '').slice(0, 12);
     const how = {
       reused: 'reused',
       'built-dockerfile': `built from sandbox/Dockerfile in ${image.seconds} s:`,
       'built-offline': `built offline with debootstrap in ${image.seconds} s:`,
     }[image.action];
-    log(`sandbox image: ${how} ${image.image} (${id}) on ${dockerHost}`);
+    p.done(`setup: sandbox image: ${how} ${image.image} (${id}) on ${dockerHost}`);
     return 0;
   } catch (err) {
     log(`failed: ${(err as Error).message}`);

@@ -21,6 +21,8 @@ import { loadConfig } from './config';
 import { temporalConnectionOptions } from './temporal-connection';
 import { loadCodecKey, loadVaultKey } from './infra/keys';
 import { FileVault } from './vault';
+import { parseCodecKeys } from './codec';
+import { StreamHub, StreamServer, identityWithStream } from './stream';
 
 
 export interface WorkerOptions {
@@ -52,6 +54,8 @@ export interface WorkerOptions {
 export interface RunningWorker {
   roles: string[];
   hostId?: string;
+  /** Where this worker publishes live deltas (`agents watch`), when it streams. */
+  streamUrl?: string;
   /** Resolves when the worker stops; rejects if it fails. */
   done: Promise<void>;
   shutdown(): Promise<void>;
@@ -85,6 +89,16 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const connectionOptions = { ...temporalConnectionOptions(config), address: opts.address };
   const connection = await Connection.connect(connectionOptions);
   const client = new Client({ connection, namespace: opts.namespace, dataConverter });
+  // Brain and hands workers stream deltas of their work; their identity names the endpoint, which is how a
+  // watcher finds the worker running a session's activity (DescribeWorkflowExecution's pending activities).
+  let streams: { hub: StreamHub; server: StreamServer } | undefined;
+  if (config.STREAM_LISTEN !== 'off' && roles.some((r) => r === 'brain' || r === 'hands')) {
+    const hub = new StreamHub();
+    const server = new StreamServer({ hub, keys: [...parseCodecKeys(loadCodecKey(config)).byId.values()], listen: config.STREAM_LISTEN, advertise: config.STREAM_URL });
+    hub.worker = await server.start();
+    streams = { hub, server };
+  }
+  const identity = streams ? identityWithStream(`${process.pid}@${os.hostname()}`, streams.server.url) : undefined;
   const nativeConnection = await NativeConnection.connect(connectionOptions);
   const workers: Worker[] = [];
   const timers: NodeJS.Timeout[] = [];
@@ -104,7 +118,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         // A session's next workflow task goes to the worker that has it cached; if that worker is dead, the task
         // moves to any brain worker after this long (the SDK default, 10 s, made every brain crash cost 10 s).
         stickyQueueScheduleToStartTimeout: STICKY_TIMEOUT,
-        activities: createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))) }),
+        identity,
+        activities: createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))), stream: streams?.hub }),
       }),
     );
   }
@@ -121,9 +136,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     }
     // Hands hosts hold VAULT_KEY (for repo credentials); brain workers never open the vault.
     const vault = sharedVault();
-    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir });
+    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, stream: streams?.hub });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
-      workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities }));
+      workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities, identity }));
     }
     const interval = opts.reapIntervalMs ?? 60_000;
     if (interval > 0) {
@@ -149,13 +164,15 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     .finally(async () => {
       for (const t of timers) clearInterval(t);
       await mcpPool?.closeAll();
+      await streams?.server.stop();
       await nativeConnection.close();
       await connection.close();
     });
-  log(`worker ready: ${roles.join(',')}${hostId ? ` (host ${hostId})` : ''}`);
+  log(`worker ready: ${roles.join(',')}${hostId ? ` (host ${hostId})` : ''}${streams ? ` (stream ${streams.server.url})` : ''}`);
   return {
     roles,
     hostId,
+    streamUrl: streams?.server.url,
     done,
     async shutdown() {
       for (const t of timers) clearInterval(t);

@@ -10,6 +10,8 @@ import { MAX_FILE_BYTES } from '../session/paths';
 import { SandboxLostError, type SandboxProvider } from '../sandbox/provider';
 import { SetupFailedError } from '../sandbox/docker';
 import { EDITOR_PY } from '../sandbox/scripts';
+import type { StreamHub } from '../stream';
+import { StringDecoder } from 'node:string_decoder';
 
 export const HANDS_TASK_QUEUE = 'hands';
 export const hostTaskQueue = (hostId: string) => `hands.${hostId}`;
@@ -21,7 +23,12 @@ export interface HandsDeps {
   vault?: FileVault;
   /** Where host-side git mirrors live (the same directory the provider clones through). */
   mirrorsDir?: string;
+  /** Where bash output is published live for `agents watch`; absent: not streamed. */
+  stream?: StreamHub;
 }
+
+/** How much of a command's output is streamed live; the result in the log holds all of it (capped as usual). */
+export const LIVE_OUTPUT_BYTES = 256 * 1024;
 
 export interface GitContext {
   sessionId: string;
@@ -130,9 +137,16 @@ export function createHandsActivities(deps: HandsDeps) {
         const parsed = BashInputSchema.safeParse(input.input);
         if (!parsed.success) return { output: `invalid input for bash: ${formatIssues(parsed.error)}`, isError: true };
         if (parsed.data.command === undefined) return { output: 'tool has been restarted.', isError: false };
+        const info = Context.current().info;
+        const sessionId = info.workflowExecution?.workflowId;
+        const live = sessionId ? deps.stream?.open(sessionId, { kind: 'tool', toolUseId: input.toolUseId, tool: 'bash' }, info.attempt) : undefined;
+        const utf8 = new StringDecoder('utf8');
+        const onOutput = live && ((chunk: Buffer) => live.write(utf8.write(chunk)));
         const r = await heartbeating((signal) =>
-          provider.execute(input.sandboxId, { key: input.toolUseId, script: parsed.data.command!, timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS }, signal),
-        ).catch(lost);
+          provider.execute(input.sandboxId, { key: input.toolUseId, script: parsed.data.command!, timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS, onOutput, liveBytes: LIVE_OUTPUT_BYTES }, signal),
+        )
+          .catch(lost)
+          .finally(() => live?.close());
         return {
           output: formatBashOutput(r.output, r.exitCode, r.timedOut, input.timeoutSeconds),
           isError: r.exitCode !== 0,

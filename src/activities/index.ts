@@ -5,7 +5,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import type { SessionArchive } from '../archive';
 import { readEvents, type CachedSessionLog } from '../log/session-log';
-import type { ModelClient, ModelReply } from '../model/client';
+import type { ModelClient, ModelDelta, ModelReply } from '../model/client';
+import type { Publisher, StreamHub } from '../stream';
 import { toModelFailure } from '../model/errors';
 import { buildContext, compactionRequest, FULL_WINDOW, type ContextWindow } from '../session/context-builder';
 import { ContentBlockSchema } from '../session/events';
@@ -47,6 +48,15 @@ export interface ActivityDeps {
   model: ModelClient;
   log: CachedSessionLog;
   archive: SessionArchive;
+  /** Where model tokens are published live for `agents watch`; absent: not streamed. */
+  stream?: StreamHub;
+}
+
+/** Renders a model delta as preview text: tool calls as `[tool_use NAME] {input...}`. */
+export function previewOf(delta: ModelDelta, first: boolean): string {
+  if (delta.type === 'text') return delta.text;
+  if (delta.type === 'tool_use') return `${first ? '' : '\n'}[tool_use ${delta.name}] `;
+  return delta.json;
 }
 
 const ReplyContentSchema = z.array(ContentBlockSchema);
@@ -56,8 +66,9 @@ const DEFAULT_STREAM_IDLE_MS = 120_000;
 
 export function createActivities(deps: ActivityDeps) {
   /** Streams one request, heartbeating on a timer as well as on stream progress (a slow first byte is not a dead worker). */
-  const stream = async (req: Parameters<ModelClient['createMessage']>[0], idleMs = DEFAULT_STREAM_IDLE_MS): Promise<ModelReply> => {
+  const stream = async (req: Parameters<ModelClient['createMessage']>[0], idleMs = DEFAULT_STREAM_IDLE_MS, live?: Publisher): Promise<ModelReply> => {
     const ctx = Context.current();
+    let first = true;
     const beat = setInterval(() => ctx.heartbeat(), 1000);
     // A response that stalls (no first byte, or no next event) is abandoned, so the retry policy can try again.
     const abort = new AbortController();
@@ -76,9 +87,13 @@ export function createActivities(deps: ActivityDeps) {
     try {
       const reply = await deps.model.createMessage(req, {
         signal: abort.signal,
-        onProgress: () => {
+        onProgress: (delta) => {
           armIdle();
           ctx.heartbeat();
+          if (delta && live) {
+            live.write(previewOf(delta, first));
+            first = false;
+          }
         },
       });
       const content = ReplyContentSchema.safeParse(reply.content);
@@ -94,6 +109,7 @@ export function createActivities(deps: ActivityDeps) {
       clearInterval(beat);
       clearTimeout(idle);
       ctx.cancellationSignal.removeEventListener('abort', onCancel);
+      live?.close();
     }
   };
 
@@ -107,6 +123,8 @@ export function createActivities(deps: ActivityDeps) {
     async callModel(input: CallModelInput): Promise<CallModelResult> {
       const { built } = await contextOf(input, input.window ?? FULL_WINDOW);
       if (built.overBudget && built.cutSeq !== undefined) return { compact: { cutSeq: built.cutSeq, tokens: built.tokens } };
+      // Keyed by the event the reply follows: the watcher shows it until the log has that reply.
+      const live = deps.stream?.open(input.sessionId, { kind: 'model', throughSeq: input.throughSeq }, Context.current().info.attempt);
       return stream({
         sessionId: input.sessionId,
         model: input.model,
@@ -115,7 +133,7 @@ export function createActivities(deps: ActivityDeps) {
         tools: input.tools,
         maxTokens: input.maxTokens,
         cache: input.caching === true,
-      }, input.streamIdleMs);
+      }, input.streamIdleMs, live);
     },
 
     /** Summarises events window.fromSeq .. cutSeq-1 (and the previous summary) with one model call. */

@@ -39,7 +39,7 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
     log(`a Temporal server already answers at ${config.TEMPORAL_ADDRESS}; using it (set its Web UI's codec endpoint to ${codecUrl} to read encrypted histories)`);
     uiUrl = `http://localhost:${uiPort}`;
   } else {
-    const cli = ensureTemporalCli(log);
+    const cli = await ensureTemporalCli(log);
     const dbFile = path.join(config.dataDir, 'temporal.db');
     log(`starting the Temporal dev server (${cli.path}) with SQLite at ${dbFile}`);
     // The dev server's own services talk over loopback, so it binds loopback or every address, never one other address.

@@ -1,9 +1,11 @@
 // Finds or builds the Temporal CLI (which carries the dev server and Web UI) and starts the dev server.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
+import { progress } from './term';
 import { onPath } from './which';
 
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
@@ -35,7 +37,7 @@ export function findTemporalCli(): ResolvedCli | undefined {
 }
 
 /** Resolves the CLI, building it with `go install` into the cache when it is nowhere to be found. */
-export function ensureTemporalCli(log: (msg: string) => void = (m) => process.stderr.write(`${m}\n`)): ResolvedCli {
+export async function ensureTemporalCli(log: (msg: string) => void = (m) => process.stderr.write(`${m}\n`)): Promise<ResolvedCli> {
   const found = findTemporalCli();
   if (found) return found;
   if (!onPath('go')) {
@@ -47,9 +49,20 @@ export function ensureTemporalCli(log: (msg: string) => void = (m) => process.st
   const dir = cacheDir();
   fs.mkdirSync(dir, { recursive: true });
   log(`building the Temporal CLI: go install ${GO_PACKAGE} (takes a few minutes the first time)`);
-  const result = spawnSync('go', ['install', GO_PACKAGE], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, GOBIN: dir } });
+  const p = progress('building the Temporal CLI');
+  // go's own output goes to stderr, line by line above the progress line; stdout stays clean.
+  const child = spawn('go', ['install', GO_PACKAGE], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GOBIN: dir } });
+  for (const s of [child.stdout, child.stderr]) readline.createInterface({ input: s }).on('line', (l) => p.log(l));
+  const status = await new Promise<number | null>((resolve) => {
+    child.on('error', () => resolve(null));
+    child.on('close', (code) => resolve(code));
+  });
   const built = path.join(dir, 'temporal');
-  if (result.status !== 0 || !fs.existsSync(built)) throw new Error(`go install ${GO_PACKAGE} failed (exit ${result.status})`);
+  if (status !== 0 || !fs.existsSync(built)) {
+    p.fail();
+    throw new Error(`go install ${GO_PACKAGE} failed (exit ${status})`);
+  }
+  p.done(`built the Temporal CLI at ${built}`);
   return { path: built, source: 'built' };
 }
 

@@ -23,12 +23,29 @@ export interface ModelReply {
   usage: Usage;
 }
 
+/** A piece of the reply as it streams: text, the start of a tool call, or a piece of its input JSON. */
+export type ModelDelta = { type: 'text'; text: string } | { type: 'tool_use'; name: string } | { type: 'tool_input'; json: string };
+
+export interface ModelCallOptions {
+  signal?: AbortSignal;
+  /** Called on every stream event, with the delta it carries if any. */
+  onProgress?: (delta?: ModelDelta) => void;
+}
+
 /**
  * The minimal contract: send one request, stream it, return the final message.
  * `onProgress` is called as stream events arrive; `signal` aborts the call.
  */
 export interface ModelClient {
-  createMessage(request: ModelRequest, opts: { signal?: AbortSignal; onProgress?: () => void }): Promise<ModelReply>;
+  createMessage(request: ModelRequest, opts: ModelCallOptions): Promise<ModelReply>;
+}
+
+function deltaOf(event: Anthropic.MessageStreamEvent): ModelDelta | undefined {
+  if (event.type === 'content_block_start' && event.content_block.type === 'tool_use') return { type: 'tool_use', name: event.content_block.name };
+  if (event.type !== 'content_block_delta') return undefined;
+  if (event.delta.type === 'text_delta') return { type: 'text', text: event.delta.text };
+  if (event.delta.type === 'input_json_delta') return { type: 'tool_input', json: event.delta.partial_json };
+  return undefined;
 }
 
 export class AnthropicModelClient implements ModelClient {
@@ -39,7 +56,7 @@ export class AnthropicModelClient implements ModelClient {
     this.client = new Anthropic({ apiKey: opts.apiKey ?? 'offline', baseURL: opts.baseURL, maxRetries: 0, timeout: 10 * 60 * 1000 });
   }
 
-  async createMessage(request: ModelRequest, opts: { signal?: AbortSignal; onProgress?: () => void }): Promise<ModelReply> {
+  async createMessage(request: ModelRequest, opts: ModelCallOptions): Promise<ModelReply> {
     const blocks = (typeof request.system === 'string' ? [request.system] : (request.system ?? [])).filter((t) => t !== '');
     const body = request.cache
       ? withCacheBreakpoints({ ...request, system: blocks })
@@ -55,7 +72,7 @@ export class AnthropicModelClient implements ModelClient {
       },
       { signal: opts.signal },
     );
-    for await (const _event of stream) opts.onProgress?.();
+    for await (const event of stream) opts.onProgress?.(deltaOf(event));
     const message = await stream.finalMessage();
     return {
       content: message.content as unknown as ContentBlock[],

@@ -54,6 +54,8 @@ export interface RecordedRequest {
   at: number;
   /** When the server wrote the first byte of its response (headers included), after any first-byte delay. */
   firstByteAt?: number;
+  /** When each streamed text delta was written (ms since the epoch, sub-millisecond), in order. */
+  textDeltaAt?: number[];
 }
 
 class InvalidRequest extends Error {}
@@ -458,6 +460,7 @@ export class MockModelServer {
         const words = block.text.match(/\S+\s*|\s+/g) ?? [block.text];
         for (const [k, w] of words.entries()) {
           send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: w } });
+          if (record) (record.textDeltaAt ??= []).push(performance.timeOrigin + performance.now());
           if (chunkDelayMs > 0) await sleep(chunkDelayMs);
           if (drop && k === 0) {
             await sleep(20);

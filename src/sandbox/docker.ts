@@ -189,6 +189,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       `MA_TIMEOUT=${req.timeoutSeconds}`,
       `MA_MAX=${req.maxOutputBytes}`,
       `MA_HAS_STDIN=${req.stdin ? 1 : 0}`,
+      `MA_LIVE=${req.onOutput ? (req.liveBytes ?? 0) : 0}`,
       ...Object.entries(req.env ?? {}).map(([k, v]) => `${k}=${v}`),
     ];
     let raw: Buffer;
@@ -208,7 +209,14 @@ export class DockerSandboxProvider implements SandboxProvider {
         }
         chunks.push(c);
       });
-      this.docker.modem.demuxStream(stream, sink, sink);
+      // stdout carries the capped result; stderr, when asked for, the live copy of the output (capped inside too).
+      const live = new PassThrough();
+      let liveReceived = 0;
+      live.on('data', (c: Buffer) => {
+        liveReceived += c.length;
+        if (liveReceived <= (req.liveBytes ?? 0) + 64 * 1024) req.onOutput?.(c);
+      });
+      this.docker.modem.demuxStream(stream, sink, live);
       const onAbort = () => void this.kill(container, env[0]);
       signal?.addEventListener('abort', onAbort, { once: true });
       if (req.stdin) stream.end(req.stdin);

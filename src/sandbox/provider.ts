@@ -36,6 +36,9 @@ export interface ExecRequest {
   timeoutSeconds: number;
   /** Output beyond this many bytes is cut inside the sandbox, keeping head and tail. */
   maxOutputBytes: number;
+  /** Receives the output live as the command writes it, up to `liveBytes` (a preview; the result is authoritative). */
+  onOutput?: (chunk: Buffer) => void;
+  liveBytes?: number;
 }
 
 export interface ExecResult {

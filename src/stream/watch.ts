@@ -1,0 +1,318 @@
+// `agents watch`: follows a session's log and, for the item in progress, the live deltas of the worker doing
+// it. The log is the truth: a delta is shown only until the event that finishes its item is printed, so a
+// watcher that starts late or reconnects catches up from the log with no gaps.
+import http from 'node:http';
+import https from 'node:https';
+import type { Client } from '@temporalio/client';
+import type { SessionLog } from '../log/session-log';
+import type { SessionEvent } from '../session/events';
+import { formatEvent } from '../session/format';
+import { StreamFrameSchema, type StreamFrame, type StreamItem } from './hub';
+import { streamToken, streamUrlOf } from './token';
+
+export type WatchMode = 'json' | 'tty' | 'plain';
+
+export interface WatchOptions {
+  client: Client;
+  log: SessionLog;
+  sessionId: string;
+  from: number;
+  mode: WatchMode;
+  /** The codec key the stream tokens derive from; absent: follow the log only. */
+  streamKey?: Buffer;
+  out: (text: string) => void;
+  /** One-line notes (a stream that cannot be reached, a sandbox being provisioned) for stderr. */
+  note: (text: string) => void;
+  /** Dims preview text on a colour terminal. */
+  dim?: (s: string) => string;
+  columns?: () => number;
+  rows?: () => number;
+  pollMs?: number;
+  /** Stop after this event, e.g. to follow one turn. */
+  until?: (e: SessionEvent) => boolean;
+}
+
+interface Live {
+  item: StreamItem;
+  attempt: number;
+  /** The stream endpoint it came from. */
+  worker: string;
+  text: string;
+  /** Characters of `text` already written. -1: not announced yet. */
+  shown: number;
+  shownAttempt: number;
+  closed: boolean;
+}
+
+interface Subscription {
+  url: string;
+  req: http.ClientRequest;
+  keys: Set<string>;
+  lastWanted: number;
+}
+
+/**
+ * Model and tool output is untrusted: on a terminal, an escape sequence in it could rewrite the screen or worse.
+ * Control characters other than newline and tab are shown as U+FFFD.
+ */
+export function printable(text: string): string {
+  let out = '';
+  for (const ch of text.replace(/\r\n/g, '\n')) {
+    const c = ch.charCodeAt(0);
+    out += (c < 32 && c !== 10 && c !== 9) || (c >= 127 && c < 160) ? '\uFFFD' : ch;
+  }
+  return out;
+}
+
+const RETRY_MS = 2000;
+const FAST_POLL_MS = 75;
+const IDLE_CLOSE_MS = 10_000;
+const PREVIEW_ACTIVITIES = new Set(['callModel', 'execute']);
+
+export class SessionWatcher {
+  private next: number;
+  private lastAssistantSeq = -1;
+  private readonly toolUses = new Set<string>();
+  private readonly toolResults = new Set<string>();
+  private readonly streams = new Map<string, Live>();
+  private readonly subs = new Map<string, Subscription>();
+  private readonly failed = new Map<string, number>();
+  private readonly noted = new Set<string>();
+  private wakeUp?: () => void;
+  /** Text written since the last event, which a terminal erases when the event that replaces it arrives. */
+  private region = '';
+  private atLineStart = true;
+  private provisioningNoted = false;
+  /** A turn is in progress (user input or a tool result is waiting for the model). */
+  private turnOpen = false;
+  private stopped = false;
+
+  constructor(private readonly o: WatchOptions) {
+    this.next = o.from;
+  }
+
+  async run(): Promise<void> {
+    try {
+      for (;;) {
+        if (await this.readLog()) return;
+        if (this.o.streamKey) await this.discover();
+        await new Promise<void>((resolve) => {
+          // While a turn is under way and nothing streams yet, look for the worker sooner: its first tokens wait on it.
+          const t = setTimeout(resolve, this.turnOpen && this.streams.size === 0 ? FAST_POLL_MS : (this.o.pollMs ?? 300));
+          this.wakeUp = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+        this.wakeUp = undefined;
+      }
+    } finally {
+      this.stop();
+    }
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const s of this.subs.values()) s.req.destroy();
+    this.subs.clear();
+    if (!this.atLineStart && this.o.mode !== 'json') this.write('\n');
+  }
+
+  /** Prints the log from `next`; true once the session has ended (or `until` matched). */
+  private async readLog(): Promise<boolean> {
+    for (;;) {
+      const page = await this.o.log.read(this.o.sessionId, this.next, 1000);
+      for (const e of page.events) {
+        this.printEvent(e);
+        if (e.type === 'session_ended' || this.o.until?.(e)) return true;
+      }
+      if (page.events.length === 0) break;
+    }
+    for (const key of [...this.streams.keys()]) this.show(key);
+    return false;
+  }
+
+  private printEvent(e: SessionEvent): void {
+    this.next = e.seq + 1;
+    if (e.type === 'assistant_message') this.lastAssistantSeq = e.seq;
+    if (e.type === 'tool_use') this.toolUses.add(e.id);
+    if (e.type === 'tool_result') this.toolResults.add(e.toolUseId);
+    if (e.type === 'user_message' || e.type === 'tool_use') this.turnOpen = true;
+    if ((e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error' || e.type === 'interrupted' || e.type === 'session_ended') this.turnOpen = false;
+    if (this.o.mode === 'json') return this.write(`${JSON.stringify(e)}\n`);
+    if (this.o.mode === 'tty') this.eraseRegion();
+    else if (!this.atLineStart) this.write('\n');
+    this.write(`${printable(formatEvent(e))}\n`);
+    this.region = '';
+    // What this event finished is dropped; on a terminal, what is still in progress is drawn again below it.
+    for (const [key, s] of this.streams) {
+      if (this.finished(s.item) || s.closed) this.streams.delete(key);
+      else if (this.o.mode === 'tty') s.shown = -1;
+    }
+  }
+
+  private finished(item: StreamItem): boolean {
+    return item.kind === 'model' ? this.lastAssistantSeq > item.throughSeq : this.toolResults.has(item.toolUseId);
+  }
+
+  /** Shown only once the log has caught up to the item, and until the log finishes it. */
+  private current(item: StreamItem): boolean {
+    if (this.finished(item)) return false;
+    return item.kind === 'model' ? item.throughSeq < this.next : this.toolUses.has(item.toolUseId);
+  }
+
+  private show(key: string): void {
+    const s = this.streams.get(key);
+    if (!s) return;
+    if (this.finished(s.item)) {
+      this.streams.delete(key);
+      return;
+    }
+    if (!this.current(s.item)) {
+      // The log has not caught up with the item yet: read it now rather than at the next poll.
+      this.wakeUp?.();
+      return;
+    }
+    if (this.o.mode === 'json') {
+      if (s.shown < 0 || s.shownAttempt !== s.attempt) {
+        this.write(`${JSON.stringify({ type: 'stream', item: s.item, attempt: s.attempt, worker: s.worker, text: s.text })}\n`);
+      } else if (s.text.length > s.shown) {
+        this.write(`${JSON.stringify({ type: 'delta', item: s.item, text: s.text.slice(s.shown) })}\n`);
+      }
+    } else {
+      let text = '';
+      if (s.shown < 0 || s.shownAttempt !== s.attempt) {
+        const restart = s.shown >= 0 ? ` (attempt ${s.attempt}, started again)` : s.attempt > 1 ? ` (attempt ${s.attempt})` : '';
+        text = `${this.atLineStart ? '' : '\n'}… ${s.item.kind === 'model' ? 'model' : `${s.item.tool} output`}${restart}: ${s.item.kind === 'tool' ? '\n' : ''}${s.text}`;
+      } else text = s.text.slice(s.shown);
+      text = printable(text);
+      if (text) this.write(this.o.dim ? this.o.dim(text) : text, text);
+    }
+    s.shown = s.text.length;
+    s.shownAttempt = s.attempt;
+  }
+
+  private write(styled: string, plain = styled): void {
+    this.o.out(styled);
+    if (plain.length === 0) return;
+    this.atLineStart = plain.endsWith('\n');
+    if (this.o.mode === 'tty') this.region += plain;
+  }
+
+  /** Moves the cursor back over the preview text on a terminal and clears it. */
+  private eraseRegion(): void {
+    if (!this.region) return;
+    const cols = Math.max(1, this.o.columns?.() ?? 80);
+    const lines = this.region.split('\n');
+    const rows = lines.reduce((n, l) => n + Math.max(1, Math.ceil(l.length / cols)), 0);
+    // A preview taller than the screen has scrolled out of reach: leave it, below a clean line.
+    if (rows > (this.o.rows?.() ?? 24) - 1) {
+      if (!this.atLineStart) this.o.out('\n');
+    } else this.o.out(`${rows > 1 ? `\x1b[${rows - 1}A` : ''}\r\x1b[J`);
+    this.region = '';
+    this.atLineStart = true;
+  }
+
+  /** Finds the workers running this session's activities (their identity names their stream endpoint). */
+  private async discover(): Promise<void> {
+    let pending;
+    try {
+      pending = (await this.o.client.workflow.getHandle(this.o.sessionId).describe()).raw.pendingActivities ?? [];
+    } catch {
+      return;
+    }
+    const now = Date.now();
+    let provisioning = false;
+    for (const pa of pending) {
+      const type = pa.activityType?.name ?? '';
+      if (type === 'provisionSandbox') provisioning = true;
+      if (!PREVIEW_ACTIVITIES.has(type)) continue;
+      const url = streamUrlOf(pa.lastWorkerIdentity);
+      if (!url) continue;
+      const sub = this.subs.get(url);
+      if (sub) sub.lastWanted = now;
+      else if (now - (this.failed.get(url) ?? 0) > RETRY_MS) this.subscribe(url);
+    }
+    if (provisioning && !this.provisioningNoted) this.o.note('provisioning a sandbox…');
+    this.provisioningNoted = provisioning;
+    for (const [url, sub] of this.subs) {
+      if (sub.keys.size === 0 && now - sub.lastWanted > IDLE_CLOSE_MS) {
+        sub.req.destroy();
+        this.subs.delete(url);
+      }
+    }
+  }
+
+  private subscribe(url: string): void {
+    const token = streamToken(this.o.streamKey!, this.o.sessionId);
+    const target = new URL(`/v1/sessions/${encodeURIComponent(this.o.sessionId)}/stream`, url);
+    const get = target.protocol === 'https:' ? https.get : http.get;
+    const sub: Subscription = { url, req: undefined as unknown as http.ClientRequest, keys: new Set(), lastWanted: Date.now() };
+    const fail = (why: string) => {
+      if (this.subs.get(url) !== sub) return;
+      this.subs.delete(url);
+      this.failed.set(url, Date.now());
+      // Whatever that worker was streaming will not go on; the log still brings its result.
+      for (const key of sub.keys) {
+        const s = this.streams.get(key);
+        if (s && s.worker === url) s.closed = true;
+      }
+      if (!this.stopped && why && !this.noted.has(url)) {
+        this.noted.add(url);
+        this.o.note(`live stream from ${url} unavailable (${why}); following the log`);
+      }
+    };
+    sub.req = get(target, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } }, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        return fail(`HTTP ${res.statusCode}`);
+      }
+      res.setEncoding('utf8');
+      let buf = '';
+      res.on('data', (chunk: string) => {
+        buf += chunk;
+        for (let at = buf.indexOf('\n\n'); at >= 0; at = buf.indexOf('\n\n')) {
+          const block = buf.slice(0, at);
+          buf = buf.slice(at + 2);
+          const data = block
+            .split('\n')
+            .filter((l) => l.startsWith('data: '))
+            .map((l) => l.slice(6))
+            .join('\n');
+          if (!data) continue;
+          let parsed;
+          try {
+            parsed = StreamFrameSchema.safeParse(JSON.parse(data));
+          } catch {
+            continue;
+          }
+          if (parsed.success) this.onFrame(parsed.data, sub);
+        }
+      });
+      res.on('end', () => fail(''));
+      res.on('error', () => fail(''));
+    });
+    sub.req.on('error', (e) => fail(e.message));
+    this.subs.set(url, sub);
+  }
+
+  private onFrame(f: StreamFrame, sub: Subscription): void {
+    if (f.type === 'open') {
+      sub.keys.add(f.key);
+      const prev = this.streams.get(f.key);
+      // An older attempt's late frames never replace a newer one's.
+      if (prev && prev.attempt > f.attempt) return;
+      // A reconnect's snapshot repeats what was shown; a new attempt starts over under a marker (see show).
+      this.streams.set(f.key, { item: f.item, attempt: f.attempt, worker: sub.url, text: f.text, shown: prev?.shown ?? -1, shownAttempt: prev?.shownAttempt ?? f.attempt, closed: false });
+    } else {
+      const s = this.streams.get(f.key);
+      if (!s || s.worker !== sub.url) return;
+      if (f.type === 'delta') s.text += f.text;
+      else {
+        s.closed = true;
+        sub.keys.delete(f.key);
+      }
+    }
+    this.show(f.key);
+  }
+}

@@ -2,6 +2,8 @@
 import { z } from 'zod';
 import path from 'node:path';
 import { codecKeyProblem } from './codec/keys';
+import { LOG_LEVELS } from './observability/log-levels';
+import { parsePriceTable } from './observability/pricing';
 
 const optional = z
   .string()
@@ -27,6 +29,17 @@ export const ConfigSchema = z.object({
   CODEC_SERVER_TOKEN: optional,
   DATA_DIR: z.string().min(1).default('.data'),
   TEMPORAL_CLI: optional,
+  /** Worker log level; lines are JSON on stderr. */
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('INFO'),
+  /** `1` turns on OpenTelemetry tracing (OTLP/HTTP to localhost:4318 unless an endpoint is set). */
+  AGENTS_OTEL: z.enum(['0', '1']).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional.refine((v) => v === undefined || /^https?:\/\//.test(v), 'must be an http(s) URL'),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional.refine((v) => v === undefined || /^https?:\/\//.test(v), 'must be an http(s) URL'),
+  /** JSON price table merged over the built-in one: {"model": {"input": USD per Mtok, "output": ..., "cacheRead": ..., "cacheWrite": ...}}. */
+  MODEL_PRICES: optional.superRefine((v, ctx) => {
+    const r = parsePriceTable(v);
+    if ('problem' in r) ctx.addIssue({ code: 'custom', message: r.problem });
+  }),
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };

@@ -20,6 +20,10 @@ import { createDataConverter } from './codec';
 import { loadConfig } from './config';
 import { loadCodecKey, loadVaultKey } from './infra/keys';
 import { FileVault } from './vault';
+import { activityLogInterceptor, jsonLogLine } from './observability/logger';
+import type { LogLevelName } from './observability/log-levels';
+import { ensureSearchAttributes } from './observability/search-attributes';
+import { startTracing, tracingEnabled } from './observability/tracing';
 
 
 export interface WorkerOptions {
@@ -61,12 +65,12 @@ const STICKY_TIMEOUT = '2 seconds';
 
 let runtimeInstalled = false;
 
-/** Keeps the SDK's own logs at warn level and on stderr, so stdout stays machine-readable. */
-export function installRuntime() {
+/** Logs go to stderr as JSON lines at LOG_LEVEL (default INFO), so stdout stays machine-readable. */
+export function installRuntime(level: LogLevelName = loadConfig().LOG_LEVEL) {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN', (entry) => process.stderr.write(`[${entry.level}] ${entry.message}\n`)) });
+    Runtime.install({ logger: new DefaultLogger(level, (entry) => process.stderr.write(`${jsonLogLine(entry)}\n`)) });
   } catch {
     // a runtime was installed already (e.g. by a test environment)
   }
@@ -83,6 +87,18 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(config));
   const connection = await Connection.connect({ address: opts.address });
   const client = new Client({ connection, namespace: opts.namespace, dataConverter });
+  if (roles.includes('brain')) {
+    // Workflows upsert these; registering them first lets a fresh server or cluster index every session.
+    try {
+      const added = await ensureSearchAttributes(connection, opts.namespace);
+      if (added.length > 0) log(`registered search attributes ${added.join(', ')} on namespace ${opts.namespace}`);
+    } catch (err) {
+      log((err as Error).message);
+    }
+  }
+  const tracing = tracingEnabled(config) ? startTracing(`managed-agents-${opts.role}`) : undefined;
+  const plugins = tracing ? [tracing.plugin] : [];
+  const interceptors = { activity: [activityLogInterceptor] };
   const nativeConnection = await NativeConnection.connect({ address: opts.address });
   const workers: Worker[] = [];
   const timers: NodeJS.Timeout[] = [];
@@ -102,6 +118,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         // A session's next workflow task goes to the worker that has it cached; if that worker is dead, the task
         // moves to any brain worker after this long (the SDK default, 10 s, made every brain crash cost 10 s).
         stickyQueueScheduleToStartTimeout: STICKY_TIMEOUT,
+        interceptors,
+        plugins,
         activities: createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))) }),
       }),
     );
@@ -121,7 +139,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const vault = sharedVault();
     const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
-      workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities }));
+      workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities, interceptors, plugins }));
     }
     const interval = opts.reapIntervalMs ?? 60_000;
     if (interval > 0) {
@@ -139,7 +157,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const vault = sharedVault();
     mcpPool = new McpClientPool(new McpCredentials(vault), { log });
     const activities = createToolsActivities({ vault, pool: mcpPool, log });
-    workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities }));
+    workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities, interceptors, plugins }));
   }
 
   const done = Promise.all(workers.map((w) => w.run()))
@@ -147,6 +165,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     .finally(async () => {
       for (const t of timers) clearInterval(t);
       await mcpPool?.closeAll();
+      await tracing?.shutdown().catch((err) => log(`tracing shutdown failed: ${(err as Error).message}`));
       await nativeConnection.close();
       await connection.close();
     });

@@ -15,7 +15,7 @@ export type Price = z.infer<typeof PriceSchema>;
 export const PriceTableSchema = z.record(z.string().min(1), PriceSchema);
 export type PriceTable = z.infer<typeof PriceTableSchema>;
 
-/** List prices of Anthropic's models; a dated model id (`claude-sonnet-4-5-20250929`) matches its prefix. */
+/** List prices of Anthropic's models; a dated model id (`claude-sonnet-4-5-20250929`) takes its model's price. */
 export const DEFAULT_PRICES: PriceTable = {
   'claude-opus-4-5': { input: 5, output: 25 },
   'claude-opus-4-1': { input: 15, output: 75 },
@@ -41,13 +41,11 @@ export function parsePriceTable(json: string | undefined): { table: PriceTable }
   return { table: { ...DEFAULT_PRICES, ...parsed.data } };
 }
 
-/** The price of `model`: an exact entry, else the longest entry the id starts with. */
+/** The price of `model`: an exact entry, else the entry it is a dated or `-latest` version of. */
 export function priceOf(table: PriceTable, model: string): Price | undefined {
-  if (table[model]) return table[model];
-  const prefix = Object.keys(table)
-    .filter((k) => model.startsWith(`${k}-`))
-    .sort((a, b) => b.length - a.length)[0];
-  return prefix ? table[prefix] : undefined;
+  if (Object.hasOwn(table, model)) return table[model];
+  const base = /^(.+)-(\d{8}|latest)$/.exec(model)?.[1];
+  return base !== undefined && Object.hasOwn(table, base) ? table[base] : undefined;
 }
 
 /** Cost in US dollars of `usage` at `price`. */

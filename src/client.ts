@@ -18,7 +18,7 @@ import { AgentSchema, DEFAULT_MODEL, formatIssues, type Agent } from './session/
 import type { SessionEvent } from './session/events';
 import { formatEvent } from './session/format';
 import type { Command as Cmd } from 'commander';
-import { BRAIN_TASK_QUEUE, WORKER_ROLES, WORKFLOW_TYPE, type WorkerRole } from './session/queues';
+import { WORKER_ROLES, WORKFLOW_TYPE, type WorkerRole } from './session/queues';
 import type { UpdateDefinition } from '@temporalio/common';
 import { MAX_FILE_BYTES } from './session/paths';
 import {
@@ -34,7 +34,10 @@ import {
 } from './workflows/messages';
 import { sessionArchive, type SessionArchive } from './archive';
 import { ArchivedSessionLog, LiveSessionLog, type SessionLog } from './log/session-log';
-import { SessionOpError, forkSession, wakeSession } from './session-ops';
+import { SessionOpError, forkSession, startSessionRun, wakeSession } from './session-ops';
+import { parsePriceTable } from './observability/pricing';
+import { formatDuration, sessionCost, sessionStats } from './observability/session-stats';
+import { AGENT_MODEL_KEY, AGENT_NAME_KEY, SESSION_STATE_KEY } from './session/search-attributes';
 import { CHECKS, formatDoctor, runDoctor, type CheckName } from './doctor';
 
 export class CliError extends Error {}
@@ -279,7 +282,7 @@ export function buildProgram(): Command {
       // A session id names one log for good: an id whose runs are gone may still have it in the archive.
       if ((await sessionLog(client, config).archive.segments(id)).length > 0) throw new CliError(`session ${id} already exists (its log is in the session archive)`);
       try {
-        await client.workflow.start(WORKFLOW_TYPE, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent, ...(first ? { message: first } : {}) }] });
+        await startSessionRun(client, { workflowId: id, input: { agent, ...(first ? { message: first } : {}) }, agent, firstMessage: first?.text });
       } catch (e) {
         if ((e as Error).name === 'WorkflowExecutionAlreadyStartedError') throw new CliError(`session ${id} already exists`);
         throw e;
@@ -343,15 +346,30 @@ export function buildProgram(): Command {
 
   program
     .command('status')
-    .description("print a session's state, last seq and usage")
+    .description("print a session's state, tokens, cost, time, and tool errors apart from infrastructure errors")
     .argument('<id>', 'session id', sessionId)
     .option('--json', 'print the status object')
     .action(async (id: string, opts: { json?: boolean }) => {
-      const client = await connect(loadConfig());
+      const config = loadConfig();
+      const client = await connect(config);
       const status = await withSession(id, () => client.workflow.getHandle(id).query(statusQuery));
-      if (opts.json) out(JSON.stringify(status));
+      const events: SessionEvent[] = [];
+      for await (const e of readEvents(sessionLog(client, config).log, id, 0)) events.push(e);
+      const stats = sessionStats(events, new Date());
+      const prices = parsePriceTable(config.MODEL_PRICES);
+      const costUsd = 'table' in prices ? sessionCost(status.usage, stats.model, prices.table) : undefined;
+      if (opts.json) out(JSON.stringify({ ...status, ...stats, costUsd: costUsd ?? null }));
       else {
         out(`state: ${status.state}`);
+        if (stats.model) out(`model: ${stats.model}`);
+        if (stats.elapsedMs !== undefined) out(`time: ${formatDuration(stats.elapsedMs)} since ${stats.startedAt}`);
+        out(`cost: ${costUsd === undefined ? `unknown (no price for ${stats.model ?? 'this model'}; set MODEL_PRICES)` : `$${costUsd.toFixed(4)}`}`);
+        out(`model replies: ${stats.modelReplies}; tool calls: ${stats.toolCalls}`);
+        out(`tool errors: ${stats.toolErrors} (the tool failed)`);
+        out(`infra errors: ${stats.infraErrors} (a sandbox, host or MCP server failed)`);
+        if (stats.deniedErrors > 0) out(`denied: ${stats.deniedErrors}`);
+        const sessionErrors = Object.entries(stats.sessionErrors);
+        if (sessionErrors.length > 0) out(`session errors: ${sessionErrors.map(([k, n]) => `${n} ${k}`).join(', ')}`);
         out(`lastSeq: ${status.lastSeq}`);
         if (status.run !== undefined) out(`run: ${status.run} (its events start at seq ${status.firstSeq ?? 0}; earlier ones are in the session archive)`);
         const u = status.usage;
@@ -364,15 +382,18 @@ export function buildProgram(): Command {
 
   program
     .command('list')
-    .description('list sessions')
+    .description('list sessions: id, status, state, agent, model, start time')
     .option('--json', 'one JSON object per line')
     .option('--limit <k>', 'at most this many', positiveInt, 100)
-    .action(async (opts: { json?: boolean; limit: number }) => {
+    .option('--query <q>', 'a visibility filter ANDed in, e.g. AgentName="coder" or AgentSessionState="running"')
+    .action(async (opts: { json?: boolean; limit: number; query?: string }) => {
       const client = await connect(loadConfig());
       let n = 0;
-      for await (const wf of client.workflow.list({ query: `WorkflowType = '${WORKFLOW_TYPE}'` })) {
-        const row = { sessionId: wf.workflowId, status: wf.status.name, startTime: wf.startTime.toISOString() };
-        out(opts.json ? JSON.stringify(row) : `${row.sessionId}\t${row.status}\t${row.startTime}`);
+      const query = `WorkflowType = '${WORKFLOW_TYPE}'${opts.query ? ` AND (${opts.query})` : ''}`;
+      for await (const wf of client.workflow.list({ query })) {
+        const sa = wf.typedSearchAttributes;
+        const row = { sessionId: wf.workflowId, status: wf.status.name, startTime: wf.startTime.toISOString(), state: sa.get(SESSION_STATE_KEY), agent: sa.get(AGENT_NAME_KEY), model: sa.get(AGENT_MODEL_KEY) };
+        out(opts.json ? JSON.stringify(row) : [row.sessionId, row.status, row.state ?? '-', row.agent ?? '-', row.model ?? '-', row.startTime].join('\t'));
         if (++n >= opts.limit) break;
       }
     });

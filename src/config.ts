@@ -3,6 +3,8 @@ import { z } from 'zod';
 import fs from 'node:fs';
 import path from 'node:path';
 import { codecKeyProblem } from './codec/keys';
+import { LOG_LEVELS } from './observability/log-levels';
+import { parsePriceTable } from './observability/pricing';
 
 const optional = z
   .string()
@@ -56,6 +58,17 @@ export const ConfigSchema = z.object({
     .regex(/^(off|[^\s]+:\d{1,5})$/, 'must be HOST:PORT (port 0 picks a free one) or off')
     .default('127.0.0.1:0'),
   STREAM_URL: optional.refine((v) => v === undefined || /^https?:\/\/[^\s/]+\/?$/.test(v), 'must be an http(s) URL with no path, e.g. http://brain-1:7400'),
+  /** Worker log level; lines are JSON on stderr. */
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('INFO'),
+  /** `1` turns on OpenTelemetry tracing (OTLP/HTTP to localhost:4318 unless an endpoint is set). */
+  AGENTS_OTEL: z.enum(['0', '1']).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional.refine((v) => v === undefined || /^https?:\/\//.test(v), 'must be an http(s) URL'),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional.refine((v) => v === undefined || /^https?:\/\//.test(v), 'must be an http(s) URL'),
+  /** JSON price table merged over the built-in one: {"model": {"input": USD per Mtok, "output": ..., "cacheRead": ..., "cacheWrite": ...}}. */
+  MODEL_PRICES: optional.superRefine((v, ctx) => {
+    const r = parsePriceTable(v);
+    if ('problem' in r) ctx.addIssue({ code: 'custom', message: r.problem });
+  }),
 });
 
 export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };
@@ -78,7 +91,7 @@ const TEMPORAL: ConfigKey[] = [
   'TEMPORAL_TLS_SERVER_NAME',
   'TEMPORAL_API_KEY',
 ];
-const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES'];
+const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES', 'LOG_LEVEL', 'AGENTS_OTEL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
 const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
 const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', ...STREAM];
 const HANDS: ConfigKey[] = ['VAULT_KEY', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'HANDS_HOST_ID', ...STREAM];

@@ -7,6 +7,7 @@ import { AgentSchema, formatIssues, resolveTool, type Agent } from './session/ag
 import { windowAfter } from './session/context-builder';
 import { openToolUses } from './session/context';
 import { BRAIN_TASK_QUEUE, WORKFLOW_TYPE } from './session/queues';
+import { FIRST_MESSAGE_MEMO, firstMessageMemo, sessionSearchAttributes } from './session/search-attributes';
 import { eventsQuery, handoverQuery, type Carry, type SessionInput, type UserMessage } from './workflows/messages';
 
 export class SessionOpError extends Error {}
@@ -42,10 +43,12 @@ export async function wakeSession(client: Client, archive: SessionArchive, sessi
     await archive.seal(sessionId, events);
   }
   const input: SessionInput = { agent, continued: carry, start: 'woken' };
-  const handle = await client.workflow.start(WORKFLOW_TYPE, {
-    taskQueue: BRAIN_TASK_QUEUE,
+  const first = desc.memo?.[FIRST_MESSAGE_MEMO];
+  const handle = await startSessionRun(client, {
     workflowId: sessionId,
-    args: [input],
+    input,
+    agent: AgentSchema.parse(agent),
+    ...(typeof first === 'string' ? { firstMessage: first } : {}),
     workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
   });
   return { runId: handle.firstExecutionRunId, nextSeq: carry.nextSeq };
@@ -100,11 +103,36 @@ export async function forkSession(client: Client, archive: SessionArchive, log: 
   };
   await archive.link(opts.id, { sessionId: opts.source, throughSeq: opts.at });
   const input: SessionInput = { agent, continued: carry, start: 'forked', forkedFrom: { sessionId: opts.source, seq: opts.at }, ...(opts.message ? { message: opts.message } : {}) };
-  await client.workflow.start(WORKFLOW_TYPE, { taskQueue: BRAIN_TASK_QUEUE, workflowId: opts.id, args: [input] });
+  const firstMessage = events.find((e) => e.type === 'user_message')?.text ?? opts.message?.text;
+  await startSessionRun(client, { workflowId: opts.id, input, agent, ...(firstMessage !== undefined ? { firstMessage } : {}) });
   return { sessionId: opts.id, firstOwnSeq: opts.at + 1 };
 }
 
 /** The agent with no sandboxes and no tool bound to one. */
 function withoutSandboxes(agent: Agent): Agent {
   return { ...agent, sandboxes: {}, tools: agent.tools.filter((t) => resolveTool(t).sandbox === undefined) };
+}
+
+/**
+ * Starts a session run with its search attributes (state, agent name, model) and, when given, the first user
+ * message in its memo. On a namespace where no worker has registered the attributes yet, the run starts
+ * without them and its workflow sets them once a brain worker (which registers them) picks it up.
+ */
+export async function startSessionRun(
+  client: Client,
+  opts: { workflowId: string; input: SessionInput; agent: { name: string; model: string }; firstMessage?: string; workflowIdReusePolicy?: WorkflowIdReusePolicy },
+) {
+  const base = {
+    taskQueue: BRAIN_TASK_QUEUE,
+    workflowId: opts.workflowId,
+    args: [opts.input] as [SessionInput],
+    ...(opts.workflowIdReusePolicy ? { workflowIdReusePolicy: opts.workflowIdReusePolicy } : {}),
+    ...(opts.firstMessage !== undefined ? { memo: firstMessageMemo(opts.firstMessage) } : {}),
+  };
+  try {
+    return await client.workflow.start(WORKFLOW_TYPE, { ...base, typedSearchAttributes: sessionSearchAttributes(opts.agent) });
+  } catch (err) {
+    if (!/search attribute/i.test((err as Error).message ?? '')) throw err;
+    return client.workflow.start(WORKFLOW_TYPE, base);
+  }
 }

@@ -2,6 +2,7 @@
 import { ensureDockerEngine, ensureSandboxImage } from './infra/docker';
 import { ensureTemporalCli } from './infra/temporal-cli';
 import { progress } from './infra/term';
+import { ensureChromium } from './infra/chromium';
 
 const USAGE = 'usage: setup [--temporal-only]';
 
@@ -34,6 +35,12 @@ async function main(argv: string[]): Promise<number> {
       'built-offline': `built offline with debootstrap in ${image.seconds} s:`,
     }[image.action];
     p.done(`setup: sandbox image: ${how} ${image.image} (${id}) on ${dockerHost}`);
+    // Only the Web UI browser test needs it; a machine that cannot install it still runs everything else.
+    try {
+      log(`chromium (Web UI browser test): ${ensureChromium((m) => log(`chromium: ${m}`))}`);
+    } catch (err) {
+      log(`chromium: ${(err as Error).message}`);
+    }
     return 0;
   } catch (err) {
     log(`failed: ${(err as Error).message}`);

@@ -23,6 +23,10 @@ import { loadCodecKey, loadVaultKey } from './infra/keys';
 import { FileVault } from './vault';
 import { parseCodecKeys } from './codec';
 import { StreamHub, StreamServer, identityWithStream } from './stream';
+import { activityLogInterceptor, jsonLogLine } from './observability/logger';
+import type { LogLevelName } from './observability/log-levels';
+import { ensureSearchAttributes } from './observability/search-attributes';
+import { startTracing, tracingEnabled } from './observability/tracing';
 
 
 export interface WorkerOptions {
@@ -66,12 +70,12 @@ const STICKY_TIMEOUT = '2 seconds';
 
 let runtimeInstalled = false;
 
-/** Keeps the SDK's own logs at warn level and on stderr, so stdout stays machine-readable. */
-export function installRuntime() {
+/** Logs go to stderr as JSON lines at LOG_LEVEL (default INFO), so stdout stays machine-readable. */
+export function installRuntime(level: LogLevelName = loadConfig().LOG_LEVEL) {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN', (entry) => process.stderr.write(`[${entry.level}] ${entry.message}\n`)) });
+    Runtime.install({ logger: new DefaultLogger(level, (entry) => process.stderr.write(`${jsonLogLine(entry)}\n`)) });
   } catch {
     // a runtime was installed already (e.g. by a test environment)
   }
@@ -99,6 +103,18 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     streams = { hub, server };
   }
   const identity = streams ? identityWithStream(`${process.pid}@${os.hostname()}`, streams.server.url) : undefined;
+  if (roles.includes('brain')) {
+    // Workflows upsert these; registering them first lets a fresh server or cluster index every session.
+    try {
+      const added = await ensureSearchAttributes(connection, opts.namespace);
+      if (added.length > 0) log(`registered search attributes ${added.join(', ')} on namespace ${opts.namespace}`);
+    } catch (err) {
+      log((err as Error).message);
+    }
+  }
+  const tracing = tracingEnabled(config) ? startTracing(`managed-agents-${opts.role}`) : undefined;
+  const plugins = tracing ? [tracing.plugin] : [];
+  const interceptors = { activity: [activityLogInterceptor] };
   const nativeConnection = await NativeConnection.connect(connectionOptions);
   const workers: Worker[] = [];
   const timers: NodeJS.Timeout[] = [];
@@ -119,6 +135,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         // moves to any brain worker after this long (the SDK default, 10 s, made every brain crash cost 10 s).
         stickyQueueScheduleToStartTimeout: STICKY_TIMEOUT,
         identity,
+        interceptors,
+        plugins,
         activities: createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))), stream: streams?.hub }),
       }),
     );
@@ -138,7 +156,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const vault = sharedVault();
     const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, stream: streams?.hub });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
-      workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities, identity }));
+      workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities, identity, interceptors, plugins }));
     }
     const interval = opts.reapIntervalMs ?? 60_000;
     if (interval > 0) {
@@ -156,7 +174,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const vault = sharedVault();
     mcpPool = new McpClientPool(new McpCredentials(vault), { log });
     const activities = createToolsActivities({ vault, pool: mcpPool, log });
-    workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities }));
+    workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities, interceptors, plugins }));
   }
 
   const done = Promise.all(workers.map((w) => w.run()))
@@ -165,6 +183,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
       for (const t of timers) clearInterval(t);
       await mcpPool?.closeAll();
       await streams?.server.stop();
+      await tracing?.shutdown().catch((err) => log(`tracing shutdown failed: ${(err as Error).message}`));
       await nativeConnection.close();
       await connection.close();
     });

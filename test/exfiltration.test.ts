@@ -187,7 +187,8 @@ describe('exfiltration attempts from a hostile model', () => {
   it('leaves no secret in any raw history of this run, which without the codec holds only ciphertext', async () => {
     const raw = new Client({ connection: h.env.connection });
     let scanned = 0;
-    for await (const wf of raw.workflow.list()) {
+    // Listed with the key (the TS client decodes each memo, which holds the encrypted first message); read raw.
+    for await (const wf of h.env.client.workflow.list()) {
       const history = await raw.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
       const json = historyToJSON(history);
       // Payload bytes are base64 in the JSON form: scan them decoded as well as the JSON itself.

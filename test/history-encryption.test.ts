@@ -137,13 +137,26 @@ describe('encrypted history', () => {
   it('encrypts every payload: input, activity results, signals, updates, failures and the result', () => {
     const all = payloadsIn(JSON.parse(rawJson));
     const plain = all.filter((p) => b64text(p.payload.metadata?.encoding) !== ENCRYPTED_ENCODING);
-    // Plain are the CLI's own signal, which the codec left alone, and the SDK's record of a workflow patch
-    // (its id, in the marker and the TemporalChangeVersion search attribute), which no codec sees.
-    expect(plain.map((p) => [p.at.replace(/^\.events\[\d+\]/, ''), JSON.parse(b64text(p.payload.data))])).toEqual([
+    // Plain are the CLI's own signal, which the codec left alone, the SDK's record of a workflow patch (its id, in
+    // the marker and the TemporalChangeVersion search attribute), and the session's search attributes: the server
+    // indexes those, so no codec sees them, and they hold only the agent's name, its model and the session state.
+    const shown = plain.map((p) => [p.at.replace(/^\.events\[\d+\]/, ''), JSON.parse(b64text(p.payload.data))] as [string, unknown]);
+    const searchAttribute = /^\.upsertWorkflowSearchAttributesEventAttributes\.searchAttributes\.indexedFields\./;
+    expect(shown.filter(([at]) => !searchAttribute.test(at))).toEqual([
+      ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'search-attributes' }],
       ['.workflowExecutionSignaledEventAttributes.input.payloads[0]', { text: PLAIN_TEXT }],
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'session-archive' }],
-      ['.upsertWorkflowSearchAttributesEventAttributes.searchAttributes.indexedFields.TemporalChangeVersion', ['session-archive']],
     ]);
+    const allowed: Record<string, unknown[]> = {
+      TemporalChangeVersion: [['search-attributes'], ['search-attributes', 'session-archive']],
+      AgentName: ['test'],
+      AgentModel: ['claude-test'],
+      AgentSessionState: ['waiting_for_user', 'running', 'requires_action', 'ended'],
+    };
+    for (const [at, value] of shown.filter(([a]) => searchAttribute.test(a))) {
+      const name = at.replace(searchAttribute, '');
+      expect({ name, value, allowed: (allowed[name] ?? []).some((v) => JSON.stringify(v) === JSON.stringify(value)) }).toEqual({ name, value, allowed: true });
+    }
     const encryptedAt = new Set(all.filter((p) => !plain.includes(p)).map((p) => p.at.replace(/^\.events\[\d+\]\./, '').replace(/\[\d+\]/g, '[]')));
     for (const where of [
       'workflowExecutionStartedEventAttributes.input.payloads[]',
@@ -155,6 +168,9 @@ describe('encrypted history', () => {
       'activityTaskFailedEventAttributes.failure.encodedAttributes',
       'activityTaskStartedEventAttributes.lastFailure.encodedAttributes',
       'workflowExecutionCompletedEventAttributes.result.payloads[]',
+      // Activity summaries (`model turn 1`, `bash: ...`) and the first-message memo are sealed like any payload.
+      'userMetadata.summary',
+      'workflowPropertiesModifiedEventAttributes.upsertedMemo.fields.firstMessage',
     ])
       expect({ where, encrypted: encryptedAt.has(where) }).toEqual({ where, encrypted: true });
   });

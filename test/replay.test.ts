@@ -35,6 +35,20 @@ async function endAndSave(handle: WorkflowHandle, name: string) {
 }
 
 if (process.env.RECORD_HISTORIES === '1') {
+  it('records a session whose workflow upserts its search attributes and memo, with activity summaries', async () => {
+    const h = await startHarness();
+    try {
+      const handle = await startSession(h, { id: 'recorded-observable', agent: { name: 'observable', tools: ['session_events'] } });
+      h.mock.script(handle.workflowId, { steps: [{ reply: { content: [{ type: 'tool_use', name: 'session_events', input: { from: 0 } }] } }] });
+      await say(handle, 'Read your own log.');
+      await endAndSave(handle, 'observable-session.json');
+    } finally {
+      await h.stop();
+    }
+  });
+}
+
+if (process.env.RECORD_HISTORIES === '1') {
   it('records a session that exercises every feature of the workflow', async () => {
     const h = await startHarness();
     try {

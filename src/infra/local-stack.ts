@@ -4,7 +4,7 @@ import { EncryptionCodec, createDataConverter, parseCodecKeys } from '../codec';
 import { CodecServer } from '../codec/server';
 import type { Config } from '../config';
 import { MockModelServer } from '../model/mock-server';
-import { startWorker, type RunningWorker } from '../worker';
+import { installRuntime, startWorker, type RunningWorker } from '../worker';
 import { ensureKeys } from './keys';
 import { ensureTemporalCli, portInUse, startDevServer, type DevServer } from './temporal-cli';
 
@@ -62,6 +62,8 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
     log(`no ANTHROPIC_API_KEY: using the local Messages API server at ${baseURL}`);
   }
 
+  // The dev stack shares its terminal with the user: worker logs stay at warnings unless LOG_LEVEL says otherwise.
+  installRuntime(process.env.LOG_LEVEL ? config.LOG_LEVEL : 'WARN');
   let worker: RunningWorker;
   try {
     worker = await startWorker({ role: 'all', address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL, log, dataConverter: createDataConverter(keys) });

@@ -22,6 +22,8 @@ import { boundTools, buildToolSpecs, runBuiltinTool, toolError, type ToolOutcome
 import { FULL_WINDOW, windowOf, type ContextWindow } from '../session/context-builder';
 import { openToolUses } from '../session/context';
 import { SessionEventsInputSchema, type ToolSpec } from '../session/tools';
+import { modelSummary, toolSummary } from '../session/summaries';
+import { logEvent, trackVisibility } from './visibility';
 import { AgentSchema, formatIssues, type Agent, type BoundTool } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
 import { MAX_FILE_BYTES, resolveWorkspacePath } from '../session/paths';
@@ -141,11 +143,14 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
   let currentRound = 0;
   /** Set while this run hands over in the middle of a turn; an interrupt then lands here. */
   let handover: { interruptReason?: string } | undefined;
+  /** Model calls made by this run, for the activity summaries the Web UI shows. */
+  let modelCalls = 0;
 
   const nextSeq = () => baseSeq + events.length;
   const append = (e: NewEvent): SessionEvent => {
     const event = { seq: nextSeq(), ...e, time: new Date().toISOString() } as SessionEvent;
     events.push(event);
+    logEvent(event);
     return event;
   };
 
@@ -169,7 +174,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     let result: ProvisionOutput | undefined;
     if (previous?.stopped) {
       try {
-        result = await provisioner(previous.taskQueue).provisionSandbox({ sessionId, name, recipe, vault: agent.vault, resume: previous.sandboxId });
+        result = await provisioner(previous.taskQueue).provisionSandbox.executeWithOptions({ summary: `resume sandbox ${name}` }, [{ sessionId, name, recipe, vault: agent.vault, resume: previous.sandboxId }]);
       } catch (err) {
         if (isCancellation(err)) throw err;
         sandboxes.delete(name);
@@ -179,13 +184,13 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     const preferred = lastHost.get(name);
     if (!result && preferred) {
       try {
-        result = await provisioner(preferred).provisionSandbox({ sessionId, name, recipe, vault: agent.vault });
+        result = await provisioner(preferred).provisionSandbox.executeWithOptions({ summary: `provision sandbox ${name}` }, [{ sessionId, name, recipe, vault: agent.vault }]);
       } catch (err) {
         if (isCancellation(err)) throw err;
         lastHost.delete(name);
       }
     }
-    result ??= await provisioner(HANDS_POOL).provisionSandbox({ sessionId, name, recipe, vault: agent.vault });
+    result ??= await provisioner(HANDS_POOL).provisionSandbox.executeWithOptions({ summary: `provision sandbox ${name}` }, [{ sessionId, name, recipe, vault: agent.vault }]);
     const slot: SandboxSlot = { name, sandboxId: result.sandboxId, taskQueue: result.taskQueue, host: result.host, stopped: false, lastUsed: Date.now() };
     sandboxes.set(name, slot);
     append({ type: 'sandbox_provisioned', name, sandboxId: result.sandboxId, host: result.host, ms: Date.now() - started, resumed: result.resumed, loosened: result.loosened });
@@ -224,7 +229,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     try {
       const repo = agent.sandboxes[name].repo;
       const git = (bound.kind === 'git_push' || bound.kind === 'git_pull') && repo ? { sessionId, name, vault: agent.vault, repo } : undefined;
-      const r = await onHost(slot.taskQueue, timeoutSeconds).execute({ sandboxId: slot.sandboxId, toolUseId: use.id, tool: bound.kind as 'bash', input: use.input, timeoutSeconds, git });
+      const r = await onHost(slot.taskQueue, timeoutSeconds).execute.executeWithOptions({ summary: toolSummary(bound.name, bound.kind, use.input) }, [{ sandboxId: slot.sandboxId, toolUseId: use.id, tool: bound.kind as 'bash', input: use.input, timeoutSeconds, git }]);
       slot.lastUsed = Date.now();
       const { outputRef, ...rest } = r;
       const outcome: ToolOutcome = { ...rest, ...(outputRef ? { outputRef: { sandbox: name, ...outputRef } } : {}) };
@@ -297,6 +302,11 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     closeToolUses(carried?.openToolUses ?? [], 'the run stopped before this tool finished');
   }
   if (parsed.data.message) acceptUserMessage(parsed.data.message);
+  // Histories recorded before the search attributes existed carry no upserts.
+  if (patched('search-attributes')) {
+    const firstUserText = () => (startKind === 'new' ? events.find((e) => e.type === 'user_message')?.text : undefined);
+    trackVisibility(agent, () => state, firstUserText);
+  }
 
   setHandler(userMessageSignal, (raw) => {
     const result = UserMessageSchema.safeParse(raw);
@@ -450,7 +460,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
   const runMcpTool = async (use: { id: string; input: unknown }, target: { server: string; tool: string }): Promise<ToolOutcome> => {
     const server = agent.mcpServers[target.server];
     try {
-      const r = await mcp(server.timeoutSeconds, 2).callMcpTool({ sessionId, vault: agent.vault, serverName: target.server, server, tool: target.tool, input: use.input, toolUseId: use.id });
+      const r = await mcp(server.timeoutSeconds, 2).callMcpTool.executeWithOptions({ summary: `mcp ${target.server}: ${target.tool}` }, [{ sessionId, vault: agent.vault, serverName: target.server, server, tool: target.tool, input: use.input, toolUseId: use.id }]);
       return r.isError ? { ...r, error: { kind: 'tool', message: r.output.slice(0, 500) } } : r;
     } catch (err) {
       if (isCancellation(err)) throw err;
@@ -548,14 +558,15 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
   /** One model reply over the current window, compacting the window first when it is over budget. */
   const nextReply = async () => {
     const request = () => ({ sessionId, throughSeq: nextSeq() - 1, model: agent.model, system: agent.system, tools: toolSpecs, maxTokens: limits.maxOutputTokens, caching: agent.promptCaching, window, streamIdleMs: limits.modelStreamIdleMs });
-    const first = await model.callModel({ ...request(), contextTokens: limits.contextTokens });
+    const summary = { summary: modelSummary(++modelCalls, run) };
+    const first = await model.callModel.executeWithOptions(summary, [{ ...request(), contextTokens: limits.contextTokens }]);
     if (first.compact === undefined) return first;
     const cutSeq = first.compact.cutSeq;
-    const c = await model.compactContext({ ...request(), cutSeq });
+    const c = await model.compactContext.executeWithOptions({ summary: 'compact context' }, [{ ...request(), cutSeq }]);
     const event = append({ type: 'context_compacted', throughSeq: cutSeq - 1, summary: c.summary, tokensBefore: c.tokensBefore, tokensAfter: c.tokensAfter });
     if (event.type === 'context_compacted') window = windowOf(event);
     // Over budget even now (one huge tail): send it anyway rather than compact in a loop.
-    const second = await model.callModel(request());
+    const second = await model.callModel.executeWithOptions(summary, [request()]);
     if (second.compact !== undefined) throw new Error('callModel asked for a compaction without a budget');
     return second;
   };

@@ -30,7 +30,8 @@ export function temporalCliPath(): string {
 }
 
 export async function createTestEnv(): Promise<TestWorkflowEnvironment> {
-  installRuntime();
+  // Tests keep the in-process logs to warnings unless LOG_LEVEL asks for more.
+  installRuntime(process.env.LOG_LEVEL ? loadConfig().LOG_LEVEL : 'WARN');
   return TestWorkflowEnvironment.createLocal({
     server: { executable: { type: 'existing-path', path: temporalCliPath() }, ip: '127.0.0.1', ui: false },
     client: { dataConverter: testDataConverter() },

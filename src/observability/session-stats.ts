@@ -1,0 +1,57 @@
+// What `agents status` adds to the status query: errors by kind, elapsed time and cost, read from the log.
+import type { SessionEvent, Usage } from '../session/events';
+import { costOf, priceOf, type PriceTable } from './pricing';
+
+export interface SessionStats {
+  /** Tool calls whose tool failed (a command's non-zero exit, an MCP tool's error): the model's business. */
+  toolErrors: number;
+  /** Tool calls the infrastructure failed (a lost sandbox, an unreachable host or MCP server). */
+  infraErrors: number;
+  /** Tool calls refused by a policy or a person. */
+  deniedErrors: number;
+  /** `error` events (a model call past its retries, a limit, an archive failure), by kind. */
+  sessionErrors: Record<string, number>;
+  toolCalls: number;
+  modelReplies: number;
+  model?: string;
+  startedAt?: string;
+  /** From the first event to the last (the session ended) or to `now`. */
+  elapsedMs?: number;
+}
+
+export function sessionStats(events: readonly SessionEvent[], now: Date): SessionStats {
+  const stats: SessionStats = { toolErrors: 0, infraErrors: 0, deniedErrors: 0, sessionErrors: {}, toolCalls: 0, modelReplies: 0 };
+  for (const e of events) {
+    if (e.type === 'session_started' && typeof e.agent.model === 'string') stats.model = e.agent.model;
+    else if (e.type === 'tool_use') stats.toolCalls++;
+    else if (e.type === 'assistant_message') stats.modelReplies++;
+    else if (e.type === 'error') stats.sessionErrors[e.kind] = (stats.sessionErrors[e.kind] ?? 0) + 1;
+    else if (e.type === 'tool_result' && e.isError) {
+      const kind = e.error?.kind ?? 'tool';
+      if (kind === 'infra') stats.infraErrors++;
+      else if (kind === 'denied') stats.deniedErrors++;
+      else stats.toolErrors++;
+    }
+  }
+  if (events.length > 0) {
+    stats.startedAt = events[0].time;
+    const last = events[events.length - 1];
+    const end = last.type === 'session_ended' ? Date.parse(last.time) : now.getTime();
+    stats.elapsedMs = Math.max(0, end - Date.parse(events[0].time));
+  }
+  return stats;
+}
+
+/** The session's cost in US dollars, or undefined when the model has no price. */
+export function sessionCost(usage: Usage, model: string | undefined, prices: PriceTable): number | undefined {
+  const price = model === undefined ? undefined : priceOf(prices, model);
+  return price ? costOf(usage, price) : undefined;
+}
+
+export function formatDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  return `${Math.floor(m / 60)}h ${m % 60}m`;
+}

@@ -1,0 +1,47 @@
+// Keeps a session's search attributes and memo current, so the Web UI can find it by state, agent and model.
+import type { SearchAttributePair } from '@temporalio/common';
+import { condition, log, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { FIRST_MESSAGE_MEMO, SESSION_STATE_KEY, firstMessageMemo, sessionSearchAttributes } from '../session/search-attributes';
+import type { SessionEvent } from '../session/events';
+import type { SessionState } from './messages';
+
+/**
+ * Sets the agent's name and model (and the state) where the start did not, then upserts the state each time
+ * it changes, and the first user message into the memo if the start did not carry it. Runs for the whole run.
+ */
+export function trackVisibility(agent: { name: string; model: string }, state: () => SessionState, firstUserText: () => string | undefined): void {
+  const info = workflowInfo();
+  const current = info.typedSearchAttributes;
+  const missing = sessionSearchAttributes(agent, state()).filter((p) => current.get(p.key as never) !== p.value);
+  if (missing.length > 0) upsertSearchAttributes(missing as SearchAttributePair[]);
+  let published: string = state();
+  void (async () => {
+    for (;;) {
+      await condition(() => state() !== published);
+      published = state();
+      upsertSearchAttributes([{ key: SESSION_STATE_KEY, value: published }]);
+    }
+  })();
+  if (info.memo?.[FIRST_MESSAGE_MEMO] === undefined) {
+    void (async () => {
+      await condition(() => firstUserText() !== undefined);
+      upsertMemo(firstMessageMemo(firstUserText()!));
+    })();
+  }
+}
+
+/**
+ * One structured log line per appended event (the worker adds the session id, run and task queue). Tool errors
+ * carry `errorKind`, so a broken sandbox (`infra`) reads apart from a failing command (`tool`); a tool's own output
+ * is never logged. Not logged on replay.
+ */
+export function logEvent(event: SessionEvent): void {
+  const fields: Record<string, unknown> = { sessionId: workflowInfo().workflowId, seq: event.seq, eventType: event.type };
+  if (event.type === 'tool_result' && event.error) {
+    log.warn(`tool error (${event.error.kind})`, { ...fields, toolUseId: event.toolUseId, errorKind: event.error.kind, ...(event.error.kind === 'tool' ? {} : { error: event.error.message.slice(0, 300) }) });
+  } else if (event.type === 'error') {
+    log.warn(`session error (${event.kind})`, { ...fields, errorKind: event.kind, error: event.message.slice(0, 300) });
+  } else {
+    log.info('event appended', fields);
+  }
+}

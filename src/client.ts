@@ -22,6 +22,7 @@ import {
   getFileUpdate,
   putFileUpdate,
   endSignal,
+  handoffSandboxUpdate,
   interruptSignal,
   sendMessageUpdate,
   statusQuery,
@@ -401,6 +402,26 @@ export function buildProgram(): Command {
       const r = await withSession(id, () => update(client, id, getFileUpdate, { sandbox: opts.sandbox, path: source }));
       fs.writeFileSync(local, Buffer.from(r.contentBase64, 'base64'));
       err(`read ${r.bytes} bytes from ${r.path}`);
+    });
+
+  program
+    .command('handoff')
+    .description("pass one of session FROM's sandboxes to session TO: the container stays on its host, its owner changes, and FROM's later calls to it are denied")
+    .argument('<from>', 'the session that holds the sandbox', sessionId)
+    .argument('<sandbox>', 'the sandbox name, e.g. main', (v: string) => {
+      if (!/^[a-z][a-z0-9-]{0,30}$/.test(v)) throw new InvalidArgumentError('sandbox names are lowercase letters, digits and -');
+      return v;
+    })
+    .argument('<to>', 'the session that receives it', sessionId)
+    .option('--json', 'print {"sandboxId"} on stdout')
+    .action(async (from: string, sandbox: string, to: string, opts: { json?: boolean }) => {
+      if (from === to) throw new CliError('a session cannot hand a sandbox to itself');
+      const client = await connect(loadConfig());
+      const desc = await withSession(to, () => client.workflow.getHandle(to).describe());
+      if (desc.status.name !== 'RUNNING') throw new CliError(`session ${to} is not running (${desc.status.name.toLowerCase()})`);
+      const r = await withSession(from, () => update(client, from, handoffSandboxUpdate, { sandbox, to }));
+      if (opts.json) out(JSON.stringify(r));
+      err(`sandbox ${sandbox} (${r.sandboxId.slice(0, 12)}) of ${from} now belongs to ${to}`);
     });
 
   const vault = program.command('vault').description('manage secrets in a vault; sessions refer to them as vault:<name>');

@@ -355,12 +355,16 @@ export function buildProgram(): Command {
       if (!(WORKER_ROLES as readonly string[]).includes(v)) throw new InvalidArgumentError(`must be one of ${WORKER_ROLES.join(', ')}`);
       return v;
     }, 'all')
-    .action(async (opts: { role: WorkerRole }) => {
+    .option('--task-queue <queue>', 'the brain task queue to poll (default agents); sub-agents may run on their own', (v: string) => {
+      if (!/^[A-Za-z0-9._-]{1,100}$/.test(v)) throw new InvalidArgumentError('task queues are letters, digits, dot, dash or underscore');
+      return v;
+    })
+    .action(async (opts: { role: WorkerRole; taskQueue?: string }) => {
       const config = loadConfig();
       if (opts.role !== 'hands' && opts.role !== 'tools' && !config.ANTHROPIC_API_KEY && !config.ANTHROPIC_BASE_URL)
         throw new CliError('set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as `agents model-server`');
       const { startWorker } = await import('./worker');
-      const worker = await startWorker({ role: opts.role, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, dockerHost: config.DOCKER_HOST });
+      const worker = await startWorker({ role: opts.role, taskQueue: opts.taskQueue, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, dockerHost: config.DOCKER_HOST });
       const stop = () => void worker.shutdown();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);

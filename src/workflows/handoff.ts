@@ -20,6 +20,8 @@ export interface HandoffContext {
   onHost: (taskQueue: string, timeoutSeconds: number) => ActivityInterfaceFor<HandsActivities>;
   /** Whether this session's agent declares a sandbox of that name. */
   declares: (name: string) => boolean;
+  /** True once session_ended is in the log: nothing more may be appended. */
+  closed: () => boolean;
 }
 
 /** A hand-off that cannot happen; its message is for the model or the user. */
@@ -158,6 +160,11 @@ export function createHandoff(ctx: HandoffContext) {
     const gift = SandboxGiftSchema.safeParse(raw);
     if (!gift.success) {
       log.warn('sandboxReceived signal rejected', { error: formatIssues(gift.error) });
+      return;
+    }
+    // An ended session takes nothing: the sandbox's owner is then not running, and the reaper removes it.
+    if (ctx.closed()) {
+      log.warn('sandboxReceived signal ignored: session has ended', { from: gift.data.from });
       return;
     }
     await receive(gift.data.from, gift.data.sandbox);

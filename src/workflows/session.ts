@@ -294,8 +294,9 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     for (const id of ids) append({ type: 'tool_result', toolUseId: id, output: message, isError: true, error: { kind: 'tool', message } });
   };
 
-  const handoff = createHandoff({ sessionId, append, sandboxes, lastHost, ensureSandbox, onHost, declares: (name) => name in agent.sandboxes });
-  const subagents = createSubagents({ sessionId, agent, append, usage, handoff, carried });
+  const closed = () => state === 'ended';
+  const handoff = createHandoff({ sessionId, append, sandboxes, lastHost, ensureSandbox, onHost, declares: (name) => name in agent.sandboxes, closed });
+  const subagents = createSubagents({ sessionId, agent, append, usage, handoff, carried, closed });
 
   // Before any handler is registered: input that arrived with the start is delivered when its handler is set.
   if (startKind === 'new') {

@@ -87,6 +87,8 @@ export interface SubagentContext {
   usage: Usage;
   handoff: Handoff;
   carried?: Carry;
+  /** True once session_ended is in the log: nothing more may be appended. */
+  closed: () => boolean;
 }
 
 export function createSubagents(ctx: SubagentContext) {
@@ -210,6 +212,10 @@ export function createSubagents(ctx: SubagentContext) {
         return;
       }
       const report = parsed.data;
+      if (ctx.closed()) {
+        log.warn('subagentFinished signal ignored: session has ended', { sessionId: report.sessionId });
+        return;
+      }
       if (childSessionId(ctx.sessionId, report.toolUseId) !== report.sessionId) {
         log.warn('subagentFinished signal ignored: not from a child of this session', { sessionId: report.sessionId });
         return;

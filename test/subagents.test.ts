@@ -3,13 +3,13 @@
 // children; a parent that continues as new still gets the answer; usage rolls up into the parent's status.
 import type Docker from 'dockerode';
 import type { WorkflowHandle } from '@temporalio/client';
-import type { EventOf, SessionEvent, Usage } from '../src/session/events';
+import type { SessionEvent, Usage } from '../src/session/events';
 import { childSessionId } from '../src/workflows/subagents';
 import { endSignal, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
-import type { MockBlock } from '../src/model/mock-server';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { allEvents, runsOf, say, startHarness, startSession, turnDone, uniqueId, waitForEvents, type Harness } from './helpers/env';
 import { docker, sessionContainers } from './helpers/hands';
+import { ofType, resultOf, spawn, turn } from './helpers/subagents';
 
 let h: Harness;
 let d: Docker;
@@ -28,18 +28,6 @@ afterAll(async () => {
   await h?.stop();
 });
 
-const spawn = (id: string, input: Record<string, unknown>): MockBlock => ({ type: 'tool_use', id, name: 'spawn_agent', input });
-
-/** Scripts the parent's next reply and sends a message; returns the log once that turn has finished. */
-async function turn(handle: WorkflowHandle, content: MockBlock[], timeoutMs = 120_000): Promise<SessionEvent[]> {
-  h.mock.script(handle.workflowId, { steps: [{ reply: { content } }] });
-  const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'go' }] });
-  return waitForEvents(handle, turnDone(seq), timeoutMs);
-}
-
-const resultOf = (events: SessionEvent[], toolUseId: string) => events.find((e): e is EventOf<'tool_result'> => e.type === 'tool_result' && e.toolUseId === toolUseId);
-const ofType = <T extends SessionEvent['type']>(events: SessionEvent[], type: T) => events.filter((e): e is EventOf<T> => e.type === type);
-
 function usageOf(events: SessionEvent[]): Usage {
   const total = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
   for (const e of ofType(events, 'assistant_message')) for (const k of Object.keys(total) as (keyof Usage)[]) total[k] += e.usage[k];
@@ -51,7 +39,7 @@ const child = (parent: WorkflowHandle, toolUseId: string) => h.env.client.workfl
 describe('spawn_agent', () => {
   it('runs two children in parallel, each in its own sandbox, and gives the parent both answers and their usage', async () => {
     const parent = await startSession(h, { agent: { tools: ['bash', 'spawn_agent'] } });
-    const events = await turn(parent, [
+    const events = await turn(h, parent, [
       { type: 'text', text: 'Two helpers at once.' },
       spawn('toolu_alpha', { task: 'Run `sleep 2; echo alpha-$((6*7)) > out.txt; cat out.txt; hostname`' }),
       spawn('toolu_beta', { task: 'Run `sleep 2; echo beta-$((6*8)) > out.txt; cat out.txt; hostname`' }),
@@ -90,7 +78,7 @@ describe('spawn_agent', () => {
 
   it('refuses an unknown sub-agent or bad input with a readable tool error and starts nothing', async () => {
     const parent = await startSession(h, { agent: { tools: ['spawn_agent'], sandboxes: {} } });
-    const events = await turn(parent, [spawn('toolu_x', { task: 'x', agent: 'nobody' }), spawn('toolu_y', { task: '' })]);
+    const events = await turn(h, parent, [spawn('toolu_x', { task: 'x', agent: 'nobody' }), spawn('toolu_y', { task: '' })]);
     expect(resultOf(events, 'toolu_x')).toMatchObject({ isError: true, output: 'no sub-agent named nobody; this agent declares none' });
     expect(resultOf(events, 'toolu_y')?.output).toMatch(/invalid input for spawn_agent: task: task must not be empty/);
     expect(ofType(events, 'subagent_started')).toEqual([]);

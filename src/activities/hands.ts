@@ -146,20 +146,22 @@ export function createHandsActivities(deps: HandsDeps) {
 
     async execute(input: ExecuteInput): Promise<ToolOutput> {
       checkOwner(input.sandboxId, input);
+      // The run-once key: tool_use ids are unique within a session, and a handed-off sandbox serves several.
+      const key = input.sessionId !== undefined ? `${input.sessionId}.${input.toolUseId}` : input.toolUseId;
       if (input.tool === 'git_push' || input.tool === 'git_pull') {
         const parsed = GitInputSchema.safeParse(input.input ?? {});
         if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
         if (!input.git) return { output: `${input.tool} needs a repo on this sandbox`, isError: true };
         const token = credential(input.git.vault, input.git.repo.credential);
         const run = input.tool === 'git_push' ? git.push : git.pull;
-        return heartbeating(() => run(input.sandboxId, input.toolUseId, input.git!, parsed.data, token)).catch(lost);
+        return heartbeating(() => run(input.sandboxId, key, input.git!, parsed.data, token)).catch(lost);
       }
       if (input.tool === 'bash') {
         const parsed = BashInputSchema.safeParse(input.input);
         if (!parsed.success) return { output: `invalid input for bash: ${formatIssues(parsed.error)}`, isError: true };
         if (parsed.data.command === undefined) return { output: 'tool has been restarted.', isError: false };
         const r = await heartbeating((signal) =>
-          provider.execute(input.sandboxId, { key: input.toolUseId, script: parsed.data.command!, timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS }, signal),
+          provider.execute(input.sandboxId, { key, script: parsed.data.command!, timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS }, signal),
         ).catch(lost);
         return {
           output: formatBashOutput(r.output, r.exitCode, r.timedOut, input.timeoutSeconds),
@@ -173,7 +175,7 @@ export function createHandsActivities(deps: HandsDeps) {
         provider.execute(
           input.sandboxId,
           {
-            key: input.toolUseId,
+            key,
             script: 'exec python3 -c "$MA_EDITOR"',
             env: { MA_EDITOR: EDITOR_PY },
             stdin: Buffer.from(JSON.stringify(parsed.data)),

@@ -6,6 +6,7 @@ import { NativeConnection, Runtime, Worker, DefaultLogger, type WorkflowBundleWi
 import { createActivities } from './activities';
 import { HANDS_TASK_QUEUE, createHandsActivities, hostTaskQueue } from './activities/hands';
 import { createToolsActivities } from './activities/tools';
+import { createSubagentActivities } from './activities/subagents';
 import { McpClientPool, McpCredentials } from './mcp';
 import { resolveDockerHost, sandboxImage } from './infra/docker';
 import { ArchivedSessionLog, CachedSessionLog, LiveSessionLog } from './log/session-log';
@@ -103,7 +104,10 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         // A session's next workflow task goes to the worker that has it cached; if that worker is dead, the task
         // moves to any brain worker after this long (the SDK default, 10 s, made every brain crash cost 10 s).
         stickyQueueScheduleToStartTimeout: STICKY_TIMEOUT,
-        activities: createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))) }),
+        activities: {
+          ...createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))) }),
+          ...createSubagentActivities({ client }),
+        },
       }),
     );
   }

@@ -10,6 +10,7 @@ import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { allEvents, runsOf, say, startHarness, startSession, turnDone, uniqueId, waitForEvents, type Harness } from './helpers/env';
 import { docker, sessionContainers } from './helpers/hands';
 import { ofType, resultOf, spawn, turn } from './helpers/subagents';
+import type { MockBlock } from '../src/model/mock-server';
 
 let h: Harness;
 let d: Docker;
@@ -146,10 +147,12 @@ describe('spawn_agent', () => {
     for (const k of kids) h.mock.release(`${k.workflowId}-never`);
   });
 
-  it('gets the answer of a child that finishes after the parent continued as new', async () => {
-    const parent = await startSession(h, { id: uniqueId('can-parent'), agent: { tools: ['spawn_agent'], sandboxes: {}, limits: { historyEvents: 100 } } });
+  /** Starts a parent whose child waits at a gate, and makes the parent continue as new meanwhile. */
+  async function handOverWhileChildRuns(prefix: string, reply: MockBlock[]) {
+    const parent = await startSession(h, { id: uniqueId(prefix), agent: { tools: ['spawn_agent'], sandboxes: {}, limits: { historyEvents: 100, subagentCheckMs: 1000 } } });
     const target = child(parent, 'toolu_slow');
-    h.mock.script(target.workflowId, { steps: [{ gate: gate(`${target.workflowId}-go`), reply: { content: [{ type: 'text', text: 'the slow answer is 42' }] } }] });
+    const go = gate(`${target.workflowId}-go`);
+    h.mock.script(target.workflowId, { steps: [{ gate: go, reply: { content: reply } }] });
     h.mock.script(parent.workflowId, { steps: [{ reply: { content: [spawn('toolu_slow', { task: 'take your time' })] } }] });
     const { seq } = await parent.executeUpdate(sendMessageUpdate, { args: [{ text: 'go' }] });
     await waitForEvents(parent, (ev) => ev.some((e) => e.type === 'subagent_started'));
@@ -161,12 +164,26 @@ describe('spawn_agent', () => {
       await new Promise((r) => setTimeout(r, 200));
     }
     expect((await parent.query(statusQuery)).subagents?.running).toEqual([{ sessionId: target.workflowId, toolUseId: 'toolu_slow' }]);
-    h.mock.release(`${target.workflowId}-go`);
+    return { parent, target, seq, go };
+  }
+
+  it('gets the answer of a child that finishes after the parent continued as new', async () => {
+    const { parent, seq, go } = await handOverWhileChildRuns('can-parent', [{ type: 'text', text: 'the slow answer is 42' }]);
+    h.mock.release(go);
     const events = await waitForEvents(parent, turnDone(seq), 60_000);
     expect(resultOf(events, 'toolu_slow')).toMatchObject({ isError: false, output: 'the slow answer is 42' });
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
     const finished = ofType(events, 'subagent_finished')[0];
     expect(finished.seq).toBeGreaterThanOrEqual((await parent.query(statusQuery)).firstSeq ?? 0);
+    expect(ofType(events, 'error')).toEqual([]);
+    await parent.signal(endSignal, {});
+  });
+
+  it('notices a child that was terminated after the parent continued as new', async () => {
+    const { parent, target, seq } = await handOverWhileChildRuns('can-crash', [{ type: 'text', text: 'never sent' }]);
+    await target.terminate('simulated crash');
+    const events = await waitForEvents(parent, turnDone(seq), 60_000);
+    expect(resultOf(events, 'toolu_slow')).toMatchObject({ isError: true, output: expect.stringContaining('closed without a report') });
     expect(ofType(events, 'error')).toEqual([]);
     await parent.signal(endSignal, {});
   });

@@ -36,6 +36,8 @@ export const LimitsSchema = z
     historyEvents: z.number().int().min(100).max(10_000).default(5_000),
     /** ... or past this many history bytes. */
     historyBytes: z.number().int().min(64 * 1024).max(40 * 1024 * 1024).default(4 * 1024 * 1024),
+    /** A run that took over children it cannot see close checks this often whether one closed without reporting. */
+    subagentCheckMs: z.number().int().min(1000).default(60_000),
   })
   .strict();
 

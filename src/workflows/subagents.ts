@@ -9,9 +9,12 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   log,
+  patched,
+  proxyActivities,
   setHandler,
   startChild,
 } from '@temporalio/workflow';
+import type { SubagentActivities } from '../activities/subagents';
 import { AgentSchema, childAgentInput, formatIssues, type Agent } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
 import { SpawnAgentInputSchema, capOutput } from '../session/tools';
@@ -97,6 +100,9 @@ export function createSubagents(ctx: SubagentContext) {
   /** spawn_agent calls refused before a child started. */
   const refused = new Map<string, ToolOutcome>();
   const fromChildren: Usage = { ...(ctx.carried?.subagentUsage ?? zeroUsage()) };
+  /** Children started by this run, whose close this run sees; others were carried over from an earlier run. */
+  const watched = new Set<string>();
+  const checks = proxyActivities<SubagentActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 3, initialInterval: 1000 } });
 
   const outcomeOf = (ref: SubagentRef): ToolOutcome => {
     const r = ref.result!;
@@ -110,6 +116,21 @@ export function createSubagents(ctx: SubagentContext) {
     await ctx.handoff.reclaimFrom(childId);
     ctx.append({ type: 'subagent_finished', sessionId: childId, toolUseId, isError: true });
     ref.result = { output: `the sub-agent session ${childId} stopped without answering: ${why}`, isError: true };
+  };
+
+  /**
+   * Waits until `ready` holds. A child carried over from an earlier run may close without a word (terminated,
+   * failed): it reports before it closes, so a closed child with no report has crashed.
+   */
+  const waitFor = async (ref: SubagentRef, ready: () => boolean): Promise<void> => {
+    if (watched.has(ref.toolUseId) || !patched('subagent-close-check')) return condition(ready);
+    while (!(await condition(ready, ctx.agent.limits.subagentCheckMs))) {
+      const closed = await checks.closedSessions({ sessionIds: [ref.sessionId] }).catch((err): string[] => {
+        if (isCancellation(err)) throw err;
+        return [];
+      });
+      if (closed.includes(ref.sessionId)) await onChildClosed(ref.toolUseId, ref.sessionId, 'its session closed without a report');
+    }
   };
 
   const start = async (use: { id: string; input: unknown }): Promise<void> => {
@@ -151,6 +172,7 @@ export function createSubagents(ctx: SubagentContext) {
     ctx.append({ type: 'subagent_started', sessionId: childId, toolUseId: use.id, ...(name !== undefined ? { agent: name } : {}) });
     for (const slot of slots) ctx.handoff.markHandedOff(slot, childId);
     running.set(use.id, { toolUseId: use.id, sessionId: childId, lent: slots.map((s) => s.name) });
+    watched.add(use.id);
     // Within this run the child's close is seen directly; a child that reported has closed normally after it.
     void handle.result().then(
       () => onChildClosed(use.id, childId, 'it ended without a report'),
@@ -177,7 +199,7 @@ export function createSubagents(ctx: SubagentContext) {
       }
       const ref = running.get(toolUseId);
       if (!ref) return toolError('this sub-agent is no longer tracked by the session', 'infra');
-      await condition(() => ref.result !== undefined);
+      await waitFor(ref, () => ref.result !== undefined);
       running.delete(toolUseId);
       return outcomeOf(ref);
     },
@@ -195,7 +217,7 @@ export function createSubagents(ctx: SubagentContext) {
       for (const [i, id] of toolUseIds.entries()) {
         const ref = running.get(id);
         if (ref) {
-          await condition(() => ref.result !== undefined || handOverNow());
+          await waitFor(ref, () => ref.result !== undefined || handOverNow());
           if (ref.result === undefined) return toolUseIds.slice(i);
           running.delete(id);
         }

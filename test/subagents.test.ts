@@ -7,7 +7,8 @@ import type { SessionEvent, Usage } from '../src/session/events';
 import { childSessionId } from '../src/workflows/subagents';
 import { endSignal, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
-import { allEvents, runsOf, say, startHarness, startSession, turnDone, uniqueId, waitForEvents, type Harness } from './helpers/env';
+import { allEvents, runsOf, say, startHarness, startSession, testArchive, turnDone, uniqueId, waitForEvents, type Harness } from './helpers/env';
+import { wakeSession } from '../src/session-ops';
 import { docker, sessionContainers } from './helpers/hands';
 import { ofType, resultOf, spawn, turn } from './helpers/subagents';
 import type { MockBlock } from '../src/model/mock-server';
@@ -145,6 +146,23 @@ describe('spawn_agent', () => {
       expect(log[log.length - 1]).toMatchObject({ type: 'session_ended', reason: 'cancelled' });
     }
     for (const k of kids) h.mock.release(`${k.workflowId}-never`);
+  });
+
+  it('cancels the children a dead run waited for when the parent is woken, and closes their calls', async () => {
+    const parent = await startSession(h, { agent: { tools: ['spawn_agent'], sandboxes: {} } });
+    const target = child(parent, 'toolu_orphan');
+    h.mock.script(target.workflowId, { steps: [{ gate: gate(`${target.workflowId}-never`) }] });
+    h.mock.script(parent.workflowId, { steps: [{ reply: { content: [spawn('toolu_orphan', { task: 'wait' })] } }] });
+    await parent.executeUpdate(sendMessageUpdate, { args: [{ text: 'go' }] });
+    await waitForEvents(parent, (ev) => ev.some((e) => e.type === 'subagent_started'));
+    await parent.terminate('simulated loss of the run');
+    await wakeSession(h.env.client, testArchive(), parent.workflowId);
+    const woken = h.env.client.workflow.getHandle(parent.workflowId);
+    expect(await target.result()).toMatchObject({ reason: 'cancelled' });
+    const events = await waitForEvents(woken, (ev) => ev.some((e) => e.type === 'assistant_message' && e.seq > (resultOf(ev, 'toolu_orphan')?.seq ?? Infinity)));
+    expect(resultOf(events, 'toolu_orphan')).toMatchObject({ isError: true, output: 'the run stopped before this tool finished' });
+    expect((await woken.query(statusQuery)).subagents?.running).toEqual([]);
+    await woken.signal(endSignal, {});
   });
 
   /** Starts a parent whose child waits at a gate, and makes the parent continue as new meanwhile. */

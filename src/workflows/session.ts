@@ -662,6 +662,12 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     }
   }
 
+  // A woken run gives up on the children its dead run waited for; their calls may have begun in an earlier run.
+  if (startKind === 'woken') {
+    const closedAlready = new Set(carried?.openToolUses ?? []);
+    closeToolUses((await subagents.cancelRunning()).filter((id) => !closedAlready.has(id)), 'the run stopped before this tool finished');
+  }
+
   /** A run that took over mid-turn goes straight on with that turn. */
   let resumeRound = carried?.inTurn?.round;
   // A child whose run stopped mid-task does not pick the task up again: it ends and reports an error.

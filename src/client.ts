@@ -26,6 +26,7 @@ import {
   getFileUpdate,
   putFileUpdate,
   endSignal,
+  handoffSandboxUpdate,
   interruptSignal,
   sendMessageUpdate,
   statusQuery,
@@ -176,7 +177,8 @@ const EXAMPLES: Record<string, string[]> = {
   fork: ['agents fork ses-1234 --at 41 "Try another approach"', 'agents fork ses-1234 --at 41 --sandboxes --id ses-1234-b --json'],
   interrupt: ['agents interrupt ses-1234 --reason "wrong direction"'],
   end: ['agents end ses-1234', 'agents end ses-1234 --reason done --json'],
-  worker: ['agents worker --role brain', 'HANDS_HOST_ID=gpu-1 agents worker --role hands', 'STREAM_LISTEN=0.0.0.0:7400 agents worker --role brain --json'],
+  handoff: ['agents handoff ses-1234 main ses-5678', 'agents handoff ses-1234 builder ses-5678 --json'],
+  worker: ['agents worker --role brain', 'agents worker --role brain --task-queue agents-research   # sub-agents with taskQueue: agents-research', 'HANDS_HOST_ID=gpu-1 agents worker --role hands', 'STREAM_LISTEN=0.0.0.0:7400 agents worker --role brain --json'],
   'files put': ['agents files put ses-1234 ./data.csv data/input.csv', 'agents files put ses-1234 --sandbox builder ./Makefile Makefile --json'],
   'files get': ['agents files get ses-1234 report.md ./report.md'],
   'vault put': ['printf %s "$GITHUB_TOKEN" | agents vault put git-token', 'agents vault put tracker-oauth --vault team-a < oauth.json'],
@@ -462,11 +464,15 @@ export function buildProgram(): Command {
       if (!(WORKER_ROLES as readonly string[]).includes(v)) throw new InvalidArgumentError(`must be one of ${WORKER_ROLES.join(', ')}`);
       return v;
     }, 'all')
+    .option('--task-queue <queue>', 'the brain task queue to poll (default agents); sub-agents may run on their own', (v: string) => {
+      if (!/^[A-Za-z0-9._-]{1,100}$/.test(v)) throw new InvalidArgumentError('task queues are letters, digits, dot, dash or underscore');
+      return v;
+    })
     .option('--json', 'print {"roles","hostId","streamUrl"} on stdout once polling')
-    .action(async (opts: { role: WorkerRole; json?: boolean }) => {
+    .action(async (opts: { role: WorkerRole; taskQueue?: string; json?: boolean }) => {
       const config = loadConfig(process.env, opts.role);
       const { startWorker } = await import('./worker');
-      const worker = await startWorker({ role: opts.role, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, dockerHost: config.DOCKER_HOST });
+      const worker = await startWorker({ role: opts.role, taskQueue: opts.taskQueue, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, dockerHost: config.DOCKER_HOST });
       if (opts.json) out(JSON.stringify({ roles: worker.roles, hostId: worker.hostId ?? null, streamUrl: worker.streamUrl ?? null }));
       const stop = () => void worker.shutdown();
       process.once('SIGINT', stop);
@@ -533,6 +539,26 @@ export function buildProgram(): Command {
       fs.writeFileSync(local, Buffer.from(r.contentBase64, 'base64'));
       if (opts.json) out(JSON.stringify({ path: r.path, bytes: r.bytes }));
       err(`read ${r.bytes} bytes from ${r.path}`);
+    });
+
+  program
+    .command('handoff')
+    .description("pass one of session FROM's sandboxes to session TO: the container stays on its host, its owner changes, and FROM's later calls to it are denied")
+    .argument('<from>', 'the session that holds the sandbox', sessionId)
+    .argument('<sandbox>', 'the sandbox name, e.g. main', (v: string) => {
+      if (!/^[a-z][a-z0-9-]{0,30}$/.test(v)) throw new InvalidArgumentError('sandbox names are lowercase letters, digits and -');
+      return v;
+    })
+    .argument('<to>', 'the session that receives it', sessionId)
+    .option('--json', 'print {"sandboxId"} on stdout')
+    .action(async (from: string, sandbox: string, to: string, opts: { json?: boolean }) => {
+      if (from === to) throw new CliError('a session cannot hand a sandbox to itself');
+      const client = await connect(loadConfig());
+      const desc = await withSession(to, () => client.workflow.getHandle(to).describe());
+      if (desc.status.name !== 'RUNNING') throw new CliError(`session ${to} is not running (${desc.status.name.toLowerCase()})`);
+      const r = await withSession(from, () => update(client, from, handoffSandboxUpdate, { sandbox, to }));
+      if (opts.json) out(JSON.stringify(r));
+      err(`sandbox ${sandbox} (${r.sandboxId.slice(0, 12)}) of ${from} now belongs to ${to}`);
     });
 
   const vault = program.command('vault').description('manage secrets in a vault; sessions refer to them as vault:<name>');

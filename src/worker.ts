@@ -6,6 +6,7 @@ import { NativeConnection, Runtime, Worker, DefaultLogger, type WorkflowBundleWi
 import { createActivities } from './activities';
 import { HANDS_TASK_QUEUE, createHandsActivities, hostTaskQueue } from './activities/hands';
 import { createToolsActivities } from './activities/tools';
+import { createSubagentActivities } from './activities/subagents';
 import { McpClientPool, McpCredentials } from './mcp';
 import { resolveDockerHost, sandboxImage } from './infra/docker';
 import { ArchivedSessionLog, CachedSessionLog, LiveSessionLog } from './log/session-log';
@@ -14,6 +15,7 @@ import { AnthropicModelClient, type ModelClient } from './model/client';
 import { DockerSandboxProvider } from './sandbox/docker';
 import type { SandboxProvider } from './sandbox/provider';
 import { reapOrphans } from './sandbox/reaper';
+import { OwnershipRegistry } from './sandbox/registry';
 import { BRAIN_TASK_QUEUE, TOOLS_TASK_QUEUE, type WorkerRole } from './session/queues';
 import type { DataConverter } from '@temporalio/common';
 import { createDataConverter } from './codec';
@@ -137,7 +139,10 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         identity,
         interceptors,
         plugins,
-        activities: createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))), stream: streams?.hub }),
+        activities: {
+          ...createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))), stream: streams?.hub }),
+          ...createSubagentActivities({ client }),
+        },
       }),
     );
   }
@@ -154,14 +159,16 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     }
     // Hands hosts hold VAULT_KEY (for repo credentials); brain workers never open the vault.
     const vault = sharedVault();
-    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, stream: streams?.hub });
+    // Who owns each of this host's sandboxes: hand-offs change it, execute checks it, the reaper asks it.
+    const registry = OwnershipRegistry.forHost(config.dataDir, hostId);
+    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, registry, stream: streams?.hub });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
       workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities, identity, interceptors, plugins }));
     }
     const interval = opts.reapIntervalMs ?? 60_000;
     if (interval > 0) {
       const reap = () =>
-        reapOrphans({ provider: provider!, client, hostId: hostId! })
+        reapOrphans({ provider: provider!, client, hostId: hostId!, registry })
           .then((r) => r.removed.length && log(`reaper removed ${r.removed.length} orphaned sandbox(es)`))
           .catch((err) => log(`reaper failed: ${(err as Error).message}`));
       timers.push(setInterval(reap, interval));

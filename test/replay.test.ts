@@ -18,6 +18,8 @@ import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import type { WorkflowHandle } from '@temporalio/client';
 import { logOf, runsOf, say, startHarness, startSession, testArchive, waitForEvents, workflowBundle } from './helpers/env';
 import { forkSession, wakeSession } from '../src/session-ops';
+import { childSessionId } from '../src/workflows/subagents';
+import { spawn, turn } from './helpers/subagents';
 
 const DIR = path.join(__dirname, 'histories');
 const FIXTURE_TOKEN = 'ghp_fixture_token_not_a_secret';
@@ -194,6 +196,55 @@ if (process.env.RECORD_HISTORIES === '1') {
   });
 }
 
+if (process.env.RECORD_HISTORIES === '1') {
+  it('records sub-agents and hand-offs: a parent, a child with a lent sandbox, a receiver, and a parent that continued as new while a child ran', async () => {
+    const h = await startHarness({ role: 'all', hostId: 'recorder' });
+    const ids = ['recorded-subagent-parent', 'recorded-handoff-receiver', 'recorded-subagent-can'];
+    const lentChild = childSessionId(ids[0], 'toolu_lend');
+    const slowChild = childSessionId(ids[2], 'toolu_slow');
+    // A session id is used once: clear what an earlier recording sealed under these.
+    for (const id of [...ids, lentChild, childSessionId(ids[0], 'toolu_own'), slowChild]) fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+    try {
+      const tools = ['bash' as const, 'spawn_agent' as const, 'handoff_sandbox' as const];
+      const parent = await startSession(h, { id: ids[0], agent: { tools } });
+      const receiver = await startSession(h, { id: ids[1], agent: { tools } });
+      await bash(h, parent, 'echo kept > kept.txt');
+      await turn(h, parent, [
+        { type: 'tool_use', id: 'toolu_denied', name: 'bash', input: { command: 'cat kept.txt' } },
+        spawn('toolu_lend', { task: 'Run `cat kept.txt`', sandboxes: ['main'] }),
+        spawn('toolu_own', { task: 'Run `echo own`' }),
+      ]);
+      await callTool(h, parent, 'handoff_sandbox', { sandbox: 'main', to: ids[1] });
+      await bash(h, parent, 'cat kept.txt');
+      await bash(h, receiver, 'cat kept.txt');
+      const child = h.env.client.workflow.getHandle(lentChild);
+      await child.result();
+      if (!fs.existsSync(path.join(DIR, 'subagent-child.json'))) fs.writeFileSync(path.join(DIR, 'subagent-child.json'), historyToJSON(await child.fetchHistory()));
+      await endAndSave(parent, 'subagent-parent.json');
+      await endAndSave(receiver, 'handoff-receiver.json');
+
+      const can = await startSession(h, { id: ids[2], agent: { tools: ['spawn_agent'], sandboxes: {}, limits: { historyEvents: 100 } } });
+      h.mock.script(slowChild, { steps: [{ gate: 'recorded-slow', reply: { content: [{ type: 'text', text: 'slow answer' }] } }] });
+      h.mock.script(ids[2], { steps: [{ reply: { content: [spawn('toolu_slow', { task: 'take your time' })] } }] });
+      await can.executeUpdate(sendMessageUpdate, { args: [{ text: 'go' }] });
+      await waitForEvents(can, (ev) => ev.some((e) => e.type === 'subagent_started'));
+      for (let i = 0; (await can.describe()).historyLength < 110; i++) await can.signal(userMessageSignal, { text: `note ${i}` });
+      while ((await runsOf(h.env.client, ids[2])).length < 2) await new Promise((r) => setTimeout(r, 200));
+      h.mock.release('recorded-slow');
+      await waitForEvents(can, (ev) => ev.some((e) => e.type === 'tool_result' && e.toolUseId === 'toolu_slow'));
+      await h.env.client.workflow.getHandle(ids[2]).signal(endSignal, { reason: 'recorded' });
+      await h.env.client.workflow.getHandle(ids[2]).result();
+      const runs = await runsOf(h.env.client, ids[2]);
+      for (const [i, run] of runs.slice(0, 2).entries()) {
+        const file = path.join(DIR, `subagent-can-run-${i + 1}.json`);
+        if (!fs.existsSync(file)) fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(ids[2], run.runId).fetchHistory()));
+      }
+    } finally {
+      await h.stop();
+    }
+  });
+}
+
 describe('recorded histories', () => {
   const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.json'));
 
@@ -202,7 +253,8 @@ describe('recorded histories', () => {
   });
 
   it('replays every recorded history without a nondeterminism error', async () => {
-    const histories = files.map((f) => ({ workflowId: f, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(DIR, f), 'utf8'))) }));
+    // A fixture replays under the id it was recorded with (`recorded-<name>`): a child's id derives from its parent's.
+    const histories = files.map((f) => ({ workflowId: `recorded-${f.replace(/(-run-\d+)?\.json$/, '')}`, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(DIR, f), 'utf8'))) }));
     const results = [];
     // Fixtures recorded with encryption use the fixture key; older plain ones pass through the codec.
     const dataConverter = createDataConverter(FIXTURE_CODEC_KEY);

@@ -9,6 +9,7 @@ import { createGitOps } from './git-ops';
 import { MAX_FILE_BYTES } from '../session/paths';
 import { SandboxLostError, type SandboxProvider } from '../sandbox/provider';
 import { SetupFailedError } from '../sandbox/docker';
+import { OwnershipError, type OwnershipRegistry } from '../sandbox/registry';
 import { EDITOR_PY } from '../sandbox/scripts';
 import type { StreamHub } from '../stream';
 import { StringDecoder } from 'node:string_decoder';
@@ -25,6 +26,13 @@ export interface HandsDeps {
   mirrorsDir?: string;
   /** Where bash output is published live for `agents watch`; absent: not streamed. */
   stream?: StreamHub;
+  /** Who owns each sandbox of this host; without it every caller is trusted (tests of the provider alone). */
+  registry?: OwnershipRegistry;
+}
+
+/** Who is asking: a call naming a session is refused unless the registry names that session the owner. */
+export interface Caller {
+  sessionId?: string;
 }
 
 /** How much of a command's output is streamed live; the result in the log holds all of it (capped as usual). */
@@ -55,7 +63,7 @@ export interface ProvisionOutput {
   loosened: string[];
 }
 
-export interface ExecuteInput {
+export interface ExecuteInput extends Caller {
   sandboxId: string;
   toolUseId: string;
   tool: SandboxToolKind;
@@ -81,6 +89,10 @@ async function heartbeating<T>(fn: (signal: AbortSignal) => Promise<T>): Promise
   } finally {
     clearInterval(beat);
   }
+}
+
+function denied(message: string): never {
+  throw ApplicationFailure.create({ message, type: 'SandboxError.Denied', nonRetryable: true });
 }
 
 function lost(err: unknown): never {
@@ -111,11 +123,26 @@ export function createHandsActivities(deps: HandsDeps) {
 
   const git = createGitOps(provider, deps.mirrorsDir);
 
+  /** Refuses a caller the registry does not name as the sandbox's owner. */
+  const checkOwner = (sandboxId: string, caller: Caller) => {
+    const entry = deps.registry?.get(sandboxId);
+    if (entry && caller.sessionId !== undefined && entry.owner !== caller.sessionId) {
+      denied(`sandbox ${sandboxId.slice(0, 12)} was handed to session ${entry.owner}; this session (${caller.sessionId}) may no longer use it`);
+    }
+  };
+
   return {
     async provisionSandbox(input: ProvisionInput): Promise<ProvisionOutput> {
       const repoToken = credential(input.vault, input.recipe.repo?.credential);
+      if (input.resume) checkOwner(input.resume, input);
       try {
         const r = await heartbeating(() => provider.provision({ sessionId: input.sessionId, name: input.name, recipe: input.recipe, hostId, resume: input.resume, repoToken }));
+        try {
+          deps.registry?.claim(r.sandboxId, input.sessionId, input.name);
+        } catch (err) {
+          if (err instanceof OwnershipError) denied(err.message);
+          throw err;
+        }
         return { ...r, taskQueue: hostTaskQueue(hostId), host: hostId };
       } catch (err) {
         const message = redact((err as Error).message, repoToken ? [repoToken] : []);
@@ -125,13 +152,16 @@ export function createHandsActivities(deps: HandsDeps) {
     },
 
     async execute(input: ExecuteInput): Promise<ToolOutput> {
+      checkOwner(input.sandboxId, input);
+      // The run-once key: tool_use ids are unique within a session, and a handed-off sandbox serves several.
+      const key = input.sessionId !== undefined ? `${input.sessionId}.${input.toolUseId}` : input.toolUseId;
       if (input.tool === 'git_push' || input.tool === 'git_pull') {
         const parsed = GitInputSchema.safeParse(input.input ?? {});
         if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
         if (!input.git) return { output: `${input.tool} needs a repo on this sandbox`, isError: true };
         const token = credential(input.git.vault, input.git.repo.credential);
         const run = input.tool === 'git_push' ? git.push : git.pull;
-        return heartbeating(() => run(input.sandboxId, input.toolUseId, input.git!, parsed.data, token)).catch(lost);
+        return heartbeating(() => run(input.sandboxId, key, input.git!, parsed.data, token)).catch(lost);
       }
       if (input.tool === 'bash') {
         const parsed = BashInputSchema.safeParse(input.input);
@@ -143,7 +173,7 @@ export function createHandsActivities(deps: HandsDeps) {
         const utf8 = new StringDecoder('utf8');
         const onOutput = live && ((chunk: Buffer) => live.write(utf8.write(chunk)));
         const r = await heartbeating((signal) =>
-          provider.execute(input.sandboxId, { key: input.toolUseId, script: parsed.data.command!, timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS, onOutput, liveBytes: LIVE_OUTPUT_BYTES }, signal),
+          provider.execute(input.sandboxId, { key, script: parsed.data.command!, timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS, onOutput, liveBytes: LIVE_OUTPUT_BYTES }, signal),
         )
           .catch(lost)
           .finally(() => live?.close());
@@ -159,7 +189,7 @@ export function createHandsActivities(deps: HandsDeps) {
         provider.execute(
           input.sandboxId,
           {
-            key: input.toolUseId,
+            key,
             script: 'exec python3 -c "$MA_EDITOR"',
             env: { MA_EDITOR: EDITOR_PY },
             stdin: Buffer.from(JSON.stringify(parsed.data)),
@@ -172,15 +202,31 @@ export function createHandsActivities(deps: HandsDeps) {
       return { output: r.output.replace(/\n$/, ''), isError: r.exitCode !== 0 };
     },
 
-    async stopSandbox(input: { sandboxId: string }): Promise<void> {
+    async stopSandbox(input: { sandboxId: string } & Caller): Promise<void> {
+      checkOwner(input.sandboxId, input);
       await provider.stop(input.sandboxId);
     },
 
-    async destroySandbox(input: { sandboxId: string }): Promise<void> {
+    async destroySandbox(input: { sandboxId: string } & Caller): Promise<void> {
+      checkOwner(input.sandboxId, input);
       await provider.destroy(input.sandboxId);
+      deps.registry?.remove(input.sandboxId);
     },
 
-    async putFile(input: { sandboxId: string; key: string; path: string; contentBase64: string }): Promise<{ bytes: number }> {
+    /** Hands a sandbox from session `from` to session `to`: the container stays; the registry's owner changes. */
+    async transferSandbox(input: { sandboxId: string; name: string; from: string; to: string }): Promise<{ owner: string }> {
+      if (!deps.registry) throw ApplicationFailure.create({ message: `hands host ${hostId} keeps no ownership registry`, type: 'SandboxError.NoRegistry', nonRetryable: true });
+      if ((await provider.health(input.sandboxId)) === 'missing') throw ApplicationFailure.create({ message: `sandbox ${input.sandboxId.slice(0, 12)} no longer exists`, type: 'SandboxError.Lost', nonRetryable: true });
+      try {
+        return { owner: deps.registry.transfer(input.sandboxId, input.from, input.to, input.name).owner };
+      } catch (err) {
+        if (err instanceof OwnershipError) denied(err.message);
+        throw err;
+      }
+    },
+
+    async putFile(input: { sandboxId: string; key: string; path: string; contentBase64: string } & Caller): Promise<{ bytes: number }> {
+      checkOwner(input.sandboxId, input);
       const bytes = Buffer.from(input.contentBase64, 'base64');
       if (bytes.length > MAX_FILE_BYTES) throw ApplicationFailure.create({ message: `file is ${bytes.length} bytes; the limit is ${MAX_FILE_BYTES}`, type: 'FilesError.TooLarge', nonRetryable: true });
       const r = await heartbeating(() =>
@@ -197,7 +243,8 @@ export function createHandsActivities(deps: HandsDeps) {
       return { bytes: bytes.length };
     },
 
-    async getFile(input: { sandboxId: string; key: string; path: string }): Promise<{ contentBase64: string; bytes: number }> {
+    async getFile(input: { sandboxId: string; key: string; path: string } & Caller): Promise<{ contentBase64: string; bytes: number }> {
+      checkOwner(input.sandboxId, input);
       const script = 's=$(stat -c %s -- "$MA_PATH" 2>&1) || { echo "no such file: $MA_PATH"; exit 2; }; [ -f "$MA_PATH" ] || { echo "not a regular file: $MA_PATH"; exit 2; }; [ "$s" -le "$MA_LIMIT" ] || { echo "file is $s bytes; the limit is $MA_LIMIT"; exit 3; }; base64 -w0 -- "$MA_PATH"';
       const r = await heartbeating(() =>
         provider.execute(input.sandboxId, {

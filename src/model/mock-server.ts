@@ -27,6 +27,8 @@ export interface MockStep {
   message?: string;
   /** Wait this long before the first byte. */
   firstByteDelayMs?: number;
+  /** Hold the response (before its first byte) until `release(gate)` is called. */
+  gate?: string;
   /** Start the reply, then drop the connection mid-stream. */
   dropMidStream?: boolean;
   /** Start the reply, then send an SSE `error` event of this status's type (as the API does when it overloads mid-stream). */
@@ -297,6 +299,7 @@ export class MockModelServer {
   private readonly cache = new PromptCache();
   private readonly sockets = new Set<import('node:net').Socket>();
   private inFlightCount = 0;
+  private readonly gates = new Map<string, { opened: Promise<void>; open: () => void }>();
   url = '';
   /** The built-in brain makes a tool call again when its sandbox was lost (off: it reports the error). */
   reissueLostTools = false;
@@ -329,6 +332,22 @@ export class MockModelServer {
   /** Scripts the next responses of one session (keyed by `metadata.user_id`). Steps are consumed in order. */
   script(sessionId: string, script: MockSessionScript): void {
     this.scripts.set(sessionId, { ...script, steps: [...(script.steps ?? [])] });
+  }
+
+  private gate(name: string) {
+    let g = this.gates.get(name);
+    if (!g) {
+      let open!: () => void;
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      g = { opened, open };
+      this.gates.set(name, g);
+    }
+    return g;
+  }
+
+  /** Lets every response held at `gate` go on, and any later one pass straight through. */
+  release(gate: string): void {
+    this.gate(gate).open();
   }
 
   requests(sessionId?: string): RecordedRequest[] {
@@ -397,6 +416,7 @@ export class MockModelServer {
     try {
       const delay = step.firstByteDelayMs ?? script?.firstByteDelayMs ?? 0;
       if (delay > 0) await sleep(delay);
+      if (step.gate !== undefined) await this.gate(step.gate).opened;
       if (step.status !== undefined && step.status >= 400) {
         record.status = step.status;
         record.firstByteAt = Date.now();

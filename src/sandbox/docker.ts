@@ -73,6 +73,14 @@ export class DockerSandboxProvider implements SandboxProvider {
   async provision(req: ProvisionRequest): Promise<ProvisionResult> {
     const { recipe } = req;
     const labels = { [LABEL.managed]: '1', [LABEL.session]: req.sessionId, [LABEL.sandbox]: req.name, [LABEL.host]: req.hostId };
+    // A sandbox handed from another session carries that session's labels: the one named is found by its id.
+    if (req.resume) {
+      const info = await this.docker.getContainer(req.resume).inspect().catch(() => undefined);
+      if (info && info.Config.Labels?.[LABEL.host] === req.hostId) {
+        if (!info.State.Running) await this.docker.getContainer(req.resume).start();
+        return { sandboxId: req.resume, resumed: true, workspaceReused: true, loosened: loosenings(recipe) };
+      }
+    }
     const existing = await this.findContainers({ label: [`${LABEL.session}=${req.sessionId}`, `${LABEL.sandbox}=${req.name}`] });
     for (const c of existing) {
       const container = this.docker.getContainer(c.Id);

@@ -1,7 +1,8 @@
-// The reaper: removes a host's containers whose session has ended, or that their session no longer uses.
+// The reaper: removes a host's containers whose owning session has ended, or that it no longer uses.
 import type { Client } from '@temporalio/client';
 import { statusQuery } from '../workflows/messages';
 import type { SandboxProvider } from './provider';
+import type { OwnershipRegistry } from './registry';
 
 export interface ReapResult {
   removed: string[];
@@ -9,16 +10,19 @@ export interface ReapResult {
 }
 
 /**
- * A container is an orphan when its session is not running (ended, terminated, unknown), or when the running
- * session lists another sandbox under that name and the container is older than `graceMs` (so one being
- * provisioned right now is left alone).
+ * A container's owner is the session the host's registry names (a hand-off moves it), else the session it was
+ * created for. It is an orphan when its owner is not running (ended, terminated, unknown), or when the running
+ * owner does not list it and it is older than `graceMs` (so one being provisioned right now is left alone).
  */
-export async function reapOrphans(opts: { provider: SandboxProvider; client: Client; hostId: string; graceMs?: number; now?: number }): Promise<ReapResult> {
+export async function reapOrphans(opts: { provider: SandboxProvider; client: Client; hostId: string; registry?: OwnershipRegistry; graceMs?: number; now?: number }): Promise<ReapResult> {
   const grace = opts.graceMs ?? 15 * 60_000;
   const now = opts.now ?? Date.now();
   const found = await opts.provider.list(opts.hostId);
   const bySession = new Map<string, typeof found>();
-  for (const s of found) bySession.set(s.sessionId, [...(bySession.get(s.sessionId) ?? []), s]);
+  for (const s of found) {
+    const owner = opts.registry?.get(s.sandboxId)?.owner ?? s.sessionId;
+    bySession.set(owner, [...(bySession.get(owner) ?? []), s]);
+  }
   const removed: string[] = [];
   let kept = 0;
   for (const [sessionId, containers] of bySession) {
@@ -46,6 +50,7 @@ export async function reapOrphans(opts: { provider: SandboxProvider; client: Cli
       }
       // A replaced container of a live session shares its workspace with the current one: keep the volume.
       await opts.provider.destroy(c.sandboxId, { keepWorkspace: running });
+      opts.registry?.remove(c.sandboxId);
       removed.push(c.sandboxId);
     }
   }

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 
 /** Tools that run in the workflow itself, with no sandbox. */
-export const BUILTIN_TOOLS = ['session_events'] as const;
+export const BUILTIN_TOOLS = ['session_events', 'spawn_agent', 'handoff_sandbox'] as const;
 /** Tools that run in a sandbox; each use is bound to one named sandbox. */
 export const SANDBOX_TOOLS = ['bash', 'str_replace_based_edit_tool', 'git_push', 'git_pull'] as const;
 export type SandboxToolKind = (typeof SANDBOX_TOOLS)[number];
@@ -36,6 +36,8 @@ export const LimitsSchema = z
     historyEvents: z.number().int().min(100).max(10_000).default(5_000),
     /** ... or past this many history bytes. */
     historyBytes: z.number().int().min(64 * 1024).max(40 * 1024 * 1024).default(4 * 1024 * 1024),
+    /** A run that took over children it cannot see close checks this often whether one closed without reporting. */
+    subagentCheckMs: z.number().int().min(1000).default(60_000),
   })
   .strict();
 
@@ -152,6 +154,29 @@ const McpServersSchema = z.record(z.string(), McpServerSchema).superRefine((serv
 
 export const DEFAULT_TOOLS: ToolEntry[] = ['bash', 'str_replace_based_edit_tool', 'session_events'];
 
+const SUBAGENT_NAME = /^[a-z][a-z0-9_-]{0,39}$/;
+
+/**
+ * A sub-agent the model may start with spawn_agent {agent: NAME}: fields that replace the parent's (limits are
+ * merged key by key). The child keeps the parent's vault. `taskQueue` puts the child's brain on its own workers.
+ * Each entry is checked as a whole agent when the parent's agent file is parsed.
+ */
+export const SubagentSchema = z
+  .object({
+    name: z.string().min(1).max(100).optional(),
+    model: z.string().min(1).optional(),
+    system: z.string().max(200_000).optional(),
+    provision: z.enum(['lazy', 'eager']).optional(),
+    tools: z.array(ToolEntrySchema).optional(),
+    sandboxes: z.record(z.string(), z.unknown()).optional(),
+    limits: z.record(z.string(), z.unknown()).optional(),
+    promptCaching: z.boolean().optional(),
+    mcpServers: z.record(z.string(), z.unknown()).optional(),
+    taskQueue: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'task queues are letters, digits, dot, dash or underscore').optional(),
+  })
+  .strict();
+export type Subagent = z.infer<typeof SubagentSchema>;
+
 export const AgentSchema = z
   .object({
     name: z.string().min(1).max(100).default('default'),
@@ -170,9 +195,15 @@ export const AgentSchema = z
     vault: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'vault names are letters, digits, dot, dash or underscore').default('default'),
     /** MCP servers whose tools are offered as mcp__<server>__<tool>; reached only from tools workers. */
     mcpServers: McpServersSchema.default({}),
+    /** Sub-agents spawn_agent may start by name; without a name the child is this agent minus spawn_agent. */
+    subagents: z.record(z.string().regex(SUBAGENT_NAME, 'sub-agent names are lowercase letters, digits, _ or -'), SubagentSchema).default({}),
   })
   .strict()
   .superRefine((agent, ctx) => {
+    for (const name of Object.keys(agent.subagents)) {
+      const child = AgentSchema.safeParse(childAgentInput(agent as Agent, name));
+      if (!child.success) ctx.addIssue({ code: 'custom', path: ['subagents', name], message: `sub-agent ${name} is not a valid agent: ${formatIssues(child.error)}` });
+    }
     const names = new Set<string>();
     agent.tools.forEach((t, i) => {
       const bound = resolveTool(t);
@@ -187,6 +218,22 @@ export const AgentSchema = z
 
 export type Agent = z.infer<typeof AgentSchema>;
 export type AgentInput = z.input<typeof AgentSchema>;
+
+/**
+ * The agent a child session runs: the parent's, without spawn_agent and sub-agents (so children do not spawn
+ * further unless an entry lists spawn_agent itself), with the named entry's fields on top.
+ */
+export function childAgentInput(parent: Agent, name?: string): Record<string, unknown> {
+  const { taskQueue: _queue, limits, ...entry } = (name !== undefined ? parent.subagents[name] : undefined) ?? {};
+  return {
+    ...parent,
+    name: name ?? parent.name,
+    tools: parent.tools.filter((t) => t !== 'spawn_agent'),
+    subagents: {},
+    ...entry,
+    limits: { ...parent.limits, ...(limits ?? {}) },
+  };
+}
 
 export interface BoundTool {
   /** The name the model sees. */

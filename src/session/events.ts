@@ -101,18 +101,31 @@ export const SandboxHandedOffEventSchema = z.object({
   from: z.string(),
   to: z.string(),
 });
+/** The other side of a hand-off: a sandbox another session passed to this one, which now owns it. */
+export const SandboxReceivedEventSchema = z.object({
+  ...base,
+  type: z.literal('sandbox_received'),
+  name: z.string(),
+  sandboxId: z.string(),
+  from: z.string(),
+  host: z.string(),
+});
+/** A child session started by the spawn_agent call `toolUseId`; its own log is under `sessionId`. */
 export const SubagentStartedEventSchema = z.object({
   ...base,
   type: z.literal('subagent_started'),
   sessionId: z.string(),
   toolUseId: z.string(),
+  agent: z.string().optional(),
 });
+/** The child's answer arrived (or the child failed); `usage` is the child's whole usage, its own children's included. */
 export const SubagentFinishedEventSchema = z.object({
   ...base,
   type: z.literal('subagent_finished'),
   sessionId: z.string(),
   toolUseId: z.string(),
   isError: z.boolean(),
+  usage: UsageSchema.optional(),
 });
 export const ContextCompactedEventSchema = z.object({
   ...base,
@@ -137,6 +150,7 @@ export const SessionEventSchema = z.discriminatedUnion('type', [
   SandboxProvisionedEventSchema,
   SandboxLostEventSchema,
   SandboxHandedOffEventSchema,
+  SandboxReceivedEventSchema,
   SubagentStartedEventSchema,
   SubagentFinishedEventSchema,
   ContextCompactedEventSchema,

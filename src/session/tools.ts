@@ -14,6 +14,24 @@ export const SessionEventsInputSchema = z
   })
   .strict();
 
+export const SpawnAgentInputSchema = z
+  .object({
+    task: z.string().trim().min(1, 'task must not be empty').max(100_000),
+    agent: z.string().min(1).max(40).optional(),
+    /** Sandboxes of this session lent to the child, which hands them back when it finishes. */
+    sandboxes: z.array(z.string().min(1).max(31)).max(16).optional(),
+  })
+  .strict();
+export type SpawnAgentInput = z.infer<typeof SpawnAgentInputSchema>;
+
+export const HandoffSandboxInputSchema = z
+  .object({
+    sandbox: z.string().min(1).max(31),
+    to: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'to is a session id: 1-200 letters, digits, dot, dash or underscore'),
+  })
+  .strict();
+export type HandoffSandboxInput = z.infer<typeof HandoffSandboxInputSchema>;
+
 export const BashInputSchema = z
   .object({
     command: z.string().min(1, 'command must not be empty').max(100_000).optional(),
@@ -98,6 +116,33 @@ export const TOOL_SPECS: Record<string, ToolSpec> = {
         view_range: { type: 'array', items: { type: 'integer' }, minItems: 2, maxItems: 2 },
       },
       required: ['command', 'path'],
+    },
+  },
+  spawn_agent: {
+    name: 'spawn_agent',
+    description:
+      'Starts a sub-agent: a separate session that works on `task` with its own sandboxes and returns its final answer as this ' +
+      "tool's result. Several spawn_agent calls in one reply run in parallel. `agent` picks a sub-agent declared in your agent file " +
+      '(default: one like you). `sandboxes` lends it some of your sandboxes, files and all; you cannot use them until it finishes and hands them back.',
+    input_schema: {
+      type: 'object',
+      properties: {
+        task: { type: 'string', description: 'what the sub-agent should do and what to answer' },
+        agent: { type: 'string', description: 'the name of a declared sub-agent' },
+        sandboxes: { type: 'array', items: { type: 'string' }, description: 'names of your sandboxes to lend it' },
+      },
+      required: ['task'],
+    },
+  },
+  handoff_sandbox: {
+    name: 'handoff_sandbox',
+    description:
+      'Passes one of your sandboxes, with its files, to another session for good. The container stays where it is; ' +
+      'from then on only that session may use it, and your own later calls to it are denied.',
+    input_schema: {
+      type: 'object',
+      properties: { sandbox: { type: 'string', description: 'the name of your sandbox' }, to: { type: 'string', description: 'the session id to give it to' } },
+      required: ['sandbox', 'to'],
     },
   },
   session_events: {

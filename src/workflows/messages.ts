@@ -54,7 +54,9 @@ export interface SandboxStatus {
   name: string;
   sandboxId: string;
   host: string;
-  state: 'running' | 'stopped';
+  /** `handed_off`: passed to session `handedTo`; this session's calls to it are denied until it comes back. */
+  state: 'running' | 'stopped' | 'handed_off';
+  handedTo?: string;
 }
 export interface SessionStatus {
   state: SessionState;
@@ -63,7 +65,10 @@ export interface SessionStatus {
   firstSeq?: number;
   run?: number;
   sandboxes: SandboxStatus[];
+  /** Tokens of this session and of every sub-agent that reported back (theirs included). */
   usage: Usage;
+  /** Sub-agents still running, and the part of `usage` that came from sub-agents. */
+  subagents?: { running: { sessionId: string; toolUseId: string }[]; usage: Usage };
 }
 
 export const PutFileSchema = z
@@ -81,9 +86,65 @@ const seq = z.number().int().nonnegative();
 
 /** A sandbox the session holds, as carried from one run to the next. */
 export const SandboxSlotSchema = z
-  .object({ name: z.string(), sandboxId: z.string(), taskQueue: z.string(), host: z.string(), stopped: z.boolean(), lastUsed: z.number() })
+  .object({
+    name: z.string(),
+    sandboxId: z.string(),
+    taskQueue: z.string(),
+    host: z.string(),
+    stopped: z.boolean(),
+    lastUsed: z.number(),
+    /** Handed to this session: the host's registry names it the owner, and this session's calls are denied. */
+    handedTo: z.string().optional(),
+    /** Lent by this session (the parent), to which it goes back when this session ends. */
+    lentBy: z.string().optional(),
+  })
   .strict();
 export type SandboxSlot = z.infer<typeof SandboxSlotSchema>;
+
+/** The spawn_agent call a child session answers. */
+export const ParentRefSchema = z.object({ sessionId: z.string().min(1), toolUseId: z.string().min(1) }).strict();
+export type ParentRef = z.infer<typeof ParentRefSchema>;
+
+/** A sandbox passed between sessions, as the receiver takes it. */
+export const HandedSandboxSchema = z
+  .object({ name: z.string().min(1), sandboxId: z.string().min(1), taskQueue: z.string().min(1), host: z.string().min(1), stopped: z.boolean() })
+  .strict();
+export type HandedSandbox = z.infer<typeof HandedSandboxSchema>;
+
+/** A child session the parent waits for; `result` is held from its report until the tool_result is in the log. */
+export const SubagentRefSchema = z
+  .object({
+    toolUseId: z.string(),
+    sessionId: z.string(),
+    lent: z.array(z.string()).default([]),
+    result: z.object({ output: z.string(), isError: z.boolean() }).strict().optional(),
+  })
+  .strict();
+export type SubagentRef = z.infer<typeof SubagentRefSchema>;
+
+/** What a child sends its parent (by the parent's session id, so it reaches whichever run is current). */
+export const SubagentReportSchema = z
+  .object({
+    sessionId: z.string().min(1),
+    toolUseId: z.string().min(1),
+    output: z.string(),
+    isError: z.boolean(),
+    usage: UsageSchema,
+    returned: z.array(HandedSandboxSchema).default([]),
+  })
+  .strict();
+export type SubagentReport = z.input<typeof SubagentReportSchema>;
+
+export const SandboxGiftSchema = z.object({ from: z.string().min(1), sandbox: HandedSandboxSchema }).strict();
+export type SandboxGift = z.infer<typeof SandboxGiftSchema>;
+
+export const HandoffRequestSchema = z
+  .object({
+    sandbox: z.string().min(1).max(31),
+    to: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'to is a session id: 1-200 letters, digits, dot, dash or underscore'),
+  })
+  .strict();
+export type HandoffRequest = z.infer<typeof HandoffRequestSchema>;
 
 /** How many recent messageIds a new run remembers, so a client retrying across the handover is not duplicated. */
 export const MAX_CARRIED_MESSAGE_IDS = 256;
@@ -103,13 +164,20 @@ export const CarrySchema = z
     lastUserSeq: z.number().int().min(-1),
     handledThrough: z.number().int().min(-1),
     /** Set when the handover happened inside a turn: the new run goes on with its next model call. */
-    inTurn: z.object({ round: z.number().int().nonnegative() }).strict().optional(),
+    /** `waiting`: spawn_agent calls of the last round whose results the new run appends before its model call. */
+    inTurn: z.object({ round: z.number().int().nonnegative(), waiting: z.array(z.string()).optional() }).strict().optional(),
     sandboxes: z.array(SandboxSlotSchema),
     lastHost: z.record(z.string(), z.string()),
     /** MCP tools listed by an earlier run, so the tool list (and the cached prefix) stays the same. */
     mcpTools: z.array(z.object({ name: z.string(), server: z.string(), tool: z.string(), spec: z.record(z.string(), z.unknown()) }).strict()).optional(),
     /** tool_use ids still without a result (a woken or forked run closes them). */
     openToolUses: z.array(z.string()).default([]),
+    /** Set in a child session: the spawn_agent call it answers. */
+    parent: ParentRefSchema.optional(),
+    /** Child sessions still running (they report by signal to this session id, whichever run is current). */
+    subagents: z.array(SubagentRefSchema).optional(),
+    /** The part of `usage` that came from sub-agents. */
+    subagentUsage: UsageSchema.optional(),
   })
   .strict();
 export type Carry = z.infer<typeof CarrySchema>;
@@ -124,6 +192,9 @@ export const SessionInputSchema = z
     /** Why this run started: a continue-as-new handover, `agents wake`, or `agents fork`. */
     start: z.enum(['new', 'continued', 'woken', 'forked']).default('new'),
     forkedFrom: z.object({ sessionId: z.string().min(1), seq }).strict().optional(),
+    /** A child session: the spawn_agent call it answers, and the sandboxes its parent lends it. */
+    parent: ParentRefSchema.optional(),
+    lent: z.array(HandedSandboxSchema).optional(),
   })
   .strict()
   .refine((i) => (i.start === 'new') === (i.continued === undefined), 'a continued, woken or forked run needs `continued`, a new one must not have it')
@@ -138,5 +209,11 @@ export const eventsQuery = defineQuery<EventsPage, [EventsQueryArgs?]>('events')
 export const statusQuery = defineQuery<SessionStatus>('status');
 /** What a new run would be given if this one handed over now; `agents wake` reads it from a dead run. */
 export const handoverQuery = defineQuery<{ agent: z.input<typeof AgentSchema>; carry: Carry; firstSeq: number }>('handover');
+/** A child's answer to its parent's spawn_agent call. */
+export const subagentFinishedSignal = defineSignal<[SubagentReport]>('subagentFinished');
+/** Another session handed this one a sandbox (its registry entry already names this session). */
+export const sandboxReceivedSignal = defineSignal<[SandboxGift]>('sandboxReceived');
+/** Passes one of the session's sandboxes to another session (`agents handoff FROM SANDBOX TO`). */
+export const handoffSandboxUpdate = defineUpdate<{ sandboxId: string }, [HandoffRequest]>('handoffSandbox');
 export const putFileUpdate = defineUpdate<{ path: string; bytes: number }, [PutFile]>('putFile');
 export const getFileUpdate = defineUpdate<{ path: string; bytes: number; contentBase64: string }, [GetFile]>('getFile');

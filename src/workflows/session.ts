@@ -49,7 +49,11 @@ import {
   type SessionInput,
   type SessionState,
   type UserMessage,
+  type ParentRef,
 } from './messages';
+import { failureMessage, failureType } from './failures';
+import { createHandoff } from './handoff';
+import { childAnswer, createSubagents, reportToParent } from './subagents';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -58,16 +62,15 @@ const HANDS_POOL = 'hands';
 /** An events query answers with at most about this many bytes of events, to stay well under payload limits. */
 const QUERY_PAGE_BYTES = 1024 * 1024;
 
-function failureMessage(err: unknown): string {
-  if (err instanceof ActivityFailure) {
-    const cause = err.cause;
-    if (cause instanceof ApplicationFailure && cause.type) return `${cause.type}: ${cause.message}`;
-    return cause?.message ?? err.message;
-  }
-  return err instanceof Error ? err.message : String(err);
+/**
+ * The session runs in a scope a cancellation request cannot cancel: a request (as when a parent session
+ * cancels its child) ends the session like the `end` signal, so it still cleans up and seals its log.
+ */
+export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq: number; reason: string }> {
+  return CancellationScope.nonCancellable(() => runSession(rawInput));
 }
 
-export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq: number; reason: string }> {
+async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; reason: string }> {
   const parsed = SessionInputSchema.safeParse(rawInput);
   if (!parsed.success) {
     throw ApplicationFailure.nonRetryable(`invalid session input: ${formatIssues(parsed.error)}`, 'SessionError.InvalidInput');
@@ -80,6 +83,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
   /** The seq of this run's first event; earlier events are sealed in the session archive. */
   const baseSeq = carried?.nextSeq ?? 0;
   const run = carried?.run ?? 1;
+  /** Set in a child session: the spawn_agent call it answers. */
+  const parentRef: ParentRef | undefined = parsed.data.parent ?? carried?.parent;
 
   const model = proxyActivities<Activities>({
     startToCloseTimeout: '10 minutes',
@@ -200,7 +205,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
   /** One provisioning per sandbox at a time, shared by tool calls and file copies. */
   const ensureSandbox = (name: string): Promise<SandboxSlot> => {
     const slot = sandboxes.get(name);
-    if (slot && !slot.stopped) return Promise.resolve(slot);
+    // A slot handed to another session stays, so the host can deny this session's calls to it.
+    if (slot && (!slot.stopped || slot.handedTo)) return Promise.resolve(slot);
     let pending = provisioning.get(name);
     if (!pending) {
       pending = provisionNow(name).finally(() => provisioning.delete(name));
@@ -229,7 +235,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     try {
       const repo = agent.sandboxes[name].repo;
       const git = (bound.kind === 'git_push' || bound.kind === 'git_pull') && repo ? { sessionId, name, vault: agent.vault, repo } : undefined;
-      const r = await onHost(slot.taskQueue, timeoutSeconds).execute.executeWithOptions({ summary: toolSummary(bound.name, bound.kind, use.input) }, [{ sandboxId: slot.sandboxId, toolUseId: use.id, tool: bound.kind as 'bash', input: use.input, timeoutSeconds, git }]);
+      const r = await onHost(slot.taskQueue, timeoutSeconds).execute.executeWithOptions({ summary: toolSummary(bound.name, bound.kind, use.input) }, [{ sessionId, sandboxId: slot.sandboxId, toolUseId: use.id, tool: bound.kind as 'bash', input: use.input, timeoutSeconds, git }]);
       slot.lastUsed = Date.now();
       const { outputRef, ...rest } = r;
       const outcome: ToolOutcome = { ...rest, ...(outputRef ? { outputRef: { sandbox: name, ...outputRef } } : {}) };
@@ -237,6 +243,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     } catch (err) {
       if (isCancellation(err)) throw err;
       const reason = failureMessage(err);
+      if (failureType(err) === 'SandboxError.Denied') return toolError(reason, 'denied');
       markLost(slot, reason);
       return toolError(`sandbox ${name} was lost while running this tool (${reason}); the next call gets a fresh sandbox`, 'infra');
     }
@@ -244,10 +251,11 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
 
   const stopIdleSandboxes = async () => {
     for (const slot of sandboxes.values()) {
+      if (slot.handedTo || !agent.sandboxes[slot.name]) continue;
       const idleMs = agent.sandboxes[slot.name].idleStopMinutes * 60_000;
       if (slot.stopped || Date.now() - slot.lastUsed < idleMs) continue;
       try {
-        await onHost(slot.taskQueue, 30).stopSandbox({ sandboxId: slot.sandboxId });
+        await onHost(slot.taskQueue, 30).stopSandbox({ sessionId, sandboxId: slot.sandboxId });
         slot.stopped = true;
       } catch (err) {
         markLost(slot, `could not stop idle sandbox: ${failureMessage(err)}`);
@@ -258,7 +266,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
   const nextIdleDeadline = (): number | undefined => {
     let next: number | undefined;
     for (const slot of sandboxes.values()) {
-      if (slot.stopped) continue;
+      if (slot.stopped || slot.handedTo || !agent.sandboxes[slot.name]) continue;
       const at = slot.lastUsed + agent.sandboxes[slot.name].idleStopMinutes * 60_000;
       next = next === undefined ? at : Math.min(next, at);
     }
@@ -267,7 +275,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
 
   const destroyAll = async () => {
     await Promise.all(
-      [...sandboxes.values()].map((slot) => onHost(slot.taskQueue, 30).destroySandbox({ sandboxId: slot.sandboxId }).catch((err) => log.warn('destroySandbox failed', { error: failureMessage(err) }))),
+      [...sandboxes.values()].filter((slot) => !slot.handedTo).map((slot) => onHost(slot.taskQueue, 30).destroySandbox({ sessionId, sandboxId: slot.sandboxId }).catch((err) => log.warn('destroySandbox failed', { error: failureMessage(err) }))),
     );
     sandboxes.clear();
   };
@@ -291,8 +299,15 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     for (const id of ids) append({ type: 'tool_result', toolUseId: id, output: message, isError: true, error: { kind: 'tool', message } });
   };
 
+  const closed = () => state === 'ended';
+  const handoff = createHandoff({ sessionId, append, sandboxes, lastHost, ensureSandbox, onHost, declares: (name) => name in agent.sandboxes, closed });
+  const subagents = createSubagents({ sessionId, agent, append, usage, handoff, carried, closed });
+
   // Before any handler is registered: input that arrived with the start is delivered when its handler is set.
-  if (startKind === 'new') append({ type: 'session_started', agent: agent as unknown as Record<string, unknown> });
+  if (startKind === 'new') {
+    append({ type: 'session_started', agent: agent as unknown as Record<string, unknown>, ...(parentRef ? { parent: parentRef } : {}) });
+    for (const s of parsed.data.lent ?? []) await handoff.receive(parentRef?.sessionId ?? 'unknown', s, parentRef?.sessionId);
+  }
   if (startKind === 'forked') {
     append({ type: 'session_started', agent: agent as unknown as Record<string, unknown>, forkedFrom: parsed.data.forkedFrom });
     closeToolUses(carried?.openToolUses ?? [], 'the session was forked before this tool finished');
@@ -307,6 +322,14 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     const firstUserText = () => (startKind === 'new' ? events.find((e) => e.type === 'user_message')?.text : undefined);
     trackVisibility(agent, () => state, firstUserText);
   }
+
+  handoff.register(assertOpen);
+  subagents.register();
+  CancellationScope.current().cancelRequested.catch(() => {
+    if (endReason !== undefined) return;
+    endReason = 'cancelled';
+    turn?.scope.cancel();
+  });
 
   setHandler(userMessageSignal, (raw) => {
     const result = UserMessageSchema.safeParse(raw);
@@ -348,7 +371,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     async (raw) => {
       const req = PutFileSchema.parse(raw);
       const path = checkFileTarget(req.sandbox, req.path);
-      const r = await onFileSandbox(req.sandbox, 'FilesError.Put', (host, sandboxId) => host.putFile({ sandboxId, key: `put-${uuid4()}`, path, contentBase64: req.contentBase64 }));
+      const r = await onFileSandbox(req.sandbox, 'FilesError.Put', (host, sandboxId) => host.putFile({ sessionId, sandboxId, key: `put-${uuid4()}`, path, contentBase64: req.contentBase64 }));
       return { path, bytes: r.bytes };
     },
     {
@@ -368,7 +391,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     async (raw) => {
       const req = GetFileSchema.parse(raw);
       const path = checkFileTarget(req.sandbox, req.path);
-      const r = await onFileSandbox(req.sandbox, 'FilesError.Get', (host, sandboxId) => host.getFile({ sandboxId, key: `get-${uuid4()}`, path }));
+      const r = await onFileSandbox(req.sandbox, 'FilesError.Get', (host, sandboxId) => host.getFile({ sessionId, sandboxId, key: `get-${uuid4()}`, path }));
       return { path, ...r };
     },
     {
@@ -421,8 +444,15 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     lastSeq: nextSeq() - 1,
     firstSeq: baseSeq,
     run,
-    sandboxes: [...sandboxes.values()].map((s) => ({ name: s.name, sandboxId: s.sandboxId, host: s.host, state: s.stopped ? ('stopped' as const) : ('running' as const) })),
+    sandboxes: [...sandboxes.values()].map((s) => ({
+      name: s.name,
+      sandboxId: s.sandboxId,
+      host: s.host,
+      state: s.handedTo ? ('handed_off' as const) : s.stopped ? ('stopped' as const) : ('running' as const),
+      ...(s.handedTo ? { handedTo: s.handedTo } : {}),
+    })),
     usage: { ...usage },
+    subagents: subagents.status(),
   }));
 
   const toolSpecs = buildToolSpecs(agent);
@@ -468,10 +498,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     }
   };
 
-  const closeDanglingToolUses = (message: string) => closeToolUses(openToolUses(events), message);
-
   /** What the next run starts from. */
-  const snapshot = (inTurn?: { round: number }): Carry => ({
+  const snapshot = (inTurn?: { round: number; waiting?: string[] }): Carry => ({
     nextSeq: nextSeq(),
     run: run + 1,
     window,
@@ -484,6 +512,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     lastHost: Object.fromEntries(lastHost),
     ...(mcpListed && mcpTools.size ? { mcpTools: [...mcpTools].map(([name, t]) => ({ name, server: t.server, tool: t.tool, spec: t.spec as unknown as Record<string, unknown> })) } : {}),
     openToolUses: openToolUses(events),
+    ...(parentRef ? { parent: parentRef } : {}),
+    ...subagents.snapshot(),
   });
 
   /** After a failed handover (the archive could not seal), the next try waits for this many more events. */
@@ -513,13 +543,14 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
    * is appended and sealed too; the server refuses the handover if more arrives after this task started, and
    * the replay that follows takes it in. Returns (without handing over) if the session is ending or sealing failed.
    */
-  const handOver = async (inTurn?: { round: number }): Promise<void> => {
+  const handOver = async (inTurn?: { round: number; waiting?: string[] }): Promise<void> => {
     handover = {};
     try {
       for (;;) {
         await condition(allHandlersFinished);
         if (endReason !== undefined) return;
         if (inTurn && handover.interruptReason !== undefined) {
+          if (inTurn.waiting) closeToolUses([...new Set([...inTurn.waiting, ...(await subagents.cancelRunning())])], 'interrupted before the tool finished');
           append({ type: 'interrupted', reason: handover.interruptReason });
           handledThrough = lastUserSeq;
           inTurn = undefined;
@@ -542,6 +573,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     if (mcpTarget) return runMcpTool(use, mcpTarget);
     if (!bound) return toolError(`unknown tool: ${use.name}`);
     if (bound.sandbox !== undefined) return runSandboxTool(use, bound);
+    if (bound.kind === 'spawn_agent') return subagents.result(use.id);
+    if (bound.kind === 'handoff_sandbox') return handoff.tool(use.input);
     const from = SessionEventsInputSchema.safeParse(use.input ?? {}).data?.from;
     if (from !== undefined && from < baseSeq) {
       // An older slice lives in the archive: read it there.
@@ -571,8 +604,20 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     return second;
   };
 
-  /** Runs a turn from `startRound`; returns the round to resume at when the run should hand over first. */
-  const runTurn = async (startRound: number): Promise<{ handoverAt?: number }> => {
+  /** spawn_agent calls whose results a run that took over mid-turn appends before its next model call. */
+  let waitingAtStart: string[] = carried?.inTurn?.waiting ?? [];
+
+  /**
+   * Runs a turn from `startRound`; returns the round to resume at when the run should hand over first, with
+   * the spawn_agent calls still waiting for their children.
+   */
+  const runTurn = async (startRound: number): Promise<{ handoverAt?: number; waiting?: string[] }> => {
+    if (waitingAtStart.length) {
+      const waiting = waitingAtStart;
+      waitingAtStart = [];
+      const left = await subagents.appendResults(waiting, shouldHandOver);
+      if (left.length) return { handoverAt: startRound, waiting: left };
+    }
     for (let round = startRound; ; round++) {
       currentRound = round;
       if (round >= limits.maxToolRoundsPerTurn) {
@@ -603,7 +648,15 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
       const toolUses = reply.content.filter((b) => b.type === 'tool_use') as unknown as { id: string; name: string; input: unknown }[];
       if (toolUses.length === 0) return {};
       for (const use of toolUses) append({ type: 'tool_use', id: use.id, name: use.name, input: use.input });
-      for (const use of toolUses) {
+      await subagents.startAll(toolUses.filter((u) => tools.get(u.name)?.kind === 'spawn_agent'));
+      for (const [i, use] of toolUses.entries()) {
+        // Only children left to wait for: the run may hand over meanwhile, and the next run appends their results.
+        const rest = toolUses.slice(i).map((u) => u.id);
+        if (subagents.allRunning(rest)) {
+          const left = await subagents.appendResults(rest, shouldHandOver);
+          if (left.length) return { handoverAt: round + 1, waiting: left };
+          break;
+        }
         const result = await runTool(use);
         append({ type: 'tool_result', toolUseId: use.id, ...result });
       }
@@ -620,8 +673,16 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     }
   }
 
+  // A woken run gives up on the children its dead run waited for; their calls may have begun in an earlier run.
+  if (startKind === 'woken') {
+    const closedAlready = new Set(carried?.openToolUses ?? []);
+    closeToolUses((await subagents.cancelRunning()).filter((id) => !closedAlready.has(id)), 'the run stopped before this tool finished');
+  }
+
   /** A run that took over mid-turn goes straight on with that turn. */
   let resumeRound = carried?.inTurn?.round;
+  // A child whose run stopped mid-task does not pick the task up again: it ends and reports an error.
+  if (parentRef && startKind === 'woken') endReason = 'its run stopped before it answered';
   while (endReason === undefined) {
     if (resumeRound === undefined && shouldHandOver()) await handOver();
     for (; resumeRound === undefined; ) {
@@ -641,26 +702,41 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     const startRound = resumeRound ?? 0;
     resumeRound = undefined;
     let handoverAt: number | undefined;
+    let waiting: string[] | undefined;
     try {
-      ({ handoverAt } = await scope.run(() => runTurn(startRound)));
+      ({ handoverAt, waiting } = await scope.run(() => runTurn(startRound)));
     } catch (err) {
       if (!isCancellation(err)) throw err;
-      closeDanglingToolUses(endReason !== undefined ? 'session ended before the tool finished' : 'interrupted before the tool finished');
+      // Children of the cut turn are cancelled; their calls may have begun in an earlier run.
+      const cut = await subagents.cancelRunning();
+      closeToolUses([...new Set([...openToolUses(events), ...cut])], endReason !== undefined ? 'session ended before the tool finished' : 'interrupted before the tool finished');
       if (endReason === undefined) append({ type: 'interrupted', reason: turn.interruptReason ?? 'interrupted' });
       handledThrough = lastUserSeq;
     } finally {
       turn = undefined;
     }
     if (handoverAt !== undefined) {
-      await handOver({ round: handoverAt });
+      await handOver({ round: handoverAt, ...(waiting ? { waiting } : {}) });
       // Still here: the session is ending, or the archive failed; this run carries on with the turn.
-      if (endReason === undefined) resumeRound = handoverAt;
+      if (endReason === undefined) {
+        resumeRound = handoverAt;
+        waitingAtStart = waiting ?? [];
+      }
       continue;
     }
     if (endReason === undefined) state = 'waiting_for_user';
+    // A child session answers one task: its turn's last reply is the answer, and it ends.
+    if (parentRef && endReason === undefined) endReason = 'answered';
   }
 
+  const answer = parentRef ? childAnswer(events, endReason) : undefined;
+  await subagents.cancelRunning();
+  const returned = await handoff.returnLent();
   await CancellationScope.nonCancellable(destroyAll);
+  if (parentRef && answer) {
+    const problem = await reportToParent(parentRef, { sessionId, ...answer, usage: { ...usage }, returned });
+    if (problem) append({ type: 'error', kind: 'subagent', message: `could not report to the parent session ${parentRef.sessionId}: ${problem}` });
+  }
   append({ type: 'session_ended', reason: endReason });
   state = 'ended';
   await condition(allHandlersFinished);

@@ -11,7 +11,7 @@ import { DIRECT_RUNS, LIVE_RUNS, SEED, hostileString, inBatches, liveSample } fr
 
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
-const COMMANDS = [['start'], ['send'], ['events'], ['watch'], ['status'], ['list'], ['wake'], ['fork'], ['interrupt'], ['end'], ['files', 'put'], ['files', 'get'], ['vault', 'put'], ['vault', 'list'], ['vault', 'rm'], ['worker'], ['model-server'], ['codec-server']];
+const COMMANDS = [['start'], ['send'], ['events'], ['watch'], ['status'], ['list'], ['wake'], ['fork'], ['handoff'], ['interrupt'], ['end'], ['files', 'put'], ['files', 'get'], ['vault', 'put'], ['vault', 'list'], ['vault', 'rm'], ['worker'], ['model-server'], ['codec-server']];
 const OPTIONS = ['--id', '--agent', '--system', '--model', '--json', '--message-id', '--from', '--limit', '--at', '--sandboxes', '--reason', '--sandbox', '--vault', '--role', '--port', '--origin', '--bogus', '-x', '--'];
 const number = fc.oneof(fc.nat().map(String), fc.constantFrom('-1', '1.5', '1e3', '0x10', ' 7', '07', '٣', '', '99999999999999999999', '9007199254740993', 'Infinity'));
 const token = fc.oneof({ weight: 3, arbitrary: hostileString }, { weight: 3, arbitrary: fc.constantFrom(...OPTIONS) }, { weight: 2, arbitrary: number }, { weight: 1, arbitrary: fc.constantFrom('ses-1', 'a.b_c-d', 'main', 'hello') });
@@ -78,6 +78,7 @@ describe('the agents command line, in process (1,000 command lines)', () => {
       }
       const [positional, opts] = [r.args.slice(0, -1), r.args.at(-1) as Record<string, unknown>];
       const ids = [...(['send', 'events', 'watch', 'status', 'wake', 'fork', 'interrupt', 'end', 'put', 'get'].includes(r.command) && args[0] !== 'vault' ? [positional[0]] : []), ...(opts.id !== undefined ? [opts.id] : [])];
+      if (r.command === 'handoff') ids.push(positional[0], positional[2]);
       for (const id of ids) if (typeof id !== 'string' || !SESSION_ID.test(id)) problems.push({ args, id });
       for (const k of ['from', 'limit', 'at', 'port'] as const) if (opts[k] !== undefined && !(Number.isSafeInteger(opts[k]) && (opts[k] as number) >= 0)) problems.push({ args, [k]: opts[k] });
     }

@@ -14,9 +14,9 @@ process.on('exit', () => {
   for (const p of live) p.kill('SIGKILL');
 });
 
-/** Runs `agents worker --role ROLE`; `prefix` wraps the command (e.g. `ip netns exec NS`). */
-export async function spawnWorker(env: Record<string, string | undefined>, role = 'brain', prefix: string[] = []): Promise<ChildWorker> {
-  const argv = [...prefix, process.execPath, path.join(ROOT, 'dist/client.js'), 'worker', '--role', role];
+/** Runs `agents worker --role ROLE [...args]`; `prefix` wraps the command (e.g. `ip netns exec NS`). */
+export async function spawnWorker(env: Record<string, string | undefined>, role = 'brain', prefix: string[] = [], args: string[] = []): Promise<ChildWorker> {
+  const argv = [...prefix, process.execPath, path.join(ROOT, 'dist/client.js'), 'worker', '--role', role, ...args];
   const child = spawn(argv[0], argv.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);
   let err = '';

@@ -56,7 +56,19 @@ export interface SandboxStatus {
   host: string;
   state: 'running' | 'stopped';
 }
+/** A tool call the session waits on: an approval to decide, or a client tool's result to submit. */
+export interface PendingAction {
+  kind: 'approval' | 'client_tool';
+  toolUseId: string;
+  name: string;
+  input: unknown;
+  /** For an approval: the rule that asked (as in approval_requested), and when its timeout applies `onTimeout`. */
+  policy?: string;
+  expiresAt?: string;
+  onTimeout?: 'allow' | 'deny';
+}
 export interface SessionStatus {
+  /** `requires_action` while a turn waits on `pending`. */
   state: SessionState;
   lastSeq: number;
   /** The first seq of the current run; the run's number among the session's runs (1 for the first). */
@@ -64,7 +76,33 @@ export interface SessionStatus {
   run?: number;
   sandboxes: SandboxStatus[];
   usage: Usage;
+  /** Approvals and client tool calls the session waits on, in the order it will take them. */
+  pending?: PendingAction[];
 }
+
+/** `resolveToolUse`: approve or deny a pending approval. */
+export const ResolveToolUseSchema = z
+  .object({
+    toolUseId: z.string({ error: 'toolUseId must be a string' }).min(1, 'toolUseId must not be empty').max(200),
+    allow: z.boolean({ error: 'allow must be true or false' }),
+    reason: z.string().max(10_000).optional(),
+    /** Who decides, as approval_resolved.by records it (default `user`; `timeout` is reserved). */
+    by: z.string().min(1).max(200).refine((b) => b !== 'timeout', '`timeout` is reserved for decisions the policy made').optional(),
+  })
+  .strict();
+export type ResolveToolUse = z.infer<typeof ResolveToolUseSchema>;
+
+/** `submitToolResult`: the calling application's answer to a client tool call. */
+export const SubmitToolResultSchema = z
+  .object({
+    toolUseId: z.string({ error: 'toolUseId must be a string' }).min(1, 'toolUseId must not be empty').max(200),
+    output: z
+      .string({ error: 'output must be a string' })
+      .refine((t) => utf8Length(t) <= MAX_MESSAGE_BYTES, `output must be at most ${MAX_MESSAGE_BYTES} bytes`),
+    isError: z.boolean().default(false),
+  })
+  .strict();
+export type SubmitToolResult = z.input<typeof SubmitToolResultSchema>;
 
 export const PutFileSchema = z
   .object({
@@ -85,6 +123,23 @@ export const SandboxSlotSchema = z
   .strict();
 export type SandboxSlot = z.infer<typeof SandboxSlotSchema>;
 
+/** A tool call of the round in progress that has no result yet, as carried to the next run. */
+export const PendingToolSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    input: z.unknown(),
+    /** Set once approval_requested is in the log. */
+    approval: z
+      .object({ policy: z.string(), expiresAt: z.number().optional(), onTimeout: z.enum(['allow', 'deny']) })
+      .strict()
+      .optional(),
+    /** Set once approval_resolved is in the log. */
+    decision: z.object({ allow: z.boolean(), by: z.string().optional(), reason: z.string().optional() }).strict().optional(),
+  })
+  .strict();
+export type PendingTool = z.infer<typeof PendingToolSchema>;
+
 /** How many recent messageIds a new run remembers, so a client retrying across the handover is not duplicated. */
 export const MAX_CARRIED_MESSAGE_IDS = 256;
 
@@ -103,7 +158,14 @@ export const CarrySchema = z
     lastUserSeq: z.number().int().min(-1),
     handledThrough: z.number().int().min(-1),
     /** Set when the handover happened inside a turn: the new run goes on with its next model call. */
-    inTurn: z.object({ round: z.number().int().nonnegative() }).strict().optional(),
+    inTurn: z
+      .object({
+        round: z.number().int().nonnegative(),
+        /** Tool calls of the previous round still to finish (an approval or a client result pending) before that model call. */
+        tools: z.array(PendingToolSchema).optional(),
+      })
+      .strict()
+      .optional(),
     sandboxes: z.array(SandboxSlotSchema),
     lastHost: z.record(z.string(), z.string()),
     /** MCP tools listed by an earlier run, so the tool list (and the cached prefix) stays the same. */
@@ -139,4 +201,6 @@ export const statusQuery = defineQuery<SessionStatus>('status');
 /** What a new run would be given if this one handed over now; `agents wake` reads it from a dead run. */
 export const handoverQuery = defineQuery<{ agent: z.input<typeof AgentSchema>; carry: Carry; firstSeq: number }>('handover');
 export const putFileUpdate = defineUpdate<{ path: string; bytes: number }, [PutFile]>('putFile');
+export const resolveToolUseUpdate = defineUpdate<{ seq: number }, [ResolveToolUse]>('resolveToolUse');
+export const submitToolResultUpdate = defineUpdate<{ seq: number }, [SubmitToolResult]>('submitToolResult');
 export const getFileUpdate = defineUpdate<{ path: string; bytes: number; contentBase64: string }, [GetFile]>('getFile');

@@ -19,6 +19,9 @@ import type { HandsActivities, ProvisionOutput } from '../activities/hands';
 import type { ToolsActivities } from '../activities/tools';
 import { TOOLS_TASK_QUEUE } from '../session/queues';
 import { boundTools, buildToolSpecs, runBuiltinTool, toolError, type ToolOutcome } from './tools';
+import { createToolGate } from './approvals';
+import { shouldReprompt } from './harness';
+import { EMPTY_REPLY_NUDGE } from '../session/harness';
 import { FULL_WINDOW, windowOf, type ContextWindow } from '../session/context-builder';
 import { openToolUses } from '../session/context';
 import { SessionEventsInputSchema, type ToolSpec } from '../session/tools';
@@ -371,6 +374,17 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     },
   );
 
+  /** Approvals and client tools: every tool call of a round passes this gate. */
+  const gate = createToolGate({
+    agent,
+    append,
+    events,
+    runTool: (use) => runTool(use),
+    shouldHandOver: () => shouldHandOver(),
+    assertOpen,
+    carried: startKind === 'continued' ? carried?.inTurn?.tools : undefined,
+  });
+
   setHandler(interruptSignal, (raw) => {
     const parsedReason = ReasonSchema.safeParse(raw ?? {});
     const reason = (parsedReason.success && parsedReason.data.reason) || 'interrupted by user';
@@ -407,12 +421,13 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
   }));
 
   setHandler(statusQuery, () => ({
-    state,
+    state: state === 'running' && gate.waiting() ? ('requires_action' as const) : state,
     lastSeq: nextSeq() - 1,
     firstSeq: baseSeq,
     run,
     sandboxes: [...sandboxes.values()].map((s) => ({ name: s.name, sandboxId: s.sandboxId, host: s.host, state: s.stopped ? ('stopped' as const) : ('running' as const) })),
     usage: { ...usage },
+    pending: gate.pending(),
   }));
 
   const toolSpecs = buildToolSpecs(agent);
@@ -469,7 +484,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     recentMessageIds: [...seenMessageIds].slice(-MAX_CARRIED_MESSAGE_IDS),
     lastUserSeq,
     handledThrough,
-    ...(inTurn ? { inTurn } : {}),
+    ...(inTurn ? { inTurn: { ...inTurn, ...(gate.carry() ? { tools: gate.carry() } : {}) } } : {}),
     sandboxes: [...sandboxes.values()].map((s) => ({ ...s })),
     lastHost: Object.fromEntries(lastHost),
     ...(mcpListed && mcpTools.size ? { mcpTools: [...mcpTools].map(([name, t]) => ({ name, server: t.server, tool: t.tool, spec: t.spec as unknown as Record<string, unknown> })) } : {}),
@@ -510,6 +525,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
         await condition(allHandlersFinished);
         if (endReason !== undefined) return;
         if (inTurn && handover.interruptReason !== undefined) {
+          gate.clear();
+          closeDanglingToolUses('interrupted before the tool finished');
           append({ type: 'interrupted', reason: handover.interruptReason });
           handledThrough = lastUserSeq;
           inTurn = undefined;
@@ -562,6 +579,9 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
 
   /** Runs a turn from `startRound`; returns the round to resume at when the run should hand over first. */
   const runTurn = async (startRound: number): Promise<{ handoverAt?: number }> => {
+    // A run that took over in the middle of a round finishes its calls first.
+    if ((await gate.runRound()) === 'handover') return { handoverAt: startRound };
+    let reprompts = 0;
     for (let round = startRound; ; round++) {
       currentRound = round;
       if (round >= limits.maxToolRoundsPerTurn) {
@@ -590,12 +610,15 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
       append({ type: 'assistant_message', content: reply.content, stopReason: reply.stopReason, usage: reply.usage });
 
       const toolUses = reply.content.filter((b) => b.type === 'tool_use') as unknown as { id: string; name: string; input: unknown }[];
-      if (toolUses.length === 0) return {};
-      for (const use of toolUses) append({ type: 'tool_use', id: use.id, name: use.name, input: use.input });
-      for (const use of toolUses) {
-        const result = await runTool(use);
-        append({ type: 'tool_result', toolUseId: use.id, ...result });
+      if (toolUses.length === 0) {
+        if (!shouldReprompt(agent.harness, reply.content, reprompts)) return {};
+        reprompts++;
+        append({ type: 'user_message', text: EMPTY_REPLY_NUDGE, source: 'harness' });
+        continue;
       }
+      for (const use of toolUses) append({ type: 'tool_use', id: use.id, name: use.name, input: use.input });
+      gate.startRound(toolUses);
+      if ((await gate.runRound()) === 'handover') return { handoverAt: round + 1 };
     }
   };
 

@@ -3,12 +3,12 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import type { AgentInput } from '../src/session/agent';
 import type { EventOf, SessionEvent } from '../src/session/events';
-import { endSignal, resolveToolUseUpdate, sendMessageUpdate, statusQuery, userMessageSignal, type SessionStatus } from '../src/workflows/messages';
+import { endSignal, resolveToolUseUpdate, sendMessageUpdate, statusQuery } from '../src/workflows/messages';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { expectOneLineError, runAgents } from './helpers/cli';
-import { allEvents, runsOf, startHarness, startSession, startTestWorker, waitForEvents, type Harness } from './helpers/env';
+import { allEvents, startHarness, startSession, startTestWorker, waitForEvents, type Harness } from './helpers/env';
 import type { RunningWorker } from '../src/worker';
-import type { MockStep } from '../src/model/mock-server';
+import { messagesUntilHandover, statusUntil, toolStep } from './helpers/actions';
 
 let h: Harness;
 let hands: RunningWorker;
@@ -31,18 +31,8 @@ afterAll(async () => {
 });
 
 const agents = (args: string[]) => runAgents(h.env.address, args);
-const toolCall = (name: string, input: Record<string, unknown>): MockStep => ({ reply: { content: [{ type: 'tool_use', name, input }] } });
-const bashCall = (command: string) => toolCall('bash', { command });
-
-async function statusUntil(handle: WorkflowHandle, pred: (s: SessionStatus) => boolean, timeoutMs = 60_000): Promise<SessionStatus> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const s = await handle.query(statusQuery);
-    if (pred(s)) return s;
-    if (Date.now() > deadline) throw new Error(`status condition not met: ${JSON.stringify(s)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const toolCall = toolStep;
+const bashCall = (command: string) => toolStep('bash', { command });
 
 const resultOf = (events: SessionEvent[], id: string) => events.find((e): e is EventOf<'tool_result'> => e.type === 'tool_result' && e.toolUseId === id);
 
@@ -158,7 +148,7 @@ describe('approvals', () => {
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log' }] });
     const { pending } = await statusUntil(handle, (s) => s.state === 'requires_action');
     // Messages sent while it waits grow the history past its limit: the run hands over, the approval goes with it.
-    for (let i = 0; i < 80 && (await runsOf(h.env.client, id)).length < 2; i++) await handle.signal(userMessageSignal, { text: `waiting ${i}` });
+    await messagesUntilHandover(handle);
     const s = await statusUntil(h.env.client.workflow.getHandle(id), (x) => (x.run ?? 1) >= 2);
     expect(s).toMatchObject({ state: 'requires_action', pending });
     const live = h.env.client.workflow.getHandle(id);

@@ -159,4 +159,24 @@ describe('approvals', () => {
     expect(resultOf(events, pending![0].toolUseId)).toMatchObject({ isError: false, output: expect.stringContaining('session_started') });
     await endSession(live);
   });
+
+  it('closes an approval carried across a handover when the turn is interrupted, and the next turn is valid', async () => {
+    const handle = await startSession(h, { agent: { tools: ['session_events'], sandboxes: {}, policies: { session_events: 'always_ask' }, limits: { historyEvents: 100 } } });
+    const id = handle.workflowId;
+    h.mock.script(id, { steps: [toolCall('session_events', {})] });
+    await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log' }] });
+    const { pending } = await statusUntil(handle, (s) => s.state === 'requires_action');
+    await messagesUntilHandover(handle);
+    const live = h.env.client.workflow.getHandle(id);
+    await statusUntil(live, (s) => s.state === 'requires_action');
+    expect((await agents(['interrupt', id, '--reason', 'changed my mind'])).code).toBe(0);
+    let events = await waitForEvents(live, (ev) => ev.some((e) => e.type === 'interrupted'));
+    expect(resultOf(events, pending![0].toolUseId)).toMatchObject({ isError: true, output: 'interrupted before the tool finished' });
+    const { seq } = await live.executeUpdate(sendMessageUpdate, { args: [{ text: 'hello again' }] });
+    events = await waitForEvents(live, (ev) => ev.some((e) => e.seq > seq && e.type === 'assistant_message'));
+    expect(events.at(-1)).toMatchObject({ type: 'assistant_message', content: [{ type: 'text', text: 'You said: hello again' }] });
+    expect(h.mock.requests(id).every((r) => r.status === 200)).toBe(true);
+    expectOneLineError(await agents(['approve', id, pending![0].toolUseId]), /no approval is pending for tool use/);
+    await endSession(live);
+  });
 });

@@ -36,6 +36,8 @@ export interface ToolGate {
   runRound(): Promise<'done' | 'handover'>;
   /** Forgets the round (an interrupt closed its calls). */
   clear(): void;
+  /** The round's calls whose result is not in the log yet. */
+  openIds(): string[];
   /** The round's calls still without a result, for the next run. */
   carry(): PendingTool[] | undefined;
   /** True while the turn waits on a person or the calling application. */
@@ -182,19 +184,19 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
       round = uses.map((u) => ({ id: u.id, name: u.name, input: u.input }));
     },
     async runRound() {
-      try {
-        while (round.length > 0) {
-          if ((await runOne(round[0])) === 'handover') return 'handover';
-          round.shift();
-        }
-        return 'done';
-      } catch (err) {
-        round = [];
-        throw err;
+      // On cancellation the round stays, so the session can close its calls (closeDanglingToolUses, then clear).
+      while (round.length > 0) {
+        if ((await runOne(round[0])) === 'handover') return 'handover';
+        round.shift();
       }
+      return 'done';
     },
     clear() {
       round = [];
+    },
+    openIds() {
+      const resulted = new Set(events.flatMap((e) => (e.type === 'tool_result' ? [e.toolUseId] : [])));
+      return round.filter((t) => !answered.has(t.id) && !resulted.has(t.id)).map((t) => t.id);
     },
     carry() {
       const open = round.filter((t) => !answered.has(t.id));

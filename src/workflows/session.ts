@@ -473,7 +473,12 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     }
   };
 
-  const closeDanglingToolUses = (message: string) => closeToolUses(openToolUses(events), message);
+  /** Tool uses without a result: this run's, and those of a round an earlier run handed over in the middle of. */
+  const unansweredToolUses = () => [...new Set([...gate.openIds(), ...openToolUses(events)])];
+  const closeDanglingToolUses = (message: string) => {
+    closeToolUses(unansweredToolUses(), message);
+    gate.clear();
+  };
 
   /** What the next run starts from. */
   const snapshot = (inTurn?: { round: number }): Carry => ({
@@ -488,7 +493,7 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     sandboxes: [...sandboxes.values()].map((s) => ({ ...s })),
     lastHost: Object.fromEntries(lastHost),
     ...(mcpListed && mcpTools.size ? { mcpTools: [...mcpTools].map(([name, t]) => ({ name, server: t.server, tool: t.tool, spec: t.spec as unknown as Record<string, unknown> })) } : {}),
-    openToolUses: openToolUses(events),
+    openToolUses: unansweredToolUses(),
   });
 
   /** After a failed handover (the archive could not seal), the next try waits for this many more events. */
@@ -525,7 +530,6 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
         await condition(allHandlersFinished);
         if (endReason !== undefined) return;
         if (inTurn && handover.interruptReason !== undefined) {
-          gate.clear();
           closeDanglingToolUses('interrupted before the tool finished');
           append({ type: 'interrupted', reason: handover.interruptReason });
           handledThrough = lastUserSeq;
@@ -672,6 +676,8 @@ export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq
     if (endReason === undefined) state = 'waiting_for_user';
   }
 
+  // A session ending while a handover waited on an approval leaves that round's calls open.
+  closeDanglingToolUses('session ended before the tool finished');
   await CancellationScope.nonCancellable(destroyAll);
   append({ type: 'session_ended', reason: endReason });
   state = 'ended';

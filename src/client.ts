@@ -22,6 +22,8 @@ import { WORKER_ROLES, WORKFLOW_TYPE, type WorkerRole } from './session/queues';
 import type { UpdateDefinition } from '@temporalio/common';
 import { MAX_FILE_BYTES } from './session/paths';
 import {
+  ResolveToolUseSchema,
+  SubmitToolResultSchema,
   UserMessageSchema,
   getFileUpdate,
   putFileUpdate,
@@ -35,7 +37,7 @@ import {
 } from './workflows/messages';
 import { sessionArchive, type SessionArchive } from './archive';
 import { ArchivedSessionLog, LiveSessionLog, type SessionLog } from './log/session-log';
-import { SessionOpError, forkSession, startSessionRun, wakeSession } from './session-ops';
+import { SessionOpError, forkSession, resolveToolUse, startSessionRun, submitToolResult, wakeSession } from './session-ops';
 import { parsePriceTable } from './observability/pricing';
 import { formatDuration, sessionCost, sessionStats } from './observability/session-stats';
 import { AGENT_MODEL_KEY, AGENT_NAME_KEY, SESSION_STATE_KEY } from './session/search-attributes';
@@ -379,7 +381,61 @@ export function buildProgram(): Command {
         out(`usage: ${input} input tokens (${u.cacheReadInputTokens} cache reads, ${u.cacheCreationInputTokens} cache writes), ${u.outputTokens} output tokens`);
         out(`cache hit rate: ${input ? ((100 * u.cacheReadInputTokens) / input).toFixed(1) : '0.0'}% of input tokens`);
         for (const sb of status.sandboxes) out(`sandbox ${sb.name}: ${sb.state} on ${sb.host} (${sb.sandboxId.slice(0, 12)})`);
+        for (const p of status.pending ?? []) {
+          const call = `${p.name} ${JSON.stringify(p.input).slice(0, 200)}`;
+          if (p.kind === 'approval') out(`pending approval ${p.toolUseId}: ${call} (${p.policy}${p.expiresAt ? `; ${p.onTimeout} at ${p.expiresAt}` : ''})`);
+          else out(`pending client tool ${p.toolUseId}: ${call}`);
+        }
       }
+    });
+
+  for (const [name, allow, what] of [
+    ['approve', true, 'approve a tool call waiting for approval'],
+    ['deny', false, 'deny a tool call waiting for approval; the model gets the reason'],
+  ] as const) {
+    program
+      .command(name)
+      .description(what)
+      .argument('<id>', 'session id', sessionId)
+      .argument('<toolUseId>', 'the tool_use id (see `agents status`)')
+      .option('--reason <text>', allow ? 'why (recorded)' : 'why (recorded, and told to the model)')
+      .option('--by <name>', 'who decides (recorded; default user)')
+      .option('--json', 'print {"seq"} of the approval_resolved event')
+      .action(async (id: string, toolUseId: string, opts: { reason?: string; by?: string; json?: boolean }) => {
+        const decision = ResolveToolUseSchema.safeParse({ toolUseId, allow, ...(opts.reason !== undefined ? { reason: opts.reason } : {}), ...(opts.by !== undefined ? { by: opts.by } : {}) });
+        if (!decision.success) throw new CliError(`invalid ${name}: ${formatIssues(decision.error)}`);
+        const client = await connect(loadConfig());
+        const r = await opError(() => resolveToolUse(client, id, decision.data));
+        if (opts.json) out(JSON.stringify(r));
+        else err(`${allow ? 'approved' : 'denied'} ${toolUseId} (event ${r.seq})`);
+      });
+  }
+
+  program
+    .command('submit')
+    .description("answer a client tool call with the calling application's result")
+    .argument('<id>', 'session id', sessionId)
+    .argument('<toolUseId>', 'the tool_use id (see `agents status`)')
+    .option('--output <text>', 'the result text')
+    .option('--output-file <file>', 'read the result text from a file (- for stdin)')
+    .option('--error', 'the tool failed; the output says how')
+    .option('--json', 'print {"seq"} of the tool_result event')
+    .action(async (id: string, toolUseId: string, opts: { output?: string; outputFile?: string; error?: boolean; json?: boolean }) => {
+      if ((opts.output === undefined) === (opts.outputFile === undefined)) throw new CliError('give exactly one of --output and --output-file');
+      let output = opts.output;
+      if (opts.outputFile !== undefined) {
+        try {
+          output = fs.readFileSync(opts.outputFile === '-' ? 0 : opts.outputFile, 'utf8');
+        } catch (e) {
+          throw new CliError(`cannot read ${opts.outputFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+        }
+      }
+      const result = SubmitToolResultSchema.safeParse({ toolUseId, output, isError: opts.error === true });
+      if (!result.success) throw new CliError(`invalid submit: ${formatIssues(result.error)}`);
+      const client = await connect(loadConfig());
+      const r = await opError(() => submitToolResult(client, id, result.data));
+      if (opts.json) out(JSON.stringify(r));
+      else err(`submitted the result of ${toolUseId} (event ${r.seq})`);
     });
 
   program

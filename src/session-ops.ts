@@ -1,6 +1,6 @@
 // Operations on a whole session across its runs: waking a dead run and forking a log at a seq.
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { WorkflowIdReusePolicy } from '@temporalio/common';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowIdReusePolicy, type UpdateDefinition } from '@temporalio/common';
 import type { SessionArchive } from './archive';
 import { readEvents, type SessionLog } from './log/session-log';
 import { AgentSchema, formatIssues, resolveTool, type Agent } from './session/agent';
@@ -8,7 +8,17 @@ import { windowAfter } from './session/context-builder';
 import { openToolUses } from './session/context';
 import { BRAIN_TASK_QUEUE, WORKFLOW_TYPE } from './session/queues';
 import { FIRST_MESSAGE_MEMO, firstMessageMemo, sessionSearchAttributes } from './session/search-attributes';
-import { eventsQuery, handoverQuery, type Carry, type SessionInput, type UserMessage } from './workflows/messages';
+import {
+  eventsQuery,
+  handoverQuery,
+  resolveToolUseUpdate,
+  submitToolResultUpdate,
+  type Carry,
+  type ResolveToolUse,
+  type SessionInput,
+  type SubmitToolResult,
+  type UserMessage,
+} from './workflows/messages';
 
 export class SessionOpError extends Error {}
 
@@ -135,4 +145,25 @@ export async function startSessionRun(
     if (!/search attribute/i.test((err as Error).message ?? '')) throw err;
     return client.workflow.start(WORKFLOW_TYPE, base);
   }
+}
+
+/** Runs a session update, turning its refusal (unknown id, already decided, bad input) into a SessionOpError. */
+async function sessionUpdate<Ret, Arg>(client: Client, sessionId: string, def: UpdateDefinition<Ret, [Arg]>, arg: Arg): Promise<Ret> {
+  try {
+    return await client.workflow.getHandle(sessionId).executeUpdate(def, { args: [arg] });
+  } catch (err) {
+    if (err instanceof WorkflowUpdateFailedError) throw new SessionOpError(err.cause?.message ?? err.message);
+    if (err instanceof WorkflowNotFoundError) throw new SessionOpError(`unknown session ${sessionId}`);
+    throw err;
+  }
+}
+
+/** Approves or denies a tool call waiting for approval; returns the seq of its approval_resolved event. */
+export function resolveToolUse(client: Client, sessionId: string, decision: ResolveToolUse): Promise<{ seq: number }> {
+  return sessionUpdate(client, sessionId, resolveToolUseUpdate, decision);
+}
+
+/** Answers a client tool call with the calling application's result; returns the seq of its tool_result event. */
+export function submitToolResult(client: Client, sessionId: string, result: SubmitToolResult): Promise<{ seq: number }> {
+  return sessionUpdate(client, sessionId, submitToolResultUpdate, result);
 }

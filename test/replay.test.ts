@@ -13,7 +13,18 @@ import { loadConfig } from '../src/config';
 import { startGitServer } from './helpers/git-server';
 import { startTrackerServer } from './helpers/mcp-server';
 import { FIXTURE_CODEC_KEY } from './helpers/test-keys';
-import { endSignal, getFileUpdate, interruptSignal, putFileUpdate, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
+import {
+  endSignal,
+  getFileUpdate,
+  interruptSignal,
+  putFileUpdate,
+  resolveToolUseUpdate,
+  sendMessageUpdate,
+  statusQuery,
+  submitToolResultUpdate,
+  userMessageSignal,
+} from '../src/workflows/messages';
+import { messagesUntilHandover, requiresAction, toolStep } from './helpers/actions';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import type { WorkflowHandle } from '@temporalio/client';
 import { logOf, runsOf, say, startHarness, startSession, testArchive, waitForEvents, workflowBundle } from './helpers/env';
@@ -238,6 +249,107 @@ if (process.env.RECORD_HISTORIES === '1') {
       for (const [i, run] of runs.slice(0, 2).entries()) {
         const file = path.join(DIR, `subagent-can-run-${i + 1}.json`);
         if (!fs.existsSync(file)) fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(ids[2], run.runId).fetchHistory()));
+      }
+    } finally {
+      await h.stop();
+    }
+  });
+}
+
+const turnEnded = (ev: { type: string; stopReason?: string | null }[], n: number) => ev.filter((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn').length >= n;
+
+if (process.env.RECORD_HISTORIES === '1') {
+  it('records approvals: a call allowed by its policy, approved, denied, timed out, and pending across a handover', async () => {
+    const h = await startHarness({ role: 'all', hostId: 'recorder' });
+    try {
+      const handle = await startSession(h, {
+        id: 'recorded-approvals',
+        agent: { policies: { bash: { ask: ['git push*'] }, session_events: { default: 'ask', timeoutSeconds: 1, onTimeout: 'allow' } } },
+      });
+      h.mock.script(handle.workflowId, { steps: [toolStep('bash', { command: 'ls' }), toolStep('bash', { command: 'git push origin main' }), toolStep('bash', { command: 'git push -f' })] });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'list, then push twice' }] });
+      const [approve] = await requiresAction(handle);
+      await handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: approve.toolUseId, allow: true }] });
+      for (;;) {
+        const [next] = await requiresAction(handle);
+        if (next.toolUseId === approve.toolUseId) continue;
+        await handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: next.toolUseId, allow: false, reason: 'no force pushes' }] });
+        break;
+      }
+      await waitForEvents(handle, (ev) => turnEnded(ev, 1));
+      h.mock.script(handle.workflowId, { steps: [toolStep('session_events', { from: 0, limit: 1 })] });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log' }] });
+      await waitForEvents(handle, (ev) => turnEnded(ev, 2));
+      await endAndSave(handle, 'approvals-session.json');
+
+      const id = 'recorded-approvals-handover';
+      fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+      const cont = await startSession(h, { id, agent: { tools: ['session_events'], sandboxes: {}, policies: { session_events: 'always_ask' }, limits: { historyEvents: 100 } } });
+      h.mock.script(id, { steps: [toolStep('session_events', { from: 0, limit: 1 })] });
+      await cont.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log' }] });
+      const [pending] = await requiresAction(cont);
+      // Messages grow the history past 100 events: the run hands over with the approval pending.
+      await messagesUntilHandover(cont);
+      const live = h.env.client.workflow.getHandle(id);
+      await requiresAction(live);
+      await live.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: pending.toolUseId, allow: true }] });
+      await waitForEvents(live, (ev) => turnEnded(ev, 1));
+      await live.signal(endSignal, { reason: 'recorded' });
+      await live.result();
+      const runs = await runsOf(h.env.client, id);
+      for (const [i, run] of runs.entries()) {
+        const file = path.join(DIR, `approvals-handover-run-${i + 1}.json`);
+        if (!fs.existsSync(file)) fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
+      }
+    } finally {
+      await h.stop();
+    }
+  });
+}
+
+if (process.env.RECORD_HISTORIES === '1') {
+  it('records a client tool: invalid input, a result, an error result, and a call interrupted while it waits', async () => {
+    const h = await startHarness();
+    try {
+      const form = { name: 'ask_user_form', description: 'Asks the user.', input_schema: { type: 'object' as const, properties: { question: { type: 'string' } }, required: ['question'] } };
+      const handle = await startSession(h, { id: 'recorded-client-tool', agent: { tools: ['session_events'], sandboxes: {}, clientTools: [form] } });
+      h.mock.script(handle.workflowId, { steps: [toolStep('ask_user_form', {}), toolStep('ask_user_form', { question: 'colour?' }), toolStep('ask_user_form', { question: 'size?' })] });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'ask me' }] });
+      const [first] = await requiresAction(handle);
+      await handle.executeUpdate(submitToolResultUpdate, { args: [{ toolUseId: first.toolUseId, output: 'teal' }] });
+      for (;;) {
+        const [next] = await requiresAction(handle);
+        if (next.toolUseId === first.toolUseId) continue;
+        await handle.executeUpdate(submitToolResultUpdate, { args: [{ toolUseId: next.toolUseId, output: 'form closed', isError: true }] });
+        break;
+      }
+      await waitForEvents(handle, (ev) => turnEnded(ev, 1));
+      h.mock.script(handle.workflowId, { steps: [toolStep('ask_user_form', { question: 'again?' })] });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'once more' }] });
+      await requiresAction(handle);
+      await handle.signal(interruptSignal, { reason: 'user left' });
+      await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'interrupted'));
+      await endAndSave(handle, 'client-tool-session.json');
+    } finally {
+      await h.stop();
+    }
+  });
+}
+
+if (process.env.RECORD_HISTORIES === '1') {
+  it('records harness default@1 and default@2 sessions given empty replies', async () => {
+    const h = await startHarness();
+    try {
+      const empty = { reply: { content: [] } };
+      for (const version of [1, 2]) {
+        const handle = await startSession(h, { id: `recorded-harness-v${version}`, agent: { harness: `default@${version}`, tools: ['session_events'], sandboxes: {} } });
+        h.mock.script(handle.workflowId, { steps: [empty, { reply: { content: [{ type: 'text', text: 'Here is my answer.' }] } }, empty, empty, empty] });
+        await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'answer me' }] });
+        await waitForEvents(handle, (ev) => ev.filter((e) => e.type === 'assistant_message').length >= version);
+        await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'and again' }] });
+        await waitForEvents(handle, (ev) => ev.filter((e) => e.type === 'assistant_message').length >= (version === 1 ? 2 : 5));
+        await say(handle, 'Please read the session log.');
+        await endAndSave(handle, `harness-v${version}-session.json`);
       }
     } finally {
       await h.stop();

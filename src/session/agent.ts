@@ -1,5 +1,7 @@
 // The agent file (`--agent FILE`): one zod schema, extended as the platform grows.
 import { z } from 'zod';
+import { HARNESSES, harnessOf } from './harness';
+import { ToolPolicySchema } from './policy';
 
 /** Tools that run in the workflow itself, with no sandbox. */
 export const BUILTIN_TOOLS = ['session_events', 'spawn_agent', 'handoff_sandbox'] as const;
@@ -152,6 +154,20 @@ const McpServersSchema = z.record(z.string(), McpServerSchema).superRefine((serv
   }
 });
 
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** A tool the calling application runs: the session offers it to the model and waits for `submitToolResult`. */
+export const ClientToolSchema = z
+  .object({
+    name: z.string().regex(TOOL_NAME, 'tool names are 1-64 letters, digits, _ or -'),
+    description: z.string().min(1).max(10_000),
+    input_schema: z
+      .object({ type: z.literal('object'), properties: z.record(z.string(), z.unknown()).default({}), required: z.array(z.string()).optional() })
+      .passthrough(),
+  })
+  .strict();
+export type ClientTool = z.infer<typeof ClientToolSchema>;
+
 export const DEFAULT_TOOLS: ToolEntry[] = ['bash', 'str_replace_based_edit_tool', 'session_events'];
 
 const SUBAGENT_NAME = /^[a-z][a-z0-9_-]{0,39}$/;
@@ -182,7 +198,11 @@ export const AgentSchema = z
     name: z.string().min(1).max(100).default('default'),
     model: z.string().min(1),
     system: z.string().max(200_000).optional(),
-    harness: z.string().regex(/^[a-z][a-z0-9-]*@\d+$/, 'harness is NAME@VERSION, e.g. default@1').default('default@1'),
+    harness: z
+      .string()
+      .regex(/^[a-z][a-z0-9-]*@\d+$/, 'harness is NAME@VERSION, e.g. default@1')
+      .refine((h) => harnessOf(h) !== undefined, { error: (i) => `unknown harness ${String(i.input)}; this version knows ${Object.keys(HARNESSES).join(', ')}` })
+      .default('default@1'),
     provision: z.enum(['lazy', 'eager']).default('lazy'),
     tools: z.array(ToolEntrySchema).default(DEFAULT_TOOLS),
     sandboxes: z
@@ -197,6 +217,10 @@ export const AgentSchema = z
     mcpServers: McpServersSchema.default({}),
     /** Sub-agents spawn_agent may start by name; without a name the child is this agent minus spawn_agent. */
     subagents: z.record(z.string().regex(SUBAGENT_NAME, 'sub-agent names are lowercase letters, digits, _ or -'), SubagentSchema).default({}),
+    /** Tools the calling application runs (`submitToolResult`). */
+    clientTools: z.array(ClientToolSchema).max(100).default([]),
+    /** Per-tool approval policies, keyed by the name the model calls (an `mcp__<server>__<tool>` name too). */
+    policies: z.record(z.string(), ToolPolicySchema).default({}),
   })
   .strict()
   .superRefine((agent, ctx) => {
@@ -214,6 +238,15 @@ export const AgentSchema = z
       else if ((bound.kind === 'git_push' || bound.kind === 'git_pull') && !agent.sandboxes[bound.sandbox!].repo)
         ctx.addIssue({ code: 'custom', path: ['tools', i], message: `tool ${bound.name} needs a repo on sandbox ${bound.sandbox}` });
     });
+    agent.clientTools.forEach((t, i) => {
+      if (names.has(t.name)) ctx.addIssue({ code: 'custom', path: ['clientTools', i, 'name'], message: `tool ${t.name} is declared twice` });
+      if (t.name.startsWith('mcp__')) ctx.addIssue({ code: 'custom', path: ['clientTools', i, 'name'], message: 'mcp__ names belong to MCP servers' });
+      names.add(t.name);
+    });
+    for (const name of Object.keys(agent.policies)) {
+      if (!names.has(name) && !name.startsWith('mcp__'))
+        ctx.addIssue({ code: 'custom', path: ['policies', name], message: `policy for ${name}, which is not a declared tool, client tool or mcp__ tool` });
+    }
   });
 
 export type Agent = z.infer<typeof AgentSchema>;

@@ -36,6 +36,8 @@ export const UserMessageEventSchema = z.object({
   type: z.literal('user_message'),
   text: z.string(),
   messageId: z.string().optional(),
+  /** Set when the harness, not the user, wrote the message (e.g. default@2's nudge after an empty reply). */
+  source: z.literal('harness').optional(),
 });
 export const AssistantMessageEventSchema = z.object({
   ...base,
@@ -74,6 +76,7 @@ export const ApprovalResolvedEventSchema = z.object({
   toolUseId: z.string(),
   allow: z.boolean(),
   reason: z.string().optional(),
+  /** Who decided: the name given with the decision (default `user`), or `timeout` when the policy's default applied. */
   by: z.string(),
 });
 export const SandboxProvisionedEventSchema = z.object({

@@ -12,7 +12,11 @@ export function formatEvent(e: SessionEvent): string {
     case 'session_started':
       return `${head} agent=${String(e.agent.name)} model=${String(e.agent.model)}`;
     case 'user_message':
-      return `${head}: ${clip(e.text)}`;
+      return `${head}${e.source ? ` (${e.source})` : ''}: ${clip(e.text)}`;
+    case 'approval_requested':
+      return `${head} ${e.toolUseId}: ${e.policy}`;
+    case 'approval_resolved':
+      return `${head} ${e.toolUseId}: ${e.allow ? 'approved' : 'denied'} by ${e.by}${e.reason ? `: ${clip(e.reason, 200)}` : ''}`;
     case 'assistant_message': {
       const text = e.content
         .filter((b) => b.type === 'text')

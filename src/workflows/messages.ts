@@ -58,7 +58,19 @@ export interface SandboxStatus {
   state: 'running' | 'stopped' | 'handed_off';
   handedTo?: string;
 }
+/** A tool call the session waits on: an approval to decide, or a client tool's result to submit. */
+export interface PendingAction {
+  kind: 'approval' | 'client_tool';
+  toolUseId: string;
+  name: string;
+  input: unknown;
+  /** For an approval: the rule that asked (as in approval_requested), and when its timeout applies `onTimeout`. */
+  policy?: string;
+  expiresAt?: string;
+  onTimeout?: 'allow' | 'deny';
+}
 export interface SessionStatus {
+  /** `requires_action` while a turn waits on `pending`. */
   state: SessionState;
   lastSeq: number;
   /** The first seq of the current run; the run's number among the session's runs (1 for the first). */
@@ -69,7 +81,33 @@ export interface SessionStatus {
   usage: Usage;
   /** Sub-agents still running, and the part of `usage` that came from sub-agents. */
   subagents?: { running: { sessionId: string; toolUseId: string }[]; usage: Usage };
+  /** Approvals and client tool calls the session waits on, in the order it will take them. */
+  pending?: PendingAction[];
 }
+
+/** `resolveToolUse`: approve or deny a pending approval. */
+export const ResolveToolUseSchema = z
+  .object({
+    toolUseId: z.string({ error: 'toolUseId must be a string' }).min(1, 'toolUseId must not be empty').max(200),
+    allow: z.boolean({ error: 'allow must be true or false' }),
+    reason: z.string().max(10_000).optional(),
+    /** Who decides, as approval_resolved.by records it (default `user`; `timeout` is reserved). */
+    by: z.string().min(1).max(200).refine((b) => b !== 'timeout', '`timeout` is reserved for decisions the policy made').optional(),
+  })
+  .strict();
+export type ResolveToolUse = z.infer<typeof ResolveToolUseSchema>;
+
+/** `submitToolResult`: the calling application's answer to a client tool call. */
+export const SubmitToolResultSchema = z
+  .object({
+    toolUseId: z.string({ error: 'toolUseId must be a string' }).min(1, 'toolUseId must not be empty').max(200),
+    output: z
+      .string({ error: 'output must be a string' })
+      .refine((t) => utf8Length(t) <= MAX_MESSAGE_BYTES, `output must be at most ${MAX_MESSAGE_BYTES} bytes`),
+    isError: z.boolean().default(false),
+  })
+  .strict();
+export type SubmitToolResult = z.input<typeof SubmitToolResultSchema>;
 
 export const PutFileSchema = z
   .object({
@@ -146,6 +184,23 @@ export const HandoffRequestSchema = z
   .strict();
 export type HandoffRequest = z.infer<typeof HandoffRequestSchema>;
 
+/** A tool call of the round in progress that has no result yet, as carried to the next run. */
+export const PendingToolSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    input: z.unknown(),
+    /** Set once approval_requested is in the log. */
+    approval: z
+      .object({ policy: z.string(), expiresAt: z.number().optional(), onTimeout: z.enum(['allow', 'deny']) })
+      .strict()
+      .optional(),
+    /** Set once approval_resolved is in the log. */
+    decision: z.object({ allow: z.boolean(), by: z.string().optional(), reason: z.string().optional() }).strict().optional(),
+  })
+  .strict();
+export type PendingTool = z.infer<typeof PendingToolSchema>;
+
 /** How many recent messageIds a new run remembers, so a client retrying across the handover is not duplicated. */
 export const MAX_CARRIED_MESSAGE_IDS = 256;
 
@@ -164,8 +219,16 @@ export const CarrySchema = z
     lastUserSeq: z.number().int().min(-1),
     handledThrough: z.number().int().min(-1),
     /** Set when the handover happened inside a turn: the new run goes on with its next model call. */
-    /** `waiting`: spawn_agent calls of the last round whose results the new run appends before its model call. */
-    inTurn: z.object({ round: z.number().int().nonnegative(), waiting: z.array(z.string()).optional() }).strict().optional(),
+    inTurn: z
+      .object({
+        round: z.number().int().nonnegative(),
+        /** Tool calls of the previous round still to finish (an approval, a client result or a sub-agent pending) before that model call. */
+        tools: z.array(PendingToolSchema).optional(),
+        /** Runs recorded before the tool gate: spawn_agent calls whose results the new run appends first. */
+        waiting: z.array(z.string()).optional(),
+      })
+      .strict()
+      .optional(),
     sandboxes: z.array(SandboxSlotSchema),
     lastHost: z.record(z.string(), z.string()),
     /** MCP tools listed by an earlier run, so the tool list (and the cached prefix) stays the same. */
@@ -216,4 +279,6 @@ export const sandboxReceivedSignal = defineSignal<[SandboxGift]>('sandboxReceive
 /** Passes one of the session's sandboxes to another session (`agents handoff FROM SANDBOX TO`). */
 export const handoffSandboxUpdate = defineUpdate<{ sandboxId: string }, [HandoffRequest]>('handoffSandbox');
 export const putFileUpdate = defineUpdate<{ path: string; bytes: number }, [PutFile]>('putFile');
+export const resolveToolUseUpdate = defineUpdate<{ seq: number }, [ResolveToolUse]>('resolveToolUse');
+export const submitToolResultUpdate = defineUpdate<{ seq: number }, [SubmitToolResult]>('submitToolResult');
 export const getFileUpdate = defineUpdate<{ path: string; bytes: number; contentBase64: string }, [GetFile]>('getFile');

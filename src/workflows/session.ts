@@ -19,6 +19,10 @@ import type { HandsActivities, ProvisionOutput } from '../activities/hands';
 import type { ToolsActivities } from '../activities/tools';
 import { TOOLS_TASK_QUEUE } from '../session/queues';
 import { boundTools, buildToolSpecs, runBuiltinTool, toolError, type ToolOutcome } from './tools';
+import { createToolGate } from './approvals';
+import { evaluatePolicy } from '../session/policy';
+import { shouldReprompt } from './harness';
+import { EMPTY_REPLY_NUDGE } from '../session/harness';
 import { FULL_WINDOW, windowOf, type ContextWindow } from '../session/context-builder';
 import { openToolUses } from '../session/context';
 import { SessionEventsInputSchema, type ToolSpec } from '../session/tools';
@@ -50,6 +54,7 @@ import {
   type SessionState,
   type UserMessage,
   type ParentRef,
+  type PendingTool,
 } from './messages';
 import { failureMessage, failureType } from './failures';
 import { createHandoff } from './handoff';
@@ -317,10 +322,12 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     closeToolUses(carried?.openToolUses ?? [], 'the run stopped before this tool finished');
   }
   if (parsed.data.message) acceptUserMessage(parsed.data.message);
+  /** Whether the turn waits on a person or the calling application (set once the tool gate exists). */
+  let awaitingAction = () => false;
   // Histories recorded before the search attributes existed carry no upserts.
   if (patched('search-attributes')) {
     const firstUserText = () => (startKind === 'new' ? events.find((e) => e.type === 'user_message')?.text : undefined);
-    trackVisibility(agent, () => state, firstUserText);
+    trackVisibility(agent, () => (state === 'running' && awaitingAction() ? 'requires_action' : state), firstUserText);
   }
 
   handoff.register(assertOpen);
@@ -404,6 +411,30 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     },
   );
 
+  /**
+   * The round a previous run handed over in the middle of. A run recorded before the gate carried only the
+   * spawn_agent calls still waiting for their children (`waiting`); they pass the gate as already allowed.
+   */
+  function carriedRound(): PendingTool[] | undefined {
+    const inTurn = carried?.inTurn;
+    if (inTurn?.tools || !inTurn?.waiting) return inTurn?.tools;
+    const spawnName = [...tools].find(([, t]) => t.kind === 'spawn_agent')?.[0] ?? 'spawn_agent';
+    return inTurn.waiting.map((id) => ({ id, name: spawnName, input: {}, decision: { allow: true, by: 'policy' } }));
+  }
+
+  /** Approvals, client tools and sub-agents: every tool call of a round passes this gate. */
+  const gate = createToolGate({
+    agent,
+    append,
+    events,
+    runTool: (use) => runTool(use),
+    shouldHandOver: () => shouldHandOver(),
+    assertOpen,
+    carried: startKind === 'continued' ? carriedRound() : undefined,
+    awaitExternal: (id) => subagents.awaitResult(id, shouldHandOver),
+  });
+  awaitingAction = () => gate.waiting();
+
   setHandler(interruptSignal, (raw) => {
     const parsedReason = ReasonSchema.safeParse(raw ?? {});
     const reason = (parsedReason.success && parsedReason.data.reason) || 'interrupted by user';
@@ -440,7 +471,7 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
   }));
 
   setHandler(statusQuery, () => ({
-    state,
+    state: state === 'running' && awaitingAction() ? ('requires_action' as const) : state,
     lastSeq: nextSeq() - 1,
     firstSeq: baseSeq,
     run,
@@ -453,6 +484,7 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     })),
     usage: { ...usage },
     subagents: subagents.status(),
+    pending: gate.pending(),
   }));
 
   const toolSpecs = buildToolSpecs(agent);
@@ -498,8 +530,17 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     }
   };
 
+  /** Tool uses without a result: this run's, and those of a round an earlier run handed over in the middle of. */
+  const unansweredToolUses = () => [...new Set([...gate.openIds(), ...openToolUses(events)])];
+  /** Closes every call of the round in progress, cancelling its running children first. */
+  const closeDanglingToolUses = async (message: string) => {
+    const cut = await subagents.cancelRunning();
+    closeToolUses([...new Set([...unansweredToolUses(), ...cut])], message);
+    gate.clear();
+  };
+
   /** What the next run starts from. */
-  const snapshot = (inTurn?: { round: number; waiting?: string[] }): Carry => ({
+  const snapshot = (inTurn?: { round: number }): Carry => ({
     nextSeq: nextSeq(),
     run: run + 1,
     window,
@@ -507,11 +548,11 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     recentMessageIds: [...seenMessageIds].slice(-MAX_CARRIED_MESSAGE_IDS),
     lastUserSeq,
     handledThrough,
-    ...(inTurn ? { inTurn } : {}),
+    ...(inTurn ? { inTurn: { ...inTurn, ...(gate.carry() ? { tools: gate.carry() } : {}) } } : {}),
     sandboxes: [...sandboxes.values()].map((s) => ({ ...s })),
     lastHost: Object.fromEntries(lastHost),
     ...(mcpListed && mcpTools.size ? { mcpTools: [...mcpTools].map(([name, t]) => ({ name, server: t.server, tool: t.tool, spec: t.spec as unknown as Record<string, unknown> })) } : {}),
-    openToolUses: openToolUses(events),
+    openToolUses: unansweredToolUses(),
     ...(parentRef ? { parent: parentRef } : {}),
     ...subagents.snapshot(),
   });
@@ -543,14 +584,14 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
    * is appended and sealed too; the server refuses the handover if more arrives after this task started, and
    * the replay that follows takes it in. Returns (without handing over) if the session is ending or sealing failed.
    */
-  const handOver = async (inTurn?: { round: number; waiting?: string[] }): Promise<void> => {
+  const handOver = async (inTurn?: { round: number }): Promise<void> => {
     handover = {};
     try {
       for (;;) {
         await condition(allHandlersFinished);
         if (endReason !== undefined) return;
         if (inTurn && handover.interruptReason !== undefined) {
-          if (inTurn.waiting) closeToolUses([...new Set([...inTurn.waiting, ...(await subagents.cancelRunning())])], 'interrupted before the tool finished');
+          await closeDanglingToolUses('interrupted before the tool finished');
           append({ type: 'interrupted', reason: handover.interruptReason });
           handledThrough = lastUserSeq;
           inTurn = undefined;
@@ -573,7 +614,11 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     if (mcpTarget) return runMcpTool(use, mcpTarget);
     if (!bound) return toolError(`unknown tool: ${use.name}`);
     if (bound.sandbox !== undefined) return runSandboxTool(use, bound);
-    if (bound.kind === 'spawn_agent') return subagents.result(use.id);
+    if (bound.kind === 'spawn_agent') {
+      // A call that waited for approval starts its child only now.
+      if (!subagents.tracks(use.id)) await subagents.startAll([use]);
+      return subagents.result(use.id);
+    }
     if (bound.kind === 'handoff_sandbox') return handoff.tool(use.input);
     const from = SessionEventsInputSchema.safeParse(use.input ?? {}).data?.from;
     if (from !== undefined && from < baseSeq) {
@@ -604,20 +649,11 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     return second;
   };
 
-  /** spawn_agent calls whose results a run that took over mid-turn appends before its next model call. */
-  let waitingAtStart: string[] = carried?.inTurn?.waiting ?? [];
-
-  /**
-   * Runs a turn from `startRound`; returns the round to resume at when the run should hand over first, with
-   * the spawn_agent calls still waiting for their children.
-   */
-  const runTurn = async (startRound: number): Promise<{ handoverAt?: number; waiting?: string[] }> => {
-    if (waitingAtStart.length) {
-      const waiting = waitingAtStart;
-      waitingAtStart = [];
-      const left = await subagents.appendResults(waiting, shouldHandOver);
-      if (left.length) return { handoverAt: startRound, waiting: left };
-    }
+  /** Runs a turn from `startRound`; returns the round to resume at when the run should hand over first. */
+  const runTurn = async (startRound: number): Promise<{ handoverAt?: number }> => {
+    // A run that took over in the middle of a round finishes its calls first.
+    if ((await gate.runRound()) === 'handover') return { handoverAt: startRound };
+    let reprompts = 0;
     for (let round = startRound; ; round++) {
       currentRound = round;
       if (round >= limits.maxToolRoundsPerTurn) {
@@ -646,20 +682,17 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
       append({ type: 'assistant_message', content: reply.content, stopReason: reply.stopReason, usage: reply.usage });
 
       const toolUses = reply.content.filter((b) => b.type === 'tool_use') as unknown as { id: string; name: string; input: unknown }[];
-      if (toolUses.length === 0) return {};
-      for (const use of toolUses) append({ type: 'tool_use', id: use.id, name: use.name, input: use.input });
-      await subagents.startAll(toolUses.filter((u) => tools.get(u.name)?.kind === 'spawn_agent'));
-      for (const [i, use] of toolUses.entries()) {
-        // Only children left to wait for: the run may hand over meanwhile, and the next run appends their results.
-        const rest = toolUses.slice(i).map((u) => u.id);
-        if (subagents.allRunning(rest)) {
-          const left = await subagents.appendResults(rest, shouldHandOver);
-          if (left.length) return { handoverAt: round + 1, waiting: left };
-          break;
-        }
-        const result = await runTool(use);
-        append({ type: 'tool_result', toolUseId: use.id, ...result });
+      if (toolUses.length === 0) {
+        if (!shouldReprompt(agent.harness, reply.content, reprompts)) return {};
+        reprompts++;
+        append({ type: 'user_message', text: EMPTY_REPLY_NUDGE, source: 'harness' });
+        continue;
       }
+      for (const use of toolUses) append({ type: 'tool_use', id: use.id, name: use.name, input: use.input });
+      // The round's children start together and run in parallel; one that needs approval starts once approved.
+      await subagents.startAll(toolUses.filter((u) => tools.get(u.name)?.kind === 'spawn_agent' && !evaluatePolicy(u.name, agent.policies[u.name], u.input).ask));
+      gate.startRound(toolUses);
+      if ((await gate.runRound()) === 'handover') return { handoverAt: round + 1 };
     }
   };
 
@@ -702,26 +735,21 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     const startRound = resumeRound ?? 0;
     resumeRound = undefined;
     let handoverAt: number | undefined;
-    let waiting: string[] | undefined;
     try {
-      ({ handoverAt, waiting } = await scope.run(() => runTurn(startRound)));
+      ({ handoverAt } = await scope.run(() => runTurn(startRound)));
     } catch (err) {
       if (!isCancellation(err)) throw err;
       // Children of the cut turn are cancelled; their calls may have begun in an earlier run.
-      const cut = await subagents.cancelRunning();
-      closeToolUses([...new Set([...openToolUses(events), ...cut])], endReason !== undefined ? 'session ended before the tool finished' : 'interrupted before the tool finished');
+      await closeDanglingToolUses(endReason !== undefined ? 'session ended before the tool finished' : 'interrupted before the tool finished');
       if (endReason === undefined) append({ type: 'interrupted', reason: turn.interruptReason ?? 'interrupted' });
       handledThrough = lastUserSeq;
     } finally {
       turn = undefined;
     }
     if (handoverAt !== undefined) {
-      await handOver({ round: handoverAt, ...(waiting ? { waiting } : {}) });
+      await handOver({ round: handoverAt });
       // Still here: the session is ending, or the archive failed; this run carries on with the turn.
-      if (endReason === undefined) {
-        resumeRound = handoverAt;
-        waitingAtStart = waiting ?? [];
-      }
+      if (endReason === undefined) resumeRound = handoverAt;
       continue;
     }
     if (endReason === undefined) state = 'waiting_for_user';
@@ -730,7 +758,8 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
   }
 
   const answer = parentRef ? childAnswer(events, endReason) : undefined;
-  await subagents.cancelRunning();
+  // A session ending while a handover waited (on an approval, a client or a child) leaves that round's calls open.
+  await closeDanglingToolUses('session ended before the tool finished');
   const returned = await handoff.returnLent();
   await CancellationScope.nonCancellable(destroyAll);
   if (parentRef && answer) {

@@ -204,26 +204,19 @@ export function createSubagents(ctx: SubagentContext) {
       return outcomeOf(ref);
     },
 
-    /** Whether every listed tool use is a child still running (so the run may hand over while it waits). */
-    allRunning(toolUseIds: readonly string[]): boolean {
-      return toolUseIds.length > 0 && toolUseIds.every((id) => running.has(id));
+    /** Whether this run knows the spawn_agent call: its child runs, or it was refused before one started. */
+    tracks(toolUseId: string): boolean {
+      return running.has(toolUseId) || refused.has(toolUseId);
     },
 
     /**
-     * Appends the children's results in order as they arrive. Returns the ids still waiting when the run
-     * should hand over first (`handOverNow`), or none when all are in the log.
+     * For a call whose child still runs: resolves true once the child has answered, false as soon as
+     * `handOverNow` holds first. Undefined for any other call.
      */
-    async appendResults(toolUseIds: readonly string[], handOverNow: () => boolean): Promise<string[]> {
-      for (const [i, id] of toolUseIds.entries()) {
-        const ref = running.get(id);
-        if (ref) {
-          await waitFor(ref, () => ref.result !== undefined || handOverNow());
-          if (ref.result === undefined) return toolUseIds.slice(i);
-          running.delete(id);
-        }
-        ctx.append({ type: 'tool_result', toolUseId: id, ...(ref ? outcomeOf(ref) : toolError('this sub-agent is no longer tracked by the session', 'infra')) });
-      }
-      return [];
+    awaitResult(toolUseId: string, handOverNow: () => boolean): Promise<boolean> | undefined {
+      const ref = running.get(toolUseId);
+      if (!ref || ref.result) return undefined;
+      return waitFor(ref, () => ref.result !== undefined || handOverNow()).then(() => ref.result !== undefined);
     },
 
     /** The subagentFinished signal: a child's answer, its usage and the sandboxes it hands back. */

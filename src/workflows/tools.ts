@@ -16,11 +16,13 @@ export function boundTools(agent: Agent): Map<string, BoundTool> {
 }
 
 export function buildToolSpecs(agent: Agent): ToolSpec[] {
-  return [...boundTools(agent).values()].map((b) => {
+  const own = [...boundTools(agent).values()].map((b) => {
     const spec = TOOL_SPECS[b.kind];
     const where = b.sandbox !== undefined && Object.keys(agent.sandboxes).length > 1 ? ` Runs in the sandbox "${b.sandbox}".` : '';
     return { ...spec, name: b.name, description: spec.description + where };
   });
+  // Client tools are offered as declared; the calling application runs them.
+  return [...own, ...agent.clientTools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema as ToolSpec['input_schema'] }))];
 }
 
 export function toolError(message: string, kind: 'tool' | 'infra' | 'denied' = 'tool'): ToolOutcome {

@@ -10,6 +10,8 @@ import {
   MAX_MESSAGE_BYTES,
   PutFileSchema,
   ReasonSchema,
+  ResolveToolUseSchema,
+  SubmitToolResultSchema,
   UserMessageSchema,
 } from '../../src/workflows/messages';
 import { allEvents, startHarness, startSession, waitForEvents, type Harness } from '../helpers/env';
@@ -22,6 +24,9 @@ const reason = fc.oneof(fc.constant(undefined), shaped({ reason: hostileString }
 const eventsArgs = fc.oneof(fc.constant(undefined), shaped({ from: fc.integer({ min: -5, max: 50 }), limit: fc.integer({ min: -5, max: 6000 }) }));
 const putFile = shaped({ sandbox: fc.oneof(fc.constant('main'), hostileString), path: hostileString, contentBase64: fc.oneof(base64, hostileString) });
 const getFile = shaped({ sandbox: fc.oneof(fc.constant('main'), hostileString), path: hostileString });
+const toolUseId = fc.oneof(hostileString, fc.stringMatching(/^toolu_[a-z0-9]{1,20}$/));
+const resolve = shaped({ toolUseId, allow: fc.oneof(fc.boolean(), hostileJson), reason: hostileString, by: fc.oneof(fc.constant('timeout'), hostileString) });
+const submit = shaped({ toolUseId, output: fc.oneof(hostileString, bigText), isError: fc.oneof(fc.boolean(), hostileJson) });
 
 /** The field names a zod error points at, so a rejection can be checked for naming each. */
 const fieldsOf = (issues: { path: PropertyKey[] }[]) => issues.filter((i) => i.path.length > 0).map((i) => String(i.path[0]));
@@ -56,6 +61,25 @@ describe('validators, in process (1,000 cases per kind)', () => {
         const r = ReasonSchema.safeParse(raw ?? {});
         if (r.success) expect(r.data.reason === undefined || (typeof r.data.reason === 'string' && r.data.reason.length <= 10_000)).toBe(true);
         else for (const f of fieldsOf(r.error.issues)) expect(formatIssues(r.error)).toContain(f);
+      }),
+      directParams,
+    );
+  });
+
+  it('resolveToolUse and submitToolResult: accepted only well-typed, with a 1-200 character id; every rejection names its field', () => {
+    fc.assert(
+      fc.property(resolve, submit, (rawResolve, rawSubmit) => {
+        const r = ResolveToolUseSchema.safeParse(rawResolve);
+        if (r.success) {
+          expect(typeof r.data.allow).toBe('boolean');
+          expect(r.data.toolUseId.length).toBeGreaterThanOrEqual(1);
+          expect(r.data.by).not.toBe('timeout');
+        } else for (const f of fieldsOf(r.error.issues)) expect(formatIssues(r.error)).toContain(f);
+        const t = SubmitToolResultSchema.safeParse(rawSubmit);
+        if (t.success) {
+          expect(utf8Bytes(t.data.output)).toBeLessThanOrEqual(MAX_MESSAGE_BYTES);
+          expect(typeof t.data.isError).toBe('boolean');
+        } else for (const f of fieldsOf(t.error.issues)) expect(formatIssues(t.error)).toContain(f);
       }),
       directParams,
     );
@@ -185,6 +209,22 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
         const r = await sendUpdate(name, [raw]);
         if (expected.success) expect(r).toEqual({ ok: false, message: expect.stringMatching(/^no sandbox named /), type: 'FilesError.UnknownSandbox' });
         else expect(r).toEqual({ ok: false, message: `invalid ${name}: ${formatIssues(expected.error)}`, type: 'FilesError.Invalid' });
+      }
+    }
+    expect(await lastSeq()).toBe(before);
+  });
+
+  it('resolveToolUse and submitToolResult: with nothing pending, every request is refused with a clear error and nothing is appended', async () => {
+    const before = await lastSeq();
+    for (const [name, arb, schema, family] of [
+      ['resolveToolUse', resolve, ResolveToolUseSchema, 'ApprovalError'],
+      ['submitToolResult', submit, SubmitToolResultSchema, 'ClientToolError'],
+    ] as const) {
+      for (const raw of liveSample(fc.oneof(arb as fc.Arbitrary<unknown>, hostileJson))) {
+        const expected = schema.safeParse(overTheWire(raw));
+        const r = await sendUpdate(name, [raw]);
+        if (expected.success) expect(r).toEqual({ ok: false, message: expect.stringMatching(/^no (approval is pending for tool use|client tool call) /), type: `${family}.Unknown` });
+        else expect(r).toEqual({ ok: false, message: `invalid ${name}: ${formatIssues(expected.error)}`, type: `${family}.Invalid` });
       }
     }
     expect(await lastSeq()).toBe(before);

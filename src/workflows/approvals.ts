@@ -1,0 +1,233 @@
+// The tool gate: every tool call of a round passes through it. It asks for approval where the agent's policy
+// says so, hands client tools to the calling application, and runs the rest. Its state (the round's calls still
+// without a result) is carried across continue-as-new, so a pending approval or client call survives a handover.
+import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { formatIssues, type Agent } from '../session/agent';
+import type { NewEvent, SessionEvent } from '../session/events';
+import { evaluatePolicy } from '../session/policy';
+import {
+  ResolveToolUseSchema,
+  SubmitToolResultSchema,
+  resolveToolUseUpdate,
+  submitToolResultUpdate,
+  type PendingAction,
+  type PendingTool,
+} from './messages';
+import { toolError, type ToolOutcome } from './tools';
+
+export interface ToolGateDeps {
+  agent: Agent;
+  append: (e: NewEvent) => SessionEvent;
+  /** This run's events, to tell a repeated decision or answer from an unknown id. */
+  events: readonly SessionEvent[];
+  runTool: (use: { id: string; name: string; input: unknown }) => Promise<ToolOutcome>;
+  /** Asked while waiting: when it holds, the wait ends and the round is carried to the next run. */
+  shouldHandOver: () => boolean;
+  /** Throws the session's "has ended" refusal. */
+  assertOpen: () => void;
+  /** The round a previous run handed over in the middle of. */
+  carried?: PendingTool[];
+  /**
+   * For a call whose result comes from elsewhere (a running sub-agent): resolves true once it is there, false
+   * when the run should hand over first; undefined for any other call.
+   */
+  awaitExternal?: (toolUseId: string) => Promise<boolean> | undefined;
+}
+
+export interface ToolGate {
+  /** Starts a round with the model's tool calls (their tool_use events already appended). */
+  startRound(uses: { id: string; name: string; input: unknown }[]): void;
+  /** Finishes the round's calls in order; `handover` when the run should hand over while one still waits. */
+  runRound(): Promise<'done' | 'handover'>;
+  /** Forgets the round (an interrupt closed its calls). */
+  clear(): void;
+  /** The round's calls whose result is not in the log yet. */
+  openIds(): string[];
+  /** The round's calls still without a result, for the next run. */
+  carry(): PendingTool[] | undefined;
+  /** True while the turn waits on a person or the calling application. */
+  waiting(): boolean;
+  pending(): PendingAction[];
+}
+
+const reject = (message: string, type: string) => ApplicationFailure.nonRetryable(message, type);
+
+export function createToolGate(deps: ToolGateDeps): ToolGate {
+  const { agent, append, events } = deps;
+  const clientTools = new Map(agent.clientTools.map((t) => [t.name, t]));
+  let round: PendingTool[] = (deps.carried ?? []).map((t) => ({ ...t }));
+  let waitingOn: PendingTool | undefined;
+  /** Client calls answered by `submitToolResult`: their tool_result is in the log. */
+  const answered = new Set<string>();
+
+  const verdictOf = (t: PendingTool) => evaluatePolicy(t.name, agent.policies[t.name], t.input);
+  /** Whether the call may run (or be handed to the client) without a decision still to come. */
+  const cleared = (t: PendingTool) => (t.decision ? t.decision.allow : t.approval === undefined && !verdictOf(t).ask);
+
+  const lastOf = <T extends SessionEvent['type']>(type: T, id: string) =>
+    [...events].reverse().find((e) => e.type === type && (e as { toolUseId?: string }).toolUseId === id) as Extract<SessionEvent, { type: T }> | undefined;
+
+  const decide = (t: PendingTool, allow: boolean, by: string, reason?: string) => {
+    const event = append({ type: 'approval_resolved', toolUseId: t.id, allow, by, ...(reason !== undefined ? { reason } : {}) });
+    t.decision = { allow, by, ...(reason !== undefined ? { reason } : {}) };
+    return event.seq;
+  };
+
+  /** Waits until `done` holds; false when the run should hand over first. */
+  const waitFor = async (t: PendingTool, done: () => boolean, timeoutMs?: number): Promise<boolean | 'timeout'> => {
+    waitingOn = t;
+    try {
+      const ready = () => done() || deps.shouldHandOver();
+      if (timeoutMs === undefined) await condition(ready);
+      else if (!(await condition(ready, Math.max(1, timeoutMs)))) return 'timeout';
+      return done();
+    } finally {
+      waitingOn = undefined;
+    }
+  };
+
+  const missingRequired = (t: PendingTool): string[] => {
+    const required = clientTools.get(t.name)?.input_schema.required ?? [];
+    const input = (t.input ?? {}) as Record<string, unknown>;
+    return required.filter((k) => !(k in input));
+  };
+
+  /** One call through the gate: approval, then the client or the tool itself. */
+  const runOne = async (t: PendingTool): Promise<'done' | 'handover'> => {
+    if (clientTools.has(t.name) && missingRequired(t).length > 0) {
+      append({ type: 'tool_result', toolUseId: t.id, ...toolError(`invalid input for ${t.name}: missing ${missingRequired(t).join(', ')}`) });
+      return 'done';
+    }
+    if (!t.decision && !t.approval) {
+      const verdict = verdictOf(t);
+      if (verdict.ask) {
+        append({ type: 'approval_requested', toolUseId: t.id, policy: verdict.rule });
+        t.approval = {
+          policy: verdict.rule,
+          onTimeout: verdict.onTimeout,
+          ...(verdict.timeoutSeconds !== undefined ? { expiresAt: Date.now() + verdict.timeoutSeconds * 1000 } : {}),
+        };
+      }
+    }
+    if (t.approval && !t.decision) {
+      const expiresAt = t.approval.expiresAt;
+      const r = await waitFor(t, () => t.decision !== undefined, expiresAt === undefined ? undefined : expiresAt - Date.now());
+      if (r === 'timeout') {
+        decide(t, t.approval.onTimeout === 'allow', 'timeout', `no decision before the approval timed out; the policy's default (${t.approval.onTimeout}) applies`);
+      } else if (!r) return 'handover';
+    }
+    if (t.decision && !t.decision.allow) {
+      const who = t.decision.by === 'timeout' ? 'its approval timed out and the policy denied it' : `${t.decision.by ?? 'the user'} denied this tool call`;
+      const message = t.decision.reason && t.decision.by !== 'timeout' ? `${who}: ${t.decision.reason}` : who;
+      append({ type: 'tool_result', toolUseId: t.id, ...toolError(message, 'denied') });
+      return 'done';
+    }
+    if (clientTools.has(t.name)) {
+      if (answered.has(t.id)) return 'done';
+      return (await waitFor(t, () => answered.has(t.id))) ? 'done' : 'handover';
+    }
+    const external = deps.awaitExternal?.(t.id);
+    if (external && !(await external)) return 'handover';
+    const result = await deps.runTool(t);
+    append({ type: 'tool_result', toolUseId: t.id, ...result });
+    return 'done';
+  };
+
+  setHandler(
+    resolveToolUseUpdate,
+    (raw) => {
+      const req = ResolveToolUseSchema.parse(raw);
+      const t = round.find((x) => x.id === req.toolUseId)!;
+      return { seq: decide(t, req.allow, req.by ?? 'user', req.reason) };
+    },
+    {
+      validator: (raw) => {
+        const r = ResolveToolUseSchema.safeParse(raw);
+        if (!r.success) throw reject(`invalid resolveToolUse: ${formatIssues(r.error)}`, 'ApprovalError.Invalid');
+        deps.assertOpen();
+        const id = r.data.toolUseId;
+        const t = round.find((x) => x.id === id);
+        if (t?.approval && !t.decision) return;
+        const resolved = lastOf('approval_resolved', id);
+        if (resolved) throw reject(`tool use ${id} was already ${resolved.allow ? 'approved' : 'denied'} (event ${resolved.seq}, by ${resolved.by})`, 'ApprovalError.AlreadyDecided');
+        if (t) throw reject(`tool use ${id} has no approval pending${cleared(t) ? ': its policy allows it' : ' yet: it waits for an earlier call of its round'}`, 'ApprovalError.NotPending');
+        throw reject(`no approval is pending for tool use ${id}`, 'ApprovalError.Unknown');
+      },
+    },
+  );
+
+  setHandler(
+    submitToolResultUpdate,
+    (raw) => {
+      const req = SubmitToolResultSchema.parse(raw);
+      answered.add(req.toolUseId);
+      const event = append({
+        type: 'tool_result',
+        toolUseId: req.toolUseId,
+        output: req.output,
+        isError: req.isError,
+        ...(req.isError ? { error: { kind: 'tool' as const, message: req.output.slice(0, 500) } } : {}),
+      });
+      return { seq: event.seq };
+    },
+    {
+      validator: (raw) => {
+        const r = SubmitToolResultSchema.safeParse(raw);
+        if (!r.success) throw reject(`invalid submitToolResult: ${formatIssues(r.error)}`, 'ClientToolError.Invalid');
+        deps.assertOpen();
+        const id = r.data.toolUseId;
+        const result = lastOf('tool_result', id);
+        if (result) throw reject(`tool use ${id} already has a result (event ${result.seq}); this answer is refused`, 'ClientToolError.AlreadyAnswered');
+        const t = round.find((x) => x.id === id);
+        if (!t) throw reject(`no client tool call ${id} is waiting for a result`, 'ClientToolError.Unknown');
+        if (!clientTools.has(t.name)) throw reject(`tool use ${id} is a ${t.name} call, which the session runs itself`, 'ClientToolError.NotClientTool');
+        if (!cleared(t)) throw reject(`tool use ${id} waits for approval first`, 'ClientToolError.NotApproved');
+      },
+    },
+  );
+
+  return {
+    startRound(uses) {
+      round = uses.map((u) => ({ id: u.id, name: u.name, input: u.input }));
+    },
+    async runRound() {
+      // On cancellation the round stays, so the session can close its calls (closeDanglingToolUses, then clear).
+      while (round.length > 0) {
+        if ((await runOne(round[0])) === 'handover') return 'handover';
+        round.shift();
+      }
+      return 'done';
+    },
+    clear() {
+      round = [];
+    },
+    openIds() {
+      const resulted = new Set(events.flatMap((e) => (e.type === 'tool_result' ? [e.toolUseId] : [])));
+      return round.filter((t) => !answered.has(t.id) && !resulted.has(t.id)).map((t) => t.id);
+    },
+    carry() {
+      const open = round.filter((t) => !answered.has(t.id));
+      return open.length > 0 ? open.map((t) => ({ ...t })) : undefined;
+    },
+    waiting: () => waitingOn !== undefined,
+    pending() {
+      const out: PendingAction[] = [];
+      for (const t of round) {
+        if (t.approval && !t.decision) {
+          out.push({
+            kind: 'approval',
+            toolUseId: t.id,
+            name: t.name,
+            input: t.input,
+            policy: t.approval.policy,
+            onTimeout: t.approval.onTimeout,
+            ...(t.approval.expiresAt !== undefined ? { expiresAt: new Date(t.approval.expiresAt).toISOString() } : {}),
+          });
+        } else if (clientTools.has(t.name) && !answered.has(t.id) && cleared(t)) {
+          out.push({ kind: 'client_tool', toolUseId: t.id, name: t.name, input: t.input });
+        }
+      }
+      return out;
+    },
+  };
+}

@@ -23,7 +23,7 @@ const KILL_AFTER_MS = 3000;
 async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]; notes: string }> {
   const { stack } = ctx;
   const hostId = `${stack.hostId}-hands`;
-  const env = { TEMPORAL_ADDRESS: stack.env.address, HANDS_HOST_ID: hostId };
+  const env = stack.childEnv({ HANDS_HOST_ID: hostId });
   const live = new Set<ChildWorker>();
   const spawn = async () => {
     const w = await spawnWorker(env, 'hands');
@@ -34,16 +34,18 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
   const handles: WorkflowHandle[] = [];
   let infra = 0;
   let early = 0;
+  // A session whose command finished before the kill is left out: a few more sessions than the 20 samples needed.
+  const rounds = ctx.quick ? 1 : 2;
+  const perRound = ctx.quick ? 24 : 12;
   try {
     const samples = await interleave<Arm>(
       ['standby', 'cold'],
-      2,
+      rounds,
       0,
       async (arm) => {
         const doomed = await spawn();
         const round = await Promise.all(
-          // 12, not 10: a session whose command finished before the kill is left out.
-          Array.from({ length: 12 }, async () => {
+          Array.from({ length: perRound }, async () => {
             const id = uniqueId(`bench-crash-hands-${arm}`);
             stack.model(id);
             const handle = await stack.client.workflow.start(sessionWorkflow, {
@@ -89,7 +91,7 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
       },
       (m) => ctx.log(`  crash hands ${m}`),
     );
-    const notes = `Hands: 2 rounds per arm of 12 sessions on an in-process brain worker and a child hands worker (\`agents worker --role hands\`, host ${hostId}); ${KILL_AFTER_MS} ms after every session's \`${COMMAND}\` was running (in both arms, so each command has ended on its own before a retry can start), SIGKILL; the time is from the kill to each session's tool_result (arms hands_standby, hands_cold), against limits.handsHeartbeatTimeoutMs ${HANDS_HEARTBEAT_MS} ms and a retry after 500 ms on the same host queue, where the idempotent wrapper returns the command's recorded result. ${infra} tool_result(s) were errors (infra) rather than the command's output; ${early} arrived before the kill and were left out.`;
+    const notes = `Hands: ${rounds} round(s) per arm of ${perRound} sessions on an in-process brain worker and a child hands worker (\`agents worker --role hands\`, host ${hostId}); ${KILL_AFTER_MS} ms after every session's \`${COMMAND}\` was running (in both arms, so each command has ended on its own before a retry can start), SIGKILL; the time is from the kill to each session's tool_result (arms hands_standby, hands_cold), against limits.handsHeartbeatTimeoutMs ${HANDS_HEARTBEAT_MS} ms and a retry after 500 ms on the same host queue, where the idempotent wrapper returns the command's recorded result. ${infra} tool_result(s) were errors (infra) rather than the command's output; ${early} arrived before the kill and were left out.`;
     return { ...samples, notes };
   } finally {
     await Promise.all(handles.map((h) => endSession(h)));
@@ -101,7 +103,7 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
 
 export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
   const { stack } = ctx;
-  const env = { TEMPORAL_ADDRESS: stack.env.address, ANTHROPIC_BASE_URL: stack.mock.url, ANTHROPIC_API_KEY: 'test-key' };
+  const env = stack.childEnv();
   const live = new Set<ChildWorker>();
   const spawn = async () => {
     const t0 = Date.now();

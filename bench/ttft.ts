@@ -50,7 +50,7 @@ export async function runTtft(ctx: Ctx): Promise<BenchResult[]> {
   const worker = await ctx.stack.worker();
   const plan = ctx.quick
     ? [
-        { burst: 1, rounds: 20, warmup: 2 },
+        { burst: 1, rounds: 20, warmup: 1 },
         { burst: 5, rounds: 4, warmup: 0 },
         { burst: 20, rounds: 1, warmup: 0 },
       ]

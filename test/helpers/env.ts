@@ -29,10 +29,10 @@ export function temporalCliPath(): string {
   return cli.path;
 }
 
-export async function createTestEnv(): Promise<TestWorkflowEnvironment> {
+export async function createTestEnv(extraArgs: string[] = []): Promise<TestWorkflowEnvironment> {
   installRuntime();
   return TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: temporalCliPath() }, ip: '127.0.0.1', ui: false },
+    server: { executable: { type: 'existing-path', path: temporalCliPath() }, ip: '127.0.0.1', ui: false, extraArgs },
     client: { dataConverter: testDataConverter() },
   });
 }

@@ -8,6 +8,7 @@ import { Client, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createTestEnv, removeHostSandboxes, startTestWorker, testDataConverter, turnDone, ROOT } from '../test/helpers/env';
 import { MockModelServer } from '../src/model/mock-server';
+import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
 import type { RunningWorker } from '../src/worker';
 import type { SessionEvent } from '../src/session/events';
 import { endSignal, eventsQuery } from '../src/workflows/messages';
@@ -134,7 +135,8 @@ export class Stack {
   }
 
   static async start(namespaces: string[] = []): Promise<Stack> {
-    const env = await createTestEnv(namespaces.flatMap((n) => ['--namespace', n]));
+    // The platform's own dev server settings (eager activity execution), and a namespace per benchmark.
+    const env = await createTestEnv([...DEV_SERVER_DYNAMIC_CONFIG, ...namespaces.flatMap((n) => ['--namespace', n])]);
     const mock = new MockModelServer();
     await mock.start();
     return new Stack(env, mock);

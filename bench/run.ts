@@ -90,12 +90,13 @@ async function main() {
     log('interrupted: stopping after the running benchmarks');
   });
   const queue = [...chosen];
+  const lanes = Math.min(parallel, chosen.length);
   const stacks: Stack[] = [];
   const lane = async () => {
     for (let b = queue.shift(); b && !stopping; b = queue.shift()) {
       const s = stack.in(namespaceOf(b.key));
       stacks.push(s);
-      const tag = parallel > 1 ? `[${b.key}] ` : '';
+      const tag = lanes > 1 ? `[${b.key}] ` : '';
       const t = Date.now();
       log(`== ${b.key}`);
       try {
@@ -110,7 +111,7 @@ async function main() {
     }
   };
   try {
-    await Promise.all(Array.from({ length: parallel }, lane));
+    await Promise.all(Array.from({ length: lanes }, lane));
   } finally {
     for (const s of stacks) await s.stop();
     await stack.stop();

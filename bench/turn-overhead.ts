@@ -1,6 +1,8 @@
 // Harness overhead per turn: the same scripted task (each turn: a bash tool call, its result, a text reply) as a
 // plain in-process loop over the same model client and sandbox provider, and as a platform session.
 import type { WorkflowHandle } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { SessionEvent } from '../src/session/events';
 import { temporal } from '@temporalio/proto';
 import { uniqueId, testAgent } from '../test/helpers/env';
 import { resolveDockerHost, sandboxImage } from '../src/infra/docker';
@@ -123,11 +125,26 @@ async function profile(handle: WorkflowHandle, turns: number) {
   return { ...(Object.fromEntries(Object.entries(acc).map(([k, v]) => [k, med(v)])) as Record<keyof typeof acc, number>), workflowTasksPerTurn: Math.round((workflowTasks / turns) * 10) / 10 };
 }
 
-async function platformTurn(handle: WorkflowHandle, text: string): Promise<number> {
+/**
+ * One platform turn, timed from the client's update to the workflow's time of the turn's final assistant_message.
+ * The log is read only once the model server has answered the turn's second call, and from the turn's own seq: a
+ * reader polling the whole log by query during the turn would load the worker it measures.
+ */
+async function platformTurn(stack: Ctx['stack'], handle: WorkflowHandle, text: string): Promise<number> {
+  const calls = () => stack.mock.requests(handle.workflowId).filter((r) => r.path === '/v1/messages');
+  const before = calls().length;
   const t0 = Date.now();
   const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text }] });
-  const events = await waitLive(handle, (ev) => ev.some((e) => e.seq > seq && e.type === 'assistant_message' && e.stopReason !== 'tool_use'), 120_000, 20);
-  const last = events.find((e) => e.seq > seq && e.type === 'assistant_message' && e.stopReason !== 'tool_use')!;
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const c = calls();
+    if (c.length >= before + MODEL_CALLS_PER_TURN && c[before + MODEL_CALLS_PER_TURN - 1].firstByteAt !== undefined) break;
+    if (Date.now() > deadline) throw new Error(`platform turn: the model server saw ${c.length - before} of ${MODEL_CALLS_PER_TURN} calls within 120 s`);
+    await sleep(10);
+  }
+  const final = (e: SessionEvent) => e.seq > seq && e.type === 'assistant_message' && e.stopReason !== 'tool_use';
+  const events = await waitLive(handle, (ev) => ev.some(final), 120_000, 10, seq);
+  const last = events.find(final)!;
   if (!events.some((e) => e.seq > seq && e.type === 'tool_result')) throw new Error(`platform turn without a tool call: ${JSON.stringify(events.slice(-4))}`);
   // The workflow's own time for the reply, free of the polling interval.
   return Date.parse(last.time) - t0;
@@ -154,7 +171,7 @@ export async function runTurnOverhead(ctx: Ctx): Promise<BenchResult[]> {
       TURNS,
       WARMUP,
       async (arm, round) => {
-        if (arm === 'platform') return platformTurn(h, turnText(round));
+        if (arm === 'platform') return platformTurn(stack, h, turnText(round));
         const t0 = Date.now();
         await loop.turn(turnText(round));
         return Date.now() - t0;

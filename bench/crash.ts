@@ -11,9 +11,13 @@ import { SETTINGS, armStats, endSession, interleave, ratio, waitLive, type Bench
 type Arm = 'standby' | 'cold';
 const HEARTBEAT_MS = 4000;
 const HANDS_HEARTBEAT_MS = 2000;
-const COMMAND = 'sleep 4 && echo done';
-/** Both arms kill this long after the commands started, so the commands end before any retry could start. */
-const KILL_AFTER_MS = 3000;
+const COMMAND = 'sleep 8 && echo done';
+/**
+ * Both arms kill this long after the commands started: late enough for the standby to be up on a loaded machine
+ * (it starts once the commands run, or it would take some of them), early enough that the commands end (8 s)
+ * after the kill but before any retry can start (kill + heartbeat timeout + 500 ms).
+ */
+const KILL_AFTER_MS = 6000;
 
 /**
  * The hands worker killed during `execute`: sessions on an in-process brain worker run a bash command on a

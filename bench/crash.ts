@@ -6,7 +6,8 @@ import { spawnWorker, type ChildWorker } from '../test/helpers/child-worker';
 import { removeHostSandboxes, testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
-import { SETTINGS, armStats, endSession, interleave, ratio, waitLive, type BenchResult, type Ctx } from './lib';
+import { SETTINGS, armStats, endSession, interleave, ratio, turnFinished, waitLive, type BenchResult, type Ctx } from './lib';
+import { sendMessageUpdate } from '../src/workflows/messages';
 
 type Arm = 'standby' | 'cold';
 const HEARTBEAT_MS = 4000;
@@ -55,14 +56,18 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
             const handle = await stack.client.workflow.start(sessionWorkflow, {
               taskQueue: BRAIN_TASK_QUEUE,
               workflowId: id,
-              args: [{ agent: testAgent({ limits: { handsHeartbeatTimeoutMs: HANDS_HEARTBEAT_MS } }), message: { text: `please run \`${COMMAND}\`` } }],
+              // A first turn provisions the sandbox: many provisions at once spread over seconds on a loaded
+              // machine, so the command the kill interrupts starts in a second turn, in every session at once.
+              args: [{ agent: testAgent({ limits: { handsHeartbeatTimeoutMs: HANDS_HEARTBEAT_MS } }), message: { text: 'please run `true`' } }],
             });
             handles.push(handle);
             return handle;
           }),
         );
-        // Provisioned and the command under way: the execute activity is running on the doomed worker.
-        await Promise.all(round.map((h) => waitLive(h, (ev) => ev.some((e) => e.type === 'sandbox_provisioned') && ev.some((e) => e.type === 'tool_use'), 120_000, 50)));
+        await Promise.all(round.map((h) => waitLive(h, turnFinished(0), 180_000, 100)));
+        const seqs = await Promise.all(round.map(async (h) => (await h.executeUpdate(sendMessageUpdate, { args: [{ text: `please run \`${COMMAND}\`` }] })).seq));
+        // The command under way: the execute activity is running on the doomed worker.
+        await Promise.all(round.map((h, i) => waitLive(h, (ev) => ev.some((e) => e.seq > seqs[i] && e.type === 'tool_use'), 120_000, 50, seqs[i])));
         const running = Date.now();
         let killedAt: number;
         let replacement: ChildWorker;
@@ -79,9 +84,9 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
         }
         live.delete(doomed);
         const times = await Promise.all(
-          round.map(async (h) => {
-            const events = await waitLive(h, (ev) => ev.some((e) => e.type === 'tool_result'), 120_000, 100);
-            const result = events.find((e) => e.type === 'tool_result')!;
+          round.map(async (h, i) => {
+            const events = await waitLive(h, (ev) => ev.some((e) => e.seq > seqs[i] && e.type === 'tool_result'), 120_000, 100, seqs[i]);
+            const result = events.find((e) => e.seq > seqs[i] && e.type === 'tool_result')!;
             if (result.type === 'tool_result' && result.error) infra++;
             return Date.parse(result.time) - killedAt;
           }),
@@ -95,7 +100,7 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
       },
       (m) => ctx.log(`  crash hands ${m}`),
     );
-    const notes = `Hands: ${rounds} round(s) per arm of ${perRound} sessions on an in-process brain worker and a child hands worker (\`agents worker --role hands\`, host ${hostId}); ${KILL_AFTER_MS} ms after every session's \`${COMMAND}\` was running (in both arms, so each command has ended on its own before a retry can start), SIGKILL; the time is from the kill to each session's tool_result (arms hands_standby, hands_cold), against limits.handsHeartbeatTimeoutMs ${HANDS_HEARTBEAT_MS} ms and a retry after 500 ms on the same host queue, where the idempotent wrapper returns the command's recorded result. ${infra} tool_result(s) were errors (infra) rather than the command's output; ${early} arrived before the kill and were left out.`;
+    const notes = `Hands: ${rounds} round(s) per arm of ${perRound} sessions on an in-process brain worker and a child hands worker (\`agents worker --role hands\`, host ${hostId}); ${KILL_AFTER_MS} ms after every session's \`${COMMAND}\` (its second turn, the first one provisioning the sandbox with \`true\`) was running (in both arms, so each command has ended on its own before a retry can start), SIGKILL; the time is from the kill to each session's tool_result (arms hands_standby, hands_cold), against limits.handsHeartbeatTimeoutMs ${HANDS_HEARTBEAT_MS} ms and a retry after 500 ms on the same host queue, where the idempotent wrapper returns the command's recorded result. ${infra} tool_result(s) were errors (infra) rather than the command's output; ${early} arrived before the kill and were left out.`;
     return { ...samples, notes };
   } finally {
     await Promise.all(handles.map((h) => endSession(h)));

@@ -12,17 +12,18 @@ type Runner = (ctx: Ctx) => Promise<BenchResult[]>;
 
 const lazyImport = <K extends string>(file: string, fn: K): Runner => async (ctx) => ((await import(file)) as Record<K, Runner>)[fn](ctx);
 
-const BENCHMARKS: { key: string; run: Runner }[] = [
+/** `alone`: it times a few milliseconds of overhead and never overlaps another benchmark. */
+const BENCHMARKS: { key: string; run: Runner; alone?: boolean }[] = [
   { key: 'ttft', run: runTtft },
-  { key: 'turn_overhead', run: lazyImport('./turn-overhead', 'runTurnOverhead') },
-  { key: 'execute', run: lazyImport('./execute', 'runExecute') },
+  { key: 'turn_overhead', run: lazyImport('./turn-overhead', 'runTurnOverhead'), alone: true },
+  { key: 'execute', run: lazyImport('./execute', 'runExecute'), alone: true },
   { key: 'crash', run: lazyImport('./crash', 'runCrash') },
   { key: 'scale', run: lazyImport('./scale', 'runScale') },
   { key: 'history', run: lazyImport('./history', 'runHistory') },
 ];
 
-/** The order benchmarks are started in when several run at once: the longest first. */
-const LONGEST_FIRST = ['ttft', 'crash', 'turn_overhead', 'scale', 'history', 'execute'];
+/** The order benchmarks run in: those that run alone, then the others, the longest first. */
+const ORDER = ['turn_overhead', 'execute', 'ttft', 'crash', 'scale', 'history'];
 /** How many benchmarks run at once by default: a quick run overlaps three, a full run none. */
 const QUICK_PARALLEL = 3;
 
@@ -80,7 +81,7 @@ async function main() {
   log(`bench: ${quick ? 'quick' : 'full'} run of ${keys.join(', ')} on ${info.cores} cores, ${parallel} at a time`);
   // Each benchmark in its own namespace, with its own hands host id: none sees another's workers or sandboxes.
   const namespaceOf = (key: string) => `bench-${key.replace(/_/g, '-')}`;
-  const chosen = LONGEST_FIRST.filter((k) => keys.includes(k)).map((k) => BENCHMARKS.find((b) => b.key === k)!);
+  const chosen = ORDER.filter((k) => keys.includes(k)).map((k) => BENCHMARKS.find((b) => b.key === k)!);
   const stack = await Stack.start(chosen.map((b) => namespaceOf(b.key)));
   const results: BenchResult[] = [];
   let failed = false;
@@ -89,28 +90,30 @@ async function main() {
     stopping = true;
     log('interrupted: stopping after the running benchmarks');
   });
-  const queue = [...chosen];
-  const lanes = Math.min(parallel, chosen.length);
+  const alone = chosen.filter((b) => b.alone);
+  const queue = chosen.filter((b) => !b.alone);
+  const lanes = Math.min(parallel, queue.length);
   const stacks: Stack[] = [];
-  const lane = async () => {
-    for (let b = queue.shift(); b && !stopping; b = queue.shift()) {
-      const s = stack.in(namespaceOf(b.key));
-      stacks.push(s);
-      const tag = lanes > 1 ? `[${b.key}] ` : '';
-      const t = Date.now();
-      log(`== ${b.key}`);
-      try {
-        const r = await b.run({ quick, stack: s, log: (m) => log(`${tag}${m}`) });
-        const durationS = Math.round((Date.now() - t) / 100) / 10;
-        results.push(...r.map((x) => ({ ...x, durationS })));
-        log(`== ${b.key} done in ${durationS} s`);
-      } catch (err) {
-        failed = true;
-        log(`== ${b.key} FAILED: ${(err as Error).stack ?? String(err)}`);
-      }
+  const runOne = async (b: (typeof BENCHMARKS)[number], tag: string) => {
+    const s = stack.in(namespaceOf(b.key));
+    stacks.push(s);
+    const t = Date.now();
+    log(`== ${b.key}`);
+    try {
+      const r = await b.run({ quick, stack: s, log: (m) => log(`${tag}${m}`) });
+      const durationS = Math.round((Date.now() - t) / 100) / 10;
+      results.push(...r.map((x) => ({ ...x, durationS })));
+      log(`== ${b.key} done in ${durationS} s`);
+    } catch (err) {
+      failed = true;
+      log(`== ${b.key} FAILED: ${(err as Error).stack ?? String(err)}`);
     }
   };
+  const lane = async () => {
+    for (let b = queue.shift(); b && !stopping; b = queue.shift()) await runOne(b, lanes > 1 ? `[${b.key}] ` : '');
+  };
   try {
+    for (const b of alone) if (!stopping) await runOne(b, '');
     await Promise.all(Array.from({ length: lanes }, lane));
   } finally {
     for (const s of stacks) await s.stop();

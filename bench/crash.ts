@@ -6,14 +6,19 @@ import { spawnWorker, type ChildWorker } from '../test/helpers/child-worker';
 import { removeHostSandboxes, testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
-import { SETTINGS, armStats, endSession, interleave, ratio, waitLive, type BenchResult, type Ctx } from './lib';
+import { SETTINGS, armStats, endSession, interleave, ratio, turnFinished, waitLive, type BenchResult, type Ctx } from './lib';
+import { sendMessageUpdate } from '../src/workflows/messages';
 
 type Arm = 'standby' | 'cold';
 const HEARTBEAT_MS = 4000;
 const HANDS_HEARTBEAT_MS = 2000;
-const COMMAND = 'sleep 4 && echo done';
-/** Both arms kill this long after the commands started, so the commands end before any retry could start. */
-const KILL_AFTER_MS = 3000;
+const COMMAND = 'sleep 8 && echo done';
+/**
+ * Both arms kill this long after the commands started: late enough for the standby to be up on a loaded machine
+ * (it starts once the commands run, or it would take some of them), early enough that the commands end (8 s)
+ * after the kill but before any retry can start (kill + heartbeat timeout + 500 ms).
+ */
+const KILL_AFTER_MS = 6000;
 
 /**
  * The hands worker killed during `execute`: sessions on an in-process brain worker run a bash command on a
@@ -23,7 +28,7 @@ const KILL_AFTER_MS = 3000;
 async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]; notes: string }> {
   const { stack } = ctx;
   const hostId = `${stack.hostId}-hands`;
-  const env = { TEMPORAL_ADDRESS: stack.env.address, HANDS_HOST_ID: hostId };
+  const env = stack.childEnv({ HANDS_HOST_ID: hostId });
   const live = new Set<ChildWorker>();
   const spawn = async () => {
     const w = await spawnWorker(env, 'hands');
@@ -34,29 +39,35 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
   const handles: WorkflowHandle[] = [];
   let infra = 0;
   let early = 0;
+  // A session whose command finished before the kill is left out: a few more sessions than the 20 samples needed.
+  const rounds = ctx.quick ? 1 : 2;
+  const perRound = ctx.quick ? 24 : 12;
   try {
     const samples = await interleave<Arm>(
       ['standby', 'cold'],
-      2,
+      rounds,
       0,
       async (arm) => {
         const doomed = await spawn();
         const round = await Promise.all(
-          // 12, not 10: a session whose command finished before the kill is left out.
-          Array.from({ length: 12 }, async () => {
+          Array.from({ length: perRound }, async () => {
             const id = uniqueId(`bench-crash-hands-${arm}`);
             stack.model(id);
             const handle = await stack.client.workflow.start(sessionWorkflow, {
               taskQueue: BRAIN_TASK_QUEUE,
               workflowId: id,
-              args: [{ agent: testAgent({ limits: { handsHeartbeatTimeoutMs: HANDS_HEARTBEAT_MS } }), message: { text: `please run \`${COMMAND}\`` } }],
+              // A first turn provisions the sandbox: many provisions at once spread over seconds on a loaded
+              // machine, so the command the kill interrupts starts in a second turn, in every session at once.
+              args: [{ agent: testAgent({ limits: { handsHeartbeatTimeoutMs: HANDS_HEARTBEAT_MS } }), message: { text: 'please run `true`' } }],
             });
             handles.push(handle);
             return handle;
           }),
         );
-        // Provisioned and the command under way: the execute activity is running on the doomed worker.
-        await Promise.all(round.map((h) => waitLive(h, (ev) => ev.some((e) => e.type === 'sandbox_provisioned') && ev.some((e) => e.type === 'tool_use'), 120_000, 50)));
+        await Promise.all(round.map((h) => waitLive(h, turnFinished(0), 180_000, 100)));
+        const seqs = await Promise.all(round.map(async (h) => (await h.executeUpdate(sendMessageUpdate, { args: [{ text: `please run \`${COMMAND}\`` }] })).seq));
+        // The command under way: the execute activity is running on the doomed worker.
+        await Promise.all(round.map((h, i) => waitLive(h, (ev) => ev.some((e) => e.seq > seqs[i] && e.type === 'tool_use'), 120_000, 50, seqs[i])));
         const running = Date.now();
         let killedAt: number;
         let replacement: ChildWorker;
@@ -73,9 +84,9 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
         }
         live.delete(doomed);
         const times = await Promise.all(
-          round.map(async (h) => {
-            const events = await waitLive(h, (ev) => ev.some((e) => e.type === 'tool_result'), 120_000, 100);
-            const result = events.find((e) => e.type === 'tool_result')!;
+          round.map(async (h, i) => {
+            const events = await waitLive(h, (ev) => ev.some((e) => e.seq > seqs[i] && e.type === 'tool_result'), 120_000, 100, seqs[i]);
+            const result = events.find((e) => e.seq > seqs[i] && e.type === 'tool_result')!;
             if (result.type === 'tool_result' && result.error) infra++;
             return Date.parse(result.time) - killedAt;
           }),
@@ -89,7 +100,7 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
       },
       (m) => ctx.log(`  crash hands ${m}`),
     );
-    const notes = `Hands: 2 rounds per arm of 12 sessions on an in-process brain worker and a child hands worker (\`agents worker --role hands\`, host ${hostId}); ${KILL_AFTER_MS} ms after every session's \`${COMMAND}\` was running (in both arms, so each command has ended on its own before a retry can start), SIGKILL; the time is from the kill to each session's tool_result (arms hands_standby, hands_cold), against limits.handsHeartbeatTimeoutMs ${HANDS_HEARTBEAT_MS} ms and a retry after 500 ms on the same host queue, where the idempotent wrapper returns the command's recorded result. ${infra} tool_result(s) were errors (infra) rather than the command's output; ${early} arrived before the kill and were left out.`;
+    const notes = `Hands: ${rounds} round(s) per arm of ${perRound} sessions on an in-process brain worker and a child hands worker (\`agents worker --role hands\`, host ${hostId}); ${KILL_AFTER_MS} ms after every session's \`${COMMAND}\` (its second turn, the first one provisioning the sandbox with \`true\`) was running (in both arms, so each command has ended on its own before a retry can start), SIGKILL; the time is from the kill to each session's tool_result (arms hands_standby, hands_cold), against limits.handsHeartbeatTimeoutMs ${HANDS_HEARTBEAT_MS} ms and a retry after 500 ms on the same host queue, where the idempotent wrapper returns the command's recorded result. ${infra} tool_result(s) were errors (infra) rather than the command's output; ${early} arrived before the kill and were left out.`;
     return { ...samples, notes };
   } finally {
     await Promise.all(handles.map((h) => endSession(h)));
@@ -101,7 +112,7 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
 
 export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
   const { stack } = ctx;
-  const env = { TEMPORAL_ADDRESS: stack.env.address, ANTHROPIC_BASE_URL: stack.mock.url, ANTHROPIC_API_KEY: 'test-key' };
+  const env = stack.childEnv();
   const live = new Set<ChildWorker>();
   const spawn = async () => {
     const t0 = Date.now();

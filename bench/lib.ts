@@ -4,10 +4,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { WorkflowHandle } from '@temporalio/client';
+import { Client, type WorkflowHandle } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { createTestEnv, removeHostSandboxes, startTestWorker, turnDone, ROOT } from '../test/helpers/env';
+import { createTestEnv, removeHostSandboxes, startTestWorker, testDataConverter, turnDone, ROOT } from '../test/helpers/env';
 import { MockModelServer } from '../src/model/mock-server';
+import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
 import type { RunningWorker } from '../src/worker';
 import type { SessionEvent } from '../src/session/events';
 import { endSignal, eventsQuery } from '../src/workflows/messages';
@@ -116,28 +117,44 @@ export function machine() {
   };
 }
 
-/** The dev server and the local model server, shared by every benchmark; workers come and go per benchmark. */
+/**
+ * The dev server and the local model server, shared by every benchmark; workers come and go per benchmark. A
+ * stack is bound to one namespace: `in()` gives a view of the same servers in another namespace (created when the
+ * dev server starts), whose task queues (brain, hands pool, hands hosts) no worker of another one polls, so
+ * benchmarks in different namespaces can run at once.
+ */
 export class Stack {
-  readonly hostId = `bench-${process.pid}`;
+  readonly client: Client;
   private constructor(
     readonly env: TestWorkflowEnvironment,
     readonly mock: MockModelServer,
-  ) {}
+    readonly namespace = 'default',
+    readonly hostId = `bench-${process.pid}`,
+  ) {
+    this.client = namespace === 'default' ? env.client : new Client({ connection: env.connection, namespace, dataConverter: testDataConverter() });
+  }
 
-  static async start(): Promise<Stack> {
-    const env = await createTestEnv();
+  static async start(namespaces: string[] = []): Promise<Stack> {
+    // The platform's own dev server settings (eager activity execution), and a namespace per benchmark.
+    const env = await createTestEnv([...DEV_SERVER_DYNAMIC_CONFIG, ...namespaces.flatMap((n) => ['--namespace', n])]);
     const mock = new MockModelServer();
     await mock.start();
     return new Stack(env, mock);
   }
 
-  get client() {
-    return this.env.client;
+  /** The same servers in namespace `namespace`, with sandboxes under their own hands host id. */
+  in(namespace: string): Stack {
+    return new Stack(this.env, this.mock, namespace, `bench-${process.pid}-${namespace}`);
   }
 
   /** An in-process worker of every role (brain, hands on this stack's host id, tools). */
   worker(opts: { role?: 'all' | 'brain' | 'hands'; hostId?: string } = {}): Promise<RunningWorker> {
-    return startTestWorker(this.env.address, this.mock.url, { role: opts.role ?? 'all', hostId: opts.hostId ?? this.hostId, reapIntervalMs: 0 });
+    return startTestWorker(this.env.address, this.mock.url, { role: opts.role ?? 'all', hostId: opts.hostId ?? this.hostId, reapIntervalMs: 0, namespace: this.namespace });
+  }
+
+  /** The environment of a child worker (`agents worker`) on this stack. */
+  childEnv(extra: Record<string, string> = {}): Record<string, string> {
+    return { TEMPORAL_ADDRESS: this.env.address, TEMPORAL_NAMESPACE: this.namespace, ANTHROPIC_BASE_URL: this.mock.url, ANTHROPIC_API_KEY: 'test-key', ...extra };
   }
 
   /** Scripts the pinned model latency for a session (plus any steps). */
@@ -145,9 +162,12 @@ export class Stack {
     this.mock.script(sessionId, { steps, firstByteDelayMs, chunkDelayMs: SETTINGS.modelChunkDelayMs });
   }
 
+  /** Removes this stack's sandboxes; the root stack (namespace `default`) also stops the servers. */
   async stop(): Promise<void> {
-    await this.mock.stop().catch(() => undefined);
-    await this.env.teardown().catch(() => undefined);
+    if (this.namespace === 'default') {
+      await this.mock.stop().catch(() => undefined);
+      await this.env.teardown().catch(() => undefined);
+    }
     await removeHostSandboxes(this.hostId).catch(() => undefined);
   }
 }

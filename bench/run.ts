@@ -12,35 +12,48 @@ type Runner = (ctx: Ctx) => Promise<BenchResult[]>;
 
 const lazyImport = <K extends string>(file: string, fn: K): Runner => async (ctx) => ((await import(file)) as Record<K, Runner>)[fn](ctx);
 
-const BENCHMARKS: { key: string; run: Runner }[] = [
+/** `alone`: it times a few milliseconds of overhead and never overlaps another benchmark. */
+const BENCHMARKS: { key: string; run: Runner; alone?: boolean }[] = [
   { key: 'ttft', run: runTtft },
-  { key: 'turn_overhead', run: lazyImport('./turn-overhead', 'runTurnOverhead') },
-  { key: 'execute', run: lazyImport('./execute', 'runExecute') },
+  { key: 'turn_overhead', run: lazyImport('./turn-overhead', 'runTurnOverhead'), alone: true },
+  { key: 'execute', run: lazyImport('./execute', 'runExecute'), alone: true },
   { key: 'crash', run: lazyImport('./crash', 'runCrash') },
   { key: 'scale', run: lazyImport('./scale', 'runScale') },
   { key: 'history', run: lazyImport('./history', 'runHistory') },
 ];
 
+/** The order benchmarks run in: those that run alone, then the others, the longest first. */
+const ORDER = ['turn_overhead', 'execute', 'ttft', 'crash', 'scale', 'history'];
+/** How many benchmarks run at once by default: a quick run overlaps three, a full run none. */
+const QUICK_PARALLEL = 3;
+
 function parseArgs(argv: string[]) {
   const quick = argv.includes('--quick');
   // Keep the other benchmarks of the existing latest.json and replace only those run now.
   const merge = argv.includes('--merge');
+  // How many benchmarks run at once, each in its own namespace: `--parallel N`; quick 3, full 1.
+  const parallelArg = argv.find((a) => a.startsWith('--parallel'));
+  const parallelIdx = argv.indexOf('--parallel');
+  const parallelRaw = parallelArg?.includes('=') ? parallelArg.split('=')[1] : parallelIdx >= 0 ? argv[parallelIdx + 1] : undefined;
+  const parallel = parallelRaw === undefined ? (quick ? QUICK_PARALLEL : 1) : Number(parallelRaw);
+  if (!Number.isInteger(parallel) || parallel < 1 || parallel > BENCHMARKS.length) throw new Error(`--parallel takes 1 to ${BENCHMARKS.length}, not ${parallelRaw}`);
   const onlyArg = argv.find((a) => a.startsWith('--only'));
   const onlyIdx = argv.indexOf('--only');
   const only = onlyArg?.includes('=') ? onlyArg.split('=')[1] : onlyIdx >= 0 ? argv[onlyIdx + 1] : undefined;
   const keys = only ? only.split(',') : BENCHMARKS.map((b) => b.key);
   for (const k of keys) if (!BENCHMARKS.some((b) => b.key === k)) throw new Error(`unknown benchmark ${k}; one of ${BENCHMARKS.map((b) => b.key).join(', ')}`);
-  return { quick, keys, merge };
+  return { quick, keys, merge, parallel };
 }
 
 const fmt = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(1));
 
-export function markdown(out: { commit: string; machine: ReturnType<typeof machine>; mode: string; date: string; durationS: number; settings: typeof SETTINGS; benchmarks: BenchResult[] }): string {
+export function markdown(out: { commit: string; machine: ReturnType<typeof machine> & { loadavgAtEnd?: number[] }; mode: string; parallel?: number; date: string; durationS: number; settings: typeof SETTINGS; benchmarks: BenchResult[] }): string {
   const m = out.machine;
   const lines = [
     `# Benchmark results (${out.mode})`,
     '',
-    `${out.date}, commit \`${out.commit}\`, ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, load average at start ${m.loadavgAtStart.join(' ')}; the run took ${out.durationS} s.`,
+    `${out.date}, commit \`${out.commit}\`, ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}, load average (1, 5, 15 min) at start ${m.loadavgAtStart.join(' ')}${m.loadavgAtEnd ? `, at end ${m.loadavgAtEnd.join(' ')}` : ''}; the run took ${out.durationS} s, ${(out.parallel ?? 1) > 1 ? `${out.parallel} benchmarks at a time, each in its own namespace` : 'one benchmark at a time'}.`,
+    `Each benchmark's own time: ${out.benchmarks.map((b) => `${b.name} ${b.durationS ?? '?'} s`).join(', ')}.`,
     `Settings: model first byte ${out.settings.modelFirstByteMs} ms, ${out.settings.modelChunkDelayMs} ms per streamed chunk; TTFT recipe clones ${out.settings.recipeRepoFiles} files of ${out.settings.recipeRepoFileBytes} B and runs \`${out.settings.recipeSetup.join('; ')}\`.`,
     '',
     '| benchmark | arm | n | p50 ms | p95 ms | ratio | p50 ratio | p95 ratio |',
@@ -61,37 +74,54 @@ export function markdown(out: { commit: string; machine: ReturnType<typeof machi
 }
 
 async function main() {
-  const { quick, keys, merge } = parseArgs(process.argv.slice(2));
+  const { quick, keys, merge, parallel } = parseArgs(process.argv.slice(2));
   const started = Date.now();
   const log = (msg: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${msg}\n`);
   const info = machine();
-  log(`bench: ${quick ? 'quick' : 'full'} run of ${keys.join(', ')} on ${info.cores} cores`);
-  const stack = await Stack.start();
-  const ctx: Ctx = { quick, stack, log };
+  log(`bench: ${quick ? 'quick' : 'full'} run of ${keys.join(', ')} on ${info.cores} cores, ${parallel} at a time`);
+  // Each benchmark in its own namespace, with its own hands host id: none sees another's workers or sandboxes.
+  const namespaceOf = (key: string) => `bench-${key.replace(/_/g, '-')}`;
+  const chosen = ORDER.filter((k) => keys.includes(k)).map((k) => BENCHMARKS.find((b) => b.key === k)!);
+  const stack = await Stack.start(chosen.map((b) => namespaceOf(b.key)));
   const results: BenchResult[] = [];
   let failed = false;
   let stopping = false;
   process.once('SIGINT', () => {
     stopping = true;
-    log('interrupted: stopping after this benchmark');
+    log('interrupted: stopping after the running benchmarks');
   });
-  try {
-    for (const b of BENCHMARKS.filter((x) => keys.includes(x.key))) {
-      if (stopping) break;
-      const t = Date.now();
-      log(`== ${b.key}`);
-      try {
-        const r = await b.run(ctx);
-        results.push(...r);
-        log(`== ${b.key} done in ${((Date.now() - t) / 1000).toFixed(1)} s`);
-      } catch (err) {
-        failed = true;
-        log(`== ${b.key} FAILED: ${(err as Error).stack ?? String(err)}`);
-      }
+  const alone = chosen.filter((b) => b.alone);
+  const queue = chosen.filter((b) => !b.alone);
+  const lanes = Math.min(parallel, queue.length);
+  const stacks: Stack[] = [];
+  const runOne = async (b: (typeof BENCHMARKS)[number], tag: string) => {
+    const s = stack.in(namespaceOf(b.key));
+    stacks.push(s);
+    const t = Date.now();
+    log(`== ${b.key}`);
+    try {
+      const r = await b.run({ quick, stack: s, log: (m) => log(`${tag}${m}`) });
+      const durationS = Math.round((Date.now() - t) / 100) / 10;
+      results.push(...r.map((x) => ({ ...x, durationS })));
+      log(`== ${b.key} done in ${durationS} s`);
+    } catch (err) {
+      failed = true;
+      log(`== ${b.key} FAILED: ${(err as Error).stack ?? String(err)}`);
     }
+  };
+  const lane = async () => {
+    for (let b = queue.shift(); b && !stopping; b = queue.shift()) await runOne(b, lanes > 1 ? `[${b.key}] ` : '');
+  };
+  try {
+    for (const b of alone) if (!stopping) await runOne(b, '');
+    await Promise.all(Array.from({ length: lanes }, lane));
   } finally {
+    for (const s of stacks) await s.stop();
     await stack.stop();
   }
+  // Results in the suite's order, whichever lane finished first.
+  const order = (name: string) => ['ttft_lazy_vs_eager', 'turn_overhead', 'execute_roundtrip', 'crash_recovery', 'scale', 'history_growth'].indexOf(name);
+  results.sort((x, y) => order(x.name) - order(y.name));
   const dir = path.join(__dirname, 'results');
   fs.mkdirSync(dir, { recursive: true });
   const previous = merge && fs.existsSync(path.join(dir, 'latest.json')) ? (JSON.parse(fs.readFileSync(path.join(dir, 'latest.json'), 'utf8')) as { durationS: number; benchmarks: BenchResult[] }) : undefined;
@@ -103,6 +133,7 @@ async function main() {
     commit: commit(),
     machine: { ...info, loadavgAtEnd: os.loadavg().map((l) => Math.round(l * 100) / 100) },
     mode: quick ? 'quick' : 'full',
+    parallel,
     date: new Date(started).toISOString(),
     durationS: Math.round((Date.now() - started) / 1000) + (previous?.durationS ?? 0),
     settings: SETTINGS,

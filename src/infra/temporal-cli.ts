@@ -119,6 +119,13 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
+/**
+ * Dynamic config every dev server of ours gets. Eager activity execution: a workflow task that schedules an
+ * activity on its own task queue (callModel, on the brain queue) hands it straight back to the worker that
+ * completed the task, skipping a dispatch through matching (the server default is off; Temporal Cloud has it on).
+ */
+export const DEV_SERVER_DYNAMIC_CONFIG = ['--dynamic-config-value', 'system.enableActivityEagerExecution=true'];
+
 /** Starts `temporal server start-dev` with SQLite persistence; resolves once the frontend accepts connections. */
 export async function startDevServer(opts: {
   cli: string;
@@ -133,7 +140,7 @@ export async function startDevServer(opts: {
 }): Promise<DevServer> {
   const ip = opts.ip ?? '127.0.0.1';
   const port = opts.port ?? 7233;
-  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--log-level', 'warn'];
+  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--log-level', 'warn', ...DEV_SERVER_DYNAMIC_CONFIG];
   if (opts.dbFile) {
     fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
     args.push('--db-filename', opts.dbFile);

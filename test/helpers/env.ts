@@ -29,11 +29,11 @@ export function temporalCliPath(): string {
   return cli.path;
 }
 
-export async function createTestEnv(): Promise<TestWorkflowEnvironment> {
+export async function createTestEnv(extraArgs: string[] = []): Promise<TestWorkflowEnvironment> {
   // Tests keep the in-process logs to warnings unless LOG_LEVEL asks for more.
   installRuntime(process.env.LOG_LEVEL ? loadConfig().LOG_LEVEL : 'WARN');
   return TestWorkflowEnvironment.createLocal({
-    server: { executable: { type: 'existing-path', path: temporalCliPath() }, ip: '127.0.0.1', ui: false },
+    server: { executable: { type: 'existing-path', path: temporalCliPath() }, ip: '127.0.0.1', ui: false, extraArgs },
     client: { dataConverter: testDataConverter() },
   });
 }

@@ -97,7 +97,9 @@ describe('agents watch', () => {
   it('catches up without gaps when a watcher starts mid-turn or is restarted', async () => {
     const id = uniqueId('watch-reconnect');
     const reply = words(60, 'w');
-    h.mock.script(id, { steps: [{ reply: { content: [{ type: 'text', text: reply }] }, chunkDelayMs: 150 }] });
+    // The reply's second half waits at a gate, so the second watcher surely joins while it is still streaming.
+    const gate = `${id}-half`;
+    h.mock.script(id, { steps: [{ reply: { content: [{ type: 'text', text: reply }] }, chunkDelayMs: 20, midGate: gate }] });
     const handle = await startSession(h, { id });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'a long answer please' }] });
     const first = watch(id, '--json');
@@ -105,6 +107,8 @@ describe('agents watch', () => {
     await first.kill();
     // A second watcher joins while the same reply is still streaming.
     const second = watch(id, '--json');
+    await second.waitFor((l) => l.text.includes('"type":"stream"'));
+    h.mock.release(gate);
     await second.waitFor((l) => l.text.includes('"type":"assistant_message"'));
     await endAndDrain(id, second);
 

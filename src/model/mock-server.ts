@@ -29,6 +29,8 @@ export interface MockStep {
   firstByteDelayMs?: number;
   /** Hold the response (before its first byte) until `release(gate)` is called. */
   gate?: string;
+  /** Stream the first half of each text block, then hold the rest until `release(midGate)` is called. */
+  midGate?: string;
   /** Start the reply, then drop the connection mid-stream. */
   dropMidStream?: boolean;
   /** Start the reply, then send an SSE `error` event of this status's type (as the API does when it overloads mid-stream). */
@@ -430,7 +432,7 @@ export class MockModelServer {
       }
       const reply = step.reply ?? (compaction ? compactionReply(body) : defaultReply(body, { reissueLostTools: this.reissueLostTools }));
       record.status = 200;
-      await this.sendMessage(res, body, reply, sessionId, step.dropMidStream === true, record, step.chunkDelayMs ?? script?.chunkDelayMs ?? 0, step.errorMidStream);
+      await this.sendMessage(res, body, reply, sessionId, step.dropMidStream === true, record, step.chunkDelayMs ?? script?.chunkDelayMs ?? 0, step.errorMidStream, step.midGate);
     } finally {
       this.inFlightCount--;
     }
@@ -445,6 +447,7 @@ export class MockModelServer {
     record?: RecordedRequest,
     chunkDelayMs = 0,
     errorMidStream?: number,
+    midGate?: string,
   ): Promise<void> {
     const messages = body.messages as Msg[];
     const idBase = createHash('sha256').update(sessionId).digest('hex').slice(0, 8);
@@ -479,6 +482,7 @@ export class MockModelServer {
         send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
         const words = block.text.match(/\S+\s*|\s+/g) ?? [block.text];
         for (const [k, w] of words.entries()) {
+          if (midGate !== undefined && k === Math.floor(words.length / 2)) await this.gate(midGate).opened;
           send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: w } });
           if (record) (record.textDeltaAt ??= []).push(performance.timeOrigin + performance.now());
           if (chunkDelayMs > 0) await sleep(chunkDelayMs);

@@ -18,7 +18,7 @@ replayed=0
 # unbuffered (stdbuf), or it would hold everything back until it exits. An image without these tools just
 # streams nothing; the command and its result are unaffected.
 live() {
-  if [ -n "$MA_LIVE" ] && [ "$MA_LIVE" -gt 0 ]; then tail -s 0.1 -c +1 -f --pid="$1" "$f.out" 2>/dev/null | stdbuf -o0 head -c "$MA_LIVE" >&2; fi
+  if [ -n "$MA_LIVE" ] && [ "$MA_LIVE" -gt 0 ]; then tail -s 0.01 -c +1 -f --pid="$1" "$f.out" 2>/dev/null | stdbuf -o0 head -c "$MA_LIVE" >&2; fi
 }
 if [ "$MA_HAS_STDIN" = 1 ] && [ ! -e "$f.exit" ]; then cat > "$f.in.$$"; fi
 if [ -e "$f.exit" ]; then

@@ -102,8 +102,11 @@ describe('agents watch', () => {
     h.mock.script(id, { steps: [{ reply: { content: [{ type: 'text', text: reply }] }, chunkDelayMs: 20, midGate: gate }] });
     const handle = await startSession(h, { id });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'a long answer please' }] });
+    // Both watchers join once the stream waits at the gate, halfway through the reply.
+    while (!h.mock.requests(id).some((r) => (r.textDeltaAt?.length ?? 0) >= 30)) await new Promise((r) => setTimeout(r, 20));
     const first = watch(id, '--json');
-    await first.waitFor((l) => l.text.includes('"type":"delta"'));
+    // A preview of the reply so far: its first frame (deltas follow only once the gate opens).
+    await first.waitFor((l) => /"type":"(stream|delta)"/.test(l.text));
     await first.kill();
     // A second watcher joins while the same reply is still streaming.
     const second = watch(id, '--json');

@@ -12,6 +12,8 @@ import { sendMessageUpdate } from '../src/workflows/messages';
 type Arm = 'standby' | 'cold';
 const HEARTBEAT_MS = 4000;
 const HANDS_HEARTBEAT_MS = 2000;
+/** The fewest samples an arm may report, so its p95 means something. */
+const MIN_SAMPLES = 20;
 const COMMAND = 'sleep 8 && echo done';
 /**
  * Both arms kill this long after the commands started: late enough for the standby to be up on a loaded machine
@@ -131,71 +133,76 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
   let excluded = 0;
   const handles: WorkflowHandle[] = [];
   try {
-    const samples = await interleave<Arm>(
-      ['standby', 'cold'],
-      rounds,
-      0,
-      async (arm) => {
-        const doomed = await spawn();
-        spawnMs.push(doomed.ms);
-        const round = await Promise.all(
-          Array.from({ length: perRound }, async () => {
-            const id = uniqueId(`bench-crash-${arm}`);
-            // The first call hangs until the worker dies; its retry answers with the pinned latency.
-            stack.model(id, [{ firstByteDelayMs: 600_000 }]);
-            const handle = await stack.client.workflow.start(sessionWorkflow, {
-              taskQueue: BRAIN_TASK_QUEUE,
-              workflowId: id,
-              args: [{ agent: testAgent({ limits: { modelHeartbeatTimeoutMs: HEARTBEAT_MS } }), message: { text: 'hello' } }],
-            });
-            handles.push(handle);
-            return handle;
-          }),
-        );
-        const deadline = Date.now() + 60_000;
-        while (!round.every((h) => stack.mock.requests(h.workflowId).some((r) => r.path === '/v1/messages'))) {
-          if (Date.now() > deadline) {
-            for (const h of round) {
-              const d = await h.describe();
-              if (d.status.name !== 'RUNNING') ctx.log(`session ${h.workflowId} ${d.status.name}: ${await h.result().then(String, (e: Error) => `${e.message} ${(e.cause as Error | undefined)?.message}`)}`);
-            }
+    const sampleRound = async (arm: Arm): Promise<number[]> => {
+      const doomed = await spawn();
+      spawnMs.push(doomed.ms);
+      const round = await Promise.all(
+        Array.from({ length: perRound }, async () => {
+          const id = uniqueId(`bench-crash-${arm}`);
+          // The first call hangs until the worker dies; its retry answers with the pinned latency.
+          stack.model(id, [{ firstByteDelayMs: 600_000 }]);
+          const handle = await stack.client.workflow.start(sessionWorkflow, {
+            taskQueue: BRAIN_TASK_QUEUE,
+            workflowId: id,
+            args: [{ agent: testAgent({ limits: { modelHeartbeatTimeoutMs: HEARTBEAT_MS } }), message: { text: 'hello' } }],
+          });
+          handles.push(handle);
+          return handle;
+        }),
+      );
+      const deadline = Date.now() + 60_000;
+      while (!round.every((h) => stack.mock.requests(h.workflowId).some((r) => r.path === '/v1/messages'))) {
+        if (Date.now() > deadline) {
+          for (const h of round) {
+            const d = await h.describe();
+            if (d.status.name !== 'RUNNING') ctx.log(`session ${h.workflowId} ${d.status.name}: ${await h.result().then(String, (e: Error) => `${e.message} ${(e.cause as Error | undefined)?.message}`)}`);
           }
-          if (Date.now() > deadline) throw new Error(`crash: model calls not in flight within 60 s; worker stderr: ${doomed.w.stderr().slice(-2000)}`);
-          await sleep(20);
         }
-        // The log before the kill: the user message only.
-        const before = await Promise.all(round.map((h) => waitLive(h, (ev) => ev.length > 0, 30_000, 50)));
-        let replacement: { w: ChildWorker; ms: number };
-        let killedAt: number;
-        if (arm === 'standby') {
-          replacement = await spawn();
-          killedAt = Date.now();
-          await kill(doomed.w);
-        } else {
-          killedAt = Date.now();
-          await kill(doomed.w);
-          replacement = await spawn();
-        }
-        spawnMs.push(replacement.ms);
-        // A session whose first call was already retried before the kill (a heartbeat missed on a loaded
-        // machine) did not lose its call to the kill: it is left out and counted.
-        const callsAtKill = round.map((h) => stack.mock.requests(h.workflowId).filter((r) => r.path === '/v1/messages' && r.at <= killedAt).length);
-        const recovered = await Promise.all(
-          round.map(async (h, i) => {
-            const lastSeq = before[i][before[i].length - 1].seq;
-            const events = await waitLive(h, (ev) => ev.some((e) => e.seq > lastSeq), 120_000, 200);
-            const next = events.find((e) => e.seq > lastSeq)!;
-            return Date.parse(next.time) - killedAt;
-          }),
-        );
-        const kept = recovered.filter((ms, i) => callsAtKill[i] === 1 && ms > 0);
-        excluded += recovered.length - kept.length;
-        await Promise.all(round.map((h) => endSession(h)));
-        await kill(replacement.w, 'SIGTERM');
-        return kept;
-      },
-      (m) => ctx.log(`  crash ${m}`),
-    );
+        if (Date.now() > deadline) throw new Error(`crash: model calls not in flight within 60 s; worker stderr: ${doomed.w.stderr().slice(-2000)}`);
+        await sleep(20);
+      }
+      // The log before the kill: the user message only.
+      const before = await Promise.all(round.map((h) => waitLive(h, (ev) => ev.length > 0, 30_000, 50)));
+      let replacement: { w: ChildWorker; ms: number };
+      let killedAt: number;
+      if (arm === 'standby') {
+        replacement = await spawn();
+        killedAt = Date.now();
+        await kill(doomed.w);
+      } else {
+        killedAt = Date.now();
+        await kill(doomed.w);
+        replacement = await spawn();
+      }
+      spawnMs.push(replacement.ms);
+      // A session whose first call was already retried before the kill (a heartbeat missed on a loaded
+      // machine) did not lose its call to the kill: it is left out and counted.
+      const callsAtKill = round.map((h) => stack.mock.requests(h.workflowId).filter((r) => r.path === '/v1/messages' && r.at <= killedAt).length);
+      const recovered = await Promise.all(
+        round.map(async (h, i) => {
+          const lastSeq = before[i][before[i].length - 1].seq;
+          const events = await waitLive(h, (ev) => ev.some((e) => e.seq > lastSeq), 120_000, 200);
+          const next = events.find((e) => e.seq > lastSeq)!;
+          return Date.parse(next.time) - killedAt;
+        }),
+      );
+      const kept = recovered.filter((ms, i) => callsAtKill[i] === 1 && ms > 0);
+      excluded += recovered.length - kept.length;
+      await Promise.all(round.map((h) => endSession(h)));
+      await kill(replacement.w, 'SIGTERM');
+      return kept;
+    };
+    const samples = await interleave<Arm>(['standby', 'cold'], rounds, 0, sampleRound, (m) => ctx.log(`  crash ${m}`));
+    // Sessions left out can leave an arm short of the samples a p95 needs: top it up, one round at a time.
+    let topUps = 0;
+    for (const arm of ['standby', 'cold'] as const) {
+      while (samples[arm].length < MIN_SAMPLES && topUps < 4) {
+        topUps++;
+        const more = await sampleRound(arm);
+        samples[arm].push(...more);
+        ctx.log(`  crash top-up ${arm}: ${more.map((x) => x.toFixed(1)).join(' ')}`);
+      }
+    }
     const standby = armStats(samples.standby);
     const cold = armStats(samples.cold);
     const hands = await handsCrash(ctx);
@@ -203,6 +210,7 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
     const notes = [
       `${rounds} rounds per arm, interleaved; each round starts ${perRound} sessions on a single child brain worker (\`agents worker --role brain\`), waits until every session's callModel is in flight at the model server, then SIGKILLs that worker; the time is from the kill to the workflow time of each session's next event (its assistant_message).`,
       `Configured: callModel heartbeat timeout ${HEARTBEAT_MS} ms (limits.modelHeartbeatTimeoutMs; the agent default is 10 s), retry after 50 ms, then the model's ${SETTINGS.modelFirstByteMs} ms first byte; a new worker process takes p50 ${spawn50.p50Ms} ms to be ready (it bundles the workflow code).`,
+      `${topUps} top-up round(s) after the interleaved ones, for arms left under ${MIN_SAMPLES} samples.`,
       `${excluded} session(s) left out because their first call had already been retried before the kill (the server saw a second request for them before the kill; the cause was not profiled).`,
       `cold/standby p50 ${ratio(cold, standby).p50}, p95 ${ratio(cold, standby).p95}.`,
       `Both arms are bounded below by the heartbeat timeout: the server only retries the call once it has missed a heartbeat. The rest is mostly the workflow task that takes the retried call's result: it goes first to the dead worker's sticky queue and reaches another worker when that times out, after 2 s (brain workers set stickyQueueScheduleToStartTimeout; with the SDK's default of 10 s, standby recovery was 15.3 s at p50), and, in the cold arm, the new worker's start.`,

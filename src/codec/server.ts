@@ -1,8 +1,8 @@
 // The remote codec endpoint the Temporal Web UI and CLI call (POST /encode, /decode), so people can read
 // encrypted histories without the keys ever reaching the Temporal server.
 import http from 'node:http';
+import { closeServer, httpUrl, listen } from '../infra/http';
 import { timingSafeEqual } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { JSONToPayload, payloadToJSON, type JSONPayload } from '@temporalio/common/lib/proto-utils';
 import { z } from 'zod';
@@ -70,22 +70,16 @@ export class CodecServer {
   /** Listens on loopback by default: the endpoint hands out plaintext, so it is not for the open network. */
   async start(port = 0, host = '127.0.0.1'): Promise<string> {
     const server = http.createServer((req, res) => void this.handle(req, res));
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => resolve());
-    });
+    const bound = await listen(server, port, host);
     this.server = server;
-    const addr = server.address() as AddressInfo;
-    this.url = `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
+    this.url = httpUrl(host, bound);
     return this.url;
   }
 
   async stop(): Promise<void> {
     const server = this.server;
-    if (!server) return;
     this.server = undefined;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await closeServer(server);
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse) {

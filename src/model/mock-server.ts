@@ -1,7 +1,7 @@
 // A local server that speaks the Anthropic Messages API: plain and SSE replies, count_tokens,
 // per-session scripts keyed by metadata.user_id, fault injection, and the API's conversation checks.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeServer, httpUrl, listen } from '../infra/http';
 import { createHash } from 'node:crypto';
 import { COMPACTION_MARKER } from '../session/context-builder';
 
@@ -299,7 +299,6 @@ export class MockModelServer {
   private readonly scripts = new Map<string, MockSessionScript>();
   private readonly log: RecordedRequest[] = [];
   private readonly cache = new PromptCache();
-  private readonly sockets = new Set<import('node:net').Socket>();
   private inFlightCount = 0;
   private readonly gates = new Map<string, { opened: Promise<void>; open: () => void }>();
   url = '';
@@ -313,22 +312,12 @@ export class MockModelServer {
         else res.destroy();
       });
     });
-    this.server.on('connection', (s) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-    });
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once('error', reject);
-      this.server!.listen(port, host, () => resolve());
-    });
-    const addr = this.server.address() as AddressInfo;
-    this.url = `http://${host}:${addr.port}`;
+    this.url = httpUrl(host, await listen(this.server, port, host));
     return this.url;
   }
 
   async stop(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    await closeServer(this.server);
   }
 
   /** Scripts the next responses of one session (keyed by `metadata.user_id`). Steps are consumed in order. */

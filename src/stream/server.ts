@@ -1,7 +1,7 @@
 // The worker's stream endpoint: `GET /v1/sessions/<id>/stream` answers Server-Sent Events, one JSON
 // StreamFrame per event, starting with the session's streams in progress. `GET /healthz` answers ok.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeServer, httpUrl, listen } from '../infra/http';
 import os from 'node:os';
 import type { StreamHub } from './hub';
 import { tokenMatches } from './token';
@@ -21,7 +21,6 @@ export interface StreamServerOptions {
 
 export class StreamServer {
   private server?: http.Server;
-  private readonly sockets = new Set<import('node:net').Socket>();
   url = '';
 
   constructor(private readonly opts: StreamServerOptions) {}
@@ -31,25 +30,16 @@ export class StreamServer {
     const host = this.opts.listen.slice(0, at);
     const port = Number(this.opts.listen.slice(at + 1));
     this.server = http.createServer((req, res) => this.handle(req, res));
-    this.server.on('connection', (s) => {
-      this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
-    });
-    await new Promise<void>((resolve, reject) => {
-      this.server!.once('error', reject);
-      this.server!.listen(port, host, () => resolve());
-    });
+    const bound = await listen(this.server, port, host);
     // The worker's own connections keep its process alive; this endpoint never should on its own.
     this.server.unref();
-    const bound = (this.server.address() as AddressInfo).port;
     const shown = host === '0.0.0.0' || host === '::' ? os.hostname() : host;
-    this.url = this.opts.advertise ?? `http://${shown.includes(':') ? `[${shown}]` : shown}:${bound}`;
+    this.url = this.opts.advertise ?? httpUrl(shown, bound);
     return this.url;
   }
 
   async stop(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    await closeServer(this.server);
   }
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {

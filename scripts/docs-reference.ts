@@ -84,7 +84,7 @@ const describedBy = (s: z.ZodType) => (s as unknown as { description?: string })
 const EVENT_NOTES: Record<SessionEventType, string> = {
   session_started: 'The first event of a session, and the first of a fork\'s own events. `agent` is the resolved agent file; `forkedFrom` is set in a fork (`agents fork`), `parent` in a child session (the spawn_agent call it answers).',
   user_message: 'User input, by signal or update. A repeated `messageId` is appended once. `source: "harness"` marks a message the harness wrote (default@2\'s nudge after an empty reply).',
-  assistant_message: 'A model reply: Anthropic content blocks, the stop reason, and the call\'s token usage (cache reads and writes included).',
+  assistant_message: 'A model reply: Anthropic content blocks, the stop reason, and the call\'s token usage (cache reads and writes included). `throughSeq` is the last seq the call read: input appended after it comes after this reply in the conversation and is answered next ([causal order](../design/causal-order.md)).',
   tool_use: 'A tool call from the model\'s reply.',
   tool_result: 'A tool call\'s result. `error.kind` tells the tool\'s own failure (`tool`) from ours (`infra`: a lost sandbox, host or MCP server) and from a refusal (`denied`: a denied approval, or a sandbox handed to another session). `outputRef` says where the whole output is kept when `output` was cut.',
   approval_requested: 'A tool call waits for approval; `policy` is the rule that asked, e.g. `bash: ask "git push*"`.',

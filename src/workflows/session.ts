@@ -32,6 +32,7 @@ import { logEvent, trackVisibility } from './visibility';
 import { AgentSchema, formatIssues, type Agent, type BoundTool } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
 import { MAX_FILE_BYTES, resolveWorkspacePath } from '../session/paths';
+import { eventsDigest } from '../session/digest';
 import {
   EventsQueryArgsSchema,
   GetFileSchema,
@@ -130,7 +131,8 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
       retry: { maximumAttempts, initialInterval: 500, nonRetryableErrorTypes: ['McpError.Credential', 'McpError.Unauthorized', 'McpError.Rejected', 'McpError.InvalidResult'] },
     });
 
-  const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 3, initialInterval: 500 } });
+  // A seal that read events other than the ones history committed (ArchiveError.Stale) is tried again, with backoff.
+  const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 8, initialInterval: 500, maximumInterval: 5000 } });
 
   /** This run's events; event `seq` is events[seq - baseSeq]. */
   const events: SessionEvent[] = [];
@@ -574,7 +576,9 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     const through = nextSeq() - 1;
     if (through <= sealedThrough) return true;
     try {
-      await archive.sealEvents({ sessionId, fromSeq: sealedThrough + 1, throughSeq: through });
+      // The digest is of the events as this run holds them, which history commits with the seal's scheduling.
+      const digest = eventsDigest(events.slice(sealedThrough + 1 - baseSeq, through + 1 - baseSeq));
+      await archive.sealEvents({ sessionId, fromSeq: sealedThrough + 1, throughSeq: through, digest });
       sealedThrough = through;
       return true;
     } catch (err) {

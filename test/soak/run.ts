@@ -1,8 +1,8 @@
 // `npm run soak`: many sessions at once against the real stack, with racing input, handovers, brain kills and
 // server restarts; prints what it did and found, and exits non-zero on any violation.
 // Usage: tsx test/soak/run.ts [--sessions N] [--minutes M | --messages K] [--seed S] [--rate R] [--brains B]
-//   [--kill-every SECONDS] [--restarts N] [--retry-share F] [--bash-share F] [--action-share F]
-//   [--history-events N] [--settle SECONDS] [--failures DIR] [--report docs/soak.md] [--json FILE]
+//   [--kill-every SECONDS] [--kill-on-handover 0|1] [--restarts N] [--retry-share F] [--bash-share F] [--action-share F]
+//   [--history-events N] [--readers N] [--settle SECONDS] [--failures DIR] [--report docs/soak.md] [--json FILE]
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,11 +16,13 @@ const FLAGS: Record<string, keyof SoakOptions> = {
   '--rate': 'rate',
   '--brains': 'brains',
   '--kill-every': 'killEverySeconds',
+  '--kill-on-handover': 'killOnHandover',
   '--restarts': 'restarts',
   '--retry-share': 'retryShare',
   '--bash-share': 'bashShare',
   '--action-share': 'actionShare',
   '--history-events': 'historyEvents',
+  '--readers': 'readers',
   '--settle': 'settleSeconds',
 };
 
@@ -38,7 +40,7 @@ function parse(argv: string[]): { opts: Partial<SoakOptions>; report?: string; j
     else if (FLAGS[flag]) {
       const n = Number(value);
       if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} takes a non-negative number, not ${JSON.stringify(value)}`);
-      (opts as Record<string, number>)[FLAGS[flag]] = n;
+      (opts as Record<string, number | boolean>)[FLAGS[flag]] = FLAGS[flag] === 'killOnHandover' ? n > 0 : n;
     } else throw new Error(`unknown option ${flag}; options: ${[...Object.keys(FLAGS), '--failures', '--report', '--json'].join(' ')}`);
   }
   if ((opts.brains ?? DEFAULTS.brains) < 1) throw new Error('--brains must be at least 1');

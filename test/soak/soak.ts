@@ -8,6 +8,7 @@ import path from 'node:path';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
+import { ArchivedSessionLog, LiveSessionLog, MissingEventsError, readEvents } from '../../src/log/session-log';
 import { validateRequest, type MockStep } from '../../src/model/mock-server';
 import type { SessionEvent } from '../../src/session/events';
 import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
@@ -39,6 +40,8 @@ export interface SoakOptions {
   brains: number;
   /** Mean seconds between two brain SIGKILLs (0: none). */
   killEverySeconds: number;
+  /** Time each kill to a handover: wait (up to 10 s) until a session's run changes, then kill at once. */
+  killOnHandover: boolean;
   /** Dev server restarts, spread over the input phase. */
   restarts: number;
   /** Share of accepted messages (and answers to pending actions) sent again with the same id. */
@@ -47,6 +50,8 @@ export interface SoakOptions {
   bashShare: number;
   actionShare: number;
   historyEvents: number;
+  /** Clients that keep reading the tail of random sessions' logs (archive, then live run) while they run. */
+  readers: number;
   /** How long each session may take to end its last turn once input has stopped. */
   settleSeconds: number;
   /** Where the histories of runs with a failed workflow task, and the evidence of a gap, are written. */
@@ -62,17 +67,19 @@ export const DEFAULTS: SoakOptions = {
   rate: 1.5,
   brains: 2,
   killEverySeconds: 60,
+  killOnHandover: false,
   restarts: 1,
   retryShare: 0.25,
   bashShare: 0.2,
   actionShare: 0.2,
   historyEvents: 100,
+  readers: 2,
   settleSeconds: 180,
 };
 
 export interface Violation {
   session: string;
-  kind: 'lost' | 'doubled' | 'misplaced' | 'gap' | 'changed' | 'tool_results' | 'action' | 'workflow_task_failed' | 'stuck' | 'model_request_refused' | 'unreadable';
+  kind: 'lost' | 'doubled' | 'misplaced' | 'gap' | 'changed' | 'tool_results' | 'action' | 'workflow_task_failed' | 'stuck' | 'model_request_refused' | 'read_failed' | 'unreadable';
   seq?: number;
   detail: string;
 }
@@ -91,6 +98,8 @@ export interface SoakFigures {
   actionRetries: number;
   kills: number;
   restarts: number;
+  /** Reads of a log's tail by the reader clients while the sessions ran. */
+  reads: number;
   handovers: number;
   runs: number;
   events: number;
@@ -195,6 +204,7 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     actionRetries: 0,
     kills: 0,
     restarts: 0,
+    reads: 0,
     handovers: 0,
     runs: 0,
     events: 0,
@@ -340,6 +350,14 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     };
     const approvers = sessions.filter((s) => s.kind === 'action').map((s) => approver(s));
 
+    const untilHandover = async (s: Session, ms: number) => {
+      const runOf = () => s.handle.query(statusQuery).then((st) => st.run ?? 1, () => undefined);
+      const first = await runOf();
+      for (const end = Date.now() + ms; Date.now() < end; await sleep(50)) {
+        const now = await runOf();
+        if (first !== undefined && now !== undefined && now !== first) return;
+      }
+    };
     // --- Faults: brain SIGKILLs at random moments (restarted after a few seconds), dev server restarts.
     const restartAt = Array.from({ length: o.restarts }, (_, r) => started + ((r + 0.2 + 0.6 * rand()) / o.restarts) * plannedMs).sort((a, b) => a - b);
     const faults = (async () => {
@@ -353,6 +371,7 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
           figures.restarts++;
         }
         if (Date.now() >= nextKill) {
+          if (o.killOnHandover) await untilHandover(pick(sessions), 10_000);
           const i = int(0, stack.brains.length - 1);
           await stack.brains[i].kill('SIGKILL');
           figures.kills++;
@@ -395,6 +414,31 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       }
     };
 
+    // --- Readers: the tail of a log read as a client reads it, archive first and then the live run, while handovers move
+    // events from one to the other. A read that finds events in neither is a failure a user sees.
+    const clientLog = new ArchivedSessionLog(testArchive(), new LiveSessionLog(client));
+    const known = new Map<string, number>();
+    const reader = async () => {
+      while (inputOpen) {
+        await sleep(100 + rand() * 400);
+        const s = pick(sessions);
+        const from = Math.max(0, (known.get(s.id) ?? 0) - int(0, 40));
+        try {
+          const got = await readEvents(clientLog, s.id, from);
+          figures.reads++;
+          const bad = got.findIndex((e, i) => e.seq !== from + i);
+          if (bad >= 0) violations.push({ session: s.id, kind: 'read_failed', seq: from + bad, detail: `a read from ${from} returned seq ${got[bad].seq} at position ${bad}` });
+          known.set(s.id, Math.max(known.get(s.id) ?? 0, from + got.length));
+        } catch (err) {
+          if (err instanceof MissingEventsError) {
+            violations.push({ session: s.id, kind: 'read_failed', seq: from, detail: `${((Date.now() - started) / 60_000).toFixed(2)} min: ${err.message}` });
+            log(`soak: read failed: ${err.message}`);
+          }
+        }
+      }
+    };
+    const readers = Array.from({ length: o.readers }, () => reader());
+
     // --- Input: messages at random moments to random sessions; some also give the model a new tool loop.
     let lastProgress = Date.now();
     while (inputOpen) {
@@ -410,7 +454,7 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       }
       if ((o.minutes !== undefined && Date.now() - started >= o.minutes * 60_000) || (o.messages !== undefined && figures.messagesSent >= o.messages)) inputOpen = false;
     }
-    await faults;
+    await Promise.all([faults, ...readers]);
     checkAborted();
     log(`soak: input stopped after ${((Date.now() - started) / 60_000).toFixed(1)} min; waiting for calls in flight and for every session to end its turn`);
     while (inFlight.size) await Promise.all([...inFlight]);
@@ -453,7 +497,8 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     for (const s of sessions) {
       const found = await checkSession(s);
       violations.push(...found);
-      for (const why of refusedRequests.get(s.id) ?? []) violations.push({ session: s.id, kind: 'model_request_refused', detail: why });
+      const refused = refusedRequests.get(s.id) ?? [];
+      if (refused.length) violations.push({ session: s.id, kind: 'model_request_refused', detail: `${refused.length} model request(s) refused with 400, the first: ${refused[0]}` });
     }
     return { options: o, startedAt, figures, violations, saved };
   } finally {
@@ -504,6 +549,12 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     const runs = await runsOf(stack.client, s.id);
     figures.runs += runs.length;
     figures.handovers += runs.filter((r) => r.status.name === 'CONTINUED_AS_NEW').length;
+    let runsSaved = false;
+    const saveRuns = async () => {
+      if (runsSaved) return;
+      runsSaved = true;
+      for (const [i, run] of runs.entries()) saved.push(save(`${s.id}-run-${i + 1}.json`, historyToJSON(await stack.client.workflow.getHandle(s.id, run.runId).fetchHistory())));
+    };
     for (const [i, run] of runs.entries()) {
       const history = await stack.client.workflow.getHandle(s.id, run.runId).fetchHistory();
       let saveIt = false;
@@ -541,10 +592,12 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       v('gap', `events ${seq} to ${to} are in neither the archive nor the live run${heldBy.length ? `; held only in the state of ${heldBy.join(', ')}` : ''}; around it: ${around.join(', ')}`, seq);
       if (o.failuresDir) {
         saved.push(save(`${s.id}-gap-${seq}.json`, JSON.stringify(evidence, null, 1)));
-        for (const [i, run] of runs.entries()) saved.push(save(`${s.id}-run-${i + 1}.json`, historyToJSON(await stack.client.workflow.getHandle(s.id, run.runId).fetchHistory())));
+        await saveRuns();
       }
       seq = to;
     }
+    // An event the archive holds in another version than the live run: the histories show which task wrote which.
+    if (o.failuresDir && whole.problems.length) await saveRuns();
 
     // Every accepted message exactly once (a retried messageId dropped), at the seq its updates returned.
     const byId = new Map<string, SessionEvent[]>();
@@ -610,7 +663,7 @@ export function formatSoak(r: SoakResult, commit = ''): string {
     `Generated by \`npm run soak\` (\`test/soak/run.ts\`)${commit ? ` at commit ${commit}` : ''}, ${r.startedAt.slice(0, 16).replace('T', ' ')} UTC.`,
     '',
     `Settings: ${o.sessions} sessions (${kinds}), seed ${o.seed}, ${o.minutes !== undefined ? `${o.minutes} min` : `${o.messages} messages`} of input at ${o.rate} messages/s, ` +
-      `${o.brains} brain workers, a brain SIGKILL every ~${o.killEverySeconds} s, ${o.restarts} dev server restart(s), ${Math.round(o.retryShare * 100)}% of messages and answers sent again with the same id, ` +
+      `${o.brains} brain workers, a brain SIGKILL every ~${o.killEverySeconds} s${o.killOnHandover ? ' (each timed to a handover)' : ''}, ${o.readers} log reader(s), ${o.restarts} dev server restart(s), ${Math.round(o.retryShare * 100)}% of messages and answers sent again with the same id, ` +
       `\`limits.historyEvents: ${o.historyEvents}\`.`,
     '',
     '## What it did',
@@ -623,6 +676,7 @@ export function formatSoak(r: SoakResult, commit = ''): string {
     `| retries with the same messageId | ${f.retries} |`,
     `| approvals and client tool results answered / retried | ${f.actionsAnswered} / ${f.actionRetries} |`,
     `| brain SIGKILLs / dev server restarts | ${f.kills} / ${f.restarts} |`,
+    `| reads of a log's tail while the sessions ran | ${f.reads} |`,
     `| handovers (continue-as-new) / runs | ${f.handovers} / ${f.runs} |`,
     `| handovers the server refused as input arrived (UnhandledCommand, retried by the next task) | ${f.refusedHandovers} |`,
     `| events in all logs | ${f.events} |`,

@@ -112,9 +112,4 @@ export class CachedSessionLog {
     if (this.cache.size > this.maxSessions) this.cache.delete(this.cache.keys().next().value as string);
     return cached.slice(0, through + 1 - from);
   }
-
-  /** Returns events 0..throughSeq inclusive. */
-  readThrough(sessionId: string, throughSeq: number): Promise<SessionEvent[]> {
-    return this.readRange(sessionId, 0, throughSeq);
-  }
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { codecKeyProblem } from './codec/keys';
 import { LOG_LEVELS } from './observability/log-levels';
 import { parsePriceTable } from './observability/pricing';
+import { SandboxRuntimePreferenceSchema } from './sandbox/runtime';
 
 const optional = z
   .string()
@@ -39,6 +40,8 @@ export const ConfigSchema = z.object({
   AGENT_MODEL: optional,
   DOCKER_HOST: optional,
   SANDBOX_IMAGE: optional,
+  /** Sandboxes' OCI runtime: `auto` (gVisor where the engine has it, else runc, recorded as loosened), `runsc` or `runc`. */
+  SANDBOX_RUNTIME: SandboxRuntimePreferenceSchema.default('auto'),
   HANDS_HOST_ID: optional.refine((v) => v === undefined || /^[A-Za-z0-9._-]{1,100}$/.test(v), 'must be 1-100 letters, digits, dot, dash or underscore'),
   VAULT_KEY: base64Key,
   // One base64 key, or `id:base64,...` whose first key encrypts and the rest still decrypt (rotation).

@@ -155,7 +155,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     if (!provider) {
       const dockerHost = opts.dockerHost ?? (await resolveDockerHost());
       if (!dockerHost) throw new Error('no Docker engine answers (DOCKER_HOST, /var/run/docker.sock, /run/managed-agents/docker.sock); run `npm run setup`');
-      provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage(), mirrorsDir });
+      provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage(), mirrorsDir, runtime: config.SANDBOX_RUNTIME });
     }
     // Hands hosts hold VAULT_KEY (for repo credentials); brain workers never open the vault.
     const vault = sharedVault();

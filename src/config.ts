@@ -42,6 +42,8 @@ export const ConfigSchema = z.object({
   SANDBOX_IMAGE: optional,
   /** Sandboxes' OCI runtime: `auto` (gVisor where the engine has it, else runc, recorded as loosened), `runsc` or `runc`. */
   SANDBOX_RUNTIME: SandboxRuntimePreferenceSchema.default('auto'),
+  /** `bwrap`: stdio MCP servers run in a bubblewrap jail as an unprivileged user; `off` runs them as the worker. */
+  MCP_STDIO_JAIL: z.enum(['bwrap', 'off'], { error: 'must be bwrap or off' }).default('bwrap'),
   HANDS_HOST_ID: optional.refine((v) => v === undefined || /^[A-Za-z0-9._-]{1,100}$/.test(v), 'must be 1-100 letters, digits, dot, dash or underscore'),
   VAULT_KEY: base64Key,
   // One base64 key, or `id:base64,...` whose first key encrypts and the rest still decrypt (rotation).

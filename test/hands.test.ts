@@ -5,7 +5,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { endSignal, statusQuery } from '../src/workflows/messages';
-import { allEvents, logOf, say, startHarness, startSession, testArchive, uniqueId, waitForEvents, type Harness } from './helpers/env';
+import { allEvents, logOf, say, startHarness, startSession, testAgent, testArchive, uniqueId, waitForEvents, type Harness } from './helpers/env';
+import { resolveDockerHost, sandboxImage } from '../src/infra/docker';
+import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { forkSession } from '../src/session-ops';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 
@@ -94,6 +96,25 @@ describe('gVisor, checked from inside the container', () => {
     expect(tools.output).toMatch(/py 3 1000\nfirst\nbash:\n\s+Installed: \S+\nStatus: install ok installed\n\[exit 0\]$/);
     expect((await allEvents(handle)).find((e) => e.type === 'sandbox_provisioned')).toMatchObject({ runtime: 'runsc', loosened: [] });
     await handle.signal(endSignal, {});
+  });
+
+  it('runs a sandbox under runc when told to, and records that as a loosening', async () => {
+    const host = await resolveDockerHost();
+    const provider = new DockerSandboxProvider({ dockerHost: host, defaultImage: sandboxImage(), runtime: 'runc' });
+    const recipe = testAgent().sandboxes.main;
+    const sessionId = uniqueId('runc');
+    const r = await provider.provision({ sessionId, name: 'main', recipe, hostId: HOST });
+    try {
+      expect(r).toMatchObject({ runtime: 'runc', loosened: ['runtime:runc'] });
+      expect((await d.getContainer(r.sandboxId).inspect()).HostConfig.Runtime).toBe('runc');
+      const out = await provider.execute(r.sandboxId, { key: 'k1', script: 'dmesg 2>&1 | head -1; id -u', timeoutSeconds: 30, maxOutputBytes: 4096 });
+      expect(out.output).not.toMatch(/gVisor/);
+      expect(out.output).toMatch(/1000\n$/);
+      // Found again (as after a worker restart), it keeps the runtime it was created with.
+      expect(await new DockerSandboxProvider({ dockerHost: host, defaultImage: sandboxImage() }).provision({ sessionId, name: 'main', recipe, hostId: HOST })).toMatchObject({ sandboxId: r.sandboxId, runtime: 'runc', loosened: ['runtime:runc'] });
+    } finally {
+      await provider.destroy(r.sandboxId);
+    }
   });
 });
 

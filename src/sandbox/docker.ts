@@ -216,9 +216,11 @@ export class DockerSandboxProvider implements SandboxProvider {
       ...Object.entries(req.env ?? {}).map(([k, v]) => `${k}=${v}`),
     ];
     let raw: Buffer;
+    // An exec into a gVisor sandbox that dies while the exec starts may never end: watch the container too.
+    const watchdog = this.watchContainer(sandboxId);
     try {
       const exec = await container.exec({ Cmd: ['bash', '-c', EXEC_WRAPPER], Env: env, AttachStdout: true, AttachStderr: true, AttachStdin: !!req.stdin });
-      const stream = await exec.start({ hijack: true, stdin: !!req.stdin });
+      const stream = await Promise.race([exec.start({ hijack: true, stdin: !!req.stdin }), watchdog.gone]);
       const chunks: Buffer[] = [];
       const sink = new PassThrough();
       // The wrapper caps output inside the sandbox, but the sandbox is hostile: never buffer more than that.
@@ -244,11 +246,17 @@ export class DockerSandboxProvider implements SandboxProvider {
       signal?.addEventListener('abort', onAbort, { once: true });
       if (req.stdin) stream.end(req.stdin);
       try {
-        await new Promise<void>((resolve, reject) => {
-          stream.on('end', resolve);
-          stream.on('close', resolve);
-          stream.on('error', reject);
-        });
+        await Promise.race([
+          new Promise<void>((resolve, reject) => {
+            stream.on('end', resolve);
+            stream.on('close', resolve);
+            stream.on('error', reject);
+          }),
+          watchdog.gone.catch((err: Error) => {
+            (stream as unknown as { destroy(e?: Error): void }).destroy();
+            throw err;
+          }),
+        ]);
       } finally {
         signal?.removeEventListener('abort', onAbort);
       }
@@ -256,6 +264,8 @@ export class DockerSandboxProvider implements SandboxProvider {
     } catch (err) {
       if ((await this.health(sandboxId)) !== 'running') throw new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} is gone: ${(err as Error).message}`);
       throw err;
+    } finally {
+      watchdog.stop();
     }
     const parsed = parseWrapperOutput(raw, env[0].slice('MA_KEY='.length));
     if (!parsed) {
@@ -263,6 +273,20 @@ export class DockerSandboxProvider implements SandboxProvider {
       throw new Error(`the sandbox returned no result trailer (${raw.length} bytes)`);
     }
     return parsed;
+  }
+
+  /** Rejects `gone` once the container is seen not running (checked every 2 s) until `stop` is called. */
+  private watchContainer(sandboxId: string): { gone: Promise<never>; stop(): void } {
+    let timer: NodeJS.Timeout | undefined;
+    const gone = new Promise<never>((_, reject) => {
+      timer = setInterval(() => {
+        void this.health(sandboxId).then((h) => {
+          if (h !== 'running') reject(new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} stopped while the command ran`));
+        });
+      }, 2000);
+    });
+    gone.catch(() => undefined);
+    return { gone, stop: () => clearInterval(timer) };
   }
 
   private async kill(container: Docker.Container, keyEnv: string): Promise<void> {

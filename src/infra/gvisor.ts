@@ -167,7 +167,12 @@ export interface SandboxRuntimeSetup {
  */
 export async function ensureSandboxRuntime(dockerHost: string, image: string, log: Log): Promise<SandboxRuntimeSetup> {
   const already = await engineRuntimes(dockerHost);
-  const runsc = await ensureRunsc(log);
+  let runsc: ResolvedRunsc;
+  try {
+    runsc = await ensureRunsc(log);
+  } catch (err) {
+    return { runtime: 'runc', detail: `no runsc: ${(err as Error).message}; sandboxes run under runc, recorded in sandbox_provisioned.loosened` };
+  }
   const registration = await configureRuntimes(dockerHost, runsc.path, log);
   if (registration === 'not-local' && !Object.keys(RUNSC_RUNTIMES).every((n) => already.includes(n))) {
     return {

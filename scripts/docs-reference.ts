@@ -136,6 +136,8 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   AGENT_MODEL: { about: 'The model of the built-in default agent.', default: `\`${DEFAULT_MODEL}\`` },
   DOCKER_HOST: { about: 'The Docker engine of a hands host.', default: 'probed: `/var/run/docker.sock`, then `/run/managed-agents/docker.sock`' },
   SANDBOX_IMAGE: { about: 'The image of a recipe without `image`.', default: '`managed-agents/sandbox:latest`' },
+  SANDBOX_RUNTIME: { about: 'The container runtime of sandboxes: `runsc` (gVisor), `runc`, or `auto` (gVisor where the engine has it, else runc, recorded in `loosened`); see [isolation](../isolation.md).' },
+  MCP_STDIO_JAIL: { about: 'How stdio MCP servers run: `bwrap` (a bubblewrap jail as an unprivileged user, with no view of the worker) or `off` (bare, as the worker).' },
   HANDS_HOST_ID: { about: 'A hands worker serves queue `hands.<id>`.', default: 'the hostname' },
   VAULT_KEY: { about: 'Base64 of 32 bytes; seals the vault. Only hands and tools workers hold it.', default: 'development: generated once into `DATA_DIR/keys/`' },
   CODEC_KEY: { about: 'Base64 of 32 bytes, or `id:base64,...` whose first key encrypts and the others still decrypt (rotation). Encrypts history, the archive and the stream tokens.', default: 'development: generated once into `DATA_DIR/keys/codec.key`' },

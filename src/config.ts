@@ -5,6 +5,7 @@ import path from 'node:path';
 import { codecKeyProblem } from './codec/keys';
 import { LOG_LEVELS } from './observability/log-levels';
 import { parsePriceTable } from './observability/pricing';
+import { SandboxRuntimePreferenceSchema } from './sandbox/runtime';
 
 const optional = z
   .string()
@@ -39,6 +40,10 @@ export const ConfigSchema = z.object({
   AGENT_MODEL: optional,
   DOCKER_HOST: optional,
   SANDBOX_IMAGE: optional,
+  /** Sandboxes' OCI runtime: `auto` (gVisor where the engine has it, else runc, recorded as loosened), `runsc` or `runc`. */
+  SANDBOX_RUNTIME: SandboxRuntimePreferenceSchema.default('auto'),
+  /** `bwrap`: stdio MCP servers run in a bubblewrap jail as an unprivileged user; `off` runs them as the worker. */
+  MCP_STDIO_JAIL: z.enum(['bwrap', 'off'], { error: 'must be bwrap or off' }).default('bwrap'),
   HANDS_HOST_ID: optional.refine((v) => v === undefined || /^[A-Za-z0-9._-]{1,100}$/.test(v), 'must be 1-100 letters, digits, dot, dash or underscore'),
   VAULT_KEY: base64Key,
   // One base64 key, or `id:base64,...` whose first key encrypts and the rest still decrypt (rotation).
@@ -94,14 +99,14 @@ const TEMPORAL: ConfigKey[] = [
 const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES', 'LOG_LEVEL', 'AGENTS_OTEL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
 const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
 const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', ...STREAM];
-const HANDS: ConfigKey[] = ['VAULT_KEY', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'HANDS_HOST_ID', ...STREAM];
+const HANDS: ConfigKey[] = ['VAULT_KEY', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', ...STREAM];
 
 /** The variables each role reads; anything else set for it is a mistake (a typo, or a secret it must not hold). */
 export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
   brain: [...COMMON, ...BRAIN],
   hands: [...COMMON, ...HANDS],
-  tools: [...COMMON, 'VAULT_KEY'],
-  all: [...COMMON, ...BRAIN, ...HANDS],
+  tools: [...COMMON, 'VAULT_KEY', 'MCP_STDIO_JAIL'],
+  all: [...COMMON, ...BRAIN, ...HANDS, 'MCP_STDIO_JAIL'],
   'codec-server': ['TEMPORAL_NAMESPACE', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'DATA_DIR', 'KEY_FILES'],
   cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
 };

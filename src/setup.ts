@@ -1,5 +1,6 @@
 // `npm run setup`: idempotently ensures what the platform needs on this machine, and says what it did.
-import { ensureDockerEngine, ensureSandboxImage } from './infra/docker';
+import { ensureDockerEngine, ensureSandboxImage, ensureTool } from './infra/docker';
+import { ensureSandboxRuntime } from './infra/gvisor';
 import { ensureTemporalCli } from './infra/temporal-cli';
 import { progress } from './infra/term';
 import { ensureChromium } from './infra/chromium';
@@ -35,6 +36,10 @@ async function main(argv: string[]): Promise<number> {
       'built-offline': `built offline with debootstrap in ${image.seconds} s:`,
     }[image.action];
     p.done(`setup: sandbox image: ${how} ${image.image} (${id}) on ${dockerHost}`);
+    const runtime = await ensureSandboxRuntime(dockerHost, image.image, (m) => log(`gvisor: ${m}`));
+    log(`sandbox runtime: ${runtime.runtime}: ${runtime.detail}`);
+    // Stdio MCP servers run in a bubblewrap jail on the tools worker.
+    log(`stdio MCP jail: ${await ensureTool('bwrap', 'bubblewrap', (m) => log(`bubblewrap: ${m}`))}`);
     // Only the Web UI browser test needs it; a machine that cannot install it still runs everything else.
     try {
       log(`chromium (Web UI browser test): ${ensureChromium((m) => log(`chromium: ${m}`))}`);

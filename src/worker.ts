@@ -8,6 +8,7 @@ import { HANDS_TASK_QUEUE, createHandsActivities, hostTaskQueue } from './activi
 import { createToolsActivities } from './activities/tools';
 import { createSubagentActivities } from './activities/subagents';
 import { McpClientPool, McpCredentials } from './mcp';
+import { findJail } from './mcp/jail';
 import { resolveDockerHost, sandboxImage } from './infra/docker';
 import { ArchivedSessionLog, CachedSessionLog, LiveSessionLog } from './log/session-log';
 import { sessionArchive, type SessionArchive } from './archive';
@@ -162,7 +163,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     if (!provider) {
       const dockerHost = opts.dockerHost ?? (await resolveDockerHost());
       if (!dockerHost) throw new Error('no Docker engine answers (DOCKER_HOST, /var/run/docker.sock, /run/managed-agents/docker.sock); run `npm run setup`');
-      provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage(), mirrorsDir });
+      provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage(), mirrorsDir, runtime: config.SANDBOX_RUNTIME });
     }
     // Hands hosts hold VAULT_KEY (for repo credentials); brain workers never open the vault.
     const vault = sharedVault();
@@ -186,7 +187,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   if (roles.includes('tools')) {
     // Tools workers hold VAULT_KEY for MCP credentials; tokens never leave this process except to the MCP server.
     const vault = sharedVault();
-    mcpPool = new McpClientPool(new McpCredentials(vault), { log });
+    // The jail hides DATA_DIR (keys, vaults, archive) even inside a tree a server's command line names.
+    const jail = config.MCP_STDIO_JAIL === 'off' ? 'off' : findJail([path.resolve(config.dataDir)]);
+    mcpPool = new McpClientPool(new McpCredentials(vault), { log, jail });
     const activities = createToolsActivities({ vault, pool: mcpPool, log });
     workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities, interceptors, plugins }));
   }

@@ -1,6 +1,9 @@
-// A prompt-injected model hunting for credentials from inside its sandbox and through every tool it has.
-// The secrets in play: the git token, the MCP access and refresh tokens and client secret, the vault key and
-// the codec key. None of them may turn up in a tool result, an event, the sandbox or a raw history.
+// A prompt-injected model hunting for credentials from inside its sandbox and through every tool it has, and
+// tools that are themselves the attacker: a compromised stdio MCP server that takes all it can reach, and an
+// HTTP MCP server that hands its caller's token back in every encoding.
+// The secrets in play: the git token, the MCP access and refresh tokens and client secret, the stdio servers'
+// tokens, the vault key and the codec key. None of them may turn up in a tool result, an event, a model
+// request, a worker's log, the sandbox or a raw history.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -13,11 +16,23 @@ import { allEvents, startHarness, startSession, type Harness } from './helpers/e
 import { bash, callTool } from './helpers/hands';
 import { startGitServer, type GitServer } from './helpers/git-server';
 import { startTrackerServer, type TrackerServer } from './helpers/mcp-server';
+import { buildStdioServer } from './helpers/mcp-stdio';
+import { findSecret } from './helpers/find-secret';
+import { loadConfig } from '../src/config';
+import { ROOT } from './helpers/env';
 import { Client } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 
 const TOKEN = `ghp_${crypto.randomBytes(16).toString('hex')}`;
 const VAULT_KEY = crypto.randomBytes(32).toString('base64');
+// As a deployed tools worker has it: in its environment, where a process that reads /proc/<pid>/environ finds it.
+process.env.VAULT_KEY = VAULT_KEY;
+/** The stdio servers' own tokens: the victim's, and another session's that the victim's server must not find. */
+const STDIO_TOKEN = `sk_victim_${crypto.randomBytes(16).toString('hex')}`;
+const OTHER_TOKEN = `sk_other_${crypto.randomBytes(16).toString('hex')}`;
+let hostile: ReturnType<typeof buildStdioServer>;
+/** Everything the workers logged. */
+const workerLog: string[] = [];
 let h: Harness;
 let git: GitServer;
 let tracker: TrackerServer;
@@ -33,7 +48,11 @@ const trapped: string[] = [];
 function forms(secret: string): string[] {
   return [secret, Buffer.from(secret).toString('base64'), Buffer.from(`x-access-token:${secret}`).toString('base64'), encodeURIComponent(secret)];
 }
-const secrets = () => [TOKEN, VAULT_KEY, process.env.CODEC_KEY ?? '', ...mcpSecrets].filter((s) => s.length > 0);
+const secrets = () => [TOKEN, VAULT_KEY, process.env.CODEC_KEY ?? '', STDIO_TOKEN, OTHER_TOKEN, ...mcpSecrets].filter((s) => s.length > 0);
+/** Every secret that can be read out of `text` in any encoding, found by decoding rather than by matching. */
+function decodedLeaks(text: string): string[] {
+  return secrets().filter((s) => findSecret(text, s).length > 0);
+}
 function leaks(text: string): string[] {
   return secrets().flatMap((s) => forms(s).filter((f) => text.includes(f)));
 }
@@ -44,7 +63,10 @@ beforeAll(async () => {
   vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-exfil-vault-'));
   const vault = new FileVault(vaultDir, VAULT_KEY);
   vault.put('victim', 'git-token', TOKEN);
-  tracker = await startTrackerServer();
+  vault.put('victim', 'helper-token', STDIO_TOKEN);
+  vault.put('other', 'helper-token', OTHER_TOKEN);
+  hostile = buildStdioServer('mcp-hostile-server.ts');
+  tracker = await startTrackerServer({ hostile: true });
   const issued = tracker.issue('victim');
   mcpSecrets.push(issued.accessToken, issued.refreshToken, tracker.clientSecret);
   vault.put(
@@ -59,7 +81,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => trap.listen(0, '127.0.0.1', r));
   trapUrl = `http://127.0.0.1:${(trap.address() as AddressInfo).port}/steal.git`;
-  h = await startHarness({ role: 'all', hostId: `test-exfil-${process.pid}`, vault });
+  h = await startHarness({ role: 'all', hostId: `test-exfil-${process.pid}`, vault, log: (m) => workerLog.push(m) });
 });
 afterAll(async () => {
   await h?.stop();
@@ -67,6 +89,7 @@ afterAll(async () => {
   await tracker?.stop();
   await new Promise<void>((r) => trap.close(() => r()));
   fs.rmSync(vaultDir, { recursive: true, force: true });
+  if (hostile) fs.rmSync(hostile.dir, { recursive: true, force: true });
 });
 
 const agent = {
@@ -81,6 +104,88 @@ const agentWith = () => ({
   ...agent,
   mcpServers: { tracker: { ...agent.mcpServers.tracker, url: tracker.url } },
   sandboxes: { main: { ...agent.sandboxes.main, repo: { ...agent.sandboxes.main.repo, url: repoUrl } } },
+});
+
+describe('a tool that is the attacker', () => {
+  const helper = (vaultName: string) => ({
+    vault: vaultName,
+    tools: [],
+    mcpServers: {
+      helper: {
+        transport: 'stdio' as const,
+        command: process.execPath,
+        args: [hostile.script],
+        env: {
+          NODE_PATH: hostile.nodePath,
+          // Where the worker keeps what it must not give away, for the server to try.
+          HUNT_PATHS: JSON.stringify([loadConfig().dataDir, path.join(ROOT, '.data'), vaultDir, ROOT, os.homedir(), path.dirname(hostile.script)]),
+        },
+        credential: 'vault:helper-token',
+      },
+    },
+  });
+
+  it('gives a compromised stdio MCP server nothing of the worker: no keys, vaults, other sessions, /proc or Docker socket', async () => {
+    // Another session's server runs meanwhile, holding that session's token.
+    const other = await startSession(h, { agent: helper('other') });
+    expect((await callTool(h, other, 'mcp__helper__loot', {})).isError).toBe(false);
+    const victim = await startSession(h, { agent: helper('victim') });
+    const r = await callTool(h, victim, 'mcp__helper__loot', {});
+    expect(r.isError).toBe(false);
+    const loot = JSON.parse(r.output) as {
+      uid: number;
+      pids: string[];
+      env: Record<string, string>;
+      processes: Record<string, { environ: string }>;
+      files: Record<string, string>;
+      sockets: Record<string, string>;
+      shadow: string;
+    };
+    // It ran, and read what it could: its own environment, with its own token (redacted on the way out).
+    expect(loot.env.MCP_ACCESS_TOKEN).toBe('***');
+    expect(loot.processes.self.environ).toMatch(/MCP_ACCESS_TOKEN=\*\*\*/);
+    // As an unprivileged user of its own, in a PID namespace of its own: the worker's processes are not there.
+    if (process.getuid?.() === 0) expect(loot.uid).toBe(65534);
+    expect(loot.pids.length).toBeLessThanOrEqual(4);
+    expect(loot.pids).not.toContain(String(process.pid));
+    expect(loot.shadow).toMatch(/^! E/);
+    // No data directory, vault files, keys or Docker socket.
+    for (const p of [loadConfig().dataDir, path.join(ROOT, '.data'), vaultDir, os.homedir(), '/run', '/var/run']) expect({ p, seen: loot.files[p] ?? 'absent' }).toEqual({ p, seen: expect.stringMatching(/^(! ENOENT|absent)$/) });
+    expect(Object.entries(loot.files).filter(([f, content]) => !content.startsWith('! ') && /vault|keys|\.sock$|codec/.test(f))).toEqual([]);
+    for (const [sock, answer] of Object.entries(loot.sockets)) expect({ sock, answer }).toEqual({ sock, answer: '! ENOENT' });
+    // And so none of the secrets, in any encoding, nor the vault files' ciphertext.
+    expect(decodedLeaks(r.output)).toEqual([]);
+    for (const f of fs.readdirSync(vaultDir)) {
+      const sealed = JSON.parse(fs.readFileSync(path.join(vaultDir, f), 'utf8')) as { secrets: Record<string, { data: string }> };
+      for (const entry of Object.values(sealed.secrets)) expect(r.output).not.toContain(entry.data);
+    }
+    for (const handle of [other, victim]) {
+      expect(decodedLeaks(JSON.stringify(await allEvents(handle)))).toEqual([]);
+      expect(decodedLeaks(JSON.stringify(h.mock.requests(handle.workflowId).map((q) => q.body)))).toEqual([]);
+      await handle.signal(endSignal, {});
+    }
+    expect(decodedLeaks(workerLog.join('\n'))).toEqual([]);
+  });
+
+  it("keeps an HTTP MCP server's echo of its caller's token out of every event, model request and log, in every encoding", async () => {
+    const handle = await startSession(h, { agent: agentWith() });
+    const echoed = await callTool(h, handle, 'mcp__tracker__echo_encoded', {});
+    expect(echoed.isError).toBe(false);
+    // The server did send the token back in every encoding, each line now a redaction.
+    expect(echoed.output.split('\n').filter((l) => l.includes('***')).length).toBeGreaterThanOrEqual(12);
+    const failed = await callTool(h, handle, 'mcp__tracker__fail_encoded', {});
+    expect(failed.isError).toBe(true);
+    expect(failed.output).toMatch(/rejected: plain \*\*\*/);
+    for (const text of [echoed.output, failed.output]) expect(decodedLeaks(text)).toEqual([]);
+    // The tool list the model was offered carried the encodings too, in a description.
+    const offered = JSON.stringify(h.mock.requests(handle.workflowId).map((q) => q.body));
+    expect(offered).toMatch(/Echoes\. plain \*\*\*/);
+    expect(decodedLeaks(offered)).toEqual([]);
+    expect(decodedLeaks(JSON.stringify(await allEvents(handle)))).toEqual([]);
+    expect(decodedLeaks(workerLog.join('\n'))).toEqual([]);
+    await handle.signal(endSignal, {});
+    await handle.result();
+  });
 });
 
 describe('exfiltration attempts from a hostile model', () => {

@@ -13,7 +13,7 @@ import { endSignal, sendMessageUpdate } from '../src/workflows/messages';
 import { allEvents, startHarness, startSession, waitForEvents, type Harness } from './helpers/env';
 import { callTool } from './helpers/hands';
 import { startTrackerServer, type TrackerServer } from './helpers/mcp-server';
-import { buildStdioServer } from './helpers/mcp-stdio';
+import { buildStdioServer, processesRunning } from './helpers/mcp-stdio';
 
 let h: Harness;
 let tracker: TrackerServer;
@@ -227,17 +227,20 @@ describe('MCP servers through the tools worker', () => {
       },
     });
     const who = await callTool(h, handle, 'mcp__local__whoami', {});
-    expect(who).toMatchObject({ isError: false, output: expect.stringMatching(/^authorized with \*\*\* \(pid \d+\)$/) });
+    expect(who).toMatchObject({ isError: false, output: expect.stringMatching(/^authorized with \*\*\* \(pid \d+, instance [0-9a-f]+\)$/) });
     expect(offeredTools(handle.workflowId).sort()).toEqual(['mcp__local__add', 'mcp__local__whoami']);
     expect(await callTool(h, handle, 'mcp__local__add', { a: 2, b: 3 })).toMatchObject({ isError: false, output: '5' });
     // The process is kept for the session: a second call reaches the same one.
     const again = await callTool(h, handle, 'mcp__local__whoami', {});
     expect(again.output).toBe(who.output);
 
-    // A server process that dies is started again on the next call.
-    process.kill(Number(/pid (\d+)/.exec(who.output)![1]), 'SIGKILL');
+    // A server process that dies is started again on the next call. Its pid is its jail's, so it is found
+    // on the host by its command line.
+    const running = processesRunning(stdio.script);
+    expect(running.length).toBeGreaterThan(0);
+    for (const pid of running) process.kill(pid, 'SIGKILL');
     const revived = await callTool(h, handle, 'mcp__local__whoami', {});
-    expect(revived).toMatchObject({ isError: false, output: expect.stringMatching(/^authorized with \*\*\* \(pid \d+\)$/) });
+    expect(revived).toMatchObject({ isError: false, output: expect.stringMatching(/^authorized with \*\*\* \(pid \d+, instance [0-9a-f]+\)$/) });
     expect(revived.output).not.toBe(who.output);
     await expectNoSecrets(handle);
     await handle.signal(endSignal, {});

@@ -8,6 +8,7 @@ import { GitError } from '../sandbox/git';
 import { createGitOps } from './git-ops';
 import { MAX_FILE_BYTES } from '../session/paths';
 import { SandboxLostError, type SandboxProvider } from '../sandbox/provider';
+import { RuntimeUnavailableError } from '../sandbox/runtime';
 import { SetupFailedError } from '../sandbox/docker';
 import { OwnershipError, type OwnershipRegistry } from '../sandbox/registry';
 import { EDITOR_PY } from '../sandbox/scripts';
@@ -60,6 +61,7 @@ export interface ProvisionOutput {
   host: string;
   resumed: boolean;
   workspaceReused: boolean;
+  runtime?: string;
   loosened: string[];
 }
 
@@ -147,6 +149,7 @@ export function createHandsActivities(deps: HandsDeps) {
       } catch (err) {
         const message = redact((err as Error).message, repoToken ? [repoToken] : []);
         if (err instanceof SetupFailedError || err instanceof GitError) throw ApplicationFailure.create({ message, type: 'SandboxError.SetupFailed', nonRetryable: true });
+        if (err instanceof RuntimeUnavailableError) throw ApplicationFailure.create({ message, type: 'SandboxError.Runtime', nonRetryable: true });
         throw ApplicationFailure.create({ message: `provisioning failed: ${message}`, type: 'SandboxError.Provision' });
       }
     },

@@ -15,6 +15,10 @@ const RUN_DIR = '/run/managed-agents';
 const DATA_ROOT = '/var/lib/managed-agents-docker';
 const EXEC_ROOT = path.join(RUN_DIR, 'docker-exec');
 const PIDFILE = path.join(RUN_DIR, 'docker.pid');
+/** The project daemon's own configuration (sandbox runtimes live here), so a system daemon's is never touched. */
+export const PROJECT_DAEMON_CONFIG = '/etc/managed-agents/dockerd.json';
+const SYSTEM_PIDFILE = '/var/run/docker.pid';
+const SYSTEM_DAEMON_CONFIG = '/etc/docker/daemon.json';
 const DAEMON_LOG = '/var/log/managed-agents-dockerd.log';
 const START_TIMEOUT_MS = 60_000;
 const REGISTRY_PROBE_URL = 'https://registry-1.docker.io/v2/';
@@ -237,7 +241,8 @@ async function aptInstall(packages: string[], log: Log): Promise<void> {
   await mustRun(`apt-get install ${packages.join(' ')}`, 'apt-get', args, log, env);
 }
 
-async function ensureTool(binary: string, pkg: string, log: Log): Promise<string> {
+/** The path of `binary`, installing Debian's `pkg` with apt-get first when it is missing. */
+export async function ensureTool(binary: string, pkg: string, log: Log): Promise<string> {
   const found = onPath(binary, SYSTEM_DIRS);
   if (found) return found;
   await aptInstall([pkg], log);
@@ -247,10 +252,10 @@ async function ensureTool(binary: string, pkg: string, log: Log): Promise<string
 }
 
 /** The pid of a dockerd that owns the project's pidfile, if one is still running. */
-function runningDaemonPid(): number | undefined {
+function runningDaemonPid(pidfile = PIDFILE): number | undefined {
   let pid: number;
   try {
-    pid = Number(fs.readFileSync(PIDFILE, 'utf8').trim());
+    pid = Number(fs.readFileSync(pidfile, 'utf8').trim());
   } catch {
     return undefined;
   }
@@ -262,8 +267,35 @@ function runningDaemonPid(): number | undefined {
   }
   if (pid > 0 && comm === 'dockerd' && isAlive(pid)) return pid;
   // dockerd refuses to start while its pidfile names a live process, even an unrelated one that reused the pid.
-  fs.rmSync(PIDFILE, { force: true });
+  if (pidfile === PIDFILE) fs.rmSync(PIDFILE, { force: true });
   return undefined;
+}
+
+export interface DaemonProcess {
+  pid: number;
+  /** The daemon.json it reads, and reads again on SIGHUP. */
+  configFile: string;
+}
+
+/**
+ * The local dockerd serving `dockerHost` (the project's or the system's socket), with the configuration file
+ * it was started with, or undefined when it is remote or cannot be found.
+ */
+export function localDaemon(dockerHost: string): DaemonProcess | undefined {
+  const pid = dockerHost === PROJECT_DOCKER_HOST ? runningDaemonPid() : dockerHost === SYSTEM_DOCKER_HOST ? runningDaemonPid(SYSTEM_PIDFILE) : undefined;
+  if (pid === undefined) return undefined;
+  let argv: string[] = [];
+  try {
+    argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return undefined;
+  }
+  let configFile = SYSTEM_DAEMON_CONFIG;
+  argv.forEach((arg, i) => {
+    if (arg === '--config-file') configFile = argv[i + 1] ?? configFile;
+    else if (arg.startsWith('--config-file=')) configFile = arg.slice('--config-file='.length);
+  });
+  return { pid, configFile };
 }
 
 /** Whether an overlay mount works on the filesystem that holds the data root. */
@@ -361,7 +393,10 @@ async function launchDaemon(dockerd: string, driver: string, log: Log): Promise<
     '--iptables=false',
     '--ip6tables=false',
     '--bridge=none',
+    '--config-file', PROJECT_DAEMON_CONFIG,
   ];
+  fs.mkdirSync(path.dirname(PROJECT_DAEMON_CONFIG), { recursive: true });
+  if (!fs.existsSync(PROJECT_DAEMON_CONFIG)) fs.writeFileSync(PROJECT_DAEMON_CONFIG, '{}\n');
   fs.mkdirSync(path.dirname(DAEMON_LOG), { recursive: true });
   const out = fs.openSync(DAEMON_LOG, 'a');
   const offset = fs.fstatSync(out).size;

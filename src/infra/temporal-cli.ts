@@ -4,8 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
-import { progress } from './term';
+import { goInstall } from './go-install';
 import { onPath } from './which';
 
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
@@ -46,23 +45,8 @@ export async function ensureTemporalCli(log: (msg: string) => void = (m) => proc
         `Install Go, or set TEMPORAL_CLI to a temporal binary.`,
     );
   }
-  const dir = cacheDir();
-  fs.mkdirSync(dir, { recursive: true });
   log(`building the Temporal CLI: go install ${GO_PACKAGE} (takes a few minutes the first time)`);
-  const p = progress('building the Temporal CLI');
-  // go's own output goes to stderr, line by line above the progress line; stdout stays clean.
-  const child = spawn('go', ['install', GO_PACKAGE], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GOBIN: dir } });
-  for (const s of [child.stdout, child.stderr]) readline.createInterface({ input: s }).on('line', (l) => p.log(l));
-  const status = await new Promise<number | null>((resolve) => {
-    child.on('error', () => resolve(null));
-    child.on('close', (code) => resolve(code));
-  });
-  const built = path.join(dir, 'temporal');
-  if (status !== 0 || !fs.existsSync(built)) {
-    p.fail();
-    throw new Error(`go install ${GO_PACKAGE} failed (exit ${status})`);
-  }
-  p.done(`built the Temporal CLI at ${built}`);
+  const built = await goInstall(GO_PACKAGE, cacheDir(), 'temporal', 'the Temporal CLI');
   return { path: built, source: 'built' };
 }
 

@@ -4,10 +4,12 @@ import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamable
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { redact } from '../vault';
 import { McpCredentialError } from './credentials';
+import { JailError } from './jail';
 
 export type McpErrorType = 'McpError.Credential' | 'McpError.Unauthorized' | 'McpError.Unavailable' | 'McpError.Timeout' | 'McpError.Rejected' | 'McpError.InvalidResult';
 
 function classify(err: unknown, op: 'list' | 'call'): { type: McpErrorType; permanent: boolean } {
+  if (err instanceof JailError) return { type: 'McpError.Unavailable', permanent: true };
   if (err instanceof McpCredentialError) return err.permanent ? { type: 'McpError.Credential', permanent: true } : { type: 'McpError.Unavailable', permanent: false };
   if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return { type: 'McpError.Timeout', permanent: op === 'call' };
   const code = (err as { code?: unknown })?.code;

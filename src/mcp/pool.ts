@@ -7,6 +7,7 @@ import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_TOKEN_ENV, type McpServer } from '../session/agent';
 import { canRefresh, secretsOf, type McpCredential, type McpCredentials } from './credentials';
+import { findJail, jailedCommand, JailError, type JailOptions } from './jail';
 
 export interface McpTarget {
   sessionId: string;
@@ -77,7 +78,13 @@ export class McpClientPool {
 
   constructor(
     private readonly credentials: McpCredentials,
-    private readonly opts: { idleMs?: number; fetch?: FetchLike; log?: (msg: string) => void } = {},
+    private readonly opts: {
+      idleMs?: number;
+      fetch?: FetchLike;
+      log?: (msg: string) => void;
+      /** How stdio servers are jailed: bubblewrap (found on PATH when not given), or `off` to run them bare. */
+      jail?: JailOptions | 'off';
+    } = {},
   ) {
     // Sessions end without telling the tools worker, so idle connections (and stdio processes) are closed.
     this.sweeper = setInterval(() => this.sweep(), Math.min(60_000, this.idleMs));
@@ -171,9 +178,12 @@ export class McpClientPool {
       await this.start(client, transport, entry);
     } else {
       entry.spawnedWith = cred?.access_token;
+      const jail = this.opts.jail ?? findJail([]);
+      if (!jail) throw new JailError('bwrap (Debian\'s bubblewrap) is not installed, so stdio MCP servers cannot be jailed; run `npm run setup`, or set MCP_STDIO_JAIL=off to run them unjailed');
+      const { command, args } = jail === 'off' ? { command: server.command, args: server.args } : jailedCommand(server, jail);
       const transport = new StdioClientTransport({
-        command: server.command,
-        args: server.args,
+        command,
+        args,
         // Only the SDK's short list of safe variables is inherited (never VAULT_KEY), plus the server's own.
         env: { ...server.env, ...(cred ? { [MCP_TOKEN_ENV]: cred.access_token } : {}) },
         stderr: 'pipe',

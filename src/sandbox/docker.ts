@@ -10,6 +10,7 @@ import { loosenings } from '../session/agent';
 import { EXEC_KILL, EXEC_WRAPPER } from './scripts';
 import { checkoutFromMirror, mirrorPath, syncMirror } from './git';
 import { resourceName } from './names';
+import { hostLimits, RuntimeSelector, runtimeOf, type SandboxRuntimePreference } from './runtime';
 
 export { resourceName };
 import {
@@ -47,13 +48,24 @@ export interface DockerProviderOptions {
   defaultImage: string;
   /** Where host-side git mirrors of sandbox repos live. */
   mirrorsDir?: string;
+  /** `auto` (the default): gVisor where the engine offers it, else runc, recorded as loosened. */
+  runtime?: SandboxRuntimePreference;
 }
 
 export class DockerSandboxProvider implements SandboxProvider {
   readonly docker: Docker;
+  private readonly runtimes: RuntimeSelector;
 
   constructor(private readonly opts: DockerProviderOptions) {
     this.docker = dockerFromHost(opts.dockerHost);
+    this.runtimes = new RuntimeSelector(this.docker, opts.runtime);
+  }
+
+  /** The result for a container found again: its runtime is the one it was created with. */
+  private async found(sandboxId: string, recipe: ProvisionRequest['recipe'], resumed: boolean, runtimeName?: string): Promise<ProvisionResult> {
+    const name = runtimeName ?? (await this.docker.getContainer(sandboxId).inspect()).HostConfig.Runtime;
+    const runtime = runtimeOf(name);
+    return { sandboxId, resumed, workspaceReused: true, runtime: runtime.kind, loosened: [...loosenings(recipe), ...runtime.loosened] };
   }
 
   private async findContainers(filters: Record<string, string[]>): Promise<Docker.ContainerInfo[]> {
@@ -78,7 +90,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       const info = await this.docker.getContainer(req.resume).inspect().catch(() => undefined);
       if (info && info.Config.Labels?.[LABEL.host] === req.hostId) {
         if (!info.State.Running) await this.docker.getContainer(req.resume).start();
-        return { sandboxId: req.resume, resumed: true, workspaceReused: true, loosened: loosenings(recipe) };
+        return this.found(req.resume, recipe, true, info.HostConfig.Runtime);
       }
     }
     const existing = await this.findContainers({ label: [`${LABEL.session}=${req.sessionId}`, `${LABEL.sandbox}=${req.name}`] });
@@ -87,10 +99,10 @@ export class DockerSandboxProvider implements SandboxProvider {
       // The workflow names the sandbox it stopped for idleness: that one is started again, with its files.
       if (req.resume === c.Id && c.State !== 'running') {
         await container.start();
-        return { sandboxId: c.Id, resumed: true, workspaceReused: true, loosened: loosenings(recipe) };
+        return this.found(c.Id, recipe, true);
       }
       if (c.State === 'running' && c.Labels[LABEL.host] === req.hostId) {
-        return { sandboxId: c.Id, resumed: req.resume === c.Id, workspaceReused: true, loosened: loosenings(recipe) };
+        return this.found(c.Id, recipe, req.resume === c.Id);
       }
       // Anything else left over (killed, crashed) is replaced; the workspace volume stays.
       await container.remove({ force: true }).catch(() => undefined);
@@ -100,6 +112,8 @@ export class DockerSandboxProvider implements SandboxProvider {
     const workspaceReused = await this.ensureVolume(workspace, labels);
     await this.ensureVolume(home, labels);
     const image = recipe.image ?? this.opts.defaultImage;
+    const runtime = await this.runtimes.choose(recipe);
+    const limits = hostLimits(recipe, runtime.kind);
     const container = await this.docker.createContainer({
       name: `${resourceName('sb', req.sessionId, req.name)}-${Date.now().toString(36)}`,
       Image: image,
@@ -110,6 +124,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       Labels: { ...labels, [LABEL.workspace]: workspace },
       NetworkDisabled: recipe.network === 'none',
       HostConfig: {
+        Runtime: runtime.name,
         NetworkMode: recipe.network,
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
@@ -119,9 +134,9 @@ export class DockerSandboxProvider implements SandboxProvider {
           { Type: 'volume', Source: workspace, Target: recipe.workdir },
           { Type: 'volume', Source: home, Target: SANDBOX_HOME },
         ],
-        PidsLimit: recipe.resources.pidsLimit,
-        Memory: recipe.resources.memoryMb * 1024 * 1024,
-        MemorySwap: recipe.resources.memoryMb * 1024 * 1024,
+        PidsLimit: limits.pids,
+        Memory: limits.memoryBytes,
+        MemorySwap: limits.memoryBytes,
         NanoCpus: Math.round(recipe.resources.cpus * 1e9),
         Privileged: false,
       },
@@ -135,7 +150,7 @@ export class DockerSandboxProvider implements SandboxProvider {
         throw err;
       }
     }
-    return { sandboxId: container.id, resumed: false, workspaceReused, loosened: loosenings(recipe) };
+    return { sandboxId: container.id, resumed: false, workspaceReused, runtime: runtime.kind, loosened: [...loosenings(recipe), ...runtime.loosened] };
   }
 
   /** Fills a fresh workspace: the repo cloned on the host (outside the sandbox), then the setup commands inside. */
@@ -201,9 +216,11 @@ export class DockerSandboxProvider implements SandboxProvider {
       ...Object.entries(req.env ?? {}).map(([k, v]) => `${k}=${v}`),
     ];
     let raw: Buffer;
+    // An exec into a gVisor sandbox that dies while the exec starts may never end: watch the container too.
+    const watchdog = this.watchContainer(sandboxId);
     try {
       const exec = await container.exec({ Cmd: ['bash', '-c', EXEC_WRAPPER], Env: env, AttachStdout: true, AttachStderr: true, AttachStdin: !!req.stdin });
-      const stream = await exec.start({ hijack: true, stdin: !!req.stdin });
+      const stream = await Promise.race([exec.start({ hijack: true, stdin: !!req.stdin }), watchdog.gone]);
       const chunks: Buffer[] = [];
       const sink = new PassThrough();
       // The wrapper caps output inside the sandbox, but the sandbox is hostile: never buffer more than that.
@@ -229,11 +246,17 @@ export class DockerSandboxProvider implements SandboxProvider {
       signal?.addEventListener('abort', onAbort, { once: true });
       if (req.stdin) stream.end(req.stdin);
       try {
-        await new Promise<void>((resolve, reject) => {
-          stream.on('end', resolve);
-          stream.on('close', resolve);
-          stream.on('error', reject);
-        });
+        await Promise.race([
+          new Promise<void>((resolve, reject) => {
+            stream.on('end', resolve);
+            stream.on('close', resolve);
+            stream.on('error', reject);
+          }),
+          watchdog.gone.catch((err: Error) => {
+            (stream as unknown as { destroy(e?: Error): void }).destroy();
+            throw err;
+          }),
+        ]);
       } finally {
         signal?.removeEventListener('abort', onAbort);
       }
@@ -241,6 +264,8 @@ export class DockerSandboxProvider implements SandboxProvider {
     } catch (err) {
       if ((await this.health(sandboxId)) !== 'running') throw new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} is gone: ${(err as Error).message}`);
       throw err;
+    } finally {
+      watchdog.stop();
     }
     const parsed = parseWrapperOutput(raw, env[0].slice('MA_KEY='.length));
     if (!parsed) {
@@ -248,6 +273,20 @@ export class DockerSandboxProvider implements SandboxProvider {
       throw new Error(`the sandbox returned no result trailer (${raw.length} bytes)`);
     }
     return parsed;
+  }
+
+  /** Rejects `gone` once the container is seen not running (checked every 2 s) until `stop` is called. */
+  private watchContainer(sandboxId: string): { gone: Promise<never>; stop(): void } {
+    let timer: NodeJS.Timeout | undefined;
+    const gone = new Promise<never>((_, reject) => {
+      timer = setInterval(() => {
+        void this.health(sandboxId).then((h) => {
+          if (h !== 'running') reject(new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} stopped while the command ran`));
+        });
+      }, 2000);
+    });
+    gone.catch(() => undefined);
+    return { gone, stop: () => clearInterval(timer) };
   }
 
   private async kill(container: Docker.Container, keyEnv: string): Promise<void> {

@@ -22,6 +22,8 @@ export interface ProvisionResult {
   resumed: boolean;
   /** The workspace volume already existed, so its files carried over. */
   workspaceReused: boolean;
+  /** What runs the sandbox: `runsc` (gVisor) or `runc` (the host's kernel, also listed in `loosened`). */
+  runtime?: string;
   loosened: string[];
 }
 

@@ -92,6 +92,8 @@ export const SandboxProvisionedEventSchema = z.object({
   host: z.string(),
   ms: z.number(),
   resumed: z.boolean(),
+  /** `runsc` (gVisor) or `runc`; absent in logs written before it was recorded. */
+  runtime: z.string().optional(),
   loosened: z.array(z.string()),
 });
 export const SandboxLostEventSchema = z.object({

@@ -102,14 +102,4 @@ export class FileVault {
   }
 }
 
-/** Removes every occurrence of each secret (and its base64 and URL-encoded forms) from text bound for a model or log. */
-export function redact(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) {
-    if (s.length < 4) continue;
-    for (const form of new Set([s, Buffer.from(s).toString('base64'), encodeURIComponent(s), Buffer.from(`x-access-token:${s}`).toString('base64')])) {
-      out = out.split(form).join('***');
-    }
-  }
-  return out;
-}
+export { redact, REDACTED } from './redact';

@@ -206,7 +206,7 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     result ??= await provisioner(HANDS_POOL).provisionSandbox.executeWithOptions({ summary: `provision sandbox ${name}` }, [{ sessionId, name, recipe, vault: agent.vault }]);
     const slot: SandboxSlot = { name, sandboxId: result.sandboxId, taskQueue: result.taskQueue, host: result.host, stopped: false, lastUsed: Date.now() };
     sandboxes.set(name, slot);
-    append({ type: 'sandbox_provisioned', name, sandboxId: result.sandboxId, host: result.host, ms: Date.now() - started, resumed: result.resumed, loosened: result.loosened });
+    append({ type: 'sandbox_provisioned', name, sandboxId: result.sandboxId, host: result.host, ms: Date.now() - started, resumed: result.resumed, ...(result.runtime ? { runtime: result.runtime } : {}), loosened: result.loosened });
     return slot;
   };
 

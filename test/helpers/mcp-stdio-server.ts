@@ -10,10 +10,12 @@ const authorized = crypto.createHash('sha256').update(token).digest('hex') === p
 // A server that logs its token: the tools worker must keep stderr out of logs and results.
 process.stderr.write(`starting with token ${token}\n`);
 
+/** Tells one process from the next: in its jail's PID namespace, a restarted server may get the same pid. */
+const instance = crypto.randomBytes(6).toString('hex');
 const server = new McpServer({ name: 'local', version: '1.0.0' });
 server.registerTool('whoami', { description: 'Says whether the token was accepted.' }, async () =>
   authorized
-    ? { content: [{ type: 'text', text: `authorized with ${token} (pid ${process.pid})` }] }
+    ? { content: [{ type: 'text', text: `authorized with ${token} (pid ${process.pid}, instance ${instance})` }] }
     : { content: [{ type: 'text', text: 'unauthorized' }], isError: true },
 );
 server.registerTool('add', { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({

@@ -41,6 +41,8 @@ export const ConfigSchema = z.object({
   SANDBOX_IMAGE: optional,
   HANDS_HOST_ID: optional.refine((v) => v === undefined || /^[A-Za-z0-9._-]{1,100}$/.test(v), 'must be 1-100 letters, digits, dot, dash or underscore'),
   VAULT_KEY: base64Key,
+  /** The public half of VAULT_KEY (`agents vault public-key`): the API seals credentials to it and cannot open them. */
+  VAULT_PUBLIC_KEY: base64Key,
   // One base64 key, or `id:base64,...` whose first key encrypts and the rest still decrypt (rotation).
   CODEC_KEY: optional.superRefine((v, ctx) => {
     const problem = v === undefined ? undefined : codecKeyProblem(v);
@@ -48,6 +50,10 @@ export const ConfigSchema = z.object({
   }),
   CODEC_SERVER_TOKEN: optional,
   DATA_DIR: z.string().min(1).default('.data'),
+  /** PostgreSQL for the API's resources; unset, an embedded database (PGlite) under DATA_DIR/api-db. */
+  DATABASE_URL: optional.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
+  /** Where `agents api` listens. */
+  API_LISTEN: z.string().regex(/^[^\s]+:\d{1,5}$/, 'must be HOST:PORT (port 0 picks a free one)').default('127.0.0.1:8480'),
   // `off`: keys come only from the environment; nothing is generated into or read from DATA_DIR/keys. Set in
   // containers, where each replica generating its own key would leave workers unable to read each other's payloads.
   KEY_FILES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
@@ -75,7 +81,7 @@ export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };
 type ConfigKey = keyof z.infer<typeof ConfigSchema>;
 
 /** Secrets that may come from a file named by `NAME_FILE` (a compose or Kubernetes secret) instead of `NAME`. */
-export const SECRET_VARIABLES = ['ANTHROPIC_API_KEY', 'VAULT_KEY', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'TEMPORAL_API_KEY'] as const;
+export const SECRET_VARIABLES = ['ANTHROPIC_API_KEY', 'VAULT_KEY', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'TEMPORAL_API_KEY', 'DATABASE_URL'] as const;
 
 /** What runs in a process, as deployed: each worker role, the codec endpoint, or the operator's `agents` command. */
 export const SERVICE_ROLES = ['brain', 'hands', 'tools', 'all', 'codec-server', 'cli'] as const;

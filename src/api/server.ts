@@ -1,7 +1,7 @@
 // The Managed Agents API over HTTP: fastify with zod schemas (one set validates requests, types the handlers and
 // generates GET /v1/openapi.json), API-key auth scoped to a workspace, and the API's error envelope for every error.
 import fastifySwagger from '@fastify/swagger';
-import Fastify, { type FastifyError } from 'fastify';
+import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError, jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../config';
 import { closeServer, httpUrl } from '../infra/http';
@@ -47,7 +47,16 @@ function presentedKey(headers: Record<string, string | string[] | undefined>): s
 
 /** Builds the server over `deps` (not listening yet). */
 export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = () => undefined): Promise<ApiApp> {
-  const app = Fastify({ logger: false, bodyLimit: BODY_LIMIT, genReqId: () => newId('req'), return503OnClosing: true }).withTypeProvider<ZodTypeProvider>();
+  const app = Fastify({
+    logger: false,
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => newId('req'),
+    return503OnClosing: true,
+    // A URL the router cannot take (bad encoding, an over-long id) gets the envelope too, never fastify's own body.
+    frameworkErrors: (err, req, reply) => {
+      (reply as unknown as FastifyReply).code(400).send({ type: 'error', error: { type: 'invalid_request_error', message: `bad request URL: ${err.message}` }, request_id: req.id });
+    },
+  }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 

@@ -154,19 +154,22 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
 // Any fixed number: every API process that starts at once takes the same lock, and one migrates.
 const MIGRATION_LOCK = 0x6d616731;
 
-/** Applies the migrations not yet recorded in `schema_migrations`, in order, each in its own transaction. */
+/**
+ * Applies the migrations not yet recorded in `schema_migrations`, in order, in one transaction under an advisory
+ * lock: processes that start at once wait for the first, then find nothing left to do.
+ */
 export async function migrate(db: Db): Promise<number[]> {
-  await db.query('create table if not exists schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())');
-  const applied: number[] = [];
-  for (const m of MIGRATIONS) {
-    const done = await db.transaction(async (tx) => {
-      await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-      if ((await tx.query('select 1 from schema_migrations where version = $1', [m.version])).length > 0) return false;
+  return db.transaction(async (tx) => {
+    await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await tx.query('create table if not exists schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())');
+    const done = new Set((await tx.query<{ version: number }>('select version from schema_migrations')).map((r) => r.version));
+    const applied: number[] = [];
+    for (const m of MIGRATIONS) {
+      if (done.has(m.version)) continue;
       for (const statement of m.up) await tx.query(statement);
       await tx.query('insert into schema_migrations (version, name) values ($1, $2)', [m.version, m.name]);
-      return true;
-    });
-    if (done) applied.push(m.version);
-  }
-  return applied;
+      applied.push(m.version);
+    }
+    return applied;
+  });
 }

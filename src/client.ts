@@ -685,7 +685,7 @@ export function buildProgram(): Command {
     .option('--listen <host:port>', 'address to listen on (default API_LISTEN, 127.0.0.1:8480)')
     .option('--json', 'print {"url"} on stdout once listening')
     .action(async (opts: { listen?: string; json?: boolean }) => {
-      const config = loadConfig();
+      const config = loadConfig(process.env, 'api');
       if (opts.listen !== undefined && !/^[^\s]+:\d{1,5}$/.test(opts.listen)) throw new CliError('--listen must be HOST:PORT');
       const { startApiServer } = await import('./api/server');
       const api = await startApiServer(config, err, opts.listen);

@@ -81,10 +81,11 @@ export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };
 type ConfigKey = keyof z.infer<typeof ConfigSchema>;
 
 /** Secrets that may come from a file named by `NAME_FILE` (a compose or Kubernetes secret) instead of `NAME`. */
-export const SECRET_VARIABLES = ['ANTHROPIC_API_KEY', 'VAULT_KEY', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'TEMPORAL_API_KEY', 'DATABASE_URL'] as const;
+// VAULT_PUBLIC_KEY is not secret, but a deployment hands it over the same way, as a file.
+export const SECRET_VARIABLES = ['ANTHROPIC_API_KEY', 'VAULT_KEY', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'TEMPORAL_API_KEY', 'DATABASE_URL', 'VAULT_PUBLIC_KEY'] as const;
 
-/** What runs in a process, as deployed: each worker role, the codec endpoint, or the operator's `agents` command. */
-export const SERVICE_ROLES = ['brain', 'hands', 'tools', 'all', 'codec-server', 'cli'] as const;
+/** What runs in a process, as deployed: each worker role, the codec endpoint, the API, or the operator's `agents` command. */
+export const SERVICE_ROLES = ['brain', 'hands', 'tools', 'all', 'codec-server', 'api', 'cli'] as const;
 export type ServiceRole = (typeof SERVICE_ROLES)[number];
 
 const TEMPORAL: ConfigKey[] = [
@@ -109,6 +110,8 @@ export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
   tools: [...COMMON, 'VAULT_KEY'],
   all: [...COMMON, ...BRAIN, ...HANDS],
   'codec-server': ['TEMPORAL_NAMESPACE', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'DATA_DIR', 'KEY_FILES'],
+  // Never VAULT_KEY: the API seals credentials to the public half and cannot open them.
+  api: [...COMMON, 'DATABASE_URL', 'API_LISTEN', 'VAULT_PUBLIC_KEY'],
   cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
 };
 
@@ -131,6 +134,7 @@ function roleProblems(role: ServiceRole, env: NodeJS.ProcessEnv): Problem[] {
   };
   if (keysFromEnv && role !== 'cli') needs('CODEC_KEY', 'with KEY_FILES=off');
   if (keysFromEnv && (role === 'hands' || role === 'tools' || role === 'all')) needs('VAULT_KEY', `by the ${role} role with KEY_FILES=off`);
+  if (keysFromEnv && role === 'api') needs('VAULT_PUBLIC_KEY', 'by the api role with KEY_FILES=off');
   if ((role === 'brain' || role === 'all') && !has(env, 'ANTHROPIC_API_KEY') && !env.ANTHROPIC_BASE_URL?.trim()) {
     problems.push({ variable: 'ANTHROPIC_API_KEY', message: `is missing: the ${role} role calls the model; set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as \`agents model-server\`` });
   }

@@ -2,7 +2,7 @@
 // under DATA_DIR. Both speak the same SQL, so one schema and one set of migrations serve them.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Pool, types } from 'pg';
+import { Client, Pool, types } from 'pg';
 import { MIGRATIONS } from './migrations';
 
 // int8 (counts, identities) as numbers, as PGlite returns them; no value here nears 2^53.
@@ -129,6 +129,7 @@ export interface OpenDbOptions {
 export async function openDb(opts: OpenDbOptions): Promise<Db> {
   let db: Db;
   if (opts.databaseUrl) {
+    await createDatabaseIfMissing(opts.databaseUrl);
     db = new PostgresDb(opts.databaseUrl);
   } else {
     const dir = path.join(opts.dataDir, 'api-db');
@@ -149,6 +150,34 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
     throw e;
   }
   return db;
+}
+
+/** Creates the database DATABASE_URL names when the server has none of that name (a fresh deployment). */
+async function createDatabaseIfMissing(url: string): Promise<void> {
+  const probe = new Client({ connectionString: url });
+  probe.on('error', () => undefined);
+  try {
+    await probe.connect();
+    return;
+  } catch (e) {
+    if ((e as { code?: string }).code !== '3D000') throw e;
+  } finally {
+    await probe.end().catch(() => undefined);
+  }
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  const maintenance = new URL(url);
+  maintenance.pathname = '/postgres';
+  const admin = new Client({ connectionString: maintenance.toString() });
+  admin.on('error', () => undefined);
+  try {
+    await admin.connect();
+    await admin.query(`create database "${name.replace(/"/g, '""')}"`);
+  } catch (e) {
+    // Another process created it first.
+    if ((e as { code?: string }).code !== '42P04') throw e;
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
 }
 
 // Any fixed number: every API process that starts at once takes the same lock, and one migrates.

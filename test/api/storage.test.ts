@@ -4,8 +4,10 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client } from 'pg';
 import { openDb } from '../../src/storage/db';
 import { MIGRATIONS } from '../../src/storage/migrations';
+import { ensurePostgres, withDatabase } from '../../src/infra/postgres';
 import { vaultPublicKey } from '../../src/vault/sealed';
 import { freshPostgresDatabase, startTestApi } from '../helpers/api';
 import { runAgents } from '../helpers/cli';
@@ -65,4 +67,24 @@ it('prints the vault public key the API seals to, derived from VAULT_KEY', async
   expect(r.code).toBe(0);
   expect(JSON.parse(r.stdout)).toEqual({ publicKey: await vaultPublicKey(vaultKey) });
   expect(r.stdout).not.toContain(vaultKey);
+});
+
+it('creates the database DATABASE_URL names when the server has none of that name', async () => {
+  const server = await ensurePostgres(() => undefined);
+  const name = `fresh_${randomBytes(6).toString('hex')}`;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-db-'));
+  try {
+    const db = await openDb({ databaseUrl: withDatabase(server.url, name), dataDir });
+    try {
+      expect((await db.query<{ d: string }>('select current_database() as d'))[0].d).toBe(name);
+    } finally {
+      await db.close();
+    }
+  } finally {
+    const admin = new Client({ connectionString: server.url });
+    await admin.connect();
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
 });

@@ -14,6 +14,7 @@ import { environmentRoutes } from './environments';
 import { ApiError, type ErrorType } from './errors';
 import { authenticate } from './keys';
 import { vaultRoutes } from './vaults';
+import { sessionRoutes, type SessionDeps } from './sessions';
 
 export const MANAGED_AGENTS_BETA = 'managed-agents-2026-04-01';
 const OPENAPI_PATH = '/v1/openapi.json';
@@ -46,7 +47,7 @@ function presentedKey(headers: Record<string, string | string[] | undefined>): s
 }
 
 /** Builds the server over `deps` (not listening yet). */
-export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = () => undefined): Promise<ApiApp> {
+export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = () => undefined, sessions?: SessionDeps): Promise<ApiApp> {
   const app = Fastify({
     logger: false,
     bodyLimit: BODY_LIMIT,
@@ -126,6 +127,7 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
   agentRoutes(app, deps);
   environmentRoutes(app, deps);
   vaultRoutes(app, deps);
+  if (sessions) sessionRoutes(app, deps, sessions);
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
   await app.ready();
@@ -138,12 +140,31 @@ export interface RunningApi {
   stop(): Promise<void>;
 }
 
-/** Opens storage (migrating it), and serves the API on `listen` (HOST:PORT; default API_LISTEN). */
-export async function startApiServer(config: Config, log: (m: string) => void, listen = config.API_LISTEN): Promise<RunningApi> {
+/**
+ * Temporal, connected on first use, and the session log as the CLI reads it (the archive under DATA_DIR plus the
+ * live runs), decoded with CODEC_KEY.
+ */
+async function sessionDepsFor(config: Config): Promise<SessionDeps> {
+  const { Client, Connection } = await import('@temporalio/client');
+  const { createDataConverter } = await import('../codec');
+  const { loadCodecKey } = await import('../infra/keys');
+  const { temporalConnectionOptions } = await import('../temporal-connection');
+  const { sessionArchive } = await import('../archive');
+  const { ArchivedSessionLog, LiveSessionLog } = await import('../log/session-log');
+  const dataConverter = createDataConverter(loadCodecKey(config));
+  const client = new Client({ connection: Connection.lazy(temporalConnectionOptions(config)), namespace: config.TEMPORAL_NAMESPACE, dataConverter });
+  return { client, log: new ArchivedSessionLog(sessionArchive(config.dataDir, dataConverter), new LiveSessionLog(client)) };
+}
+
+/**
+ * Opens storage (migrating it), and serves the API on `listen` (HOST:PORT; default API_LISTEN). Sessions run on
+ * the Temporal the config names, unless `sessions` is given.
+ */
+export async function startApiServer(config: Config, log: (m: string) => void, listen = config.API_LISTEN, sessions?: SessionDeps): Promise<RunningApi> {
   const db = await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
   try {
     const vaultPublicKey = await loadVaultPublicKey(config);
-    const app = await buildApiServer({ db, vaultPublicKey }, log);
+    const app = await buildApiServer({ db, vaultPublicKey }, log, sessions ?? (await sessionDepsFor(config)));
     const colon = listen.lastIndexOf(':');
     const host = listen.slice(0, colon).replace(/^\[|\]$/g, '');
     await app.listen({ host, port: Number(listen.slice(colon + 1)) });

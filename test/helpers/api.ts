@@ -9,7 +9,9 @@ import { Client } from 'pg';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { startApiServer } from '../../src/api/server';
 import type { Db } from '../../src/storage/db';
+import type { SessionDeps } from '../../src/api/sessions';
 import { runAgents } from './cli';
+import { TEST_CODEC_KEY } from './test-keys';
 import { ROOT } from './env';
 import { createApiKey } from '../../src/api/keys';
 import { loadConfig } from '../../src/config';
@@ -82,8 +84,8 @@ async function spawnApi(env: Record<string, string>): Promise<{ url: string; sto
   };
 }
 
-/** A server on `storage` whose keys may be in `workspaces`. */
-export async function startTestApi(storage: Storage, workspaces: string[] = ['default']): Promise<TestApi> {
+/** A server on `storage` whose keys may be in `workspaces`; on PostgreSQL, sessions run on `sessions` when given. */
+export async function startTestApi(storage: Storage, workspaces: string[] = ['default'], sessions?: SessionDeps): Promise<TestApi> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-api-'));
   const vaultKey = randomBytes(32).toString('base64');
   const pg = storage === 'postgres' ? await freshPostgresDatabase() : undefined;
@@ -94,6 +96,9 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
   const env: Record<string, string> = {
     DATA_DIR: dataDir,
     KEY_FILES: 'off',
+    CODEC_KEY: TEST_CODEC_KEY,
+    // Without a test's own Temporal, sessions point nowhere: never at a dev server someone else runs on 7233.
+    TEMPORAL_ADDRESS: '127.0.0.1:1',
     VAULT_PUBLIC_KEY: await vaultPublicKey(vaultKey),
     API_LISTEN: '127.0.0.1:0',
     ...(pg ? { DATABASE_URL: pg.url } : {}),
@@ -101,7 +106,7 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
   const clientFor = (url: string) => async (key: string) => new Anthropic({ apiKey: key, baseURL: url, maxRetries: 0 });
   try {
     if (pg) {
-      const api = await startApiServer(loadConfig(env), () => undefined);
+      const api = await startApiServer(loadConfig(env), () => undefined, undefined, sessions);
       const key = async (workspace = 'default') => (await createApiKey(api.db, workspace)).key;
       return {
         url: api.url,

@@ -3,6 +3,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { ArchivedSessionLog, LiveSessionLog } from '../../src/log/session-log';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { resolveDockerHost } from '../../src/infra/docker';
 import { startHarness, testArchive, type Harness } from '../helpers/env';
 
 let h: Harness;
@@ -12,7 +13,8 @@ let agentId: string;
 let envId: string;
 
 beforeAll(async () => {
-  h = await startHarness();
+  // Every role: the confirmation test runs bash in a real sandbox.
+  h = await startHarness({ role: 'all', hostId: `api-test-${process.pid}` });
   try {
     api = await startTestApi('postgres', ['default'], { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
   } catch (e) {
@@ -137,4 +139,48 @@ it('streams a turn over SSE from session.status_running to session.status_idle, 
   await client.beta.sessions.delete(s.id);
   await ending;
   expect(tail.at(-1)).toMatch(/^session\.(deleted|status_terminated)$/);
+});
+
+it('interrupts a slow turn with user.interrupt: the turn ends with end_turn', async () => {
+  const s = await client.beta.sessions.create({ agent: agentId, environment_id: envId });
+  h.mock.script(s.id, { steps: [{ gate: `slow-${s.id}`, reply: { content: [{ type: 'text', text: 'too late' }] } }] });
+  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'take your time' }] }] });
+  await eventsUntil(s.id, (events) => events.some((e) => e.type === 'session.status_running'));
+  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.interrupt' }] });
+  const events = await eventsUntil(s.id, idles(1));
+  h.mock.release(`slow-${s.id}`);
+  expect(events.map((e) => e.type).slice(-2)).toEqual(['user.interrupt', 'session.status_idle']);
+  expect(events.at(-1)).toMatchObject({ stop_reason: { type: 'end_turn' } });
+  expect(events.some((e) => e.type === 'agent.message')).toBe(false);
+});
+
+it('asks before an always_ask bash call: denied, then allowed and run in the sandbox', async () => {
+  if (!(await resolveDockerHost())) throw new Error('no Docker engine: run npm run setup');
+  const agent = await client.beta.agents.create({
+    name: 'careful',
+    model: 'claude-test',
+    tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'bash', permission_policy: { type: 'always_ask' } }] }],
+  });
+  const s = await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
+  const bash = (command: string) => ({ reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] } });
+  h.mock.script(s.id, { steps: [bash('echo denied-run'), bash('echo allowed-run'), { reply: { content: [{ type: 'text', text: 'done' }] } }] });
+  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }] });
+
+  const first = await eventsUntil(s.id, idles(1));
+  const use1 = first.filter((e) => e.type === 'agent.tool_use').at(-1)!;
+  expect(first.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: { type: 'requires_action', event_ids: [use1.id] } });
+  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.tool_confirmation', tool_use_id: use1.id, result: 'deny', deny_message: 'not that one' }] });
+
+  const second = await eventsUntil(s.id, idles(2));
+  const use2 = second.filter((e) => e.type === 'agent.tool_use').at(-1)!;
+  expect(use2.id).not.toBe(use1.id);
+  expect(second.find((e) => e.type === 'user.tool_confirmation')).toMatchObject({ tool_use_id: use1.id, result: 'deny', deny_message: 'not that one' });
+  expect(second.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === use1.id)).toMatchObject({ is_error: true });
+  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.tool_confirmation', tool_use_id: use2.id, result: 'allow' }] });
+
+  const done = await eventsUntil(s.id, (events) => events.at(-1)?.type === 'session.status_idle' && (events.at(-1) as unknown as { stop_reason: { type: string } }).stop_reason.type === 'end_turn');
+  const result = done.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === use2.id) as { content: { text: string }[]; is_error: boolean };
+  expect(result.is_error).toBe(false);
+  expect(result.content[0].text).toContain('allowed-run');
+  expect(JSON.stringify(done)).not.toContain('denied-run\n[exit');
 });

@@ -253,26 +253,42 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps)
           order: z.enum(['asc', 'desc']).default('desc'),
           agent_id: IdSchema.optional(),
           include_archived: z.enum(['true', 'false']).optional(),
+          'statuses[]': z.union([z.enum(STATUSES), z.array(z.enum(STATUSES))]).optional(),
         }),
         response: { 200: z.object({ data: z.array(SessionSchema), next_page: z.string().nullable(), prev_page: z.string().nullable() }) },
       },
     },
     async (req) => {
       const q = req.query;
-      const after = cursorPos(q.page);
-      const rows = await db.query<SessionRow>(
-        `select ${COLUMNS} from sessions where workspace_id = $1 and deleted_at is null and ($2::text is null or agent_id = $2)
-          and ($3::boolean or archived_at is null) and ($4::int is null or (case when $5 = 'asc' then pos > $4 else pos < $4 end))
-          order by case when $5 = 'asc' then pos end asc, case when $5 = 'desc' then pos end desc limit $6`,
-        [req.workspaceId, q.agent_id ?? null, q.include_archived === 'true', after ?? null, q.order, q.limit + 1],
-      );
-      const shown = rows.slice(0, q.limit);
-      const last = shown[shown.length - 1];
-      return {
-        data: await Promise.all(shown.map((r) => toSession(deps, sessions, req.workspaceId, r))),
-        next_page: rows.length > q.limit && last ? Buffer.from(JSON.stringify({ p: last.pos })).toString('base64url') : null,
-        prev_page: null,
-      };
+      const statuses = q['statuses[]'] === undefined ? undefined : new Set([q['statuses[]']].flat());
+      // Status lives in the workflow, not the index: with a filter, rows are read in batches until a page fills.
+      let after = cursorPos(q.page);
+      const data: ApiSession[] = [];
+      let more = false;
+      for (;;) {
+        const batch = statuses ? 100 : q.limit + 1;
+        const rows = await db.query<SessionRow>(
+          `select ${COLUMNS} from sessions where workspace_id = $1 and deleted_at is null and ($2::text is null or agent_id = $2)
+            and ($3::boolean or archived_at is null) and ($4::int is null or (case when $5 = 'asc' then pos > $4 else pos < $4 end))
+            order by case when $5 = 'asc' then pos end asc, case when $5 = 'desc' then pos end desc limit $6`,
+          [req.workspaceId, q.agent_id ?? null, q.include_archived === 'true', after ?? null, q.order, batch],
+        );
+        for (const r of rows) {
+          const session = await toSession(deps, sessions, req.workspaceId, r);
+          if (statuses && !statuses.has(session.status)) {
+            after = r.pos;
+            continue;
+          }
+          if (data.length === q.limit) {
+            more = true;
+            break;
+          }
+          data.push(session);
+          after = r.pos;
+        }
+        if (more || rows.length < batch) break;
+      }
+      return { data, next_page: more && after !== undefined ? Buffer.from(JSON.stringify({ p: after })).toString('base64url') : null, prev_page: null };
     },
   );
 

@@ -91,6 +91,11 @@ it('lists, updates, archives and deletes sessions, and hides them from another w
   expect(archived.archived_at).not.toBeNull();
   await eventsUntil(s.id, (events) => events.some((e) => e.type === 'session.status_terminated'));
   expect((await client.beta.sessions.retrieve(s.id)).status).toBe('terminated');
+  const terminated = [];
+  for await (const x of client.beta.sessions.list({ statuses: ['terminated'], include_archived: true, limit: 1 })) terminated.push(x);
+  expect(terminated.map((x) => x.id)).toContain(s.id);
+  expect(terminated.every((x) => x.status === 'terminated')).toBe(true);
+  expect((await client.beta.sessions.list({ statuses: ['idle', 'running'], include_archived: true })).data.map((x) => x.id)).not.toContain(s.id);
   expect(await client.beta.sessions.delete(s.id)).toEqual({ id: s.id, type: 'session_deleted' });
   await expect(client.beta.sessions.retrieve(s.id)).rejects.toBeInstanceOf(Anthropic.NotFoundError);
 });

@@ -1,7 +1,7 @@
 // /v1/sessions: a session is a sessionWorkflow started from an agent version and an environment, indexed here by
 // workspace. Its events are the log projected onto the API's vocabulary (session-events.ts); input goes to the
 // workflow through the same signals and updates the command line uses.
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { SessionLog } from '../log/session-log';
 import { readEvents } from '../log/session-log';
@@ -431,7 +431,12 @@ async function deliver(client: Client, handle: ReturnType<Client['workflow']['ge
     }
   } catch (err) {
     if (err instanceof ApiError) throw err;
-    if (/ended|SessionError/i.test((err as Error).message)) throw conflict(`session ${sessionId} refused the event: ${(err as Error).message.split('\n')[0]}`);
+    // The workflow's validators refuse what it cannot take (an ended session, an over-long message) and append nothing.
+    if (err instanceof WorkflowUpdateFailedError) {
+      const why = (err.cause?.message ?? err.message).split('\n')[0];
+      throw /ended/i.test(why) ? conflict(`session ${sessionId} refused the event: ${why}`) : badRequest(`session ${sessionId} refused the event: ${why}`);
+    }
+    if (err instanceof WorkflowNotFoundError) throw conflict(`session ${sessionId} has ended`);
     throw err;
   }
 }

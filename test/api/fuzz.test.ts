@@ -2,21 +2,29 @@
 // the API's error envelope with a message, and refused creates store nothing.
 import Anthropic from '@anthropic-ai/sdk';
 import fc from 'fast-check';
+import { ArchivedSessionLog, LiveSessionLog } from '../../src/log/session-log';
 import { startTestApi, type TestApi } from '../helpers/api';
+import { startHarness, testArchive, type Harness } from '../helpers/env';
 
+let h: Harness;
 let api: TestApi;
 let client: Anthropic;
 let ids: Record<string, string>;
 beforeAll(async () => {
-  api = await startTestApi('postgres');
+  h = await startHarness();
+  api = await startTestApi('postgres', ['default'], { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
   client = await api.client();
   const agent = await client.beta.agents.create({ name: 'fuzz', model: 'claude-haiku-5-5' });
   const env = await client.beta.environments.create({ name: 'fuzz' });
   const vault = await client.beta.vaults.create({ display_name: 'fuzz' });
   const cred = await client.beta.vaults.credentials.create(vault.id, { auth: { type: 'static_bearer', mcp_server_url: 'http://127.0.0.1:1/mcp', token: 'fuzz-token' } });
-  ids = { agent: agent.id, env: env.id, vault: vault.id, cred: cred.id };
+  const session = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+  ids = { agent: agent.id, env: env.id, vault: vault.id, cred: cred.id, session: session.id };
 });
-afterAll(async () => api?.stop());
+afterAll(async () => {
+  await api?.stop();
+  await h?.stop();
+});
 
 type Method = 'get' | 'post' | 'delete';
 const ROUTES: [Method, (id: (k: string) => string) => string][] = [
@@ -37,6 +45,12 @@ const ROUTES: [Method, (id: (k: string) => string) => string][] = [
   ['get', (id) => `/v1/vaults/${id('vault')}/credentials`],
   ['post', (id) => `/v1/vaults/${id('vault')}/credentials/${id('cred')}`],
   ['get', (id) => `/v1/vaults/${id('vault')}/credentials/${id('cred')}`],
+  ['post', () => '/v1/sessions'],
+  ['get', () => '/v1/sessions'],
+  ['get', (id) => `/v1/sessions/${id('session')}`],
+  ['post', (id) => `/v1/sessions/${id('session')}`],
+  ['get', (id) => `/v1/sessions/${id('session')}/events`],
+  ['post', (id) => `/v1/sessions/${id('session')}/events`],
 ];
 
 const BETA = { 'anthropic-beta': 'managed-agents-2026-04-01' };
@@ -50,9 +64,15 @@ function expectEnvelope(e: unknown): void {
 }
 
 // Values shaped like the real bodies, with every field sometimes wrong, so the fuzz reaches past the first check.
-const field = fc.oneof(fc.jsonValue(), fc.string(), fc.constantFrom(null, '', 'agent_toolset_20260401', 'mcp_toolset', 'custom', 'cloud', 'limited', 'unrestricted', 'static_bearer', 'mcp_oauth'));
+const field = fc.oneof(
+  fc.jsonValue(),
+  fc.string(),
+  fc.constantFrom(null, '', 'agent_toolset_20260401', 'mcp_toolset', 'custom', 'cloud', 'limited', 'unrestricted', 'static_bearer', 'mcp_oauth', 'user.message', 'user.interrupt', 'user.tool_confirmation', 'user.custom_tool_result', 'text'),
+  // Events shaped like the real ones, so sends reach the workflow.
+  fc.array(fc.record({ type: fc.constantFrom('user.message', 'user.interrupt', 'user.tool_confirmation', 'user.custom_tool_result'), content: fc.constant([{ type: 'text', text: 'hi' }]), tool_use_id: fc.string({ maxLength: 10 }) }, { requiredKeys: ['type'] }), { maxLength: 2 }),
+);
 const nearBody = fc.dictionary(
-  fc.constantFrom('name', 'model', 'tools', 'mcp_servers', 'metadata', 'version', 'system', 'description', 'config', 'display_name', 'auth', 'type', 'networking', 'token', 'mcp_server_url', 'refresh', 'skills'),
+  fc.constantFrom('name', 'model', 'tools', 'mcp_servers', 'metadata', 'version', 'system', 'description', 'config', 'display_name', 'auth', 'type', 'networking', 'token', 'mcp_server_url', 'refresh', 'skills', 'agent', 'environment_id', 'initial_events', 'events', 'title', 'content', 'tool_use_id', 'result'),
   fc.oneof(field, fc.array(fc.dictionary(fc.constantFrom('type', 'name', 'url', 'mcp_server_name', 'configs', 'default_config', 'input_schema', 'description'), field), { maxLength: 3 }), fc.dictionary(fc.string(), field, { maxKeys: 3 })),
 );
 const body = fc.oneof(fc.jsonValue(), nearBody);
@@ -61,7 +81,7 @@ const query = fc.dictionary(fc.constantFrom('limit', 'page', 'version', 'include
 
 it('answers any request body, id and query on every route with a 2xx or a 4xx envelope', async () => {
   await fc.assert(
-    fc.asyncProperty(fc.integer({ min: 0, max: ROUTES.length - 1 }), body, query, fc.record({ agent: idValue('agent'), env: idValue('env'), vault: idValue('vault'), cred: idValue('cred') }), async (r, b, q, pick) => {
+    fc.asyncProperty(fc.integer({ min: 0, max: ROUTES.length - 1 }), body, query, fc.record({ agent: idValue('agent'), env: idValue('env'), vault: idValue('vault'), cred: idValue('cred'), session: idValue('session') }), async (r, b, q, pick) => {
       const [method, path] = ROUTES[r];
       const url = path((k) => encodeURIComponent(pick[k as keyof typeof pick] === k ? ids[k] : pick[k as keyof typeof pick]));
       try {

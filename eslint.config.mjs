@@ -17,6 +17,12 @@ export default tseslint.config(
     },
   },
   {
+    // Plain Node scripts: no type information, Node's globals.
+    files: ['scripts/**/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: { process: 'readonly', console: 'readonly' } },
+  },
+  {
     files: ['src/workflows/**/*.ts', 'src/session/**/*.ts'],
     rules: {
       'no-restricted-imports': [

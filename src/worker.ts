@@ -71,13 +71,20 @@ export interface RunningWorker {
 const STICKY_TIMEOUT = '2 seconds';
 
 let runtimeInstalled = false;
+const NO_WORKFLOWS_WARNING = 'No workflows registered, not polling for workflow tasks';
 
 /** Logs go to stderr as JSON lines at LOG_LEVEL (default INFO), so stdout stays machine-readable. */
 export function installRuntime(level: LogLevelName = loadConfig().LOG_LEVEL) {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {
-    Runtime.install({ logger: new DefaultLogger(level, (entry) => process.stderr.write(`${jsonLogLine(entry)}\n`)) });
+    Runtime.install({
+      logger: new DefaultLogger(level, (entry) => {
+        // Hands and tools workers run activities only, by design: the SDK's warning about it is not actionable.
+        if (entry.message === NO_WORKFLOWS_WARNING) return;
+        process.stderr.write(`${jsonLogLine(entry)}\n`);
+      }),
+    });
   } catch {
     // a runtime was installed already (e.g. by a test environment)
   }

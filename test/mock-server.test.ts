@@ -47,10 +47,15 @@ describe('local Messages API server', () => {
       { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'session_events', input: {} }] },
       { role: 'user', content: 'next' },
     ], /tool_use.*without.*tool_result/],
-    ['roles that do not alternate', [
+    ['a conversation ending on an assistant turn (a prefill, which current models refuse)', [
       { role: 'user', content: 'a' },
-      { role: 'user', content: 'b' },
-    ], /alternate/],
+      { role: 'assistant', content: 'b' },
+    ], /does not support assistant message prefill/],
+    ['a trailing assistant turn split in two', [
+      { role: 'user', content: 'a' },
+      { role: 'assistant', content: 'b' },
+      { role: 'assistant', content: 'c' },
+    ], /does not support assistant message prefill/],
     ['a first message from the assistant', [{ role: 'assistant', content: 'hi' }], /first message/],
     ['a tool_result for an unknown tool_use', [
       { role: 'user', content: 'go' },
@@ -67,6 +72,30 @@ describe('local Messages API server', () => {
     const err = await client.messages.create({ ...base, messages: messages as Anthropic.MessageParam[] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.BadRequestError);
     expect((err as APIError).message).toMatch(pattern);
+  });
+
+  it('combines consecutive turns of one role, as the real API does', async () => {
+    const reply = await client.messages.create({ ...base, messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }] });
+    expect(reply.content[0]).toMatchObject({ type: 'text', text: 'You said: b' });
+    // The combined turn is checked as one: a tool_result after text is still refused.
+    const err = await client.messages
+      .create({
+        ...base,
+        messages: [
+          { role: 'user', content: 'go' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'session_events', input: {} }] },
+          { role: 'user', content: 'x' },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'r' }] },
+        ] as Anthropic.MessageParam[],
+      })
+      .catch((e: unknown) => e);
+    expect((err as APIError).message).toMatch(/must come first/);
+  });
+
+  it('continues a trailing assistant turn for a session whose model allows prefill', async () => {
+    mock.script('s-prefill', { allowPrefill: true });
+    const reply = await client.messages.create({ ...base, messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }], metadata: { user_id: 's-prefill' } });
+    expect(reply.stop_reason).toBe('end_turn');
   });
 
   it('accepts a complete tool round trip', async () => {

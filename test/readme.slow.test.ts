@@ -1,4 +1,4 @@
-// The README's first command on a clean clone: `npm install && npm start` sets everything up and runs the demo.
+// The README's get-going commands on a clean clone (`npm install`, `npm run setup`, `npm start`) set everything up and run the demo.
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,16 +15,30 @@ function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): 
   });
 }
 
-it('runs `npm install && npm start` on a clean clone: a demo session with a tool call and a Web UI link', async () => {
+/** The commands of the README's "Get going" block, in order, without their comments. */
+function gettingStarted(readme: string): string[][] {
+  const section = readme.split(/^## Get going$/m)[1]?.split(/^## /m)[0] ?? '';
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? '';
+  return block
+    .split('\n')
+    .map((l) => l.replace(/#.*$/, '').trim())
+    .filter(Boolean)
+    .map((l) => l.split(/\s+/));
+}
+
+it("runs the README's get-going commands on a clean clone: a demo session with a tool call and a Web UI link", async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-clone-'));
   try {
     execFileSync('git', ['clone', '--quiet', ROOT, dir]);
     const port = await freePort();
     const env = { ...process.env, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' };
-    const install = await run('npm', ['install', '--no-audit', '--no-fund'], dir, env);
-    expect(install.code).toBe(0);
-    const start = await run('npm', ['start'], dir, env);
-    if (start.code !== 0) throw new Error(start.out);
+    const commands = gettingStarted(fs.readFileSync(path.join(dir, 'README.md'), 'utf8'));
+    expect(commands.map((c) => c.join(' '))).toEqual(['npm install', 'npm run setup', 'npm start']);
+    let start = { code: null as number | null, out: '' };
+    for (const [cmd, ...args] of commands) {
+      start = await run(cmd, args[0] === 'install' ? [...args, '--no-audit', '--no-fund'] : args, dir, env);
+      if (start.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${start.code}: ${start.out}`);
+    }
     expect(start.out).toMatch(/#\d+ tool_use bash/);
     expect(start.out).toMatch(/#\d+ sandbox_provisioned .*"name":"main"/);
     expect(start.out).toMatch(/#\d+ tool_result: hello from agent in \/workspace/);

@@ -357,6 +357,26 @@ if (process.env.RECORD_HISTORIES === '1') {
   });
 }
 
+if (process.env.RECORD_HISTORIES === '1') {
+  it('records a session answering a message that arrived while the model was generating', async () => {
+    const h = await startHarness();
+    try {
+      const handle = await startSession(h, { id: 'recorded-causal-order', agent: { tools: ['session_events'], sandboxes: {} } });
+      const id = handle.workflowId;
+      h.mock.script(id, { steps: [{ gate: `${id}-reply`, reply: { content: [{ type: 'text', text: 'Thinking it over.' }] } }] });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'first' }] });
+      while (h.mock.requests(id).length < 1) await new Promise((r) => setTimeout(r, 25));
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'sent while the model was generating' }] });
+      await handle.signal(userMessageSignal, { text: 'and a signal meanwhile', messageId: 'late' });
+      h.mock.release(`${id}-reply`);
+      await waitForEvents(handle, (ev) => ev.filter((e) => e.type === 'assistant_message').length >= 2);
+      await endAndSave(handle, 'causal-order-session.json');
+    } finally {
+      await h.stop();
+    }
+  });
+}
+
 describe('recorded histories', () => {
   const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.json'));
 

@@ -10,6 +10,7 @@ import type { Publisher, StreamHub } from '../stream';
 import { toModelFailure } from '../model/errors';
 import { buildContext, compactionRequest, FULL_WINDOW, type ContextWindow } from '../session/context-builder';
 import { ContentBlockSchema } from '../session/events';
+import { eventsDigest } from '../session/digest';
 import { SessionEventsInputSchema, capOutput, type ToolSpec } from '../session/tools';
 
 export interface CallModelInput {
@@ -167,11 +168,20 @@ export function createActivities(deps: ActivityDeps) {
     },
 
     /** Seals events [fromSeq, throughSeq] of the session's current run into the archive. Idempotent. */
-    async sealEvents(input: { sessionId: string; fromSeq: number; throughSeq: number }): Promise<{ sealed: number }> {
+    /**
+     * Seals events fromSeq..throughSeq, read from the live run by query. A query can be answered from a worker's
+     * state that history never committed (a task the server refused, whose replay appended input elsewhere), so
+     * the events must match the digest the workflow computed when it scheduled the seal; otherwise the seal is
+     * retried until the query answers with the committed events. Histories recorded before the digest pass none.
+     */
+    async sealEvents(input: { sessionId: string; fromSeq: number; throughSeq: number; digest?: string }): Promise<{ sealed: number }> {
       if (input.throughSeq < input.fromSeq) return { sealed: 0 };
       const events = await readEvents(deps.log.inner, input.sessionId, input.fromSeq, input.throughSeq + 1 - input.fromSeq);
       if (events.length !== input.throughSeq + 1 - input.fromSeq) {
         throw ApplicationFailure.create({ message: `read ${events.length} events of ${input.fromSeq}..${input.throughSeq} to seal`, type: 'ArchiveError.Incomplete' });
+      }
+      if (input.digest !== undefined && eventsDigest(events) !== input.digest) {
+        throw ApplicationFailure.create({ message: `the live run answered events ${input.fromSeq}..${input.throughSeq} other than the ones its history committed`, type: 'ArchiveError.Stale' });
       }
       await deps.archive.seal(input.sessionId, events);
       return { sealed: events.length };

@@ -36,27 +36,37 @@ export class ArchivedSessionLog implements SessionLog {
   ) {}
 
   async read(sessionId: string, from: number, limit: number): Promise<EventsPage> {
-    // A broken archive must not stop reads of the live tail, which never need it.
-    let archiveError: Error | undefined;
-    const segment = await this.archive.find(sessionId, from).catch((err: Error) => {
-      archiveError = err;
-      return undefined;
-    });
-    if (segment) {
-      const n = Math.min(limit, segment.throughSeq + 1 - from);
-      if (segment.kind === 'link') {
-        const page = await this.read(segment.sessionId, from, n);
-        return { events: page.events, nextSeq: page.nextSeq };
-      }
-      const events = await this.archive.readSegment(sessionId, segment, from, n);
-      return { events, nextSeq: from + events.length };
-    }
+    const archived = await this.fromArchive(sessionId, from, limit);
+    if (archived.page) return archived.page;
     const page = await this.live.read(sessionId, from, limit);
     if (page.firstSeq !== undefined && from < page.firstSeq) {
-      const why = archiveError ? `the session archive could not be read: ${archiveError.message}` : 'they are not in the session archive';
+      // The run that answered started after `from`: the run that held it sealed it into the archive before it
+      // handed over, which may have happened between the archive lookup above and the query. Look again.
+      const again = await this.fromArchive(sessionId, from, limit);
+      if (again.page) return again.page;
+      const error = again.error ?? archived.error;
+      const why = error ? `the session archive could not be read: ${error.message}` : 'they are not in the session archive';
       throw new MissingEventsError(`events ${from} to ${page.firstSeq - 1} of session ${sessionId} are not in the live run, and ${why}`);
     }
     return page;
+  }
+
+  /** The page at `from` if a sealed segment holds it. A broken archive must not stop reads of the live tail, which never need it. */
+  private async fromArchive(sessionId: string, from: number, limit: number): Promise<{ page?: EventsPage; error?: Error }> {
+    let segment;
+    try {
+      segment = await this.archive.find(sessionId, from);
+    } catch (err) {
+      return { error: err as Error };
+    }
+    if (!segment) return {};
+    const n = Math.min(limit, segment.throughSeq + 1 - from);
+    if (segment.kind === 'link') {
+      const page = await this.read(segment.sessionId, from, n);
+      return { page: { events: page.events, nextSeq: page.nextSeq } };
+    }
+    const events = await this.archive.readSegment(sessionId, segment, from, n);
+    return { page: { events, nextSeq: from + events.length } };
   }
 }
 
@@ -101,10 +111,5 @@ export class CachedSessionLog {
     this.cache.set(sessionId, cached);
     if (this.cache.size > this.maxSessions) this.cache.delete(this.cache.keys().next().value as string);
     return cached.slice(0, through + 1 - from);
-  }
-
-  /** Returns events 0..throughSeq inclusive. */
-  readThrough(sessionId: string, throughSeq: number): Promise<SessionEvent[]> {
-    return this.readRange(sessionId, 0, throughSeq);
   }
 }

@@ -1,7 +1,6 @@
 // Model-facing names for MCP tools: mcp__<server>__<tool>, within the Messages API's ^[a-zA-Z0-9_-]{1,128}$.
 export const MCP_PREFIX = 'mcp__';
 const MAX_NAME = 128;
-const VALID = /^[a-zA-Z0-9_-]{1,128}$/;
 
 /** FNV-1a, enough to tell apart names that only differ past the cut. */
 function shortHash(s: string): string {
@@ -27,8 +26,4 @@ export function mcpToolName(server: string, tool: string, taken: ReadonlySet<str
     const name = `${prefix}${clean.slice(0, Math.max(0, MAX_NAME - prefix.length - suffix.length))}${suffix}`;
     if (!taken.has(name)) return name;
   }
-}
-
-export function isValidModelToolName(name: string): boolean {
-  return VALID.test(name);
 }

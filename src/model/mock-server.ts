@@ -48,6 +48,8 @@ export interface MockSessionScript {
   firstByteDelayMs?: number;
   /** Applied to every streamed response of the session that has no chunk delay of its own. */
   chunkDelayMs?: number;
+  /** This session's model allows prefill (default: the server's `allowPrefill`). */
+  allowPrefill?: boolean;
 }
 
 export interface RecordedRequest {
@@ -70,13 +72,39 @@ function blocksOf(m: Msg): Array<Record<string, unknown>> {
   return typeof m.content === 'string' ? [{ type: 'text', text: m.content }] : m.content;
 }
 
-/** The conversation rules the real API enforces with 400 invalid_request_error. */
-export function validateRequest(body: Record<string, unknown>, countTokens = false): void {
+/** What the real API answers a conversation ending on an assistant turn, for models without prefill. */
+export const PREFILL_REFUSAL = 'This model does not support assistant message prefill. The conversation must end with a user message.';
+
+/** Consecutive turns of one role combined into one, as the real API does before it checks a conversation. */
+export function combineTurns(messages: readonly Msg[]): Msg[] {
+  const out: Msg[] = [];
+  for (const m of messages) {
+    const previous = out[out.length - 1];
+    if (previous && previous.role === m.role && (m.role === 'user' || m.role === 'assistant')) out[out.length - 1] = { role: m.role, content: [...blocksOf(previous), ...blocksOf(m)] };
+    else out.push(m);
+  }
+  return out;
+}
+
+export interface ValidateOptions {
+  /** A count_tokens request: no max_tokens, and a trailing assistant turn is allowed. */
+  countTokens?: boolean;
+  /** The model continues a trailing assistant turn (prefill) instead of refusing it, as older models do. */
+  allowPrefill?: boolean;
+}
+
+/**
+ * The conversation rules the real API enforces with 400 invalid_request_error. Consecutive turns of one role
+ * are combined first, as the real API does; a conversation ending on an assistant turn is refused unless the
+ * model allows prefill (current models do not).
+ */
+export function validateRequest(body: Record<string, unknown>, opts: ValidateOptions = {}): void {
+  const countTokens = opts.countTokens === true;
   if (typeof body.model !== 'string' || body.model === '') throw new InvalidRequest('model: Field required');
   if (!countTokens && (!Number.isInteger(body.max_tokens) || (body.max_tokens as number) < 1))
     throw new InvalidRequest('max_tokens: Field required and must be a positive integer');
-  const messages = body.messages as Msg[] | undefined;
-  if (!Array.isArray(messages) || messages.length === 0) throw new InvalidRequest('messages: at least one message is required');
+  const sent = body.messages as Msg[] | undefined;
+  if (!Array.isArray(sent) || sent.length === 0) throw new InvalidRequest('messages: at least one message is required');
   if (body.tools !== undefined) {
     if (!Array.isArray(body.tools)) throw new InvalidRequest('tools: Input should be a valid list');
     for (const [i, t] of (body.tools as Record<string, unknown>[]).entries()) {
@@ -84,13 +112,15 @@ export function validateRequest(body: Record<string, unknown>, countTokens = fal
       if (typeof t.input_schema !== 'object' || t.input_schema === null) throw new InvalidRequest(`tools.${i}.input_schema: Field required`);
     }
   }
+  sent.forEach((m, i) => {
+    if (m?.role !== 'user' && m?.role !== 'assistant') throw new InvalidRequest(`messages.${i}.role: Input should be 'user' or 'assistant'`);
+    if (typeof m.content !== 'string' && (!Array.isArray(m.content) || m.content.length === 0))
+      throw new InvalidRequest(`messages.${i}.content: must be a string or a non-empty list of content blocks`);
+  });
+  const messages = combineTurns(sent);
   if (messages[0].role !== 'user') throw new InvalidRequest('messages: first message must use the "user" role');
   let pendingToolUses: string[] = [];
   messages.forEach((m, i) => {
-    if (m.role !== 'user' && m.role !== 'assistant') throw new InvalidRequest(`messages.${i}.role: Input should be 'user' or 'assistant'`);
-    if (i > 0 && messages[i - 1].role === m.role) throw new InvalidRequest('messages: roles must alternate between "user" and "assistant"');
-    if (typeof m.content !== 'string' && (!Array.isArray(m.content) || m.content.length === 0))
-      throw new InvalidRequest(`messages.${i}.content: must be a string or a non-empty list of content blocks`);
     const blocks = blocksOf(m);
     for (const [j, b] of blocks.entries()) {
       if (b.type === 'text' && (typeof b.text !== 'string' || b.text === '')) throw new InvalidRequest(`messages.${i}.content.${j}.text: text content blocks must be non-empty`);
@@ -117,6 +147,7 @@ export function validateRequest(body: Record<string, unknown>, countTokens = fal
   });
   if (pendingToolUses.length && messages[messages.length - 1].role === 'assistant')
     throw new InvalidRequest(`messages: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${pendingToolUses.join(', ')}`);
+  if (!countTokens && !opts.allowPrefill && messages[messages.length - 1].role === 'assistant') throw new InvalidRequest(PREFILL_REFUSAL);
 }
 
 export function estimateTokens(body: Record<string, unknown>): number {
@@ -157,7 +188,7 @@ export function compactionReply(body: Record<string, unknown>): { content: MockB
  * results get a short summary; anything else is echoed.
  */
 export function defaultReply(body: Record<string, unknown>, opts: { reissueLostTools?: boolean } = {}): { content: MockBlock[]; stopReason: string } {
-  const messages = body.messages as Msg[];
+  const messages = combineTurns(body.messages as Msg[]);
   const last = messages[messages.length - 1];
   const blocks = blocksOf(last);
   const texts = blocks.filter((b) => b.type === 'text').map((b) => b.text as string);
@@ -304,6 +335,8 @@ export class MockModelServer {
   url = '';
   /** The built-in brain makes a tool call again when its sandbox was lost (off: it reports the error). */
   reissueLostTools = false;
+  /** Accept a conversation ending on an assistant turn, as models with prefill do (off: refused, as current models do). */
+  allowPrefill = false;
 
   async start(port = 0, host = '127.0.0.1'): Promise<string> {
     this.server = http.createServer((req, res) => {
@@ -387,8 +420,9 @@ export class MockModelServer {
     const record: RecordedRequest = { sessionId, path: url.pathname, body, status: 0, at: Date.now() };
     this.log.push(record);
     const countTokens = url.pathname.endsWith('/count_tokens');
+    const script = this.scripts.get(sessionId);
     try {
-      validateRequest(body, countTokens);
+      validateRequest(body, { countTokens, allowPrefill: script?.allowPrefill ?? this.allowPrefill });
     } catch (err) {
       if (!(err instanceof InvalidRequest)) throw err;
       record.status = 400;
@@ -399,7 +433,6 @@ export class MockModelServer {
       return this.sendJson(res, 200, { input_tokens: estimateTokens(body) });
     }
 
-    const script = this.scripts.get(sessionId);
     // Compaction calls are answered by the built-in summariser and leave a session's script alone.
     const compaction = isCompactionRequest(body);
     const step: MockStep = (compaction ? undefined : script?.steps?.shift()) ?? {};

@@ -1,6 +1,6 @@
 // ContextBuilder: turns the log into the next model request under a token budget. Pure: the activity gives it
 // the events of the current window, it says what to send and, when the request would not fit, where to cut.
-import { buildMessages, type ApiMessage } from './context';
+import { buildMessages, causalOrder, type ApiMessage } from './context';
 import type { EventOf, SessionEvent } from './events';
 import type { ToolSpec } from './tools';
 
@@ -78,16 +78,24 @@ export function toMessages(events: readonly SessionEvent[], window: ContextWindo
 
 /**
  * Where a compaction may cut: before an assistant message, or before a user message when every earlier tool
- * use has its result. Either way a tool_use and its tool_result end up on the same side.
+ * use has its result. Either way a tool_use and its tool_result end up on the same side. In causal order
+ * (`causalOrder`), a cut at seq S is one only where every event before it has a lower seq and every event from
+ * it on a seq of S or more, so the folded events (seq < S) are exactly what comes before the kept tail.
  */
 export function cutPoints(events: readonly SessionEvent[], window: ContextWindow): number[] {
+  const ordered = causalOrder(events);
+  const minFrom: number[] = new Array(ordered.length + 1).fill(Infinity);
+  for (let i = ordered.length - 1; i >= 0; i--) minFrom[i] = Math.min(ordered[i].seq, minFrom[i + 1]);
   const open = new Set<string>();
   const out: number[] = [];
-  for (const e of events) {
-    if (e.seq > window.fromSeq && (e.type === 'assistant_message' || (e.type === 'user_message' && open.size === 0))) out.push(e.seq);
+  let maxBefore = -Infinity;
+  ordered.forEach((e, i) => {
+    const splits = maxBefore < e.seq && minFrom[i] === e.seq;
+    if (splits && e.seq > window.fromSeq && (e.type === 'assistant_message' || (e.type === 'user_message' && open.size === 0))) out.push(e.seq);
     if (e.type === 'tool_use') open.add(e.id);
     if (e.type === 'tool_result') open.delete(e.toolUseId);
-  }
+    maxBefore = Math.max(maxBefore, e.seq);
+  });
   return out;
 }
 
@@ -95,13 +103,13 @@ export function cutPoints(events: readonly SessionEvent[], window: ContextWindow
 export function chooseCut(events: readonly SessionEvent[], window: ContextWindow, keepTokens: number): number | undefined {
   const points = cutPoints(events, window);
   if (points.length === 0) return undefined;
-  const cost = events.map((e) => modelCost(e));
+  const ordered = causalOrder(events);
   let tail = 0;
   let best: number | undefined;
   let p = points.length - 1;
-  for (let i = events.length - 1; i >= 0 && p >= 0; i--) {
-    tail += cost[i];
-    if (events[i].seq === points[p]) {
+  for (let i = ordered.length - 1; i >= 0 && p >= 0; i--) {
+    tail += modelCost(ordered[i]);
+    if (ordered[i].seq === points[p]) {
       if (tail <= keepTokens) best = points[p];
       else break;
       p--;

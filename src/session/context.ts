@@ -6,11 +6,28 @@ export interface ApiMessage {
   content: ContentBlock[];
 }
 
+/** The user turn a request gets when the log's last model-visible event is a reply (a log recorded before replies carried `throughSeq`). */
+export const CONTINUE_NOTE = '(continue)';
+
 /**
- * Turns events into alternating user/assistant messages the Messages API accepts.
+ * The log in causal order: each reply right after the last event its model call read (`throughSeq`), so input
+ * that arrived while the call was in flight comes after the reply that did not see it, and is answered next.
+ * Replies without `throughSeq` (logs recorded before it existed) stay where they are. Stable otherwise.
+ */
+export function causalOrder(events: readonly SessionEvent[]): SessionEvent[] {
+  const keyOf = (e: SessionEvent) =>
+    e.type === 'assistant_message' && e.throughSeq !== undefined && e.throughSeq < e.seq ? e.throughSeq + 0.5 : e.seq;
+  const keyed = events.map((e, i) => ({ e, i, k: keyOf(e) }));
+  if (keyed.every((x, i) => i === 0 || keyed[i - 1].k <= x.k)) return [...events];
+  return keyed.sort((a, b) => a.k - b.k || a.i - b.i).map((x) => x.e);
+}
+
+/**
+ * Turns events into alternating user/assistant messages the Messages API accepts, in causal order.
  * Tool results and user text that arrive between two assistant messages merge into one user message,
  * with tool_result blocks first, as the API requires. A turn cut short (interrupt, model error) leaves
- * consecutive user input, which merges the same way.
+ * consecutive user input, which merges the same way. Whatever the log holds, the conversation starts and ends
+ * with a user turn (a trailing reply would be read as a prefill) and never has two turns of one role in a row.
  */
 export function buildMessages(events: readonly SessionEvent[], opts: { maxTextChars?: number } = {}): ApiMessage[] {
   const max = opts.maxTextChars ?? Infinity;
@@ -23,7 +40,7 @@ export function buildMessages(events: readonly SessionEvent[], opts: { maxTextCh
     results = [];
     texts = [];
   };
-  for (const e of events) {
+  for (const e of causalOrder(events)) {
     switch (e.type) {
       case 'user_message':
         texts.push({ type: 'text', text: clipForModel(e.text, max, e.seq) });
@@ -39,7 +56,11 @@ export function buildMessages(events: readonly SessionEvent[], opts: { maxTextCh
       case 'assistant_message': {
         flushUser();
         const content = e.content.filter((b) => !(b.type === 'text' && b.text === ''));
-        messages.push({ role: 'assistant', content: content.length ? content : [{ type: 'text', text: '(no content)' }] });
+        const blocks = content.length ? content : [{ type: 'text', text: '(no content)' }];
+        const previous = messages[messages.length - 1];
+        // Two replies with nothing between them (a log recorded in arrival order) are one assistant turn.
+        if (previous?.role === 'assistant') previous.content = [...previous.content, ...blocks];
+        else messages.push({ role: 'assistant', content: blocks });
         break;
       }
       default:
@@ -47,6 +68,7 @@ export function buildMessages(events: readonly SessionEvent[], opts: { maxTextCh
     }
   }
   flushUser();
+  if (messages.length > 0 && messages[messages.length - 1].role === 'assistant') messages.push({ role: 'user', content: [{ type: 'text', text: CONTINUE_NOTE }] });
   return messages;
 }
 

@@ -45,6 +45,11 @@ export const AssistantMessageEventSchema = z.object({
   content: z.array(ContentBlockSchema),
   stopReason: z.string().nullable(),
   usage: UsageSchema,
+  /**
+   * The last seq the model call read. Input appended after it (while the call was in flight) comes after this
+   * reply in the conversation and is answered next. Absent in logs recorded before it existed.
+   */
+  throughSeq: z.number().int().nonnegative().optional(),
 });
 export const ToolUseEventSchema = z.object({
   ...base,

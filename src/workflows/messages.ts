@@ -244,7 +244,6 @@ export const CarrySchema = z
   })
   .strict();
 export type Carry = z.infer<typeof CarrySchema>;
-export type CarryInput = z.input<typeof CarrySchema>;
 
 export const SessionInputSchema = z
   .object({

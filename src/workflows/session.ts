@@ -15,6 +15,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { createActivities } from '../activities';
+import type { ModelReply } from '../model/client';
 import type { HandsActivities, ProvisionOutput } from '../activities/hands';
 import type { ToolsActivities } from '../activities/tools';
 import { TOOLS_TASK_QUEUE } from '../session/queues';
@@ -31,6 +32,7 @@ import { logEvent, trackVisibility } from './visibility';
 import { AgentSchema, formatIssues, type Agent, type BoundTool } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
 import { MAX_FILE_BYTES, resolveWorkspacePath } from '../session/paths';
+import { eventsDigest } from '../session/digest';
 import {
   EventsQueryArgsSchema,
   GetFileSchema,
@@ -129,7 +131,8 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
       retry: { maximumAttempts, initialInterval: 500, nonRetryableErrorTypes: ['McpError.Credential', 'McpError.Unauthorized', 'McpError.Rejected', 'McpError.InvalidResult'] },
     });
 
-  const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 3, initialInterval: 500 } });
+  // A seal that read events other than the ones history committed (ArchiveError.Stale) is tried again, with backoff.
+  const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 8, initialInterval: 500, maximumInterval: 5000 } });
 
   /** This run's events; event `seq` is events[seq - baseSeq]. */
   const events: SessionEvent[] = [];
@@ -452,7 +455,10 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
   });
 
   setHandler(eventsQuery, (raw) => {
-    const args = EventsQueryArgsSchema.parse(raw ?? {});
+    const parsedArgs = EventsQueryArgsSchema.safeParse(raw ?? {});
+    // A readable refusal (see READABLE_FAILURE_TYPES): a query's failure reaches a client as its message alone.
+    if (!parsedArgs.success) throw ApplicationFailure.nonRetryable(`invalid events query: ${formatIssues(parsedArgs.error)}`, 'SessionError.InvalidQuery');
+    const args = parsedArgs.data;
     if (args.from < baseSeq) return { events: [], nextSeq: args.from, firstSeq: baseSeq };
     const slice: SessionEvent[] = [];
     let bytes = 0;
@@ -570,7 +576,9 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     const through = nextSeq() - 1;
     if (through <= sealedThrough) return true;
     try {
-      await archive.sealEvents({ sessionId, fromSeq: sealedThrough + 1, throughSeq: through });
+      // The digest is of the events as this run holds them, which history commits with the seal's scheduling.
+      const digest = eventsDigest(events.slice(sealedThrough + 1 - baseSeq, through + 1 - baseSeq));
+      await archive.sealEvents({ sessionId, fromSeq: sealedThrough + 1, throughSeq: through, digest });
       sealedThrough = through;
       return true;
     } catch (err) {
@@ -633,20 +641,22 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
     return runBuiltinTool(use, events, baseSeq);
   };
 
-  /** One model reply over the current window, compacting the window first when it is over budget. */
-  const nextReply = async () => {
+  /** One model reply over the current window, compacting the window first when it is over budget; with the last seq its call read. */
+  const nextReply = async (): Promise<{ reply: ModelReply; throughSeq: number }> => {
     const request = () => ({ sessionId, throughSeq: nextSeq() - 1, model: agent.model, system: agent.system, tools: toolSpecs, maxTokens: limits.maxOutputTokens, caching: agent.promptCaching, window, streamIdleMs: limits.modelStreamIdleMs });
     const summary = { summary: modelSummary(++modelCalls, run) };
-    const first = await model.callModel.executeWithOptions(summary, [{ ...request(), contextTokens: limits.contextTokens }]);
-    if (first.compact === undefined) return first;
+    const firstRequest = request();
+    const first = await model.callModel.executeWithOptions(summary, [{ ...firstRequest, contextTokens: limits.contextTokens }]);
+    if (first.compact === undefined) return { reply: first, throughSeq: firstRequest.throughSeq };
     const cutSeq = first.compact.cutSeq;
     const c = await model.compactContext.executeWithOptions({ summary: 'compact context' }, [{ ...request(), cutSeq }]);
     const event = append({ type: 'context_compacted', throughSeq: cutSeq - 1, summary: c.summary, tokensBefore: c.tokensBefore, tokensAfter: c.tokensAfter });
     if (event.type === 'context_compacted') window = windowOf(event);
     // Over budget even now (one huge tail): send it anyway rather than compact in a loop.
-    const second = await model.callModel.executeWithOptions(summary, [request()]);
+    const secondRequest = request();
+    const second = await model.callModel.executeWithOptions(summary, [secondRequest]);
     if (second.compact !== undefined) throw new Error('callModel asked for a compaction without a budget');
-    return second;
+    return { reply: second, throughSeq: secondRequest.throughSeq };
   };
 
   /** Runs a turn from `startRound`; returns the round to resume at when the run should hand over first. */
@@ -664,9 +674,10 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
       if (round > startRound && shouldHandOver()) return { handoverAt: round };
       handledThrough = lastUserSeq;
       await ensureMcpTools();
-      let reply;
+      let reply: ModelReply;
+      let throughSeq: number;
       try {
-        reply = await nextReply();
+        ({ reply, throughSeq } = await nextReply());
       } catch (err) {
         if (isCancellation(err)) throw err;
         if (err instanceof ActivityFailure) {
@@ -679,7 +690,7 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
       usage.outputTokens += reply.usage.outputTokens;
       usage.cacheReadInputTokens += reply.usage.cacheReadInputTokens;
       usage.cacheCreationInputTokens += reply.usage.cacheCreationInputTokens;
-      append({ type: 'assistant_message', content: reply.content, stopReason: reply.stopReason, usage: reply.usage });
+      append({ type: 'assistant_message', content: reply.content, stopReason: reply.stopReason, usage: reply.usage, throughSeq });
 
       const toolUses = reply.content.filter((b) => b.type === 'tool_use') as unknown as { id: string; name: string; input: unknown }[];
       if (toolUses.length === 0) {

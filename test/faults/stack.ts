@@ -15,12 +15,19 @@ export class FaultStack {
   server!: DevServer;
   client!: Client;
   mock = new MockModelServer();
-  brain!: ChildWorker;
+  /** The brain workers; the fault matrix runs one, the soak several so a kill leaves one polling. */
+  brains: ChildWorker[] = [];
   hands!: ChildWorker;
   provider!: DockerSandboxProvider;
   readonly hostId = `faults-${process.pid}`;
   private port = 0;
   private readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-faults-'));
+
+  constructor(private readonly brainCount = 1) {}
+
+  get brain(): ChildWorker {
+    return this.brains[0];
+  }
 
   async start(): Promise<void> {
     this.port = await freePort();
@@ -33,7 +40,7 @@ export class FaultStack {
     const dockerHost = await resolveDockerHost();
     if (!dockerHost) throw new Error('no Docker engine: run `npm run setup`');
     this.provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage() });
-    this.brain = await this.spawn('brain');
+    for (let i = 0; i < this.brainCount; i++) this.brains.push(await this.spawn('brain'));
     this.hands = await this.spawn('hands');
   }
 
@@ -45,14 +52,14 @@ export class FaultStack {
     this.server = await startDevServer({ cli: temporalCliPath(), dbFile: path.join(this.dir, 'temporal.db'), port: this.port, headless: true });
   }
 
-  private spawn(role: 'brain' | 'hands'): Promise<ChildWorker> {
+  spawn(role: 'brain' | 'hands'): Promise<ChildWorker> {
     return spawnWorker({ TEMPORAL_ADDRESS: this.address, ANTHROPIC_BASE_URL: this.mock.url, ANTHROPIC_API_KEY: 'test-key', HANDS_HOST_ID: this.hostId }, role);
   }
 
   /** SIGKILL, then a replacement started at once (a supervisor restarting the process). */
-  async killBrain(): Promise<void> {
-    await this.brain.kill('SIGKILL');
-    this.brain = await this.spawn('brain');
+  async killBrain(i = 0): Promise<void> {
+    await this.brains[i].kill('SIGKILL');
+    this.brains[i] = await this.spawn('brain');
   }
 
   async killHands(): Promise<void> {
@@ -78,7 +85,7 @@ export class FaultStack {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([this.brain?.kill(), this.hands?.kill()].map((p) => p?.catch(() => undefined)));
+    await Promise.all([...this.brains.map((b) => b.kill()), this.hands?.kill()].map((p) => p?.catch(() => undefined)));
     for (const sb of (await this.provider?.list(this.hostId).catch(() => [])) ?? []) await this.provider.destroy(sb.sandboxId).catch(() => undefined);
     await this.client?.connection.close().catch(() => undefined);
     await this.mock.stop();

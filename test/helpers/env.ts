@@ -69,7 +69,7 @@ export async function startTestWorker(address: string, modelUrl: string, opts: P
 
 /** Starts a dev server, the mock model and one in-process worker (brain by default). */
 export async function startHarness(
-  opts: { worker?: boolean; role?: 'brain' | 'all'; hostId?: string; reapIntervalMs?: number; vault?: FileVault } = {},
+  opts: { worker?: boolean; role?: 'brain' | 'all'; hostId?: string; reapIntervalMs?: number; vault?: FileVault; archive?: SessionArchive } = {},
 ): Promise<Harness> {
   const env = await createTestEnv();
   const mock = new MockModelServer();
@@ -82,6 +82,7 @@ export async function startHarness(
         hostId: opts.hostId,
         reapIntervalMs: opts.reapIntervalMs ?? 0,
         vault: opts.vault,
+        archive: opts.archive,
       });
     }
   } catch (err) {

@@ -1,0 +1,31 @@
+// A digest of a stretch of the log, the same in the workflow sandbox and in activities: 64 bits of FNV-1a over
+// the events' canonical JSON (keys sorted, so a copy parsed back from the archive digests the same). It lets an
+// activity that reads events by query check them against the ones history committed.
+import type { SessionEvent } from './events';
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined);
+    entries.sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonical(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+export function eventsDigest(events: readonly SessionEvent[]): string {
+  // Two 32-bit FNV-1a lanes with different offsets, over UTF-16 code units.
+  let a = 0x811c9dc5;
+  let b = 0x9e3779b9;
+  for (const e of events) {
+    const s = canonical(e);
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      a = Math.imul(a ^ c, 0x01000193);
+      b = Math.imul(b ^ c, 0x01000193) ^ (b >>> 13);
+    }
+    a = Math.imul(a ^ 0x0a, 0x01000193);
+    b = Math.imul(b ^ 0x0a, 0x01000193);
+  }
+  return `${(a >>> 0).toString(16).padStart(8, '0')}${(b >>> 0).toString(16).padStart(8, '0')}`;
+}

@@ -192,6 +192,11 @@ const EXAMPLES: Record<string, string[]> = {
   dev: ['agents dev', 'agents dev --json   # {"address","uiUrl",...} once up'],
   'model-server': ['agents model-server --port 8787', 'ANTHROPIC_BASE_URL=$(agents model-server --json | jq -r .url) ...'],
   doctor: ['agents doctor', 'agents doctor --json | jq .'],
+  api: ['agents api', 'API_LISTEN=0.0.0.0:8480 DATABASE_URL=postgres://... agents api --json'],
+  'api-keys create': ['agents api-keys create --workspace team-a', 'KEY=$(agents api-keys create --workspace team-a --json | jq -r .key)'],
+  'api-keys list': ['agents api-keys list', 'agents api-keys list --json'],
+  'api-keys revoke': ['agents api-keys revoke apikey_01AB…'],
+  'vault public-key': ['VAULT_PUBLIC_KEY=$(agents vault public-key) agents api'],
   'codec-server': ['agents codec-server', 'CODEC_SERVER_TOKEN=s3cret agents codec-server --port 8234 --origin https://ui.example'],
 };
 
@@ -661,6 +666,85 @@ export function buildProgram(): Command {
       if (!(await openVault()).rm(opts.vault, name)) throw new CliError(`no secret ${name} in vault ${opts.vault}`);
       if (opts.json) out(JSON.stringify({ name, vault: opts.vault }));
       err(`removed ${name} from vault ${opts.vault}`);
+    });
+
+  vault
+    .command('public-key')
+    .description("print the public half of VAULT_KEY, which the API seals credentials to (set it as the API's VAULT_PUBLIC_KEY)")
+    .option('--json', 'print {"publicKey"} on stdout')
+    .action(async (opts: { json?: boolean }) => {
+      const { loadVaultKey } = await import('./infra/keys');
+      const { vaultPublicKey } = await import('./vault/sealed');
+      const key = await vaultPublicKey(loadVaultKey(loadConfig()));
+      out(opts.json ? JSON.stringify({ publicKey: key }) : key);
+    });
+
+  program
+    .command('api')
+    .description('serve the Managed Agents API on API_LISTEN (PostgreSQL at DATABASE_URL, else the embedded database under DATA_DIR) until Ctrl-C')
+    .option('--listen <host:port>', 'address to listen on (default API_LISTEN, 127.0.0.1:8480)')
+    .option('--json', 'print {"url"} on stdout once listening')
+    .action(async (opts: { listen?: string; json?: boolean }) => {
+      const config = loadConfig(process.env, 'api');
+      if (opts.listen !== undefined && !/^[^\s]+:\d{1,5}$/.test(opts.listen)) throw new CliError('--listen must be HOST:PORT');
+      const { startApiServer } = await import('./api/server');
+      const api = await startApiServer(config, err, opts.listen);
+      out(opts.json ? JSON.stringify({ url: api.url }) : api.url);
+      err(`Managed Agents API at ${api.url} (storage: ${api.db.kind === 'postgres' ? 'PostgreSQL' : `embedded, ${path.join(config.dataDir, 'api-db')}`}); Ctrl-C stops it`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      await api.stop();
+    });
+
+  const apiKeys = program.command('api-keys').description('manage API keys; each belongs to one workspace, and sees only its resources');
+  const withApiDb = async <T>(fn: (db: import('./storage/db').Db) => Promise<T>): Promise<T> => {
+    const config = loadConfig();
+    const { openDb } = await import('./storage/db');
+    let db;
+    try {
+      db = await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
+    } catch (e) {
+      throw new CliError((e as Error).message);
+    }
+    try {
+      return await fn(db);
+    } finally {
+      await db.close();
+    }
+  };
+  apiKeys
+    .command('create')
+    .description('make a key in a workspace (created on first use) and print it; it is shown only this once')
+    .requiredOption('--workspace <name>', 'workspace name, e.g. default or team-a')
+    .option('--json', 'print {"key","workspace"} on stdout')
+    .action(async (opts: { workspace: string; json?: boolean }) => {
+      const { createApiKey, WorkspaceNameSchema } = await import('./api/keys');
+      const name = WorkspaceNameSchema.safeParse(opts.workspace);
+      if (!name.success) throw new CliError(`--workspace: ${name.error.issues[0].message}`);
+      const made = await withApiDb((db) => createApiKey(db, name.data));
+      out(opts.json ? JSON.stringify({ key: made.key, workspace: made.workspace, id: made.id }) : made.key);
+      err(`key ${made.id} for workspace ${made.workspace}; store it now, it is not shown again`);
+    });
+  apiKeys
+    .command('list')
+    .description('list keys (their ids, workspaces and first characters; never the keys)')
+    .option('--json', 'one JSON object per line')
+    .action(async (opts: { json?: boolean }) => {
+      const { listApiKeys } = await import('./api/keys');
+      for (const k of await withApiDb(listApiKeys)) out(opts.json ? JSON.stringify(k) : `${k.id}\t${k.workspace}\t${k.hint}\t${k.created_at}${k.revoked_at ? `\trevoked ${k.revoked_at}` : ''}`);
+    });
+  apiKeys
+    .command('revoke')
+    .description('revoke a key by id; requests with it get 401 from then on')
+    .argument('<id>', 'key id, as api-keys list shows it')
+    .option('--json', 'print {"id","revoked"} on stdout')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      const { revokeApiKey } = await import('./api/keys');
+      if (!(await withApiDb((db) => revokeApiKey(db, id)))) throw new CliError(`no live key ${id}`);
+      if (opts.json) out(JSON.stringify({ id, revoked: true }));
+      err(`revoked ${id}`);
     });
 
   program

@@ -46,6 +46,8 @@ export const ConfigSchema = z.object({
   MCP_STDIO_JAIL: z.enum(['bwrap', 'off'], { error: 'must be bwrap or off' }).default('bwrap'),
   HANDS_HOST_ID: optional.refine((v) => v === undefined || /^[A-Za-z0-9._-]{1,100}$/.test(v), 'must be 1-100 letters, digits, dot, dash or underscore'),
   VAULT_KEY: base64Key,
+  /** The public half of VAULT_KEY (`agents vault public-key`): the API seals credentials to it and cannot open them. */
+  VAULT_PUBLIC_KEY: base64Key,
   // One base64 key, or `id:base64,...` whose first key encrypts and the rest still decrypt (rotation).
   CODEC_KEY: optional.superRefine((v, ctx) => {
     const problem = v === undefined ? undefined : codecKeyProblem(v);
@@ -53,6 +55,10 @@ export const ConfigSchema = z.object({
   }),
   CODEC_SERVER_TOKEN: optional,
   DATA_DIR: z.string().min(1).default('.data'),
+  /** PostgreSQL for the API's resources; unset, an embedded database (PGlite) under DATA_DIR/api-db. */
+  DATABASE_URL: optional.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
+  /** Where `agents api` listens. */
+  API_LISTEN: z.string().regex(/^[^\s]+:\d{1,5}$/, 'must be HOST:PORT (port 0 picks a free one)').default('127.0.0.1:8480'),
   // `off`: keys come only from the environment; nothing is generated into or read from DATA_DIR/keys. Set in
   // containers, where each replica generating its own key would leave workers unable to read each other's payloads.
   KEY_FILES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
@@ -80,10 +86,11 @@ export type Config = z.infer<typeof ConfigSchema> & { dataDir: string };
 type ConfigKey = keyof z.infer<typeof ConfigSchema>;
 
 /** Secrets that may come from a file named by `NAME_FILE` (a compose or Kubernetes secret) instead of `NAME`. */
-export const SECRET_VARIABLES = ['ANTHROPIC_API_KEY', 'VAULT_KEY', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'TEMPORAL_API_KEY'] as const;
+// VAULT_PUBLIC_KEY is not secret, but a deployment hands it over the same way, as a file.
+export const SECRET_VARIABLES = ['ANTHROPIC_API_KEY', 'VAULT_KEY', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'TEMPORAL_API_KEY', 'DATABASE_URL', 'VAULT_PUBLIC_KEY'] as const;
 
-/** What runs in a process, as deployed: each worker role, the codec endpoint, or the operator's `agents` command. */
-export const SERVICE_ROLES = ['brain', 'hands', 'tools', 'all', 'codec-server', 'cli'] as const;
+/** What runs in a process, as deployed: each worker role, the codec endpoint, the API, or the operator's `agents` command. */
+export const SERVICE_ROLES = ['brain', 'hands', 'tools', 'all', 'codec-server', 'api', 'cli'] as const;
 export type ServiceRole = (typeof SERVICE_ROLES)[number];
 
 const TEMPORAL: ConfigKey[] = [
@@ -108,6 +115,8 @@ export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
   tools: [...COMMON, 'VAULT_KEY', 'MCP_STDIO_JAIL'],
   all: [...COMMON, ...BRAIN, ...HANDS, 'MCP_STDIO_JAIL'],
   'codec-server': ['TEMPORAL_NAMESPACE', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'DATA_DIR', 'KEY_FILES'],
+  // Never VAULT_KEY: the API seals credentials to the public half and cannot open them.
+  api: [...COMMON, 'DATABASE_URL', 'API_LISTEN', 'VAULT_PUBLIC_KEY'],
   cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
 };
 
@@ -130,6 +139,7 @@ function roleProblems(role: ServiceRole, env: NodeJS.ProcessEnv): Problem[] {
   };
   if (keysFromEnv && role !== 'cli') needs('CODEC_KEY', 'with KEY_FILES=off');
   if (keysFromEnv && (role === 'hands' || role === 'tools' || role === 'all')) needs('VAULT_KEY', `by the ${role} role with KEY_FILES=off`);
+  if (keysFromEnv && role === 'api') needs('VAULT_PUBLIC_KEY', 'by the api role with KEY_FILES=off');
   if ((role === 'brain' || role === 'all') && !has(env, 'ANTHROPIC_API_KEY') && !env.ANTHROPIC_BASE_URL?.trim()) {
     problems.push({ variable: 'ANTHROPIC_API_KEY', message: `is missing: the ${role} role calls the model; set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as \`agents model-server\`` });
   }

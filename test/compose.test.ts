@@ -6,7 +6,8 @@ import path from 'node:path';
 import YAML from 'yaml';
 import { ConfigSchema, checkRoleEnv, type ServiceRole } from '../src/config';
 import { CHECKS } from '../src/doctor';
-import { writeComposeSecrets } from '../src/infra/compose-secrets';
+import { writeApiSecrets, writeComposeSecrets } from '../src/infra/compose-secrets';
+import { vaultPublicKey } from '../src/vault/sealed';
 import { WORKER_ROLES } from '../src/session/queues';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -55,7 +56,9 @@ const interpolate = (v: string) => String(v).replace(/\$\{(\w+)(?::?-([^}]*))?\}
 const WORKER_IMAGE = /managed-agents\/worker/;
 /** Which file secrets, and env files holding secrets, each service may have. */
 const ALLOWED_SECRETS: Record<string, string[]> = {
-  codec_key: ['brain', 'hands', 'tools', 'codec-server'],
+  codec_key: ['brain', 'hands', 'tools', 'codec-server', 'api'],
+  database_url: ['api'],
+  vault_public_key: ['api'],
   vault_key: ['hands', 'tools'],
   anthropic_api_key: ['brain'],
 };
@@ -66,13 +69,14 @@ function roleOf(s: Service): ServiceRole | undefined {
   const cmd = (s.command ?? []).map(String);
   if (cmd[0] === 'worker') return (cmd[cmd.indexOf('--role') + 1] ?? 'all') as ServiceRole;
   if (cmd[0] === 'codec-server') return 'codec-server';
+  if (cmd[0] === 'api') return 'api';
   return undefined;
 }
 
 /** Every problem with a parsed compose file, one line each. */
 function problemsOf(c: Compose): string[] {
   const problems: string[] = [];
-  const expected = ['postgres', 'temporal', 'temporal-ui', 'codec-server', 'brain', 'hands', 'tools'];
+  const expected = ['postgres', 'temporal', 'temporal-ui', 'codec-server', 'api', 'brain', 'hands', 'tools'];
   for (const name of expected) if (!c.services[name]) problems.push(`no ${name} service`);
   for (const name of Object.keys(c.services)) if (!expected.includes(name)) problems.push(`unexpected service ${name}`);
 
@@ -147,9 +151,11 @@ function problemsOf(c: Compose): string[] {
     if (cmd[cmd.indexOf('--origin') + 1] !== uiOrigin) problems.push(`codec-server: does not allow the UI's origin ${uiOrigin}`);
   }
 
-  // Network isolation: the database only with Temporal, internal networks with no way out, the codec server alone.
+  // Network isolation: the database only with Temporal and the API, internal networks with no way out, the codec server alone.
   const on = (net: string) => Object.entries(c.services).filter(([, s]) => s.networks?.includes(net)).map(([n]) => n).sort();
-  if (JSON.stringify(on('db')) !== JSON.stringify(['postgres', 'temporal'])) problems.push(`db network holds ${on('db').join(', ')}`);
+  if (JSON.stringify(on('db')) !== JSON.stringify(['api', 'postgres', 'temporal'])) problems.push(`db network holds ${on('db').join(', ')}`);
+  const api = c.services.api;
+  if (api && (api.secrets ?? []).includes('vault_key')) problems.push('api: holds the vault key, which would let it open credentials');
   for (const net of ['db', 'backend']) if (!c.networks[net]?.internal) problems.push(`${net} network is not internal`);
   if (JSON.stringify(on('codec')) !== JSON.stringify(['codec-server'])) problems.push(`codec network holds ${on('codec').join(', ')}`);
   for (const w of ['brain', 'hands', 'tools']) if (!c.services[w]?.networks?.includes('backend')) problems.push(`${w}: cannot reach Temporal`);
@@ -158,7 +164,7 @@ function problemsOf(c: Compose): string[] {
   return problems;
 }
 
-it('declares Temporal on PostgreSQL, the Web UI with the codec endpoint, and brain, hands and tools workers that match their config schemas', () => {
+it('declares Temporal on PostgreSQL, the Web UI with the codec endpoint, the API, and brain, hands and tools workers that match their config schemas', () => {
   expect(problemsOf(loadCompose())).toEqual([]);
 });
 
@@ -195,6 +201,20 @@ it('writes the secret files compose mounts once, and keeps them after', () => {
     expect(fs.readFileSync(path.join(dir, 'postgres.env'), 'utf8')).toMatch(/^POSTGRES_PASSWORD=(\w{48})\nPOSTGRES_PWD=\1\n$/);
     expect(writeComposeSecrets(dir, {}).written).toEqual([]);
     expect(fs.readFileSync(path.join(dir, 'codec_key'), 'utf8')).toBe(codecKey);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it('writes the api service its database URL and the vault public key, derived from vault_key', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-secrets-'));
+  try {
+    writeComposeSecrets(dir, {});
+    expect((await writeApiSecrets(dir)).sort()).toEqual(['database_url', 'vault_public_key']);
+    const pw = /POSTGRES_PASSWORD=(\w+)/.exec(fs.readFileSync(path.join(dir, 'postgres.env'), 'utf8'))![1];
+    expect(fs.readFileSync(path.join(dir, 'database_url'), 'utf8')).toBe(`postgres://temporal:${pw}@postgres:5432/agents_api\n`);
+    expect(fs.readFileSync(path.join(dir, 'vault_public_key'), 'utf8').trim()).toBe(await vaultPublicKey(fs.readFileSync(path.join(dir, 'vault_key'), 'utf8').trim()));
+    expect(await writeApiSecrets(dir)).toEqual([]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -31,10 +31,40 @@ export function writeComposeSecrets(dir = path.join(ROOT, 'deploy', 'secrets'), 
   return { written, kept };
 }
 
+/**
+ * The api service's files: its DATABASE_URL (a database of its own on the compose PostgreSQL, created at its first
+ * start) and the vault public key it seals credentials to, derived from vault_key. Existing files are kept.
+ */
+export async function writeApiSecrets(dir = path.join(ROOT, 'deploy', 'secrets')): Promise<string[]> {
+  const written: string[] = [];
+  const urlFile = path.join(dir, 'database_url');
+  if (!fs.existsSync(urlFile)) {
+    const pw = /^POSTGRES_PASSWORD=(\w+)$/m.exec(fs.readFileSync(path.join(dir, 'postgres.env'), 'utf8'))?.[1];
+    if (!pw) throw new Error(`${dir}/postgres.env has no POSTGRES_PASSWORD`);
+    fs.writeFileSync(urlFile, `postgres://temporal:${pw}@postgres:5432/agents_api\n`, { mode: 0o400, flag: 'wx' });
+    written.push('database_url');
+  }
+  const pubFile = path.join(dir, 'vault_public_key');
+  if (!fs.existsSync(pubFile)) {
+    const { vaultPublicKey } = await import('../vault/sealed');
+    fs.writeFileSync(pubFile, `${await vaultPublicKey(fs.readFileSync(path.join(dir, 'vault_key'), 'utf8').trim())}\n`, { mode: 0o444, flag: 'wx' });
+    written.push('vault_public_key');
+  }
+  if (process.getuid?.() === 0) for (const f of written) fs.chownSync(path.join(dir, f), WORKER_UID, WORKER_UID);
+  return written;
+}
+
 if (require.main === module) {
   const dir = path.join(ROOT, 'deploy', 'secrets');
   const r = writeComposeSecrets(dir);
   process.stderr.write(`${dir}: wrote ${r.written.join(', ') || 'nothing'}${r.kept.length ? `; kept ${r.kept.join(', ')}` : ''}\n`);
+  writeApiSecrets(dir).then(
+    (w) => w.length > 0 && process.stderr.write(`${dir}: wrote ${w.join(', ')} for the api service\n`),
+    (e: unknown) => {
+      process.stderr.write(`api secrets: ${(e as Error).message}\n`);
+      process.exitCode = 1;
+    },
+  );
   if (!fs.existsSync(path.join(dir, 'anthropic_api_key'))) {
     process.stderr.write(`no ANTHROPIC_API_KEY in the environment: write your key to ${path.join(dir, 'anthropic_api_key')} (mode 0400, owned by uid ${WORKER_UID})\n`);
   }

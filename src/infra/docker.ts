@@ -41,9 +41,9 @@ interface RunResult {
 
 const OUTPUT_KEEP = 64_000;
 
-function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: NodeJS.ReadableStream } = {}): Promise<RunResult> {
+export function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: NodeJS.ReadableStream; uid?: number; gid?: number } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'], uid: opts.uid, gid: opts.gid });
     let stdout = '';
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -60,7 +60,7 @@ function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; stdin
   });
 }
 
-function logTail(log: Log, text: string, lines = 15): void {
+export function logTail(log: Log, text: string, lines = 15): void {
   for (const line of text.trimEnd().split('\n').slice(-lines)) log(`  | ${line}`);
 }
 
@@ -75,16 +75,16 @@ async function mustRun(what: string, cmd: string, args: string[], log: Log, env?
 
 
 // Non-login root shells (npm scripts, CI) often lack the sbin directories where dockerd and debootstrap live.
-const SYSTEM_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+export const SYSTEM_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
 
-function systemPath(): string {
+export function systemPath(): string {
   const dirs = (process.env.PATH ?? '').split(path.delimiter).filter(Boolean);
   return [...dirs, ...SYSTEM_DIRS.filter((d) => !dirs.includes(d))].join(path.delimiter);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function isRoot(): boolean {
+export function isRoot(): boolean {
   return process.getuid?.() === 0;
 }
 
@@ -105,7 +105,7 @@ function isAlive(pid: number): boolean {
 }
 
 /** Serialises work across processes (setup and a test suite may both want the engine or the image). */
-async function withLock<T>(name: string, log: Log, fn: () => Promise<T>): Promise<T> {
+export async function withLock<T>(name: string, log: Log, fn: () => Promise<T>): Promise<T> {
   const lock = path.join(os.tmpdir(), `managed-agents-${name}.lock`);
   const mine = `${lock}.${process.pid}`;
   fs.writeFileSync(mine, String(process.pid));
@@ -227,7 +227,7 @@ export async function restartProjectDaemon(log: Log = defaultLog): Promise<strin
   return ensureDockerEngine(log);
 }
 
-async function aptInstall(packages: string[], log: Log): Promise<void> {
+export async function aptInstall(packages: string[], log: Log): Promise<void> {
   if (!onPath('apt-get', SYSTEM_DIRS)) throw new Error(`${packages.join(' ')} is not installed, and there is no apt-get to install it with`);
   if (!isRoot()) throw new Error(`${packages.join(' ')} is not installed, and installing it with apt-get needs root`);
   const env = { ...process.env, PATH: systemPath(), DEBIAN_FRONTEND: 'noninteractive' };

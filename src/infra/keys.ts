@@ -83,3 +83,28 @@ export function ensureKeys(dataDir: string, env: NodeJS.ProcessEnv = process.env
     vaultKey: loadKey('VAULT_KEY', env.VAULT_KEY, dataDir),
   };
 }
+
+/**
+ * The vault public key the API seals credentials to: VAULT_PUBLIC_KEY, else (local development, KEY_FILES=on)
+ * DATA_DIR/keys/vault.pub, derived once from the local vault key file and written beside it.
+ */
+export async function loadVaultPublicKey(config: Pick<Config, 'VAULT_PUBLIC_KEY' | 'VAULT_KEY' | 'dataDir' | 'KEY_FILES'>): Promise<string> {
+  const { publicKeyProblem, vaultPublicKey } = await import('../vault/sealed');
+  const fromEnv = config.VAULT_PUBLIC_KEY?.trim();
+  if (fromEnv) {
+    const problem = publicKeyProblem(fromEnv);
+    if (problem) throw new KeyFileError(`VAULT_PUBLIC_KEY ${problem}`);
+    return fromEnv;
+  }
+  if (config.KEY_FILES === 'off') throw new KeyFileError('VAULT_PUBLIC_KEY is not set, and KEY_FILES=off forbids a key file; print it with `agents vault public-key` where VAULT_KEY is set');
+  const file = path.join(config.dataDir, 'keys', 'vault.pub');
+  if (fs.existsSync(file)) {
+    const value = fs.readFileSync(file, 'utf8').trim();
+    const problem = publicKeyProblem(value);
+    if (problem) throw new KeyFileError(`vault public key from ${file} ${problem}; delete the file to derive it again`);
+    return value;
+  }
+  const value = await vaultPublicKey(loadVaultKey(config));
+  fs.writeFileSync(file, `${value}\n`, { mode: 0o644 });
+  return value;
+}

@@ -1,0 +1,360 @@
+// /v1/agents: agents with immutable, numbered versions. An update writes a new version (when it changes
+// anything) and takes an optimistic `version`; a stale one is a 409 the SDK must not retry.
+import { z } from 'zod';
+import type { Queryable } from '../storage/db';
+import { IdSchema, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, toPage } from './common';
+import type { ApiApp, ApiDeps } from './context';
+import { ApiError, badRequest, conflict, notFound } from './errors';
+
+export const TOOLSET_TOOLS = ['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const;
+
+const PolicySchema = z.object({
+  type: z.enum(['always_allow', 'always_ask'], { error: 'must be always_allow or always_ask (auto is not supported yet)' }),
+});
+const DefaultConfigParamsSchema = z.strictObject({ enabled: z.boolean().nullish(), permission_policy: PolicySchema.nullish() });
+
+const ToolsetParamsSchema = z.strictObject({
+  type: z.literal('agent_toolset_20260401'),
+  default_config: DefaultConfigParamsSchema.nullish(),
+  configs: z
+    .array(
+      // web_fetch and web_search carry settings of their own (domains, sources); they are kept as given.
+      z.looseObject({ name: z.enum(TOOLSET_TOOLS), type: z.enum(TOOLSET_TOOLS).optional(), enabled: z.boolean().nullish(), permission_policy: PolicySchema.nullish() }),
+    )
+    .max(TOOLSET_TOOLS.length)
+    .optional(),
+});
+const McpToolsetParamsSchema = z.strictObject({
+  type: z.literal('mcp_toolset'),
+  mcp_server_name: z.string().min(1).max(255),
+  default_config: DefaultConfigParamsSchema.nullish(),
+  configs: z.array(z.strictObject({ name: z.string().min(1).max(128), enabled: z.boolean().nullish(), permission_policy: PolicySchema.nullish() })).max(256).optional(),
+});
+const InputSchemaSchema = z.looseObject({
+  type: z.literal('object'),
+  properties: z.record(z.string(), z.unknown()).nullish(),
+  required: z.array(z.string()).nullish(),
+});
+const CustomToolSchema = z.strictObject({
+  type: z.literal('custom'),
+  name: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'custom tool names are 1-128 letters, digits, _ or -'),
+  description: z.string().max(10_000),
+  input_schema: InputSchemaSchema,
+});
+const ToolParamsSchema = z.discriminatedUnion('type', [ToolsetParamsSchema, McpToolsetParamsSchema, CustomToolSchema]);
+
+const McpServerSchema = z.strictObject({
+  type: z.literal('url'),
+  name: z.string().min(1).max(255),
+  url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+});
+
+const EFFORTS = ['low', 'medium', 'high', 'xhigh', 'max'] as const;
+const ModelParamsSchema = z.union([
+  z.string().min(1).max(200),
+  z.strictObject({
+    id: z.string().min(1).max(200),
+    effort: z.union([z.enum(EFFORTS), z.strictObject({ type: z.enum(EFFORTS) })]).optional(),
+    inference_geo: z.string().max(100).nullish(),
+    speed: z.enum(['standard', 'fast']).nullish(),
+  }),
+]);
+
+const ExecutionIdentitySchema = z.object({
+  type: z.literal('service_account', { error: 'only service_account is supported (aws_role is not supported yet)' }),
+});
+
+const notSupported = (what: string) => (v: unknown) => v === undefined || v === null || (Array.isArray(v) && v.length === 0) || `${what} are not supported yet`;
+
+export const AgentCreateSchema = z.strictObject({
+  name: z.string().min(1, 'name must not be empty').max(256),
+  model: ModelParamsSchema,
+  description: z.string().max(2048).nullish(),
+  system: z.string().max(100_000).nullish(),
+  tools: z.array(ToolParamsSchema).max(256).optional(),
+  mcp_servers: z.array(McpServerSchema).max(20).optional(),
+  skills: z.array(z.unknown()).optional().refine((v) => notSupported('skills')(v) === true, 'skills are not supported yet'),
+  multiagent: z.unknown().optional().refine((v) => v === undefined || v === null, 'multiagent is not supported yet'),
+  execution_identity: ExecutionIdentitySchema.nullish(),
+  metadata: MetadataSchema.optional(),
+});
+
+export const AgentUpdateSchema = z.strictObject({
+  version: z.number().int().min(1).optional(),
+  name: z.string().min(1, 'name must not be empty').max(256).optional(),
+  model: ModelParamsSchema.optional(),
+  description: z.string().max(2048).nullish(),
+  system: z.string().max(100_000).nullish(),
+  tools: z.array(ToolParamsSchema).max(256).nullish(),
+  mcp_servers: z.array(McpServerSchema).max(20).nullish(),
+  skills: z.array(z.unknown()).nullish().refine((v) => notSupported('skills')(v) === true, 'skills are not supported yet'),
+  multiagent: z.unknown().optional().refine((v) => v === undefined || v === null, 'multiagent is not supported yet'),
+  execution_identity: ExecutionIdentitySchema.nullish(),
+  metadata: MetadataPatchSchema.nullish(),
+});
+
+// Resolved forms, as stored and returned.
+const ResolvedPolicySchema = z.object({ type: z.enum(['always_allow', 'always_ask', 'auto']) });
+const ResolvedDefaultSchema = z.object({ enabled: z.boolean(), permission_policy: ResolvedPolicySchema });
+const ResolvedToolSchema = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('agent_toolset_20260401'),
+    default_config: ResolvedDefaultSchema,
+    configs: z.array(z.looseObject({ name: z.enum(TOOLSET_TOOLS), type: z.enum(TOOLSET_TOOLS), enabled: z.boolean(), permission_policy: ResolvedPolicySchema })),
+  }),
+  z.object({
+    type: z.literal('mcp_toolset'),
+    mcp_server_name: z.string(),
+    default_config: ResolvedDefaultSchema,
+    configs: z.array(z.object({ name: z.string(), enabled: z.boolean(), permission_policy: ResolvedPolicySchema })),
+  }),
+  CustomToolSchema,
+]);
+const ModelConfigSchema = z.object({
+  id: z.string(),
+  effort: z.object({ type: z.enum(EFFORTS) }).optional(),
+  inference_geo: z.string().optional(),
+  speed: z.enum(['standard', 'fast']).optional(),
+});
+
+const AgentBodySchema = z.object({
+  name: z.string(),
+  description: z.string().nullable(),
+  model: ModelConfigSchema,
+  system: z.string().nullable(),
+  tools: z.array(ResolvedToolSchema),
+  mcp_servers: z.array(McpServerSchema),
+  skills: z.array(z.never()),
+  multiagent: z.null(),
+  execution_identity: z.object({ type: z.literal('service_account') }),
+  metadata: z.record(z.string(), z.string()),
+});
+type AgentBody = z.infer<typeof AgentBodySchema>;
+
+export const AgentSchema = AgentBodySchema.extend({
+  id: z.string(),
+  type: z.literal('agent'),
+  version: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  archived_at: z.string().nullable(),
+}).meta({ id: 'Agent' });
+export type ApiAgent = z.infer<typeof AgentSchema>;
+
+function resolveModel(m: z.infer<typeof ModelParamsSchema>): AgentBody['model'] {
+  if (typeof m === 'string') return { id: m };
+  return {
+    id: m.id,
+    ...(m.effort !== undefined ? { effort: typeof m.effort === 'string' ? { type: m.effort } : m.effort } : {}),
+    ...(m.inference_geo ? { inference_geo: m.inference_geo } : {}),
+    ...(m.speed ? { speed: m.speed } : {}),
+  };
+}
+
+function resolveTools(tools: z.infer<typeof ToolParamsSchema>[]): AgentBody['tools'] {
+  return tools.map((t) => {
+    if (t.type === 'custom') return t;
+    const fallback = t.type === 'agent_toolset_20260401' ? 'always_allow' : 'always_ask';
+    const default_config = { enabled: t.default_config?.enabled ?? true, permission_policy: t.default_config?.permission_policy ?? { type: fallback } };
+    if (t.type === 'mcp_toolset') {
+      return {
+        type: t.type,
+        mcp_server_name: t.mcp_server_name,
+        default_config,
+        configs: (t.configs ?? []).map((c) => ({ name: c.name, enabled: c.enabled ?? default_config.enabled, permission_policy: c.permission_policy ?? default_config.permission_policy })),
+      };
+    }
+    const given = new Map((t.configs ?? []).map((c) => [c.name, c]));
+    return {
+      type: t.type,
+      default_config,
+      configs: TOOLSET_TOOLS.map((name) => {
+        const c = given.get(name);
+        return { ...(c ?? {}), name, type: name, enabled: c?.enabled ?? default_config.enabled, permission_policy: c?.permission_policy ?? default_config.permission_policy };
+      }),
+    };
+  });
+}
+
+/** The cross-field rules: unique tool and server names, and every MCP server used by exactly the toolsets that name it. */
+function checkBody(body: AgentBody): void {
+  const servers = new Set<string>();
+  for (const [i, s] of body.mcp_servers.entries()) {
+    if (servers.has(s.name)) throw badRequest(`mcp_servers.${i}.name: ${s.name} is listed twice`);
+    servers.add(s.name);
+  }
+  const referenced = new Set<string>();
+  const customNames = new Set<string>();
+  let toolsets = 0;
+  for (const [i, t] of body.tools.entries()) {
+    if (t.type === 'agent_toolset_20260401' && ++toolsets > 1) throw badRequest(`tools.${i}: agent_toolset_20260401 is listed twice`);
+    if (t.type === 'mcp_toolset') {
+      if (!servers.has(t.mcp_server_name)) throw badRequest(`tools.${i}.mcp_server_name: no mcp_servers entry is named ${t.mcp_server_name}`);
+      if (referenced.has(t.mcp_server_name)) throw badRequest(`tools.${i}.mcp_server_name: ${t.mcp_server_name} has two toolsets`);
+      referenced.add(t.mcp_server_name);
+    }
+    if (t.type === 'custom') {
+      if (customNames.has(t.name)) throw badRequest(`tools.${i}.name: custom tool ${t.name} is listed twice`);
+      customNames.add(t.name);
+    }
+  }
+  for (const [i, s] of body.mcp_servers.entries()) {
+    if (!referenced.has(s.name)) throw badRequest(`mcp_servers.${i}: ${s.name} is not used by any mcp_toolset in tools`);
+  }
+}
+
+interface AgentRow {
+  id: string;
+  pos: number;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+  archived_at: Date | null;
+  body: AgentBody;
+  version_created_at: Date;
+}
+
+function toAgent(r: AgentRow, latest: boolean): ApiAgent {
+  return {
+    ...r.body,
+    id: r.id,
+    type: 'agent',
+    version: r.version,
+    created_at: iso(r.created_at),
+    updated_at: iso(latest ? r.updated_at : r.version_created_at),
+    archived_at: isoOrNull(r.archived_at),
+  };
+}
+
+const SELECT = `select a.id, a.pos, v.version, a.created_at, a.updated_at, a.archived_at, v.body, v.created_at as version_created_at
+  from agents a join agent_versions v on v.agent_id = a.id`;
+
+/** One agent of the workspace at `version` (default: the latest), or a 404. */
+export async function getAgent(db: Queryable, workspaceId: string, id: string, version?: number, lock = false): Promise<ApiAgent> {
+  const rows = await db.query<AgentRow>(
+    `${SELECT} where a.id = $1 and a.workspace_id = $2 and v.version = coalesce($3::int, a.version)${lock ? ' for update of a' : ''}`,
+    [id, workspaceId, version ?? null],
+  );
+  if (rows.length === 0) {
+    if (version !== undefined && (await db.query('select 1 from agents where id = $1 and workspace_id = $2', [id, workspaceId])).length > 0) {
+      throw new ApiError(404, 'not_found_error', `agent ${id} has no version ${version}`);
+    }
+    throw notFound('agent', id);
+  }
+  return toAgent(rows[0], version === undefined);
+}
+
+const AgentListQuerySchema = PageQuerySchema.extend({
+  'created_at[gte]': z.iso.datetime({ offset: true, error: 'must be an RFC 3339 time' }).optional(),
+  'created_at[lte]': z.iso.datetime({ offset: true, error: 'must be an RFC 3339 time' }).optional(),
+});
+
+const AgentPathSchema = z.object({ agent_id: IdSchema });
+
+export function agentRoutes(app: ApiApp, { db }: ApiDeps): void {
+  app.post('/v1/agents', { schema: { operationId: 'createAgent', body: AgentCreateSchema, response: { 200: AgentSchema } } }, async (req) => {
+    const p = req.body;
+    const body: AgentBody = {
+      name: p.name,
+      description: p.description || null,
+      model: resolveModel(p.model),
+      system: p.system || null,
+      tools: resolveTools(p.tools ?? []),
+      mcp_servers: p.mcp_servers ?? [],
+      skills: [],
+      multiagent: null,
+      execution_identity: { type: 'service_account' },
+      metadata: p.metadata ?? {},
+    };
+    checkBody(body);
+    const id = newId('agent');
+    const now = new Date();
+    await db.transaction(async (tx) => {
+      await tx.query('insert into agents (id, workspace_id, version, created_at, updated_at) values ($1, $2, 1, $3, $3)', [id, req.workspaceId, now]);
+      await tx.query('insert into agent_versions (agent_id, version, body, created_at) values ($1, 1, $2, $3)', [id, body, now]);
+    });
+    return getAgent(db, req.workspaceId, id);
+  });
+
+  app.get(
+    '/v1/agents/:agent_id',
+    {
+      schema: {
+        operationId: 'retrieveAgent',
+        params: AgentPathSchema,
+        querystring: z.object({ version: z.coerce.number({ error: 'version must be an integer' }).int('version must be an integer').min(1, 'version must be at least 1').max(2 ** 31 - 1).optional() }),
+        response: { 200: AgentSchema },
+      },
+    },
+    async (req) => getAgent(db, req.workspaceId, req.params.agent_id, req.query.version),
+  );
+
+  app.post('/v1/agents/:agent_id', { schema: { operationId: 'updateAgent', params: AgentPathSchema, body: AgentUpdateSchema, response: { 200: AgentSchema } } }, async (req) => {
+    const p = req.body;
+    const id = req.params.agent_id;
+    return db.transaction(async (tx) => {
+      const current = await getAgent(tx, req.workspaceId, id, undefined, true);
+      if (p.version !== undefined && p.version !== current.version) {
+        throw conflict(`version ${p.version} is stale: agent ${id} is at version ${current.version}`);
+      }
+      if (current.archived_at) throw badRequest(`agent ${id} is archived and cannot be changed`);
+      const next: AgentBody = {
+        name: p.name ?? current.name,
+        description: p.description === undefined ? current.description : p.description || null,
+        model: p.model === undefined ? current.model : resolveModel(p.model),
+        system: p.system === undefined ? current.system : p.system || null,
+        tools: p.tools === undefined ? current.tools : resolveTools(p.tools ?? []),
+        mcp_servers: p.mcp_servers === undefined ? current.mcp_servers : (p.mcp_servers ?? []),
+        skills: [],
+        multiagent: null,
+        execution_identity: { type: 'service_account' },
+        metadata: applyMetadataPatch(current.metadata, p.metadata),
+      };
+      checkBody(next);
+      const before = AgentBodySchema.parse(current);
+      if (JSON.stringify(before) === JSON.stringify(AgentBodySchema.parse(next))) return current;
+      const now = new Date();
+      const version = current.version + 1;
+      await tx.query('insert into agent_versions (agent_id, version, body, created_at) values ($1, $2, $3, $4)', [id, version, next, now]);
+      await tx.query('update agents set version = $2, updated_at = $3 where id = $1', [id, version, now]);
+      return getAgent(tx, req.workspaceId, id);
+    });
+  });
+
+  app.get('/v1/agents', { schema: { operationId: 'listAgents', querystring: AgentListQuerySchema, response: { 200: pageSchema(AgentSchema) } } }, async (req) => {
+    const q = req.query;
+    const rows = await db.query<AgentRow>(
+      `${SELECT} and v.version = a.version where a.workspace_id = $1 and ($2::int is null or a.pos < $2)
+        and ($3::boolean or a.archived_at is null)
+        and ($4::timestamptz is null or a.created_at >= $4) and ($5::timestamptz is null or a.created_at <= $5)
+        order by a.pos desc limit $6`,
+      [req.workspaceId, cursorPos(q.page) ?? null, q.include_archived ?? false, q['created_at[gte]'] ?? null, q['created_at[lte]'] ?? null, q.limit + 1],
+    );
+    return toPage(rows, q.limit, (r) => toAgent(r, true));
+  });
+
+  app.post('/v1/agents/:agent_id/archive', { schema: { operationId: 'archiveAgent', params: AgentPathSchema, response: { 200: AgentSchema } } }, async (req) => {
+    const id = req.params.agent_id;
+    await getAgent(db, req.workspaceId, id);
+    await db.query('update agents set archived_at = coalesce(archived_at, now()), updated_at = case when archived_at is null then now() else updated_at end where id = $1 and workspace_id = $2', [id, req.workspaceId]);
+    return getAgent(db, req.workspaceId, id);
+  });
+
+  app.get(
+    '/v1/agents/:agent_id/versions',
+    { schema: { operationId: 'listAgentVersions', params: AgentPathSchema, querystring: PageQuerySchema, response: { 200: pageSchema(AgentSchema) } } },
+    async (req) => {
+      const q = req.query;
+      const id = req.params.agent_id;
+      await getAgent(db, req.workspaceId, id);
+      // Versions page by version number, newest first; the cursor's position is the last version shown.
+      const rows = await db.query<AgentRow>(
+        `select a.id, v.version as pos, v.version, a.created_at, a.updated_at, a.archived_at, v.body, v.created_at as version_created_at
+          from agents a join agent_versions v on v.agent_id = a.id
+          where a.id = $1 and a.workspace_id = $2 and ($3::int is null or v.version < $3) order by v.version desc limit $4`,
+        [id, req.workspaceId, cursorPos(q.page) ?? null, q.limit + 1],
+      );
+      return toPage(rows, q.limit, (r) => toAgent(r, false));
+    },
+  );
+}

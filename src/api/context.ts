@@ -1,0 +1,20 @@
+// What every route is given: the fastify instance typed for zod schemas, and the storage behind it.
+import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Db } from '../storage/db';
+
+export type ApiApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
+
+export interface ApiDeps {
+  db: Db;
+  /** The vault public key (base64) that credential secrets are sealed to. */
+  vaultPublicKey: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The workspace of the request's API key; set by the auth hook on every /v1 route but the OpenAPI document. */
+    workspaceId: string;
+    requestId: string;
+  }
+}

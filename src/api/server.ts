@@ -1,0 +1,185 @@
+// The Managed Agents API over HTTP: fastify with zod schemas (one set validates requests, types the handlers and
+// generates GET /v1/openapi.json), API-key auth scoped to a workspace, and the API's error envelope for every error.
+import fastifySwagger from '@fastify/swagger';
+import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError, jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Config } from '../config';
+import { closeServer, httpUrl } from '../infra/http';
+import { loadVaultPublicKey } from '../infra/keys';
+import { openDb, type Db } from '../storage/db';
+import { agentRoutes } from './agents';
+import { newId } from './common';
+import type { ApiApp, ApiDeps } from './context';
+import { environmentRoutes } from './environments';
+import { ApiError, type ErrorType } from './errors';
+import { authenticate } from './keys';
+import { vaultRoutes } from './vaults';
+import { sessionRoutes, type SessionDeps } from './sessions';
+
+export const MANAGED_AGENTS_BETA = 'managed-agents-2026-04-01';
+const OPENAPI_PATH = '/v1/openapi.json';
+const BODY_LIMIT = 8 * 1024 * 1024;
+
+function errorTypeFor(status: number): ErrorType {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 413) return 'request_too_large';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'api_error';
+  return 'invalid_request_error';
+}
+
+/** `/tools/0/name` → `tools.0.name`, with the part of the request it came from when that is not the body. */
+function fieldOf(context: string | undefined, instancePath: string): string {
+  const path = instancePath.replace(/^\//, '').replace(/\//g, '.');
+  const where = context === 'querystring' ? 'query' : context === 'params' ? 'path' : context === 'headers' ? 'header' : 'body';
+  if (where === 'body') return path || 'body';
+  return path ? `${where} parameter ${path}` : where;
+}
+
+function presentedKey(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const x = headers['x-api-key'];
+  if (typeof x === 'string' && x) return x.trim();
+  const auth = headers.authorization;
+  const m = typeof auth === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
+  return m?.[1];
+}
+
+/** Builds the server over `deps` (not listening yet). */
+export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = () => undefined, sessions?: SessionDeps): Promise<ApiApp> {
+  const app = Fastify({
+    logger: false,
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => newId('req'),
+    return503OnClosing: true,
+    // A URL the router cannot take (bad encoding, an over-long id) gets the envelope too, never fastify's own body.
+    frameworkErrors: (err, req, reply) => {
+      (reply as unknown as FastifyReply).code(400).send({ type: 'error', error: { type: 'invalid_request_error', message: `bad request URL: ${err.message}` }, request_id: req.id });
+    },
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'managed-agents: Managed Agents API', version: MANAGED_AGENTS_BETA },
+      components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' }, bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ apiKey: [] }, { bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  });
+
+  app.addHook('onRequest', async (req, reply) => {
+    req.requestId = req.id;
+    reply.header('request-id', req.id);
+    const path = req.url.split('?')[0];
+    if (path === OPENAPI_PATH || !path.startsWith('/v1/')) return;
+    const key = presentedKey(req.headers);
+    const who = key ? await authenticate(deps.db, key) : undefined;
+    if (!who) throw new ApiError(401, 'authentication_error', key ? 'invalid API key' : 'an API key is required: send it as x-api-key or Authorization: Bearer');
+    const wanted = req.headers['anthropic-workspace-id'];
+    if (typeof wanted === 'string' && wanted && wanted !== who.workspaceId) throw new ApiError(403, 'permission_error', `this API key belongs to another workspace than ${wanted}`);
+    const beta = req.headers['anthropic-beta'];
+    const betas = (Array.isArray(beta) ? beta.join(',') : (beta ?? '')).split(',').map((b) => b.trim());
+    if (!betas.includes(MANAGED_AGENTS_BETA)) throw new ApiError(400, 'invalid_request_error', `the anthropic-beta header must include ${MANAGED_AGENTS_BETA}`);
+    req.workspaceId = who.workspaceId;
+  });
+
+  app.setErrorHandler((err: FastifyError, req, reply) => {
+    let status: number;
+    let type: ErrorType;
+    let message: string;
+    let errorCode: string | undefined;
+    if (err instanceof ApiError) {
+      ({ status, type, message } = err);
+      errorCode = err.extra.errorCode;
+      for (const [k, v] of Object.entries(err.extra.headers ?? {})) reply.header(k, v);
+    } else if (hasZodFastifySchemaValidationErrors(err)) {
+      status = 400;
+      type = 'invalid_request_error';
+      message = err.validation
+        .slice(0, 5)
+        .map((v) => `${fieldOf(err.validationContext, v.instancePath)}: ${v.message}`)
+        .join('; ');
+    } else if (isResponseSerializationError(err) || !err.statusCode || err.statusCode >= 500) {
+      // A bug of ours: the client learns only that it happened; the log gets the message, never a request body.
+      log(`api: ${req.method} ${req.url.split('?')[0]} failed (${req.id}): ${err.message.split('\n')[0]}`);
+      status = 500;
+      type = 'api_error';
+      message = 'internal error';
+    } else {
+      status = err.statusCode;
+      type = errorTypeFor(status);
+      message = err.message;
+    }
+    reply
+      .code(status)
+      .type('application/json')
+      .send({ type: 'error', error: { type, message, ...(errorCode ? { details: { error_code: errorCode } } : {}) }, request_id: req.id });
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(404).send({ type: 'error', error: { type: 'not_found_error', message: `no route ${req.method} ${req.url.split('?')[0]}` }, request_id: req.id });
+  });
+
+  agentRoutes(app, deps);
+  environmentRoutes(app, deps);
+  vaultRoutes(app, deps);
+  if (sessions) sessionRoutes(app, deps, sessions);
+
+  app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
+  await app.ready();
+  return app;
+}
+
+export interface RunningApi {
+  url: string;
+  db: Db;
+  stop(): Promise<void>;
+}
+
+/**
+ * Temporal, connected on first use, and the session log as the CLI reads it (the archive under DATA_DIR plus the
+ * live runs), decoded with CODEC_KEY.
+ */
+async function sessionDepsFor(config: Config): Promise<SessionDeps> {
+  const { Client, Connection } = await import('@temporalio/client');
+  const { createDataConverter } = await import('../codec');
+  const { loadCodecKey } = await import('../infra/keys');
+  const { temporalConnectionOptions } = await import('../temporal-connection');
+  const { sessionArchive } = await import('../archive');
+  const { ArchivedSessionLog, LiveSessionLog } = await import('../log/session-log');
+  const dataConverter = createDataConverter(loadCodecKey(config));
+  const client = new Client({ connection: Connection.lazy(temporalConnectionOptions(config)), namespace: config.TEMPORAL_NAMESPACE, dataConverter });
+  return { client, log: new ArchivedSessionLog(sessionArchive(config.dataDir, dataConverter), new LiveSessionLog(client)) };
+}
+
+/**
+ * Opens storage (migrating it), and serves the API on `listen` (HOST:PORT; default API_LISTEN). Sessions run on
+ * the Temporal the config names, unless `sessions` is given.
+ */
+export async function startApiServer(config: Config, log: (m: string) => void, listen = config.API_LISTEN, sessions?: SessionDeps): Promise<RunningApi> {
+  const db = await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
+  try {
+    const vaultPublicKey = await loadVaultPublicKey(config);
+    const app = await buildApiServer({ db, vaultPublicKey }, log, sessions ?? (await sessionDepsFor(config)));
+    const colon = listen.lastIndexOf(':');
+    const host = listen.slice(0, colon).replace(/^\[|\]$/g, '');
+    await app.listen({ host, port: Number(listen.slice(colon + 1)) });
+    const port = (app.server.address() as { port: number }).port;
+    return {
+      url: httpUrl(host, port),
+      db,
+      stop: async () => {
+        await closeServer(app.server);
+        await app.close();
+        await db.close();
+      },
+    };
+  } catch (e) {
+    await db.close().catch(() => undefined);
+    throw e;
+  }
+}

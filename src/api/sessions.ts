@@ -1,0 +1,442 @@
+// /v1/sessions: a session is a sessionWorkflow started from an agent version and an environment, indexed here by
+// workspace. Its events are the log projected onto the API's vocabulary (session-events.ts); input goes to the
+// workflow through the same signals and updates the command line uses.
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { z } from 'zod';
+import type { SessionLog } from '../log/session-log';
+import { readEvents } from '../log/session-log';
+import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../session-ops';
+import type { Usage } from '../session/events';
+import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../workflows/messages';
+import { agentFileFor } from './agent-file';
+import { getAgent, type ApiAgent } from './agents';
+import { IdSchema, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId } from './common';
+import type { ApiApp, ApiDeps } from './context';
+import { getEnvironment } from './environments';
+import { ApiError, badRequest, conflict, notFound } from './errors';
+import { SessionProjector, eventId, type ApiSessionEvent } from './session-events';
+import { getVault } from './vaults';
+
+/** What sessions need beyond storage: Temporal, and the log as workers write it. */
+export interface SessionDeps {
+  client: Client;
+  log: SessionLog;
+}
+
+const TextBlockSchema = z.strictObject({ type: z.literal('text'), text: z.string().min(1, 'text must not be empty').max(1_000_000) });
+const ContentSchema = z
+  .array(z.looseObject({ type: z.string() }))
+  .min(1, 'content must not be empty')
+  .max(100)
+  .superRefine((blocks, ctx) => {
+    blocks.forEach((b, i) => {
+      if (b.type !== 'text') ctx.addIssue({ code: 'custom', path: [i, 'type'], message: `${b.type} blocks are not supported yet; send text` });
+      else if (!TextBlockSchema.safeParse(b).success) ctx.addIssue({ code: 'custom', path: [i], message: 'a text block is {type: "text", text} with non-empty text' });
+    });
+  });
+const UserMessageSchema = z.strictObject({ type: z.literal('user.message'), content: ContentSchema });
+const InboundEventSchema = z.discriminatedUnion('type', [
+  UserMessageSchema,
+  z.strictObject({ type: z.literal('user.interrupt'), session_thread_id: z.string().nullish() }),
+  z.strictObject({ type: z.literal('user.tool_confirmation'), tool_use_id: IdSchema, result: z.enum(['allow', 'deny']), deny_message: z.string().max(10_000).nullish(), session_thread_id: z.string().nullish() }),
+  z.strictObject({ type: z.literal('user.custom_tool_result'), custom_tool_use_id: IdSchema, content: z.array(TextBlockSchema).max(100).nullish(), is_error: z.boolean().nullish(), session_thread_id: z.string().nullish() }),
+]);
+type InboundEvent = z.infer<typeof InboundEventSchema>;
+
+const textOf = (content: { type: string; text?: unknown }[]) => content.map((b) => String(b.text ?? '')).join('\n\n');
+
+const AgentRefSchema = z.union([IdSchema, z.strictObject({ type: z.literal('agent'), id: IdSchema, version: z.number().int().min(1).optional() })]);
+
+const SessionCreateSchema = z.strictObject({
+  agent: AgentRefSchema,
+  environment_id: IdSchema,
+  initial_events: z.array(UserMessageSchema).max(50).optional(),
+  vault_ids: z.array(IdSchema).max(20).optional(),
+  title: z.string().max(500).nullish(),
+  metadata: MetadataSchema.optional(),
+  resources: z.array(z.unknown()).max(0, 'resources are not supported yet').optional(),
+  budget: z.null({ error: 'budget is not supported yet' }).optional(),
+});
+
+const STATUSES = ['rescheduling', 'running', 'idle', 'terminated'] as const;
+type ApiStatus = (typeof STATUSES)[number];
+
+export const SessionSchema = z
+  .object({
+    id: z.string(),
+    type: z.literal('session'),
+    agent: z.record(z.string(), z.unknown()),
+    environment_id: z.string(),
+    status: z.enum(STATUSES),
+    title: z.string().nullable(),
+    metadata: z.record(z.string(), z.string()),
+    resources: z.array(z.unknown()),
+    vault_ids: z.array(z.string()),
+    usage: z.object({
+      input_tokens: z.number(),
+      output_tokens: z.number(),
+      cache_read_input_tokens: z.number(),
+      cache_creation: z.object({ ephemeral_5m_input_tokens: z.number(), ephemeral_1h_input_tokens: z.number() }),
+    }),
+    stats: z.object({ duration_seconds: z.number().optional() }),
+    budget: z.null(),
+    outcome_evaluations: z.array(z.unknown()),
+    deployment_id: z.null(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    archived_at: z.string().nullable(),
+  })
+  .meta({ id: 'Session' });
+type ApiSession = z.infer<typeof SessionSchema>;
+
+interface SessionRow {
+  id: string;
+  pos: number;
+  agent_id: string;
+  agent_version: number;
+  environment_id: string;
+  title: string | null;
+  metadata: Record<string, string>;
+  vault_ids: string[];
+  created_at: Date;
+  updated_at: Date;
+  archived_at: Date | null;
+}
+
+const STATE: Record<SessionState, ApiStatus> = { running: 'running', waiting_for_user: 'idle', requires_action: 'idle', ended: 'terminated' };
+const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
+
+/** The workflow's state and usage; a run that is gone (ended, past retention) reads as terminated. */
+async function liveStatus(client: Client, id: string): Promise<{ status: ApiStatus; usage: Usage }> {
+  try {
+    const s = await client.workflow.getHandle(id).query(statusQuery);
+    return { status: STATE[s.state], usage: s.usage };
+  } catch (e) {
+    if (e instanceof WorkflowNotFoundError || /not found|completed|closed/i.test((e as Error).message)) return { status: 'terminated', usage: NO_USAGE };
+    throw e;
+  }
+}
+
+function snapshot(agent: ApiAgent): Record<string, unknown> {
+  const { created_at: _c, updated_at: _u, archived_at: _a, metadata: _m, ...rest } = agent;
+  return rest;
+}
+
+async function toSession(deps: ApiDeps, sessions: SessionDeps, workspaceId: string, r: SessionRow): Promise<ApiSession> {
+  const agent = await getAgent(deps.db, workspaceId, r.agent_id, r.agent_version);
+  const live = await liveStatus(sessions.client, r.id);
+  return {
+    id: r.id,
+    type: 'session',
+    agent: snapshot(agent),
+    environment_id: r.environment_id,
+    status: live.status,
+    title: r.title,
+    metadata: r.metadata,
+    resources: [],
+    vault_ids: r.vault_ids,
+    usage: {
+      // The API counts uncached input apart from cache reads and writes, as the Messages API does.
+      input_tokens: live.usage.inputTokens,
+      output_tokens: live.usage.outputTokens,
+      cache_read_input_tokens: live.usage.cacheReadInputTokens,
+      cache_creation: { ephemeral_5m_input_tokens: live.usage.cacheCreationInputTokens, ephemeral_1h_input_tokens: 0 },
+    },
+    stats: { duration_seconds: Math.max(0, Math.round((Date.now() - new Date(r.created_at).getTime()) / 1000)) },
+    budget: null,
+    outcome_evaluations: [],
+    deployment_id: null,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+    archived_at: isoOrNull(r.archived_at),
+  };
+}
+
+const COLUMNS = 'id, pos, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at, archived_at';
+
+async function sessionRow(deps: ApiDeps, workspaceId: string, id: string): Promise<SessionRow> {
+  const [row] = await deps.db.query<SessionRow>(`select ${COLUMNS} from sessions where id = $1 and workspace_id = $2 and deleted_at is null`, [id, workspaceId]);
+  if (!row) throw notFound('session', id);
+  return row;
+}
+
+/** The session's whole log, projected; the projector also maps call event ids back to the model's ids. */
+async function projected(sessions: SessionDeps, id: string): Promise<{ events: ApiSessionEvent[]; projector: SessionProjector }> {
+  const projector = new SessionProjector(id);
+  const events = projector.push(await readEvents(sessions.log, id, 0));
+  return { events, projector };
+}
+
+const opError = (e: unknown): never => {
+  if (e instanceof SessionOpError) throw badRequest(e.message);
+  throw e;
+};
+
+const SessionPath = z.object({ session_id: IdSchema });
+const EventsQuerySchema = z.object({
+  limit: z.coerce.number({ error: 'limit must be an integer' }).int().min(1).max(1000).default(1000),
+  page: z.string().max(200).optional(),
+  order: z.enum(['asc', 'desc']).default('asc'),
+  'types[]': z.union([z.string(), z.array(z.string())]).optional(),
+});
+
+export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps): void {
+  const { db } = deps;
+  streamRoute(app, deps, sessions);
+
+  app.post('/v1/sessions', { schema: { operationId: 'createSession', body: SessionCreateSchema, response: { 200: SessionSchema } } }, async (req) => {
+    const p = req.body;
+    const ref = typeof p.agent === 'string' ? { id: p.agent, version: undefined } : p.agent;
+    const agent = await getAgent(db, req.workspaceId, ref.id, ref.version);
+    if (agent.archived_at) throw badRequest(`agent ${agent.id} is archived; new sessions cannot use it`);
+    const environment = await getEnvironment(db, req.workspaceId, p.environment_id);
+    if (environment.archived_at) throw badRequest(`environment ${environment.id} is archived; new sessions cannot use it`, 'environment_archived');
+    // A session may use only its own workspace's vaults.
+    for (const v of p.vault_ids ?? []) await getVault(db, req.workspaceId, v);
+    const file = agentFileFor(agent, environment);
+    const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
+    const id = newId('sesn');
+    await db.query(
+      'insert into sessions (id, workspace_id, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, now(), now())',
+      [id, req.workspaceId, agent.id, agent.version, environment.id, p.title ?? null, p.metadata ?? {}, JSON.stringify(p.vault_ids ?? [])],
+    );
+    try {
+      const handle = await startSessionRun(sessions.client, { workflowId: id, input: { agent: file, ...(first ? { message: first } : {}) }, agent: file, firstMessage: first?.text });
+      for (const m of rest) await handle.signal(userMessageSignal, m);
+    } catch (e) {
+      await db.query('delete from sessions where id = $1', [id]);
+      throw e;
+    }
+    return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, id));
+  });
+
+  app.get('/v1/sessions/:session_id', { schema: { operationId: 'retrieveSession', params: SessionPath, response: { 200: SessionSchema } } }, async (req) =>
+    toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, req.params.session_id)),
+  );
+
+  app.post(
+    '/v1/sessions/:session_id',
+    {
+      schema: {
+        operationId: 'updateSession',
+        params: SessionPath,
+        body: z.strictObject({
+          title: z.string().max(500).nullish(),
+          metadata: MetadataPatchSchema.nullish(),
+          vault_ids: z.undefined({ error: 'vault_ids cannot change after create' }).optional(),
+          agent: z.undefined({ error: 'agent cannot change yet' }).optional(),
+          budget: z.undefined({ error: 'budget is not supported yet' }).optional(),
+        }),
+        response: { 200: SessionSchema },
+      },
+    },
+    async (req) => {
+      const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
+      if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
+      await db.query('update sessions set title = $2, metadata = $3, updated_at = now() where id = $1', [
+        row.id,
+        req.body.title === undefined ? row.title : req.body.title,
+        applyMetadataPatch(row.metadata, req.body.metadata),
+      ]);
+      return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
+    },
+  );
+
+  app.get(
+    '/v1/sessions',
+    {
+      schema: {
+        operationId: 'listSessions',
+        querystring: z.object({
+          limit: z.coerce.number({ error: 'limit must be an integer' }).int().min(1).max(100).default(20),
+          page: z.string().max(200).optional(),
+          order: z.enum(['asc', 'desc']).default('desc'),
+          agent_id: IdSchema.optional(),
+          include_archived: z.enum(['true', 'false']).optional(),
+          'statuses[]': z.union([z.enum(STATUSES), z.array(z.enum(STATUSES))]).optional(),
+        }),
+        response: { 200: z.object({ data: z.array(SessionSchema), next_page: z.string().nullable(), prev_page: z.string().nullable() }) },
+      },
+    },
+    async (req) => {
+      const q = req.query;
+      const statuses = q['statuses[]'] === undefined ? undefined : new Set([q['statuses[]']].flat());
+      // Status lives in the workflow, not the index: with a filter, rows are read in batches until a page fills.
+      let after = cursorPos(q.page);
+      const data: ApiSession[] = [];
+      let more = false;
+      for (;;) {
+        const batch = statuses ? 100 : q.limit + 1;
+        const rows = await db.query<SessionRow>(
+          `select ${COLUMNS} from sessions where workspace_id = $1 and deleted_at is null and ($2::text is null or agent_id = $2)
+            and ($3::boolean or archived_at is null) and ($4::int is null or (case when $5 = 'asc' then pos > $4 else pos < $4 end))
+            order by case when $5 = 'asc' then pos end asc, case when $5 = 'desc' then pos end desc limit $6`,
+          [req.workspaceId, q.agent_id ?? null, q.include_archived === 'true', after ?? null, q.order, batch],
+        );
+        for (const r of rows) {
+          const session = await toSession(deps, sessions, req.workspaceId, r);
+          if (statuses && !statuses.has(session.status)) {
+            after = r.pos;
+            continue;
+          }
+          if (data.length === q.limit) {
+            more = true;
+            break;
+          }
+          data.push(session);
+          after = r.pos;
+        }
+        if (more || rows.length < batch) break;
+      }
+      return { data, next_page: more && after !== undefined ? Buffer.from(JSON.stringify({ p: after })).toString('base64url') : null, prev_page: null };
+    },
+  );
+
+  app.post('/v1/sessions/:session_id/archive', { schema: { operationId: 'archiveSession', params: SessionPath, response: { 200: SessionSchema } } }, async (req) => {
+    const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
+    if (!row.archived_at) {
+      await endSession(sessions.client, row.id, 'archived');
+      await db.query('update sessions set archived_at = now(), updated_at = now() where id = $1', [row.id]);
+    }
+    return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
+  });
+
+  app.delete(
+    '/v1/sessions/:session_id',
+    { schema: { operationId: 'deleteSession', params: SessionPath, response: { 200: z.object({ id: z.string(), type: z.literal('session_deleted') }) } } },
+    async (req) => {
+      const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
+      await endSession(sessions.client, row.id, 'deleted');
+      await db.query('update sessions set deleted_at = now(), updated_at = now() where id = $1', [row.id]);
+      return { id: row.id, type: 'session_deleted' as const };
+    },
+  );
+
+  app.get('/v1/sessions/:session_id/events', { schema: { operationId: 'listSessionEvents', params: SessionPath, querystring: EventsQuerySchema } }, async (req) => {
+    const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
+    const q = req.query;
+    const wanted = q['types[]'] === undefined ? undefined : new Set([q['types[]']].flat());
+    let events = (await projected(sessions, row.id)).events.filter((e) => !wanted || wanted.has(e.type));
+    if (q.order === 'desc') events = events.reverse();
+    // The cursor is the offset into the projected list (plus one, as cursors are positive).
+    const from = (cursorPos(q.page) ?? 1) - 1;
+    const page = events.slice(from, from + q.limit);
+    const next = from + q.limit < events.length ? Buffer.from(JSON.stringify({ p: from + q.limit + 1 })).toString('base64url') : null;
+    return { data: page, next_page: next };
+  });
+
+  app.post(
+    '/v1/sessions/:session_id/events',
+    { schema: { operationId: 'sendSessionEvents', params: SessionPath, body: z.strictObject({ events: z.array(InboundEventSchema).min(1, 'events must not be empty').max(50) }) } },
+    async (req) => {
+      const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
+      if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
+      const { projector } = await projected(sessions, row.id);
+      // All or nothing: every reference is resolved before anything is sent.
+      const resolved = req.body.events.map((e, i) => {
+        if (e.type === 'user.tool_confirmation' || e.type === 'user.custom_tool_result') {
+          const ref = e.type === 'user.tool_confirmation' ? e.tool_use_id : e.custom_tool_use_id;
+          const toolUseId = projector.toolUseIdOf(ref);
+          if (!toolUseId) throw badRequest(`events.${i}.${e.type === 'user.tool_confirmation' ? 'tool_use_id' : 'custom_tool_use_id'}: no tool call ${ref} in this session`);
+          return { e, toolUseId };
+        }
+        return { e, toolUseId: undefined };
+      });
+      const echoed: Record<string, unknown>[] = [];
+      const handle = sessions.client.workflow.getHandle(row.id);
+      for (const { e, toolUseId } of resolved) echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId));
+      return { data: echoed };
+    },
+  );
+}
+
+const STREAM_POLL_MS = 150;
+const STREAM_PING_MS = 15_000;
+
+/**
+ * Server-Sent Events as the SDK parses them (`event: <type>`, `data: <json>`), carrying durable events from the
+ * log: it reads whichever run holds the tail, so it survives any worker's death and any handover. A connection gets
+ * the events appended after it opened; a client resumes by listing, as hosted. It ends after the session ends.
+ */
+function streamRoute(app: ApiApp, deps: ApiDeps, sessions: SessionDeps): void {
+  app.get(
+    '/v1/sessions/:session_id/events/stream',
+    { schema: { operationId: 'streamSessionEvents', params: SessionPath, querystring: z.object({ 'event_deltas[]': z.union([z.string(), z.array(z.string())]).optional() }) } },
+    async (req, reply) => {
+      const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
+      const projector = new SessionProjector(row.id);
+      projector.push(await readEvents(sessions.log, row.id, 0));
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'request-id': req.id });
+      res.write(': stream open\n\n');
+      let open = true;
+      res.on('close', () => (open = false));
+      let lastPing = Date.now();
+      const send = (e: ApiSessionEvent) => res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
+      try {
+        while (open) {
+          const fresh = await readEvents(sessions.log, row.id, projector.seq, 1000);
+          const out = projector.push(fresh);
+          for (const e of out) send(e);
+          if (out.some((e) => e.type === 'session.status_terminated')) break;
+          const [gone] = await deps.db.query('select 1 from sessions where id = $1 and deleted_at is not null', [row.id]);
+          if (gone) {
+            send({ type: 'session.deleted', id: eventId(row.id, projector.seq, 9), processed_at: new Date().toISOString() });
+            break;
+          }
+          if (Date.now() - lastPing > STREAM_PING_MS) {
+            res.write('event: ping\ndata: {}\n\n');
+            lastPing = Date.now();
+          }
+          if (fresh.length === 0) await new Promise((r) => setTimeout(r, STREAM_POLL_MS));
+        }
+      } catch {
+        // Headers are gone: the SDK turns an `error` frame into an APIError.
+        if (open) res.write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'the event stream failed; resume by listing' }, request_id: req.id })}\n\n`);
+      }
+      res.end();
+    },
+  );
+}
+
+async function endSession(client: Client, id: string, reason: string): Promise<void> {
+  try {
+    await client.workflow.getHandle(id).signal(endSignal, { reason });
+  } catch (e) {
+    if (!(e instanceof WorkflowNotFoundError) && !/not found|completed|closed/i.test((e as Error).message)) throw e;
+  }
+}
+
+async function deliver(client: Client, handle: ReturnType<Client['workflow']['getHandle']>, sessionId: string, e: InboundEvent, toolUseId?: string): Promise<Record<string, unknown>> {
+  const now = new Date().toISOString();
+  try {
+    switch (e.type) {
+      case 'user.message': {
+        const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: textOf(e.content) }] });
+        return { ...e, id: eventId(sessionId, seq), processed_at: now };
+      }
+      case 'user.interrupt':
+        await handle.signal(interruptSignal, { reason: 'user.interrupt' });
+        return { ...e, id: newId('sevt'), processed_at: null };
+      case 'user.tool_confirmation': {
+        const { seq } = await resolveToolUse(client, sessionId, { toolUseId: toolUseId!, allow: e.result === 'allow', ...(e.deny_message ? { reason: e.deny_message } : {}) }).catch(opError);
+        return { ...e, id: eventId(sessionId, seq), processed_at: now };
+      }
+      case 'user.custom_tool_result': {
+        const output = (e.content ?? []).map((b) => b.text).join('\n\n');
+        const { seq } = await submitToolResult(client, sessionId, { toolUseId: toolUseId!, output, isError: e.is_error ?? false }).catch(opError);
+        return { ...e, id: eventId(sessionId, seq), processed_at: now };
+      }
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    // The workflow's validators refuse what it cannot take (an ended session, an over-long message) and append nothing.
+    if (err instanceof WorkflowUpdateFailedError) {
+      const why = (err.cause?.message ?? err.message).split('\n')[0];
+      throw /ended/i.test(why) ? conflict(`session ${sessionId} refused the event: ${why}`) : badRequest(`session ${sessionId} refused the event: ${why}`);
+    }
+    if (err instanceof WorkflowNotFoundError) throw conflict(`session ${sessionId} has ended`);
+    throw err;
+  }
+}

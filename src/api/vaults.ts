@@ -1,0 +1,373 @@
+// /v1/vaults and their credentials. A credential's secrets are sealed to the vault public key before they are
+// stored: this process can write them but holds nothing that opens them, and no response ever carries one.
+import { z } from 'zod';
+import type { Queryable } from '../storage/db';
+import { sealSecret } from '../vault/sealed';
+import { IdSchema, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, toPage } from './common';
+import type { ApiApp, ApiDeps } from './context';
+import { badRequest, conflict, notFound } from './errors';
+
+export const VaultSchema = z
+  .object({
+    id: z.string(),
+    type: z.literal('vault'),
+    display_name: z.string(),
+    metadata: z.record(z.string(), z.string()),
+    created_at: z.string(),
+    updated_at: z.string(),
+    archived_at: z.string().nullable(),
+  })
+  .meta({ id: 'Vault' });
+type ApiVault = z.infer<typeof VaultSchema>;
+
+const DisplayNameSchema = z.string().min(1, 'display_name must not be empty').max(255, 'display_name is at most 255 characters');
+const SecretSchema = (name: string) => z.string().min(1, `${name} must not be empty`).max(16_384);
+const FutureTimeSchema = z.iso
+  .datetime({ offset: true, error: 'must be an RFC 3339 time' })
+  .refine((v) => Date.parse(v) > Date.now(), 'must be in the future');
+const ServerUrlSchema = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).max(2048);
+
+const TokenEndpointAuthSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('none') }),
+  z.strictObject({ type: z.literal('client_secret_basic'), client_secret: SecretSchema('client_secret') }),
+  z.strictObject({ type: z.literal('client_secret_post'), client_secret: SecretSchema('client_secret') }),
+]);
+const RefreshParamsSchema = z.strictObject({
+  client_id: z.string().min(1).max(1024),
+  refresh_token: SecretSchema('refresh_token'),
+  token_endpoint: ServerUrlSchema,
+  token_endpoint_auth: TokenEndpointAuthSchema,
+  resource: z.string().max(2048).nullish(),
+  scope: z.string().max(2048).nullish(),
+});
+
+const EnvVarRefusal = z.looseObject({ type: z.literal('environment_variable') });
+
+const AuthCreateSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('static_bearer'), mcp_server_url: ServerUrlSchema, token: SecretSchema('token') }),
+  z.strictObject({
+    type: z.literal('mcp_oauth'),
+    mcp_server_url: ServerUrlSchema,
+    access_token: SecretSchema('access_token'),
+    expires_at: FutureTimeSchema.nullish(),
+    refresh: RefreshParamsSchema.nullish(),
+  }),
+  EnvVarRefusal,
+]);
+
+const AuthUpdateSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('static_bearer'), token: SecretSchema('token').nullish() }),
+  z.strictObject({
+    type: z.literal('mcp_oauth'),
+    access_token: SecretSchema('access_token').nullish(),
+    expires_at: FutureTimeSchema.nullish(),
+    refresh: z
+      .strictObject({
+        refresh_token: SecretSchema('refresh_token').nullish(),
+        scope: z.string().max(2048).nullish(),
+        token_endpoint_auth: z
+          .discriminatedUnion('type', [
+            z.strictObject({ type: z.literal('client_secret_basic'), client_secret: SecretSchema('client_secret').nullish() }),
+            z.strictObject({ type: z.literal('client_secret_post'), client_secret: SecretSchema('client_secret').nullish() }),
+          ])
+          .optional(),
+      })
+      .nullish(),
+  }),
+  EnvVarRefusal,
+]);
+
+const RefreshResponseSchema = z.object({
+  client_id: z.string(),
+  token_endpoint: z.string(),
+  token_endpoint_auth: z.object({ type: z.enum(['none', 'client_secret_basic', 'client_secret_post']) }),
+  resource: z.string().nullable().optional(),
+  scope: z.string().nullable().optional(),
+});
+const AuthResponseSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('static_bearer'), mcp_server_url: z.string() }),
+  z.object({ type: z.literal('mcp_oauth'), mcp_server_url: z.string(), expires_at: z.string().nullable().optional(), refresh: RefreshResponseSchema.nullable().optional() }),
+]);
+type PublicAuth = z.infer<typeof AuthResponseSchema>;
+
+export const CredentialSchema = z
+  .object({
+    id: z.string(),
+    type: z.literal('vault_credential'),
+    vault_id: z.string(),
+    display_name: z.string().nullable(),
+    auth: AuthResponseSchema,
+    metadata: z.record(z.string(), z.string()),
+    created_at: z.string(),
+    updated_at: z.string(),
+    archived_at: z.string().nullable(),
+  })
+  .meta({ id: 'VaultCredential' });
+type ApiCredential = z.infer<typeof CredentialSchema>;
+
+interface VaultRow {
+  id: string;
+  pos: number;
+  display_name: string;
+  metadata: Record<string, string>;
+  created_at: Date;
+  updated_at: Date;
+  archived_at: Date | null;
+}
+interface CredentialRow {
+  id: string;
+  pos: number;
+  vault_id: string;
+  display_name: string | null;
+  auth: PublicAuth;
+  metadata: Record<string, string>;
+  created_at: Date;
+  updated_at: Date;
+  archived_at: Date | null;
+}
+
+const toVault = (r: VaultRow): ApiVault => ({
+  id: r.id,
+  type: 'vault',
+  display_name: r.display_name,
+  metadata: r.metadata,
+  created_at: iso(r.created_at),
+  updated_at: iso(r.updated_at),
+  archived_at: isoOrNull(r.archived_at),
+});
+const toCredential = (r: CredentialRow): ApiCredential => ({
+  id: r.id,
+  type: 'vault_credential',
+  vault_id: r.vault_id,
+  display_name: r.display_name,
+  auth: r.auth,
+  metadata: r.metadata,
+  created_at: iso(r.created_at),
+  updated_at: iso(r.updated_at),
+  archived_at: isoOrNull(r.archived_at),
+});
+
+const VAULT_COLUMNS = 'id, pos, display_name, metadata, created_at, updated_at, archived_at';
+const CREDENTIAL_COLUMNS = 'id, pos, vault_id, display_name, auth, metadata, created_at, updated_at, archived_at';
+
+export async function getVault(db: Queryable, workspaceId: string, id: string): Promise<ApiVault> {
+  const [row] = await db.query<VaultRow>(`select ${VAULT_COLUMNS} from vaults where id = $1 and workspace_id = $2`, [id, workspaceId]);
+  if (!row) throw notFound('vault', id);
+  return toVault(row);
+}
+
+async function getCredential(db: Queryable, workspaceId: string, vaultId: string, id: string): Promise<ApiCredential> {
+  await getVault(db, workspaceId, vaultId);
+  const [row] = await db.query<CredentialRow>(`select ${CREDENTIAL_COLUMNS} from credentials where id = $1 and vault_id = $2 and workspace_id = $3`, [id, vaultId, workspaceId]);
+  if (!row) throw notFound('credential', id);
+  return toCredential(row);
+}
+
+const refuseEnvVar = () => badRequest('auth.type environment_variable is not supported yet: no secret enters a sandbox; use static_bearer or mcp_oauth');
+
+const VaultPath = z.object({ vault_id: IdSchema });
+const CredentialPath = z.object({ vault_id: IdSchema, credential_id: IdSchema });
+
+export function vaultRoutes(app: ApiApp, { db, vaultPublicKey }: ApiDeps): void {
+  app.post(
+    '/v1/vaults',
+    { schema: { operationId: 'createVault', body: z.strictObject({ display_name: DisplayNameSchema, metadata: MetadataSchema.optional() }), response: { 200: VaultSchema } } },
+    async (req) => {
+      const id = newId('vlt');
+      await db.query('insert into vaults (id, workspace_id, display_name, metadata, created_at, updated_at) values ($1, $2, $3, $4, now(), now())', [
+        id,
+        req.workspaceId,
+        req.body.display_name,
+        req.body.metadata ?? {},
+      ]);
+      return getVault(db, req.workspaceId, id);
+    },
+  );
+
+  app.get('/v1/vaults/:vault_id', { schema: { operationId: 'retrieveVault', params: VaultPath, response: { 200: VaultSchema } } }, async (req) => getVault(db, req.workspaceId, req.params.vault_id));
+
+  app.post(
+    '/v1/vaults/:vault_id',
+    {
+      schema: {
+        operationId: 'updateVault',
+        params: VaultPath,
+        body: z.strictObject({ display_name: DisplayNameSchema.nullish(), metadata: MetadataPatchSchema.nullish() }),
+        response: { 200: VaultSchema },
+      },
+    },
+    async (req) => {
+      const current = await getVault(db, req.workspaceId, req.params.vault_id);
+      if (current.archived_at) throw badRequest(`vault ${current.id} is archived and cannot be changed`);
+      await db.query('update vaults set display_name = $2, metadata = $3, updated_at = now() where id = $1', [
+        current.id,
+        req.body.display_name ?? current.display_name,
+        applyMetadataPatch(current.metadata, req.body.metadata),
+      ]);
+      return getVault(db, req.workspaceId, current.id);
+    },
+  );
+
+  app.get('/v1/vaults', { schema: { operationId: 'listVaults', querystring: PageQuerySchema, response: { 200: pageSchema(VaultSchema) } } }, async (req) => {
+    const q = req.query;
+    const rows = await db.query<VaultRow>(
+      `select ${VAULT_COLUMNS} from vaults where workspace_id = $1 and ($2::int is null or pos < $2) and ($3::boolean or archived_at is null) order by pos desc limit $4`,
+      [req.workspaceId, cursorPos(q.page) ?? null, q.include_archived ?? false, q.limit + 1],
+    );
+    return toPage(rows, q.limit, toVault);
+  });
+
+  app.post('/v1/vaults/:vault_id/archive', { schema: { operationId: 'archiveVault', params: VaultPath, response: { 200: VaultSchema } } }, async (req) => {
+    const current = await getVault(db, req.workspaceId, req.params.vault_id);
+    await db.transaction(async (tx) => {
+      await tx.query('update vaults set archived_at = now(), updated_at = now() where id = $1 and archived_at is null', [current.id]);
+      await tx.query('update credentials set archived_at = now(), updated_at = now() where vault_id = $1 and archived_at is null', [current.id]);
+    });
+    return getVault(db, req.workspaceId, current.id);
+  });
+
+  app.delete(
+    '/v1/vaults/:vault_id',
+    { schema: { operationId: 'deleteVault', params: VaultPath, response: { 200: z.object({ id: z.string(), type: z.literal('vault_deleted') }) } } },
+    async (req) => {
+      const current = await getVault(db, req.workspaceId, req.params.vault_id);
+      await db.transaction(async (tx) => {
+        await tx.query('delete from credentials where vault_id = $1', [current.id]);
+        await tx.query('delete from vaults where id = $1', [current.id]);
+      });
+      return { id: current.id, type: 'vault_deleted' as const };
+    },
+  );
+
+  app.post(
+    '/v1/vaults/:vault_id/credentials',
+    {
+      schema: {
+        operationId: 'createCredential',
+        params: VaultPath,
+        body: z.strictObject({ auth: AuthCreateSchema, display_name: z.string().max(255).nullish(), metadata: MetadataSchema.optional() }),
+        response: { 200: CredentialSchema },
+      },
+    },
+    async (req) => {
+      const vault = await getVault(db, req.workspaceId, req.params.vault_id);
+      if (vault.archived_at) throw badRequest(`vault ${vault.id} is archived; credentials cannot be added to it`);
+      const a = req.body.auth;
+      if (a.type === 'environment_variable') throw refuseEnvVar();
+      const id = newId('vcrd');
+      const seal = (field: string, value: string) => sealSecret(vaultPublicKey, { credentialId: id, vaultId: vault.id, field }, value);
+      let auth: PublicAuth;
+      const sealed: Record<string, string> = {};
+      if (a.type === 'static_bearer') {
+        auth = { type: 'static_bearer', mcp_server_url: a.mcp_server_url };
+        sealed.token = await seal('token', a.token);
+      } else {
+        const r = a.refresh;
+        auth = {
+          type: 'mcp_oauth',
+          mcp_server_url: a.mcp_server_url,
+          expires_at: a.expires_at ? iso(a.expires_at) : null,
+          refresh: r
+            ? { client_id: r.client_id, token_endpoint: r.token_endpoint, token_endpoint_auth: { type: r.token_endpoint_auth.type }, resource: r.resource ?? null, scope: r.scope ?? null }
+            : null,
+        };
+        sealed.access_token = await seal('access_token', a.access_token);
+        if (r) sealed.refresh_token = await seal('refresh_token', r.refresh_token);
+        if (r && r.token_endpoint_auth.type !== 'none') sealed.client_secret = await seal('client_secret', r.token_endpoint_auth.client_secret);
+      }
+      await db.transaction(async (tx) => {
+        await tx.query('select 1 from vaults where id = $1 for update', [vault.id]);
+        const clash = await tx.query(`select id from credentials where vault_id = $1 and archived_at is null and auth->>'mcp_server_url' = $2`, [vault.id, auth.mcp_server_url]);
+        if (clash.length > 0) throw conflict(`auth.mcp_server_url: vault ${vault.id} already holds a credential for ${auth.mcp_server_url}`);
+        await tx.query(
+          'insert into credentials (id, workspace_id, vault_id, display_name, auth, sealed, metadata, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, now(), now())',
+          [id, req.workspaceId, vault.id, req.body.display_name ?? null, auth, sealed, req.body.metadata ?? {}],
+        );
+      });
+      return getCredential(db, req.workspaceId, vault.id, id);
+    },
+  );
+
+  app.get('/v1/vaults/:vault_id/credentials/:credential_id', { schema: { operationId: 'retrieveCredential', params: CredentialPath, response: { 200: CredentialSchema } } }, async (req) =>
+    getCredential(db, req.workspaceId, req.params.vault_id, req.params.credential_id),
+  );
+
+  app.post(
+    '/v1/vaults/:vault_id/credentials/:credential_id',
+    {
+      schema: {
+        operationId: 'updateCredential',
+        params: CredentialPath,
+        body: z.strictObject({ auth: AuthUpdateSchema.optional(), display_name: z.string().max(255).nullish(), metadata: MetadataPatchSchema.nullish() }),
+        response: { 200: CredentialSchema },
+      },
+    },
+    async (req) => {
+      const { vault_id: vaultId, credential_id: id } = req.params;
+      const current = await getCredential(db, req.workspaceId, vaultId, id);
+      if (current.archived_at) throw badRequest(`credential ${id} is archived and cannot be changed`);
+      const a = req.body.auth;
+      if (a?.type === 'environment_variable') throw refuseEnvVar();
+      if (a && a.type !== current.auth.type) throw badRequest(`auth.type: credential ${id} is ${current.auth.type}; its type cannot change to ${a.type}`);
+      const seal = (field: string, value: string) => sealSecret(vaultPublicKey, { credentialId: id, vaultId, field }, value);
+      const replaced: Record<string, string> = {};
+      let auth = current.auth;
+      if (a?.type === 'static_bearer' && a.token) replaced.token = await seal('token', a.token);
+      if (a?.type === 'mcp_oauth' && auth.type === 'mcp_oauth') {
+        if (a.access_token) replaced.access_token = await seal('access_token', a.access_token);
+        if (a.expires_at !== undefined) auth = { ...auth, expires_at: a.expires_at ? iso(a.expires_at) : null };
+        if (a.refresh) {
+          if (!auth.refresh) throw badRequest(`auth.refresh: credential ${id} has no refresh settings to change; create a new credential with refresh`);
+          if (a.refresh.refresh_token) replaced.refresh_token = await seal('refresh_token', a.refresh.refresh_token);
+          let refresh = { ...auth.refresh };
+          if (a.refresh.scope !== undefined) refresh = { ...refresh, scope: a.refresh.scope };
+          const tea = a.refresh.token_endpoint_auth;
+          if (tea) {
+            if (tea.type !== refresh.token_endpoint_auth.type && !tea.client_secret) throw badRequest('auth.refresh.token_endpoint_auth.client_secret is required when the method changes');
+            refresh = { ...refresh, token_endpoint_auth: { type: tea.type } };
+            if (tea.client_secret) replaced.client_secret = await seal('client_secret', tea.client_secret);
+          }
+          auth = { ...auth, refresh };
+        }
+      }
+      await db.query('update credentials set display_name = $2, auth = $3, sealed = sealed || $4::jsonb, metadata = $5, updated_at = now() where id = $1', [
+        id,
+        req.body.display_name === undefined ? current.display_name : req.body.display_name,
+        auth,
+        JSON.stringify(replaced),
+        applyMetadataPatch(current.metadata, req.body.metadata),
+      ]);
+      return getCredential(db, req.workspaceId, vaultId, id);
+    },
+  );
+
+  app.get(
+    '/v1/vaults/:vault_id/credentials',
+    { schema: { operationId: 'listCredentials', params: VaultPath, querystring: PageQuerySchema, response: { 200: pageSchema(CredentialSchema) } } },
+    async (req) => {
+      const q = req.query;
+      const vault = await getVault(db, req.workspaceId, req.params.vault_id);
+      const rows = await db.query<CredentialRow>(
+        `select ${CREDENTIAL_COLUMNS} from credentials where vault_id = $1 and ($2::int is null or pos < $2) and ($3::boolean or archived_at is null) order by pos desc limit $4`,
+        [vault.id, cursorPos(q.page) ?? null, q.include_archived ?? false, q.limit + 1],
+      );
+      return toPage(rows, q.limit, toCredential);
+    },
+  );
+
+  app.post('/v1/vaults/:vault_id/credentials/:credential_id/archive', { schema: { operationId: 'archiveCredential', params: CredentialPath, response: { 200: CredentialSchema } } }, async (req) => {
+    const c = await getCredential(db, req.workspaceId, req.params.vault_id, req.params.credential_id);
+    await db.query('update credentials set archived_at = now(), updated_at = now() where id = $1 and archived_at is null', [c.id]);
+    return getCredential(db, req.workspaceId, c.vault_id, c.id);
+  });
+
+  app.delete(
+    '/v1/vaults/:vault_id/credentials/:credential_id',
+    { schema: { operationId: 'deleteCredential', params: CredentialPath, response: { 200: z.object({ id: z.string(), type: z.literal('vault_credential_deleted') }) } } },
+    async (req) => {
+      const c = await getCredential(db, req.workspaceId, req.params.vault_id, req.params.credential_id);
+      await db.query('delete from credentials where id = $1', [c.id]);
+      return { id: c.id, type: 'vault_credential_deleted' as const };
+    },
+  );
+}

@@ -1,0 +1,109 @@
+// The schema, as an ordered list of migrations. Append a new one; never edit one that has shipped.
+export interface Migration {
+  version: number;
+  name: string;
+  up: string[];
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'workspaces, keys, agents, environments, vaults, credentials, sessions',
+    up: [
+      `create table workspaces (
+        id text primary key,
+        name text not null unique,
+        created_at timestamptz not null default now()
+      )`,
+      // Sessions started from the command line belong here.
+      `insert into workspaces (id, name) values ('wrkspc_default', 'default')`,
+      // Only a key's SHA-256 is kept; `hint` is its first characters, enough to tell keys apart in a list.
+      `create table api_keys (
+        id text primary key,
+        workspace_id text not null references workspaces (id),
+        hash text not null unique,
+        hint text not null,
+        created_at timestamptz not null default now(),
+        revoked_at timestamptz
+      )`,
+      `create table agents (
+        id text primary key,
+        workspace_id text not null references workspaces (id),
+        pos integer generated always as identity,
+        version integer not null,
+        created_at timestamptz not null,
+        updated_at timestamptz not null,
+        archived_at timestamptz
+      )`,
+      `create index agents_list on agents (workspace_id, pos)`,
+      // One row per version, never updated: a version is immutable once written.
+      `create table agent_versions (
+        agent_id text not null references agents (id),
+        version integer not null,
+        body jsonb not null,
+        created_at timestamptz not null,
+        primary key (agent_id, version)
+      )`,
+      `create table environments (
+        id text primary key,
+        workspace_id text not null references workspaces (id),
+        pos integer generated always as identity,
+        name text not null,
+        description text,
+        config jsonb not null,
+        metadata jsonb not null,
+        created_at timestamptz not null,
+        updated_at timestamptz not null,
+        archived_at timestamptz,
+        unique (workspace_id, name)
+      )`,
+      `create index environments_list on environments (workspace_id, pos)`,
+      `create table vaults (
+        id text primary key,
+        workspace_id text not null references workspaces (id),
+        pos integer generated always as identity,
+        display_name text not null,
+        metadata jsonb not null,
+        created_at timestamptz not null,
+        updated_at timestamptz not null,
+        archived_at timestamptz
+      )`,
+      `create index vaults_list on vaults (workspace_id, pos)`,
+      // `auth` holds only what may be shown (type, server URL, refresh settings); `sealed` maps each secret field
+      // (token, access_token, refresh_token, client_secret) to a box sealed to the vault public key, which only hands
+      // and tools workers can open. One box per field lets an update replace one secret without reading the others.
+      `create table credentials (
+        id text primary key,
+        workspace_id text not null references workspaces (id),
+        vault_id text not null references vaults (id),
+        pos integer generated always as identity,
+        display_name text,
+        auth jsonb not null,
+        sealed jsonb not null,
+        metadata jsonb not null,
+        created_at timestamptz not null,
+        updated_at timestamptz not null,
+        archived_at timestamptz
+      )`,
+      `create index credentials_list on credentials (vault_id, pos)`,
+      `create index credentials_by_url on credentials (workspace_id, (auth->>'mcp_server_url'))`,
+      // The session index: what the API knows of a session beyond its log (which lives in Temporal and the archive).
+      `create table sessions (
+        id text primary key,
+        workspace_id text not null references workspaces (id),
+        pos integer generated always as identity,
+        agent_id text references agents (id),
+        agent_version integer,
+        environment_id text references environments (id),
+        title text,
+        metadata jsonb not null default '{}',
+        vault_ids jsonb not null default '[]',
+        created_at timestamptz not null,
+        updated_at timestamptz not null,
+        archived_at timestamptz,
+        deleted_at timestamptz
+      )`,
+      `create index sessions_list on sessions (workspace_id, pos)`,
+    ],
+  },
+];

@@ -1,0 +1,83 @@
+// An API agent version and environment as the project's agent file: what a session from the API will run.
+import { agentFileFor } from '../../src/api/agent-file';
+import type { ApiAgent } from '../../src/api/agents';
+import type { ApiEnvironment } from '../../src/api/environments';
+
+const policy = (type: 'always_allow' | 'always_ask') => ({ type });
+const toolset = (over: Record<string, { enabled?: boolean; permission_policy?: ReturnType<typeof policy> }> = {}) => ({
+  type: 'agent_toolset_20260401' as const,
+  default_config: { enabled: true, permission_policy: policy('always_allow') },
+  configs: (['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const).map((name) => ({
+    name,
+    type: name,
+    enabled: over[name]?.enabled ?? true,
+    permission_policy: over[name]?.permission_policy ?? policy('always_allow'),
+  })),
+});
+const agent = (tools: ApiAgent['tools'], mcp: ApiAgent['mcp_servers'] = []): ApiAgent => ({
+  id: 'agent_1',
+  type: 'agent',
+  version: 3,
+  name: 'coder',
+  description: null,
+  model: { id: 'claude-sonnet-5-5' },
+  system: 'Be careful.',
+  tools,
+  mcp_servers: mcp,
+  skills: [],
+  multiagent: null,
+  execution_identity: { type: 'service_account' },
+  metadata: {},
+  created_at: '',
+  updated_at: '',
+  archived_at: null,
+});
+const env = (networking: ApiEnvironment['config']['networking']): ApiEnvironment => ({
+  id: 'env_1',
+  type: 'environment',
+  name: 'e',
+  description: null,
+  scope: 'organization',
+  metadata: {},
+  created_at: '',
+  updated_at: '',
+  archived_at: null,
+  config: { type: 'cloud', networking, packages: { type: 'packages', apt: [], cargo: [], gem: [], go: [], npm: [], pip: [] } },
+});
+const noNetwork = env({ type: 'limited', allowed_hosts: [], allow_mcp_servers: false, allow_package_managers: false });
+
+it('maps the toolset onto bash and the editor, with always_ask as a policy', () => {
+  const a = agentFileFor(agent([toolset({ bash: { permission_policy: policy('always_ask') } })]), noNetwork);
+  expect(a).toMatchObject({ name: 'coder', model: 'claude-sonnet-5-5', system: 'Be careful.', tools: ['bash', 'str_replace_based_edit_tool'], policies: { bash: 'always_ask' } });
+  expect(a.sandboxes.main.network).toBe('none');
+});
+
+it('offers only the enabled tools, and asks for the editor when any of read, write or edit would', () => {
+  const a = agentFileFor(agent([toolset({ bash: { enabled: false }, glob: { enabled: false }, grep: { enabled: false }, write: { permission_policy: policy('always_ask') } })]), noNetwork);
+  expect(a.tools).toEqual(['str_replace_based_edit_tool']);
+  expect(a.policies).toEqual({ str_replace_based_edit_tool: 'always_ask' });
+});
+
+it('maps MCP toolsets to HTTP servers, custom tools to client tools, and unrestricted networking to bridge', () => {
+  const a = agentFileFor(
+    agent(
+      [
+        { type: 'mcp_toolset', mcp_server_name: 'tracker', default_config: { enabled: true, permission_policy: policy('always_ask') }, configs: [{ name: 'list', enabled: true, permission_policy: policy('always_allow') }] },
+        { type: 'custom', name: 'ask_user', description: 'Ask', input_schema: { type: 'object' } },
+      ],
+      [{ type: 'url', name: 'tracker', url: 'http://127.0.0.1:9000/mcp' }],
+    ),
+    env({ type: 'unrestricted' }),
+  );
+  expect(a.tools).toEqual([]);
+  expect(a.mcpServers.tracker).toMatchObject({ transport: 'http', url: 'http://127.0.0.1:9000/mcp' });
+  expect(a.policies).toEqual({ mcp__tracker__list: 'always_allow' });
+  expect(a.clientTools).toEqual([{ name: 'ask_user', description: 'Ask', input_schema: { type: 'object', properties: {} } }]);
+  expect(a.sandboxes.main.network).toBe('bridge');
+});
+
+it('refuses, with a 400, what the agent file cannot hold yet', () => {
+  expect(() =>
+    agentFileFor(agent([{ type: 'mcp_toolset', mcp_server_name: 'a__b', default_config: { enabled: true, permission_policy: policy('always_ask') }, configs: [] }], [{ type: 'url', name: 'a__b', url: 'http://h/mcp' }]), noNetwork),
+  ).toThrow(/a__b cannot run here yet/);
+});

@@ -1,0 +1,143 @@
+// The projection of the session log onto the API's events: a turn's shape, tool calls by kind, confirmations and
+// custom tools by event id, errors, interrupts and the end; ids stable and unique however the log is paged.
+import fc from 'fast-check';
+import { SessionProjector, eventId, projectLog } from '../../src/api/session-events';
+import type { SessionEvent } from '../../src/session/events';
+
+const T = '2026-12-01T10:00:00.000Z';
+const usage = { inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 2, cacheCreationInputTokens: 1 };
+type Draft = SessionEvent extends infer E ? (E extends SessionEvent ? Omit<E, 'seq' | 'time'> : never) : never;
+const log = (...events: Draft[]): SessionEvent[] => events.map((e, seq) => ({ ...e, seq, time: T }) as SessionEvent);
+const started = (clientTools: string[] = []): Draft => ({ type: 'session_started', agent: { name: 'a', model: 'm', clientTools: clientTools.map((name) => ({ name })) } });
+const types = (events: { type: string }[]) => events.map((e) => e.type);
+
+it('projects a turn from session.status_running to session.status_idle with spans and usage', () => {
+  const out = projectLog('ses-1', log(started(), { type: 'user_message', text: 'hi' }, { type: 'assistant_message', content: [{ type: 'text', text: 'hello' }], stopReason: 'end_turn', usage }));
+  expect(types(out)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle']);
+  expect(out[0]).toMatchObject({ content: [{ type: 'text', text: 'hi' }], processed_at: T });
+  expect(out[3]).toMatchObject({ content: [{ type: 'text', text: 'hello' }] });
+  expect(out[4]).toMatchObject({ model_request_start_id: out[2].id, is_error: false, model_usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 2, cache_creation_input_tokens: 1 } });
+  expect(out[5]).toMatchObject({ stop_reason: { type: 'end_turn' }, stop_details: null });
+  expect(out.every((e) => /^sevt_[A-Za-z0-9_-]{26}$/.test(e.id))).toBe(true);
+});
+
+it('tells tool, MCP and custom calls apart, and answers results by the event id of their call', () => {
+  const out = projectLog(
+    'ses-2',
+    log(
+      started(['ask_user']),
+      { type: 'user_message', text: 'go' },
+      { type: 'assistant_message', content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash', input: {} }], stopReason: 'tool_use', usage },
+      { type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command: 'ls' } },
+      { type: 'tool_use', id: 'toolu_2', name: 'mcp__tracker__list_issues', input: { q: 'x' } },
+      { type: 'tool_result', toolUseId: 'toolu_1', output: 'a\n[exit 0]', isError: false },
+      { type: 'tool_result', toolUseId: 'toolu_2', output: '', isError: true },
+      { type: 'tool_use', id: 'toolu_3', name: 'ask_user', input: { q: 'colour?' } },
+      { type: 'tool_result', toolUseId: 'toolu_3', output: 'teal', isError: false },
+      { type: 'assistant_message', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage },
+    ),
+  );
+  const by = (t: string) => out.filter((e) => e.type === t) as unknown as Record<string, unknown>[];
+  const [bash] = by('agent.tool_use');
+  const [mcp] = by('agent.mcp_tool_use');
+  const [custom] = by('agent.custom_tool_use');
+  expect(bash).toMatchObject({ name: 'bash', input: { command: 'ls' } });
+  expect(mcp).toMatchObject({ mcp_server_name: 'tracker', name: 'list_issues', input: { q: 'x' } });
+  expect(custom).toMatchObject({ name: 'ask_user', input: { q: 'colour?' } });
+  expect(by('agent.tool_result')[0]).toMatchObject({ tool_use_id: bash.id, content: [{ type: 'text', text: 'a\n[exit 0]' }], is_error: false });
+  expect(by('agent.mcp_tool_result')[0]).toMatchObject({ mcp_tool_use_id: mcp.id, content: [{ type: 'text', text: '(no output)' }], is_error: true });
+  expect(by('user.custom_tool_result')[0]).toMatchObject({ custom_tool_use_id: custom.id, content: [{ type: 'text', text: 'teal' }] });
+  // The custom call waits on the application; its result lets the turn run on.
+  const idles = by('session.status_idle');
+  expect(idles.map((e) => e.stop_reason)).toEqual([{ type: 'requires_action', event_ids: [custom.id] }, { type: 'end_turn' }]);
+  expect(types(out).filter((t) => t.startsWith('session.status'))).toEqual(['session.status_running', 'session.status_idle', 'session.status_running', 'session.status_idle']);
+});
+
+it('waits on an always_ask call by its event id, and echoes the confirmation with the deny message', () => {
+  const p = new SessionProjector('ses-3');
+  const out = p.push(
+    log(
+      started(),
+      { type: 'user_message', text: 'push' },
+      { type: 'assistant_message', content: [], stopReason: 'tool_use', usage },
+      { type: 'tool_use', id: 'toolu_9', name: 'bash', input: { command: 'git push' } },
+      { type: 'approval_requested', toolUseId: 'toolu_9', policy: 'bash: always_ask' },
+      { type: 'approval_resolved', toolUseId: 'toolu_9', allow: false, reason: 'not yet', by: 'user' },
+      { type: 'tool_result', toolUseId: 'toolu_9', output: 'denied: not yet', isError: true, error: { kind: 'denied', message: 'not yet' } },
+    ),
+  );
+  const use = out.find((e) => e.type === 'agent.tool_use')!;
+  expect(p.toolUseIdOf(use.id)).toBe('toolu_9');
+  expect(out.find((e) => e.type === 'session.status_idle')).toMatchObject({ stop_reason: { type: 'requires_action', event_ids: [use.id] } });
+  expect(out.find((e) => e.type === 'user.tool_confirmation')).toMatchObject({ tool_use_id: use.id, result: 'deny', deny_message: 'not yet' });
+  expect(types(out).slice(-3)).toEqual(['user.tool_confirmation', 'session.status_running', 'agent.tool_result']);
+});
+
+it('ends a failed turn with retries_exhausted, an interrupted one with end_turn, and the session with terminated', () => {
+  const out = projectLog(
+    'ses-4',
+    log(
+      started(),
+      { type: 'user_message', text: 'a' },
+      { type: 'error', kind: 'model', message: 'overloaded past its retry budget' },
+      { type: 'user_message', text: 'b' },
+      { type: 'interrupted', reason: 'user' },
+      { type: 'user_message', text: 'nudge', source: 'harness' },
+      { type: 'sandbox_provisioned', name: 'main', sandboxId: 'c1', host: 'h', ms: 200, resumed: false, loosened: [] },
+      { type: 'context_compacted', throughSeq: 3, summary: 'secret summary', tokensBefore: 100, tokensAfter: 10 },
+      { type: 'session_ended', reason: 'done' },
+    ),
+  );
+  expect(types(out)).toEqual([
+    'user.message',
+    'session.status_running',
+    'session.error',
+    'session.status_idle',
+    'user.message',
+    'session.status_running',
+    'user.interrupt',
+    'session.status_idle',
+    'agent.thread_context_compacted',
+    'session.status_terminated',
+  ]);
+  expect(out[2]).toMatchObject({ error: { type: 'model_request_failed_error', message: 'overloaded past its retry budget', retry_status: { type: 'exhausted' } } });
+  expect(out[3]).toMatchObject({ stop_reason: { type: 'retries_exhausted' } });
+  expect(out[7]).toMatchObject({ stop_reason: { type: 'end_turn' } });
+  expect(JSON.stringify(out)).not.toContain('secret summary');
+});
+
+it('refuses a log with a gap rather than project it wrong', () => {
+  const p = new SessionProjector('ses-5');
+  p.push(log(started()));
+  expect(() => p.push([{ type: 'user_message', text: 'x', seq: 2, time: T }])).toThrow(/expected seq 1/);
+});
+
+const draft: fc.Arbitrary<Draft> = fc.oneof(
+  fc.record({ type: fc.constant('user_message' as const), text: fc.string() }),
+  fc.record({ type: fc.constant('assistant_message' as const), content: fc.constant([{ type: 'text', text: 'x' }] as { type: string; text: string }[]), stopReason: fc.constantFrom('end_turn', 'tool_use'), usage: fc.constant(usage) }),
+  fc.record({ type: fc.constant('tool_use' as const), id: fc.constantFrom('t1', 't2', 't3'), name: fc.constantFrom('bash', 'ask', 'mcp__s__t'), input: fc.constant({}) }),
+  fc.record({ type: fc.constant('tool_result' as const), toolUseId: fc.constantFrom('t1', 't2', 't3', 'tx'), output: fc.string(), isError: fc.boolean() }),
+  fc.record({ type: fc.constant('approval_requested' as const), toolUseId: fc.constantFrom('t1', 't2'), policy: fc.constant('p') }),
+  fc.record({ type: fc.constant('approval_resolved' as const), toolUseId: fc.constantFrom('t1', 't2'), allow: fc.boolean(), by: fc.constant('user') }),
+  fc.record({ type: fc.constant('interrupted' as const), reason: fc.constant('r') }),
+  fc.record({ type: fc.constant('error' as const), kind: fc.constantFrom('model', 'mcp', 'limit', 'x'), message: fc.string() }),
+);
+
+it('gives every API event a unique id, the same however the log is paged', () => {
+  fc.assert(
+    fc.property(fc.array(draft, { maxLength: 40 }), fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 10 }), (drafts, sizes) => {
+      const events = log(started(['ask']), ...drafts);
+      const whole = projectLog('ses-p', events);
+      expect(new Set(whole.map((e) => e.id)).size).toBe(whole.length);
+      const paged = new SessionProjector('ses-p');
+      const parts = [];
+      for (let i = 0, k = 0; i < events.length; k++) {
+        const n = sizes[k % sizes.length];
+        parts.push(...paged.push(events.slice(i, i + n)));
+        i += n;
+      }
+      expect(parts).toEqual(whole);
+    }),
+  );
+  expect(eventId('a', 1)).not.toBe(eventId('b', 1));
+});

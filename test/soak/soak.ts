@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
 import { ArchivedSessionLog, LiveSessionLog, MissingEventsError, readEvents } from '../../src/log/session-log';
@@ -25,7 +26,7 @@ import {
 } from '../../src/workflows/messages';
 import { FaultStack } from '../faults/stack';
 import { toolStep } from '../helpers/actions';
-import { runsOf, temporalCliPath, testAgent, testArchive } from '../helpers/env';
+import { runsOf, temporalCliPath, testAgent, testArchive, testDataConverter } from '../helpers/env';
 import { OWN_DATA_DIR } from './setup-env';
 
 export interface SoakOptions {
@@ -558,7 +559,19 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     for (const [i, run] of runs.entries()) {
       const history = await stack.client.workflow.getHandle(s.id, run.runId).fetchHistory();
       let saveIt = false;
+      // A handover continues at the seq after the last one it sealed: nothing is appended between the two.
+      const seals = new Map<number, number>();
+      let sealedThrough: number | undefined;
       for (const e of history.events ?? []) {
+        const scheduled = e.activityTaskScheduledEventAttributes;
+        if (scheduled?.activityType?.name === 'sealEvents') seals.set(Number(e.eventId), (await decoded<{ throughSeq: number }>(scheduled.input?.payloads)).throughSeq);
+        const completed = e.activityTaskCompletedEventAttributes;
+        if (completed && seals.has(Number(completed.scheduledEventId))) sealedThrough = seals.get(Number(completed.scheduledEventId));
+        const continued = e.workflowExecutionContinuedAsNewEventAttributes;
+        if (continued) {
+          const next = (await decoded<{ continued: { nextSeq: number } }>(continued.input?.payloads)).continued.nextSeq;
+          if (sealedThrough === undefined || next !== sealedThrough + 1) v('gap', `run ${i + 1} handed over with nextSeq ${next}, but sealed only through ${sealedThrough}`, (sealedThrough ?? -1) + 1);
+        }
         const failed = e.workflowTaskFailedEventAttributes;
         if (!failed) continue;
         if (failed.cause === UNHANDLED_COMMAND) {
@@ -640,6 +653,13 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     }
     for (const [id, d] of decisions) if (d.length > 1) v('action', `${id} was decided ${d.length} times, at ${d.map((e) => e.seq).join(', ')}`, d[1].seq);
     return out;
+  }
+
+  /** The first argument of a recorded activity input or workflow input, decoded by the test codec. */
+  async function decoded<T>(payloads: Payload[] | null | undefined): Promise<T> {
+    let p = payloads ?? [];
+    for (const codec of [...(testDataConverter().payloadCodecs ?? [])].reverse()) p = await codec.decode(p);
+    return defaultPayloadConverter.fromPayload(p[0]) as T;
   }
 
   function save(name: string, text: string): string {

@@ -24,6 +24,7 @@ import {
   type EventsPage,
   type PendingAction,
 } from '../../src/workflows/messages';
+import { retrying } from '../faults/matrix';
 import { FaultStack } from '../faults/stack';
 import { toolStep } from '../helpers/actions';
 import { runsOf, temporalCliPath, testAgent, testArchive, testDataConverter } from '../helpers/env';
@@ -492,11 +493,13 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     await Promise.all(
       sessions.map(async (s) => {
         await s.handle.signal(endSignal, { reason: 'soak done' }).catch(() => undefined);
-        await Promise.race([s.handle.result().catch(() => undefined), sleep(60_000)]);
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([s.handle.result().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, 60_000)))]);
+        clearTimeout(timer);
       }),
     );
     for (const s of sessions) {
-      const found = await checkSession(s);
+      const found = await checkSession(s).catch((err): Violation[] => [{ session: s.id, kind: 'unreadable', detail: `the checks could not run: ${messageOf(err)}` }]);
       violations.push(...found);
       const refused = refusedRequests.get(s.id) ?? [];
       if (refused.length) violations.push({ session: s.id, kind: 'model_request_refused', detail: `${refused.length} model request(s) refused with 400, the first: ${refused[0]}` });
@@ -537,7 +540,7 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     const v = (kind: Violation['kind'], detail: string, seq?: number) => out.push({ session: s.id, kind, detail, ...(seq !== undefined ? { seq } : {}) });
     let whole: Awaited<ReturnType<typeof readLog>>;
     try {
-      whole = await readLog(s);
+      whole = await retrying(() => readLog(s), 60_000);
     } catch (err) {
       v('unreadable', messageOf(err));
       return out;
@@ -547,7 +550,7 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     figures.events += events.length;
 
     // Runs: handovers, and any workflow task that failed.
-    const runs = await runsOf(stack.client, s.id);
+    const runs = await retrying(() => runsOf(stack.client, s.id), 60_000);
     figures.runs += runs.length;
     figures.handovers += runs.filter((r) => r.status.name === 'CONTINUED_AS_NEW').length;
     let runsSaved = false;
@@ -557,7 +560,7 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       for (const [i, run] of runs.entries()) saved.push(save(`${s.id}-run-${i + 1}.json`, historyToJSON(await stack.client.workflow.getHandle(s.id, run.runId).fetchHistory())));
     };
     for (const [i, run] of runs.entries()) {
-      const history = await stack.client.workflow.getHandle(s.id, run.runId).fetchHistory();
+      const history = await retrying(() => stack.client.workflow.getHandle(s.id, run.runId).fetchHistory(), 60_000);
       let saveIt = false;
       // A handover continues at the seq after the last one it sealed: nothing is appended between the two.
       const seals = new Map<number, number>();

@@ -538,17 +538,6 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
   async function checkSession(s: Session): Promise<Violation[]> {
     const out: Violation[] = [];
     const v = (kind: Violation['kind'], detail: string, seq?: number) => out.push({ session: s.id, kind, detail, ...(seq !== undefined ? { seq } : {}) });
-    let whole: Awaited<ReturnType<typeof readLog>>;
-    try {
-      whole = await retrying(() => readLog(s), 60_000);
-    } catch (err) {
-      v('unreadable', messageOf(err));
-      return out;
-    }
-    out.push(...whole.problems);
-    const events = [...whole.events.values()].sort((a, b) => a.seq - b.seq);
-    figures.events += events.length;
-
     // Runs: handovers, and any workflow task that failed.
     const runs = await retrying(() => runsOf(stack.client, s.id), 60_000);
     figures.runs += runs.length;
@@ -587,6 +576,19 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       }
       if (saveIt && o.failuresDir) saved.push(save(`${s.id}-run-${i + 1}.json`, historyToJSON(history)));
     }
+
+
+    let whole: Awaited<ReturnType<typeof readLog>>;
+    try {
+      whole = await retrying(() => readLog(s), 60_000);
+    } catch (err) {
+      // The runs were checked above (a failed workflow task makes a session unqueryable); the log cannot be.
+      v('unreadable', messageOf(err));
+      return out;
+    }
+    out.push(...whole.problems);
+    const events = [...whole.events.values()].sort((a, b) => a.seq - b.seq);
+    figures.events += events.length;
 
     // Gap-free from seq 0; a hole is looked for in every run, to tell where its events went.
     const last = events.at(-1)?.seq ?? -1;

@@ -58,7 +58,7 @@ function modelStep(fault: Fault, midStream: boolean): MockStep {
 }
 
 /** Retries a client call through a Temporal restart. */
-async function retrying<T>(fn: () => Promise<T>, ms = 120_000): Promise<T> {
+export async function retrying<T>(fn: () => Promise<T>, ms = 120_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     try {

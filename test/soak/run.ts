@@ -67,8 +67,15 @@ async function main() {
     process.stderr.write(`wrote ${report}\n`);
   }
   if (json) fs.writeFileSync(json, `${JSON.stringify(result, null, 1)}\n`);
-  process.exitCode = result.violations.length ? 1 : 0;
+  process.exitCode = result.violations.length ? 1 : uncaught ? 2 : 0;
 }
+
+// A client call still retrying when the stack has gone fails on its own timer: say so, and finish the report.
+let uncaught = 0;
+process.on('uncaughtException', (err) => {
+  uncaught++;
+  process.stderr.write(`soak: uncaught: ${err.stack ?? err.message}\n`);
+});
 
 main().catch((err) => {
   process.stderr.write(`${(err as Error).stack ?? err}\n`);

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
 import { ArchivedSessionLog, LiveSessionLog, MissingEventsError, readEvents } from '../../src/log/session-log';
@@ -23,9 +24,10 @@ import {
   type EventsPage,
   type PendingAction,
 } from '../../src/workflows/messages';
+import { retrying } from '../faults/matrix';
 import { FaultStack } from '../faults/stack';
 import { toolStep } from '../helpers/actions';
-import { runsOf, temporalCliPath, testAgent, testArchive } from '../helpers/env';
+import { runsOf, temporalCliPath, testAgent, testArchive, testDataConverter } from '../helpers/env';
 import { OWN_DATA_DIR } from './setup-env';
 
 export interface SoakOptions {
@@ -491,11 +493,13 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     await Promise.all(
       sessions.map(async (s) => {
         await s.handle.signal(endSignal, { reason: 'soak done' }).catch(() => undefined);
-        await Promise.race([s.handle.result().catch(() => undefined), sleep(60_000)]);
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([s.handle.result().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, 60_000)))]);
+        clearTimeout(timer);
       }),
     );
     for (const s of sessions) {
-      const found = await checkSession(s);
+      const found = await checkSession(s).catch((err): Violation[] => [{ session: s.id, kind: 'unreadable', detail: `the checks could not run: ${messageOf(err)}` }]);
       violations.push(...found);
       const refused = refusedRequests.get(s.id) ?? [];
       if (refused.length) violations.push({ session: s.id, kind: 'model_request_refused', detail: `${refused.length} model request(s) refused with 400, the first: ${refused[0]}` });
@@ -534,19 +538,8 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
   async function checkSession(s: Session): Promise<Violation[]> {
     const out: Violation[] = [];
     const v = (kind: Violation['kind'], detail: string, seq?: number) => out.push({ session: s.id, kind, detail, ...(seq !== undefined ? { seq } : {}) });
-    let whole: Awaited<ReturnType<typeof readLog>>;
-    try {
-      whole = await readLog(s);
-    } catch (err) {
-      v('unreadable', messageOf(err));
-      return out;
-    }
-    out.push(...whole.problems);
-    const events = [...whole.events.values()].sort((a, b) => a.seq - b.seq);
-    figures.events += events.length;
-
     // Runs: handovers, and any workflow task that failed.
-    const runs = await runsOf(stack.client, s.id);
+    const runs = await retrying(() => runsOf(stack.client, s.id), 60_000);
     figures.runs += runs.length;
     figures.handovers += runs.filter((r) => r.status.name === 'CONTINUED_AS_NEW').length;
     let runsSaved = false;
@@ -556,9 +549,21 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       for (const [i, run] of runs.entries()) saved.push(save(`${s.id}-run-${i + 1}.json`, historyToJSON(await stack.client.workflow.getHandle(s.id, run.runId).fetchHistory())));
     };
     for (const [i, run] of runs.entries()) {
-      const history = await stack.client.workflow.getHandle(s.id, run.runId).fetchHistory();
+      const history = await retrying(() => stack.client.workflow.getHandle(s.id, run.runId).fetchHistory(), 60_000);
       let saveIt = false;
+      // A handover continues at the seq after the last one it sealed: nothing is appended between the two.
+      const seals = new Map<number, number>();
+      let sealedThrough: number | undefined;
       for (const e of history.events ?? []) {
+        const scheduled = e.activityTaskScheduledEventAttributes;
+        if (scheduled?.activityType?.name === 'sealEvents') seals.set(Number(e.eventId), (await decoded<{ throughSeq: number }>(scheduled.input?.payloads)).throughSeq);
+        const completed = e.activityTaskCompletedEventAttributes;
+        if (completed && seals.has(Number(completed.scheduledEventId))) sealedThrough = seals.get(Number(completed.scheduledEventId));
+        const continued = e.workflowExecutionContinuedAsNewEventAttributes;
+        if (continued) {
+          const next = (await decoded<{ continued: { nextSeq: number } }>(continued.input?.payloads)).continued.nextSeq;
+          if (sealedThrough === undefined || next !== sealedThrough + 1) v('gap', `run ${i + 1} handed over with nextSeq ${next}, but sealed only through ${sealedThrough}`, (sealedThrough ?? -1) + 1);
+        }
         const failed = e.workflowTaskFailedEventAttributes;
         if (!failed) continue;
         if (failed.cause === UNHANDLED_COMMAND) {
@@ -571,6 +576,19 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       }
       if (saveIt && o.failuresDir) saved.push(save(`${s.id}-run-${i + 1}.json`, historyToJSON(history)));
     }
+
+
+    let whole: Awaited<ReturnType<typeof readLog>>;
+    try {
+      whole = await retrying(() => readLog(s), 60_000);
+    } catch (err) {
+      // The runs were checked above (a failed workflow task makes a session unqueryable); the log cannot be.
+      v('unreadable', messageOf(err));
+      return out;
+    }
+    out.push(...whole.problems);
+    const events = [...whole.events.values()].sort((a, b) => a.seq - b.seq);
+    figures.events += events.length;
 
     // Gap-free from seq 0; a hole is looked for in every run, to tell where its events went.
     const last = events.at(-1)?.seq ?? -1;
@@ -640,6 +658,13 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     }
     for (const [id, d] of decisions) if (d.length > 1) v('action', `${id} was decided ${d.length} times, at ${d.map((e) => e.seq).join(', ')}`, d[1].seq);
     return out;
+  }
+
+  /** The first argument of a recorded activity input or workflow input, decoded by the test codec. */
+  async function decoded<T>(payloads: Payload[] | null | undefined): Promise<T> {
+    let p = payloads ?? [];
+    for (const codec of [...(testDataConverter().payloadCodecs ?? [])].reverse()) p = await codec.decode(p);
+    return defaultPayloadConverter.fromPayload(p[0]) as T;
   }
 
   function save(name: string, text: string): string {

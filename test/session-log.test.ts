@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FileSessionArchive } from '../src/archive';
-import { ArchivedSessionLog, MissingEventsError, readEvents, type SessionLog } from '../src/log/session-log';
+import { createActivities } from '../src/activities';
+import { ArchivedSessionLog, CachedSessionLog, MissingEventsError, readEvents, type SessionLog } from '../src/log/session-log';
+import { eventsDigest } from '../src/session/digest';
 import type { SessionEvent } from '../src/session/events';
 import type { EventsPage } from '../src/workflows/messages';
 
@@ -48,7 +50,6 @@ describe('ArchivedSessionLog', () => {
 
 describe('eventsDigest', () => {
   it('is the same for a copy parsed back from the archive, and differs when any event differs', async () => {
-    const { eventsDigest } = await import('../src/session/digest');
     const archive = new FileSessionArchive(dir);
     const original: SessionEvent[] = [
       { seq: 0, time: t, type: 'user_message', text: 'hi', messageId: 'a' },
@@ -65,9 +66,6 @@ describe('eventsDigest', () => {
 
 describe('sealEvents', () => {
   it('refuses to seal events the live run answered other than the ones history committed, and seals the committed ones', async () => {
-    const { createActivities } = await import('../src/activities');
-    const { CachedSessionLog } = await import('../src/log/session-log');
-    const { eventsDigest } = await import('../src/session/digest');
     const archive = new FileSessionArchive(dir);
     const committed = events(0, 3);
     // A worker's state that history never committed: the last message was appended at another time.

@@ -167,12 +167,12 @@ export function createActivities(deps: ActivityDeps) {
       return { summary, tokensBefore: before.tokens, tokensAfter: after.tokens };
     },
 
-    /** Seals events [fromSeq, throughSeq] of the session's current run into the archive. Idempotent. */
     /**
-     * Seals events fromSeq..throughSeq, read from the live run by query. A query can be answered from a worker's
-     * state that history never committed (a task the server refused, whose replay appended input elsewhere), so
-     * the events must match the digest the workflow computed when it scheduled the seal; otherwise the seal is
-     * retried until the query answers with the committed events. Histories recorded before the digest pass none.
+     * Seals events [fromSeq, throughSeq] of the session's current run into the archive, read by query. Idempotent.
+     * A query can be answered from a worker's state that ran ahead of history (a worker that built the run for a
+     * query applied events no completed task had processed), so the events must match the digest the workflow
+     * computed when it scheduled the seal; otherwise the seal fails and is retried until the query answers with
+     * the committed events. Histories recorded before the digest pass none.
      */
     async sealEvents(input: { sessionId: string; fromSeq: number; throughSeq: number; digest?: string }): Promise<{ sealed: number }> {
       if (input.throughSeq < input.fromSeq) return { sealed: 0 };

@@ -80,7 +80,7 @@ export function combineTurns(messages: readonly Msg[]): Msg[] {
   const out: Msg[] = [];
   for (const m of messages) {
     const previous = out[out.length - 1];
-    if (previous && previous.role === m.role && (m.role === 'user' || m.role === 'assistant')) out[out.length - 1] = { role: m.role, content: [...blocksOf(previous), ...blocksOf(m)] };
+    if (previous && previous.role === m.role) out[out.length - 1] = { role: m.role, content: [...blocksOf(previous), ...blocksOf(m)] };
     else out.push(m);
   }
   return out;

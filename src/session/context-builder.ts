@@ -83,7 +83,10 @@ export function toMessages(events: readonly SessionEvent[], window: ContextWindo
  * it on a seq of S or more, so the folded events (seq < S) are exactly what comes before the kept tail.
  */
 export function cutPoints(events: readonly SessionEvent[], window: ContextWindow): number[] {
-  const ordered = causalOrder(events);
+  return cutPointsOf(causalOrder(events), window);
+}
+
+function cutPointsOf(ordered: readonly SessionEvent[], window: ContextWindow): number[] {
   const minFrom: number[] = new Array(ordered.length + 1).fill(Infinity);
   for (let i = ordered.length - 1; i >= 0; i--) minFrom[i] = Math.min(ordered[i].seq, minFrom[i + 1]);
   const open = new Set<string>();
@@ -101,9 +104,9 @@ export function cutPoints(events: readonly SessionEvent[], window: ContextWindow
 
 /** The earliest cut whose kept tail fits `keepTokens`; failing that, the latest cut. Undefined if there is none. */
 export function chooseCut(events: readonly SessionEvent[], window: ContextWindow, keepTokens: number): number | undefined {
-  const points = cutPoints(events, window);
-  if (points.length === 0) return undefined;
   const ordered = causalOrder(events);
+  const points = cutPointsOf(ordered, window);
+  if (points.length === 0) return undefined;
   let tail = 0;
   let best: number | undefined;
   let p = points.length - 1;

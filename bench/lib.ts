@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, type WorkflowHandle } from '@temporalio/client';
+import { clientInterceptors } from '../src/log/query-retry';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createTestEnv, removeHostSandboxes, startTestWorker, testDataConverter, turnDone, ROOT } from '../test/helpers/env';
 import { MockModelServer } from '../src/model/mock-server';
@@ -131,7 +132,7 @@ export class Stack {
     readonly namespace = 'default',
     readonly hostId = `bench-${process.pid}`,
   ) {
-    this.client = namespace === 'default' ? env.client : new Client({ connection: env.connection, namespace, dataConverter: testDataConverter() });
+    this.client = namespace === 'default' ? env.client : new Client({ connection: env.connection, namespace, dataConverter: testDataConverter(), interceptors: clientInterceptors });
   }
 
   static async start(namespaces: string[] = []): Promise<Stack> {

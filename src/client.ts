@@ -37,6 +37,7 @@ import {
 } from './workflows/messages';
 import { sessionArchive, type SessionArchive } from './archive';
 import { ArchivedSessionLog, LiveSessionLog, type SessionLog } from './log/session-log';
+import { clientInterceptors } from './log/query-retry';
 import { SessionOpError, forkSession, resolveToolUse, startSessionRun, submitToolResult, wakeSession } from './session-ops';
 import { parsePriceTable } from './observability/pricing';
 import { formatDuration, sessionCost, sessionStats } from './observability/session-stats';
@@ -76,7 +77,7 @@ async function connect(config: Config): Promise<Client> {
   const dataConverter = converterOf(config);
   try {
     const connection = await Connection.connect({ ...temporalConnectionOptions(config), connectTimeout: '5s' });
-    return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
+    return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
   } catch (e) {
     throw new CliError(`cannot reach Temporal at ${config.TEMPORAL_ADDRESS}: ${(e as Error).message.split('\n')[0]}`);
   }

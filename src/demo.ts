@@ -1,5 +1,6 @@
 // `npm start`: a local dev server, all workers and a short session printed as it happens, plus the Web UI link.
 import { Client, Connection } from '@temporalio/client';
+import { clientInterceptors } from './log/query-retry';
 import { createDataConverter } from './codec';
 import { loadConfig } from './config';
 import { loadCodecKey } from './infra/keys';
@@ -23,7 +24,7 @@ async function main() {
   const log = (m: string) => process.stderr.write(`${m}\n`);
   const stack = await startLocalStack(config, log);
   const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: createDataConverter(loadCodecKey(config)) });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: createDataConverter(loadCodecKey(config)), interceptors: clientInterceptors });
   const sessionId = `demo-${Date.now()}`;
   try {
     const handle = await client.workflow.start(sessionWorkflow, {

@@ -11,6 +11,7 @@ import { McpClientPool, McpCredentials } from './mcp';
 import { findJail } from './mcp/jail';
 import { resolveDockerHost, sandboxImage } from './infra/docker';
 import { ArchivedSessionLog, CachedSessionLog, LiveSessionLog } from './log/session-log';
+import { clientInterceptors } from './log/query-retry';
 import { sessionArchive, type SessionArchive } from './archive';
 import { AnthropicModelClient, type ModelClient } from './model/client';
 import { DockerSandboxProvider } from './sandbox/docker';
@@ -71,6 +72,9 @@ export interface RunningWorker {
 /** How long a workflow task waits for the worker that has the session cached before any brain worker takes it. */
 const STICKY_TIMEOUT = '2 seconds';
 
+/** Workflow interceptors every brain runs: a bundle built for a worker must include them. */
+export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('./workflows/run-guard')];
+
 let runtimeInstalled = false;
 const NO_WORKFLOWS_WARNING = 'No workflows registered, not polling for workflow tasks';
 
@@ -102,7 +106,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(config));
   const connectionOptions = { ...temporalConnectionOptions(config), address: opts.address };
   const connection = await Connection.connect(connectionOptions);
-  const client = new Client({ connection, namespace: opts.namespace, dataConverter });
+  const client = new Client({ connection, namespace: opts.namespace, dataConverter, interceptors: clientInterceptors });
   // Brain and hands workers stream deltas of their work; their identity names the endpoint, which is how a
   // watcher finds the worker running a session's activity (DescribeWorkflowExecution's pending activities).
   let streams: { hub: StreamHub; server: StreamServer } | undefined;
@@ -125,6 +129,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const tracing = tracingEnabled(config) ? startTracing(`managed-agents-${opts.role}`) : undefined;
   const plugins = tracing ? [tracing.plugin] : [];
   const interceptors = { activity: [activityLogInterceptor] };
+  // A prebuilt bundle carries its workflow interceptors itself (built with WORKFLOW_INTERCEPTOR_MODULES).
+  const brainInterceptors = opts.workflowBundle ? interceptors : { ...interceptors, workflowModules: WORKFLOW_INTERCEPTOR_MODULES };
   const nativeConnection = await NativeConnection.connect(connectionOptions);
   const workers: Worker[] = [];
   const timers: NodeJS.Timeout[] = [];
@@ -145,7 +151,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         // moves to any brain worker after this long (the SDK default, 10 s, made every brain crash cost 10 s).
         stickyQueueScheduleToStartTimeout: STICKY_TIMEOUT,
         identity,
-        interceptors,
+        interceptors: brainInterceptors,
         plugins,
         activities: {
           ...createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))), stream: streams?.hub }),

@@ -1,9 +1,12 @@
-// Brains are cattle: SIGKILL the worker process mid-call or while idle, start another, and the log is unchanged.
-import type { WorkflowHandle } from '@temporalio/client';
+// Brains are cattle: SIGKILL the worker process mid-call or while idle, start another, and the log is unchanged;
+// a query that reaches another brain meanwhile cannot make its copy of the session run ahead of history.
+import { Client, QueryNotRegisteredError, type WorkflowHandle } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
+import { RUN_AHEAD_MARKER } from '../src/session/run-ahead';
 import type { SessionEvent } from '../src/session/events';
-import { endSignal, sendMessageUpdate, statusQuery } from '../src/workflows/messages';
+import { endSignal, eventsQuery, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
-import { allEvents, say, startHarness, startSession, waitForEvents, type Harness } from './helpers/env';
+import { allEvents, say, startHarness, startSession, testDataConverter, waitForEvents, workflowBundle, type Harness } from './helpers/env';
 
 let h: Harness;
 const workers: ChildWorker[] = [];
@@ -83,5 +86,64 @@ describe('a brain worker killed with SIGKILL', () => {
     const events = await finish(handle);
     expect(normalise(events)).toEqual(baseline);
     expect(h.mock.requests(handle.workflowId).length).toBe(4);
+  });
+});
+
+// A query that reaches a worker while the session's sticky worker is dead can carry events no workflow task has
+// processed. The run guard (src/workflows/run-guard.ts) refuses to apply them there, so the worker's copy never
+// runs ahead of history: the session stays replayable and loses nothing.
+async function quiescent(handle: WorkflowHandle): Promise<void> {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+    const { raw } = await handle.describe();
+    if (!raw.pendingWorkflowTask && (raw.pendingActivities ?? []).length === 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('session never settled');
+}
+
+describe('a query that reaches a worker ahead of the workflow task', () => {
+  it('is refused there, and the session carries on with every message, replayable', async () => {
+    // Only the brains of this test: the session's sticky worker must be the one that dies.
+    await Promise.all(workers.splice(0).map((w) => w.kill()));
+    const first = await newWorker();
+    const handle = await startSession(h);
+    await say(handle, 'Hello there');
+    await quiescent(handle);
+    const second = await newWorker();
+    await first.kill('SIGKILL');
+
+    // No task is pending, so the server sends this query straight to the dead worker's sticky queue, where it
+    // waits out the sticky timeout (2 s) and then goes to the other worker with the history as it is by then:
+    // ending in the signal below, which no workflow task has processed.
+    const raw = new Client({ connection: h.env.connection, dataConverter: testDataConverter() });
+    const early = raw.workflow
+      .getHandle(handle.workflowId)
+      .query(eventsQuery, { from: 0, limit: 100 })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    await new Promise((r) => setTimeout(r, 300));
+    await handle.signal(userMessageSignal, { text: 'A signal while the worker was gone' });
+    const refusal = await early;
+    expect(refusal).toBeInstanceOf(QueryNotRegisteredError);
+    expect((refusal as Error).message).toContain(RUN_AHEAD_MARKER);
+
+    // The update lands in the task that processes the signal: the order a replay has to reproduce.
+    const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'And an update right after' }] });
+    await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'assistant_message' && (e.throughSeq ?? e.seq) >= seq));
+    await handle.signal(endSignal, { reason: 'done' });
+    await handle.result();
+
+    const events = await allEvents(handle);
+    const texts = events.filter((e) => e.type === 'user_message').map((e) => (e as { text: string }).text);
+    expect(texts).toEqual(['Hello there', 'A signal while the worker was gone', 'And an update right after']);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+
+    const history = await handle.fetchHistory();
+    const results = [];
+    for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), dataConverter: testDataConverter() }, [{ workflowId: handle.workflowId, history }])) results.push(r);
+    expect(results.map((r) => r.error)).toEqual([undefined]);
+    expect(second.stderr()).not.toContain('TMPRL1100');
   });
 });

@@ -152,7 +152,8 @@ async function sessionDepsFor(config: Config): Promise<SessionDeps> {
   const { sessionArchive } = await import('../archive');
   const { ArchivedSessionLog, LiveSessionLog } = await import('../log/session-log');
   const dataConverter = createDataConverter(loadCodecKey(config));
-  const client = new Client({ connection: Connection.lazy(temporalConnectionOptions(config)), namespace: config.TEMPORAL_NAMESPACE, dataConverter });
+  const { clientInterceptors } = await import('../log/query-retry');
+  const client = new Client({ connection: Connection.lazy(temporalConnectionOptions(config)), namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
   return { client, log: new ArchivedSessionLog(sessionArchive(config.dataDir, dataConverter), new LiveSessionLog(client)) };
 }
 

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
+import { clientInterceptors } from '../../src/log/query-retry';
 import { startDevServer, type DevServer } from '../../src/infra/temporal-cli';
 import { resolveDockerHost, restartProjectDaemon, sandboxImage } from '../../src/infra/docker';
 import { MockModelServer } from '../../src/model/mock-server';
@@ -36,7 +37,7 @@ export class FaultStack {
     this.mock.reissueLostTools = true;
     await this.mock.start();
     const connection = await Connection.connect({ address: this.address });
-    this.client = new Client({ connection, dataConverter: testDataConverter() });
+    this.client = new Client({ connection, dataConverter: testDataConverter(), interceptors: clientInterceptors });
     const dockerHost = await resolveDockerHost();
     if (!dockerHost) throw new Error('no Docker engine: run `npm run setup`');
     this.provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage() });

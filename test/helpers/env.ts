@@ -16,7 +16,8 @@ import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
 import { sessionArchive, type SessionArchive } from '../../src/archive';
 import { loadConfig } from '../../src/config';
 import { ArchivedSessionLog, readEvents, type SessionLog } from '../../src/log/session-log';
-import { installRuntime, startWorker, type RunningWorker, type WorkerOptions } from '../../src/worker';
+import { WORKFLOW_INTERCEPTOR_MODULES, installRuntime, startWorker, type RunningWorker, type WorkerOptions } from '../../src/worker';
+import { clientInterceptors } from '../../src/log/query-retry';
 import { sessionWorkflow } from '../../src/workflows';
 import { eventsQuery, sendMessageUpdate, type UserMessage } from '../../src/workflows/messages';
 
@@ -34,14 +35,14 @@ export async function createTestEnv(extraArgs: string[] = []): Promise<TestWorkf
   installRuntime(process.env.LOG_LEVEL ? loadConfig().LOG_LEVEL : 'WARN');
   return TestWorkflowEnvironment.createLocal({
     server: { executable: { type: 'existing-path', path: temporalCliPath() }, ip: '127.0.0.1', ui: false, extraArgs },
-    client: { dataConverter: testDataConverter() },
+    client: { dataConverter: testDataConverter(), interceptors: clientInterceptors },
   });
 }
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   // A prebuilt bundle carries the failure converter itself: a worker ignores its dataConverter's path for it.
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), failureConverterPath, logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never });
+  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, failureConverterPath, logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never });
   return bundle;
 }
 

@@ -35,6 +35,8 @@ export interface ToolGateDeps {
 }
 
 export interface ToolGate {
+  /** Registers the gate's update handlers (the session registers all its handlers in one place). */
+  register(): void;
   /** Starts a round with the model's tool calls (their tool_use events already appended). */
   startRound(uses: { id: string; name: string; input: unknown }[]): void;
   /** Finishes the round's calls in order; `handover` when the run should hand over while one still waits. */
@@ -133,60 +135,64 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
     return 'done';
   };
 
-  setHandler(
-    resolveToolUseUpdate,
-    (raw) => {
-      const req = ResolveToolUseSchema.parse(raw);
-      const t = round.find((x) => x.id === req.toolUseId)!;
-      return { seq: decide(t, req.allow, req.by ?? 'user', req.reason) };
-    },
-    {
-      validator: (raw) => {
-        const r = ResolveToolUseSchema.safeParse(raw);
-        if (!r.success) throw reject(`invalid resolveToolUse: ${formatIssues(r.error)}`, 'ApprovalError.Invalid');
-        deps.assertOpen();
-        const id = r.data.toolUseId;
-        const t = round.find((x) => x.id === id);
-        if (t?.approval && !t.decision) return;
-        const resolved = lastOf('approval_resolved', id);
-        if (resolved) throw reject(`tool use ${id} was already ${resolved.allow ? 'approved' : 'denied'} (event ${resolved.seq}, by ${resolved.by})`, 'ApprovalError.AlreadyDecided');
-        if (t) throw reject(`tool use ${id} has no approval pending${cleared(t) ? ': its policy allows it' : ' yet: it waits for an earlier call of its round'}`, 'ApprovalError.NotPending');
-        throw reject(`no approval is pending for tool use ${id}`, 'ApprovalError.Unknown');
+  /** The gate's updates: approve or deny a call, answer a client tool call. */
+  const register = () => {
+    setHandler(
+      resolveToolUseUpdate,
+      (raw) => {
+        const req = ResolveToolUseSchema.parse(raw);
+        const t = round.find((x) => x.id === req.toolUseId)!;
+        return { seq: decide(t, req.allow, req.by ?? 'user', req.reason) };
       },
-    },
-  );
+      {
+        validator: (raw) => {
+          const r = ResolveToolUseSchema.safeParse(raw);
+          if (!r.success) throw reject(`invalid resolveToolUse: ${formatIssues(r.error)}`, 'ApprovalError.Invalid');
+          deps.assertOpen();
+          const id = r.data.toolUseId;
+          const t = round.find((x) => x.id === id);
+          if (t?.approval && !t.decision) return;
+          const resolved = lastOf('approval_resolved', id);
+          if (resolved) throw reject(`tool use ${id} was already ${resolved.allow ? 'approved' : 'denied'} (event ${resolved.seq}, by ${resolved.by})`, 'ApprovalError.AlreadyDecided');
+          if (t) throw reject(`tool use ${id} has no approval pending${cleared(t) ? ': its policy allows it' : ' yet: it waits for an earlier call of its round'}`, 'ApprovalError.NotPending');
+          throw reject(`no approval is pending for tool use ${id}`, 'ApprovalError.Unknown');
+        },
+      },
+    );
 
-  setHandler(
-    submitToolResultUpdate,
-    (raw) => {
-      const req = SubmitToolResultSchema.parse(raw);
-      answered.add(req.toolUseId);
-      const event = append({
-        type: 'tool_result',
-        toolUseId: req.toolUseId,
-        output: req.output,
-        isError: req.isError,
-        ...(req.isError ? { error: { kind: 'tool' as const, message: req.output.slice(0, 500) } } : {}),
-      });
-      return { seq: event.seq };
-    },
-    {
-      validator: (raw) => {
-        const r = SubmitToolResultSchema.safeParse(raw);
-        if (!r.success) throw reject(`invalid submitToolResult: ${formatIssues(r.error)}`, 'ClientToolError.Invalid');
-        deps.assertOpen();
-        const id = r.data.toolUseId;
-        const result = lastOf('tool_result', id);
-        if (result) throw reject(`tool use ${id} already has a result (event ${result.seq}); this answer is refused`, 'ClientToolError.AlreadyAnswered');
-        const t = round.find((x) => x.id === id);
-        if (!t) throw reject(`no client tool call ${id} is waiting for a result`, 'ClientToolError.Unknown');
-        if (!clientTools.has(t.name)) throw reject(`tool use ${id} is a ${t.name} call, which the session runs itself`, 'ClientToolError.NotClientTool');
-        if (!cleared(t)) throw reject(`tool use ${id} waits for approval first`, 'ClientToolError.NotApproved');
+    setHandler(
+      submitToolResultUpdate,
+      (raw) => {
+        const req = SubmitToolResultSchema.parse(raw);
+        answered.add(req.toolUseId);
+        const event = append({
+          type: 'tool_result',
+          toolUseId: req.toolUseId,
+          output: req.output,
+          isError: req.isError,
+          ...(req.isError ? { error: { kind: 'tool' as const, message: req.output.slice(0, 500) } } : {}),
+        });
+        return { seq: event.seq };
       },
-    },
-  );
+      {
+        validator: (raw) => {
+          const r = SubmitToolResultSchema.safeParse(raw);
+          if (!r.success) throw reject(`invalid submitToolResult: ${formatIssues(r.error)}`, 'ClientToolError.Invalid');
+          deps.assertOpen();
+          const id = r.data.toolUseId;
+          const result = lastOf('tool_result', id);
+          if (result) throw reject(`tool use ${id} already has a result (event ${result.seq}); this answer is refused`, 'ClientToolError.AlreadyAnswered');
+          const t = round.find((x) => x.id === id);
+          if (!t) throw reject(`no client tool call ${id} is waiting for a result`, 'ClientToolError.Unknown');
+          if (!clientTools.has(t.name)) throw reject(`tool use ${id} is a ${t.name} call, which the session runs itself`, 'ClientToolError.NotClientTool');
+          if (!cleared(t)) throw reject(`tool use ${id} waits for approval first`, 'ClientToolError.NotApproved');
+        },
+      },
+    );
+  };
 
   return {
+    register,
     startRound(uses) {
       round = uses.map((u) => ({ id: u.id, name: u.name, input: u.input }));
     },

@@ -1,25 +1,20 @@
 // Hand-off of hands: a session passes one of its sandboxes to another session. The container and its host
 // queue stay where they are; the host's ownership registry names the new owner (activity `transferSandbox` on
 // the host's queue), and from then on the host denies the old owner's calls. Both logs record the transfer.
-import { ApplicationFailure, getExternalWorkflowHandle, isCancellation, log, setHandler, type ActivityInterfaceFor } from '@temporalio/workflow';
-import type { HandsActivities } from '../activities/hands';
+import { ApplicationFailure, getExternalWorkflowHandle, isCancellation, log, setHandler } from '@temporalio/workflow';
 import type { NewEvent } from '../session/events';
 import { HandoffSandboxInputSchema } from '../session/tools';
 import { formatIssues } from '../session/agent';
 import { failureMessage } from './failures';
 import { HandoffRequestSchema, handoffSandboxUpdate, sandboxReceivedSignal, SandboxGiftSchema, type HandedSandbox, type SandboxSlot } from './messages';
 import { toolError, type ToolOutcome } from './tools';
+import type { SandboxSlots } from './sandbox-slots';
 
 export interface HandoffContext {
   sessionId: string;
   append: (e: NewEvent) => unknown;
-  sandboxes: Map<string, SandboxSlot>;
-  /** Where a sandbox that went missing lived, so its replacement goes to the same host (and workspace). */
-  lastHost: Map<string, string>;
-  ensureSandbox: (name: string) => Promise<SandboxSlot>;
-  onHost: (taskQueue: string, timeoutSeconds: number) => ActivityInterfaceFor<HandsActivities>;
-  /** Whether this session's agent declares a sandbox of that name. */
-  declares: (name: string) => boolean;
+  /** The run's sandboxes; a sandbox that goes missing is remembered by host, so its replacement goes there. */
+  slots: SandboxSlots;
   /** True once session_ended is in the log: nothing more may be appended. */
   closed: () => boolean;
 }
@@ -31,15 +26,15 @@ export const handedOf = (slot: SandboxSlot): HandedSandbox => ({ name: slot.name
 
 export function createHandoff(ctx: HandoffContext) {
   const transfer = (s: HandedSandbox, from: string, to: string) =>
-    ctx.onHost(s.taskQueue, 30).transferSandbox({ sandboxId: s.sandboxId, name: s.name, from, to });
+    ctx.slots.onHost(s.taskQueue, 30).transferSandbox({ sandboxId: s.sandboxId, name: s.name, from, to });
 
   /** The named sandbox, running and still this session's, ready to pass on. */
   const prepare = async (name: string): Promise<SandboxSlot> => {
-    const held = ctx.sandboxes.get(name);
+    const held = ctx.slots.byName.get(name);
     if (held?.handedTo) throw new HandoffError(`sandbox ${name} was handed to session ${held.handedTo}; it is no longer this session's`);
-    if (!held && !ctx.declares(name)) throw new HandoffError(`this session has no sandbox named ${name}`);
+    if (!held && !ctx.slots.declares(name)) throw new HandoffError(`this session has no sandbox named ${name}`);
     try {
-      return await ctx.ensureSandbox(name);
+      return await ctx.slots.ensure(name);
     } catch (err) {
       if (isCancellation(err)) throw err;
       throw new HandoffError(`sandbox ${name} could not be made ready: ${failureMessage(err)}`);
@@ -90,11 +85,11 @@ export function createHandoff(ctx: HandoffContext) {
 
   /** Takes a sandbox another session passed here; a sandbox of the same name this session held is destroyed. */
   const receive = async (from: string, sandbox: HandedSandbox, lentBy?: string): Promise<void> => {
-    const previous = ctx.sandboxes.get(sandbox.name);
-    ctx.sandboxes.set(sandbox.name, { ...sandbox, lastUsed: Date.now(), ...(lentBy ? { lentBy } : {}) });
+    const previous = ctx.slots.byName.get(sandbox.name);
+    ctx.slots.byName.set(sandbox.name, { ...sandbox, lastUsed: Date.now(), ...(lentBy ? { lentBy } : {}) });
     ctx.append({ type: 'sandbox_received', name: sandbox.name, sandboxId: sandbox.sandboxId, from, host: sandbox.host });
     if (previous && previous.sandboxId !== sandbox.sandboxId && !previous.handedTo) {
-      await ctx.onHost(previous.taskQueue, 30)
+      await ctx.slots.onHost(previous.taskQueue, 30)
         .destroySandbox({ sandboxId: previous.sandboxId, sessionId: ctx.sessionId })
         .catch((err) => log.warn('could not destroy the sandbox a received one replaced', { error: failureMessage(err) }));
     }
@@ -102,17 +97,17 @@ export function createHandoff(ctx: HandoffContext) {
 
   /** Forgets a sandbox handed to `holder` that did not come back: the next call provisions a new one on its host. */
   const forgetHeldBy = (holder: string, reason: string) => {
-    for (const slot of [...ctx.sandboxes.values()]) {
+    for (const slot of [...ctx.slots.byName.values()]) {
       if (slot.handedTo !== holder) continue;
-      ctx.sandboxes.delete(slot.name);
-      ctx.lastHost.set(slot.name, slot.taskQueue);
+      ctx.slots.byName.delete(slot.name);
+      ctx.slots.lastHost.set(slot.name, slot.taskQueue);
       ctx.append({ type: 'sandbox_lost', name: slot.name, sandboxId: slot.sandboxId, reason });
     }
   };
 
   /** Takes back, on the host, every sandbox lent to a child session that can no longer return them. */
   const reclaimFrom = async (holder: string): Promise<void> => {
-    for (const slot of [...ctx.sandboxes.values()]) {
+    for (const slot of [...ctx.slots.byName.values()]) {
       if (slot.handedTo !== holder) continue;
       try {
         await transfer(slot, holder, ctx.sessionId);
@@ -128,7 +123,7 @@ export function createHandoff(ctx: HandoffContext) {
   /** Hands every lent sandbox back to the session that lent it (a child session, as it ends). */
   const returnLent = async (): Promise<HandedSandbox[]> => {
     const returned: HandedSandbox[] = [];
-    for (const slot of [...ctx.sandboxes.values()]) {
+    for (const slot of [...ctx.slots.byName.values()]) {
       if (!slot.lentBy || slot.handedTo) continue;
       try {
         await transfer(slot, ctx.sessionId, slot.lentBy);
@@ -190,9 +185,9 @@ export function createHandoff(ctx: HandoffContext) {
           if (!r.success) throw ApplicationFailure.nonRetryable(`invalid handoff: ${formatIssues(r.error)}`, 'HandoffError.Invalid');
           assertOpen();
           if (r.data.to === ctx.sessionId) throw ApplicationFailure.nonRetryable('a session cannot hand a sandbox to itself', 'HandoffError.Invalid');
-          const held = ctx.sandboxes.get(r.data.sandbox);
+          const held = ctx.slots.byName.get(r.data.sandbox);
           if (held?.handedTo) throw ApplicationFailure.nonRetryable(`sandbox ${r.data.sandbox} was handed to session ${held.handedTo} already`, 'HandoffError.Invalid');
-          if (!held && !ctx.declares(r.data.sandbox)) throw ApplicationFailure.nonRetryable(`this session has no sandbox named ${r.data.sandbox}`, 'HandoffError.Invalid');
+          if (!held && !ctx.slots.declares(r.data.sandbox)) throw ApplicationFailure.nonRetryable(`this session has no sandbox named ${r.data.sandbox}`, 'HandoffError.Invalid');
         },
       },
     );

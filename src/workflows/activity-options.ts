@@ -1,0 +1,57 @@
+// Every activity the session workflow calls, with its queue, timeouts and retry policy, in one place.
+import { proxyActivities } from '@temporalio/workflow';
+import type { createActivities } from '../activities';
+import type { HandsActivities } from '../activities/hands';
+import type { ToolsActivities } from '../activities/tools';
+import type { Agent } from '../session/agent';
+import { TOOLS_TASK_QUEUE } from '../session/queues';
+
+type Activities = ReturnType<typeof createActivities>;
+
+/** The queue every hands host polls; a named host's own queue is where its sandboxes' calls go. */
+export const HANDS_POOL = 'hands';
+
+export function sessionActivities(limits: Agent['limits']) {
+  const model = proxyActivities<Activities>({
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: limits.modelHeartbeatTimeoutMs,
+    retry: {
+      maximumAttempts: limits.modelRetry.maxAttempts,
+      initialInterval: limits.modelRetry.initialIntervalMs,
+      backoffCoefficient: limits.modelRetry.backoffCoefficient,
+      maximumInterval: limits.modelRetry.maximumIntervalMs,
+    },
+  });
+  const provisioner = (taskQueue: string) =>
+    proxyActivities<HandsActivities>({
+      taskQueue,
+      // On the pool, wait for any host; on a named host, give up quickly: that host is gone.
+      scheduleToStartTimeout: taskQueue === HANDS_POOL ? limits.provisionTimeoutMs : limits.handsScheduleToStartMs,
+      startToCloseTimeout: limits.provisionTimeoutMs,
+      heartbeatTimeout: limits.handsHeartbeatTimeoutMs,
+      retry: { maximumAttempts: 3, initialInterval: 500, nonRetryableErrorTypes: ['SandboxError.SetupFailed'] },
+    });
+  const onHost = (taskQueue: string, timeoutSeconds: number) =>
+    proxyActivities<HandsActivities>({
+      taskQueue,
+      scheduleToStartTimeout: limits.handsScheduleToStartMs,
+      startToCloseTimeout: (timeoutSeconds + 60) * 1000,
+      heartbeatTimeout: limits.handsHeartbeatTimeoutMs,
+      retry: { maximumAttempts: 3, initialInterval: 500 },
+    });
+  // MCP runs on queue `tools`. Listing is cheap to repeat; a tool call may have side effects, so it is tried twice at most.
+  const mcp = (timeoutSeconds: number, maximumAttempts: number) =>
+    proxyActivities<ToolsActivities>({
+      taskQueue: TOOLS_TASK_QUEUE,
+      scheduleToStartTimeout: '1 minute',
+      startToCloseTimeout: (timeoutSeconds + 60) * 1000,
+      heartbeatTimeout: '15 seconds',
+      retry: { maximumAttempts, initialInterval: 500, nonRetryableErrorTypes: ['McpError.Credential', 'McpError.Unauthorized', 'McpError.Rejected', 'McpError.InvalidResult'] },
+    });
+  // A seal that read events other than the ones history committed (ArchiveError.Stale) is tried again, with backoff.
+  const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 8, initialInterval: 500, maximumInterval: 5000 } });
+  return { model, provisioner, onHost, mcp, archive };
+}
+
+export type SessionActivities = ReturnType<typeof sessionActivities>;
+export type OnHost = SessionActivities['onHost'];

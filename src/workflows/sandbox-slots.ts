@@ -1,0 +1,189 @@
+// The hands of one run: its sandboxes by name, provisioned on first use, replaced when lost, stopped when idle,
+// destroyed at the end. Tool calls, file copies, hand-off and sub-agents all reach sandboxes through this object.
+import { ApplicationFailure, isCancellation, log } from '@temporalio/workflow';
+import type { ProvisionOutput } from '../activities/hands';
+import type { Agent, BoundTool } from '../session/agent';
+import type { NewEvent } from '../session/events';
+import { resolveWorkspacePath } from '../session/paths';
+import { toolSummary } from '../session/summaries';
+import { HANDS_POOL, type SessionActivities } from './activity-options';
+import { failureMessage, failureType } from './failures';
+import type { SandboxSlot } from './messages';
+import { toolError, type ToolOutcome } from './tools';
+
+export class SandboxSlots {
+  /** The sandboxes this run holds, by name (a slot handed to another session stays, marked). */
+  readonly byName: Map<string, SandboxSlot>;
+  /** The host a lost sandbox lived on: its replacement goes there first, to mount the same workspace. */
+  readonly lastHost: Map<string, string>;
+  private readonly provisioning = new Map<string, Promise<SandboxSlot>>();
+  readonly onHost: SessionActivities['onHost'];
+
+  constructor(
+    private readonly sessionId: string,
+    private readonly agent: Agent,
+    private readonly activities: SessionActivities,
+    private readonly append: (e: NewEvent) => unknown,
+    carried: { sandboxes?: SandboxSlot[]; lastHost?: Record<string, string> } | undefined,
+  ) {
+    this.byName = new Map((carried?.sandboxes ?? []).map((s) => [s.name, { ...s }]));
+    this.lastHost = new Map(Object.entries(carried?.lastHost ?? {}));
+    this.onHost = activities.onHost;
+  }
+
+  /** Whether this session's agent declares a sandbox of that name. */
+  declares(name: string): boolean {
+    return name in this.agent.sandboxes;
+  }
+
+  /** One provisioning per sandbox at a time, shared by tool calls and file copies. */
+  ensure(name: string): Promise<SandboxSlot> {
+    const slot = this.byName.get(name);
+    // A slot handed to another session stays, so the host can deny this session's calls to it.
+    if (slot && (!slot.stopped || slot.handedTo)) return Promise.resolve(slot);
+    let pending = this.provisioning.get(name);
+    if (!pending) {
+      pending = this.provisionNow(name).finally(() => this.provisioning.delete(name));
+      this.provisioning.set(name, pending);
+    }
+    return pending;
+  }
+
+  private async provisionNow(name: string): Promise<SandboxSlot> {
+    const { sessionId, agent } = this;
+    const provisioner = this.activities.provisioner;
+    const recipe = agent.sandboxes[name];
+    const started = Date.now();
+    const previous = this.byName.get(name);
+    let result: ProvisionOutput | undefined;
+    if (previous?.stopped) {
+      try {
+        result = await provisioner(previous.taskQueue).provisionSandbox.executeWithOptions({ summary: `resume sandbox ${name}` }, [{ sessionId, name, recipe, vault: agent.vault, resume: previous.sandboxId }]);
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        this.byName.delete(name);
+        this.append({ type: 'sandbox_lost', name, sandboxId: previous.sandboxId, reason: `could not resume: ${failureMessage(err)}` });
+      }
+    }
+    const preferred = this.lastHost.get(name);
+    if (!result && preferred) {
+      try {
+        result = await provisioner(preferred).provisionSandbox.executeWithOptions({ summary: `provision sandbox ${name}` }, [{ sessionId, name, recipe, vault: agent.vault }]);
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        this.lastHost.delete(name);
+      }
+    }
+    result ??= await provisioner(HANDS_POOL).provisionSandbox.executeWithOptions({ summary: `provision sandbox ${name}` }, [{ sessionId, name, recipe, vault: agent.vault }]);
+    const slot: SandboxSlot = { name, sandboxId: result.sandboxId, taskQueue: result.taskQueue, host: result.host, stopped: false, lastUsed: Date.now() };
+    this.byName.set(name, slot);
+    this.append({ type: 'sandbox_provisioned', name, sandboxId: result.sandboxId, host: result.host, ms: Date.now() - started, resumed: result.resumed, ...(result.runtime ? { runtime: result.runtime } : {}), loosened: result.loosened });
+    return slot;
+  }
+
+  /** Forgets a sandbox that is gone (unless already replaced), remembering its host for the replacement. */
+  markLost(slot: SandboxSlot, reason: string): void {
+    if (this.byName.get(slot.name)?.sandboxId !== slot.sandboxId) return;
+    this.byName.delete(slot.name);
+    this.lastHost.set(slot.name, slot.taskQueue);
+    this.append({ type: 'sandbox_lost', name: slot.name, sandboxId: slot.sandboxId, reason });
+  }
+
+  /** Runs a tool call in its sandbox; a lost sandbox is an infrastructure error for the model, and forgotten. */
+  async runTool(use: { id: string; input: unknown }, bound: BoundTool): Promise<ToolOutcome> {
+    const { sessionId, agent } = this;
+    const name = bound.sandbox!;
+    let slot: SandboxSlot;
+    try {
+      slot = await this.ensure(name);
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return toolError(`sandbox ${name} could not be provisioned: ${failureMessage(err)}`, 'infra');
+    }
+    const timeoutSeconds = agent.sandboxes[name].commandTimeoutSeconds;
+    try {
+      const repo = agent.sandboxes[name].repo;
+      const git = (bound.kind === 'git_push' || bound.kind === 'git_pull') && repo ? { sessionId, name, vault: agent.vault, repo } : undefined;
+      const r = await this.onHost(slot.taskQueue, timeoutSeconds).execute.executeWithOptions({ summary: toolSummary(bound.name, bound.kind, use.input) }, [{ sessionId, sandboxId: slot.sandboxId, toolUseId: use.id, tool: bound.kind as 'bash', input: use.input, timeoutSeconds, git }]);
+      slot.lastUsed = Date.now();
+      const { outputRef, ...rest } = r;
+      const outcome: ToolOutcome = { ...rest, ...(outputRef ? { outputRef: { sandbox: name, ...outputRef } } : {}) };
+      return r.isError ? { ...outcome, error: { kind: 'tool', message: r.output.split('\n').slice(-2).join(' ').slice(0, 500) } } : outcome;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      const reason = failureMessage(err);
+      if (failureType(err) === 'SandboxError.Denied') return toolError(reason, 'denied');
+      this.markLost(slot, reason);
+      return toolError(`sandbox ${name} was lost while running this tool (${reason}); the next call gets a fresh sandbox`, 'infra');
+    }
+  }
+
+  async stopIdle(): Promise<void> {
+    for (const slot of this.byName.values()) {
+      if (slot.handedTo || !this.agent.sandboxes[slot.name]) continue;
+      const idleMs = this.agent.sandboxes[slot.name].idleStopMinutes * 60_000;
+      if (slot.stopped || Date.now() - slot.lastUsed < idleMs) continue;
+      try {
+        await this.onHost(slot.taskQueue, 30).stopSandbox({ sessionId: this.sessionId, sandboxId: slot.sandboxId });
+        slot.stopped = true;
+      } catch (err) {
+        this.markLost(slot, `could not stop idle sandbox: ${failureMessage(err)}`);
+      }
+    }
+  }
+
+  /** When the next running sandbox falls idle long enough to stop, if any. */
+  nextIdleDeadline(): number | undefined {
+    let next: number | undefined;
+    for (const slot of this.byName.values()) {
+      if (slot.stopped || slot.handedTo || !this.agent.sandboxes[slot.name]) continue;
+      const at = slot.lastUsed + this.agent.sandboxes[slot.name].idleStopMinutes * 60_000;
+      next = next === undefined ? at : Math.min(next, at);
+    }
+    return next;
+  }
+
+  async destroyAll(): Promise<void> {
+    await Promise.all(
+      [...this.byName.values()]
+        .filter((slot) => !slot.handedTo)
+        .map((slot) => this.onHost(slot.taskQueue, 30).destroySandbox({ sessionId: this.sessionId, sandboxId: slot.sandboxId }).catch((err) => log.warn('destroySandbox failed', { error: failureMessage(err) }))),
+    );
+    this.byName.clear();
+  }
+
+  /** The workspace path a file copy targets, refused if the sandbox or the path is not this agent's. */
+  fileTarget(sandbox: string, path: string): string {
+    const recipe = this.agent.sandboxes[sandbox];
+    if (!recipe) throw ApplicationFailure.nonRetryable(`no sandbox named ${sandbox}; this agent declares ${Object.keys(this.agent.sandboxes).join(', ')}`, 'FilesError.UnknownSandbox');
+    try {
+      return resolveWorkspacePath(recipe.workdir, path);
+    } catch (err) {
+      throw ApplicationFailure.nonRetryable((err as Error).message, 'FilesError.BadPath');
+    }
+  }
+
+  /** Runs a file copy on the sandbox's host, provisioning the sandbox first if it has none. */
+  async onFileSandbox<T>(sandbox: string, type: string, call: (host: ReturnType<SessionActivities['onHost']>, sandboxId: string) => Promise<T>): Promise<T> {
+    const slot = await this.ensure(sandbox);
+    try {
+      return await call(this.onHost(slot.taskQueue, 60), slot.sandboxId);
+    } catch (err) {
+      throw ApplicationFailure.nonRetryable(failureMessage(err), type);
+    }
+  }
+
+  status() {
+    return [...this.byName.values()].map((s) => ({
+      name: s.name,
+      sandboxId: s.sandboxId,
+      host: s.host,
+      state: s.handedTo ? ('handed_off' as const) : s.stopped ? ('stopped' as const) : ('running' as const),
+      ...(s.handedTo ? { handedTo: s.handedTo } : {}),
+    }));
+  }
+
+  carry(): { sandboxes: SandboxSlot[]; lastHost: Record<string, string> } {
+    return { sandboxes: [...this.byName.values()].map((s) => ({ ...s })), lastHost: Object.fromEntries(this.lastHost) };
+  }
+}

@@ -1,0 +1,155 @@
+// The session's API as the workflow serves it: every signal, update and query, registered in one place and in
+// one order (a handler set late receives what arrived before it, in registration order).
+import { ApplicationFailure, CancellationScope, log, setHandler, uuid4 } from '@temporalio/workflow';
+import { formatIssues, type Agent } from '../session/agent';
+import { MAX_FILE_BYTES } from '../session/paths';
+import type { ToolGate } from './approvals';
+import type { createHandoff } from './handoff';
+import {
+  EventsQueryArgsSchema,
+  GetFileSchema,
+  PutFileSchema,
+  ReasonSchema,
+  UserMessageSchema,
+  endSignal,
+  eventsQuery,
+  getFileUpdate,
+  handoverQuery,
+  interruptSignal,
+  putFileUpdate,
+  sendMessageUpdate,
+  statusQuery,
+  userMessageSignal,
+  type Carry,
+} from './messages';
+import type { RunState } from './run-state';
+import type { SandboxSlots } from './sandbox-slots';
+import type { createSubagents } from './subagents';
+
+export interface SessionParts {
+  agent: Agent;
+  rs: RunState;
+  slots: SandboxSlots;
+  gate: ToolGate;
+  handoff: ReturnType<typeof createHandoff>;
+  subagents: ReturnType<typeof createSubagents>;
+  /** The Carry a handover would give the next run now. */
+  snapshot: (inTurn?: { round: number }) => Carry;
+}
+
+/** The state a client sees: `requires_action` while a turn waits on a person or the calling application. */
+export const visibleState = (p: Pick<SessionParts, 'rs' | 'gate'>) => (p.rs.state === 'running' && p.gate.waiting() ? ('requires_action' as const) : p.rs.state);
+
+export function registerSessionHandlers(p: SessionParts): void {
+  const { agent, rs, slots, gate, handoff, subagents } = p;
+  const assertOpen = () => rs.assertOpen();
+
+  handoff.register(assertOpen);
+  subagents.register();
+  CancellationScope.current().cancelRequested.catch(() => {
+    if (rs.endReason !== undefined) return;
+    rs.endReason = 'cancelled';
+    rs.turn?.scope.cancel();
+  });
+
+  setHandler(userMessageSignal, (raw) => {
+    const result = UserMessageSchema.safeParse(raw);
+    if (!result.success) {
+      log.warn('userMessage signal rejected', { error: formatIssues(result.error) });
+      return;
+    }
+    if (rs.endReason !== undefined) {
+      log.warn('userMessage signal ignored: session has ended');
+      return;
+    }
+    rs.acceptUserMessage(result.data);
+  });
+
+  setHandler(sendMessageUpdate, (raw) => ({ seq: rs.acceptUserMessage(UserMessageSchema.parse(raw)) }), {
+    validator: (raw) => {
+      const result = UserMessageSchema.safeParse(raw);
+      if (!result.success) throw ApplicationFailure.nonRetryable(`invalid message: ${formatIssues(result.error)}`, 'SessionError.InvalidMessage');
+      assertOpen();
+    },
+  });
+
+  setHandler(
+    putFileUpdate,
+    async (raw) => {
+      const req = PutFileSchema.parse(raw);
+      const path = slots.fileTarget(req.sandbox, req.path);
+      const r = await slots.onFileSandbox(req.sandbox, 'FilesError.Put', (host, sandboxId) => host.putFile({ sessionId: rs.sessionId, sandboxId, key: `put-${uuid4()}`, path, contentBase64: req.contentBase64 }));
+      return { path, bytes: r.bytes };
+    },
+    {
+      validator: (raw) => {
+        const r = PutFileSchema.safeParse(raw);
+        if (!r.success) throw ApplicationFailure.nonRetryable(`invalid putFile: ${formatIssues(r.error)}`, 'FilesError.Invalid');
+        assertOpen();
+        slots.fileTarget(r.data.sandbox, r.data.path);
+        const bytes = Math.floor((r.data.contentBase64.length * 3) / 4);
+        if (bytes > MAX_FILE_BYTES + 2) throw ApplicationFailure.nonRetryable(`file is about ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`, 'FilesError.TooLarge');
+      },
+    },
+  );
+
+  setHandler(
+    getFileUpdate,
+    async (raw) => {
+      const req = GetFileSchema.parse(raw);
+      const path = slots.fileTarget(req.sandbox, req.path);
+      const r = await slots.onFileSandbox(req.sandbox, 'FilesError.Get', (host, sandboxId) => host.getFile({ sessionId: rs.sessionId, sandboxId, key: `get-${uuid4()}`, path }));
+      return { path, ...r };
+    },
+    {
+      validator: (raw) => {
+        const r = GetFileSchema.safeParse(raw);
+        if (!r.success) throw ApplicationFailure.nonRetryable(`invalid getFile: ${formatIssues(r.error)}`, 'FilesError.Invalid');
+        assertOpen();
+        slots.fileTarget(r.data.sandbox, r.data.path);
+      },
+    },
+  );
+
+  gate.register();
+
+  setHandler(interruptSignal, (raw) => {
+    const parsedReason = ReasonSchema.safeParse(raw ?? {});
+    const reason = (parsedReason.success && parsedReason.data.reason) || 'interrupted by user';
+    if (rs.handover) rs.handover.interruptReason = reason;
+    if (!rs.turn) return;
+    rs.turn.interruptReason = reason;
+    rs.turn.scope.cancel();
+  });
+
+  setHandler(endSignal, (raw) => {
+    if (rs.endReason !== undefined) return;
+    const reason = ReasonSchema.safeParse(raw ?? {});
+    rs.endReason = (reason.success && reason.data.reason) || 'ended by user';
+    rs.turn?.scope.cancel();
+  });
+
+  setHandler(eventsQuery, (raw) => {
+    const parsedArgs = EventsQueryArgsSchema.safeParse(raw ?? {});
+    // A readable refusal (see READABLE_FAILURE_TYPES): a query's failure reaches a client as its message alone.
+    if (!parsedArgs.success) throw ApplicationFailure.nonRetryable(`invalid events query: ${formatIssues(parsedArgs.error)}`, 'SessionError.InvalidQuery');
+    return rs.eventsPage(parsedArgs.data);
+  });
+
+  setHandler(handoverQuery, () => ({
+    agent,
+    carry: p.snapshot(rs.state === 'running' ? { round: rs.currentRound } : undefined),
+    firstSeq: rs.baseSeq,
+  }));
+
+  setHandler(statusQuery, () => ({
+    state: visibleState(p),
+    lastSeq: rs.nextSeq() - 1,
+    firstSeq: rs.baseSeq,
+    run: rs.run,
+    sandboxes: slots.status(),
+    usage: { ...rs.usage },
+    subagents: subagents.status(),
+    pending: gate.pending(),
+  }));
+}

@@ -10,7 +10,7 @@ import { AnthropicModelClient } from '../src/model/client';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { SandboxRecipeSchema } from '../src/session/agent';
 import type { ApiMessage } from '../src/session/context';
-import { TOOL_SPECS } from '../src/session/tools';
+import { TOOL_SPECS } from '../src/tools/registry';
 import { formatBashOutput } from '../src/activities/hands';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';

@@ -4,7 +4,7 @@ import { buildContext, chooseCut, compactionRequest, cutPoints, FULL_WINDOW, KEE
 import type { SessionEvent } from '../src/session/events';
 import { logArb } from './helpers/logs';
 import { validateRequest } from '../src/model/mock-server';
-import { TOOL_SPECS } from '../src/session/tools';
+import { TOOL_SPECS } from '../src/tools/registry';
 
 const t = '2026-01-01T00:00:00.000Z';
 const usage = { inputTokens: 1, outputTokens: 1, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };

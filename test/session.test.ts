@@ -5,6 +5,7 @@ import { SessionEventSchema, EVENT_TYPES } from '../src/session/events';
 import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, MAX_MESSAGE_BYTES } from '../src/workflows/messages';
 import { allEvents, say, startHarness, startSession, temporalCliPath, waitForEvents, type Harness } from './helpers/env';
 import { conversationOf } from './helpers/env';
+import { toolStep } from './helpers/actions';
 
 let h: Harness;
 beforeAll(async () => {
@@ -181,5 +182,20 @@ describe('sessionWorkflow', () => {
     const events = await allEvents(handle);
     expect(events.at(-1)).toMatchObject({ type: 'session_ended', reason: 'user left' });
     expect((await handle.query(statusQuery)).state).toBe('ended');
+  });
+});
+
+describe('a malformed sandbox tool call', () => {
+  it('is answered with the refusal before anything runs: no sandbox is provisioned for it', async () => {
+    const handle = await startSession(h, { agent: { tools: ['bash', 'str_replace_based_edit_tool'] } });
+    h.mock.script(handle.workflowId, { steps: [toolStep('bash', { command: '' }), toolStep('str_replace_based_edit_tool', { command: 'view' })] });
+    const events = await say(handle, 'Run something');
+    const results = events.filter((e) => e.type === 'tool_result');
+    expect(results.map((r) => (r.type === 'tool_result' ? [r.isError, r.output] : []))).toEqual([
+      [true, 'invalid input for bash: command: command must not be empty'],
+      [true, 'invalid input for str_replace_based_edit_tool: path: Invalid input: expected string, received undefined'],
+    ]);
+    expect(events.filter((e) => e.type === 'sandbox_provisioned')).toEqual([]);
+    expect((await handle.query(statusQuery)).sandboxes).toEqual([]);
   });
 });

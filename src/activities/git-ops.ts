@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { SandboxProvider } from '../sandbox/provider';
 import { bundleBranch, explain, mirrorPath, pushBundle, revParse, syncMirror, GitError } from '../sandbox/git';
-import { BRANCH_NAME_RE, type GitInput } from '../session/tools';
+import { BRANCH_NAME_RE, type GitInput } from '../tools/git';
 import { redact } from '../vault';
 import type { GitContext, ToolOutput } from './hands';
 

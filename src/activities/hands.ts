@@ -2,7 +2,10 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { formatIssues, type SandboxRecipe, type SandboxToolKind } from '../session/agent';
-import { BashInputSchema, EditorInputSchema, GitInputSchema, MAX_TOOL_OUTPUT_CHARS } from '../session/tools';
+import { BashInputSchema } from '../tools/bash';
+import { EditorInputSchema } from '../tools/editor';
+import { GitInputSchema } from '../tools/git';
+import { MAX_TOOL_OUTPUT_CHARS } from '../tools/kind';
 import { redact, type FileVault } from '../vault';
 import { GitError } from '../sandbox/git';
 import { createGitOps } from './git-ops';

@@ -11,7 +11,8 @@ import { toModelFailure } from '../model/errors';
 import { buildContext, compactionRequest, FULL_WINDOW, type ContextWindow } from '../session/context-builder';
 import { ContentBlockSchema } from '../session/events';
 import { eventsDigest } from '../session/digest';
-import { SessionEventsInputSchema, capOutput, type ToolSpec } from '../session/tools';
+import { capOutput, type ToolSpec } from '../tools/kind';
+import { SessionEventsInputSchema } from '../tools/session-events';
 
 export interface CallModelInput {
   sessionId: string;

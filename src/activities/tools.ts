@@ -9,7 +9,7 @@ import { McpCredentials } from '../mcp/credentials';
 import { isPermanent, mcpErrorMessage, toMcpFailure } from '../mcp/errors';
 import { mcpToolName } from '../mcp/naming';
 import type { McpServer } from '../session/agent';
-import { capOutput, type ToolSpec } from '../session/tools';
+import { capOutput, type ToolSpec } from '../tools/kind';
 import { redact, type FileVault } from '../vault';
 
 export interface ListMcpToolsInput {

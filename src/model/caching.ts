@@ -2,7 +2,7 @@
 // rolling end of the conversation, so each request's prefix is byte-identical to the one before and the cache hits.
 import type { ApiMessage } from '../session/context';
 import type { ContentBlock } from '../session/events';
-import type { ToolSpec } from '../session/tools';
+import type { ToolSpec } from '../tools/kind';
 
 const EPHEMERAL = { type: 'ephemeral' } as const;
 

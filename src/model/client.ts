@@ -2,7 +2,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { ApiMessage } from '../session/context';
 import type { ContentBlock, Usage } from '../session/events';
-import type { ToolSpec } from '../session/tools';
+import type { ToolSpec } from '../tools/kind';
 import { withCacheBreakpoints } from './caching';
 
 export interface ModelRequest {

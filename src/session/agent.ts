@@ -3,11 +3,10 @@ import { z } from 'zod';
 import { HARNESSES, harnessOf } from './harness';
 import { ToolPolicySchema } from './policy';
 
-/** Tools that run in the workflow itself, with no sandbox. */
-export const BUILTIN_TOOLS = ['session_events', 'spawn_agent', 'handoff_sandbox'] as const;
-/** Tools that run in a sandbox; each use is bound to one named sandbox. */
-export const SANDBOX_TOOLS = ['bash', 'str_replace_based_edit_tool', 'git_push', 'git_pull'] as const;
-export type SandboxToolKind = (typeof SANDBOX_TOOLS)[number];
+import { BUILTIN_TOOLS, SANDBOX_TOOLS, TOOL_KINDS, type BuiltinToolKind, type SandboxToolKind } from '../tools/registry';
+import { formatIssues } from './issues';
+
+export { BUILTIN_TOOLS, SANDBOX_TOOLS, formatIssues, type SandboxToolKind };
 
 export const ModelRetrySchema = z
   .object({
@@ -235,7 +234,7 @@ export const AgentSchema = z
       names.add(bound.name);
       if (bound.sandbox !== undefined && !(bound.sandbox in agent.sandboxes))
         ctx.addIssue({ code: 'custom', path: ['tools', i], message: `tool ${bound.name} is bound to sandbox ${bound.sandbox}, which is not declared under sandboxes` });
-      else if ((bound.kind === 'git_push' || bound.kind === 'git_pull') && !agent.sandboxes[bound.sandbox!].repo)
+      else if (TOOL_KINDS[bound.kind].needsRepo && !agent.sandboxes[bound.sandbox!].repo)
         ctx.addIssue({ code: 'custom', path: ['tools', i], message: `tool ${bound.name} needs a repo on sandbox ${bound.sandbox}` });
     });
     agent.clientTools.forEach((t, i) => {
@@ -271,7 +270,7 @@ export function childAgentInput(parent: Agent, name?: string): Record<string, un
 export interface BoundTool {
   /** The name the model sees. */
   name: string;
-  kind: (typeof BUILTIN_TOOLS)[number] | SandboxToolKind;
+  kind: BuiltinToolKind | SandboxToolKind;
   /** The sandbox a sandbox tool runs in. */
   sandbox?: string;
 }
@@ -280,7 +279,7 @@ export interface BoundTool {
 export function resolveTool(entry: ToolEntry): BoundTool {
   if (typeof entry !== 'string') return { name: entry.name, kind: entry.tool, sandbox: entry.sandbox };
   if ((SANDBOX_TOOLS as readonly string[]).includes(entry)) return { name: entry, kind: entry as SandboxToolKind, sandbox: 'main' };
-  return { name: entry, kind: entry as (typeof BUILTIN_TOOLS)[number] };
+  return { name: entry, kind: entry as BuiltinToolKind };
 }
 
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
@@ -291,9 +290,6 @@ export function defaultAgent(model: string = DEFAULT_MODEL): Agent {
 }
 
 /** Formats zod issues as one line per problem, naming the field. */
-export function formatIssues(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
-}
 
 /** What a recipe turns off of the hardened defaults, as recorded in sandbox_provisioned.loosened. */
 export function loosenings(recipe: SandboxRecipe): string[] {

@@ -2,7 +2,7 @@
 // the events of the current window, it says what to send and, when the request would not fit, where to cut.
 import { buildMessages, causalOrder, type ApiMessage } from './context';
 import type { EventOf, SessionEvent } from './events';
-import type { ToolSpec } from './tools';
+import type { ToolSpec } from '../tools/kind';
 
 /** The part of the log the model sees: events from `fromSeq` on, after the summary of everything before. */
 export interface ContextWindow {

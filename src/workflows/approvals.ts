@@ -13,7 +13,7 @@ import {
   type PendingAction,
   type PendingTool,
 } from './messages';
-import { toolError, type ToolOutcome } from './tools';
+import { toolError, type ToolOutcome } from '../tools/kind';
 
 export interface ToolGateDeps {
   agent: Agent;

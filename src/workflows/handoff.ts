@@ -3,11 +3,11 @@
 // the host's queue), and from then on the host denies the old owner's calls. Both logs record the transfer.
 import { ApplicationFailure, getExternalWorkflowHandle, isCancellation, log, setHandler } from '@temporalio/workflow';
 import type { NewEvent } from '../session/events';
-import { HandoffSandboxInputSchema } from '../session/tools';
+import { HandoffSandboxInputSchema } from '../tools/handoff-sandbox';
 import { formatIssues } from '../session/agent';
 import { failureMessage } from './failures';
 import { HandoffRequestSchema, handoffSandboxUpdate, sandboxReceivedSignal, SandboxGiftSchema, type HandedSandbox, type SandboxSlot } from './messages';
-import { toolError, type ToolOutcome } from './tools';
+import { toolError, type ToolOutcome } from '../tools/kind';
 import type { SandboxSlots } from './sandbox-slots';
 
 export interface HandoffContext {

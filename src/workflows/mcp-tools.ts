@@ -3,11 +3,10 @@
 import { isCancellation } from '@temporalio/workflow';
 import type { Agent, BoundTool } from '../session/agent';
 import type { NewEvent } from '../session/events';
-import type { ToolSpec } from '../session/tools';
 import type { SessionActivities } from './activity-options';
 import { failureMessage } from './failures';
 import type { Carry } from './messages';
-import { toolError, type ToolOutcome } from './tools';
+import { toolError, type ToolOutcome, type ToolSpec } from '../tools/kind';
 
 export class McpTools {
   /** Model-facing names to the server and the tool's own name. */

@@ -1,15 +1,15 @@
 // The hands of one run: its sandboxes by name, provisioned on first use, replaced when lost, stopped when idle,
 // destroyed at the end. Tool calls, file copies, hand-off and sub-agents all reach sandboxes through this object.
-import { ApplicationFailure, isCancellation, log } from '@temporalio/workflow';
+import { ApplicationFailure, isCancellation, log, patched } from '@temporalio/workflow';
 import type { ProvisionOutput } from '../activities/hands';
 import type { Agent, BoundTool } from '../session/agent';
 import type { NewEvent } from '../session/events';
 import { resolveWorkspacePath } from '../session/paths';
-import { toolSummary } from '../session/summaries';
+import { TOOL_KINDS, toolSummary } from '../tools/registry';
 import { HANDS_POOL, type SessionActivities } from './activity-options';
 import { failureMessage, failureType } from './failures';
 import type { SandboxSlot } from './messages';
-import { toolError, type ToolOutcome } from './tools';
+import { invalidInput, toolError, type ToolOutcome } from '../tools/kind';
 
 export class SandboxSlots {
   /** The sandboxes this run holds, by name (a slot handed to another session stays, marked). */
@@ -93,6 +93,12 @@ export class SandboxSlots {
   async runTool(use: { id: string; input: unknown }, bound: BoundTool): Promise<ToolOutcome> {
     const { sessionId, agent } = this;
     const name = bound.sandbox!;
+    // A malformed call is answered before anything runs: it never provisions a sandbox. Histories recorded
+    // before this check had the hands host refuse the input after provisioning.
+    if (patched('parse-tool-input')) {
+      const parsed = TOOL_KINDS[bound.kind].input.safeParse(use.input ?? {});
+      if (!parsed.success) return toolError(invalidInput(bound.name, parsed.error));
+    }
     let slot: SandboxSlot;
     try {
       slot = await this.ensure(name);

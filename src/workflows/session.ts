@@ -6,14 +6,15 @@
 // (approvals, client tools), hand-off and sub-agents; every signal, update and query is in session-handlers.ts.
 import { ActivityFailure, ApplicationFailure, CancellationScope, allHandlersFinished, condition, continueAsNew, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
 import type { ModelReply } from '../model/client';
-import { boundTools, buildToolSpecs, runBuiltinTool, toolError, type ToolOutcome } from './tools';
+import { boundTools, buildToolSpecs } from '../tools/offer';
+import { toolError, type ToolOutcome } from '../tools/kind';
+import { SessionEventsInputSchema, readRunEvents } from '../tools/session-events';
 import { createToolGate } from './approvals';
 import { evaluatePolicy } from '../session/policy';
 import { shouldReprompt } from './harness';
 import { EMPTY_REPLY_NUDGE } from '../session/harness';
 import { windowOf } from '../session/context-builder';
 import { openToolUses } from '../session/context';
-import { SessionEventsInputSchema } from '../session/tools';
 import { modelSummary } from '../session/summaries';
 import { trackVisibility } from './visibility';
 import { AgentSchema, formatIssues, type Agent } from '../session/agent';
@@ -198,7 +199,7 @@ async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; re
         return toolError(`could not read the session log: ${failureMessage(err)}`, 'infra');
       }
     }
-    return runBuiltinTool(use, events, rs.baseSeq);
+    return readRunEvents(use, events, rs.baseSeq);
   };
 
   /** One model reply over the current window, compacting the window first when it is over budget; with the last seq its call read. */

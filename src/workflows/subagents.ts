@@ -17,7 +17,7 @@ import {
 import type { SubagentActivities } from '../activities/subagents';
 import { AgentSchema, childAgentInput, formatIssues, type Agent } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
-import { SpawnAgentInputSchema, capOutput } from '../session/tools';
+import { SpawnAgentInputSchema } from '../tools/spawn-agent';
 import { failureMessage } from './failures';
 import { HandoffError, handedOf, type Handoff } from './handoff';
 import {
@@ -29,7 +29,7 @@ import {
   type SessionInput,
   type SubagentRef,
 } from './messages';
-import { toolError, type ToolOutcome } from './tools';
+import { capOutput, toolError, type ToolOutcome } from '../tools/kind';
 import type { sessionWorkflow } from './session';
 
 const MAX_SESSION_ID = 200;

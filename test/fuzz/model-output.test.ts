@@ -9,7 +9,7 @@ import { AnthropicModelClient } from '../../src/model/client';
 import { toModelFailure } from '../../src/model/errors';
 import { validateRequest } from '../../src/model/mock-server';
 import { ContentBlockSchema } from '../../src/session/events';
-import { runBuiltinTool } from '../../src/workflows/tools';
+import { readRunEvents } from '../../src/tools/session-events';
 import { sendMessageUpdate } from '../../src/workflows/messages';
 import { say, startHarness, startSession, turnDone, waitForEvents, type Harness } from '../helpers/env';
 import { LIVE_RUNS, SEED, directParams, failedWorkflowTasks, hostileJson, hostileString, inBatches, liveSample } from './fuzz-helpers';
@@ -185,7 +185,7 @@ describe('model output parsers, in process (1,000 cases per kind)', () => {
   it('tool input for session_events: a readable error naming the field, or a result', () => {
     fc.assert(
       fc.property(fc.oneof(plausibleInput, hostileJson), (input) => {
-        const r = runBuiltinTool({ id: 't', name: 'session_events', input }, [], 0);
+        const r = readRunEvents({ id: 't', name: 'session_events', input }, [], 0);
         if (r.isError) expect(r.output).toMatch(/^invalid input for session_events: \S/);
         else expect(() => JSON.parse(r.output)).not.toThrow();
       }),

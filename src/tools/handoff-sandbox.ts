@@ -1,0 +1,29 @@
+// handoff_sandbox: passes one of the session's sandboxes, files and all, to another session for good.
+import { z } from 'zod';
+import { oneLine, type ToolKind } from './kind';
+
+export const HandoffSandboxInputSchema = z
+  .object({
+    sandbox: z.string().min(1).max(31),
+    to: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'to is a session id: 1-200 letters, digits, dot, dash or underscore'),
+  })
+  .strict();
+export type HandoffSandboxInput = z.infer<typeof HandoffSandboxInputSchema>;
+
+export const handoffSandbox: ToolKind<HandoffSandboxInput> = {
+  kind: 'handoff_sandbox',
+  runs: 'workflow',
+  input: HandoffSandboxInputSchema,
+  summary: (name) => oneLine(name),
+  spec: {
+    name: 'handoff_sandbox',
+    description:
+      'Passes one of your sandboxes, with its files, to another session for good. The container stays where it is; ' +
+      'from then on only that session may use it, and your own later calls to it are denied.',
+    input_schema: {
+      type: 'object',
+      properties: { sandbox: { type: 'string', description: 'the name of your sandbox' }, to: { type: 'string', description: 'the session id to give it to' } },
+      required: ['sandbox', 'to'],
+    },
+  },
+};

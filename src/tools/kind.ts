@@ -1,0 +1,63 @@
+// What every tool kind is made of, and what a tool call gives back. One file per kind in this folder defines
+// its name, the spec the model is offered, the zod schema its input is parsed with, where it runs, and the
+// summary line the Web UI shows; registry.ts lists them. See docs/design/architecture.md.
+import type { z } from 'zod';
+import { formatIssues } from '../session/issues';
+
+/** A tool as the Messages API offers it to the model. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  input_schema: { type: 'object'; properties: Record<string, unknown>; required?: string[] };
+}
+
+export interface ToolKind<Input = unknown> {
+  kind: string;
+  spec: ToolSpec;
+  input: z.ZodType<Input, unknown>;
+  /** `sandbox`: on the hands host, in the sandbox the call is bound to; `workflow`: the session runs it itself. */
+  runs: 'sandbox' | 'workflow';
+  /** A sandbox tool that needs a repo declared on its sandbox. */
+  needsRepo?: boolean;
+  /** The activity summary the Web UI shows for a call, named by the model-facing tool name. */
+  summary(name: string, input: unknown): string;
+}
+
+/** What a tool call gives back: the tool_result's output, and why it failed if it did. */
+export interface ToolOutcome {
+  output: string;
+  isError: boolean;
+  error?: { kind: 'tool' | 'infra' | 'denied'; message: string };
+  outputRef?: { sandbox: string; path: string; bytes: number };
+}
+
+export function toolError(message: string, kind: 'tool' | 'infra' | 'denied' = 'tool'): ToolOutcome {
+  return { output: message, isError: true, error: { kind, message } };
+}
+
+/** The tool_result output for input its schema refuses, naming each field. */
+export function invalidInput(name: string, error: z.ZodError): string {
+  return `invalid input for ${name}: ${formatIssues(error)}`;
+}
+
+/** Output sent to the model is capped; the marker says how much was cut. */
+export const MAX_TOOL_OUTPUT_CHARS = 32 * 1024;
+
+export function capOutput(output: string, max = MAX_TOOL_OUTPUT_CHARS): string {
+  if (output.length <= max) return output;
+  const cut = output.length - max;
+  return `${output.slice(0, max)}\n[output truncated: ${cut} of ${output.length} characters omitted]`;
+}
+
+/** The first non-blank line of a summary, cut to 80 characters. */
+export function oneLine(text: string): string {
+  const line = text.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+  return line.length > MAX_SUMMARY_CHARS ? `${line.slice(0, MAX_SUMMARY_CHARS - 1)}…` : line;
+}
+const MAX_SUMMARY_CHARS = 80;
+
+/** A string field of a tool's raw input, if it is one. */
+export function field(input: unknown, name: string): string | undefined {
+  const v = input && typeof input === 'object' ? (input as Record<string, unknown>)[name] : undefined;
+  return typeof v === 'string' ? v : undefined;
+}

@@ -1,0 +1,30 @@
+// The tool registry: one definition per kind, consistent with the lists the agent file accepts.
+import { BUILTIN_TOOLS, SANDBOX_TOOLS, TOOL_KINDS, TOOL_SPECS, toolSummary } from '../src/tools/registry';
+
+describe('the tool registry', () => {
+  it('defines every kind the agent file accepts once, under its own name, running where its list says', () => {
+    expect(Object.keys(TOOL_KINDS).sort()).toEqual([...BUILTIN_TOOLS, ...SANDBOX_TOOLS].sort());
+    for (const [name, kind] of Object.entries(TOOL_KINDS)) {
+      expect(kind.kind).toBe(name);
+      expect(kind.spec.name).toBe(name);
+      expect(TOOL_SPECS[name as keyof typeof TOOL_SPECS]).toBe(kind.spec);
+      expect(kind.runs).toBe((SANDBOX_TOOLS as readonly string[]).includes(name) ? 'sandbox' : 'workflow');
+    }
+    expect(Object.entries(TOOL_KINDS).filter(([, k]) => k.needsRepo).map(([n]) => n)).toEqual(['git_push', 'git_pull']);
+  });
+
+  it('names each call in one summary line by its model-facing name', () => {
+    expect(toolSummary('bash', 'bash', { command: 'npm test\nnpm run lint' })).toBe('bash: npm test');
+    expect(toolSummary('edit', 'str_replace_based_edit_tool', { command: 'view', path: 'src/a.ts' })).toBe('edit: view src/a.ts');
+    expect(toolSummary('push', 'git_push', { branch: 'main' })).toBe('push');
+    expect(toolSummary('x', 'no_such_kind', {})).toBe('x');
+    expect(toolSummary('bash', 'bash', { command: 'x'.repeat(200) })).toHaveLength(80);
+  });
+
+  it('parses a call with its kind schema, refusing what the model-facing spec does not allow', () => {
+    expect(TOOL_KINDS.bash.input.safeParse({ command: 'ls' }).success).toBe(true);
+    expect(TOOL_KINDS.bash.input.safeParse({}).success).toBe(false);
+    expect(TOOL_KINDS.git_push.input.safeParse({ branch: '--upload-pack=x' }).success).toBe(false);
+    expect(TOOL_KINDS.session_events.input.safeParse({ limit: 201 }).success).toBe(false);
+  });
+});

@@ -6,7 +6,7 @@ import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ConfigError, loadConfig, type Config } from './config';
 import { HANDS_TASK_QUEUE, hostTaskQueue } from './activities/hands';
-import { pingDocker, resolveDockerHost, sandboxImage } from './infra/docker';
+import { pingDocker, resolveDockerHost, sandboxImage } from './infra/docker-host';
 import { keySource } from './infra/keys';
 import { dockerFromHost } from './sandbox/docker';
 import { DEFAULT_MODEL } from './session/agent';

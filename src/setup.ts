@@ -1,5 +1,7 @@
 // `npm run setup`: idempotently ensures what the platform needs on this machine, and says what it did.
-import { ensureDockerEngine, ensureSandboxImage, ensureTool } from './infra/docker';
+import { ensureDockerEngine } from './infra/dockerd';
+import { ensureSandboxImage } from './infra/sandbox-image';
+import { ensureTool } from './infra/system-tools';
 import { ensureSandboxRuntime } from './infra/gvisor';
 import { ensureTemporalCli } from './infra/temporal-cli';
 import { progress } from './infra/term';

@@ -9,7 +9,7 @@ import { createToolsActivities } from './activities/tools';
 import { createSubagentActivities } from './activities/subagents';
 import { McpClientPool, McpCredentials } from './mcp';
 import { findJail } from './mcp/jail';
-import { resolveDockerHost, sandboxImage } from './infra/docker';
+import { resolveDockerHost, sandboxImage } from './infra/docker-host';
 import { ArchivedSessionLog, CachedSessionLog, LiveSessionLog } from './log/session-log';
 import { clientInterceptors } from './log/query-retry';
 import { sessionArchive, type SessionArchive } from './archive';

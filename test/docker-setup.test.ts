@@ -4,7 +4,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { dockerEnv, ensureDockerEngine, ensureSandboxImage, findDebianMirror, imageId, resolveDockerHost, sandboxImage, type SandboxImage } from '../src/infra/docker';
+import { findDebianMirror } from '../src/infra/debian-mirror';
+import { dockerEnv, resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
+import { ensureDockerEngine } from '../src/infra/dockerd';
+import { ensureSandboxImage, imageId, type SandboxImage } from '../src/infra/sandbox-image';
 
 const run = promisify(execFile);
 const logs: string[] = [];

@@ -2,7 +2,7 @@
 // host's registry names the new owner, the old owner's calls are denied, and the reaper asks the registry.
 import type Docker from 'dockerode';
 import { loadConfig } from '../src/config';
-import { resolveDockerHost, sandboxImage } from '../src/infra/docker';
+import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { reapOrphans } from '../src/sandbox/reaper';
 import { OwnershipRegistry } from '../src/sandbox/registry';

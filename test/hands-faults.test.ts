@@ -3,7 +3,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type Docker from 'dockerode';
 import { createHandsActivities, type ExecuteInput, type ToolOutput } from '../src/activities/hands';
-import { resolveDockerHost, sandboxImage } from '../src/infra/docker';
+import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { reapOrphans } from '../src/sandbox/reaper';
 import { SandboxRecipeSchema } from '../src/session/agent';

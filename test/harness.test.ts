@@ -11,7 +11,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { WorkflowFailedError } from '@temporalio/client';
 import { createDataConverter, failureConverterPath } from '../src/codec';
 import { EMPTY_REPLY_NUDGE } from '../src/session/harness';
-import type { MockStep } from '../src/model/mock-server';
+import type { MockStep } from '../src/model/mock-script';
 import { sendMessageUpdate } from '../src/workflows/messages';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';

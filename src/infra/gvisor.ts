@@ -6,8 +6,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { dockerEnv, localDaemon, PROJECT_DAEMON_CONFIG, PROJECT_DOCKER_HOST, type Log } from './docker';
+import { dockerEnv, PROJECT_DOCKER_HOST } from './docker-host';
+import { localDaemon, PROJECT_DAEMON_CONFIG } from './dockerd';
 import { goInstall } from './go-install';
+import type { Log } from './run';
 import { onPath } from './which';
 
 /** A build of gVisor's master branch that boots on these machines (kernel 6.x, systrap, cgroup v1 and v2). */

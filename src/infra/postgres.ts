@@ -5,7 +5,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { aptInstall, isRoot, logTail, run, systemPath, withLock, type Log } from './docker';
+import { withLock } from './lock';
+import { logTail, run, type Log } from './run';
+import { aptInstall, isRoot, systemPath } from './system-tools';
 
 /** The loopback port the project's cluster listens on; `MANAGED_AGENTS_PG_PORT` moves it. */
 export function postgresPort(): number {

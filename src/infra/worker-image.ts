@@ -3,7 +3,10 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dockerEnv, ensureDockerEngine, ensureSandboxImage, sandboxImage, type Log } from './docker';
+import { dockerEnv, sandboxImage } from './docker-host';
+import { ensureDockerEngine } from './dockerd';
+import type { Log } from './run';
+import { ensureSandboxImage } from './sandbox-image';
 
 export const WORKER_IMAGE_DEFAULT = 'managed-agents/worker:latest';
 const ROOT = path.resolve(__dirname, '..', '..');

@@ -3,7 +3,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { ArchivedSessionLog, LiveSessionLog } from '../../src/log/session-log';
 import { startTestApi, type TestApi } from '../helpers/api';
-import { resolveDockerHost } from '../../src/infra/docker';
+import { resolveDockerHost } from '../../src/infra/docker-host';
 import { startHarness, testArchive, type Harness } from '../helpers/env';
 
 let h: Harness;

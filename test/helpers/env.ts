@@ -7,7 +7,7 @@ import path from 'node:path';
 import { failureConverterPath } from '../../src/codec';
 import { findTemporalCli } from '../../src/infra/temporal-cli';
 import { MockModelServer } from '../../src/model/mock-server';
-import { resolveDockerHost, sandboxImage } from '../../src/infra/docker';
+import { resolveDockerHost, sandboxImage } from '../../src/infra/docker-host';
 import { DockerSandboxProvider } from '../../src/sandbox/docker';
 import type { FileVault } from '../../src/vault';
 import { AgentSchema, type AgentInput } from '../../src/session/agent';

@@ -1,0 +1,89 @@
+// Scripted replies for the local server: the steps a session's script holds (faults, delays, gates, replies),
+// consumed in order, and the gates that hold a response until they are released.
+
+export interface MockBlockText {
+  type: 'text';
+  text: string;
+}
+export interface MockBlockToolUse {
+  type: 'tool_use';
+  id?: string;
+  name: string;
+  input: Record<string, unknown>;
+}
+export type MockBlock = MockBlockText | MockBlockToolUse;
+
+/** One scripted response. Faults take precedence over `reply`; with neither, the built-in brain answers. */
+export interface MockStep {
+  /** Respond with this HTTP error status (e.g. 429, 500, 529, 400). */
+  status?: number;
+  /** Seconds for the `retry-after` header of an error response. */
+  retryAfter?: number;
+  /** Error message for an error response. */
+  message?: string;
+  /** Wait this long before the first byte. */
+  firstByteDelayMs?: number;
+  /** Hold the response (before its first byte) until `release(gate)` is called. */
+  gate?: string;
+  /** Stream the first half of each text block, then hold the rest until `release(midGate)` is called. */
+  midGate?: string;
+  /** Start the reply, then drop the connection mid-stream. */
+  dropMidStream?: boolean;
+  /** Start the reply, then send an SSE `error` event of this status's type (as the API does when it overloads mid-stream). */
+  errorMidStream?: number;
+  /** Wait this long after each streamed content delta. */
+  chunkDelayMs?: number;
+  reply?: { content: MockBlock[]; stopReason?: string };
+  /** Answer 200 with this body as the event stream, verbatim: malformed SSE, arbitrary content blocks. */
+  rawSse?: string;
+}
+
+export interface MockSessionScript {
+  steps?: MockStep[];
+  /** Applied to every response of the session that has no delay of its own. */
+  firstByteDelayMs?: number;
+  /** Applied to every streamed response of the session that has no chunk delay of its own. */
+  chunkDelayMs?: number;
+  /** This session's model allows prefill (default: the server's `allowPrefill`). */
+  allowPrefill?: boolean;
+}
+
+/** The scripts of the sessions, keyed by `metadata.user_id`, and the gates their steps wait at. */
+export class MockScripts {
+  private readonly scripts = new Map<string, MockSessionScript>();
+  private readonly gates = new Map<string, { opened: Promise<void>; open: () => void }>();
+
+  set(sessionId: string, script: MockSessionScript): void {
+    this.scripts.set(sessionId, { ...script, steps: [...(script.steps ?? [])] });
+  }
+
+  get(sessionId: string): MockSessionScript | undefined {
+    return this.scripts.get(sessionId);
+  }
+
+  /** Consumes the session's next step; an empty step when its script has none left (or it has no script). */
+  next(sessionId: string): MockStep {
+    return this.scripts.get(sessionId)?.steps?.shift() ?? {};
+  }
+
+  private gate(name: string) {
+    let g = this.gates.get(name);
+    if (!g) {
+      let open!: () => void;
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      g = { opened, open };
+      this.gates.set(name, g);
+    }
+    return g;
+  }
+
+  /** Resolves once `gate` is released. */
+  opened(gate: string): Promise<void> {
+    return this.gate(gate).opened;
+  }
+
+  /** Lets every response held at `gate` go on, and any later one pass straight through. */
+  release(gate: string): void {
+    this.gate(gate).open();
+  }
+}

@@ -1,7 +1,8 @@
 // Hands activities: provision, execute, stop and destroy sandboxes, and copy files, on a hands host.
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { formatIssues, type SandboxRecipe, type SandboxToolKind } from '../session/agent';
+import { formatIssues } from '../session/agent';
+import { LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './hands-contract';
 import { BashInputSchema } from '../tools/bash';
 import { EditorInputSchema } from '../tools/editor';
 import { GitInputSchema } from '../tools/git';
@@ -17,9 +18,9 @@ import { OwnershipError, type OwnershipRegistry } from '../sandbox/registry';
 import { EDITOR_PY } from '../sandbox/scripts';
 import type { StreamHub } from '../stream';
 import { StringDecoder } from 'node:string_decoder';
+import { Failure } from '../session/failure-types';
 
-export const HANDS_TASK_QUEUE = 'hands';
-export const hostTaskQueue = (hostId: string) => `hands.${hostId}`;
+export { HANDS_TASK_QUEUE, LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type GitContext, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './hands-contract';
 
 export interface HandsDeps {
   provider: SandboxProvider;
@@ -34,57 +35,6 @@ export interface HandsDeps {
   registry?: OwnershipRegistry;
 }
 
-/** Who is asking: a call naming a session is refused unless the registry names that session the owner. */
-export interface Caller {
-  sessionId?: string;
-}
-
-/** How much of a command's output is streamed live; the result in the log holds all of it (capped as usual). */
-export const LIVE_OUTPUT_BYTES = 256 * 1024;
-
-export interface GitContext {
-  sessionId: string;
-  name: string;
-  vault: string;
-  repo: { url: string; ref?: string; credential?: string };
-}
-
-export interface ProvisionInput {
-  sessionId: string;
-  name: string;
-  recipe: SandboxRecipe;
-  resume?: string;
-  /** The session's vault, for the recipe's repo credential reference. */
-  vault?: string;
-}
-
-export interface ProvisionOutput {
-  sandboxId: string;
-  taskQueue: string;
-  host: string;
-  resumed: boolean;
-  workspaceReused: boolean;
-  runtime?: string;
-  loosened: string[];
-}
-
-export interface ExecuteInput extends Caller {
-  sandboxId: string;
-  toolUseId: string;
-  tool: SandboxToolKind;
-  input: unknown;
-  timeoutSeconds: number;
-  /** For git_push and git_pull: which repo, and which vault its credential reference resolves in. */
-  git?: GitContext;
-}
-
-export interface ToolOutput {
-  output: string;
-  isError: boolean;
-  /** The whole output, when `output` is cut: a file in the sandbox. */
-  outputRef?: { path: string; bytes: number };
-}
-
 /** Heartbeats while `fn` runs, so a dead host is noticed within the heartbeat timeout, not the command's. */
 async function heartbeating<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const ctx = Context.current();
@@ -97,11 +47,11 @@ async function heartbeating<T>(fn: (signal: AbortSignal) => Promise<T>): Promise
 }
 
 function denied(message: string): never {
-  throw ApplicationFailure.create({ message, type: 'SandboxError.Denied', nonRetryable: true });
+  throw ApplicationFailure.create({ message, type: Failure.Sandbox.Denied, nonRetryable: true });
 }
 
 function lost(err: unknown): never {
-  if (err instanceof SandboxLostError) throw ApplicationFailure.create({ message: err.message, type: 'SandboxError.Lost', nonRetryable: true });
+  if (err instanceof SandboxLostError) throw ApplicationFailure.create({ message: err.message, type: Failure.Sandbox.Lost, nonRetryable: true });
   throw err;
 }
 
@@ -118,11 +68,11 @@ export function createHandsActivities(deps: HandsDeps) {
   /** The token behind a credential reference, resolved in the session's own vault only. */
   const credential = (vault: string | undefined, ref: string | undefined): string | undefined => {
     if (!ref) return undefined;
-    if (!deps.vault) throw ApplicationFailure.create({ message: `this hands host has no VAULT_KEY, so it cannot use ${ref}`, type: 'VaultError.Unavailable', nonRetryable: true });
+    if (!deps.vault) throw ApplicationFailure.create({ message: `this hands host has no VAULT_KEY, so it cannot use ${ref}`, type: Failure.Vault.Unavailable, nonRetryable: true });
     try {
       return deps.vault.resolve(vault ?? 'default', ref);
     } catch (err) {
-      throw ApplicationFailure.create({ message: `${(err as Error).message} (the session is bound to vault ${vault ?? 'default'})`, type: 'VaultError.Missing', nonRetryable: true });
+      throw ApplicationFailure.create({ message: `${(err as Error).message} (the session is bound to vault ${vault ?? 'default'})`, type: Failure.Vault.Missing, nonRetryable: true });
     }
   };
 
@@ -151,9 +101,9 @@ export function createHandsActivities(deps: HandsDeps) {
         return { ...r, taskQueue: hostTaskQueue(hostId), host: hostId };
       } catch (err) {
         const message = redact((err as Error).message, repoToken ? [repoToken] : []);
-        if (err instanceof SetupFailedError || err instanceof GitError) throw ApplicationFailure.create({ message, type: 'SandboxError.SetupFailed', nonRetryable: true });
-        if (err instanceof RuntimeUnavailableError) throw ApplicationFailure.create({ message, type: 'SandboxError.Runtime', nonRetryable: true });
-        throw ApplicationFailure.create({ message: `provisioning failed: ${message}`, type: 'SandboxError.Provision' });
+        if (err instanceof SetupFailedError || err instanceof GitError) throw ApplicationFailure.create({ message, type: Failure.Sandbox.SetupFailed, nonRetryable: true });
+        if (err instanceof RuntimeUnavailableError) throw ApplicationFailure.create({ message, type: Failure.Sandbox.Runtime, nonRetryable: true });
+        throw ApplicationFailure.create({ message: `provisioning failed: ${message}`, type: Failure.Sandbox.Provision });
       }
     },
 
@@ -221,8 +171,8 @@ export function createHandsActivities(deps: HandsDeps) {
 
     /** Hands a sandbox from session `from` to session `to`: the container stays; the registry's owner changes. */
     async transferSandbox(input: { sandboxId: string; name: string; from: string; to: string }): Promise<{ owner: string }> {
-      if (!deps.registry) throw ApplicationFailure.create({ message: `hands host ${hostId} keeps no ownership registry`, type: 'SandboxError.NoRegistry', nonRetryable: true });
-      if ((await provider.health(input.sandboxId)) === 'missing') throw ApplicationFailure.create({ message: `sandbox ${input.sandboxId.slice(0, 12)} no longer exists`, type: 'SandboxError.Lost', nonRetryable: true });
+      if (!deps.registry) throw ApplicationFailure.create({ message: `hands host ${hostId} keeps no ownership registry`, type: Failure.Sandbox.NoRegistry, nonRetryable: true });
+      if ((await provider.health(input.sandboxId)) === 'missing') throw ApplicationFailure.create({ message: `sandbox ${input.sandboxId.slice(0, 12)} no longer exists`, type: Failure.Sandbox.Lost, nonRetryable: true });
       try {
         return { owner: deps.registry.transfer(input.sandboxId, input.from, input.to, input.name).owner };
       } catch (err) {
@@ -234,7 +184,7 @@ export function createHandsActivities(deps: HandsDeps) {
     async putFile(input: { sandboxId: string; key: string; path: string; contentBase64: string } & Caller): Promise<{ bytes: number }> {
       checkOwner(input.sandboxId, input);
       const bytes = Buffer.from(input.contentBase64, 'base64');
-      if (bytes.length > MAX_FILE_BYTES) throw ApplicationFailure.create({ message: `file is ${bytes.length} bytes; the limit is ${MAX_FILE_BYTES}`, type: 'FilesError.TooLarge', nonRetryable: true });
+      if (bytes.length > MAX_FILE_BYTES) throw ApplicationFailure.create({ message: `file is ${bytes.length} bytes; the limit is ${MAX_FILE_BYTES}`, type: Failure.Files.TooLarge, nonRetryable: true });
       const r = await heartbeating(() =>
         provider.execute(input.sandboxId, {
           key: input.key,
@@ -245,7 +195,7 @@ export function createHandsActivities(deps: HandsDeps) {
           maxOutputBytes: 4096,
         }),
       ).catch(lost);
-      if (r.exitCode !== 0) throw ApplicationFailure.create({ message: `cannot write ${input.path}: ${r.output.trim()}`, type: 'FilesError.Write', nonRetryable: true });
+      if (r.exitCode !== 0) throw ApplicationFailure.create({ message: `cannot write ${input.path}: ${r.output.trim()}`, type: Failure.Files.Write, nonRetryable: true });
       return { bytes: bytes.length };
     },
 
@@ -261,7 +211,7 @@ export function createHandsActivities(deps: HandsDeps) {
           maxOutputBytes: Math.ceil((MAX_FILE_BYTES * 4) / 3) + 4096,
         }),
       ).catch(lost);
-      if (r.exitCode !== 0) throw ApplicationFailure.create({ message: r.output.trim(), type: 'FilesError.Read', nonRetryable: true });
+      if (r.exitCode !== 0) throw ApplicationFailure.create({ message: r.output.trim(), type: Failure.Files.Read, nonRetryable: true });
       const content = r.output.trim();
       return { contentBase64: content, bytes: Buffer.from(content, 'base64').length };
     },

@@ -13,6 +13,7 @@ import { ContentBlockSchema } from '../session/events';
 import { eventsDigest } from '../session/digest';
 import { capOutput, type ToolSpec } from '../tools/kind';
 import { SessionEventsInputSchema } from '../tools/session-events';
+import { Failure } from '../session/failure-types';
 
 export interface CallModelInput {
   sessionId: string;
@@ -100,12 +101,12 @@ export function createActivities(deps: ActivityDeps) {
       });
       const content = ReplyContentSchema.safeParse(reply.content);
       if (!content.success) {
-        throw ApplicationFailure.create({ message: `model returned malformed content: ${content.error.message}`, type: 'ModelError.InvalidOutput' });
+        throw ApplicationFailure.create({ message: `model returned malformed content: ${content.error.message}`, type: Failure.Model.InvalidOutput });
       }
       return reply;
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;
-      if (stalled) throw ApplicationFailure.create({ message: `the model sent nothing for ${idleMs} ms`, type: 'ModelError.Timeout' });
+      if (stalled) throw ApplicationFailure.create({ message: `the model sent nothing for ${idleMs} ms`, type: Failure.Model.Timeout });
       throw toModelFailure(err);
     } finally {
       clearInterval(beat);
@@ -157,7 +158,7 @@ export function createActivities(deps: ActivityDeps) {
         .map((b) => String(b.text))
         .join('\n')
         .trim();
-      if (!summary) throw ApplicationFailure.create({ message: 'the compaction reply had no text', type: 'ModelError.InvalidOutput' });
+      if (!summary) throw ApplicationFailure.create({ message: 'the compaction reply had no text', type: Failure.Model.InvalidOutput });
       const after = buildContext({
         events: events.filter((e) => e.seq >= input.cutSeq),
         window: { fromSeq: input.cutSeq, summary },
@@ -179,10 +180,10 @@ export function createActivities(deps: ActivityDeps) {
       if (input.throughSeq < input.fromSeq) return { sealed: 0 };
       const events = await readEvents(deps.log.inner, input.sessionId, input.fromSeq, input.throughSeq + 1 - input.fromSeq);
       if (events.length !== input.throughSeq + 1 - input.fromSeq) {
-        throw ApplicationFailure.create({ message: `read ${events.length} events of ${input.fromSeq}..${input.throughSeq} to seal`, type: 'ArchiveError.Incomplete' });
+        throw ApplicationFailure.create({ message: `read ${events.length} events of ${input.fromSeq}..${input.throughSeq} to seal`, type: Failure.Archive.Incomplete });
       }
       if (input.digest !== undefined && eventsDigest(events) !== input.digest) {
-        throw ApplicationFailure.create({ message: `the live run answered events ${input.fromSeq}..${input.throughSeq} other than the ones its history committed`, type: 'ArchiveError.Stale' });
+        throw ApplicationFailure.create({ message: `the live run answered events ${input.fromSeq}..${input.throughSeq} other than the ones its history committed`, type: Failure.Archive.Stale });
       }
       await deps.archive.seal(input.sessionId, events);
       return { sealed: events.length };

@@ -11,6 +11,7 @@ import { mcpToolName } from '../mcp/naming';
 import type { McpServer } from '../session/agent';
 import { capOutput, type ToolSpec } from '../tools/kind';
 import { redact, type FileVault } from '../vault';
+import { Failure } from '../session/failure-types';
 
 export interface ListMcpToolsInput {
   sessionId: string;
@@ -228,7 +229,7 @@ export function createToolsActivities(deps: ToolsActivityDeps) {
         }
         const result = CallToolResultSchema.safeParse(raw);
         if (!result.success) {
-          throw ApplicationFailure.create({ message: `MCP server ${input.serverName} returned a malformed result for ${input.tool}`, type: 'McpError.InvalidResult', nonRetryable: true });
+          throw ApplicationFailure.create({ message: `MCP server ${input.serverName} returned a malformed result for ${input.tool}`, type: Failure.Mcp.InvalidResult, nonRetryable: true });
         }
         return { output: capOutput(redact(renderCallResult(result.data), [...seen])), isError: result.data.isError === true };
       });

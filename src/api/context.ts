@@ -1,6 +1,8 @@
 // What every route is given: the fastify instance typed for zod schemas, and the storage behind it.
 import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Client } from '@temporalio/client';
+import type { SessionLog } from '../log/session-log';
 import type { Db } from '../storage/db';
 
 export type ApiApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
@@ -17,4 +19,10 @@ declare module 'fastify' {
     workspaceId: string;
     requestId: string;
   }
+}
+
+/** What sessions need beyond storage: Temporal, and the log as workers write it. */
+export interface SessionDeps {
+  client: Client;
+  log: SessionLog;
 }

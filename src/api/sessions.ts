@@ -3,7 +3,6 @@
 // workflow through the same signals and updates the command line uses.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
-import type { SessionLog } from '../log/session-log';
 import { readEvents } from '../log/session-log';
 import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../session-ops';
 import type { Usage } from '../session/events';
@@ -11,17 +10,14 @@ import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessage
 import { agentFileFor } from './agent-file';
 import { getAgent, type ApiAgent } from './agents';
 import { IdSchema, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId } from './common';
-import type { ApiApp, ApiDeps } from './context';
+import type { ApiApp, ApiDeps, SessionDeps } from './context';
 import { getEnvironment } from './environments';
 import { ApiError, badRequest, conflict, notFound } from './errors';
 import { SessionProjector, eventId, type ApiSessionEvent } from './session-events';
 import { getVault } from './vaults';
+import { streamRoute } from './session-stream';
 
-/** What sessions need beyond storage: Temporal, and the log as workers write it. */
-export interface SessionDeps {
-  client: Client;
-  log: SessionLog;
-}
+export type { SessionDeps };
 
 const TextBlockSchema = z.strictObject({ type: z.literal('text'), text: z.string().min(1, 'text must not be empty').max(1_000_000) });
 const ContentSchema = z
@@ -182,7 +178,7 @@ const EventsQuerySchema = z.object({
 
 export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps): void {
   const { db } = deps;
-  streamRoute(app, deps, sessions);
+  streamRoute(app, deps, sessions, (workspaceId, id) => sessionRow(deps, workspaceId, id));
 
   app.post('/v1/sessions', { schema: { operationId: 'createSession', body: SessionCreateSchema, response: { 200: SessionSchema } } }, async (req) => {
     const p = req.body;
@@ -346,56 +342,6 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps)
       const handle = sessions.client.workflow.getHandle(row.id);
       for (const { e, toolUseId } of resolved) echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId));
       return { data: echoed };
-    },
-  );
-}
-
-const STREAM_POLL_MS = 150;
-const STREAM_PING_MS = 15_000;
-
-/**
- * Server-Sent Events as the SDK parses them (`event: <type>`, `data: <json>`), carrying durable events from the
- * log: it reads whichever run holds the tail, so it survives any worker's death and any handover. A connection gets
- * the events appended after it opened; a client resumes by listing, as hosted. It ends after the session ends.
- */
-function streamRoute(app: ApiApp, deps: ApiDeps, sessions: SessionDeps): void {
-  app.get(
-    '/v1/sessions/:session_id/events/stream',
-    { schema: { operationId: 'streamSessionEvents', params: SessionPath, querystring: z.object({ 'event_deltas[]': z.union([z.string(), z.array(z.string())]).optional() }) } },
-    async (req, reply) => {
-      const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
-      const projector = new SessionProjector(row.id);
-      projector.push(await readEvents(sessions.log, row.id, 0));
-      reply.hijack();
-      const res = reply.raw;
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'request-id': req.id });
-      res.write(': stream open\n\n');
-      let open = true;
-      res.on('close', () => (open = false));
-      let lastPing = Date.now();
-      const send = (e: ApiSessionEvent) => res.write(`event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`);
-      try {
-        while (open) {
-          const fresh = await readEvents(sessions.log, row.id, projector.seq, 1000);
-          const out = projector.push(fresh);
-          for (const e of out) send(e);
-          if (out.some((e) => e.type === 'session.status_terminated')) break;
-          const [gone] = await deps.db.query('select 1 from sessions where id = $1 and deleted_at is not null', [row.id]);
-          if (gone) {
-            send({ type: 'session.deleted', id: eventId(row.id, projector.seq, 9), processed_at: new Date().toISOString() });
-            break;
-          }
-          if (Date.now() - lastPing > STREAM_PING_MS) {
-            res.write('event: ping\ndata: {}\n\n');
-            lastPing = Date.now();
-          }
-          if (fresh.length === 0) await new Promise((r) => setTimeout(r, STREAM_POLL_MS));
-        }
-      } catch {
-        // Headers are gone: the SDK turns an `error` frame into an APIError.
-        if (open) res.write(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'api_error', message: 'the event stream failed; resume by listing' }, request_id: req.id })}\n\n`);
-      }
-      res.end();
     },
   );
 }

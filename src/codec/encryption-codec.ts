@@ -3,6 +3,7 @@ import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { ApplicationFailure, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
 import type { CodecKeys } from './keys';
+import { Failure } from '../session/failure-types';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
 export const KEY_ID_METADATA = 'encryption-key-id';
@@ -47,18 +48,18 @@ export class EncryptionCodec implements PayloadCodec {
       if (!key) {
         throw ApplicationFailure.nonRetryable(
           `payload was encrypted with key id "${id}", which CODEC_KEY does not list (known: ${[...this.keys.byId.keys()].join(', ')})`,
-          'CodecError.UnknownKey',
+          Failure.Codec.UnknownKey,
         );
       }
       const data = Buffer.from(payload.data ?? new Uint8Array());
-      if (data.length < IV_BYTES + TAG_BYTES) throw ApplicationFailure.nonRetryable(`encrypted payload (key id "${id}") is truncated`, 'CodecError.Corrupt');
+      if (data.length < IV_BYTES + TAG_BYTES) throw ApplicationFailure.nonRetryable(`encrypted payload (key id "${id}") is truncated`, Failure.Codec.Corrupt);
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
       decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
       let plain: Buffer;
       try {
         plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
       } catch {
-        throw ApplicationFailure.nonRetryable(`encrypted payload does not open with key id "${id}": wrong key or tampered data`, 'CodecError.Corrupt');
+        throw ApplicationFailure.nonRetryable(`encrypted payload does not open with key id "${id}": wrong key or tampered data`, Failure.Codec.Corrupt);
       }
       return temporal.api.common.v1.Payload.decode(plain);
     });

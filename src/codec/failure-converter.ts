@@ -2,6 +2,7 @@
 // messages and stack traces move into a payload, so the codec encrypts them too.
 import { ApplicationFailure, DefaultFailureConverter, type PayloadConverter, type ProtoFailure } from '@temporalio/common';
 import { RUN_AHEAD_FAILURE_TYPE } from '../session/run-ahead';
+import { Failure } from '../session/failure-types';
 
 /**
  * Failure types whose message stays readable: refusals of a query's arguments, and a worker's refusal to answer
@@ -10,7 +11,7 @@ import { RUN_AHEAD_FAILURE_TYPE } from '../session/run-ahead';
  * encoded message would read "Encoded failure" to every client. These messages name fields and rules, never a
  * value or a secret.
  */
-export const READABLE_FAILURE_TYPES: ReadonlySet<string> = new Set(['SessionError.InvalidQuery', RUN_AHEAD_FAILURE_TYPE]);
+export const READABLE_FAILURE_TYPES: ReadonlySet<string> = new Set([Failure.Session.InvalidQuery, RUN_AHEAD_FAILURE_TYPE]);
 
 class SessionFailureConverter extends DefaultFailureConverter {
   constructor() {

@@ -5,21 +5,22 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { redact } from '../vault';
 import { McpCredentialError } from './credentials';
 import { JailError } from './jail';
+import { Failure } from '../session/failure-types';
 
-export type McpErrorType = 'McpError.Credential' | 'McpError.Unauthorized' | 'McpError.Unavailable' | 'McpError.Timeout' | 'McpError.Rejected' | 'McpError.InvalidResult';
+export type McpErrorType = (typeof Failure.Mcp)[keyof typeof Failure.Mcp];
 
 function classify(err: unknown, op: 'list' | 'call'): { type: McpErrorType; permanent: boolean } {
-  if (err instanceof JailError) return { type: 'McpError.Unavailable', permanent: true };
-  if (err instanceof McpCredentialError) return err.permanent ? { type: 'McpError.Credential', permanent: true } : { type: 'McpError.Unavailable', permanent: false };
-  if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return { type: 'McpError.Timeout', permanent: op === 'call' };
+  if (err instanceof JailError) return { type: Failure.Mcp.Unavailable, permanent: true };
+  if (err instanceof McpCredentialError) return err.permanent ? { type: Failure.Mcp.Credential, permanent: true } : { type: Failure.Mcp.Unavailable, permanent: false };
+  if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return { type: Failure.Mcp.Timeout, permanent: op === 'call' };
   const code = (err as { code?: unknown })?.code;
   if (err instanceof StreamableHTTPError || typeof code === 'number') {
-    if (code === 401 || code === 403) return { type: 'McpError.Unauthorized', permanent: true };
-    if (typeof code === 'number' && code >= 400 && code < 500 && code !== 404 && code !== 408 && code !== 429) return { type: 'McpError.Rejected', permanent: true };
+    if (code === 401 || code === 403) return { type: Failure.Mcp.Unauthorized, permanent: true };
+    if (typeof code === 'number' && code >= 400 && code < 500 && code !== 404 && code !== 408 && code !== 429) return { type: Failure.Mcp.Rejected, permanent: true };
   }
   // A stdio command that does not exist will not appear on retry.
-  if (code === 'ENOENT' || code === 'EACCES') return { type: 'McpError.Unavailable', permanent: true };
-  return { type: 'McpError.Unavailable', permanent: false };
+  if (code === 'ENOENT' || code === 'EACCES') return { type: Failure.Mcp.Unavailable, permanent: true };
+  return { type: Failure.Mcp.Unavailable, permanent: false };
 }
 
 /** Whether trying again could help. */

@@ -1,13 +1,14 @@
 // Maps Anthropic SDK errors to Temporal failures in one place: Temporal owns the retries.
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
+import { Failure } from '../session/failure-types';
 
 const NON_RETRYABLE: Record<number, string> = {
-  400: 'ModelError.InvalidRequest',
-  401: 'ModelError.Authentication',
-  403: 'ModelError.PermissionDenied',
-  404: 'ModelError.NotFound',
-  413: 'ModelError.RequestTooLarge',
+  400: Failure.Model.InvalidRequest,
+  401: Failure.Model.Authentication,
+  403: Failure.Model.PermissionDenied,
+  404: Failure.Model.NotFound,
+  413: Failure.Model.RequestTooLarge,
 };
 
 /** Error types an `error` event mid-stream can carry that a retry would not fix. */
@@ -34,13 +35,13 @@ export function isRetryableStatus(status: number): boolean {
 export function toModelFailure(err: unknown): ApplicationFailure {
   if (err instanceof ApplicationFailure) return err;
   if (err instanceof Anthropic.APIConnectionError) {
-    return ApplicationFailure.create({ message: `connection to the model API failed: ${err.message}`, type: 'ModelError.Connection', cause: err });
+    return ApplicationFailure.create({ message: `connection to the model API failed: ${err.message}`, type: Failure.Model.Connection, cause: err });
   }
   if (err instanceof Anthropic.APIError && typeof err.status === 'number') {
     const status = err.status;
     const message = `model API returned ${status}: ${err.message}`;
     if (isRetryableStatus(status)) {
-      const type = status === 429 ? 'ModelError.RateLimited' : status === 529 ? 'ModelError.Overloaded' : status >= 500 ? 'ModelError.Server' : `ModelError.Status${status}`;
+      const type = status === 429 ? Failure.Model.RateLimited : status === 529 ? Failure.Model.Overloaded : status >= 500 ? Failure.Model.Server : `ModelError.Status${status}`;
       const delay = retryAfterMs(err.headers);
       return ApplicationFailure.create({ message, type, ...(delay !== undefined ? { nextRetryDelay: delay } : {}) });
     }
@@ -50,10 +51,10 @@ export function toModelFailure(err: unknown): ApplicationFailure {
     // An `error` event in the middle of a stream: no status, only the error's type.
     const type = (err as { type?: string }).type ?? (err.error as { error?: { type?: string } } | undefined)?.error?.type;
     const message = `model API stream error${type ? ` ${type}` : ''}: ${err.message}`;
-    if (type && STREAM_NON_RETRYABLE.has(type)) return ApplicationFailure.create({ message, type: 'ModelError.InvalidRequest', nonRetryable: true });
-    const mapped = type === 'overloaded_error' ? 'ModelError.Overloaded' : type === 'rate_limit_error' ? 'ModelError.RateLimited' : 'ModelError.Stream';
+    if (type && STREAM_NON_RETRYABLE.has(type)) return ApplicationFailure.create({ message, type: Failure.Model.InvalidRequest, nonRetryable: true });
+    const mapped = type === 'overloaded_error' ? Failure.Model.Overloaded : type === 'rate_limit_error' ? Failure.Model.RateLimited : Failure.Model.Stream;
     return ApplicationFailure.create({ message, type: mapped });
   }
   const message = err instanceof Error ? err.message : String(err);
-  return ApplicationFailure.create({ message: `model call failed: ${message}`, type: 'ModelError.Stream' });
+  return ApplicationFailure.create({ message: `model call failed: ${message}`, type: Failure.Model.Stream });
 }

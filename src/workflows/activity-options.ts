@@ -5,6 +5,7 @@ import type { HandsActivities } from '../activities/hands';
 import type { ToolsActivities } from '../activities/tools';
 import type { Agent } from '../session/agent';
 import { TOOLS_TASK_QUEUE } from '../session/queues';
+import { Failure } from '../session/failure-types';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -29,7 +30,7 @@ export function sessionActivities(limits: Agent['limits']) {
       scheduleToStartTimeout: taskQueue === HANDS_POOL ? limits.provisionTimeoutMs : limits.handsScheduleToStartMs,
       startToCloseTimeout: limits.provisionTimeoutMs,
       heartbeatTimeout: limits.handsHeartbeatTimeoutMs,
-      retry: { maximumAttempts: 3, initialInterval: 500, nonRetryableErrorTypes: ['SandboxError.SetupFailed'] },
+      retry: { maximumAttempts: 3, initialInterval: 500, nonRetryableErrorTypes: [Failure.Sandbox.SetupFailed] },
     });
   const onHost = (taskQueue: string, timeoutSeconds: number) =>
     proxyActivities<HandsActivities>({
@@ -46,7 +47,7 @@ export function sessionActivities(limits: Agent['limits']) {
       scheduleToStartTimeout: '1 minute',
       startToCloseTimeout: (timeoutSeconds + 60) * 1000,
       heartbeatTimeout: '15 seconds',
-      retry: { maximumAttempts, initialInterval: 500, nonRetryableErrorTypes: ['McpError.Credential', 'McpError.Unauthorized', 'McpError.Rejected', 'McpError.InvalidResult'] },
+      retry: { maximumAttempts, initialInterval: 500, nonRetryableErrorTypes: [Failure.Mcp.Credential, Failure.Mcp.Unauthorized, Failure.Mcp.Rejected, Failure.Mcp.InvalidResult] },
     });
   // A seal that read events other than the ones history committed (ArchiveError.Stale) is tried again, with backoff.
   const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 8, initialInterval: 500, maximumInterval: 5000 } });

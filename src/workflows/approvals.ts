@@ -1,7 +1,7 @@
 // The tool gate: every tool call of a round passes through it. It asks for approval where the agent's policy
 // says so, hands client tools to the calling application, and runs the rest. Its state (the round's calls still
 // without a result) is carried across continue-as-new, so a pending approval or client call survives a handover.
-import { ApplicationFailure, condition, setHandler } from '@temporalio/workflow';
+import { condition, setHandler } from '@temporalio/workflow';
 import { formatIssues, type Agent } from '../session/agent';
 import type { NewEvent, SessionEvent } from '../session/events';
 import { evaluatePolicy } from '../session/policy';
@@ -14,6 +14,7 @@ import {
   type PendingTool,
 } from './messages';
 import { toolError, type ToolOutcome } from '../tools/kind';
+import { Failure, refusal } from '../session/failure-types';
 
 export interface ToolGateDeps {
   agent: Agent;
@@ -52,7 +53,7 @@ export interface ToolGate {
   pending(): PendingAction[];
 }
 
-const reject = (message: string, type: string) => ApplicationFailure.nonRetryable(message, type);
+const reject = refusal;
 
 export function createToolGate(deps: ToolGateDeps): ToolGate {
   const { agent, append, events } = deps;
@@ -147,15 +148,15 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
       {
         validator: (raw) => {
           const r = ResolveToolUseSchema.safeParse(raw);
-          if (!r.success) throw reject(`invalid resolveToolUse: ${formatIssues(r.error)}`, 'ApprovalError.Invalid');
+          if (!r.success) throw reject(`invalid resolveToolUse: ${formatIssues(r.error)}`, Failure.Approval.Invalid);
           deps.assertOpen();
           const id = r.data.toolUseId;
           const t = round.find((x) => x.id === id);
           if (t?.approval && !t.decision) return;
           const resolved = lastOf('approval_resolved', id);
-          if (resolved) throw reject(`tool use ${id} was already ${resolved.allow ? 'approved' : 'denied'} (event ${resolved.seq}, by ${resolved.by})`, 'ApprovalError.AlreadyDecided');
-          if (t) throw reject(`tool use ${id} has no approval pending${cleared(t) ? ': its policy allows it' : ' yet: it waits for an earlier call of its round'}`, 'ApprovalError.NotPending');
-          throw reject(`no approval is pending for tool use ${id}`, 'ApprovalError.Unknown');
+          if (resolved) throw reject(`tool use ${id} was already ${resolved.allow ? 'approved' : 'denied'} (event ${resolved.seq}, by ${resolved.by})`, Failure.Approval.AlreadyDecided);
+          if (t) throw reject(`tool use ${id} has no approval pending${cleared(t) ? ': its policy allows it' : ' yet: it waits for an earlier call of its round'}`, Failure.Approval.NotPending);
+          throw reject(`no approval is pending for tool use ${id}`, Failure.Approval.Unknown);
         },
       },
     );
@@ -177,15 +178,15 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
       {
         validator: (raw) => {
           const r = SubmitToolResultSchema.safeParse(raw);
-          if (!r.success) throw reject(`invalid submitToolResult: ${formatIssues(r.error)}`, 'ClientToolError.Invalid');
+          if (!r.success) throw reject(`invalid submitToolResult: ${formatIssues(r.error)}`, Failure.ClientTool.Invalid);
           deps.assertOpen();
           const id = r.data.toolUseId;
           const result = lastOf('tool_result', id);
-          if (result) throw reject(`tool use ${id} already has a result (event ${result.seq}); this answer is refused`, 'ClientToolError.AlreadyAnswered');
+          if (result) throw reject(`tool use ${id} already has a result (event ${result.seq}); this answer is refused`, Failure.ClientTool.AlreadyAnswered);
           const t = round.find((x) => x.id === id);
-          if (!t) throw reject(`no client tool call ${id} is waiting for a result`, 'ClientToolError.Unknown');
-          if (!clientTools.has(t.name)) throw reject(`tool use ${id} is a ${t.name} call, which the session runs itself`, 'ClientToolError.NotClientTool');
-          if (!cleared(t)) throw reject(`tool use ${id} waits for approval first`, 'ClientToolError.NotApproved');
+          if (!t) throw reject(`no client tool call ${id} is waiting for a result`, Failure.ClientTool.Unknown);
+          if (!clientTools.has(t.name)) throw reject(`tool use ${id} is a ${t.name} call, which the session runs itself`, Failure.ClientTool.NotClientTool);
+          if (!cleared(t)) throw reject(`tool use ${id} waits for approval first`, Failure.ClientTool.NotApproved);
         },
       },
     );

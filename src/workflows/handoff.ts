@@ -9,6 +9,7 @@ import { failureMessage } from './failures';
 import { HandoffRequestSchema, handoffSandboxUpdate, sandboxReceivedSignal, SandboxGiftSchema, type HandedSandbox, type SandboxSlot } from './messages';
 import { toolError, type ToolOutcome } from '../tools/kind';
 import type { SandboxSlots } from './sandbox-slots';
+import { Failure } from '../session/failure-types';
 
 export interface HandoffContext {
   sessionId: string;
@@ -175,19 +176,19 @@ export function createHandoff(ctx: HandoffContext) {
         try {
           return { sandboxId: (await give(req.sandbox, req.to)).sandboxId };
         } catch (err) {
-          if (err instanceof HandoffError) throw ApplicationFailure.nonRetryable(err.message, 'HandoffError.Refused');
+          if (err instanceof HandoffError) throw ApplicationFailure.nonRetryable(err.message, Failure.Handoff.Refused);
           throw err;
         }
       },
       {
         validator: (raw) => {
           const r = HandoffRequestSchema.safeParse(raw);
-          if (!r.success) throw ApplicationFailure.nonRetryable(`invalid handoff: ${formatIssues(r.error)}`, 'HandoffError.Invalid');
+          if (!r.success) throw ApplicationFailure.nonRetryable(`invalid handoff: ${formatIssues(r.error)}`, Failure.Handoff.Invalid);
           assertOpen();
-          if (r.data.to === ctx.sessionId) throw ApplicationFailure.nonRetryable('a session cannot hand a sandbox to itself', 'HandoffError.Invalid');
+          if (r.data.to === ctx.sessionId) throw ApplicationFailure.nonRetryable('a session cannot hand a sandbox to itself', Failure.Handoff.Invalid);
           const held = ctx.slots.byName.get(r.data.sandbox);
-          if (held?.handedTo) throw ApplicationFailure.nonRetryable(`sandbox ${r.data.sandbox} was handed to session ${held.handedTo} already`, 'HandoffError.Invalid');
-          if (!held && !ctx.slots.declares(r.data.sandbox)) throw ApplicationFailure.nonRetryable(`this session has no sandbox named ${r.data.sandbox}`, 'HandoffError.Invalid');
+          if (held?.handedTo) throw ApplicationFailure.nonRetryable(`sandbox ${r.data.sandbox} was handed to session ${held.handedTo} already`, Failure.Handoff.Invalid);
+          if (!held && !ctx.slots.declares(r.data.sandbox)) throw ApplicationFailure.nonRetryable(`this session has no sandbox named ${r.data.sandbox}`, Failure.Handoff.Invalid);
         },
       },
     );

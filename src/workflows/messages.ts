@@ -262,6 +262,13 @@ export const SessionInputSchema = z
   .refine((i) => (i.start === 'new') === (i.continued === undefined), 'a continued, woken or forked run needs `continued`, a new one must not have it')
   .refine((i) => (i.start === 'forked') === (i.forkedFrom !== undefined), 'a forked run needs `forkedFrom`');
 export type SessionInput = z.input<typeof SessionInputSchema>;
+/** What a session returns when it ends: its last seq and why it ended. */
+export interface SessionResult {
+  lastSeq: number;
+  reason: string;
+}
+/** The session workflow's signature, for code that starts one by name (a parent's child, the CLI). */
+export type SessionWorkflow = (input: SessionInput) => Promise<SessionResult>;
 
 export const userMessageSignal = defineSignal<[UserMessage]>('userMessage');
 export const interruptSignal = defineSignal<[Reason?]>('interrupt');

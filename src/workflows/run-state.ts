@@ -6,6 +6,7 @@ import type { Agent } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
 import { logEvent } from './visibility';
 import { MAX_CARRIED_MESSAGE_IDS, type Carry, type EventsPage, type EventsQueryArgs, type ParentRef, type SessionState, type UserMessage } from './messages';
+import { Failure } from '../session/failure-types';
 
 /** An events query answers with at most about this many bytes of events, to stay well under payload limits. */
 const QUERY_PAGE_BYTES = 1024 * 1024;
@@ -92,7 +93,7 @@ export class RunState {
   }
 
   assertOpen(): void {
-    if (this.endReason !== undefined) throw ApplicationFailure.nonRetryable('session has ended', 'SessionError.Ended');
+    if (this.endReason !== undefined) throw ApplicationFailure.nonRetryable('session has ended', Failure.Session.Ended);
   }
 
   /** True once session_ended is in the log: nothing more may be appended. */

@@ -10,6 +10,7 @@ import { HANDS_POOL, type SessionActivities } from './activity-options';
 import { failureMessage, failureType } from './failures';
 import type { SandboxSlot } from './messages';
 import { invalidInput, toolError, type ToolOutcome } from '../tools/kind';
+import { Failure } from '../session/failure-types';
 
 export class SandboxSlots {
   /** The sandboxes this run holds, by name (a slot handed to another session stays, marked). */
@@ -118,7 +119,7 @@ export class SandboxSlots {
     } catch (err) {
       if (isCancellation(err)) throw err;
       const reason = failureMessage(err);
-      if (failureType(err) === 'SandboxError.Denied') return toolError(reason, 'denied');
+      if (failureType(err) === Failure.Sandbox.Denied) return toolError(reason, 'denied');
       this.markLost(slot, reason);
       return toolError(`sandbox ${name} was lost while running this tool (${reason}); the next call gets a fresh sandbox`, 'infra');
     }
@@ -161,11 +162,11 @@ export class SandboxSlots {
   /** The workspace path a file copy targets, refused if the sandbox or the path is not this agent's. */
   fileTarget(sandbox: string, path: string): string {
     const recipe = this.agent.sandboxes[sandbox];
-    if (!recipe) throw ApplicationFailure.nonRetryable(`no sandbox named ${sandbox}; this agent declares ${Object.keys(this.agent.sandboxes).join(', ')}`, 'FilesError.UnknownSandbox');
+    if (!recipe) throw ApplicationFailure.nonRetryable(`no sandbox named ${sandbox}; this agent declares ${Object.keys(this.agent.sandboxes).join(', ')}`, Failure.Files.UnknownSandbox);
     try {
       return resolveWorkspacePath(recipe.workdir, path);
     } catch (err) {
-      throw ApplicationFailure.nonRetryable((err as Error).message, 'FilesError.BadPath');
+      throw ApplicationFailure.nonRetryable((err as Error).message, Failure.Files.BadPath);
     }
   }
 

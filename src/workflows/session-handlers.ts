@@ -25,6 +25,7 @@ import {
 import type { RunState } from './run-state';
 import type { SandboxSlots } from './sandbox-slots';
 import type { createSubagents } from './subagents';
+import { Failure } from '../session/failure-types';
 
 export interface SessionParts {
   agent: Agent;
@@ -68,7 +69,7 @@ export function registerSessionHandlers(p: SessionParts): void {
   setHandler(sendMessageUpdate, (raw) => ({ seq: rs.acceptUserMessage(UserMessageSchema.parse(raw)) }), {
     validator: (raw) => {
       const result = UserMessageSchema.safeParse(raw);
-      if (!result.success) throw ApplicationFailure.nonRetryable(`invalid message: ${formatIssues(result.error)}`, 'SessionError.InvalidMessage');
+      if (!result.success) throw ApplicationFailure.nonRetryable(`invalid message: ${formatIssues(result.error)}`, Failure.Session.InvalidMessage);
       assertOpen();
     },
   });
@@ -78,17 +79,17 @@ export function registerSessionHandlers(p: SessionParts): void {
     async (raw) => {
       const req = PutFileSchema.parse(raw);
       const path = slots.fileTarget(req.sandbox, req.path);
-      const r = await slots.onFileSandbox(req.sandbox, 'FilesError.Put', (host, sandboxId) => host.putFile({ sessionId: rs.sessionId, sandboxId, key: `put-${uuid4()}`, path, contentBase64: req.contentBase64 }));
+      const r = await slots.onFileSandbox(req.sandbox, Failure.Files.Put, (host, sandboxId) => host.putFile({ sessionId: rs.sessionId, sandboxId, key: `put-${uuid4()}`, path, contentBase64: req.contentBase64 }));
       return { path, bytes: r.bytes };
     },
     {
       validator: (raw) => {
         const r = PutFileSchema.safeParse(raw);
-        if (!r.success) throw ApplicationFailure.nonRetryable(`invalid putFile: ${formatIssues(r.error)}`, 'FilesError.Invalid');
+        if (!r.success) throw ApplicationFailure.nonRetryable(`invalid putFile: ${formatIssues(r.error)}`, Failure.Files.Invalid);
         assertOpen();
         slots.fileTarget(r.data.sandbox, r.data.path);
         const bytes = Math.floor((r.data.contentBase64.length * 3) / 4);
-        if (bytes > MAX_FILE_BYTES + 2) throw ApplicationFailure.nonRetryable(`file is about ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`, 'FilesError.TooLarge');
+        if (bytes > MAX_FILE_BYTES + 2) throw ApplicationFailure.nonRetryable(`file is about ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`, Failure.Files.TooLarge);
       },
     },
   );
@@ -98,13 +99,13 @@ export function registerSessionHandlers(p: SessionParts): void {
     async (raw) => {
       const req = GetFileSchema.parse(raw);
       const path = slots.fileTarget(req.sandbox, req.path);
-      const r = await slots.onFileSandbox(req.sandbox, 'FilesError.Get', (host, sandboxId) => host.getFile({ sessionId: rs.sessionId, sandboxId, key: `get-${uuid4()}`, path }));
+      const r = await slots.onFileSandbox(req.sandbox, Failure.Files.Get, (host, sandboxId) => host.getFile({ sessionId: rs.sessionId, sandboxId, key: `get-${uuid4()}`, path }));
       return { path, ...r };
     },
     {
       validator: (raw) => {
         const r = GetFileSchema.safeParse(raw);
-        if (!r.success) throw ApplicationFailure.nonRetryable(`invalid getFile: ${formatIssues(r.error)}`, 'FilesError.Invalid');
+        if (!r.success) throw ApplicationFailure.nonRetryable(`invalid getFile: ${formatIssues(r.error)}`, Failure.Files.Invalid);
         assertOpen();
         slots.fileTarget(r.data.sandbox, r.data.path);
       },
@@ -132,7 +133,7 @@ export function registerSessionHandlers(p: SessionParts): void {
   setHandler(eventsQuery, (raw) => {
     const parsedArgs = EventsQueryArgsSchema.safeParse(raw ?? {});
     // A readable refusal (see READABLE_FAILURE_TYPES): a query's failure reaches a client as its message alone.
-    if (!parsedArgs.success) throw ApplicationFailure.nonRetryable(`invalid events query: ${formatIssues(parsedArgs.error)}`, 'SessionError.InvalidQuery');
+    if (!parsedArgs.success) throw ApplicationFailure.nonRetryable(`invalid events query: ${formatIssues(parsedArgs.error)}`, Failure.Session.InvalidQuery);
     return rs.eventsPage(parsedArgs.data);
   });
 

@@ -19,7 +19,7 @@ import { modelSummary } from '../session/summaries';
 import { trackVisibility } from './visibility';
 import { AgentSchema, formatIssues, type Agent } from '../session/agent';
 import { eventsDigest } from '../session/digest';
-import { SessionInputSchema, type Carry, type SessionInput, type PendingTool } from './messages';
+import { SessionInputSchema, type Carry, type SessionInput, type SessionResult, type SessionWorkflow, type PendingTool } from './messages';
 import { failureMessage } from './failures';
 import { createHandoff } from './handoff';
 import { childAnswer, createSubagents, reportToParent } from './subagents';
@@ -28,6 +28,7 @@ import { RunState } from './run-state';
 import { SandboxSlots } from './sandbox-slots';
 import { McpTools } from './mcp-tools';
 import { registerSessionHandlers, visibleState } from './session-handlers';
+import { Failure } from '../session/failure-types';
 
 /** What a turn ends with: back to waiting for input, or a handover to a new run that resumes at `round`. */
 type TurnEnd = { kind: 'idle' } | { kind: 'handover'; round: number };
@@ -36,14 +37,12 @@ type TurnEnd = { kind: 'idle' } | { kind: 'handover'; round: number };
  * The session runs in a scope a cancellation request cannot cancel: a request (as when a parent session
  * cancels its child) ends the session like the `end` signal, so it still cleans up and seals its log.
  */
-export async function sessionWorkflow(rawInput: SessionInput): Promise<{ lastSeq: number; reason: string }> {
-  return CancellationScope.nonCancellable(() => runSession(rawInput));
-}
+export const sessionWorkflow: SessionWorkflow = (rawInput) => CancellationScope.nonCancellable(() => runSession(rawInput));
 
-async function runSession(rawInput: SessionInput): Promise<{ lastSeq: number; reason: string }> {
+async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const parsed = SessionInputSchema.safeParse(rawInput);
   if (!parsed.success) {
-    throw ApplicationFailure.nonRetryable(`invalid session input: ${formatIssues(parsed.error)}`, 'SessionError.InvalidInput');
+    throw ApplicationFailure.nonRetryable(`invalid session input: ${formatIssues(parsed.error)}`, Failure.Session.InvalidInput);
   }
   const agent: Agent = AgentSchema.parse(parsed.data.agent);
   const sessionId = workflowInfo().workflowId;

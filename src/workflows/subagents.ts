@@ -27,10 +27,10 @@ import {
   type HandedSandbox,
   type ParentRef,
   type SessionInput,
+  type SessionWorkflow,
   type SubagentRef,
 } from './messages';
 import { capOutput, toolError, type ToolOutcome } from '../tools/kind';
-import type { sessionWorkflow } from './session';
 
 const MAX_SESSION_ID = 200;
 
@@ -158,7 +158,7 @@ export function createSubagents(ctx: SubagentContext) {
     const taskQueue = name !== undefined ? ctx.agent.subagents[name].taskQueue : undefined;
     let handle;
     try {
-      handle = await startChild<typeof sessionWorkflow>('sessionWorkflow', {
+      handle = await startChild<SessionWorkflow>('sessionWorkflow', {
         workflowId: childId,
         ...(taskQueue ? { taskQueue } : {}),
         parentClosePolicy: ParentClosePolicy.ABANDON,

@@ -1,0 +1,58 @@
+// The hands contract: the task queues hands hosts poll, and the inputs and outputs of their activities, as the
+// session workflow, the git operations and the hands activities all see them.
+import type { SandboxRecipe } from '../session/agent';
+import type { SandboxToolKind } from '../tools/registry';
+
+export const HANDS_TASK_QUEUE = 'hands';
+export const hostTaskQueue = (hostId: string) => `hands.${hostId}`;
+
+/** Who is asking: a call naming a session is refused unless the registry names that session the owner. */
+export interface Caller {
+  sessionId?: string;
+}
+
+/** How much of a command's output is streamed live; the result in the log holds all of it (capped as usual). */
+export const LIVE_OUTPUT_BYTES = 256 * 1024;
+
+export interface GitContext {
+  sessionId: string;
+  name: string;
+  vault: string;
+  repo: { url: string; ref?: string; credential?: string };
+}
+
+export interface ProvisionInput {
+  sessionId: string;
+  name: string;
+  recipe: SandboxRecipe;
+  resume?: string;
+  /** The session's vault, for the recipe's repo credential reference. */
+  vault?: string;
+}
+
+export interface ProvisionOutput {
+  sandboxId: string;
+  taskQueue: string;
+  host: string;
+  resumed: boolean;
+  workspaceReused: boolean;
+  runtime?: string;
+  loosened: string[];
+}
+
+export interface ExecuteInput extends Caller {
+  sandboxId: string;
+  toolUseId: string;
+  tool: SandboxToolKind;
+  input: unknown;
+  timeoutSeconds: number;
+  /** For git_push and git_pull: which repo, and which vault its credential reference resolves in. */
+  git?: GitContext;
+}
+
+export interface ToolOutput {
+  output: string;
+  isError: boolean;
+  /** The whole output, when `output` is cut: a file in the sandbox. */
+  outputRef?: { path: string; bytes: number };
+}

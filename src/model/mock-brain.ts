@@ -2,6 +2,7 @@
 import { COMPACTION_MARKER } from '../session/context-builder';
 import { blocksOf, combineTurns, type Msg } from './api-validation';
 import type { MockBlock } from './mock-script';
+import { lostToInfrastructure } from '../session/model-sentences';
 
 function systemText(body: Record<string, unknown>): string {
   const system = body.system;
@@ -65,7 +66,7 @@ export function defaultReply(body: Record<string, unknown>, opts: { reissueLostT
   }
   if (lastText !== undefined) return { content: [{ type: 'text', text: `You said: ${lastText}` }], stopReason: 'end_turn' };
   // A tool call lost to broken infrastructure (not a failing command) is made again, as a careful model would.
-  const lost = results.filter((r) => r.is_error === true && /was lost while running this tool|could not be provisioned/.test(JSON.stringify(r.content))).map((r) => r.tool_use_id);
+  const lost = results.filter((r) => r.is_error === true && lostToInfrastructure(JSON.stringify(r.content))).map((r) => r.tool_use_id);
   const previous = messages.length >= 2 ? blocksOf(messages[messages.length - 2]) : [];
   const again = opts.reissueLostTools ? previous.filter((b) => b.type === 'tool_use' && lost.includes(b.id)) : [];
   if (again.length) {

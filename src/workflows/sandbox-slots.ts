@@ -5,6 +5,7 @@ import type { ProvisionOutput } from '../activities/hands';
 import type { Agent, BoundTool } from '../session/agent';
 import type { NewEvent } from '../session/events';
 import { resolveWorkspacePath } from '../session/paths';
+import { lostWhileRunning, notProvisioned } from '../session/model-sentences';
 import { TOOL_KINDS, toolSummary } from '../tools/registry';
 import { HANDS_POOL, type SessionActivities } from './activity-options';
 import { failureMessage, failureType } from './failures';
@@ -105,7 +106,7 @@ export class SandboxSlots {
       slot = await this.ensure(name);
     } catch (err) {
       if (isCancellation(err)) throw err;
-      return toolError(`sandbox ${name} could not be provisioned: ${failureMessage(err)}`, 'infra');
+      return toolError(notProvisioned(name, failureMessage(err)), 'infra');
     }
     const timeoutSeconds = agent.sandboxes[name].commandTimeoutSeconds;
     try {
@@ -121,7 +122,7 @@ export class SandboxSlots {
       const reason = failureMessage(err);
       if (failureType(err) === Failure.Sandbox.Denied) return toolError(reason, 'denied');
       this.markLost(slot, reason);
-      return toolError(`sandbox ${name} was lost while running this tool (${reason}); the next call gets a fresh sandbox`, 'infra');
+      return toolError(lostWhileRunning(name, reason), 'infra');
     }
   }
 

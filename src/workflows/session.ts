@@ -13,6 +13,7 @@ import { createToolGate } from './approvals';
 import { evaluatePolicy } from '../session/policy';
 import { shouldReprompt } from './harness';
 import { EMPTY_REPLY_NUDGE } from '../session/harness';
+import { notProvisioned } from '../session/model-sentences';
 import { windowOf } from '../session/context-builder';
 import { openToolUses } from '../session/context';
 import { modelSummary } from '../session/summaries';
@@ -269,7 +270,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
       try {
         await slots.ensure(name);
       } catch (err) {
-        append({ type: 'error', kind: 'sandbox', message: `sandbox ${name} could not be provisioned: ${failureMessage(err)}` });
+        append({ type: 'error', kind: 'sandbox', message: notProvisioned(name, failureMessage(err)) });
       }
     }
   }

@@ -19,6 +19,7 @@ import type { SandboxProvider } from './sandbox/provider';
 import { reapOrphans } from './sandbox/reaper';
 import { OwnershipRegistry } from './sandbox/registry';
 import { BRAIN_TASK_QUEUE, TOOLS_TASK_QUEUE, type WorkerRole } from './session/queues';
+import { HostIdSchema } from './session/identifiers';
 import type { DataConverter } from '@temporalio/common';
 import { createDataConverter } from './codec';
 import { loadConfig } from './config';
@@ -163,7 +164,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
 
   if (roles.includes('hands')) {
     hostId = opts.hostId ?? process.env.HANDS_HOST_ID ?? os.hostname();
-    if (!/^[A-Za-z0-9._-]{1,100}$/.test(hostId)) throw new Error(`invalid hands host id ${hostId}: use letters, digits, dot, dash or underscore`);
+    if (!HostIdSchema.safeParse(hostId).success) throw new Error(`invalid hands host id ${hostId}: use letters, digits, dot, dash or underscore`);
     const mirrorsDir = path.join(config.dataDir, 'mirrors');
     let provider = opts.sandboxes;
     if (!provider) {

@@ -5,6 +5,7 @@ import { ToolPolicySchema } from './policy';
 
 import { BUILTIN_TOOLS, SANDBOX_TOOLS, TOOL_KINDS, type BuiltinToolKind, type SandboxToolKind } from '../tools/registry';
 import { formatIssues } from './issues';
+import { TaskQueueSchema, ToolNameSchema, VaultNameSchema, VaultRefSchema } from './identifiers';
 
 export { BUILTIN_TOOLS, SANDBOX_TOOLS, formatIssues, type SandboxToolKind };
 
@@ -66,10 +67,7 @@ export const SandboxRecipeSchema = z
           .min(1)
           .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), 'the repo URL must not carry credentials; use credential: vault:<name>'),
         ref: z.string().min(1).optional(),
-        credential: z
-          .string()
-          .regex(/^vault:[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'credentials are references of the form vault:<name>, never the secret itself')
-          .optional(),
+        credential: VaultRefSchema.optional(),
       })
       .strict()
       .optional(),
@@ -90,7 +88,7 @@ export const ToolEntrySchema = z.union([
   z.enum([...BUILTIN_TOOLS, ...SANDBOX_TOOLS]),
   z
     .object({
-      name: z.string().regex(/^[a-zA-Z0-9_-]{1,64}$/, 'tool names are 1-64 letters, digits, _ or -'),
+      name: ToolNameSchema,
       tool: z.enum(SANDBOX_TOOLS),
       sandbox: z.string().min(1),
     })
@@ -98,9 +96,7 @@ export const ToolEntrySchema = z.union([
 ]);
 export type ToolEntry = z.infer<typeof ToolEntrySchema>;
 
-const CredentialRefSchema = z
-  .string()
-  .regex(/^vault:[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'credentials are references of the form vault:<name>, never the secret itself');
+const CredentialRefSchema = VaultRefSchema;
 
 /** Headers that carry credentials come from `credential`, so they never sit in the agent file (or the history). */
 const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie']);
@@ -153,12 +149,11 @@ const McpServersSchema = z.record(z.string(), McpServerSchema).superRefine((serv
   }
 });
 
-const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** A tool the calling application runs: the session offers it to the model and waits for `submitToolResult`. */
 export const ClientToolSchema = z
   .object({
-    name: z.string().regex(TOOL_NAME, 'tool names are 1-64 letters, digits, _ or -'),
+    name: ToolNameSchema,
     description: z.string().min(1).max(10_000),
     input_schema: z
       .object({ type: z.literal('object'), properties: z.record(z.string(), z.unknown()).default({}), required: z.array(z.string()).optional() })
@@ -187,7 +182,7 @@ export const SubagentSchema = z
     limits: z.record(z.string(), z.unknown()).optional(),
     promptCaching: z.boolean().optional(),
     mcpServers: z.record(z.string(), z.unknown()).optional(),
-    taskQueue: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'task queues are letters, digits, dot, dash or underscore').optional(),
+    taskQueue: TaskQueueSchema.optional(),
   })
   .strict();
 export type Subagent = z.infer<typeof SubagentSchema>;
@@ -211,7 +206,7 @@ export const AgentSchema = z
     /** Cache breakpoints on the stable prefix and the rolling end of the conversation. */
     promptCaching: z.boolean().default(true),
     /** The one vault this session's credentials come from. */
-    vault: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'vault names are letters, digits, dot, dash or underscore').default('default'),
+    vault: VaultNameSchema.default('default'),
     /** MCP servers whose tools are offered as mcp__<server>__<tool>; reached only from tools workers. */
     mcpServers: McpServersSchema.default({}),
     /** Sub-agents spawn_agent may start by name; without a name the child is this agent minus spawn_agent. */

@@ -1,11 +1,12 @@
 // handoff_sandbox: passes one of the session's sandboxes, files and all, to another session for good.
 import { z } from 'zod';
+import { SessionIdSchema } from '../session/identifiers';
 import { oneLine, type ToolKind } from './kind';
 
 export const HandoffSandboxInputSchema = z
   .object({
     sandbox: z.string().min(1).max(31),
-    to: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'to is a session id: 1-200 letters, digits, dot, dash or underscore'),
+    to: SessionIdSchema,
   })
   .strict();
 export type HandoffSandboxInput = z.infer<typeof HandoffSandboxInputSchema>;

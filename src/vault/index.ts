@@ -5,10 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
-export const SecretNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'names are 1-100 letters, digits, dot, dash or underscore');
-export const VaultRefSchema = z
-  .string()
-  .regex(/^vault:[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'credentials are references of the form vault:<name>, never the secret itself');
+import { SecretNameSchema, VaultRefSchema } from '../session/identifiers';
+
+export { SecretNameSchema, VaultRefSchema };
 export type VaultRef = z.infer<typeof VaultRefSchema>;
 
 export function refName(ref: VaultRef): string {

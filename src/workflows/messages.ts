@@ -3,6 +3,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { AgentSchema } from '../session/agent';
 import { UsageSchema, type SessionEvent, type Usage } from '../session/events';
+import { SessionIdSchema } from '../session/identifiers';
 
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 
@@ -179,7 +180,7 @@ export type SandboxGift = z.infer<typeof SandboxGiftSchema>;
 export const HandoffRequestSchema = z
   .object({
     sandbox: z.string().min(1).max(31),
-    to: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'to is a session id: 1-200 letters, digits, dot, dash or underscore'),
+    to: SessionIdSchema,
   })
   .strict();
 export type HandoffRequest = z.infer<typeof HandoffRequestSchema>;

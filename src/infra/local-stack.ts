@@ -4,6 +4,7 @@ import { EncryptionCodec, createDataConverter, parseCodecKeys } from '../codec';
 import { CodecServer } from '../codec/server';
 import type { Config } from '../config';
 import { MockModelServer } from '../model/mock-server';
+import { startApiServer, type RunningApi } from '../api/server';
 import { installRuntime, startWorker, type RunningWorker } from '../worker';
 import { ensureKeys } from './keys';
 import { ensureTemporalCli, portInUse, startDevServer, type DevServer } from './temporal-cli';
@@ -14,6 +15,8 @@ export interface LocalStack {
   modelUrl?: string;
   /** The codec endpoint the Web UI decodes encrypted histories with. */
   codecUrl: string;
+  /** The Managed Agents API (`client.beta.*` with this baseURL), unless API_LISTEN was taken. */
+  apiUrl?: string;
   worker: RunningWorker;
   stop(): Promise<void>;
 }
@@ -73,13 +76,23 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
     await server?.stop();
     throw err;
   }
+  // The API is the front door, but a dev stack without it still runs sessions: a taken port is a warning.
+  let api: RunningApi | undefined;
+  try {
+    api = await startApiServer(config, log);
+    log(`Managed Agents API at ${api.url}: new Anthropic({ baseURL: '${api.url}', apiKey }) with a key from \`agents api-keys create --workspace default\``);
+  } catch (err) {
+    log(`the Managed Agents API is not started: ${(err as Error).message.split('\n')[0]} (API_LISTEN=${config.API_LISTEN})`);
+  }
   return {
     address: config.TEMPORAL_ADDRESS,
     uiUrl,
     modelUrl: baseURL,
     codecUrl,
+    ...(api ? { apiUrl: api.url } : {}),
     worker,
     async stop() {
+      await api?.stop().catch(() => undefined);
       await worker.shutdown().catch(() => undefined);
       await mock?.stop();
       await codecServer.stop();

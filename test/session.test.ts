@@ -1,9 +1,8 @@
 // The session workflow end to end: real dev server, real worker, real SDK against the local Messages API server.
 import { spawnSync } from 'node:child_process';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { SessionEventSchema, EVENT_TYPES } from '../src/session/events';
 import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, MAX_MESSAGE_BYTES } from '../src/workflows/messages';
-import { allEvents, say, startHarness, startSession, temporalCliPath, waitForEvents, type Harness } from './helpers/env';
+import { allEvents, expectGapFreeAndValid, say, startHarness, startSession, temporalCliPath, waitForEvents, type Harness } from './helpers/env';
 import { conversationOf } from './helpers/env';
 import { toolStep } from './helpers/actions';
 
@@ -14,15 +13,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.stop();
 });
-
-function expectGapFreeAndValid(events: unknown[]) {
-  events.forEach((e, i) => {
-    const parsed = SessionEventSchema.parse(e);
-    expect(parsed.seq).toBe(i);
-    expect(EVENT_TYPES).toContain(parsed.type);
-    expect(Number.isNaN(Date.parse(parsed.time))).toBe(false);
-  });
-}
 
 describe('sessionWorkflow', () => {
   it('runs three user turns with a tool round trip into a gap-free log that matches the contract', async () => {

@@ -4,7 +4,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, MAX_MESSAGE_BYTES } from '../src/workflows/messages';
 import { allEvents, expectGapFreeAndValid, say, startHarness, startSession, temporalCliPath, waitForEvents, type Harness } from './helpers/env';
 import { conversationOf } from './helpers/env';
-import { toolStep } from './helpers/actions';
+import { readLogStep, toolStep } from './helpers/actions';
 
 let h: Harness;
 beforeAll(async () => {
@@ -18,7 +18,8 @@ describe('sessionWorkflow', () => {
   it('runs three user turns with a tool round trip into a gap-free log that matches the contract', async () => {
     const handle = await startSession(h, { message: { text: 'Hello there' } });
     await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'assistant_message'));
-    await say(handle, 'Please read the session log and tell me what it holds.');
+    h.mock.script(handle.workflowId, { steps: [readLogStep] });
+    await say(handle, 'What have we said so far?');
     await say(handle, 'Thanks!');
     await handle.signal(endSignal, { reason: 'done' });
     const result = await handle.result();

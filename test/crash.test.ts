@@ -5,6 +5,8 @@ import { Worker } from '@temporalio/worker';
 import { RUN_AHEAD_MARKER } from '../src/session/run-ahead';
 import type { SessionEvent } from '../src/session/events';
 import { endSignal, eventsQuery, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
+import type { MockStep } from '../src/model/mock-script';
+import { readLogStep } from './helpers/actions';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { allEvents, say, startHarness, startSession, testDataConverter, waitForEvents, workflowBundle, type Harness } from './helpers/env';
 
@@ -24,7 +26,14 @@ async function newWorker(): Promise<ChildWorker> {
   return w;
 }
 
-const TURNS = ['Hello there', 'Please read the session log.', 'Thanks, bye'];
+/** The three turns of every session here; the second one's first reply reads the session log. */
+const TURNS: { text: string; steps?: MockStep[] }[] = [{ text: 'Hello there' }, { text: 'What have we said so far?', steps: [readLogStep] }, { text: 'Thanks, bye' }];
+
+/** Scripts the turn's replies, if it has any (the local server's built-in replies answer the rest), and says it. */
+async function turn(handle: WorkflowHandle, t: (typeof TURNS)[number]): Promise<void> {
+  if (t.steps) h.mock.script(handle.workflowId, { steps: t.steps });
+  await say(handle, t.text);
+}
 
 /** Times differ between runs, including inside tool output; everything else must be identical. */
 function normalise(events: SessionEvent[]): unknown[] {
@@ -51,7 +60,7 @@ describe('a brain worker killed with SIGKILL', () => {
   beforeAll(async () => {
     const w = await newWorker();
     const handle = await startSession(h);
-    for (const t of TURNS) await say(handle, t);
+    for (const t of TURNS) await turn(handle, t);
     baseline = normalise(await finish(handle));
     await w.kill('SIGTERM');
     expect(baseline.length).toBe(11);
@@ -61,13 +70,13 @@ describe('a brain worker killed with SIGKILL', () => {
     const first = await newWorker();
     const handle = await startSession(h);
     h.mock.script(handle.workflowId, { steps: [{ firstByteDelayMs: 5_000 }] });
-    const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: TURNS[0] }] });
+    const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: TURNS[0].text }] });
     await waitUntil(() => h.mock.requests(handle.workflowId).length === 1);
     expect(h.mock.inFlight).toBeGreaterThan(0);
     await first.kill('SIGKILL');
     await newWorker();
     await waitForEvents(handle, (ev) => ev.some((e) => e.seq > seq && e.type === 'assistant_message'));
-    for (const t of TURNS.slice(1)) await say(handle, t);
+    for (const t of TURNS.slice(1)) await turn(handle, t);
     const events = await finish(handle);
     expect(normalise(events)).toEqual(baseline);
     // The call was made at least twice (the lost attempt and its retry; a retry that lands on the dead worker's
@@ -78,11 +87,11 @@ describe('a brain worker killed with SIGKILL', () => {
   it('while the session awaits input: another worker carries on with the same log', async () => {
     const first = await newWorker();
     const handle = await startSession(h);
-    await say(handle, TURNS[0]);
+    await turn(handle, TURNS[0]);
     expect((await handle.query(statusQuery)).state).toBe('waiting_for_user');
     await first.kill('SIGKILL');
     await newWorker();
-    for (const t of TURNS.slice(1)) await say(handle, t);
+    for (const t of TURNS.slice(1)) await turn(handle, t);
     const events = await finish(handle);
     expect(normalise(events)).toEqual(baseline);
     expect(h.mock.requests(handle.workflowId).length).toBe(4);

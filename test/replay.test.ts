@@ -24,7 +24,7 @@ import {
   submitToolResultUpdate,
   userMessageSignal,
 } from '../src/workflows/messages';
-import { messagesUntilHandover, requiresAction, toolStep } from './helpers/actions';
+import { messagesUntilHandover, readLogStep, requiresAction, toolStep } from './helpers/actions';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import type { WorkflowHandle } from '@temporalio/client';
 import { logOf, runsOf, say, startHarness, startSession, testArchive, waitForEvents, workflowBundle } from './helpers/env';
@@ -34,6 +34,10 @@ import { spawn, turn } from './helpers/subagents';
 
 const DIR = path.join(__dirname, 'histories');
 const FIXTURE_TOKEN = 'ghp_fixture_token_not_a_secret';
+// Texts the fixtures hold, word for word, so that a recording made again gives the same history: a message
+// after which the scripted reply reads the session log, and the line a child's reply runs its command with.
+const RECORDED_READ_LOG = 'Please read the session log.';
+const RECORDED_RUN = 'I will run that in my sandbox.';
 
 /** Ends a recorded session and saves its history in the standard JSON form, unless that fixture exists. */
 async function endAndSave(handle: WorkflowHandle, name: string) {
@@ -67,7 +71,8 @@ if (process.env.RECORD_HISTORIES === '1') {
     try {
       const handle = await startSession(h, { id: 'recorded-skeleton', message: { text: 'Hello', messageId: 'first' } });
       await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'assistant_message'));
-      await say(handle, 'Please read the session log.');
+      h.mock.script(handle.workflowId, { steps: [readLogStep] });
+      await say(handle, RECORDED_READ_LOG);
       await handle.signal(userMessageSignal, { text: 'Hello', messageId: 'first' });
       await handle.signal(userMessageSignal, { text: '' });
       h.mock.script(handle.workflowId, { steps: [{ status: 500 }, { status: 400 }] });
@@ -198,7 +203,8 @@ if (process.env.RECORD_HISTORIES === '1') {
       await forkSession(h.env.client, testArchive(), logOf(source), { source: ids[1], at: 3, id: ids[2], message: { text: 'gamma' } });
       const fork = h.env.client.workflow.getHandle(ids[2]);
       await waitForEvents(fork, (ev) => ev.some((e) => e.type === 'assistant_message' && e.seq > 3));
-      await say(fork, 'Please read the session log.');
+      h.mock.script(ids[2], { steps: [readLogStep] });
+      await say(fork, RECORDED_READ_LOG);
       await endAndSave(fork, 'forked-session.json');
       await source.signal(endSignal, { reason: 'recorded' });
     } finally {
@@ -217,6 +223,9 @@ if (process.env.RECORD_HISTORIES === '1') {
     for (const id of [...ids, lentChild, childSessionId(ids[0], 'toolu_own'), slowChild]) fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
     try {
       const tools = ['bash' as const, 'spawn_agent' as const, 'handoff_sandbox' as const];
+      // Each child runs the command its task names, as the fixtures of the children recorded.
+      h.mock.script(lentChild, { steps: [toolStep('bash', { command: 'cat kept.txt' }, RECORDED_RUN)] });
+      h.mock.script(childSessionId(ids[0], 'toolu_own'), { steps: [toolStep('bash', { command: 'echo own' }, RECORDED_RUN)] });
       const parent = await startSession(h, { id: ids[0], agent: { tools } });
       const receiver = await startSession(h, { id: ids[1], agent: { tools } });
       await bash(h, parent, 'echo kept > kept.txt');
@@ -348,7 +357,9 @@ if (process.env.RECORD_HISTORIES === '1') {
         await waitForEvents(handle, (ev) => ev.filter((e) => e.type === 'assistant_message').length >= version);
         await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'and again' }] });
         await waitForEvents(handle, (ev) => ev.filter((e) => e.type === 'assistant_message').length >= (version === 1 ? 2 : 5));
-        await say(handle, 'Please read the session log.');
+        // default@1 used two of the five steps above: the third, empty, answered this in its fixture.
+        h.mock.script(handle.workflowId, { steps: [version === 1 ? empty : readLogStep] });
+        await say(handle, RECORDED_READ_LOG);
         await endAndSave(handle, `harness-v${version}-session.json`);
       }
     } finally {

@@ -1,4 +1,21 @@
-// The conversation checks the real Messages API makes, with its error messages, and its token count estimate.
+// The conversation checks the real Messages API makes, with its error messages and error types, and its token count estimate.
+
+const ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  408: 'timeout_error',
+  409: 'conflict_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  529: 'overloaded_error',
+};
+
+/** The `error.type` the real API answers an error status with. */
+export function errorTypeOf(status: number): string {
+  return ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+}
 
 /** What validateRequest throws: the API answers it with 400 invalid_request_error and this message. */
 export class InvalidRequest extends Error {}

@@ -1,5 +1,6 @@
 // Scripted replies for the local server: the steps a session's script holds (faults, delays, gates, replies),
-// consumed in order, and the gates that hold a response until they are released.
+// consumed in order, and the gates that hold a response until they are released. The in-process scripted model
+// of the tests (test/helpers/scripted-model.ts) shares the reply blocks, their completion and the gates.
 
 export interface MockBlockText {
   type: 'text';
@@ -48,23 +49,15 @@ export interface MockSessionScript {
   allowPrefill?: boolean;
 }
 
-/** The scripts of the sessions, keyed by `metadata.user_id`, and the gates their steps wait at. */
-export class MockScripts {
-  private readonly scripts = new Map<string, MockSessionScript>();
+/** A scripted reply with every tool_use given an id (`toolu_mock_<message count>_<index>` unless set) and its stop reason. */
+export function completeReply(reply: { content: MockBlock[]; stopReason?: string }, messageCount: number): { content: MockBlock[]; stopReason: string } {
+  const content = reply.content.map((b, i) => (b.type === 'tool_use' ? { ...b, id: b.id ?? `toolu_mock_${messageCount}_${i}` } : b));
+  return { content, stopReason: reply.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn') };
+}
+
+/** Named gates: a response held at one waits until it is released; once released, a gate stays open. */
+export class Gates {
   private readonly gates = new Map<string, { opened: Promise<void>; open: () => void }>();
-
-  set(sessionId: string, script: MockSessionScript): void {
-    this.scripts.set(sessionId, { ...script, steps: [...(script.steps ?? [])] });
-  }
-
-  get(sessionId: string): MockSessionScript | undefined {
-    return this.scripts.get(sessionId);
-  }
-
-  /** Consumes the session's next step; an empty step when its script has none left (or it has no script). */
-  next(sessionId: string): MockStep {
-    return this.scripts.get(sessionId)?.steps?.shift() ?? {};
-  }
 
   private gate(name: string) {
     let g = this.gates.get(name);
@@ -85,5 +78,23 @@ export class MockScripts {
   /** Lets every response held at `gate` go on, and any later one pass straight through. */
   release(gate: string): void {
     this.gate(gate).open();
+  }
+}
+
+/** The scripts of the sessions, keyed by `metadata.user_id`, and the gates their steps wait at. */
+export class MockScripts extends Gates {
+  private readonly scripts = new Map<string, MockSessionScript>();
+
+  set(sessionId: string, script: MockSessionScript): void {
+    this.scripts.set(sessionId, { ...script, steps: [...(script.steps ?? [])] });
+  }
+
+  get(sessionId: string): MockSessionScript | undefined {
+    return this.scripts.get(sessionId);
+  }
+
+  /** Consumes the session's next step; an empty step when its script has none left (or it has no script). */
+  next(sessionId: string): MockStep {
+    return this.scripts.get(sessionId)?.steps?.shift() ?? {};
   }
 }

@@ -4,9 +4,9 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { closeServer, httpUrl, listen } from '../infra/http';
-import { estimateTokens, InvalidRequest, validateRequest, type Msg } from './api-validation';
+import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from './api-validation';
 import { compactionReply, defaultReply, isCompactionRequest } from './mock-brain';
-import { MockScripts, type MockBlock, type MockSessionScript, type MockStep } from './mock-script';
+import { completeReply, MockScripts, type MockBlock, type MockSessionScript, type MockStep } from './mock-script';
 import { PromptCache } from './prompt-cache';
 
 export interface RecordedRequest {
@@ -20,18 +20,6 @@ export interface RecordedRequest {
   /** When each streamed text delta was written (ms since the epoch, sub-millisecond), in order. */
   textDeltaAt?: number[];
 }
-
-const ERROR_TYPES: Record<number, string> = {
-  400: 'invalid_request_error',
-  401: 'authentication_error',
-  403: 'permission_error',
-  404: 'not_found_error',
-  408: 'timeout_error',
-  409: 'conflict_error',
-  413: 'request_too_large',
-  429: 'rate_limit_error',
-  529: 'overloaded_error',
-};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -93,8 +81,7 @@ export class MockModelServer {
   }
 
   private sendError(res: http.ServerResponse, status: number, message: string, headers: Record<string, string> = {}) {
-    const type = ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
-    this.sendJson(res, status, { type: 'error', error: { type, message } }, headers);
+    this.sendJson(res, status, { type: 'error', error: { type: errorTypeOf(status), message } }, headers);
   }
 
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
@@ -171,10 +158,7 @@ export class MockModelServer {
   ): Promise<void> {
     const messages = body.messages as Msg[];
     const idBase = createHash('sha256').update(sessionId).digest('hex').slice(0, 8);
-    const content = reply.content.map((b, i) =>
-      b.type === 'tool_use' ? { ...b, id: b.id ?? `toolu_mock_${messages.length}_${i}` } : b,
-    );
-    const stopReason = reply.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn');
+    const { content, stopReason } = completeReply(reply, messages.length);
     const usage = this.cache.account(body);
     const outputTokens = Math.max(1, Math.ceil(JSON.stringify(content).length / 4));
     const message = {
@@ -211,7 +195,7 @@ export class MockModelServer {
             return void res.socket?.destroy();
           }
           if (errorMidStream !== undefined && k === 0) {
-            const type = ERROR_TYPES[errorMidStream] ?? (errorMidStream >= 500 ? 'api_error' : 'invalid_request_error');
+            const type = errorTypeOf(errorMidStream);
             send('error', { type: 'error', error: { type, message: `injected ${type} mid-stream` } });
             return void res.end();
           }

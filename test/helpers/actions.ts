@@ -28,5 +28,10 @@ export async function messagesUntilHandover(handle: WorkflowHandle): Promise<voi
   }
 }
 
-/** A scripted model reply that makes one tool call. */
-export const toolStep = (name: string, input: Record<string, unknown>): MockStep => ({ reply: { content: [{ type: 'tool_use', name, input }] } });
+/** A scripted model reply that makes one tool call, after a line of `text` if given. */
+export const toolStep = (name: string, input: Record<string, unknown>, text?: string): MockStep => ({
+  reply: { content: [...(text !== undefined ? [{ type: 'text' as const, text }] : []), { type: 'tool_use', name, input }] },
+});
+
+/** A scripted reply that reads the session's own log from its start (the one the built-in brain gives a question about the log). */
+export const readLogStep: MockStep = toolStep('session_events', { from: 0, limit: 20 }, 'Let me read the session log.');

@@ -7,11 +7,12 @@ import path from 'node:path';
 import { failureConverterPath } from '../../src/codec';
 import { findTemporalCli } from '../../src/infra/temporal-cli';
 import { MockModelServer } from '../../src/model/mock-server';
+import type { ModelClient } from '../../src/model/client';
 import { resolveDockerHost, sandboxImage } from '../../src/infra/docker-host';
 import { DockerSandboxProvider } from '../../src/sandbox/docker';
 import type { FileVault } from '../../src/vault';
 import { AgentSchema, type AgentInput } from '../../src/session/agent';
-import type { SessionEvent } from '../../src/session/events';
+import { EVENT_TYPES, SessionEventSchema, type SessionEvent } from '../../src/session/events';
 import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
 import { sessionArchive, type SessionArchive } from '../../src/archive';
 import { loadConfig } from '../../src/config';
@@ -53,14 +54,16 @@ export interface Harness {
   stop(): Promise<void>;
 }
 
-/** An in-process worker as tests run it: the shared bundle and converter, the local model, quiet logs. */
-export async function startTestWorker(address: string, modelUrl: string, opts: Partial<WorkerOptions> = {}): Promise<RunningWorker> {
+/**
+ * An in-process worker as tests run it: the shared bundle and converter, quiet logs, and a model: the local
+ * Messages API server at a URL, or an in-process ModelClient.
+ */
+export async function startTestWorker(address: string, model: string | ModelClient, opts: Partial<WorkerOptions> = {}): Promise<RunningWorker> {
   return startWorker({
     role: 'brain',
     address,
     namespace: 'default',
-    baseURL: modelUrl,
-    apiKey: 'test-key',
+    ...(typeof model === 'string' ? { baseURL: model, apiKey: 'test-key' } : { model }),
     workflowBundle: await workflowBundle(),
     dataConverter: testDataConverter(),
     log: () => undefined,
@@ -120,7 +123,7 @@ export function uniqueId(prefix: string): string {
   return `${prefix}-${process.pid}-${Date.now()}-${++counter}`;
 }
 
-export async function startSession(h: Harness, opts: { id?: string; agent?: Partial<AgentInput>; message?: UserMessage } = {}) {
+export async function startSession(h: Pick<Harness, 'env'>, opts: { id?: string; agent?: Partial<AgentInput>; message?: UserMessage } = {}) {
   return h.env.client.workflow.start(sessionWorkflow, {
     taskQueue: BRAIN_TASK_QUEUE,
     workflowId: opts.id ?? uniqueId('ses'),
@@ -152,6 +155,16 @@ export async function waitForEvents(handle: WorkflowHandle, pred: (events: Sessi
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; log: ${JSON.stringify(events.map((e) => e.type))}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Every event matches the contract, with a valid time, and the seqs run 0, 1, 2… without a gap. */
+export function expectGapFreeAndValid(events: unknown[]): void {
+  events.forEach((e, i) => {
+    const parsed = SessionEventSchema.parse(e);
+    expect(parsed.seq).toBe(i);
+    expect(EVENT_TYPES).toContain(parsed.type);
+    expect(Number.isNaN(Date.parse(parsed.time))).toBe(false);
+  });
 }
 
 export const turnDone = (afterSeq: number) => (events: SessionEvent[]) =>

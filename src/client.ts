@@ -1,16 +1,14 @@
 #!/usr/bin/env node
 // The `agents` command line: start and drive sessions, read and follow their logs, run workers and the dev stack.
 import { Command, InvalidArgumentError } from 'commander';
-import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import fs from 'node:fs';
 import path from 'node:path';
 
 import { randomUUID } from 'node:crypto';
 import YAML from 'yaml';
-import { z } from 'zod';
 import { loadConfig, type Config } from './config';
-import { temporalConnectionOptions } from './temporal-connection';
-import { createDataConverter, parseCodecKeys } from './codec';
+import { parseCodecKeys } from './codec';
 import { colorEnabled, styles } from './infra/term';
 import { SessionWatcher } from './stream/watch';
 import { loadCodecKey } from './infra/keys';
@@ -19,12 +17,10 @@ import type { SessionEvent } from './session/events';
 import { formatEvent } from './session/format';
 import type { Command as Cmd } from 'commander';
 import { WORKER_ROLES, WORKFLOW_TYPE, type WorkerRole } from './session/queues';
-import type { UpdateDefinition } from '@temporalio/common';
 import { MAX_FILE_BYTES } from './session/paths';
 import {
   ResolveToolUseSchema,
   SubmitToolResultSchema,
-  UserMessageSchema,
   getFileUpdate,
   putFileUpdate,
   endSignal,
@@ -33,72 +29,16 @@ import {
   sendMessageUpdate,
   statusQuery,
   type SessionInput,
-  type UserMessage,
 } from './workflows/messages';
-import { sessionArchive, type SessionArchive } from './archive';
-import { ArchivedSessionLog, LiveSessionLog, type SessionLog } from './log/session-log';
-import { clientInterceptors } from './log/query-retry';
-import { SessionOpError, forkSession, resolveToolUse, startSessionRun, submitToolResult, wakeSession } from './session-ops';
+import type { SessionLog } from './log/session-log';
+import { forkSession, resolveToolUse, startSessionRun, submitToolResult, wakeSession } from './session-ops';
 import { parsePriceTable } from './observability/pricing';
 import { formatDuration, sessionCost, sessionStats } from './observability/session-stats';
 import { AGENT_MODEL_KEY, AGENT_NAME_KEY, SESSION_STATE_KEY } from './session/search-attributes';
 import { CHECKS, formatDoctor, runDoctor, type CheckName } from './doctor';
+import { CliError, connect, err, nonNegativeInt, opError, out, parseMessage, positiveInt, secretName, sessionId, sessionLog, uiLink, update, withSession } from './cli/common';
 
-export class CliError extends Error {}
-
-const SessionIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'session ids are 1-200 letters, digits, dot, dash or underscore');
-
-function sessionId(raw: string): string {
-  const r = SessionIdSchema.safeParse(raw);
-  if (!r.success) throw new InvalidArgumentError(r.error.issues[0].message);
-  return r.data;
-}
-
-function secretName(raw: string): string {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(raw)) throw new InvalidArgumentError('names are 1-100 letters, digits, dot, dash or underscore');
-  return raw;
-}
-
-function nonNegativeInt(raw: string): number {
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new InvalidArgumentError(`must be a non-negative integer up to ${Number.MAX_SAFE_INTEGER}`);
-  return Number(raw);
-}
-
-function positiveInt(raw: string): number {
-  if (!/^[1-9]\d*$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new InvalidArgumentError(`must be a positive integer up to ${Number.MAX_SAFE_INTEGER}`);
-  return Number(raw);
-}
-
-const err = (msg: string) => process.stderr.write(`${msg}\n`);
-const out = (msg: string) => process.stdout.write(`${msg}\n`);
-
-async function connect(config: Config): Promise<Client> {
-  // The CLI decodes what workers encrypted, so events, status and update results read as plain JSON.
-  const dataConverter = converterOf(config);
-  try {
-    const connection = await Connection.connect({ ...temporalConnectionOptions(config), connectTimeout: '5s' });
-    return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
-  } catch (e) {
-    throw new CliError(`cannot reach Temporal at ${config.TEMPORAL_ADDRESS}: ${(e as Error).message.split('\n')[0]}`);
-  }
-}
-
-/** A user message from the command line, or a one-line error naming what is wrong with it. */
-function parseMessage(text: string, messageId?: string): UserMessage {
-  const m = UserMessageSchema.safeParse({ text, ...(messageId ? { messageId } : {}) });
-  if (!m.success) throw new CliError(`invalid message: ${formatIssues(m.error)}`);
-  return m.data;
-}
-
-function converterOf(config: Config) {
-  return createDataConverter(loadCodecKey(config));
-}
-
-/** The session archive and a log over it and the live runs, as the workers see them. */
-function sessionLog(client: Client, config: Config): { archive: SessionArchive; log: SessionLog } {
-  const archive = sessionArchive(config.dataDir, converterOf(config));
-  return { archive, log: new ArchivedSessionLog(archive, new LiveSessionLog(client)) };
-}
+export { CliError };
 
 export function loadAgent(file: string | undefined, overrides: { system?: string; model?: string }, config: Config): Agent {
   let raw: Record<string, unknown> = {};
@@ -126,27 +66,6 @@ export function loadAgent(file: string | undefined, overrides: { system?: string
   return parsed.data;
 }
 
-async function withSession<T>(id: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    if (e instanceof WorkflowNotFoundError || (e as Error)?.name === 'WorkflowNotFoundError' || /workflow not found|not found for ID/i.test((e as Error)?.message ?? '')) {
-      throw new CliError(`unknown session ${id}`);
-    }
-    throw e;
-  }
-}
-
-/** Runs an update and turns its failure into a one-line CLI error. */
-async function update<Ret, Arg>(client: Client, id: string, def: UpdateDefinition<Ret, [Arg]>, arg: Arg): Promise<Ret> {
-  try {
-    return await client.workflow.getHandle(id).executeUpdate(def, { args: [arg] });
-  } catch (e) {
-    if (e instanceof WorkflowUpdateFailedError) throw new CliError(e.cause?.message ?? e.message);
-    throw e;
-  }
-}
-
 async function* readEvents(log: SessionLog, id: string, from: number, limit?: number): AsyncGenerator<SessionEvent> {
   let next = from;
   let remaining = limit ?? Infinity;
@@ -156,15 +75,6 @@ async function* readEvents(log: SessionLog, id: string, from: number, limit?: nu
     if (page.events.length === 0) return;
     remaining -= page.events.length;
     next = page.nextSeq;
-  }
-}
-
-async function opError<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    if (e instanceof SessionOpError) throw new CliError(e.message);
-    throw e;
   }
 }
 
@@ -262,10 +172,6 @@ async function follow(
   } finally {
     process.removeListener('SIGINT', stop);
   }
-}
-
-function uiLink(config: Config, id: string): string {
-  return `http://localhost:8233/namespaces/${config.TEMPORAL_NAMESPACE}/workflows/${encodeURIComponent(id)}`;
 }
 
 export function buildProgram(): Command {

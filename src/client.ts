@@ -1,20 +1,20 @@
 #!/usr/bin/env node
 // The `agents` command line: start and drive sessions, read and follow their logs, run workers and the dev stack.
 import { Command, InvalidArgumentError } from 'commander';
-import fs from 'node:fs';
 import path from 'node:path';
 
 import { loadConfig } from './config';
 import { colorEnabled, styles } from './infra/term';
 import { loadCodecKey } from './infra/keys';
 import { WORKER_ROLES, type WorkerRole } from './session/queues';
-import { MAX_FILE_BYTES } from './session/paths';
-import { getFileUpdate, handoffSandboxUpdate, putFileUpdate } from './workflows/messages';
 import { CHECKS, formatDoctor, runDoctor, type CheckName } from './doctor';
 import { addExamples, PROGRAM_HELP } from './cli/help';
-import { CliError, connect, err, nonNegativeInt, out, secretName, sessionId, update, withSession } from './cli/common';
+import { CliError, err, nonNegativeInt, out } from './cli/common';
 import { approvalCommands, submitCommand } from './cli/approvals';
+import { apiKeysCommands } from './cli/api-keys';
+import { filesCommands, handoffCommand } from './cli/sandboxes';
 import { eventsCommand, forkCommand, listCommand, loadAgent, sendCommand, signalCommands, startCommand, statusCommand, wakeCommand, watchCommand } from './cli/sessions';
+import { vaultCommands } from './cli/vault';
 
 export { CliError, loadAgent };
 
@@ -81,120 +81,9 @@ export function buildProgram(): Command {
       if (!report.ok) throw new CliError(`doctor: ${report.checks.filter((c) => !c.ok).map((c) => c.name).join(', ')} failed`);
     });
 
-  const files = program.command('files').description("copy files into and out of a session's sandbox (provisions it if needed)");
-  files
-    .command('put')
-    .description('copy LOCAL into the sandbox at PATH (relative to the workspace, or absolute inside it)')
-    .argument('<id>', 'session id', sessionId)
-    .argument('<local>', 'local file')
-    .argument('<path>', 'path in the sandbox')
-    .option('--sandbox <name>', 'sandbox name', 'main')
-    .option('--json', 'print {"path","bytes"} on stdout')
-    .action(async (id: string, local: string, target: string, opts: { sandbox: string; json?: boolean }) => {
-      let content: Buffer;
-      try {
-        const stat = fs.statSync(local);
-        if (!stat.isFile()) throw new CliError(`${local} is not a regular file`);
-        if (stat.size > MAX_FILE_BYTES) throw new CliError(`${local} is ${stat.size} bytes; the limit is ${MAX_FILE_BYTES}`);
-        content = fs.readFileSync(local);
-      } catch (e) {
-        if (e instanceof CliError) throw e;
-        throw new CliError(`cannot read ${local}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-      }
-      const client = await connect(loadConfig());
-      const r = await withSession(id, () => update(client, id, putFileUpdate, { sandbox: opts.sandbox, path: target, contentBase64: content.toString('base64') }));
-      if (opts.json) out(JSON.stringify({ path: r.path, bytes: r.bytes }));
-      err(`wrote ${r.bytes} bytes to ${r.path}`);
-    });
-  files
-    .command('get')
-    .description('copy PATH out of the sandbox to LOCAL')
-    .argument('<id>', 'session id', sessionId)
-    .argument('<path>', 'path in the sandbox')
-    .argument('<local>', 'local file')
-    .option('--sandbox <name>', 'sandbox name', 'main')
-    .option('--json', 'print {"path","bytes"} on stdout')
-    .action(async (id: string, source: string, local: string, opts: { sandbox: string; json?: boolean }) => {
-      const client = await connect(loadConfig());
-      const r = await withSession(id, () => update(client, id, getFileUpdate, { sandbox: opts.sandbox, path: source }));
-      fs.writeFileSync(local, Buffer.from(r.contentBase64, 'base64'));
-      if (opts.json) out(JSON.stringify({ path: r.path, bytes: r.bytes }));
-      err(`read ${r.bytes} bytes from ${r.path}`);
-    });
-
-  program
-    .command('handoff')
-    .description("pass one of session FROM's sandboxes to session TO: the container stays on its host, its owner changes, and FROM's later calls to it are denied")
-    .argument('<from>', 'the session that holds the sandbox', sessionId)
-    .argument('<sandbox>', 'the sandbox name, e.g. main', (v: string) => {
-      if (!/^[a-z][a-z0-9-]{0,30}$/.test(v)) throw new InvalidArgumentError('sandbox names are lowercase letters, digits and -');
-      return v;
-    })
-    .argument('<to>', 'the session that receives it', sessionId)
-    .option('--json', 'print {"sandboxId"} on stdout')
-    .action(async (from: string, sandbox: string, to: string, opts: { json?: boolean }) => {
-      if (from === to) throw new CliError('a session cannot hand a sandbox to itself');
-      const client = await connect(loadConfig());
-      const desc = await withSession(to, () => client.workflow.getHandle(to).describe());
-      if (desc.status.name !== 'RUNNING') throw new CliError(`session ${to} is not running (${desc.status.name.toLowerCase()})`);
-      const r = await withSession(from, () => update(client, from, handoffSandboxUpdate, { sandbox, to }));
-      if (opts.json) out(JSON.stringify(r));
-      err(`sandbox ${sandbox} (${r.sandboxId.slice(0, 12)}) of ${from} now belongs to ${to}`);
-    });
-
-  const vault = program.command('vault').description('manage secrets in a vault; sessions refer to them as vault:<name>');
-  const openVault = async () => {
-    const config = loadConfig();
-    const { FileVault } = await import('./vault');
-    const { loadVaultKey } = await import('./infra/keys');
-    return new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config));
-  };
-  vault
-    .command('put')
-    .description('store a secret read from stdin (never from the command line); the value is never printed')
-    .argument('<name>', 'secret name', secretName)
-    .option('--vault <vault>', 'vault (one per user or tenant)', secretName, 'default')
-    .option('--json', 'print {"name","vault"} on stdout (never the value)')
-    .action(async (name: string, opts: { vault: string; json?: boolean }) => {
-      if (process.stdin.isTTY) err('reading the secret from stdin; end with Ctrl-D');
-      const chunks: Buffer[] = [];
-      for await (const c of process.stdin) chunks.push(c as Buffer);
-      const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
-      if (value.length === 0) throw new CliError('no secret on stdin');
-      (await openVault()).put(opts.vault, name, value);
-      if (opts.json) out(JSON.stringify({ name, vault: opts.vault }));
-      err(`stored ${name} in vault ${opts.vault}; refer to it as vault:${name}`);
-    });
-  vault
-    .command('list')
-    .description('list secret names (never values)')
-    .option('--vault <vault>', 'vault', secretName, 'default')
-    .option('--json', 'one JSON object per line')
-    .action(async (opts: { vault: string; json?: boolean }) => {
-      for (const e of (await openVault()).list(opts.vault)) out(opts.json ? JSON.stringify(e) : `${e.name}\t${e.updatedAt}`);
-    });
-  vault
-    .command('rm')
-    .description('remove a secret')
-    .argument('<name>', 'secret name', secretName)
-    .option('--vault <vault>', 'vault', secretName, 'default')
-    .option('--json', 'print {"name","vault"} on stdout')
-    .action(async (name: string, opts: { vault: string; json?: boolean }) => {
-      if (!(await openVault()).rm(opts.vault, name)) throw new CliError(`no secret ${name} in vault ${opts.vault}`);
-      if (opts.json) out(JSON.stringify({ name, vault: opts.vault }));
-      err(`removed ${name} from vault ${opts.vault}`);
-    });
-
-  vault
-    .command('public-key')
-    .description("print the public half of VAULT_KEY, which the API seals credentials to (set it as the API's VAULT_PUBLIC_KEY)")
-    .option('--json', 'print {"publicKey"} on stdout')
-    .action(async (opts: { json?: boolean }) => {
-      const { loadVaultKey } = await import('./infra/keys');
-      const { vaultPublicKey } = await import('./vault/sealed');
-      const key = await vaultPublicKey(loadVaultKey(loadConfig()));
-      out(opts.json ? JSON.stringify({ publicKey: key }) : key);
-    });
+  filesCommands(program);
+  handoffCommand(program);
+  vaultCommands(program);
 
   program
     .command('api')
@@ -215,54 +104,7 @@ export function buildProgram(): Command {
       await api.stop();
     });
 
-  const apiKeys = program.command('api-keys').description('manage API keys; each belongs to one workspace, and sees only its resources');
-  const withApiDb = async <T>(fn: (db: import('./storage/db').Db) => Promise<T>): Promise<T> => {
-    const config = loadConfig();
-    const { openDb } = await import('./storage/db');
-    let db;
-    try {
-      db = await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
-    } catch (e) {
-      throw new CliError((e as Error).message);
-    }
-    try {
-      return await fn(db);
-    } finally {
-      await db.close();
-    }
-  };
-  apiKeys
-    .command('create')
-    .description('make a key in a workspace (created on first use) and print it; it is shown only this once')
-    .requiredOption('--workspace <name>', 'workspace name, e.g. default or team-a')
-    .option('--json', 'print {"key","workspace"} on stdout')
-    .action(async (opts: { workspace: string; json?: boolean }) => {
-      const { createApiKey, WorkspaceNameSchema } = await import('./api/keys');
-      const name = WorkspaceNameSchema.safeParse(opts.workspace);
-      if (!name.success) throw new CliError(`--workspace: ${name.error.issues[0].message}`);
-      const made = await withApiDb((db) => createApiKey(db, name.data));
-      out(opts.json ? JSON.stringify({ key: made.key, workspace: made.workspace, id: made.id }) : made.key);
-      err(`key ${made.id} for workspace ${made.workspace}; store it now, it is not shown again`);
-    });
-  apiKeys
-    .command('list')
-    .description('list keys (their ids, workspaces and first characters; never the keys)')
-    .option('--json', 'one JSON object per line')
-    .action(async (opts: { json?: boolean }) => {
-      const { listApiKeys } = await import('./api/keys');
-      for (const k of await withApiDb(listApiKeys)) out(opts.json ? JSON.stringify(k) : `${k.id}\t${k.workspace}\t${k.hint}\t${k.created_at}${k.revoked_at ? `\trevoked ${k.revoked_at}` : ''}`);
-    });
-  apiKeys
-    .command('revoke')
-    .description('revoke a key by id; requests with it get 401 from then on')
-    .argument('<id>', 'key id, as api-keys list shows it')
-    .option('--json', 'print {"id","revoked"} on stdout')
-    .action(async (id: string, opts: { json?: boolean }) => {
-      const { revokeApiKey } = await import('./api/keys');
-      if (!(await withApiDb((db) => revokeApiKey(db, id)))) throw new CliError(`no live key ${id}`);
-      if (opts.json) out(JSON.stringify({ id, revoked: true }));
-      err(`revoked ${id}`);
-    });
+  apiKeysCommands(program);
 
   program
     .command('dev')

@@ -1,0 +1,57 @@
+// The help text the `agents` commands add to commander's: worked examples, and the program's notes on output.
+import type { Command } from 'commander';
+
+/** Worked examples shown after each command's --help, by command path. */
+const EXAMPLES: Record<string, string[]> = {
+  start: ['agents start "Summarise README.md"', 'agents start --agent coder.yaml --json "Fix the failing test" | jq -r .sessionId', 'agents start --wait "What is 2+2?"   # streams the first turn on stderr'],
+  send: ['agents send ses-1234 "Now run the tests"', 'agents send ses-1234 "retry-safe" --message-id req-42 --json'],
+  events: ['agents events ses-1234', 'agents events ses-1234 --from 100 --limit 20 --json', 'agents events ses-1234 --follow'],
+  watch: ['agents watch ses-1234', "agents watch ses-1234 --json | jq -c 'select(.seq != null)'   # events only", 'agents watch ses-1234 --no-stream'],
+  status: ['agents status ses-1234', 'agents status ses-1234 --json | jq .usage'],
+  list: ['agents list', 'agents list --limit 10 --json'],
+  wake: ['agents wake ses-1234', 'agents wake ses-1234 --json'],
+  fork: ['agents fork ses-1234 --at 41 "Try another approach"', 'agents fork ses-1234 --at 41 --sandboxes --id ses-1234-b --json'],
+  interrupt: ['agents interrupt ses-1234 --reason "wrong direction"'],
+  end: ['agents end ses-1234', 'agents end ses-1234 --reason done --json'],
+  approve: ['agents approve ses-1234 toolu_01A', 'agents approve ses-1234 toolu_01A --by alice --reason "reviewed the diff" --json'],
+  deny: ['agents deny ses-1234 toolu_01A --reason "no force pushes"', 'agents deny ses-1234 toolu_01A --by alice --reason "wrong branch" --json'],
+  submit: ['agents submit ses-1234 toolu_01B --output "teal"', 'my-form | agents submit ses-1234 toolu_01B --output-file - --json', 'agents submit ses-1234 toolu_01B --output "form closed" --error'],
+  handoff: ['agents handoff ses-1234 main ses-5678', 'agents handoff ses-1234 builder ses-5678 --json'],
+  worker: ['agents worker --role brain', 'agents worker --role brain --task-queue agents-research   # sub-agents with taskQueue: agents-research', 'HANDS_HOST_ID=gpu-1 agents worker --role hands', 'STREAM_LISTEN=0.0.0.0:7400 agents worker --role brain --json'],
+  'files put': ['agents files put ses-1234 ./data.csv data/input.csv', 'agents files put ses-1234 --sandbox builder ./Makefile Makefile --json'],
+  'files get': ['agents files get ses-1234 report.md ./report.md'],
+  'vault put': ['printf %s "$GITHUB_TOKEN" | agents vault put git-token', 'agents vault put tracker-oauth --vault team-a < oauth.json'],
+  'vault list': ['agents vault list', 'agents vault list --vault team-a --json'],
+  'vault rm': ['agents vault rm git-token'],
+  dev: ['agents dev', 'agents dev --json   # {"address","uiUrl",...} once up'],
+  'model-server': ['agents model-server --port 8787', 'ANTHROPIC_BASE_URL=$(agents model-server --json | jq -r .url) ...'],
+  doctor: ['agents doctor', 'agents doctor --json | jq .'],
+  api: ['agents api', 'API_LISTEN=0.0.0.0:8480 DATABASE_URL=postgres://... agents api --json'],
+  'api-keys create': ['agents api-keys create --workspace team-a', 'KEY=$(agents api-keys create --workspace team-a --json | jq -r .key)'],
+  'api-keys list': ['agents api-keys list', 'agents api-keys list --json'],
+  'api-keys revoke': ['agents api-keys revoke apikey_01AB…'],
+  'vault public-key': ['VAULT_PUBLIC_KEY=$(agents vault public-key) agents api'],
+  'codec-server': ['agents codec-server', 'CODEC_SERVER_TOKEN=s3cret agents codec-server --port 8234 --origin https://ui.example'],
+};
+
+/** The program's own --help ends with how output works and a first session. */
+export const PROGRAM_HELP = `
+Output: --json on every command prints machine output on stdout and nothing else there; progress, notes
+and logs go to stderr. Colour is used only on a terminal, and never with NO_COLOR set.
+
+Examples:
+  $ agents dev                                  # local server, model and workers; Ctrl-C stops them
+  $ id=$(agents start "Run \`npm test\` and explain failures")
+  $ agents watch "$id"                          # model tokens and tool output as they are produced
+  $ agents send "$id" "Fix the first one" && agents status "$id"
+`;
+
+/** Adds each command's examples to its --help. */
+export function addExamples(cmd: Command, prefix = ''): void {
+  for (const sub of cmd.commands) {
+    const name = `${prefix}${sub.name()}`;
+    const lines = EXAMPLES[name];
+    if (lines) sub.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
+    addExamples(sub, `${name} `);
+  }
+}

@@ -1,0 +1,62 @@
+// The vault commands of `agents`: store, list and remove secrets, and print the vault's public key.
+import type { Command } from 'commander';
+import path from 'node:path';
+import { loadConfig } from '../config';
+import { CliError, err, out, secretName } from './common';
+
+/** `agents vault put`, `list`, `rm` and `public-key`. */
+export function vaultCommands(program: Command): void {
+  const vault = program.command('vault').description('manage secrets in a vault; sessions refer to them as vault:<name>');
+  const openVault = async () => {
+    const config = loadConfig();
+    const { FileVault } = await import('../vault');
+    const { loadVaultKey } = await import('../infra/keys');
+    return new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config));
+  };
+  vault
+    .command('put')
+    .description('store a secret read from stdin (never from the command line); the value is never printed')
+    .argument('<name>', 'secret name', secretName)
+    .option('--vault <vault>', 'vault (one per user or tenant)', secretName, 'default')
+    .option('--json', 'print {"name","vault"} on stdout (never the value)')
+    .action(async (name: string, opts: { vault: string; json?: boolean }) => {
+      if (process.stdin.isTTY) err('reading the secret from stdin; end with Ctrl-D');
+      const chunks: Buffer[] = [];
+      for await (const c of process.stdin) chunks.push(c as Buffer);
+      const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+      if (value.length === 0) throw new CliError('no secret on stdin');
+      (await openVault()).put(opts.vault, name, value);
+      if (opts.json) out(JSON.stringify({ name, vault: opts.vault }));
+      err(`stored ${name} in vault ${opts.vault}; refer to it as vault:${name}`);
+    });
+  vault
+    .command('list')
+    .description('list secret names (never values)')
+    .option('--vault <vault>', 'vault', secretName, 'default')
+    .option('--json', 'one JSON object per line')
+    .action(async (opts: { vault: string; json?: boolean }) => {
+      for (const e of (await openVault()).list(opts.vault)) out(opts.json ? JSON.stringify(e) : `${e.name}\t${e.updatedAt}`);
+    });
+  vault
+    .command('rm')
+    .description('remove a secret')
+    .argument('<name>', 'secret name', secretName)
+    .option('--vault <vault>', 'vault', secretName, 'default')
+    .option('--json', 'print {"name","vault"} on stdout')
+    .action(async (name: string, opts: { vault: string; json?: boolean }) => {
+      if (!(await openVault()).rm(opts.vault, name)) throw new CliError(`no secret ${name} in vault ${opts.vault}`);
+      if (opts.json) out(JSON.stringify({ name, vault: opts.vault }));
+      err(`removed ${name} from vault ${opts.vault}`);
+    });
+
+  vault
+    .command('public-key')
+    .description("print the public half of VAULT_KEY, which the API seals credentials to (set it as the API's VAULT_PUBLIC_KEY)")
+    .option('--json', 'print {"publicKey"} on stdout')
+    .action(async (opts: { json?: boolean }) => {
+      const { loadVaultKey } = await import('../infra/keys');
+      const { vaultPublicKey } = await import('../vault/sealed');
+      const key = await vaultPublicKey(loadVaultKey(loadConfig()));
+      out(opts.json ? JSON.stringify({ publicKey: key }) : key);
+    });
+}

@@ -1,9 +1,11 @@
-// The floor plan of src/: no import circle, workflow code apart, failure types named in one catalogue.
+// The floor plan of src/: no import circle, workflow code apart, no file past about 400 lines, failure types named
+// in one catalogue.
 import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 
 const SRC = path.resolve(__dirname, '../src');
+const MAX_LINES = 400;
 
 function sources(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((d) => {
@@ -91,6 +93,11 @@ describe('src/', () => {
 
   it('has no import circle', () => {
     expect(circles(importGraph(files))).toEqual([]);
+  });
+
+  it(`has no file over ${MAX_LINES} lines`, () => {
+    const long = files.map((f) => [path.relative(SRC, f), fs.readFileSync(f, 'utf8').split('\n').length] as const).filter(([, n]) => n > MAX_LINES);
+    expect(long).toEqual([]);
   });
 });
 

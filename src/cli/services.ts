@@ -87,14 +87,14 @@ export function apiCommand(program: Command): void {
 export function devCommand(program: Command): void {
   program
     .command('dev')
-    .description('start the Temporal dev server (SQLite under DATA_DIR) and every worker role; Ctrl-C stops all')
-    .option('--json', 'print {"address","uiUrl","codecUrl","modelUrl"} on stdout once everything is up')
+    .description('start the Temporal dev server (SQLite under DATA_DIR), every worker role and the Managed Agents API; Ctrl-C stops all')
+    .option('--json', 'print {"address","uiUrl","codecUrl","modelUrl","apiUrl"} on stdout once everything is up')
     .action(async (opts: { json?: boolean }) => {
       const config = loadConfig();
       const { startLocalStack } = await import('../infra/local-stack');
       const stack = await startLocalStack(config, err);
-      if (opts.json) out(JSON.stringify({ address: stack.address, uiUrl: stack.uiUrl ?? null, codecUrl: stack.codecUrl, modelUrl: stack.modelUrl ?? null }));
-      err(`Temporal at ${stack.address}${stack.uiUrl ? `, Web UI at ${stack.uiUrl}` : ''}; Ctrl-C stops everything`);
+      if (opts.json) out(JSON.stringify({ address: stack.address, uiUrl: stack.uiUrl ?? null, codecUrl: stack.codecUrl, modelUrl: stack.modelUrl ?? null, apiUrl: stack.apiUrl ?? null }));
+      err(`Temporal at ${stack.address}${stack.uiUrl ? `, Web UI at ${stack.uiUrl}` : ''}${stack.apiUrl ? `, API at ${stack.apiUrl}` : ''}; Ctrl-C stops everything`);
       await untilStopped();
       await stack.stop();
     });

@@ -1,10 +1,13 @@
 // The local stack behind `agents dev` and `npm start`: dev server, offline model server when no key, and workers.
+import fs from 'node:fs';
 import path from 'node:path';
 import { EncryptionCodec, createDataConverter, parseCodecKeys } from '../codec';
 import { CodecServer } from '../codec/server';
 import type { Config } from '../config';
 import { MockModelServer } from '../model/mock-server';
 import { startApiServer, type RunningApi } from '../api/server';
+import { authenticate, createApiKey } from '../api/keys';
+import type { Db } from '../storage/db';
 import { installRuntime, startWorker, type RunningWorker } from '../worker';
 import { ensureKeys } from './keys';
 import { ensureTemporalCli, portInUse, startDevServer, type DevServer } from './temporal-cli';
@@ -80,7 +83,8 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
   let api: RunningApi | undefined;
   try {
     api = await startApiServer(config, log);
-    log(`Managed Agents API at ${api.url}: new Anthropic({ baseURL: '${api.url}', apiKey }) with a key from \`agents api-keys create --workspace default\``);
+    const keyFile = await ensureDevApiKey(api.db, config.dataDir);
+    log(`Managed Agents API at ${api.url}: new Anthropic({ baseURL: '${api.url}', apiKey }), with the key for workspace default in ${keyFile}`);
   } catch (err) {
     log(`the Managed Agents API is not started: ${(err as Error).message.split('\n')[0]} (API_LISTEN=${config.API_LISTEN})`);
   }
@@ -99,4 +103,18 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
       await server?.stop();
     },
   };
+}
+
+/**
+ * A key for workspace `default`, kept in DATA_DIR/api-key (mode 0600) so a local client can read it: the embedded
+ * database is open in this process, so `agents api-keys create` cannot reach it while the stack runs. A key that
+ * no longer authenticates (revoked, or the database was reset) is replaced.
+ */
+async function ensureDevApiKey(db: Db, dataDir: string): Promise<string> {
+  const file = path.join(dataDir, 'api-key');
+  const kept = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim() : '';
+  if (kept && (await authenticate(db, kept))) return file;
+  const { key } = await createApiKey(db, 'default');
+  fs.writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  return file;
 }

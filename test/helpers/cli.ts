@@ -10,8 +10,13 @@ export interface Run {
 }
 
 export function runAgents(address: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return runNode(path.join(ROOT, 'dist/client.js'), args, { TEMPORAL_ADDRESS: address, ...env });
+}
+
+/** Runs a script with this node, as a user would run it, and collects what it printed. */
+export function runNode(script: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), ...args], { env: { ...process.env, TEMPORAL_ADDRESS: address, ...env } });
+    const child = spawn(process.execPath, [script, ...args], { env: { ...process.env, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -7,7 +7,7 @@ import { AgentSchema, formatIssues, resolveTool, type Agent } from './session/ag
 import { windowAfter } from './session/context-builder';
 import { openToolUses } from './session/context';
 import { BRAIN_TASK_QUEUE, WORKFLOW_TYPE } from './session/queues';
-import { FIRST_MESSAGE_MEMO, firstMessageMemo, sessionSearchAttributes } from './session/search-attributes';
+import { DEFAULT_WORKSPACE, FIRST_MESSAGE_MEMO, WORKSPACE_KEY, firstMessageMemo, sessionSearchAttributes } from './session/search-attributes';
 import {
   eventsQuery,
   handoverQuery,
@@ -60,6 +60,7 @@ export async function wakeSession(client: Client, archive: SessionArchive, sessi
     agent: AgentSchema.parse(agent),
     ...(typeof first === 'string' ? { firstMessage: first } : {}),
     workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+    workspace: workspaceOf(desc.typedSearchAttributes),
   });
   return { runId: handle.firstExecutionRunId, nextSeq: carry.nextSeq };
 }
@@ -114,8 +115,18 @@ export async function forkSession(client: Client, archive: SessionArchive, log: 
   await archive.link(opts.id, { sessionId: opts.source, throughSeq: opts.at });
   const input: SessionInput = { agent, continued: carry, start: 'forked', forkedFrom: { sessionId: opts.source, seq: opts.at }, ...(opts.message ? { message: opts.message } : {}) };
   const firstMessage = events.find((e) => e.type === 'user_message')?.text ?? opts.message?.text;
-  await startSessionRun(client, { workflowId: opts.id, input, agent, ...(firstMessage !== undefined ? { firstMessage } : {}) });
+  // A fork stays in its source's workspace (the default once the source is past retention).
+  const workspace = await client.workflow
+    .getHandle(opts.source)
+    .describe()
+    .then((d) => workspaceOf(d.typedSearchAttributes), () => DEFAULT_WORKSPACE);
+  await startSessionRun(client, { workflowId: opts.id, input, agent, workspace, ...(firstMessage !== undefined ? { firstMessage } : {}) });
   return { sessionId: opts.id, firstOwnSeq: opts.at + 1 };
+}
+
+/** The workspace a run's search attributes name (a session started before the attribute: the default). */
+function workspaceOf(attrs: { get(key: typeof WORKSPACE_KEY): string | undefined } | undefined): string {
+  return attrs?.get(WORKSPACE_KEY) ?? DEFAULT_WORKSPACE;
 }
 
 /** The agent with no sandboxes and no tool bound to one. */
@@ -124,13 +135,13 @@ function withoutSandboxes(agent: Agent): Agent {
 }
 
 /**
- * Starts a session run with its search attributes (state, agent name, model) and, when given, the first user
+ * Starts a session run with its search attributes (state, agent name, model, workspace) and, when given, the first user
  * message in its memo. On a namespace where no worker has registered the attributes yet, the run starts
  * without them and its workflow sets them once a brain worker (which registers them) picks it up.
  */
 export async function startSessionRun(
   client: Client,
-  opts: { workflowId: string; input: SessionInput; agent: { name: string; model: string }; firstMessage?: string; workflowIdReusePolicy?: WorkflowIdReusePolicy },
+  opts: { workflowId: string; input: SessionInput; agent: { name: string; model: string }; firstMessage?: string; workflowIdReusePolicy?: WorkflowIdReusePolicy; workspace?: string },
 ) {
   const base = {
     taskQueue: BRAIN_TASK_QUEUE,
@@ -140,7 +151,8 @@ export async function startSessionRun(
     ...(opts.firstMessage !== undefined ? { memo: firstMessageMemo(opts.firstMessage) } : {}),
   };
   try {
-    return await client.workflow.start(WORKFLOW_TYPE, { ...base, typedSearchAttributes: sessionSearchAttributes(opts.agent) });
+    const workspace = { key: WORKSPACE_KEY, value: opts.workspace ?? DEFAULT_WORKSPACE };
+    return await client.workflow.start(WORKFLOW_TYPE, { ...base, typedSearchAttributes: [...sessionSearchAttributes(opts.agent), workspace] });
   } catch (err) {
     if (!/search attribute/i.test((err as Error).message ?? '')) throw err;
     return client.workflow.start(WORKFLOW_TYPE, base);

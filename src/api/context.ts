@@ -17,6 +17,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The workspace of the request's API key; set by the auth hook on every /v1 route but the OpenAPI document. */
     workspaceId: string;
+    /** That workspace's name, which sessions carry as their AgentWorkspace search attribute. */
+    workspace: string;
     requestId: string;
   }
 }

@@ -85,6 +85,7 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     const betas = (Array.isArray(beta) ? beta.join(',') : (beta ?? '')).split(',').map((b) => b.trim());
     if (!betas.includes(MANAGED_AGENTS_BETA)) throw new ApiError(400, 'invalid_request_error', `the anthropic-beta header must include ${MANAGED_AGENTS_BETA}`);
     req.workspaceId = who.workspaceId;
+    req.workspace = who.workspace;
   });
 
   app.setErrorHandler((err: FastifyError, req, reply) => {

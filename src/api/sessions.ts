@@ -197,7 +197,7 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps)
       [id, req.workspaceId, agent.id, agent.version, environment.id, p.title ?? null, p.metadata ?? {}, JSON.stringify(p.vault_ids ?? [])],
     );
     try {
-      const handle = await startSessionRun(sessions.client, { workflowId: id, input: { agent: file, ...(first ? { message: first } : {}) }, agent: file, firstMessage: first?.text });
+      const handle = await startSessionRun(sessions.client, { workflowId: id, input: { agent: file, ...(first ? { message: first } : {}) }, agent: file, firstMessage: first?.text, workspace: req.workspace });
       for (const m of rest) await handle.signal(userMessageSignal, m);
     } catch (e) {
       await db.query('delete from sessions where id = $1', [id]);

@@ -4,7 +4,11 @@ import { SearchAttributeType, defineSearchAttributeKey, type SearchAttributePair
 export const SESSION_STATE_KEY = defineSearchAttributeKey('AgentSessionState', SearchAttributeType.KEYWORD);
 export const AGENT_NAME_KEY = defineSearchAttributeKey('AgentName', SearchAttributeType.KEYWORD);
 export const AGENT_MODEL_KEY = defineSearchAttributeKey('AgentModel', SearchAttributeType.KEYWORD);
-export const SESSION_SEARCH_ATTRIBUTES = [SESSION_STATE_KEY, AGENT_NAME_KEY, AGENT_MODEL_KEY] as const;
+/** The API workspace a session belongs to; `default` for sessions started from the command line or a client. */
+export const WORKSPACE_KEY = defineSearchAttributeKey('AgentWorkspace', SearchAttributeType.KEYWORD);
+export const DEFAULT_WORKSPACE = 'default';
+/** Every attribute brain workers register; the workspace is set once, at start, and carried across runs. */
+export const SESSION_SEARCH_ATTRIBUTES = [SESSION_STATE_KEY, AGENT_NAME_KEY, AGENT_MODEL_KEY, WORKSPACE_KEY] as const;
 
 /** The memo field holding the session's first user message, cut to MEMO_MESSAGE_CHARS. */
 export const FIRST_MESSAGE_MEMO = 'firstMessage';

@@ -5,6 +5,7 @@ import { ArchivedSessionLog, LiveSessionLog } from '../../src/log/session-log';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { resolveDockerHost } from '../../src/infra/docker-host';
 import { startHarness, testArchive, type Harness } from '../helpers/env';
+import { WORKSPACE_KEY } from '../../src/session/search-attributes';
 
 let h: Harness;
 let api: TestApi;
@@ -58,6 +59,9 @@ it('runs a turn from initial_events and shows it as API events, from status_runn
   const done = await client.beta.sessions.retrieve(s.id);
   expect(done.status).toBe('idle');
   expect(done.usage.output_tokens).toBeGreaterThan(0);
+  // The same session as the Web UI finds it: its workflow carries the key's workspace.
+  const run = await h.env.client.workflow.getHandle(s.id).describe();
+  expect(run.typedSearchAttributes.get(WORKSPACE_KEY)).toBe('default');
 });
 
 it('takes a user.message through events.send and answers it in a second turn', async () => {

@@ -7,7 +7,7 @@ import { removeHostSandboxes, testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { SETTINGS, armStats, endSession, interleave, ratio, turnFinished, waitLive, type BenchResult, type Ctx } from './lib';
-import { sendMessageUpdate } from '../src/workflows/messages';
+import { sendMessageUpdate } from '../src/session/contract';
 
 type Arm = 'standby' | 'cold';
 const HEARTBEAT_MS = 4000;

@@ -6,7 +6,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { testAgent, testDataConverter, uniqueId, workflowBundle } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
-import { sendMessageUpdate, statusQuery } from '../src/workflows/messages';
+import { sendMessageUpdate, statusQuery } from '../src/session/contract';
 import { armStats, endSession, waitLive, type BenchResult, type Ctx } from './lib';
 
 interface Checkpoint {

@@ -12,7 +12,7 @@ import { MockModelServer } from '../src/model/mock-server';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
 import type { RunningWorker } from '../src/worker';
 import type { SessionEvent } from '../src/session/events';
-import { endSignal, eventsQuery } from '../src/workflows/messages';
+import { endSignal, eventsQuery } from '../src/session/contract';
 
 /** The pinned defaults every result records. */
 export const SETTINGS = {

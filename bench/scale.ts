@@ -7,7 +7,7 @@ import { spawnWorker, type ChildWorker } from '../test/helpers/child-worker';
 import { testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
-import { sendMessageUpdate } from '../src/workflows/messages';
+import { sendMessageUpdate } from '../src/session/contract';
 import { SETTINGS, armStats, endSession, ratio, waitLive, type BenchResult, type Ctx } from './lib';
 
 function rssBytes(pid: number): number {

@@ -14,7 +14,7 @@ import { TOOL_SPECS } from '../src/tools/registry';
 import { formatBashOutput } from '../src/activities/hands';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
-import { sendMessageUpdate } from '../src/workflows/messages';
+import { sendMessageUpdate } from '../src/session/contract';
 import { SETTINGS, percentile, armStats, endSession, interleave, waitLive, type BenchResult, type Ctx } from './lib';
 
 type Arm = 'inprocess' | 'platform';

@@ -10,7 +10,7 @@ import { ROOT, testAgent, uniqueId } from '../test/helpers/env';
 import { AnthropicModelClient } from '../src/model/client';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
-import { endSignal, sendMessageUpdate } from '../src/workflows/messages';
+import { endSignal, sendMessageUpdate } from '../src/session/contract';
 import { Stack, armStats, commit, interleave, machine } from './lib';
 
 const quick = process.argv.includes('--quick');

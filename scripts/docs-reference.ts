@@ -11,7 +11,7 @@ import type { Command, Help } from 'commander';
 import { ConfigSchema, ROLE_VARIABLES, SECRET_VARIABLES, SERVICE_ROLES } from '../src/config';
 import { SessionEventSchema, type SessionEventType } from '../src/session/events';
 import { DEFAULT_MODEL } from '../src/session/agent';
-import * as messages from '../src/workflows/messages';
+import * as messages from '../src/session/contract';
 import { buildProgram } from '../src/client';
 
 export const REFERENCE_DIR = 'docs/reference';
@@ -279,8 +279,8 @@ export function messagesReference(): string {
   const unused = Object.keys(MESSAGE_NOTES).filter((n) => !defs.some((d) => d.name === n));
   if (unused.length) throw new Error(`MESSAGE_NOTES describes messages that do not exist: ${unused.join(', ')}`);
   return (
-    header('Session messages', 'the `define*` calls in src/workflows/messages.ts') +
-    'A session is driven by Temporal signals, updates and queries, each defined once in `src/workflows/messages.ts` and imported from there by the CLI and the tests. ' +
+    header('Session messages', 'the `define*` calls in src/session/contract.ts') +
+    'A session is driven by Temporal signals, updates and queries, each defined once in `src/session/contract.ts` and imported from there by the CLI and the tests. ' +
     'Every argument is plain JSON, so any Temporal client can drive a session, e.g. ' +
     '`temporal workflow signal --workflow-id ID --name userMessage --input \'{"text":"hi"}\'`. ' +
     'Each argument is checked by its zod schema; an update\'s validator refuses bad input with a one-line reason and appends nothing. ' +

@@ -9,8 +9,7 @@ import { defaultAgent } from './session/agent';
 import type { SessionEvent } from './session/events';
 import { formatEvent } from './session/format';
 import { BRAIN_TASK_QUEUE } from './session/queues';
-import { sessionWorkflow } from './workflows';
-import { endSignal, eventsQuery, sendMessageUpdate } from './workflows/messages';
+import { endSignal, eventsQuery, sendMessageUpdate, type SessionWorkflow } from './session/contract';
 
 const TURNS = [
   'Hello! Who are you?',
@@ -27,7 +26,7 @@ async function main() {
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: createDataConverter(loadCodecKey(config)), interceptors: clientInterceptors });
   const sessionId = `demo-${Date.now()}`;
   try {
-    const handle = await client.workflow.start(sessionWorkflow, {
+    const handle = await client.workflow.start<SessionWorkflow>('sessionWorkflow', {
       taskQueue: BRAIN_TASK_QUEUE,
       workflowId: sessionId,
       args: [{ agent: { ...defaultAgent(config.AGENT_MODEL), system: 'You are a concise assistant in a demo of durable agent sessions.' } }],

@@ -18,7 +18,7 @@ import {
   type SessionInput,
   type SubmitToolResult,
   type UserMessage,
-} from './workflows/messages';
+} from './session/contract';
 
 export class SessionOpError extends Error {}
 

@@ -3,7 +3,7 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import type { AgentInput } from '../src/session/agent';
 import type { EventOf, SessionEvent } from '../src/session/events';
-import { endSignal, resolveToolUseUpdate, sendMessageUpdate, statusQuery } from '../src/workflows/messages';
+import { endSignal, resolveToolUseUpdate, sendMessageUpdate, statusQuery } from '../src/session/contract';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { expectOneLineError, runAgents } from './helpers/cli';
 import { allEvents, startHarness, startSession, startTestWorker, waitForEvents, type Harness } from './helpers/env';

@@ -2,7 +2,7 @@
 // application's answer by the submitToolResult update (here through the library function and the `agents` CLI).
 import type { EventOf } from '../src/session/events';
 import { submitToolResult, SessionOpError } from '../src/session-ops';
-import { endSignal, statusQuery, sendMessageUpdate, submitToolResultUpdate } from '../src/workflows/messages';
+import { endSignal, statusQuery, sendMessageUpdate, submitToolResultUpdate } from '../src/session/contract';
 import { expectOneLineError, runAgents } from './helpers/cli';
 import { allEvents, startHarness, startSession, waitForEvents, type Harness } from './helpers/env';
 

@@ -4,7 +4,7 @@ import { Client, QueryNotRegisteredError, type WorkflowHandle } from '@temporali
 import { Worker } from '@temporalio/worker';
 import { RUN_AHEAD_MARKER } from '../src/session/run-ahead';
 import type { SessionEvent } from '../src/session/events';
-import { endSignal, eventsQuery, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
+import { endSignal, eventsQuery, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/session/contract';
 import type { MockStep } from '../src/model/mock-script';
 import { readLogStep } from './helpers/actions';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ConfigSchema, SECRET_VARIABLES } from '../src/config';
 import { EVENT_TYPES } from '../src/session/events';
-import * as messages from '../src/workflows/messages';
+import * as messages from '../src/session/contract';
 
 const ROOT = path.join(__dirname, '..');
 const TSX = path.join(ROOT, 'node_modules/.bin/tsx');

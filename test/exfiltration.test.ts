@@ -10,7 +10,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { endSignal } from '../src/workflows/messages';
+import { endSignal } from '../src/session/contract';
 import { FileVault } from '../src/vault';
 import { allEvents, startHarness, startSession, type Harness } from './helpers/env';
 import { bash, callTool } from './helpers/hands';

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { endSignal, statusQuery } from '../src/workflows/messages';
+import { endSignal, statusQuery } from '../src/session/contract';
 import { expectOneLineError, runAgents } from './helpers/cli';
 import { allEvents, startHarness, startSession, type Harness } from './helpers/env';
 import { bash } from './helpers/hands';

@@ -5,7 +5,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { endSignal } from '../src/workflows/messages';
+import { endSignal } from '../src/session/contract';
 import { FileVault } from '../src/vault';
 import { allEvents, startHarness, startSession, type Harness } from './helpers/env';
 import { bash, callTool } from './helpers/hands';

@@ -7,7 +7,7 @@ import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { reapOrphans } from '../src/sandbox/reaper';
 import { OwnershipRegistry } from '../src/sandbox/registry';
 import { childSessionId } from '../src/workflows/subagents';
-import { endSignal, statusQuery } from '../src/workflows/messages';
+import { endSignal, statusQuery } from '../src/session/contract';
 import { expectOneLineError, runAgents } from './helpers/cli';
 import { allEvents, startHarness, startSession, type Harness } from './helpers/env';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';

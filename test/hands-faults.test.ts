@@ -7,7 +7,7 @@ import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { reapOrphans } from '../src/sandbox/reaper';
 import { SandboxRecipeSchema } from '../src/session/agent';
-import { endSignal } from '../src/workflows/messages';
+import { endSignal } from '../src/session/contract';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { allEvents, startHarness, startSession, type Harness } from './helpers/env';
 import { bash, docker, sessionContainers } from './helpers/hands';

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { endSignal, statusQuery } from '../src/workflows/messages';
+import { endSignal, statusQuery } from '../src/session/contract';
 import { allEvents, logOf, say, startHarness, startSession, testAgent, testArchive, uniqueId, waitForEvents, type Harness } from './helpers/env';
 import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';

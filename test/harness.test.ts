@@ -12,7 +12,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { createDataConverter, failureConverterPath } from '../src/codec';
 import { EMPTY_REPLY_NUDGE } from '../src/session/harness';
 import type { MockStep } from '../src/model/mock-script';
-import { sendMessageUpdate } from '../src/workflows/messages';
+import { sendMessageUpdate } from '../src/session/contract';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { expectOneLineError, runAgents } from './helpers/cli';

@@ -9,7 +9,7 @@ import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-uti
 import { Worker } from '@temporalio/worker';
 import { ENCRYPTED_ENCODING, EncryptionCodec, parseCodecKeys } from '../src/codec';
 import { CodecServer } from '../src/codec/server';
-import { endSignal, statusQuery, userMessageSignal } from '../src/workflows/messages';
+import { endSignal, statusQuery, userMessageSignal } from '../src/session/contract';
 import { allEvents, say, startHarness, startSession, temporalCliPath, testDataConverter, waitForEvents, workflowBundle, type Harness } from './helpers/env';
 import { TEST_CODEC_KEY } from './helpers/test-keys';
 

@@ -91,6 +91,14 @@ describe('src/', () => {
     expect(reaching).toEqual([]);
   });
 
+  it('keeps the workflow apart: nothing else in src/ imports from workflows/ (the session contract is session/contract.ts)', () => {
+    const reaching = files
+      .filter((f) => path.relative(SRC, f).split(path.sep)[0] !== 'workflows')
+      .flatMap((f) => ts.preProcessFile(fs.readFileSync(f, 'utf8'), true, true).importedFiles.map((i) => [path.relative(SRC, f), i.fileName] as const))
+      .filter(([from, spec]) => spec.startsWith('.') && path.relative(SRC, path.resolve(path.dirname(path.join(SRC, from)), spec)).split(path.sep)[0] === 'workflows');
+    expect(reaching).toEqual([]);
+  });
+
   it('has no import circle', () => {
     expect(circles(importGraph(files))).toEqual([]);
   });

@@ -6,7 +6,7 @@ import { sessionArchive, type SessionArchive } from '../src/archive';
 import { loadConfig } from '../src/config';
 import { causalOrder } from '../src/session/context';
 import type { SessionEvent } from '../src/session/events';
-import { putFileUpdate, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
+import { putFileUpdate, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/session/contract';
 import { allEvents, conversationOf, startHarness, startSession, temporalCliPath, testDataConverter, turnDone, uniqueId, waitForEvents, type Harness } from './helpers/env';
 
 const HOST = `test-races-${process.pid}`;

@@ -3,7 +3,7 @@
 // runs are deleted from Temporal.
 import { spawnSync } from 'node:child_process';
 import type { WorkflowHandle } from '@temporalio/client';
-import { sendMessageUpdate, statusQuery } from '../src/workflows/messages';
+import { sendMessageUpdate, statusQuery } from '../src/session/contract';
 import type { SessionEvent } from '../src/session/events';
 import { allEvents, runsOf as runsOfSession, startHarness, startSession, temporalCliPath, type Harness } from './helpers/env';
 import { runAgents } from './helpers/cli';

@@ -7,7 +7,7 @@ import { loadConfig } from '../src/config';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { MockStep } from '../src/model/mock-script';
 import type { SessionEvent } from '../src/session/events';
-import { sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
+import { sendMessageUpdate, statusQuery, userMessageSignal } from '../src/session/contract';
 import { allEvents, conversationOf, runsOf as runsOfSession, say, startHarness, startSession, temporalCliPath, turnDone, uniqueId, waitForEvents, withoutTimes, type Harness } from './helpers/env';
 import { runAgents } from './helpers/cli';
 

@@ -13,7 +13,7 @@ import type { ModelRequest } from '../src/model/client';
 import type { AgentInput } from '../src/session/agent';
 import type { EventOf, SessionEvent } from '../src/session/events';
 import { EMPTY_REPLY_NUDGE } from '../src/session/harness';
-import { interruptSignal, sendMessageUpdate, statusQuery } from '../src/workflows/messages';
+import { interruptSignal, sendMessageUpdate, statusQuery } from '../src/session/contract';
 import type { RunningWorker } from '../src/worker';
 import { statusUntil } from './helpers/actions';
 import { allEvents, createTestEnv, expectGapFreeAndValid, say, startSession, startTestWorker, uniqueId, waitForEvents } from './helpers/env';

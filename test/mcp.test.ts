@@ -9,7 +9,7 @@ import { AgentSchema, formatIssues, type AgentInput } from '../src/session/agent
 import { mcpToolName } from '../src/mcp/naming';
 import type { SessionEvent } from '../src/session/events';
 import { FileVault } from '../src/vault';
-import { endSignal, sendMessageUpdate } from '../src/workflows/messages';
+import { endSignal, sendMessageUpdate } from '../src/session/contract';
 import { allEvents, startHarness, startSession, waitForEvents, type Harness } from './helpers/env';
 import { callTool } from './helpers/hands';
 import { startTrackerServer, type TrackerServer } from './helpers/mcp-server';

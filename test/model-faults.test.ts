@@ -1,5 +1,5 @@
 // Model faults: Temporal retries what the API says is transient, honours retry-after, and bounds the budget.
-import { sendMessageUpdate } from '../src/workflows/messages';
+import { sendMessageUpdate } from '../src/session/contract';
 import { allEvents, say, startHarness, startSession, waitForEvents, type Harness } from './helpers/env';
 import { conversationOf } from './helpers/env';
 

@@ -9,7 +9,7 @@ import { MockModelServer } from '../src/model/mock-server';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import type { RunningWorker } from '../src/worker';
 import { sessionWorkflow } from '../src/workflows';
-import { endSignal, statusQuery } from '../src/workflows/messages';
+import { endSignal, statusQuery } from '../src/session/contract';
 import type { ChildWorker } from './helpers/child-worker';
 import { allEvents, freePort, startTestWorker, temporalCliPath, testAgent, testDataConverter, uniqueId, type Harness } from './helpers/env';
 import { bash, docker, sessionContainers } from './helpers/hands';

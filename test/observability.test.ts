@@ -6,7 +6,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type Docker from 'dockerode';
 import { resolveDockerHost } from '../src/infra/docker-host';
-import { endSignal } from '../src/workflows/messages';
+import { endSignal } from '../src/session/contract';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { runAgents } from './helpers/cli';
 import { removeHostSandboxes, startHarness, startSession, uniqueId, type Harness } from './helpers/env';

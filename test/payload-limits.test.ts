@@ -1,6 +1,6 @@
 // Payload limits: a tool output or user message too big for the model never breaks a session. The model gets
 // a head and a tail; the whole stays reachable by reference (a file in the sandbox, an event in the log).
-import { sendMessageUpdate } from '../src/workflows/messages';
+import { sendMessageUpdate } from '../src/session/contract';
 import { MAX_TOOL_OUTPUT_CHARS } from '../src/tools/kind';
 import { MODEL_TEXT_LIMIT } from '../src/session/context-builder';
 import { allEvents, say, startHarness, startSession, turnDone, waitForEvents, type Harness } from './helpers/env';

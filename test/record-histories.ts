@@ -21,7 +21,7 @@ import {
   statusQuery,
   submitToolResultUpdate,
   userMessageSignal,
-} from '../src/workflows/messages';
+} from '../src/session/contract';
 import { messagesUntilHandover, readLogStep, requiresAction, toolStep } from './helpers/actions';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import type { WorkflowHandle } from '@temporalio/client';

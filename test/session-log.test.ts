@@ -7,7 +7,7 @@ import { createActivities } from '../src/activities';
 import { ArchivedSessionLog, CachedSessionLog, MissingEventsError, readEvents, type SessionLog } from '../src/log/session-log';
 import { eventsDigest } from '../src/session/digest';
 import type { SessionEvent } from '../src/session/events';
-import type { EventsPage } from '../src/workflows/messages';
+import type { EventsPage } from '../src/session/contract';
 
 const t = '2026-01-01T00:00:00.000Z';
 const events = (from: number, n: number): SessionEvent[] => Array.from({ length: n }, (_, i) => ({ seq: from + i, time: t, type: 'user_message', text: `m${from + i}` }));

@@ -1,7 +1,7 @@
 // The session workflow end to end: real dev server, real worker, real SDK against the local Messages API server.
 import { spawnSync } from 'node:child_process';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, MAX_MESSAGE_BYTES } from '../src/workflows/messages';
+import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, MAX_MESSAGE_BYTES } from '../src/session/contract';
 import { allEvents, expectGapFreeAndValid, say, startHarness, startSession, temporalCliPath, waitForEvents, type Harness } from './helpers/env';
 import { conversationOf } from './helpers/env';
 import { readLogStep, toolStep } from './helpers/actions';

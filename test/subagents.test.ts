@@ -5,7 +5,7 @@ import type Docker from 'dockerode';
 import type { WorkflowHandle } from '@temporalio/client';
 import type { SessionEvent, Usage } from '../src/session/events';
 import { childSessionId } from '../src/workflows/subagents';
-import { endSignal, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/workflows/messages';
+import { endSignal, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/session/contract';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { allEvents, runsOf, say, startHarness, startSession, testArchive, turnDone, uniqueId, waitForEvents, type Harness } from './helpers/env';
 import { wakeSession } from '../src/session-ops';

@@ -1,7 +1,7 @@
 // `agents watch` streams model tokens and tool output live, from whichever worker is doing the work, while
 // the log stays the source of truth: a watcher that starts late or reconnects misses nothing.
 import { SessionEventSchema, type SessionEvent } from '../src/session/events';
-import { endSignal, sendMessageUpdate } from '../src/workflows/messages';
+import { endSignal, sendMessageUpdate } from '../src/session/contract';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { spawnAgents, type Line, type LiveRun } from './helpers/cli';
 import { startHarness, startSession, uniqueId, waitForEvents, type Harness } from './helpers/env';

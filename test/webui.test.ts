@@ -11,7 +11,7 @@ import { chromiumPath } from '../src/infra/chromium';
 import { MockModelServer } from '../src/model/mock-server';
 import { startSessionRun } from '../src/session-ops';
 import { installRuntime, type RunningWorker } from '../src/worker';
-import { endSignal } from '../src/workflows/messages';
+import { endSignal } from '../src/session/contract';
 import { TEST_CODEC_KEY } from './helpers/test-keys';
 import { freePort, startTestWorker, temporalCliPath, testAgent, testDataConverter, turnDone, uniqueId, waitForEvents } from './helpers/env';
 

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { readEvents } from '../log/session-log';
 import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../session-ops';
 import type { Usage } from '../session/events';
-import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../workflows/messages';
+import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../session/contract';
 import { agentFileFor } from './agent-file';
 import { getAgent, type ApiAgent } from './agents';
 import { IdSchema, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId } from './common';

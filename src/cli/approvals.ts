@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import fs from 'node:fs';
 import { loadConfig } from '../config';
 import { formatIssues } from '../session/agent';
-import { ResolveToolUseSchema, SubmitToolResultSchema } from '../workflows/messages';
+import { ResolveToolUseSchema, SubmitToolResultSchema } from '../session/contract';
 import { resolveToolUse, submitToolResult } from '../session-ops';
 import { CliError, connect, err, opError, out, sessionId } from './common';
 

@@ -9,7 +9,7 @@ import { temporalConnectionOptions } from '../temporal-connection';
 import { createDataConverter } from '../codec';
 import { loadCodecKey } from '../infra/keys';
 import { formatIssues } from '../session/agent';
-import { UserMessageSchema, type UserMessage } from '../workflows/messages';
+import { UserMessageSchema, type UserMessage } from '../session/contract';
 import { sessionArchive, type SessionArchive } from '../archive';
 import { ArchivedSessionLog, LiveSessionLog, type SessionLog } from '../log/session-log';
 import { clientInterceptors } from '../log/query-retry';

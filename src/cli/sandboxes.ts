@@ -3,7 +3,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import fs from 'node:fs';
 import { loadConfig } from '../config';
 import { MAX_FILE_BYTES } from '../session/paths';
-import { getFileUpdate, handoffSandboxUpdate, putFileUpdate } from '../workflows/messages';
+import { getFileUpdate, handoffSandboxUpdate, putFileUpdate } from '../session/contract';
 import { CliError, connect, err, out, sessionId, update, withSession } from './common';
 
 /** `agents files put` and `agents files get`. */

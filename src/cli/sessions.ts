@@ -13,7 +13,7 @@ import { AgentSchema, DEFAULT_MODEL, formatIssues, type Agent } from '../session
 import type { SessionEvent } from '../session/events';
 import { formatEvent } from '../session/format';
 import { WORKFLOW_TYPE } from '../session/queues';
-import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, type SessionInput } from '../workflows/messages';
+import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, type SessionInput } from '../session/contract';
 import type { SessionLog } from '../log/session-log';
 import { forkSession, startSessionRun, wakeSession } from '../session-ops';
 import { parsePriceTable } from '../observability/pricing';

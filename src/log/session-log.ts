@@ -1,7 +1,7 @@
 // SessionLog: reads any slice of a session's log, of any age. Sealed segments come from the session archive
 // (following a fork's link to its source), the live tail from the running workflow by query.
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
-import { eventsQuery, type EventsPage } from '../workflows/messages';
+import { eventsQuery, type EventsPage } from '../session/contract';
 import type { SessionArchive } from '../archive';
 import type { SessionEvent } from '../session/events';
 

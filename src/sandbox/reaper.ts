@@ -1,6 +1,6 @@
 // The reaper: removes a host's containers whose owning session has ended, or that it no longer uses.
 import type { Client } from '@temporalio/client';
-import { statusQuery } from '../workflows/messages';
+import { statusQuery } from '../session/contract';
 import type { SandboxProvider } from './provider';
 import type { OwnershipRegistry } from './registry';
 

@@ -12,7 +12,7 @@ import {
   submitToolResultUpdate,
   type PendingAction,
   type PendingTool,
-} from './messages';
+} from '../session/contract';
 import { toolError, type ToolOutcome } from '../tools/kind';
 import { Failure, refusal } from '../session/failure-types';
 

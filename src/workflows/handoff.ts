@@ -6,7 +6,7 @@ import type { NewEvent } from '../session/events';
 import { HandoffSandboxInputSchema } from '../tools/handoff-sandbox';
 import { formatIssues } from '../session/agent';
 import { failureMessage } from './failures';
-import { HandoffRequestSchema, handoffSandboxUpdate, sandboxReceivedSignal, SandboxGiftSchema, type HandedSandbox, type SandboxSlot } from './messages';
+import { HandoffRequestSchema, handoffSandboxUpdate, sandboxReceivedSignal, SandboxGiftSchema, type HandedSandbox, type SandboxSlot } from '../session/contract';
 import { toolError, type ToolOutcome } from '../tools/kind';
 import type { SandboxSlots } from './sandbox-slots';
 import { Failure } from '../session/failure-types';

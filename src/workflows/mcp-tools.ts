@@ -5,7 +5,7 @@ import type { Agent, BoundTool } from '../session/agent';
 import type { NewEvent } from '../session/events';
 import type { SessionActivities } from './activity-options';
 import { failureMessage } from './failures';
-import type { Carry } from './messages';
+import type { Carry } from '../session/contract';
 import { toolError, type ToolOutcome, type ToolSpec } from '../tools/kind';
 
 export class McpTools {

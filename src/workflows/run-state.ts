@@ -5,7 +5,7 @@ import { FULL_WINDOW, type ContextWindow } from '../session/context-builder';
 import type { Agent } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
 import { logEvent } from './visibility';
-import { MAX_CARRIED_MESSAGE_IDS, type Carry, type EventsPage, type EventsQueryArgs, type ParentRef, type SessionState, type UserMessage } from './messages';
+import { MAX_CARRIED_MESSAGE_IDS, type Carry, type EventsPage, type EventsQueryArgs, type ParentRef, type SessionState, type UserMessage } from '../session/contract';
 import { Failure } from '../session/failure-types';
 
 /** An events query answers with at most about this many bytes of events, to stay well under payload limits. */

@@ -9,7 +9,7 @@ import { lostWhileRunning, notProvisioned } from '../session/model-sentences';
 import { TOOL_KINDS, toolSummary } from '../tools/registry';
 import { HANDS_POOL, type SessionActivities } from './activity-options';
 import { failureMessage, failureType } from './failures';
-import type { SandboxSlot } from './messages';
+import type { SandboxSlot } from '../session/contract';
 import { invalidInput, toolError, type ToolOutcome } from '../tools/kind';
 import { Failure } from '../session/failure-types';
 

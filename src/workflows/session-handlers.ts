@@ -21,7 +21,7 @@ import {
   statusQuery,
   userMessageSignal,
   type Carry,
-} from './messages';
+} from '../session/contract';
 import type { RunState } from './run-state';
 import type { SandboxSlots } from './sandbox-slots';
 import type { createSubagents } from './subagents';

@@ -20,7 +20,7 @@ import { modelSummary } from '../session/summaries';
 import { trackVisibility } from './visibility';
 import { AgentSchema, formatIssues, type Agent } from '../session/agent';
 import { eventsDigest } from '../session/digest';
-import { SessionInputSchema, type Carry, type SessionInput, type SessionResult, type SessionWorkflow, type PendingTool } from './messages';
+import { SessionInputSchema, type Carry, type SessionInput, type SessionResult, type SessionWorkflow, type PendingTool } from '../session/contract';
 import { failureMessage } from './failures';
 import { createHandoff } from './handoff';
 import { childAnswer, createSubagents, reportToParent } from './subagents';

@@ -29,7 +29,7 @@ import {
   type SessionInput,
   type SessionWorkflow,
   type SubagentRef,
-} from './messages';
+} from '../session/contract';
 import { capOutput, toolError, type ToolOutcome } from '../tools/kind';
 
 const MAX_SESSION_ID = 200;

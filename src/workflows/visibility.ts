@@ -3,7 +3,7 @@ import type { SearchAttributePair } from '@temporalio/common';
 import { condition, log, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { FIRST_MESSAGE_MEMO, SESSION_STATE_KEY, firstMessageMemo, sessionSearchAttributes } from '../session/search-attributes';
 import type { SessionEvent } from '../session/events';
-import type { SessionState } from './messages';
+import type { SessionState } from '../session/contract';
 
 /**
  * Sets the agent's name and model (and the state) where the start did not, then upserts the state each time

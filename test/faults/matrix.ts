@@ -8,7 +8,7 @@ import type { MockStep } from '../../src/model/mock-script';
 import { reapOrphans } from '../../src/sandbox/reaper';
 import type { SessionEvent } from '../../src/session/events';
 import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
-import { endSignal, sendMessageUpdate, statusQuery } from '../../src/workflows/messages';
+import { endSignal, sendMessageUpdate, statusQuery } from '../../src/session/contract';
 import { testAgent, testArchive, uniqueId } from '../helpers/env';
 import type { FaultStack } from './stack';
 

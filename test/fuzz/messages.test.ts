@@ -13,7 +13,7 @@ import {
   ResolveToolUseSchema,
   SubmitToolResultSchema,
   UserMessageSchema,
-} from '../../src/workflows/messages';
+} from '../../src/session/contract';
 import { allEvents, startHarness, startSession, waitForEvents, type Harness } from '../helpers/env';
 import { LIVE_RUNS, directParams, failedWorkflowTasks, hostileJson, hostileString, inBatches, liveSample, overTheWire, shaped } from './fuzz-helpers';
 

@@ -10,7 +10,7 @@ import { toModelFailure } from '../../src/model/errors';
 import { validateRequest } from '../../src/model/api-validation';
 import { ContentBlockSchema } from '../../src/session/events';
 import { readRunEvents } from '../../src/tools/session-events';
-import { sendMessageUpdate } from '../../src/workflows/messages';
+import { sendMessageUpdate } from '../../src/session/contract';
 import { say, startHarness, startSession, turnDone, waitForEvents, type Harness } from '../helpers/env';
 import { LIVE_RUNS, SEED, directParams, failedWorkflowTasks, hostileJson, hostileString, inBatches, liveSample } from './fuzz-helpers';
 

@@ -4,7 +4,7 @@
 import fc from 'fast-check';
 import { formatBashOutput } from '../../src/activities/hands';
 import { parseWrapperOutput } from '../../src/sandbox/docker';
-import { sendMessageUpdate } from '../../src/workflows/messages';
+import { sendMessageUpdate } from '../../src/session/contract';
 import { conversationOf, startHarness, startSession, turnDone, waitForEvents, type Harness } from '../helpers/env';
 import { LIVE_RUNS, SEED, directParams, failedWorkflowTasks, liveSample } from './fuzz-helpers';
 

@@ -1,7 +1,7 @@
 // Helpers for sessions that wait on approvals and client tools.
 import type { WorkflowHandle } from '@temporalio/client';
 import type { MockStep } from '../../src/model/mock-script';
-import { statusQuery, userMessageSignal, type PendingAction, type SessionStatus } from '../../src/workflows/messages';
+import { statusQuery, userMessageSignal, type PendingAction, type SessionStatus } from '../../src/session/contract';
 
 /** Polls the status query until `pred` holds for it. */
 export async function statusUntil(handle: WorkflowHandle, pred: (s: SessionStatus) => boolean, timeoutMs = 60_000): Promise<SessionStatus> {

@@ -20,7 +20,7 @@ import { ArchivedSessionLog, readEvents, type SessionLog } from '../../src/log/s
 import { WORKFLOW_INTERCEPTOR_MODULES, installRuntime, startWorker, type RunningWorker, type WorkerOptions } from '../../src/worker';
 import { clientInterceptors } from '../../src/log/query-retry';
 import { sessionWorkflow } from '../../src/workflows';
-import { eventsQuery, sendMessageUpdate, type UserMessage } from '../../src/workflows/messages';
+import { eventsQuery, sendMessageUpdate, type UserMessage } from '../../src/session/contract';
 
 export const ROOT = path.resolve(__dirname, '../..');
 export { testDataConverter };

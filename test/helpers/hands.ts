@@ -4,7 +4,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { resolveDockerHost } from '../../src/infra/docker-host';
 import { LABEL } from '../../src/sandbox/docker';
 import type { EventOf } from '../../src/session/events';
-import { sendMessageUpdate } from '../../src/workflows/messages';
+import { sendMessageUpdate } from '../../src/session/contract';
 import type { Harness } from './env';
 import { waitForEvents, turnDone } from './env';
 

@@ -2,7 +2,7 @@
 import type { WorkflowHandle } from '@temporalio/client';
 import type { EventOf, SessionEvent } from '../../src/session/events';
 import type { MockBlock } from '../../src/model/mock-script';
-import { sendMessageUpdate } from '../../src/workflows/messages';
+import { sendMessageUpdate } from '../../src/session/contract';
 import { turnDone, waitForEvents, type Harness } from './env';
 
 export const spawn = (id: string, input: Record<string, unknown>): MockBlock => ({ type: 'tool_use', id, name: 'spawn_agent', input });

@@ -24,7 +24,7 @@ import {
   userMessageSignal,
   type EventsPage,
   type PendingAction,
-} from '../../src/workflows/messages';
+} from '../../src/session/contract';
 import { retrying } from '../faults/matrix';
 import { FaultStack } from '../faults/stack';
 import { toolStep } from '../helpers/actions';

@@ -1,9 +1,9 @@
 // Every signal, update and query of a session, defined once; the client and the tests import them from here.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
-import { AgentSchema } from '../session/agent';
-import { UsageSchema, type SessionEvent, type Usage } from '../session/events';
-import { SessionIdSchema } from '../session/identifiers';
+import { AgentSchema } from './agent';
+import { UsageSchema, type SessionEvent, type Usage } from './events';
+import { SessionIdSchema } from './identifiers';
 
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 

@@ -3,7 +3,7 @@ import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { AgentSchema } from './agent';
 import { UsageSchema, type SessionEvent, type Usage } from './events';
-import { SessionIdSchema } from './identifiers';
+import { HandoffSandboxInputSchema } from '../tools/handoff-sandbox';
 
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 
@@ -177,12 +177,8 @@ export type SubagentReport = z.input<typeof SubagentReportSchema>;
 export const SandboxGiftSchema = z.object({ from: z.string().min(1), sandbox: HandedSandboxSchema }).strict();
 export type SandboxGift = z.infer<typeof SandboxGiftSchema>;
 
-export const HandoffRequestSchema = z
-  .object({
-    sandbox: z.string().min(1).max(31),
-    to: SessionIdSchema,
-  })
-  .strict();
+/** The handoffSandbox update takes what the handoff_sandbox tool takes. */
+export const HandoffRequestSchema = HandoffSandboxInputSchema;
 export type HandoffRequest = z.infer<typeof HandoffRequestSchema>;
 
 /** A tool call of the round in progress that has no result yet, as carried to the next run. */

@@ -38,6 +38,8 @@ export interface ToolGateDeps {
 export interface ToolGate {
   /** Registers the gate's update handlers (the session registers all its handlers in one place). */
   register(): void;
+  /** Whether the policy asks for a person's decision before this call runs. */
+  asks(use: { id: string; name: string; input: unknown }): boolean;
   /** Starts a round with the model's tool calls (their tool_use events already appended). */
   startRound(uses: { id: string; name: string; input: unknown }[]): void;
   /** Finishes the round's calls in order; `handover` when the run should hand over while one still waits. */
@@ -63,7 +65,13 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
   /** Client calls answered by `submitToolResult`: their tool_result is in the log. */
   const answered = new Set<string>();
 
-  const verdictOf = (t: PendingTool) => evaluatePolicy(t.name, agent.policies[t.name], t.input);
+  /** Each call's policy verdict, evaluated once per tool use (the policy is a pure function of name and input). */
+  const verdicts = new Map<string, ReturnType<typeof evaluatePolicy>>();
+  const verdictOf = (t: { id: string; name: string; input: unknown }) => {
+    let v = verdicts.get(t.id);
+    if (!v) verdicts.set(t.id, (v = evaluatePolicy(t.name, agent.policies[t.name], t.input)));
+    return v;
+  };
   /** Whether the call may run (or be handed to the client) without a decision still to come. */
   const cleared = (t: PendingTool) => (t.decision ? t.decision.allow : t.approval === undefined && !verdictOf(t).ask);
 
@@ -194,8 +202,11 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
 
   return {
     register,
+    asks: (use) => verdictOf(use).ask,
     startRound(uses) {
       round = uses.map((u) => ({ id: u.id, name: u.name, input: u.input }));
+      // Verdicts of earlier rounds are not asked for again.
+      for (const id of verdicts.keys()) if (!round.some((t) => t.id === id)) verdicts.delete(id);
     },
     async runRound() {
       // On cancellation the round stays, so the session can close its calls (closeDanglingToolUses, then clear).

@@ -10,7 +10,6 @@ import { boundTools, buildToolSpecs } from '../tools/offer';
 import { toolError, type ToolOutcome } from '../tools/kind';
 import { SessionEventsInputSchema, readRunEvents } from '../tools/session-events';
 import { createToolGate } from './approvals';
-import { evaluatePolicy } from '../session/policy';
 import { shouldReprompt } from './harness';
 import { EMPTY_REPLY_NUDGE } from '../session/harness';
 import { notProvisioned } from '../session/model-sentences';
@@ -259,7 +258,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
       }
       for (const use of toolUses) append({ type: 'tool_use', id: use.id, name: use.name, input: use.input });
       // The round's children start together and run in parallel; one that needs approval starts once approved.
-      await subagents.startAll(toolUses.filter((u) => tools.get(u.name)?.kind === 'spawn_agent' && !evaluatePolicy(u.name, agent.policies[u.name], u.input).ask));
+      await subagents.startAll(toolUses.filter((u) => tools.get(u.name)?.kind === 'spawn_agent' && !gate.asks(u)));
       gate.startRound(toolUses);
       if ((await gate.runRound()) === 'handover') return { kind: 'handover', round: round + 1 };
     }

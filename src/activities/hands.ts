@@ -16,6 +16,8 @@ import { RuntimeUnavailableError } from '../sandbox/runtime';
 import { SetupFailedError } from '../sandbox/docker';
 import { OwnershipError, type OwnershipRegistry } from '../sandbox/registry';
 import { EDITOR_PY } from '../sandbox/scripts';
+import { FILE_TOOLS_PY } from '../sandbox/file-tools';
+import { TOOL_KINDS } from '../tools/registry';
 import type { StreamHub } from '../stream';
 import { StringDecoder } from 'node:string_decoder';
 import { Failure } from '../session/failure-types';
@@ -61,6 +63,9 @@ export function formatBashOutput(output: string, exitCode: number, timedOut: boo
   if (timedOut) text += `[timed out after ${timeoutSeconds} s]\n`;
   return `${text}[exit ${exitCode}]`;
 }
+
+/** The tools FILE_TOOLS_PY runs. */
+const FILE_TOOLS = new Set<string>(['read', 'write', 'edit', 'glob', 'grep']);
 
 export function createHandsActivities(deps: HandsDeps) {
   const { provider, hostId } = deps;
@@ -139,22 +144,28 @@ export function createHandsActivities(deps: HandsDeps) {
           ...(r.fullOutputPath ? { outputRef: { path: r.fullOutputPath, bytes: r.outputBytes } } : {}),
         };
       }
+      /** Runs a python3 program from `env` once per key, its input as JSON on stdin. */
+      const python = (program: string, env: Record<string, string>, stdin: unknown) =>
+        heartbeating((signal) =>
+          provider.execute(
+            input.sandboxId,
+            { key, script: `exec python3 -c "$${program}"`, env, stdin: Buffer.from(JSON.stringify(stdin)), timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS },
+            signal,
+          ),
+        ).catch(lost);
+      if (FILE_TOOLS.has(input.tool)) {
+        const parsed = TOOL_KINDS[input.tool].input.safeParse(input.input);
+        if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
+        const r = await python('MA_FILES', { MA_FILES: FILE_TOOLS_PY }, { tool: input.tool, input: parsed.data });
+        return {
+          output: r.timedOut ? `${r.output}\n[timed out after ${input.timeoutSeconds} s]` : r.output,
+          isError: r.exitCode !== 0,
+          ...(r.fullOutputPath ? { outputRef: { path: r.fullOutputPath, bytes: r.outputBytes } } : {}),
+        };
+      }
       const parsed = EditorInputSchema.safeParse(input.input);
       if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
-      const r = await heartbeating((signal) =>
-        provider.execute(
-          input.sandboxId,
-          {
-            key,
-            script: 'exec python3 -c "$MA_EDITOR"',
-            env: { MA_EDITOR: EDITOR_PY },
-            stdin: Buffer.from(JSON.stringify(parsed.data)),
-            timeoutSeconds: input.timeoutSeconds,
-            maxOutputBytes: MAX_TOOL_OUTPUT_CHARS,
-          },
-          signal,
-        ),
-      ).catch(lost);
+      const r = await python('MA_EDITOR', { MA_EDITOR: EDITOR_PY }, parsed.data);
       return { output: r.output.replace(/\n$/, ''), isError: r.exitCode !== 0 };
     },
 

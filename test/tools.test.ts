@@ -24,6 +24,8 @@ describe('the tool registry', () => {
     expect(toolSummary('edit', 'edit', { file_path: 'src/a.ts', old_string: 'a', new_string: 'b' })).toBe('edit: src/a.ts');
     expect(toolSummary('glob', 'glob', { pattern: '**/*.ts' })).toBe('glob: **/*.ts');
     expect(toolSummary('grep', 'grep', { pattern: 'TODO', path: 'src' })).toBe('grep: TODO in src');
+    expect(toolSummary('bash', 'shell', { command: 'cd src && npm test' })).toBe('bash: cd src && npm test');
+    expect(toolSummary('bash', 'shell', { restart: true })).toBe('bash: restart');
   });
 
   it('parses a call with its kind schema, refusing what the model-facing spec does not allow', () => {
@@ -38,5 +40,8 @@ describe('the tool registry', () => {
     expect(TOOL_KINDS.edit.input.safeParse({ file_path: 'a', old_string: 'x', new_string: '', replace_all: true }).success).toBe(true);
     expect(TOOL_KINDS.glob.input.safeParse({ pattern: '{src,..}/*' }).success).toBe(false);
     expect(TOOL_KINDS.grep.input.safeParse({ pattern: 'a', path: 'src', glob: '*.ts' }).success).toBe(false);
+    expect(TOOL_KINDS.shell.input.safeParse({ restart: true }).success).toBe(true);
+    expect(TOOL_KINDS.shell.input.safeParse({ command: 'ls', timeout_ms: 0 }).success).toBe(true);
+    expect(TOOL_KINDS.shell.input.safeParse({ timeout_ms: 5000 }).success).toBe(false);
   });
 });

@@ -1,12 +1,12 @@
 // The tools of the built-in toolset as sandbox tools, against the real Docker engine: read, write, edit, glob
-// and grep in the workspace, refusing paths that leave it.
+// and grep in the workspace, refusing paths that leave it, and the persistent shell the toolset calls bash.
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type Docker from 'dockerode';
 import { createHandsActivities, type ExecuteInput, type ToolOutput } from '../src/activities/hands';
 import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { SandboxRecipeSchema } from '../src/session/agent';
-import { endSignal, statusQuery } from '../src/workflows/messages';
+import { endSignal, interruptSignal, statusQuery } from '../src/workflows/messages';
 import { toolStep } from './helpers/actions';
 import { allEvents, say, startHarness, startSession, type Harness } from './helpers/env';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
@@ -22,6 +22,33 @@ beforeAll(async () => {
 });
 // Stopping the harness removes the containers left on its host.
 afterAll(() => h?.stop());
+
+const dockerProvider = async () => new DockerSandboxProvider({ dockerHost: await resolveDockerHost(), defaultImage: sandboxImage() });
+
+/** A tool call as the execute activity gets it (an activity retry repeats it), in a sandbox of its own. */
+type Execute = (toolUseId: string, tool: ExecuteInput['tool'], input: unknown) => Promise<ToolOutput>;
+async function withExecute(sessionId: string, fn: (run: Execute) => Promise<void>): Promise<void> {
+  const provider = await dockerProvider();
+  const sandbox = await provider.provision({ sessionId, name: 'main', recipe: SandboxRecipeSchema.parse({}), hostId: HOST });
+  try {
+    const mockEnv = new MockActivityEnvironment();
+    const activities = createHandsActivities({ provider, hostId: HOST });
+    await fn((toolUseId, tool, input) => mockEnv.run(activities.execute, { sandboxId: sandbox.sandboxId, toolUseId, tool, input, timeoutSeconds: 30 }));
+  } finally {
+    await provider.destroy(sandbox.sandboxId);
+  }
+}
+
+/** Waits until a process whose command line matches `pattern` (a pgrep -f expression) runs in the container. */
+async function untilRunning(containerId: string, pattern: string): Promise<void> {
+  const provider = await dockerProvider();
+  for (let i = 0; i < 300; i++) {
+    const probe = await provider.execute(containerId, { key: `probe-${process.pid}-${Date.now()}-${i}`, script: `pgrep -f '${pattern}'`, timeoutSeconds: 10, maxOutputBytes: 4096 });
+    if (probe.exitCode === 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`nothing matching ${pattern} started in ${containerId.slice(0, 12)}`);
+}
 
 /** The output and error flag of one call, the parts these tests compare. */
 const result = async (r: ReturnType<typeof callTool>) => {
@@ -151,23 +178,15 @@ describe('file tool calls the schema refuses', () => {
 });
 
 describe('the file tools under faults', () => {
-  it('run once per tool_use id when the activity is retried', async () => {
-    const provider = new DockerSandboxProvider({ dockerHost: await resolveDockerHost(), defaultImage: sandboxImage() });
-    const sandbox = await provider.provision({ sessionId: `toolset-idem-${process.pid}`, name: 'main', recipe: SandboxRecipeSchema.parse({}), hostId: HOST });
-    try {
-      const mockEnv = new MockActivityEnvironment();
-      const activities = createHandsActivities({ provider, hostId: HOST });
-      const run = (toolUseId: string, tool: ExecuteInput['tool'], input: unknown) => mockEnv.run(activities.execute, { sandboxId: sandbox.sandboxId, toolUseId, tool, input, timeoutSeconds: 30 }) as Promise<ToolOutput>;
+  it('run once per tool_use id when the activity is retried', () =>
+    withExecute(`toolset-idem-${process.pid}`, async (run) => {
       await run('toolu_w', 'write', { file_path: 'n.txt', content: 'x' });
       const first = await run('toolu_double', 'edit', { file_path: 'n.txt', old_string: 'x', new_string: 'xx', replace_all: true });
       const retried = await run('toolu_double', 'edit', { file_path: 'n.txt', old_string: 'x', new_string: 'xx', replace_all: true });
       expect(first).toEqual({ output: 'edited /workspace/n.txt: 1 replacement', isError: false });
       expect(retried).toEqual(first);
       expect(await run('toolu_r', 'read', { file_path: 'n.txt' })).toEqual({ output: 'xx', isError: false });
-    } finally {
-      await provider.destroy(sandbox.sandboxId);
-    }
-  });
+    }));
 
   it('report a lost container as an infra error, and run in its replacement with the files intact', async () => {
     const handle = await startSession(h, { agent: { tools: [...FILE_TOOLS] } });
@@ -181,4 +200,107 @@ describe('the file tools under faults', () => {
     expect(await result(callTool(h, handle, 'read', { file_path: 'kept.txt' }))).toEqual({ output: 'kept\n', isError: false });
     await handle.signal(endSignal, {});
   });
+});
+
+describe('the persistent shell', () => {
+  const SHELL = { name: 'bash', tool: 'shell', sandbox: 'main' } as const;
+  const RESTARTED = '[shell restarted: the previous shell is gone (its sandbox was stopped or replaced, or a call was cancelled), so the working directory and environment are reset]';
+  let handle: Awaited<ReturnType<typeof startSession>>;
+  const sh = (input: Record<string, unknown>) => result(callTool(h, handle, 'bash', input));
+  beforeAll(async () => {
+    handle = await startSession(h, { agent: { tools: [SHELL], sandboxes: { main: { env: { FROM_RECIPE: 'recipe' } } } } });
+  });
+  afterAll(async () => {
+    await handle.signal(endSignal, {});
+  });
+
+  it('keeps the working directory and environment variables from one call to the next', async () => {
+    expect(await sh({ command: 'cd /tmp && export X=1 && greet() { echo "hi $1"; }' })).toEqual({ output: '[exit 0]', isError: false });
+    expect(await sh({ command: 'pwd; echo $X; greet you; echo $FROM_RECIPE' })).toEqual({ output: '/tmp\n1\nhi you\nrecipe\n[exit 0]', isError: false });
+  });
+
+  it('starts a fresh shell on restart, alone or before a command', async () => {
+    await sh({ command: 'cd /tmp && export X=1' });
+    expect(await sh({ restart: true })).toEqual({ output: 'the shell has been restarted', isError: false });
+    expect(await sh({ command: 'pwd; echo "[$X]"' })).toEqual({ output: '/workspace\n[]\n[exit 0]', isError: false });
+    await sh({ command: 'cd /tmp && export X=2' });
+    expect(await sh({ restart: true, command: 'pwd; echo "[$X]"; echo $FROM_RECIPE' })).toEqual({ output: '/workspace\n[]\nrecipe\n[exit 0]', isError: false });
+  });
+
+  it('reports a non-zero exit as an error carrying the output, and the shell goes on', async () => {
+    await sh({ command: 'cd /tmp' });
+    const failed = await callTool(h, handle, 'bash', { command: 'echo out; echo err >&2; ls /nowhere' });
+    expect(failed).toMatchObject({ isError: true, error: { kind: 'tool' } });
+    expect(failed.output).toBe("out\nerr\nls: cannot access '/nowhere': No such file or directory\n[exit 2]");
+    expect(await sh({ command: 'pwd' })).toEqual({ output: '/tmp\n[exit 0]', isError: false });
+    expect(await sh({ command: 'echo leaving; exit 3' })).toEqual({ output: 'leaving\n[the shell exited; the next call starts a fresh one]\n[exit 3]', isError: true });
+    expect(await sh({ command: 'pwd' })).toEqual({ output: '/workspace\n[exit 0]', isError: false });
+  });
+
+  it('stops a call at its timeout_ms, with its shell, and answers the next call in a fresh one', async () => {
+    await sh({ command: 'cd /tmp' });
+    const slow = await callTool(h, handle, 'bash', { command: 'echo before; sleep 61; echo after', timeout_ms: 1000 });
+    expect(slow).toMatchObject({ isError: true, error: { kind: 'tool' } });
+    expect(slow.output).toBe('before\n[timed out after 1000 ms; the shell was stopped, and the next call starts a fresh one]\n[exit 124]');
+    // The command was killed with its shell: nothing of it runs on.
+    expect(await sh({ command: 'pwd; pgrep -f "sleep 6[1]" || echo no sleep left' })).toEqual({ output: '/workspace\nno sleep left\n[exit 0]', isError: false });
+  });
+
+  it('never runs a call past the sandbox command timeout, whatever its timeout_ms', async () => {
+    const short = await startSession(h, { agent: { tools: [SHELL], sandboxes: { main: { commandTimeoutSeconds: 1 } } } });
+    const r = await callTool(h, short, 'bash', { command: 'sleep 30', timeout_ms: 600_000 });
+    expect(r.output).toBe('[timed out after 1000 ms; the shell was stopped, and the next call starts a fresh one]\n[exit 124]');
+    await short.signal(endSignal, {});
+  });
+
+  it('ends the shell of a call an interrupt cancelled, and says so in the next call', async () => {
+    await sh({ command: 'cd /tmp' });
+    const [container] = await sessionContainers(d, handle.workflowId, false);
+    const interruptOnceRunning = async () => {
+      await untilRunning(container.Id, 'sleep 6[2]');
+      await handle.signal(interruptSignal, {});
+    };
+    const cancelled = await callTool(h, handle, 'bash', { command: 'sleep 62' }, { during: interruptOnceRunning });
+    expect(cancelled).toMatchObject({ isError: true, output: expect.stringMatching(/interrupted before the tool finished/) });
+    expect(await sh({ command: 'pwd; pgrep -f "sleep 6[2]" || echo no sleep left' })).toEqual({
+      output: `${RESTARTED}\n/workspace\nno sleep left\n[exit 0]`,
+      isError: false,
+    });
+  });
+
+  it('comes back as a fresh shell after its container is lost, and says so', async () => {
+    await sh({ command: 'cd /tmp && export X=1' });
+    const [container] = await sessionContainers(d, handle.workflowId, false);
+    await d.getContainer(container.Id).kill();
+    expect(await callTool(h, handle, 'bash', { command: 'pwd' })).toMatchObject({ isError: true, error: { kind: 'infra' } });
+    const fresh = await sh({ command: 'pwd; echo "[$X]"' });
+    expect(fresh).toEqual({ output: `${RESTARTED}\n/workspace\n[]\n[exit 0]`, isError: false });
+    expect(await sh({ command: 'echo "[$X]"' })).toEqual({ output: '[]\n[exit 0]', isError: false });
+  });
+
+  it('refuses bad input before provisioning anything', async () => {
+    const fresh = await startSession(h, { agent: { tools: [SHELL] } });
+    h.mock.script(fresh.workflowId, { steps: [toolStep('bash', {}), toolStep('bash', { command: 'ls', timeout_ms: -5 }), toolStep('bash', { command: 'ls', cwd: '/' })] });
+    const events = await say(fresh, 'Run something');
+    expect(events.filter((e) => e.type === 'tool_result').map((r) => (r.type === 'tool_result' ? [r.isError, r.output] : []))).toEqual([
+      [true, 'invalid input for bash: (root): command is required unless restart is true'],
+      [true, 'invalid input for bash: timeout_ms: timeout_ms must not be negative'],
+      [true, 'invalid input for bash: (root): Unrecognized key: "cwd"'],
+    ]);
+    expect(events.filter((e) => e.type === 'sandbox_provisioned')).toEqual([]);
+    await fresh.signal(endSignal, {});
+  });
+
+  it('runs a command once per tool_use id when the activity is retried, even while the first attempt runs', () =>
+    withExecute(`shell-idem-${process.pid}`, async (execute) => {
+      const run = (toolUseId: string, command: string) => execute(toolUseId, 'shell', { command });
+      const first = await run('toolu_count', 'mkdir -p d && cd d && echo run >> counter && wc -l < counter');
+      expect(first).toEqual({ output: '1\n[exit 0]', isError: false });
+      expect(await run('toolu_count', 'mkdir -p d && cd d && echo run >> counter && wc -l < counter')).toEqual(first);
+      const slow = 'sleep 1; echo run >> counter; wc -l < counter';
+      const [a, b] = await Promise.all([run('toolu_slow', slow), run('toolu_slow', slow)]);
+      expect(a).toEqual({ output: '2\n[exit 0]', isError: false });
+      expect(b).toEqual(a);
+      expect(await run('toolu_check', 'pwd; cat counter')).toEqual({ output: '/workspace/d\nrun\nrun\n[exit 0]', isError: false });
+    }));
 });

@@ -9,13 +9,14 @@ import { handoffSandbox } from './handoff-sandbox';
 import { oneLine, type ToolKind, type ToolSpec } from './kind';
 import { read } from './read';
 import { sessionEvents } from './session-events';
+import { shell } from './shell';
 import { spawnAgent } from './spawn-agent';
 import { write } from './write';
 
 /** Tools that run in the workflow itself, with no sandbox. */
 export const BUILTIN_TOOLS = ['session_events', 'spawn_agent', 'handoff_sandbox'] as const;
 /** Tools that run in a sandbox; each use is bound to one named sandbox. */
-export const SANDBOX_TOOLS = ['bash', 'str_replace_based_edit_tool', 'git_push', 'git_pull', 'read', 'write', 'edit', 'glob', 'grep'] as const;
+export const SANDBOX_TOOLS = ['bash', 'str_replace_based_edit_tool', 'git_push', 'git_pull', 'read', 'write', 'edit', 'glob', 'grep', 'shell'] as const;
 export type BuiltinToolKind = (typeof BUILTIN_TOOLS)[number];
 export type SandboxToolKind = (typeof SANDBOX_TOOLS)[number];
 export type ToolKindName = BuiltinToolKind | SandboxToolKind;
@@ -30,6 +31,7 @@ export const TOOL_KINDS: Record<ToolKindName, ToolKind<unknown>> = {
   edit,
   glob,
   grep,
+  shell,
   spawn_agent: spawnAgent,
   handoff_sandbox: handoffSandbox,
   session_events: sessionEvents,

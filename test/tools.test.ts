@@ -19,6 +19,13 @@ describe('the tool registry', () => {
     expect(toolSummary('push', 'git_push', { branch: 'main' })).toBe('push');
     expect(toolSummary('x', 'no_such_kind', {})).toBe('x');
     expect(toolSummary('bash', 'bash', { command: 'x'.repeat(200) })).toHaveLength(80);
+    expect(toolSummary('read', 'read', { file_path: 'src/a.ts', view_range: [1, 9] })).toBe('read: src/a.ts');
+    expect(toolSummary('write', 'write', { file_path: 'src/a.ts', content: 'x\ny' })).toBe('write: src/a.ts');
+    expect(toolSummary('edit', 'edit', { file_path: 'src/a.ts', old_string: 'a', new_string: 'b' })).toBe('edit: src/a.ts');
+    expect(toolSummary('glob', 'glob', { pattern: '**/*.ts' })).toBe('glob: **/*.ts');
+    expect(toolSummary('grep', 'grep', { pattern: 'TODO', path: 'src' })).toBe('grep: TODO in src');
+    expect(toolSummary('bash', 'shell', { command: 'cd src && npm test' })).toBe('bash: cd src && npm test');
+    expect(toolSummary('bash', 'shell', { restart: true })).toBe('bash: restart');
   });
 
   it('parses a call with its kind schema, refusing what the model-facing spec does not allow', () => {
@@ -26,5 +33,15 @@ describe('the tool registry', () => {
     expect(TOOL_KINDS.bash.input.safeParse({}).success).toBe(false);
     expect(TOOL_KINDS.git_push.input.safeParse({ branch: '--upload-pack=x' }).success).toBe(false);
     expect(TOOL_KINDS.session_events.input.safeParse({ limit: 201 }).success).toBe(false);
+    expect(TOOL_KINDS.read.input.safeParse({ file_path: 'a', view_range: [3, 0] }).success).toBe(true);
+    expect(TOOL_KINDS.read.input.safeParse({ file_path: 'a', view_range: [3, 2] }).success).toBe(false);
+    expect(TOOL_KINDS.read.input.safeParse({ file_path: 'a', view_range: [1] }).success).toBe(false);
+    expect(TOOL_KINDS.write.input.safeParse({ file_path: 'a\0b', content: '' }).success).toBe(false);
+    expect(TOOL_KINDS.edit.input.safeParse({ file_path: 'a', old_string: 'x', new_string: '', replace_all: true }).success).toBe(true);
+    expect(TOOL_KINDS.glob.input.safeParse({ pattern: '{src,..}/*' }).success).toBe(false);
+    expect(TOOL_KINDS.grep.input.safeParse({ pattern: 'a', path: 'src', glob: '*.ts' }).success).toBe(false);
+    expect(TOOL_KINDS.shell.input.safeParse({ restart: true }).success).toBe(true);
+    expect(TOOL_KINDS.shell.input.safeParse({ command: 'ls', timeout_ms: 0 }).success).toBe(true);
+    expect(TOOL_KINDS.shell.input.safeParse({ timeout_ms: 5000 }).success).toBe(false);
   });
 });

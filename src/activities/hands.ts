@@ -11,11 +11,15 @@ import { redact, type FileVault } from '../vault';
 import { GitError } from '../sandbox/git';
 import { createGitOps } from './git-ops';
 import { MAX_FILE_BYTES } from '../session/paths';
-import { SandboxLostError, type SandboxProvider } from '../sandbox/provider';
+import { SandboxLostError, type ExecRequest, type ExecResult, type SandboxProvider } from '../sandbox/provider';
 import { RuntimeUnavailableError } from '../sandbox/runtime';
 import { SetupFailedError } from '../sandbox/docker';
 import { OwnershipError, type OwnershipRegistry } from '../sandbox/registry';
 import { EDITOR_PY } from '../sandbox/scripts';
+import { FILE_TOOLS_PY } from '../sandbox/file-tools';
+import { SHELL_PY } from '../sandbox/shell';
+import { ShellInputSchema } from '../tools/shell';
+import { TOOL_KINDS } from '../tools/registry';
 import type { StreamHub } from '../stream';
 import { StringDecoder } from 'node:string_decoder';
 import { Failure } from '../session/failure-types';
@@ -61,6 +65,17 @@ export function formatBashOutput(output: string, exitCode: number, timedOut: boo
   if (timedOut) text += `[timed out after ${timeoutSeconds} s]\n`;
   return `${text}[exit ${exitCode}]`;
 }
+
+/** A tool's result from a command's, naming the file that holds the whole output when it was cut. */
+function withOutputRef(r: ExecResult, output: string): ToolOutput {
+  return { output, isError: r.exitCode !== 0, ...(r.fullOutputPath ? { outputRef: { path: r.fullOutputPath, bytes: r.outputBytes } } : {}) };
+}
+
+/** How much longer than its own timeout a shell call's wrapper waits for the shell server. */
+const SHELL_GRACE_SECONDS = 15;
+
+/** The tools FILE_TOOLS_PY runs. */
+const FILE_TOOLS = new Set<string>(['read', 'write', 'edit', 'glob', 'grep']);
 
 export function createHandsActivities(deps: HandsDeps) {
   const { provider, hostId } = deps;
@@ -119,42 +134,59 @@ export function createHandsActivities(deps: HandsDeps) {
         const run = input.tool === 'git_push' ? git.push : git.pull;
         return heartbeating(() => run(input.sandboxId, key, input.git!, parsed.data, token)).catch(lost);
       }
+      /** Runs one command once per key, its output published live for `agents watch`. */
+      const streamed = (req: Omit<ExecRequest, 'key' | 'maxOutputBytes' | 'onOutput' | 'liveBytes'>) => {
+        const info = Context.current().info;
+        const sessionId = info.workflowExecution?.workflowId;
+        const live = sessionId ? deps.stream?.open(sessionId, { kind: 'tool', toolUseId: input.toolUseId, tool: input.tool }, info.attempt) : undefined;
+        const utf8 = new StringDecoder('utf8');
+        const onOutput = live && ((chunk: Buffer) => live.write(utf8.write(chunk)));
+        return heartbeating((signal) => provider.execute(input.sandboxId, { ...req, key, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS, onOutput, liveBytes: LIVE_OUTPUT_BYTES }, signal))
+          .catch(lost)
+          .finally(() => live?.close());
+      };
       if (input.tool === 'bash') {
         const parsed = BashInputSchema.safeParse(input.input);
         if (!parsed.success) return { output: `invalid input for bash: ${formatIssues(parsed.error)}`, isError: true };
         if (parsed.data.command === undefined) return { output: 'tool has been restarted.', isError: false };
-        const info = Context.current().info;
-        const sessionId = info.workflowExecution?.workflowId;
-        const live = sessionId ? deps.stream?.open(sessionId, { kind: 'tool', toolUseId: input.toolUseId, tool: 'bash' }, info.attempt) : undefined;
-        const utf8 = new StringDecoder('utf8');
-        const onOutput = live && ((chunk: Buffer) => live.write(utf8.write(chunk)));
-        const r = await heartbeating((signal) =>
-          provider.execute(input.sandboxId, { key, script: parsed.data.command!, timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS, onOutput, liveBytes: LIVE_OUTPUT_BYTES }, signal),
-        )
-          .catch(lost)
-          .finally(() => live?.close());
-        return {
-          output: formatBashOutput(r.output, r.exitCode, r.timedOut, input.timeoutSeconds),
-          isError: r.exitCode !== 0,
-          ...(r.fullOutputPath ? { outputRef: { path: r.fullOutputPath, bytes: r.outputBytes } } : {}),
-        };
+        const r = await streamed({ script: parsed.data.command, timeoutSeconds: input.timeoutSeconds });
+        return withOutputRef(r, formatBashOutput(r.output, r.exitCode, r.timedOut, input.timeoutSeconds));
+      }
+      if (input.tool === 'shell') {
+        const parsed = ShellInputSchema.safeParse(input.input);
+        if (!parsed.success) return { output: `invalid input for shell: ${formatIssues(parsed.error)}`, isError: true };
+        // timeout_ms may shorten the sandbox's command timeout, never lengthen it: the activity's own timeout follows that one.
+        const limitMs = input.timeoutSeconds * 1000;
+        const timeoutMs = parsed.data.timeout_ms ? Math.min(Math.ceil(parsed.data.timeout_ms), limitMs) : limitMs;
+        const { command, restart } = parsed.data;
+        const r = await streamed({
+          script: 'exec python3 -c "$MA_SHELL"',
+          env: { MA_SHELL: SHELL_PY },
+          stdin: Buffer.from(JSON.stringify({ command, restart, timeout_ms: timeoutMs })),
+          // The shell server enforces timeoutMs; the wrapper's timeout only catches a server that stops answering.
+          timeoutSeconds: Math.ceil(timeoutMs / 1000) + SHELL_GRACE_SECONDS,
+        });
+        if (command === undefined) return { output: r.output, isError: r.exitCode !== 0 };
+        return withOutputRef(r, formatBashOutput(r.output, r.exitCode, false, 0));
+      }
+      /** Runs a python3 program from `env` once per key, its input as JSON on stdin. */
+      const python = (program: string, env: Record<string, string>, stdin: unknown) =>
+        heartbeating((signal) =>
+          provider.execute(
+            input.sandboxId,
+            { key, script: `exec python3 -c "$${program}"`, env, stdin: Buffer.from(JSON.stringify(stdin)), timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS },
+            signal,
+          ),
+        ).catch(lost);
+      if (FILE_TOOLS.has(input.tool)) {
+        const parsed = TOOL_KINDS[input.tool].input.safeParse(input.input);
+        if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
+        const r = await python('MA_FILES', { MA_FILES: FILE_TOOLS_PY }, { tool: input.tool, input: parsed.data });
+        return withOutputRef(r, r.timedOut ? `${r.output}\n[timed out after ${input.timeoutSeconds} s]` : r.output);
       }
       const parsed = EditorInputSchema.safeParse(input.input);
       if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
-      const r = await heartbeating((signal) =>
-        provider.execute(
-          input.sandboxId,
-          {
-            key,
-            script: 'exec python3 -c "$MA_EDITOR"',
-            env: { MA_EDITOR: EDITOR_PY },
-            stdin: Buffer.from(JSON.stringify(parsed.data)),
-            timeoutSeconds: input.timeoutSeconds,
-            maxOutputBytes: MAX_TOOL_OUTPUT_CHARS,
-          },
-          signal,
-        ),
-      ).catch(lost);
+      const r = await python('MA_EDITOR', { MA_EDITOR: EDITOR_PY }, parsed.data);
       return { output: r.output.replace(/\n$/, ''), isError: r.exitCode !== 0 };
     },
 

@@ -1,12 +1,25 @@
 // An API agent version plus an environment, as the project's agent file (src/session/agent.ts): what a session
-// created through the API will run. Until the built-in toolset has tools of its own, its tools map onto today's.
-import { AgentSchema, formatIssues, type Agent, type ClientTool } from '../session/agent';
+// created through the API will run. The built-in toolset's tools are tool kinds of their own, under their names.
+import { AgentSchema, formatIssues, type Agent, type ClientTool, type ToolEntry } from '../session/agent';
 import type { ToolPolicy } from '../session/policy';
-import type { ApiAgent } from './agents';
+import type { ApiAgent, TOOLSET_TOOLS } from './agents';
 import { recipeNetwork, type ApiEnvironment } from './environments';
 import { badRequest } from './errors';
 
 type Policy = { type: 'always_allow' | 'always_ask' | 'auto' };
+
+/**
+ * The tool entry each toolset tool runs as, under the toolset's name: `bash` is the persistent shell, the others
+ * their own kinds. web_fetch and web_search run on Anthropic's servers and are not offered.
+ */
+const TOOLSET_ENTRIES: Partial<Record<(typeof TOOLSET_TOOLS)[number], ToolEntry>> = {
+  bash: { name: 'bash', tool: 'shell', sandbox: 'main' },
+  read: 'read',
+  write: 'write',
+  edit: 'edit',
+  glob: 'glob',
+  grep: 'grep',
+};
 
 const policyOf = (p: Policy): ToolPolicy => (p.type === 'always_ask' ? 'always_ask' : 'always_allow');
 
@@ -20,18 +33,11 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment): Agen
 
   for (const t of agent.tools) {
     if (t.type === 'agent_toolset_20260401') {
-      const on = new Map(t.configs.filter((c) => c.enabled).map((c) => [c.name, c.permission_policy as Policy]));
-      // bash runs glob and grep too, until they are tools of their own.
-      const bash = on.get('bash') ?? on.get('glob') ?? on.get('grep');
-      if (bash) {
-        tools.push('bash');
-        policies.bash = policyOf(bash);
-      }
-      const editing = (['read', 'write', 'edit'] as const).map((n) => on.get(n)).filter((p): p is Policy => p !== undefined);
-      if (editing.length > 0) {
-        tools.push('str_replace_based_edit_tool');
-        // One tool does all three today, so it asks when any of them would.
-        policies.str_replace_based_edit_tool = editing.some((p) => p.type === 'always_ask') ? 'always_ask' : 'always_allow';
+      for (const c of t.configs) {
+        const entry = TOOLSET_ENTRIES[c.name];
+        if (!c.enabled || !entry) continue;
+        tools.push(entry);
+        policies[c.name] = policyOf(c.permission_policy as Policy);
       }
     } else if (t.type === 'mcp_toolset') {
       if (!/^(?!.*__)[a-zA-Z0-9_-]{1,40}$/.test(t.mcp_server_name)) {

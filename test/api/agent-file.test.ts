@@ -46,16 +46,21 @@ const env = (networking: ApiEnvironment['config']['networking']): ApiEnvironment
 });
 const noNetwork = env({ type: 'limited', allowed_hosts: [], allow_mcp_servers: false, allow_package_managers: false });
 
-it('maps the toolset onto bash and the editor, with always_ask as a policy', () => {
+const SHELL = { name: 'bash', tool: 'shell', sandbox: 'main' };
+
+it("maps the toolset's tools onto their kinds under the toolset's names, bash onto the persistent shell, with always_ask as a policy", () => {
   const a = agentFileFor(agent([toolset({ bash: { permission_policy: policy('always_ask') } })]), noNetwork);
-  expect(a).toMatchObject({ name: 'coder', model: 'claude-sonnet-5-5', system: 'Be careful.', tools: ['bash', 'str_replace_based_edit_tool'], policies: { bash: 'always_ask' } });
+  expect(a).toMatchObject({ name: 'coder', model: 'claude-sonnet-5-5', system: 'Be careful.', tools: [SHELL, 'edit', 'read', 'write', 'glob', 'grep'], policies: { bash: 'always_ask' } });
   expect(a.sandboxes.main.network).toBe('none');
 });
 
-it('offers only the enabled tools, and asks for the editor when any of read, write or edit would', () => {
-  const a = agentFileFor(agent([toolset({ bash: { enabled: false }, glob: { enabled: false }, grep: { enabled: false }, write: { permission_policy: policy('always_ask') } })]), noNetwork);
-  expect(a.tools).toEqual(['str_replace_based_edit_tool']);
-  expect(a.policies).toEqual({ str_replace_based_edit_tool: 'always_ask' });
+it('offers only the enabled tools, each with its own policy', () => {
+  const a = agentFileFor(agent([toolset({ bash: { enabled: false }, glob: { enabled: false }, grep: { enabled: false }, write: { permission_policy: policy('always_ask') }, edit: { permission_policy: policy('always_ask') } })]), noNetwork);
+  expect(a.tools).toEqual(['edit', 'read', 'write']);
+  expect(a.policies).toEqual({ edit: 'always_ask', write: 'always_ask' });
+  const shellOnly = agentFileFor(agent([toolset({ edit: { enabled: false }, read: { enabled: false }, write: { enabled: false }, glob: { enabled: false }, grep: { enabled: false } })]), noNetwork);
+  expect(shellOnly.tools).toEqual([SHELL]);
+  expect(shellOnly.policies).toEqual({});
 });
 
 it('maps MCP toolsets to HTTP servers, custom tools to client tools, and unrestricted networking to bridge', () => {

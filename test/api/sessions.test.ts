@@ -4,6 +4,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { ArchivedSessionLog, LiveSessionLog } from '../../src/log/session-log';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { resolveDockerHost } from '../../src/infra/docker-host';
+import { toolStep } from '../helpers/actions';
 import { startHarness, testArchive, type Harness } from '../helpers/env';
 import { WORKSPACE_KEY } from '../../src/session/search-attributes';
 
@@ -14,7 +15,7 @@ let agentId: string;
 let envId: string;
 
 beforeAll(async () => {
-  // Every role: the confirmation test runs bash in a real sandbox.
+  // Every role: the confirmation and toolset tests run tools in a real sandbox.
   h = await startHarness({ role: 'all', hostId: `api-test-${process.pid}` });
   try {
     api = await startTestApi('postgres', ['default'], { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
@@ -192,4 +193,38 @@ it('asks before an always_ask bash call: denied, then allowed and run in the san
   expect(result.is_error).toBe(false);
   expect(result.content[0].text).toContain('allowed-run');
   expect(JSON.stringify(done)).not.toContain('denied-run\n[exit');
+});
+
+it("runs every tool of the built-in toolset in a real sandbox, bash as one shell across calls", async () => {
+  const agent = await client.beta.agents.create({ name: 'toolset', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401' }] });
+  const s = await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
+  const calls: [string, Record<string, unknown>][] = [
+    ['write', { file_path: 'notes/todo.md', content: 'alpha\nTODO: beta\n' }],
+    ['edit', { file_path: 'notes/todo.md', old_string: 'beta', new_string: 'gamma' }],
+    ['read', { file_path: 'notes/todo.md', view_range: [2, 0] }],
+    ['glob', { pattern: '**/*.md' }],
+    ['grep', { pattern: 'TODO' }],
+    ['bash', { command: 'cd notes && export MARK=kept' }],
+    ['bash', { command: 'pwd; echo $MARK; cat todo.md' }],
+  ];
+  h.mock.script(s.id, { steps: [...calls.map(([name, input]) => toolStep(name, input)), { reply: { content: [{ type: 'text', text: 'done' }] } }] });
+  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'use every tool' }] }] });
+
+  const done = await eventsUntil(s.id, idles(1));
+  const uses = done.filter((e) => e.type === 'agent.tool_use') as Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolUseEvent[];
+  expect(uses.map((u) => [u.name, u.input])).toEqual(calls);
+  const results = uses.map((u) => done.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === u.id) as Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolResultEvent);
+  expect(results.map((r) => [r.is_error, (r.content as { text: string }[]).map((c) => c.text).join('')])).toEqual([
+    [false, 'wrote 17 bytes to /workspace/notes/todo.md'],
+    [false, 'edited /workspace/notes/todo.md: 1 replacement'],
+    [false, 'TODO: gamma\n'],
+    [false, '/workspace/notes/todo.md'],
+    [false, '/workspace/notes/todo.md:2:TODO: gamma'],
+    [false, '[exit 0]'],
+    [false, '/workspace/notes\nkept\nalpha\nTODO: gamma\n[exit 0]'],
+  ]);
+  // The model was offered the toolset's tools under their own names, and the web tools not at all.
+  const offered = h.mock.requests(s.id)[0].body.tools as { name: string; description: string }[];
+  expect(offered.map((t) => t.name)).toEqual(['bash', 'edit', 'read', 'write', 'glob', 'grep']);
+  expect(offered[0].description).toMatch(/persistent shell/);
 });

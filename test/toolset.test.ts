@@ -6,7 +6,7 @@ import { createHandsActivities, type ExecuteInput, type ToolOutput } from '../sr
 import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { SandboxRecipeSchema } from '../src/session/agent';
-import { endSignal, interruptSignal, statusQuery } from '../src/workflows/messages';
+import { endSignal, interruptSignal, statusQuery } from '../src/session/contract';
 import { toolStep } from './helpers/actions';
 import { allEvents, say, startHarness, startSession, type Harness } from './helpers/env';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';

@@ -11,7 +11,7 @@ import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { SandboxRecipeSchema } from '../src/session/agent';
 import type { ApiMessage } from '../src/session/context';
 import { TOOL_SPECS } from '../src/tools/registry';
-import { formatBashOutput } from '../src/activities/hands';
+import { formatBashOutput } from '../src/hands/activities';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { sendMessageUpdate } from '../src/session/contract';

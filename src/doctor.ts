@@ -5,7 +5,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ConfigError, loadConfig, type Config } from './config';
-import { HANDS_TASK_QUEUE, hostTaskQueue } from './activities/hands';
+import { HANDS_TASK_QUEUE, hostTaskQueue } from './hands/activities';
 import { pingDocker, resolveDockerHost, sandboxImage } from './infra/docker-host';
 import { keySource } from './infra/keys';
 import { dockerFromHost } from './sandbox/docker';

@@ -2,7 +2,7 @@
 // and the reaper removes containers nobody owns any more.
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type Docker from 'dockerode';
-import { createHandsActivities, type ExecuteInput, type ToolOutput } from '../src/activities/hands';
+import { createHandsActivities, type ExecuteInput, type ToolOutput } from '../src/hands/activities';
 import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { reapOrphans } from '../src/sandbox/reaper';

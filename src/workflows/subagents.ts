@@ -14,7 +14,7 @@ import {
   setHandler,
   startChild,
 } from '@temporalio/workflow';
-import type { SubagentActivities } from '../activities/subagents';
+import type { SubagentActivities } from '../brain/subagent-activities';
 import { AgentSchema, childAgentInput, formatIssues, type Agent } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
 import { SpawnAgentInputSchema } from '../tools/spawn-agent';

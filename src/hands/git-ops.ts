@@ -7,7 +7,7 @@ import type { SandboxProvider } from '../sandbox/provider';
 import { bundleBranch, explain, mirrorPath, pushBundle, revParse, syncMirror, GitError } from '../sandbox/git';
 import { BRANCH_NAME_RE, type GitInput } from '../tools/git';
 import { redact } from '../vault';
-import type { GitContext, ToolOutput } from './hands-contract';
+import type { GitContext, ToolOutput } from './contract';
 
 const BUNDLE_DIR = '/tmp/.ma-git';
 

@@ -2,7 +2,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { formatIssues } from '../session/agent';
-import { LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './hands-contract';
+import { LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './contract';
 import { BashInputSchema } from '../tools/bash';
 import { EditorInputSchema } from '../tools/editor';
 import { GitInputSchema } from '../tools/git';
@@ -24,7 +24,7 @@ import type { StreamHub } from '../stream';
 import { StringDecoder } from 'node:string_decoder';
 import { Failure } from '../session/failure-types';
 
-export { HANDS_TASK_QUEUE, LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type GitContext, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './hands-contract';
+export { HANDS_TASK_QUEUE, LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type GitContext, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './contract';
 
 export interface HandsDeps {
   provider: SandboxProvider;

@@ -49,12 +49,13 @@ export function capOutput(output: string, max = MAX_TOOL_OUTPUT_CHARS): string {
   return `${output.slice(0, max)}\n[output truncated: ${cut} of ${output.length} characters omitted]`;
 }
 
-/** The first non-blank line of a summary, cut to 80 characters. */
+const MAX_SUMMARY_CHARS = 80;
+
+/** The first non-blank line of a summary, cut to MAX_SUMMARY_CHARS characters. */
 export function oneLine(text: string): string {
   const line = text.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
   return line.length > MAX_SUMMARY_CHARS ? `${line.slice(0, MAX_SUMMARY_CHARS - 1)}…` : line;
 }
-const MAX_SUMMARY_CHARS = 80;
 
 /** A string field of a tool's raw input, if it is one. */
 export function field(input: unknown, name: string): string | undefined {

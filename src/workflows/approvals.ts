@@ -55,8 +55,6 @@ export interface ToolGate {
   pending(): PendingAction[];
 }
 
-const reject = refusal;
-
 export function createToolGate(deps: ToolGateDeps): ToolGate {
   const { agent, append, events } = deps;
   const clientTools = new Map(agent.clientTools.map((t) => [t.name, t]));
@@ -156,15 +154,15 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
       {
         validator: (raw) => {
           const r = ResolveToolUseSchema.safeParse(raw);
-          if (!r.success) throw reject(`invalid resolveToolUse: ${formatIssues(r.error)}`, Failure.Approval.Invalid);
+          if (!r.success) throw refusal(`invalid resolveToolUse: ${formatIssues(r.error)}`, Failure.Approval.Invalid);
           deps.assertOpen();
           const id = r.data.toolUseId;
           const t = round.find((x) => x.id === id);
           if (t?.approval && !t.decision) return;
           const resolved = lastOf('approval_resolved', id);
-          if (resolved) throw reject(`tool use ${id} was already ${resolved.allow ? 'approved' : 'denied'} (event ${resolved.seq}, by ${resolved.by})`, Failure.Approval.AlreadyDecided);
-          if (t) throw reject(`tool use ${id} has no approval pending${cleared(t) ? ': its policy allows it' : ' yet: it waits for an earlier call of its round'}`, Failure.Approval.NotPending);
-          throw reject(`no approval is pending for tool use ${id}`, Failure.Approval.Unknown);
+          if (resolved) throw refusal(`tool use ${id} was already ${resolved.allow ? 'approved' : 'denied'} (event ${resolved.seq}, by ${resolved.by})`, Failure.Approval.AlreadyDecided);
+          if (t) throw refusal(`tool use ${id} has no approval pending${cleared(t) ? ': its policy allows it' : ' yet: it waits for an earlier call of its round'}`, Failure.Approval.NotPending);
+          throw refusal(`no approval is pending for tool use ${id}`, Failure.Approval.Unknown);
         },
       },
     );
@@ -186,15 +184,15 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
       {
         validator: (raw) => {
           const r = SubmitToolResultSchema.safeParse(raw);
-          if (!r.success) throw reject(`invalid submitToolResult: ${formatIssues(r.error)}`, Failure.ClientTool.Invalid);
+          if (!r.success) throw refusal(`invalid submitToolResult: ${formatIssues(r.error)}`, Failure.ClientTool.Invalid);
           deps.assertOpen();
           const id = r.data.toolUseId;
           const result = lastOf('tool_result', id);
-          if (result) throw reject(`tool use ${id} already has a result (event ${result.seq}); this answer is refused`, Failure.ClientTool.AlreadyAnswered);
+          if (result) throw refusal(`tool use ${id} already has a result (event ${result.seq}); this answer is refused`, Failure.ClientTool.AlreadyAnswered);
           const t = round.find((x) => x.id === id);
-          if (!t) throw reject(`no client tool call ${id} is waiting for a result`, Failure.ClientTool.Unknown);
-          if (!clientTools.has(t.name)) throw reject(`tool use ${id} is a ${t.name} call, which the session runs itself`, Failure.ClientTool.NotClientTool);
-          if (!cleared(t)) throw reject(`tool use ${id} waits for approval first`, Failure.ClientTool.NotApproved);
+          if (!t) throw refusal(`no client tool call ${id} is waiting for a result`, Failure.ClientTool.Unknown);
+          if (!clientTools.has(t.name)) throw refusal(`tool use ${id} is a ${t.name} call, which the session runs itself`, Failure.ClientTool.NotClientTool);
+          if (!cleared(t)) throw refusal(`tool use ${id} waits for approval first`, Failure.ClientTool.NotApproved);
         },
       },
     );

@@ -106,7 +106,7 @@ const TEMPORAL: ConfigKey[] = [
 const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES', 'LOG_LEVEL', 'AGENTS_OTEL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
 const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
 const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', ...STREAM];
-const HANDS: ConfigKey[] = ['VAULT_KEY', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', ...STREAM];
+const HANDS: ConfigKey[] = ['VAULT_KEY', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', 'DATABASE_URL', ...STREAM];
 
 /** The variables each role reads; anything else set for it is a mistake (a typo, or a secret it must not hold). */
 export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {

@@ -26,6 +26,8 @@ import { loadConfig } from './config';
 import { temporalConnectionOptions } from './temporal-connection';
 import { loadCodecKey, loadVaultKey } from './infra/keys';
 import { FileVault } from './vault';
+import { openDb, type Db, type Queryable } from './storage/db';
+import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';
 import { parseCodecKeys } from './codec';
 import { StreamHub, StreamServer, identityWithStream } from './stream';
 import { activityLogInterceptor, jsonLogLine } from './observability/logger';
@@ -50,6 +52,11 @@ export interface WorkerOptions {
   dockerHost?: string;
   /** Hands and tools: the vault repo and MCP credentials resolve in; defaults to DATA_DIR/vaults under VAULT_KEY. */
   vault?: FileVault;
+  /** Hands: the API's database, for sessions' repository tokens, when this process owns it (the embedded one of
+   * the dev stack); otherwise DATABASE_URL's is opened when a token is first needed. */
+  db?: Queryable;
+  /** Hands: opens repository tokens itself (tests holding the vault key); overrides `db`. */
+  repoTokens?: RepoTokens;
   /** Hands: how often the reaper runs; 0 turns it off. */
   reapIntervalMs?: number;
   log?: (msg: string) => void;
@@ -137,6 +144,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const timers: NodeJS.Timeout[] = [];
   let hostId: string | undefined;
   let mcpPool: McpClientPool | undefined;
+  let openedDb: Promise<Db> | undefined;
 
   if (roles.includes('brain')) {
     const model = opts.model ?? new AnthropicModelClient({ apiKey: opts.apiKey, baseURL: opts.baseURL });
@@ -176,7 +184,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const vault = sharedVault();
     // Who owns each of this host's sandboxes: hand-offs change it, execute checks it, the reaper asks it.
     const registry = OwnershipRegistry.forHost(config.dataDir, hostId);
-    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, registry, stream: streams?.hub });
+    // API sessions' repository tokens are sealed in the API's database; a host that cannot reach it refuses them.
+    const repoTokens = opts.repoTokens ?? (opts.db || config.DATABASE_URL ? createRepoTokens(() => (opts.db ? Promise.resolve(opts.db) : (openedDb ??= openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir }))), loadVaultKey(config)) : undefined);
+    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, registry, stream: streams?.hub, repoTokens });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
       workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities, identity, interceptors, plugins }));
     }
@@ -206,6 +216,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     .finally(async () => {
       for (const t of timers) clearInterval(t);
       await mcpPool?.closeAll();
+      if (openedDb) await (await openedDb.catch(() => undefined))?.close().catch(() => undefined);
       await streams?.server.stop();
       await tracing?.shutdown().catch((err) => log(`tracing shutdown failed: ${(err as Error).message}`));
       await nativeConnection.close();

@@ -1,6 +1,5 @@
 // Git without the token: a private repo over authenticated HTTP, cloned, pushed and pulled by the hands host
 // while the sandbox never holds the token.
-import { execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -54,17 +53,7 @@ describe('git through the hands host', () => {
     expect((await bash(h, handle, 'git status -sb | head -1')).output).toBe('## main...origin/main\n[exit 0]');
 
     // Someone else pushes upstream; git_pull brings it into the workspace.
-    const other = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-other-'));
-    try {
-      const g = (...args: string[]) => execFileSync('git', ['-C', other, '-c', 'user.name=o', '-c', 'user.email=o@example.com', ...args]);
-      execFileSync('git', ['clone', '--quiet', path.join(git.root, 'private.git'), other]);
-      fs.writeFileSync(path.join(other, 'NEWS'), 'from upstream\n');
-      g('add', 'NEWS');
-      g('commit', '-qm', 'upstream change');
-      g('push', '--quiet', 'origin', 'main');
-    } finally {
-      fs.rmSync(other, { recursive: true, force: true });
-    }
+    git.commitUpstream('private.git', { NEWS: 'from upstream\n' }, 'upstream change');
     const pulled = await callTool(h, handle, 'git_pull', {});
     expect(pulled.isError).toBe(false);
     expect((await bash(h, handle, 'cat NEWS; git log --format=%s | head -1')).output).toBe('from upstream\nupstream change\n[exit 0]');

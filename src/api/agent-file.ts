@@ -1,6 +1,6 @@
 // An API agent version plus an environment, as the project's agent file (src/session/agent.ts): what a session
 // created through the API will run. The built-in toolset's tools are tool kinds of their own, under their names.
-import { AgentSchema, formatIssues, type Agent, type ClientTool, type ToolEntry } from '../session/agent';
+import { AgentSchema, formatIssues, type Agent, type ClientTool, type SandboxRecipe, type ToolEntry } from '../session/agent';
 import type { ToolPolicy } from '../session/policy';
 import type { ApiAgent, TOOLSET_TOOLS } from './agents';
 import { recipeNetwork, type ApiEnvironment } from './environments';
@@ -23,8 +23,11 @@ const TOOLSET_ENTRIES: Partial<Record<(typeof TOOLSET_TOOLS)[number], ToolEntry>
 
 const policyOf = (p: Policy): ToolPolicy => (p.type === 'always_ask' ? 'always_ask' : 'always_allow');
 
-/** The agent file for `agent` in `environment`, or a 400 naming what the platform cannot run yet. */
-export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment): Agent {
+/**
+ * The agent file for `agent` in `environment`, or a 400 naming what the platform cannot run yet. A session's
+ * repository (its github_repository resource) is the sandbox's repo, with git_push and git_pull to exchange commits.
+ */
+export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, repo?: SandboxRecipe['repo']): Agent {
   const tools: Agent['tools'] = [];
   const policies: Record<string, ToolPolicy> = {};
   const clientTools: ClientTool[] = [];
@@ -51,6 +54,7 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment): Agen
     }
   }
   for (const [name, p] of Object.entries(policies)) if (p === 'always_allow' && !name.startsWith('mcp__')) delete policies[name];
+  if (repo) tools.push('git_push', 'git_pull');
 
   const parsed = AgentSchema.safeParse({
     name: agent.name.slice(0, 100),
@@ -60,7 +64,7 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment): Agen
     clientTools,
     mcpServers,
     policies,
-    sandboxes: { main: { network: recipeNetwork(environment.config) } },
+    sandboxes: { main: { network: recipeNetwork(environment.config), ...(repo ? { repo } : {}) } },
   });
   if (!parsed.success) throw badRequest(`agent ${agent.id} version ${agent.version} cannot run here yet: ${formatIssues(parsed.error)}`);
   return parsed.data;

@@ -104,6 +104,13 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
         .slice(0, 5)
         .map((v) => `${fieldOf(err.validationContext, v.instancePath)}: ${v.message}`)
         .join('; ');
+    } else if (dependencyDown(err)) {
+      // Temporal or the database is unreachable: nothing was done, and the same request may succeed later.
+      log(`api: ${req.method} ${req.url.split('?')[0]} failed (${req.id}): ${dependencyDown(err)} is unreachable`);
+      reply.header('retry-after', '2');
+      status = 503;
+      type = 'api_error';
+      message = `${dependencyDown(err)} is unreachable; nothing was changed, retry shortly`;
     } else if (isResponseSerializationError(err) || !err.statusCode || err.statusCode >= 500) {
       // A bug of ours: the client learns only that it happened; the log gets the message, never a request body.
       log(`api: ${req.method} ${req.url.split('?')[0]} failed (${req.id}): ${err.message.split('\n')[0]}`);
@@ -156,6 +163,22 @@ async function sessionDepsFor(config: Config): Promise<SessionDeps> {
   const { clientInterceptors } = await import('../log/query-retry');
   const client = new Client({ connection: Connection.lazy(temporalConnectionOptions(config)), namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
   return { client, log: new ArchivedSessionLog(sessionArchive(config.dataDir, dataConverter), new LiveSessionLog(client)) };
+}
+
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'EPIPE']);
+
+/**
+ * Which dependency an error says is out of reach, if one is: Temporal (gRPC UNAVAILABLE, or a connection that
+ * fails), or PostgreSQL (a connection exception, class 08, or the server shutting down, 57P0x).
+ */
+function dependencyDown(err: unknown): string | undefined {
+  for (let e = err as { code?: unknown; cause?: unknown; name?: string; message?: string } | undefined, depth = 0; e && depth < 6; e = e.cause as typeof e, depth++) {
+    const code = e.code;
+    if (code === 14 || e.name === 'TransportError' || /failed to connect|connection refused|transport error/i.test(e.message ?? '')) return 'Temporal';
+    if (typeof code === 'string' && (/^08/.test(code) || /^57P0/.test(code))) return 'the database';
+    if (typeof code === 'string' && NETWORK_CODES.has(code)) return 'a dependency';
+  }
+  return undefined;
 }
 
 /**

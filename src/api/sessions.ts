@@ -16,6 +16,7 @@ import { ApiError, badRequest, conflict, notFound } from './errors';
 import { SessionProjector, eventId, type ApiSessionEvent } from './session-events';
 import { getVault } from './vaults';
 import { streamRoute } from './session-stream';
+import { ResourceSchema, ResourcesSchema, deleteResources, insertResources, planResources, resourceRoutes, resourcesOf } from './session-resources';
 
 export type { SessionDeps };
 
@@ -50,7 +51,7 @@ const SessionCreateSchema = z.strictObject({
   vault_ids: z.array(IdSchema).max(20).optional(),
   title: z.string().max(500).nullish(),
   metadata: MetadataSchema.optional(),
-  resources: z.array(z.unknown()).max(0, 'resources are not supported yet').optional(),
+  resources: ResourcesSchema.optional(),
   budget: z.null({ error: 'budget is not supported yet' }).optional(),
 });
 
@@ -66,7 +67,7 @@ export const SessionSchema = z
     status: z.enum(STATUSES),
     title: z.string().nullable(),
     metadata: z.record(z.string(), z.string()),
-    resources: z.array(z.unknown()),
+    resources: z.array(ResourceSchema),
     vault_ids: z.array(z.string()),
     usage: z.object({
       input_tokens: z.number(),
@@ -129,7 +130,7 @@ async function toSession(deps: ApiDeps, sessions: SessionDeps, workspaceId: stri
     status: live.status,
     title: r.title,
     metadata: r.metadata,
-    resources: [],
+    resources: await resourcesOf(deps.db, r.id),
     vault_ids: r.vault_ids,
     usage: {
       // The API counts uncached input apart from cache reads and writes, as the Messages API does.
@@ -179,6 +180,7 @@ const EventsQuerySchema = z.object({
 export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps): void {
   const { db } = deps;
   streamRoute(app, deps, sessions, (workspaceId, id) => sessionRow(deps, workspaceId, id));
+  resourceRoutes(app, deps, (workspaceId, id) => sessionRow(deps, workspaceId, id));
 
   app.post('/v1/sessions', { schema: { operationId: 'createSession', body: SessionCreateSchema, response: { 200: SessionSchema } } }, async (req) => {
     const p = req.body;
@@ -189,7 +191,8 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps)
     if (environment.archived_at) throw badRequest(`environment ${environment.id} is archived; new sessions cannot use it`, 'environment_archived');
     // A session may use only its own workspace's vaults.
     for (const v of p.vault_ids ?? []) await getVault(db, req.workspaceId, v);
-    const file = agentFileFor(agent, environment);
+    const planned = planResources(p.resources ?? []);
+    const file = agentFileFor(agent, environment, planned[0]?.repo);
     const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
     const id = newId('sesn');
     await db.query(
@@ -197,9 +200,11 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps)
       [id, req.workspaceId, agent.id, agent.version, environment.id, p.title ?? null, p.metadata ?? {}, JSON.stringify(p.vault_ids ?? [])],
     );
     try {
+      await insertResources(db, deps, id, req.workspaceId, planned);
       const handle = await startSessionRun(sessions.client, { workflowId: id, input: { agent: file, ...(first ? { message: first } : {}) }, agent: file, firstMessage: first?.text, workspace: req.workspace });
       for (const m of rest) await handle.signal(userMessageSignal, m);
     } catch (e) {
+      await deleteResources(db, id);
       await db.query('delete from sessions where id = $1', [id]);
       throw e;
     }

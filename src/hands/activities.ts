@@ -23,6 +23,8 @@ import { TOOL_KINDS } from '../tools/registry';
 import type { StreamHub } from '../stream';
 import { StringDecoder } from 'node:string_decoder';
 import { Failure } from '../session/failure-types';
+import { RepoTokenError, type RepoTokens } from './repo-tokens';
+import { SealError } from '../vault/sealed';
 
 export { HANDS_TASK_QUEUE, LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type GitContext, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './contract';
 
@@ -31,6 +33,8 @@ export interface HandsDeps {
   hostId: string;
   /** Present only where VAULT_KEY is: the hands host resolves repo credentials itself. */
   vault?: FileVault;
+  /** Opens API sessions' repository tokens; present where VAULT_KEY and the API's database are. */
+  repoTokens?: RepoTokens;
   /** Where host-side git mirrors live (the same directory the provider clones through). */
   mirrorsDir?: string;
   /** Where bash output is published live for `agents watch`; absent: not streamed. */
@@ -80,9 +84,18 @@ const FILE_TOOLS = new Set<string>(['read', 'write', 'edit', 'glob', 'grep']);
 export function createHandsActivities(deps: HandsDeps) {
   const { provider, hostId } = deps;
 
-  /** The token behind a credential reference, resolved in the session's own vault only. */
-  const credential = (vault: string | undefined, ref: string | undefined): string | undefined => {
+  /** The token behind a credential reference: the session's own vault's, or its own API resource's. */
+  const credential = async (sessionId: string, vault: string | undefined, ref: string | undefined): Promise<string | undefined> => {
     if (!ref) return undefined;
+    if (ref.startsWith('resource:')) {
+      if (!deps.repoTokens) throw ApplicationFailure.create({ message: `this hands host cannot open ${ref}: it needs DATABASE_URL (the API's database) and VAULT_KEY`, type: Failure.Vault.Unavailable, nonRetryable: true });
+      try {
+        return await deps.repoTokens(sessionId, ref);
+      } catch (err) {
+        if (err instanceof RepoTokenError || err instanceof SealError) throw ApplicationFailure.create({ message: err.message, type: Failure.Vault.Missing, nonRetryable: true });
+        throw err;
+      }
+    }
     if (!deps.vault) throw ApplicationFailure.create({ message: `this hands host has no VAULT_KEY, so it cannot use ${ref}`, type: Failure.Vault.Unavailable, nonRetryable: true });
     try {
       return deps.vault.resolve(vault ?? 'default', ref);
@@ -103,7 +116,7 @@ export function createHandsActivities(deps: HandsDeps) {
 
   return {
     async provisionSandbox(input: ProvisionInput): Promise<ProvisionOutput> {
-      const repoToken = credential(input.vault, input.recipe.repo?.credential);
+      const repoToken = await credential(input.sessionId, input.vault, input.recipe.repo?.credential);
       if (input.resume) checkOwner(input.resume, input);
       try {
         const r = await heartbeating(() => provider.provision({ sessionId: input.sessionId, name: input.name, recipe: input.recipe, hostId, resume: input.resume, repoToken }));
@@ -130,7 +143,7 @@ export function createHandsActivities(deps: HandsDeps) {
         const parsed = GitInputSchema.safeParse(input.input ?? {});
         if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
         if (!input.git) return { output: `${input.tool} needs a repo on this sandbox`, isError: true };
-        const token = credential(input.git.vault, input.git.repo.credential);
+        const token = await credential(input.git.sessionId, input.git.vault, input.git.repo.credential);
         const run = input.tool === 'git_push' ? git.push : git.pull;
         return heartbeating(() => run(input.sandboxId, key, input.git!, parsed.data, token)).catch(lost);
       }

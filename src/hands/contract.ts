@@ -18,7 +18,7 @@ export interface GitContext {
   sessionId: string;
   name: string;
   vault: string;
-  repo: { url: string; ref?: string; credential?: string };
+  repo: { url: string; ref?: string; commit?: string; credential?: string; path?: string };
 }
 
 export interface ProvisionInput {

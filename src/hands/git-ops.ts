@@ -15,6 +15,9 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
   /** Runs a script in the sandbox (with the workspace's own git config: harmless there, nothing to steal). */
   const inSandbox = async (sandboxId: string, key: string, script: string, env: Record<string, string>) =>
     provider.execute(sandboxId, { key, script, env, timeoutSeconds: 120, maxOutputBytes: 16 * 1024 });
+  /** The same, in the repository's directory (workdir, or the recipe's `path` under it). */
+  const inRepo = async (git: GitContext, sandboxId: string, key: string, script: string, env: Record<string, string>) =>
+    git.repo.path ? inSandbox(sandboxId, key, `cd -- "$MA_REPO_DIR" || exit 3; ${script}`, { ...env, MA_REPO_DIR: git.repo.path }) : inSandbox(sandboxId, key, script, env);
 
   const withTemp = async <T>(fn: (dir: string) => Promise<T>): Promise<T> => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ma-bundle-'));
@@ -30,7 +33,8 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
   return {
     async push(sandboxId: string, toolUseId: string, git: GitContext, input: GitInput, token: string | undefined): Promise<ToolOutput> {
       const file = `${BUNDLE_DIR}/${toolUseId.replace(/[^A-Za-z0-9_.-]/g, '_')}.bundle`;
-      const made = await inSandbox(
+      const made = await inRepo(
+        git,
         sandboxId,
         `${toolUseId}-bundle`,
         'b="$MA_BRANCH"; if [ -z "$b" ]; then b=$(git symbolic-ref --short -q HEAD) || { echo "not on a branch: name one"; exit 3; }; fi; ' +
@@ -52,7 +56,7 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
           const report = (pushed.stdout + pushed.stderr).trim();
           if (pushed.code !== 0) return fail(`git_push of ${branch} was rejected by upstream: ${explain(pushed)}\n${report}`, token);
           const sha = await revParse(mirror, `refs/ma-push/${branch}`);
-          await inSandbox(sandboxId, `${toolUseId}-track`, 'git update-ref "refs/remotes/origin/$MA_BRANCH" "$MA_SHA"', { MA_BRANCH: branch, MA_SHA: sha });
+          await inRepo(git, sandboxId, `${toolUseId}-track`, 'git update-ref "refs/remotes/origin/$MA_BRANCH" "$MA_SHA"', { MA_BRANCH: branch, MA_SHA: sha });
           return { output: redact(`pushed ${branch} (${sha.slice(0, 12)}) to ${git.repo.url}\n${report}`, token ? [token] : []), isError: false };
         });
       } catch (err) {
@@ -64,7 +68,7 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
     async pull(sandboxId: string, toolUseId: string, git: GitContext, input: GitInput, token: string | undefined): Promise<ToolOutput> {
       let branch = input.branch;
       if (!branch) {
-        const head = await inSandbox(sandboxId, `${toolUseId}-head`, 'git symbolic-ref --short -q HEAD', {});
+        const head = await inRepo(git, sandboxId, `${toolUseId}-head`, 'git symbolic-ref --short -q HEAD', {});
         if (head.exitCode !== 0) return fail('git_pull: not on a branch: name one', token);
         branch = head.output.trim();
         if (!BRANCH_NAME_RE.test(branch)) return fail(`git_pull: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
@@ -78,7 +82,8 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
           await inSandbox(sandboxId, `${toolUseId}-dir`, 'mkdir -p "$MA_DIR"', { MA_DIR: BUNDLE_DIR });
           await provider.copyIn(sandboxId, BUNDLE_DIR, name, fs.readFileSync(path.join(dir, name)));
         });
-        const merged = await inSandbox(
+        const merged = await inRepo(
+          git,
           sandboxId,
           `${toolUseId}-merge`,
           'git fetch -q "$MA_FILE" "+refs/heads/$MA_BRANCH:refs/remotes/origin/$MA_BRANCH" && ' +

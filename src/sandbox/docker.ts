@@ -169,7 +169,9 @@ export class DockerSandboxProvider implements SandboxProvider {
     await syncMirror(mirror, repo.url, req.repoToken);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ma-clone-'));
     try {
-      await checkoutFromMirror(mirror, repo.url, repo.ref, path.join(dir, 'tree'));
+      // The tree goes to workdir/<path>: the archive carries the path's directories, so nothing is made in the sandbox.
+      const tree = path.join(dir, 'tree', ...(repo.path ? repo.path.split('/') : []));
+      await checkoutFromMirror(mirror, repo.url, repo.ref, tree, repo.commit);
       const tar = spawn('tar', ['-c', '-C', path.join(dir, 'tree'), '--owner=1000', '--group=1000', '--numeric-owner', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
       await this.docker.getContainer(sandboxId).putArchive(tar.stdout, { path: req.recipe.workdir });
     } finally {

@@ -84,10 +84,11 @@ export async function syncMirror(mirror: string, url: string, token?: string): P
 }
 
 /** A working tree cloned from the mirror (no token needed), with origin pointing at the real upstream. */
-export async function checkoutFromMirror(mirror: string, url: string, ref: string | undefined, dest: string): Promise<void> {
+export async function checkoutFromMirror(mirror: string, url: string, ref: string | undefined, dest: string, commit?: string): Promise<void> {
   await must(['clone', '--quiet', ...(ref ? ['--branch', ref] : []), '--', mirror, dest], {}, 'git clone');
   await must(['-C', dest, 'remote', 'set-url', 'origin', url], {}, 'git remote set-url');
   await must(['-C', dest, 'fetch', '--quiet', mirror, '+refs/heads/*:refs/remotes/origin/*'], {}, 'git fetch');
+  if (commit) await must(['-C', dest, 'checkout', '--quiet', '--detach', commit], {}, `git checkout of commit ${commit}`);
 }
 
 /** Pushes the branch carried by `bundle` to upstream through the mirror. Returns git's report, redacted. */

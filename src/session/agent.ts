@@ -5,7 +5,7 @@ import { ToolPolicySchema } from './policy';
 
 import { BUILTIN_TOOLS, SANDBOX_TOOLS, TOOL_KINDS, type BuiltinToolKind, type SandboxToolKind } from '../tools/registry';
 import { formatIssues } from './issues';
-import { TaskQueueSchema, ToolNameSchema, VaultNameSchema, VaultRefSchema } from './identifiers';
+import { RepoCredentialSchema, TaskQueueSchema, ToolNameSchema, VaultNameSchema, VaultRefSchema } from './identifiers';
 
 export { BUILTIN_TOOLS, SANDBOX_TOOLS, formatIssues, type SandboxToolKind };
 
@@ -67,7 +67,15 @@ export const SandboxRecipeSchema = z
           .min(1)
           .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), 'the repo URL must not carry credentials; use credential: vault:<name>'),
         ref: z.string().min(1).optional(),
-        credential: VaultRefSchema.optional(),
+        /** A commit to check out (detached) after cloning `ref` or the default branch. */
+        commit: z.string().regex(/^[0-9a-f]{40}$/, 'commit is a full 40-character SHA').optional(),
+        credential: RepoCredentialSchema.optional(),
+        /** Where in the workspace the repository goes, relative to workdir; git_push and git_pull work there. */
+        path: z
+          .string()
+          .regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'path is a relative directory of letters, digits, dot, dash or underscore')
+          .refine((p) => !p.split('/').some((part) => part === '.' || part === '..'), 'path must not contain . or .. parts')
+          .optional(),
       })
       .strict()
       .optional(),

@@ -16,6 +16,14 @@ export const VaultNameSchema = z.string().regex(NAME_100, 'vault names are lette
 /** A credential reference, `vault:<name>`: the agent file and history carry this, never the secret. */
 export const VaultRefSchema = z.string().regex(/^vault:[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'credentials are references of the form vault:<name>, never the secret itself');
 
+/** A repository token an API session was created with, `resource:<id>`: sealed in the database, opened by hands hosts. */
+export const ResourceRefSchema = z.string().regex(/^resource:sesrsc_[A-Za-z0-9_-]{1,120}$/, 'resource references are resource:sesrsc_<id>');
+
+/** What a sandbox's repo authenticates with: a secret of the session's vault, or its API resource's token. */
+export const RepoCredentialSchema = z.union([VaultRefSchema, ResourceRefSchema], {
+  error: 'credentials are references of the form vault:<name>, never the secret itself',
+});
+
 /** A tool's model-facing name. */
 export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 export const ToolNameSchema = z.string().regex(TOOL_NAME, 'tool names are 1-64 letters, digits, _ or -');

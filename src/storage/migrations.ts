@@ -106,4 +106,26 @@ export const MIGRATIONS: readonly Migration[] = [
       `create index sessions_list on sessions (workspace_id, pos)`,
     ],
   },
+  {
+    version: 2,
+    name: 'session resources',
+    up: [
+      // A session's github_repository resources. `sealed_token` is the authorization_token sealed to the vault public
+      // key (bound to the resource and its session), so only hands hosts can open it.
+      `create table session_resources (
+        id text primary key,
+        session_id text not null references sessions (id),
+        workspace_id text not null references workspaces (id),
+        pos integer generated always as identity,
+        type text not null,
+        url text not null,
+        mount_path text not null,
+        checkout jsonb,
+        sealed_token text,
+        created_at timestamptz not null,
+        updated_at timestamptz not null
+      )`,
+      `create index session_resources_list on session_resources (session_id, pos)`,
+    ],
+  },
 ];

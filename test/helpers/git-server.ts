@@ -14,6 +14,8 @@ export interface GitServer {
   /** Every Authorization header and URL the server saw, to prove what reached it. */
   seen: string[];
   createRepo(name: string, files: Record<string, string>, branch?: string): string;
+  /** Someone else's commit of `files` on `branch`, pushed straight into the repository on disk. */
+  commitUpstream(repo: string, files: Record<string, string>, message: string, branch?: string): void;
   git(repo: string, ...args: string[]): string;
   stop(): Promise<void>;
 }
@@ -102,6 +104,19 @@ export async function startGitServer(tokens: string[]): Promise<GitServer> {
       execFileSync('git', ['-C', path.join(root, name), 'config', 'http.receivepack', 'true']);
       fs.rmSync(work, { recursive: true, force: true });
       return `http://127.0.0.1:${port}/${name}`;
+    },
+    commitUpstream(repo, files, message, branch = 'main') {
+      const other = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-other-'));
+      try {
+        const g = (...args: string[]) => execFileSync('git', ['-C', other, '-c', 'user.name=o', '-c', 'user.email=o@example.com', ...args]);
+        execFileSync('git', ['clone', '--quiet', '--branch', branch, path.join(root, repo), other]);
+        for (const [f, content] of Object.entries(files)) fs.writeFileSync(path.join(other, f), content);
+        g('add', ...Object.keys(files));
+        g('commit', '-qm', message);
+        g('push', '--quiet', 'origin', branch);
+      } finally {
+        fs.rmSync(other, { recursive: true, force: true });
+      }
     },
     async stop() {
       server.closeAllConnections();

@@ -25,7 +25,10 @@ import { createDataConverter } from './codec';
 import { loadConfig } from './config';
 import { temporalConnectionOptions } from './temporal-connection';
 import { loadCodecKey, loadVaultKey } from './infra/keys';
-import { FileVault } from './vault';
+import type { SecretVault } from './vault';
+import { ApiCredentials } from './vault/api-credentials';
+import { secretVault } from './vault/open';
+import { openDb, type Db } from './storage/db';
 import { parseCodecKeys } from './codec';
 import { StreamHub, StreamServer, identityWithStream } from './stream';
 import { activityLogInterceptor, jsonLogLine } from './observability/logger';
@@ -48,8 +51,16 @@ export interface WorkerOptions {
   hostId?: string;
   sandboxes?: SandboxProvider;
   dockerHost?: string;
-  /** Hands and tools: the vault repo and MCP credentials resolve in; defaults to DATA_DIR/vaults under VAULT_KEY. */
-  vault?: FileVault;
+  /**
+   * Hands and tools: the vault repo and MCP credentials resolve in; defaults to PostgreSQL when DATABASE_URL is set,
+   * else DATA_DIR/vaults, under VAULT_KEY.
+   */
+  vault?: SecretVault;
+  /**
+   * Tools: the database holding the API's vaults, for sessions created with vault_ids. Defaults to DATABASE_URL's;
+   * the dev stack passes the embedded database its API process owns (asked on each use: it opens after the workers).
+   */
+  apiDb?: () => Db | undefined;
   /** Hands: how often the reaper runs; 0 turns it off. */
   reapIntervalMs?: number;
   log?: (msg: string) => void;
@@ -101,9 +112,12 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
   const roles = opts.role === 'all' ? ['brain', 'hands', 'tools'] : [opts.role];
   const config = loadConfig();
-  // Opened only by the hands and tools roles, and once when a process runs both.
-  let openedVault: FileVault | undefined;
-  const sharedVault = () => (openedVault ??= opts.vault ?? new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config)));
+  // Opened only by the hands and tools roles, and once when a process runs both. With DATABASE_URL, the vault's
+  // secrets and the API's credentials are in PostgreSQL, and this process writes none of them under DATA_DIR.
+  const holdsVault = roles.includes('hands') || roles.includes('tools');
+  const db = holdsVault && config.DATABASE_URL ? await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir }) : undefined;
+  let openedVault: SecretVault | undefined;
+  const sharedVault = () => (openedVault ??= opts.vault ?? secretVault(config.dataDir, loadVaultKey(config), db));
   const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(config));
   const connectionOptions = { ...temporalConnectionOptions(config), address: opts.address };
   const connection = await Connection.connect(connectionOptions);
@@ -196,8 +210,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const vault = sharedVault();
     // The jail hides DATA_DIR (keys, vaults, archive) even inside a tree a server's command line names.
     const jail = config.MCP_STDIO_JAIL === 'off' ? 'off' : findJail([path.resolve(config.dataDir)]);
-    mcpPool = new McpClientPool(new McpCredentials(vault), { log, jail });
-    const activities = createToolsActivities({ vault, pool: mcpPool, log });
+    const api = new ApiCredentials(opts.apiDb ?? (() => db), loadVaultKey(config));
+    mcpPool = new McpClientPool(new McpCredentials({ vault, api }), { log, jail });
+    const activities = createToolsActivities({ vault, api, pool: mcpPool, log });
     workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities, interceptors, plugins }));
   }
 
@@ -206,6 +221,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     .finally(async () => {
       for (const t of timers) clearInterval(t);
       await mcpPool?.closeAll();
+      await db?.close().catch((err) => log(`closing the database failed: ${(err as Error).message}`));
       await streams?.server.stop();
       await tracing?.shutdown().catch((err) => log(`tracing shutdown failed: ${(err as Error).message}`));
       await nativeConnection.close();

@@ -115,8 +115,8 @@ record('records a session with credentials: private repo, git_push and git_pull,
   const vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-record-vault-'));
   const vault = new FileVault(vaultDir, crypto.randomBytes(32).toString('base64'));
   const issued = tracker.issue('recorder');
-  vault.put('recorder', 'git-token', FIXTURE_TOKEN);
-  vault.put('recorder', 'tracker-oauth', issued.accessToken);
+  await vault.put('recorder', 'git-token', FIXTURE_TOKEN);
+  await vault.put('recorder', 'tracker-oauth', issued.accessToken);
   const h = await startHarness({ role: 'all', hostId: 'recorder', vault });
   try {
     const repoUrl = git.createRepo('fixture.git', { 'README.md': 'fixture\n' });

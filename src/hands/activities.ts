@@ -7,7 +7,7 @@ import { BashInputSchema } from '../tools/bash';
 import { EditorInputSchema } from '../tools/editor';
 import { GitInputSchema } from '../tools/git';
 import { MAX_TOOL_OUTPUT_CHARS } from '../tools/kind';
-import { redact, type FileVault } from '../vault';
+import { redact, type SecretVault } from '../vault';
 import { GitError } from '../sandbox/git';
 import { createGitOps } from './git-ops';
 import { MAX_FILE_BYTES } from '../session/paths';
@@ -30,7 +30,7 @@ export interface HandsDeps {
   provider: SandboxProvider;
   hostId: string;
   /** Present only where VAULT_KEY is: the hands host resolves repo credentials itself. */
-  vault?: FileVault;
+  vault?: SecretVault;
   /** Where host-side git mirrors live (the same directory the provider clones through). */
   mirrorsDir?: string;
   /** Where bash output is published live for `agents watch`; absent: not streamed. */
@@ -81,11 +81,11 @@ export function createHandsActivities(deps: HandsDeps) {
   const { provider, hostId } = deps;
 
   /** The token behind a credential reference, resolved in the session's own vault only. */
-  const credential = (vault: string | undefined, ref: string | undefined): string | undefined => {
+  const credential = async (vault: string | undefined, ref: string | undefined): Promise<string | undefined> => {
     if (!ref) return undefined;
     if (!deps.vault) throw ApplicationFailure.create({ message: `this hands host has no VAULT_KEY, so it cannot use ${ref}`, type: Failure.Vault.Unavailable, nonRetryable: true });
     try {
-      return deps.vault.resolve(vault ?? 'default', ref);
+      return await deps.vault.resolve(vault ?? 'default', ref);
     } catch (err) {
       throw ApplicationFailure.create({ message: `${(err as Error).message} (the session is bound to vault ${vault ?? 'default'})`, type: Failure.Vault.Missing, nonRetryable: true });
     }
@@ -103,7 +103,7 @@ export function createHandsActivities(deps: HandsDeps) {
 
   return {
     async provisionSandbox(input: ProvisionInput): Promise<ProvisionOutput> {
-      const repoToken = credential(input.vault, input.recipe.repo?.credential);
+      const repoToken = await credential(input.vault, input.recipe.repo?.credential);
       if (input.resume) checkOwner(input.resume, input);
       try {
         const r = await heartbeating(() => provider.provision({ sessionId: input.sessionId, name: input.name, recipe: input.recipe, hostId, resume: input.resume, repoToken }));
@@ -130,7 +130,7 @@ export function createHandsActivities(deps: HandsDeps) {
         const parsed = GitInputSchema.safeParse(input.input ?? {});
         if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
         if (!input.git) return { output: `${input.tool} needs a repo on this sandbox`, isError: true };
-        const token = credential(input.git.vault, input.git.repo.credential);
+        const token = await credential(input.git.vault, input.git.repo.credential);
         const run = input.tool === 'git_push' ? git.push : git.pull;
         return heartbeating(() => run(input.sandboxId, key, input.git!, parsed.data, token)).catch(lost);
       }

@@ -71,8 +71,11 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
   // The dev stack shares its terminal with the user: worker logs stay at warnings unless LOG_LEVEL says otherwise.
   installRuntime(process.env.LOG_LEVEL ? config.LOG_LEVEL : 'WARN');
   let worker: RunningWorker;
+  // The embedded database is this process's API's alone; the workers here read the API's vaults through it.
+  let api: RunningApi | undefined;
+  const apiDb = config.DATABASE_URL ? undefined : () => api?.db;
   try {
-    worker = await startWorker({ role: 'all', address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL, log, dataConverter: createDataConverter(keys) });
+    worker = await startWorker({ role: 'all', address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL, log, dataConverter: createDataConverter(keys), apiDb });
   } catch (err) {
     await mock?.stop();
     await codecServer.stop();
@@ -80,7 +83,6 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
     throw err;
   }
   // The API is the front door, but a dev stack without it still runs sessions: a taken port is a warning.
-  let api: RunningApi | undefined;
   try {
     api = await startApiServer(config, log);
     const keyFile = await ensureDevApiKey(api.db, config.dataDir);

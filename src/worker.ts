@@ -61,6 +61,8 @@ export interface WorkerOptions {
    * the dev stack passes the embedded database its API process owns (asked on each use: it opens after the workers).
    */
   apiDb?: () => Db | undefined;
+  /** Hands and tools: VAULT_KEY, which opens the vault and the API's sealed credentials; defaults to the configured one. */
+  vaultKey?: string;
   /** Hands: how often the reaper runs; 0 turns it off. */
   reapIntervalMs?: number;
   log?: (msg: string) => void;
@@ -117,7 +119,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const holdsVault = roles.includes('hands') || roles.includes('tools');
   const db = holdsVault && config.DATABASE_URL ? await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir }) : undefined;
   let openedVault: SecretVault | undefined;
-  const sharedVault = () => (openedVault ??= opts.vault ?? secretVault(config.dataDir, loadVaultKey(config), db));
+  const vaultKey = () => opts.vaultKey ?? loadVaultKey(config);
+  const sharedVault = () => (openedVault ??= opts.vault ?? secretVault(config.dataDir, vaultKey(), db));
   const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(config));
   const connectionOptions = { ...temporalConnectionOptions(config), address: opts.address };
   const connection = await Connection.connect(connectionOptions);
@@ -210,7 +213,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const vault = sharedVault();
     // The jail hides DATA_DIR (keys, vaults, archive) even inside a tree a server's command line names.
     const jail = config.MCP_STDIO_JAIL === 'off' ? 'off' : findJail([path.resolve(config.dataDir)]);
-    const api = new ApiCredentials(opts.apiDb ?? (() => db), loadVaultKey(config));
+    const api = new ApiCredentials(opts.apiDb ?? (() => db), vaultKey());
     mcpPool = new McpClientPool(new McpCredentials({ vault, api }), { log, jail });
     const activities = createToolsActivities({ vault, api, pool: mcpPool, log });
     workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities, interceptors, plugins }));

@@ -54,6 +54,9 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, vault
         throw badRequest(`agent.mcp_servers: server name ${t.mcp_server_name} cannot run here yet: names are 1-40 letters, digits, _ or -, without __`);
       }
       mcpServers[t.mcp_server_name] = { transport: 'http', url: servers.get(t.mcp_server_name)!, ...apiVaults };
+      // The toolset's default (always_ask unless the agent says otherwise) covers the tools the server lists later.
+      const d = t.default_config;
+      policies[`mcp__${t.mcp_server_name}__*`] = d.enabled ? policyOf(d.permission_policy as Policy) : 'always_ask';
       for (const c of t.configs) policies[`mcp__${t.mcp_server_name}__${c.name}`] = c.enabled ? policyOf(c.permission_policy as Policy) : 'always_ask';
     } else {
       if (t.name.length > 64) throw badRequest(`agent.tools: custom tool ${t.name} cannot run here yet: names are at most 64 characters`);

@@ -1,11 +1,14 @@
 // MCP through a vault credential, driven only by the SDK: a vault holding an mcp_oauth credential for an MCP server
 // on loopback that demands the bearer token, an agent with that server and an mcp_toolset, a session with vault_ids.
 // The tools worker finds the credential by URL in the session's vaults (its own workspace, first vault first), the
-// call runs once confirmed, and no token reaches the events, the model or the raw history.
+// call runs once confirmed, and no token reaches the events, the model or the raw history. Ten sessions on one expired
+// single-use OAuth credential through two tools workers refresh it once and never send a spent refresh token again.
 import Anthropic from '@anthropic-ai/sdk';
+import os from 'node:os';
 import { Client } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { ArchivedSessionLog, LiveSessionLog } from '../../src/log/session-log';
+import { openDb, type Db } from '../../src/storage/db';
 import type { RunningWorker } from '../../src/worker';
 import { REDACTED } from '../../src/vault';
 import { NO_DATABASE, credentialForServer } from '../../src/vault/api-credentials';
@@ -82,9 +85,18 @@ describe('a tools worker without the database', () => {
   });
 });
 
-describe('a tools worker on the API database', () => {
+describe('tools workers on the API database', () => {
+  let otherDb: Db;
+  let second: RunningWorker | undefined;
   beforeAll(async () => {
+    // Two tools workers on queue `tools`, each with its own client pool and its own connections to PostgreSQL.
+    otherDb = await openDb({ databaseUrl: api.databaseUrl, dataDir: os.tmpdir() });
     tools = await startTestWorker(h.env.address, h.mock.url, { role: 'tools', vaultKey: api.vaultKey, apiDb: () => api.db });
+    second = await startTestWorker(h.env.address, h.mock.url, { role: 'tools', vaultKey: api.vaultKey, apiDb: () => otherDb });
+  });
+  afterAll(async () => {
+    await second?.shutdown().catch(() => undefined);
+    await otherDb?.close();
   });
 
   it("calls the MCP tool with the first of the session's vaults that holds a credential for its URL, once confirmed", async () => {
@@ -170,5 +182,44 @@ describe('a tools worker on the API database', () => {
     expect(error?.error.message).toMatch(/MCP server tracker: the server refused the credential \(HTTP 401\)/);
     expect(tracker.requests.slice(sent).map((r) => r.auth)).toContain('missing');
     expect(JSON.stringify(events)).not.toContain('tok-for-another-server');
+  });
+
+  it('runs ten sessions on one expired single-use OAuth credential through two tools workers without losing the rotated token', async () => {
+    const dana = tracker.issue('dana');
+    const vault = await client.beta.vaults.create({ display_name: 'shared' });
+    await client.beta.vaults.credentials.create(vault.id, {
+      auth: {
+        type: 'mcp_oauth',
+        mcp_server_url: tracker.url,
+        access_token: dana.accessToken,
+        expires_at: new Date(Date.now() + 3600_000).toISOString(),
+        refresh: { client_id: tracker.clientId, refresh_token: dana.refreshToken, token_endpoint: tracker.tokenUrl, token_endpoint_auth: { type: 'client_secret_post', client_secret: tracker.clientSecret } },
+      },
+    });
+    tracker.expire(dana.accessToken);
+    const refreshes = tracker.refreshes;
+    const agent = await client.beta.agents.create({
+      name: 'filer',
+      model: 'claude-test',
+      mcp_servers: [{ type: 'url', name: 'tracker', url: tracker.url }],
+      tools: [{ type: 'mcp_toolset', mcp_server_name: 'tracker', default_config: { permission_policy: { type: 'always_allow' } } }],
+    });
+    const envId = (await client.beta.environments.create({ name: 'ten' })).id;
+    const sessions = await Promise.all(Array.from({ length: 10 }, () => client.beta.sessions.create({ agent: agent.id, environment_id: envId, vault_ids: [vault.id] })));
+    sessions.forEach((s, i) =>
+      h.mock.script(s.id, { steps: [{ reply: { content: [{ type: 'tool_use', name: 'mcp__tracker__create_issue', input: { title: `bug ${i}` } }] } }, { reply: { content: [{ type: 'text', text: 'Filed.' }] } }] }),
+    );
+    await Promise.all(sessions.map((s) => client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'file it' }] }] })));
+
+    const logs = await Promise.all(sessions.map((s) => eventsUntil(s.id, idle('end_turn'))));
+    logs.forEach((events, i) => {
+      expect(events.filter((e) => e.type === 'session.error')).toEqual([]);
+      expect(events.find((e) => e.type === 'agent.mcp_tool_result')).toMatchObject({ is_error: false, content: [{ type: 'text', text: expect.stringMatching(new RegExp(`^created issue #\\d+: bug ${i}$`)) }] });
+    });
+    expect(tracker.issues.filter((x) => x.user === 'dana').map((x) => x.title).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `bug ${i}`).sort());
+    expect(tracker.refreshes - refreshes).toBe(1);
+    expect(tracker.reuses).toBe(0);
+    const read = JSON.stringify(logs);
+    for (const secret of [dana.accessToken, dana.refreshToken, tracker.clientSecret]) expect(read).not.toContain(secret);
   });
 });

@@ -143,7 +143,10 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   CODEC_KEY: { about: 'Base64 of 32 bytes, or `id:base64,...` whose first key encrypts and the others still decrypt (rotation). Encrypts history, the archive and the stream tokens.', default: 'development: generated once into `DATA_DIR/keys/codec.key`' },
   CODEC_SERVER_TOKEN: { about: 'Set: the codec server requires `Authorization: Bearer <token>`.', default: 'unset: the codec server trusts only its allowed browser origins' },
   VAULT_PUBLIC_KEY: { about: 'Base64 of the public half of `VAULT_KEY` (`agents vault public-key`): the API seals credentials to it and cannot open them.', default: 'development: `DATA_DIR/keys/vault.pub`, derived once from the vault key file' },
-  DATABASE_URL: { about: 'PostgreSQL (`postgres://…`) for the API\'s agents, environments, vaults, credentials, keys and session index; created and migrated at start-up.', default: 'unset: embedded PGlite under `DATA_DIR/api-db`' },
+  DATABASE_URL: {
+    about: 'PostgreSQL (`postgres://…`) for the API\'s agents, environments, vaults, credentials, keys and session index, and for the vault\'s named secrets (hands, tools, `agents vault`: nothing of the vault under `DATA_DIR` then); created and migrated at start-up. Tools workers read the API\'s credentials there.',
+    default: 'unset: embedded PGlite under `DATA_DIR/api-db`; the vault under `DATA_DIR/vaults`',
+  },
   API_LISTEN: { about: 'Where `agents api` serves the Managed Agents API (`HOST:PORT`; port 0 picks one).' },
   DATA_DIR: { about: 'Local state: the dev server\'s SQLite file, keys, vaults, the session archive, hands registries.' },
   KEY_FILES: { about: '`on`: an absent `CODEC_KEY`/`VAULT_KEY` comes from (or is generated into) `DATA_DIR/keys`. `off` (the worker image): keys only from the environment, and a role missing one refuses to start.' },

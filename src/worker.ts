@@ -25,9 +25,11 @@ import { createDataConverter } from './codec';
 import { loadConfig } from './config';
 import { temporalConnectionOptions } from './temporal-connection';
 import { loadCodecKey, loadVaultKey } from './infra/keys';
-import { FileVault } from './vault';
-import { openDb, type Db, type Queryable } from './storage/db';
-import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';
+import type { SecretVault } from './vault';
+import { ApiCredentials } from './vault/api-credentials';
+import { secretVault } from './vault/open';
+import { openDb, type Db } from './storage/db';
+import { createRepoTokens, RepoTokenError, type RepoTokens } from './hands/repo-tokens';
 import { parseCodecKeys } from './codec';
 import { StreamHub, StreamServer, identityWithStream } from './stream';
 import { activityLogInterceptor, jsonLogLine } from './observability/logger';
@@ -50,12 +52,19 @@ export interface WorkerOptions {
   hostId?: string;
   sandboxes?: SandboxProvider;
   dockerHost?: string;
-  /** Hands and tools: the vault repo and MCP credentials resolve in; defaults to DATA_DIR/vaults under VAULT_KEY. */
-  vault?: FileVault;
-  /** Hands: the API's database, for sessions' repository tokens, when this process owns it (the embedded one of
-   * the dev stack); otherwise DATABASE_URL's is opened when a token is first needed. */
-  db?: Queryable;
-  /** Hands: opens repository tokens itself (tests holding the vault key); overrides `db`. */
+  /**
+   * Hands and tools: the vault repo and MCP credentials resolve in; defaults to PostgreSQL when DATABASE_URL is set,
+   * else DATA_DIR/vaults, under VAULT_KEY.
+   */
+  vault?: SecretVault;
+  /**
+   * Tools: the database holding the API's vaults, for sessions created with vault_ids. Defaults to DATABASE_URL's;
+   * the dev stack passes the embedded database its API process owns (asked on each use: it opens after the workers).
+   */
+  apiDb?: () => Db | undefined;
+  /** Hands and tools: VAULT_KEY, which opens the vault and the API's sealed credentials; defaults to the configured one. */
+  vaultKey?: string;
+  /** Hands: opens repository tokens itself (tests holding the vault key); defaults to the API's database. */
   repoTokens?: RepoTokens;
   /** Hands: how often the reaper runs; 0 turns it off. */
   reapIntervalMs?: number;
@@ -108,9 +117,13 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
   const roles = opts.role === 'all' ? ['brain', 'hands', 'tools'] : [opts.role];
   const config = loadConfig();
-  // Opened only by the hands and tools roles, and once when a process runs both.
-  let openedVault: FileVault | undefined;
-  const sharedVault = () => (openedVault ??= opts.vault ?? new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config)));
+  // Opened only by the hands and tools roles, and once when a process runs both. With DATABASE_URL, the vault's
+  // secrets and the API's credentials are in PostgreSQL, and this process writes none of them under DATA_DIR.
+  const holdsVault = roles.includes('hands') || roles.includes('tools');
+  const db = holdsVault && config.DATABASE_URL ? await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir }) : undefined;
+  let openedVault: SecretVault | undefined;
+  const vaultKey = () => opts.vaultKey ?? loadVaultKey(config);
+  const sharedVault = () => (openedVault ??= opts.vault ?? secretVault(config.dataDir, vaultKey(), db));
   const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(config));
   const connectionOptions = { ...temporalConnectionOptions(config), address: opts.address };
   const connection = await Connection.connect(connectionOptions);
@@ -144,7 +157,6 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const timers: NodeJS.Timeout[] = [];
   let hostId: string | undefined;
   let mcpPool: McpClientPool | undefined;
-  let openedDb: Promise<Db> | undefined;
 
   if (roles.includes('brain')) {
     const model = opts.model ?? new AnthropicModelClient({ apiKey: opts.apiKey, baseURL: opts.baseURL });
@@ -185,7 +197,16 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     // Who owns each of this host's sandboxes: hand-offs change it, execute checks it, the reaper asks it.
     const registry = OwnershipRegistry.forHost(config.dataDir, hostId);
     // API sessions' repository tokens are sealed in the API's database; a host that cannot reach it refuses them.
-    const repoTokens = opts.repoTokens ?? (opts.db || config.DATABASE_URL ? createRepoTokens(() => (opts.db ? Promise.resolve(opts.db) : (openedDb ??= openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir }))), loadVaultKey(config)) : undefined);
+    const apiDb = opts.apiDb ?? (() => db);
+    const repoTokens =
+      opts.repoTokens ??
+      (opts.apiDb || db
+        ? createRepoTokens(async () => {
+            const open = apiDb();
+            if (!open) throw new RepoTokenError('the API database is not open on this hands host yet');
+            return open;
+          }, vaultKey())
+        : undefined);
     const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, registry, stream: streams?.hub, repoTokens });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
       workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities, identity, interceptors, plugins }));
@@ -206,8 +227,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const vault = sharedVault();
     // The jail hides DATA_DIR (keys, vaults, archive) even inside a tree a server's command line names.
     const jail = config.MCP_STDIO_JAIL === 'off' ? 'off' : findJail([path.resolve(config.dataDir)]);
-    mcpPool = new McpClientPool(new McpCredentials(vault), { log, jail });
-    const activities = createToolsActivities({ vault, pool: mcpPool, log });
+    const api = new ApiCredentials(opts.apiDb ?? (() => db), vaultKey());
+    mcpPool = new McpClientPool(new McpCredentials({ vault, api }), { log, jail });
+    const activities = createToolsActivities({ vault, api, pool: mcpPool, log });
     workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities, interceptors, plugins }));
   }
 
@@ -216,7 +238,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     .finally(async () => {
       for (const t of timers) clearInterval(t);
       await mcpPool?.closeAll();
-      if (openedDb) await (await openedDb.catch(() => undefined))?.close().catch(() => undefined);
+      await db?.close().catch((err) => log(`closing the database failed: ${(err as Error).message}`));
       await streams?.server.stop();
       await tracing?.shutdown().catch((err) => log(`tracing shutdown failed: ${(err as Error).message}`));
       await nativeConnection.close();

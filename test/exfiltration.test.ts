@@ -62,14 +62,14 @@ beforeAll(async () => {
   repoUrl = git.createRepo('secret-project.git', { 'README.md': 'internal\n' });
   vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-exfil-vault-'));
   const vault = new FileVault(vaultDir, VAULT_KEY);
-  vault.put('victim', 'git-token', TOKEN);
-  vault.put('victim', 'helper-token', STDIO_TOKEN);
-  vault.put('other', 'helper-token', OTHER_TOKEN);
+  await vault.put('victim', 'git-token', TOKEN);
+  await vault.put('victim', 'helper-token', STDIO_TOKEN);
+  await vault.put('other', 'helper-token', OTHER_TOKEN);
   hostile = buildStdioServer('mcp-hostile-server.ts');
   tracker = await startTrackerServer({ hostile: true });
   const issued = tracker.issue('victim');
   mcpSecrets.push(issued.accessToken, issued.refreshToken, tracker.clientSecret);
-  vault.put(
+  await vault.put(
     'victim',
     'tracker-oauth',
     JSON.stringify({ access_token: issued.accessToken, refresh_token: issued.refreshToken, token_url: tracker.tokenUrl, client_id: tracker.clientId, client_secret: tracker.clientSecret }),

@@ -21,8 +21,8 @@ beforeAll(async () => {
   repoUrl = git.createRepo('private.git', { 'README.md': '# private\n', 'src/app.txt': 'v1\n' });
   vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-vault-'));
   const vault = new FileVault(vaultDir, crypto.randomBytes(32).toString('base64'));
-  vault.put('alice', 'git-token', TOKEN);
-  vault.put('mallory', 'git-token', 'ghp_wrong');
+  await vault.put('alice', 'git-token', TOKEN);
+  await vault.put('mallory', 'git-token', 'ghp_wrong');
   h = await startHarness({ role: 'all', hostId: `test-git-${process.pid}`, vault });
 });
 afterAll(async () => {

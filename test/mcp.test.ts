@@ -39,10 +39,10 @@ afterAll(async () => {
 });
 
 /** Stores an OAuth credential for `user` in vault `vaultName` and returns its tokens. */
-function oauthCredential(vaultName: string, user: string, extra: Record<string, unknown> = {}) {
+async function oauthCredential(vaultName: string, user: string, extra: Record<string, unknown> = {}) {
   const t = tracker.issue(user);
   secrets.push(t.accessToken, t.refreshToken);
-  vault.put(
+  await vault.put(
     vaultName,
     'tracker-oauth',
     JSON.stringify({ access_token: t.accessToken, refresh_token: t.refreshToken, token_url: tracker.tokenUrl, client_id: tracker.clientId, client_secret: tracker.clientSecret, ...extra }),
@@ -80,7 +80,7 @@ const mcpErrors = (events: SessionEvent[]) => events.filter((e) => e.type === 'e
 
 describe('MCP servers through the tools worker', () => {
   it('offers the server tools as mcp__tracker__* and returns the server answer in the tool_result', async () => {
-    const alice = oauthCredential('alice', 'alice');
+    const alice = await oauthCredential('alice', 'alice');
     const handle = await startSession(h, { agent: trackerAgent('alice') });
 
     const created = await callTool(h, handle, 'mcp__tracker__create_issue', { title: 'Flaky login test' });
@@ -105,7 +105,7 @@ describe('MCP servers through the tools worker', () => {
   });
 
   it('refreshes an access token the server rejects, retries once, and stores the new token in the vault', async () => {
-    const carol = oauthCredential('carol', 'carol');
+    const carol = await oauthCredential('carol', 'carol');
     const handle = await startSession(h, { agent: trackerAgent('carol') });
     expect((await callTool(h, handle, 'mcp__tracker__create_issue', { title: 'first' })).isError).toBe(false);
 
@@ -119,7 +119,7 @@ describe('MCP servers through the tools worker', () => {
     // The renewed token is redacted too when the server echoes it.
     expect(await callTool(h, handle, 'mcp__tracker__whoami', {})).toMatchObject({ isError: false, output: 'you are carol\nyour token is ***' });
 
-    const stored = JSON.parse(vault.get('carol', 'tracker-oauth')) as { access_token: string; refresh_token: string; expires_at: number; client_id: string };
+    const stored = JSON.parse(await vault.get('carol', 'tracker-oauth')) as { access_token: string; refresh_token: string; expires_at: number; client_id: string };
     expect(stored.access_token).not.toBe(carol.accessToken);
     expect(tracker.accepts(stored.access_token)).toBe(true);
     expect(stored.refresh_token).not.toBe(carol.refreshToken);
@@ -131,13 +131,13 @@ describe('MCP servers through the tools worker', () => {
   });
 
   it('refreshes a token past its expires_at before using it, without a rejected request', async () => {
-    const dave = oauthCredential('dave', 'dave', { expires_at: Math.floor(Date.now() / 1000) - 60 });
+    const dave = await oauthCredential('dave', 'dave', { expires_at: Math.floor(Date.now() / 1000) - 60 });
     tracker.expire(dave.accessToken);
     const rejectedBefore = tracker.requests.filter((r) => r.auth === 'rejected').length;
     const handle = await startSession(h, { agent: trackerAgent('dave') });
     expect(await callTool(h, handle, 'mcp__tracker__whoami', {})).toMatchObject({ isError: false, output: 'you are dave\nyour token is ***' });
     expect(tracker.requests.filter((r) => r.auth === 'rejected').length).toBe(rejectedBefore);
-    const stored = JSON.parse(vault.get('dave', 'tracker-oauth')) as { access_token: string; refresh_token: string };
+    const stored = JSON.parse(await vault.get('dave', 'tracker-oauth')) as { access_token: string; refresh_token: string };
     expect(tracker.accepts(stored.access_token)).toBe(true);
     secrets.push(stored.access_token, stored.refresh_token);
     await expectNoSecrets(handle);
@@ -145,21 +145,21 @@ describe('MCP servers through the tools worker', () => {
   });
 
   it('turns a refresh the token endpoint refuses into an infra error that names the server and holds no token', async () => {
-    const frank = oauthCredential('frank', 'frank', { client_secret: `cs_wrong_${crypto.randomBytes(8).toString('hex')}` });
+    const frank = await oauthCredential('frank', 'frank', { client_secret: `cs_wrong_${crypto.randomBytes(8).toString('hex')}` });
     const handle = await startSession(h, { agent: trackerAgent('frank') });
     expect((await callTool(h, handle, 'mcp__tracker__whoami', {})).isError).toBe(false);
     tracker.expire(frank.accessToken);
     const result = await callTool(h, handle, 'mcp__tracker__create_issue', { title: 'never' });
     expect(result).toMatchObject({ isError: true, error: { kind: 'infra' } });
     expect(result.output).toBe('McpError.Credential: MCP server tracker: token endpoint for vault:tracker-oauth refused the refresh (HTTP 401 invalid_client)');
-    expect(JSON.parse(vault.get('frank', 'tracker-oauth')).access_token).toBe(frank.accessToken);
-    const stored = JSON.parse(vault.get('frank', 'tracker-oauth')) as { client_secret: string };
+    expect(JSON.parse(await vault.get('frank', 'tracker-oauth')).access_token).toBe(frank.accessToken);
+    const stored = JSON.parse(await vault.get('frank', 'tracker-oauth')) as { client_secret: string };
     await expectNoSecrets(handle, [stored.client_secret]);
     await handle.signal(endSignal, {});
   });
 
   it("keeps another user's session from using the first user's credential", async () => {
-    const owner = oauthCredential('owner', 'owner');
+    const owner = await oauthCredential('owner', 'owner');
     const issuesBefore = tracker.issues.length;
 
     // Bob's vault lacks the credential: the server's tools are not offered, and the log says why.
@@ -173,7 +173,7 @@ describe('MCP servers through the tools worker', () => {
 
     // Mallory's vault holds a credential of its own, which the server refuses.
     const mallory = `at_mallory_${crypto.randomBytes(8).toString('hex')}`;
-    vault.put('mallory', 'tracker-oauth', mallory);
+    await vault.put('mallory', 'tracker-oauth', mallory);
     const mal = await startSession(h, { agent: trackerAgent('mallory') });
     expect(await callToolPastErrors(mal, 'mcp__tracker__create_issue', { title: 'as owner?' })).toMatchObject({ isError: true, output: 'unknown tool: mcp__tracker__create_issue' });
     const malErrors = mcpErrors(await allEvents(mal));
@@ -191,7 +191,7 @@ describe('MCP servers through the tools worker', () => {
   it('connects to no MCP server before the model is called, and accepts a static bearer token', async () => {
     const erin = tracker.issue('erin');
     secrets.push(erin.accessToken, erin.refreshToken);
-    vault.put('erin', 'tracker-static', erin.accessToken);
+    await vault.put('erin', 'tracker-static', erin.accessToken);
     const requestsBefore = tracker.requests.length;
 
     const handle = await startSession(h, { agent: trackerAgent('erin', 'vault:tracker-static') });
@@ -202,7 +202,7 @@ describe('MCP servers through the tools worker', () => {
 
     expect(await callTool(h, handle, 'mcp__tracker__whoami', {})).toMatchObject({ isError: false, output: 'you are erin\nyour token is ***' });
     expect(tracker.requests.slice(requestsBefore).every((r) => r.user === 'erin')).toBe(true);
-    expect(vault.get('erin', 'tracker-static')).toBe(erin.accessToken);
+    expect(await vault.get('erin', 'tracker-static')).toBe(erin.accessToken);
     await expectNoSecrets(handle);
     await handle.signal(endSignal, {});
   });
@@ -210,7 +210,7 @@ describe('MCP servers through the tools worker', () => {
   it('runs a stdio MCP server on the tools worker with the token in its environment', async () => {
     const token = `stdio_${crypto.randomBytes(16).toString('hex')}`;
     secrets.push(token);
-    vault.put('gina', 'local-token', token);
+    await vault.put('gina', 'local-token', token);
     const handle = await startSession(h, {
       agent: {
         vault: 'gina',

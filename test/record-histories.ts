@@ -25,7 +25,7 @@ import {
 import { messagesUntilHandover, readLogStep, requiresAction, toolStep } from './helpers/actions';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import type { WorkflowHandle } from '@temporalio/client';
-import { logOf, runsOf, say, startHarness, startSession, testArchive, waitForEvents } from './helpers/env';
+import { logOf, runsOf, say, startHarness, startSession, startTestWorker, testArchive, waitForEvents } from './helpers/env';
 import { forkSession, wakeSession } from '../src/session-ops';
 import { childSessionId } from '../src/workflows/subagents';
 import { spawn, turn } from './helpers/subagents';
@@ -115,8 +115,8 @@ record('records a session with credentials: private repo, git_push and git_pull,
   const vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-record-vault-'));
   const vault = new FileVault(vaultDir, crypto.randomBytes(32).toString('base64'));
   const issued = tracker.issue('recorder');
-  vault.put('recorder', 'git-token', FIXTURE_TOKEN);
-  vault.put('recorder', 'tracker-oauth', issued.accessToken);
+  await vault.put('recorder', 'git-token', FIXTURE_TOKEN);
+  await vault.put('recorder', 'tracker-oauth', issued.accessToken);
   const h = await startHarness({ role: 'all', hostId: 'recorder', vault });
   try {
     const repoUrl = git.createRepo('fixture.git', { 'README.md': 'fixture\n' });
@@ -366,6 +366,40 @@ record('records a session answering a message that arrived while the model was g
     await endAndSave(handle, 'causal-order-session.json');
   } finally {
     await h.stop();
+  }
+});
+
+record("records MCP tool calls under their server's default policy (mcp__<server>__*): one held and approved, one allowed by its own policy", async () => {
+  const tracker = await startTrackerServer();
+  const vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-record-vault-'));
+  const vault = new FileVault(vaultDir, crypto.randomBytes(32).toString('base64'));
+  await vault.put('recorder', 'tracker-oauth', tracker.issue('recorder').accessToken);
+  const h = await startHarness();
+  const tools = await startTestWorker(h.env.address, h.mock.url, { role: 'tools', vault });
+  const id = 'recorded-mcp-default-policy-session';
+  fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+  try {
+    const handle = await startSession(h, {
+      id,
+      agent: {
+        vault: 'recorder',
+        tools: ['session_events'],
+        sandboxes: {},
+        mcpServers: { tracker: { transport: 'http', url: tracker.url, credential: 'vault:tracker-oauth' } },
+        policies: { 'mcp__tracker__*': 'always_ask', mcp__tracker__whoami: 'always_allow' },
+      },
+    });
+    h.mock.script(id, { steps: [toolStep('mcp__tracker__create_issue', { title: 'held' }), toolStep('mcp__tracker__whoami', {}), { reply: { content: [{ type: 'text', text: 'Done.' }] } }] });
+    await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'file it' }] });
+    const [held] = await requiresAction(handle);
+    await handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: held.toolUseId, allow: true }] });
+    await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn'));
+    await endAndSave(handle, 'mcp-default-policy-session.json');
+  } finally {
+    await tools.shutdown();
+    await h.stop();
+    await tracker.stop();
+    fs.rmSync(vaultDir, { recursive: true, force: true });
   }
 });
 

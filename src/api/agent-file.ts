@@ -23,15 +23,23 @@ const TOOLSET_ENTRIES: Partial<Record<(typeof TOOLSET_TOOLS)[number], ToolEntry>
 
 const policyOf = (p: Policy): ToolPolicy => (p.type === 'always_ask' ? 'always_ask' : 'always_allow');
 
+/** A session's vaults: its MCP servers' credentials are looked up there by URL, on the tools worker. */
+export interface VaultBinding {
+  workspaceId: string;
+  vaultIds: string[];
+}
+
 /**
- * The agent file for `agent` in `environment`, or a 400 naming what the platform cannot run yet. A session's
+ * The agent file for `agent` in `environment`, or a 400 naming what the platform cannot run yet. With `vaults`, each
+ * MCP server carries the binding (ids only), which reaches the tools worker inside the activity's input. A session's
  * repository (its github_repository resource) is the sandbox's repo, with git_push and git_pull to exchange commits.
  */
-export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, repo?: SandboxRecipe['repo']): Agent {
+export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, vaults?: VaultBinding, repo?: SandboxRecipe['repo']): Agent {
   const tools: Agent['tools'] = [];
   const policies: Record<string, ToolPolicy> = {};
   const clientTools: ClientTool[] = [];
-  const mcpServers: Record<string, { transport: 'http'; url: string }> = {};
+  const apiVaults = vaults && vaults.vaultIds.length > 0 ? { apiVaults: { workspaceId: vaults.workspaceId, vaultIds: vaults.vaultIds } } : {};
+  const mcpServers: Record<string, { transport: 'http'; url: string; apiVaults?: VaultBinding }> = {};
   const servers = new Map(agent.mcp_servers.map((s) => [s.name, s.url]));
 
   for (const t of agent.tools) {
@@ -46,7 +54,10 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, repo?
       if (!/^(?!.*__)[a-zA-Z0-9_-]{1,40}$/.test(t.mcp_server_name)) {
         throw badRequest(`agent.mcp_servers: server name ${t.mcp_server_name} cannot run here yet: names are 1-40 letters, digits, _ or -, without __`);
       }
-      mcpServers[t.mcp_server_name] = { transport: 'http', url: servers.get(t.mcp_server_name)! };
+      mcpServers[t.mcp_server_name] = { transport: 'http', url: servers.get(t.mcp_server_name)!, ...apiVaults };
+      // The toolset's default (always_ask unless the agent says otherwise) covers the tools the server lists later.
+      const d = t.default_config;
+      policies[`mcp__${t.mcp_server_name}__*`] = d.enabled ? policyOf(d.permission_policy as Policy) : 'always_ask';
       for (const c of t.configs) policies[`mcp__${t.mcp_server_name}__${c.name}`] = c.enabled ? policyOf(c.permission_policy as Policy) : 'always_ask';
     } else {
       if (t.name.length > 64) throw badRequest(`agent.tools: custom tool ${t.name} cannot run here yet: names are at most 64 characters`);

@@ -192,7 +192,7 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps)
     // A session may use only its own workspace's vaults.
     for (const v of p.vault_ids ?? []) await getVault(db, req.workspaceId, v);
     const planned = planResources(p.resources ?? []);
-    const file = agentFileFor(agent, environment, planned[0]?.repo);
+    const file = agentFileFor(agent, environment, { workspaceId: req.workspaceId, vaultIds: p.vault_ids ?? [] }, planned[0]?.repo);
     const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
     const id = newId('sesn');
     await db.query(

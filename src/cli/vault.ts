@@ -1,17 +1,25 @@
 // The vault commands of `agents`: store, list and remove secrets, and print the vault's public key.
 import type { Command } from 'commander';
-import path from 'node:path';
 import { loadConfig } from '../config';
 import { CliError, err, out, secretName } from './common';
 
 /** `agents vault put`, `list`, `rm` and `public-key`. */
 export function vaultCommands(program: Command): void {
   const vault = program.command('vault').description('manage secrets in a vault; sessions refer to them as vault:<name>');
-  const openVault = async () => {
+  /** Runs `fn` on the vault this configuration names (PostgreSQL when DATABASE_URL is set), then closes it. */
+  const withVault = async <T>(fn: (v: import('../vault').SecretVault) => Promise<T>): Promise<T> => {
     const config = loadConfig();
-    const { FileVault } = await import('../vault');
+    const { secretVault } = await import('../vault/open');
     const { loadVaultKey } = await import('../infra/keys');
-    return new FileVault(path.join(config.dataDir, 'vaults'), loadVaultKey(config));
+    const key = loadVaultKey(config);
+    if (!config.DATABASE_URL) return fn(secretVault(config.dataDir, key));
+    const { openDb } = await import('../storage/db');
+    const db = await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
+    try {
+      return await fn(secretVault(config.dataDir, key, db));
+    } finally {
+      await db.close();
+    }
   };
   vault
     .command('put')
@@ -25,7 +33,7 @@ export function vaultCommands(program: Command): void {
       for await (const c of process.stdin) chunks.push(c as Buffer);
       const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
       if (value.length === 0) throw new CliError('no secret on stdin');
-      (await openVault()).put(opts.vault, name, value);
+      await withVault((v) => v.put(opts.vault, name, value));
       if (opts.json) out(JSON.stringify({ name, vault: opts.vault }));
       err(`stored ${name} in vault ${opts.vault}; refer to it as vault:${name}`);
     });
@@ -35,7 +43,7 @@ export function vaultCommands(program: Command): void {
     .option('--vault <vault>', 'vault', secretName, 'default')
     .option('--json', 'one JSON object per line')
     .action(async (opts: { vault: string; json?: boolean }) => {
-      for (const e of (await openVault()).list(opts.vault)) out(opts.json ? JSON.stringify(e) : `${e.name}\t${e.updatedAt}`);
+      for (const e of await withVault((v) => v.list(opts.vault))) out(opts.json ? JSON.stringify(e) : `${e.name}\t${e.updatedAt}`);
     });
   vault
     .command('rm')
@@ -44,7 +52,7 @@ export function vaultCommands(program: Command): void {
     .option('--vault <vault>', 'vault', secretName, 'default')
     .option('--json', 'print {"name","vault"} on stdout')
     .action(async (name: string, opts: { vault: string; json?: boolean }) => {
-      if (!(await openVault()).rm(opts.vault, name)) throw new CliError(`no secret ${name} in vault ${opts.vault}`);
+      if (!(await withVault((v) => v.rm(opts.vault, name)))) throw new CliError(`no secret ${name} in vault ${opts.vault}`);
       if (opts.json) out(JSON.stringify({ name, vault: opts.vault }));
       err(`removed ${name} from vault ${opts.vault}`);
     });

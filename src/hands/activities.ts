@@ -7,7 +7,7 @@ import { BashInputSchema } from '../tools/bash';
 import { EditorInputSchema } from '../tools/editor';
 import { GitInputSchema } from '../tools/git';
 import { MAX_TOOL_OUTPUT_CHARS } from '../tools/kind';
-import { redact, type FileVault } from '../vault';
+import { redact, type SecretVault } from '../vault';
 import { GitError } from '../sandbox/git';
 import { createGitOps } from './git-ops';
 import { MAX_FILE_BYTES } from '../session/paths';
@@ -32,7 +32,7 @@ export interface HandsDeps {
   provider: SandboxProvider;
   hostId: string;
   /** Present only where VAULT_KEY is: the hands host resolves repo credentials itself. */
-  vault?: FileVault;
+  vault?: SecretVault;
   /** Opens API sessions' repository tokens; present where VAULT_KEY and the API's database are. */
   repoTokens?: RepoTokens;
   /** Where host-side git mirrors live (the same directory the provider clones through). */
@@ -98,7 +98,7 @@ export function createHandsActivities(deps: HandsDeps) {
     }
     if (!deps.vault) throw ApplicationFailure.create({ message: `this hands host has no VAULT_KEY, so it cannot use ${ref}`, type: Failure.Vault.Unavailable, nonRetryable: true });
     try {
-      return deps.vault.resolve(vault ?? 'default', ref);
+      return await deps.vault.resolve(vault ?? 'default', ref);
     } catch (err) {
       throw ApplicationFailure.create({ message: `${(err as Error).message} (the session is bound to vault ${vault ?? 'default'})`, type: Failure.Vault.Missing, nonRetryable: true });
     }

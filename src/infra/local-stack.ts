@@ -70,25 +70,26 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
 
   // The dev stack shares its terminal with the user: worker logs stay at warnings unless LOG_LEVEL says otherwise.
   installRuntime(process.env.LOG_LEVEL ? config.LOG_LEVEL : 'WARN');
-  // The API is the front door, but a dev stack without it still runs sessions: a taken port is a warning.
+  let worker: RunningWorker;
+  // The embedded database is this process's API's alone; the workers here read the API's vaults and sessions'
+  // repository tokens through it.
   let api: RunningApi | undefined;
+  const apiDb = config.DATABASE_URL ? undefined : () => api?.db;
+  try {
+    worker = await startWorker({ role: 'all', address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL, log, dataConverter: createDataConverter(keys), apiDb });
+  } catch (err) {
+    await mock?.stop();
+    await codecServer.stop();
+    await server?.stop();
+    throw err;
+  }
+  // The API is the front door, but a dev stack without it still runs sessions: a taken port is a warning.
   try {
     api = await startApiServer(config, log);
     const keyFile = await ensureDevApiKey(api.db, config.dataDir);
     log(`Managed Agents API at ${api.url}: new Anthropic({ baseURL: '${api.url}', apiKey }), with the key for workspace default in ${keyFile}`);
   } catch (err) {
     log(`the Managed Agents API is not started: ${(err as Error).message.split('\n')[0]} (API_LISTEN=${config.API_LISTEN})`);
-  }
-  let worker: RunningWorker;
-  try {
-    // The hands role opens API sessions' repository tokens in the API's database, which this process holds.
-    worker = await startWorker({ role: 'all', address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL, log, dataConverter: createDataConverter(keys), ...(api ? { db: api.db } : {}) });
-  } catch (err) {
-    await api?.stop().catch(() => undefined);
-    await mock?.stop();
-    await codecServer.stop();
-    await server?.stop();
-    throw err;
   }
   return {
     address: config.TEMPORAL_ADDRESS,

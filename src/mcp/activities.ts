@@ -5,12 +5,12 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { z } from 'zod';
 import { McpClientPool, isServerAnswer, type McpTarget } from './pool';
-import { McpCredentials } from './credentials';
+import { McpCredentials, type ApiCredentialLookup } from './credentials';
 import { isPermanent, mcpErrorMessage, toMcpFailure } from './errors';
 import { mcpToolName } from './naming';
 import type { McpServer } from '../session/agent';
 import { capOutput, type ToolSpec } from '../tools/kind';
-import { redact, type FileVault } from '../vault';
+import { redact, type SecretVault } from '../vault';
 import { Failure } from '../session/failure-types';
 
 export interface ListMcpToolsInput {
@@ -52,7 +52,10 @@ export interface CallMcpToolOutput {
 }
 
 export interface ToolsActivityDeps {
-  vault: FileVault;
+  /** The named-secret vault `credential: vault:<name>` references resolve in. */
+  vault?: SecretVault;
+  /** The API's vaults, for sessions created with vault_ids. */
+  api?: ApiCredentialLookup;
   /** The worker passes its own pool so it can close it on shutdown. */
   pool?: McpClientPool;
   log?: (msg: string) => void;
@@ -115,7 +118,7 @@ export function renderCallResult(result: z.infer<typeof CallToolResultSchema>): 
 }
 
 export function createToolsActivities(deps: ToolsActivityDeps) {
-  const pool = deps.pool ?? new McpClientPool(new McpCredentials(deps.vault), { log: deps.log });
+  const pool = deps.pool ?? new McpClientPool(new McpCredentials({ vault: deps.vault, api: deps.api }), { log: deps.log });
 
   /** Heartbeats while `fn` runs, so a dead tools worker is noticed, and passes the activity's cancellation on. */
   const heartbeating = async <T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> => {

@@ -1,7 +1,9 @@
-// MCP credentials from the session's vault: a static bearer token or an OAuth token set, refreshed with
-// grant_type=refresh_token when it expires or the server answers 401, and stored back in the same vault.
+// MCP credentials: a static bearer token or an OAuth token set, from the session's named-secret vault or from its API
+// vaults, refreshed with grant_type=refresh_token when it expires or the server answers 401, and stored back where
+// it came from, under that store's lock, so a rotated single-use refresh token is never lost or sent twice.
 import { z } from 'zod';
-import { refName, type FileVault } from '../vault';
+import type { McpServer } from '../session/agent';
+import { refName, type SecretVault } from '../vault';
 
 /** Errors here never carry a secret in their message; callers still redact, in case a server echoes one. */
 export class McpCredentialError extends Error {
@@ -16,6 +18,10 @@ const OAuthCredentialSchema = z.looseObject({
   token_url: z.url({ protocol: /^https?$/ }).optional(),
   client_id: z.string().min(1).optional(),
   client_secret: z.string().min(1).optional(),
+  /** How client_secret reaches the token endpoint: in the form (the default) or as HTTP Basic. */
+  token_endpoint_auth: z.enum(['none', 'client_secret_basic', 'client_secret_post']).optional(),
+  scope: z.string().min(1).optional(),
+  resource: z.string().min(1).optional(),
   /** Seconds since the epoch (milliseconds are accepted too), or an ISO 8601 time. */
   expires_at: z.union([z.number(), z.string()]).optional(),
 });
@@ -68,79 +74,148 @@ export function canRefresh(cred: McpCredential): boolean {
   return cred.refresh_token !== undefined && cred.token_url !== undefined;
 }
 
+/** Where one credential is kept: read it, and rewrite it under the store's lock. */
+export interface CredentialSource {
+  /** Names the credential in messages; never a secret. */
+  readonly label: string;
+  /** The same for every source of this credential in this process, to join refreshes. */
+  readonly key: string;
+  load(): Promise<McpCredential>;
+  /**
+   * Runs `fn` on the stored credential while no other process can update it, and stores what `fn` returns (nothing
+   * when it returns undefined) before the lock is let go. Resolves to the credential stored afterwards.
+   */
+  update(fn: (cred: McpCredential) => Promise<McpCredential | undefined>): Promise<McpCredential>;
+}
+
+/** The API's vaults a session is bound to, as its agent file carries them on each MCP server. */
+export type ApiVaultBinding = NonNullable<Extract<McpServer, { transport: 'http' }>['apiVaults']>;
+
+/** Finds a session's credential for an MCP server among its API vaults (src/vault/api-credentials.ts). */
+export interface ApiCredentialLookup {
+  /** The credential for `url` in the first of the binding's vaults that holds one, or undefined. */
+  sourceFor(binding: ApiVaultBinding, url: string): Promise<CredentialSource | undefined>;
+}
+
+/** A credential held as one named secret (JSON, or a bare token) in a session's vault. */
+function namedSecret(vault: SecretVault, vaultName: string, ref: string): CredentialSource {
+  const name = refName(ref);
+  const unavailable = (err: unknown) => new McpCredentialError(`credential ${ref} is not available in vault ${vaultName}: ${(err as Error).message}`, true);
+  return {
+    label: ref,
+    key: `vault\0${vaultName}\0${name}`,
+    async load() {
+      let raw: string;
+      try {
+        raw = await vault.resolve(vaultName, ref);
+      } catch (err) {
+        throw unavailable(err);
+      }
+      return parseCredential(raw, name);
+    },
+    async update(fn) {
+      let raw: string;
+      try {
+        raw = await vault.update(vaultName, name, async (current) => {
+          const next = await fn(parseCredential(current, name));
+          return next && JSON.stringify(next);
+        });
+      } catch (err) {
+        throw err instanceof McpCredentialError ? err : unavailable(err);
+      }
+      return parseCredential(raw, name);
+    },
+  };
+}
+
+export interface CredentialTarget {
+  vault: string;
+  server: McpServer;
+}
+
 /**
- * Reads and refreshes credentials in one vault store. Refreshes of the same credential are joined, and a
- * refresh first looks whether another worker has already stored a newer token, since refresh tokens may be
- * single-use.
+ * Reads and refreshes MCP credentials. Refreshes of one credential are joined within this process, and run under
+ * the store's lock across processes: the lock holder looks again whether another worker has stored a newer token
+ * before it spends the refresh token, since refresh tokens may be single-use.
  */
 export class McpCredentials {
   private readonly inFlight = new Map<string, Promise<McpCredential>>();
 
   constructor(
-    private readonly vault: FileVault,
+    private readonly stores: { vault?: SecretVault; api?: ApiCredentialLookup },
     private readonly fetchImpl: typeof fetch = fetch,
   ) {}
 
-  /** Resolves `ref` in the session's own vault only. */
-  load(vault: string, ref: string): McpCredential {
-    let raw: string;
-    try {
-      raw = this.vault.resolve(vault, ref);
-    } catch (err) {
-      throw new McpCredentialError(`credential ${ref} is not available in vault ${vault}: ${(err as Error).message}`, true);
+  /** Where the target server's credential lives, or undefined when it has none. */
+  async source(t: CredentialTarget): Promise<CredentialSource | undefined> {
+    const s = t.server;
+    if (s.credential) {
+      if (!this.stores.vault) throw new McpCredentialError(`this tools worker has no vault, so it cannot use ${s.credential}`, true);
+      return namedSecret(this.stores.vault, t.vault, s.credential);
     }
-    return parseCredential(raw, refName(ref));
+    if (s.transport === 'http' && s.apiVaults) {
+      if (!this.stores.api) throw new McpCredentialError('this tools worker cannot read the API\'s vaults (it has no database)', true);
+      return this.stores.api.sourceFor(s.apiVaults, s.url);
+    }
+    return undefined;
   }
 
   /** A usable credential: the stored one, refreshed first if it has expired and can be. */
-  async current(vault: string, ref: string): Promise<McpCredential> {
-    const cred = this.load(vault, ref);
-    return isExpired(cred) && canRefresh(cred) ? this.refresh(vault, ref, cred.access_token) : cred;
+  async current(source: CredentialSource): Promise<McpCredential> {
+    const cred = await source.load();
+    return isExpired(cred) && canRefresh(cred) ? this.refresh(source, cred.access_token) : cred;
   }
 
   /** A credential whose access token is not `rejected`, refreshing it at its token_url if needed. */
-  refresh(vault: string, ref: string, rejected: string): Promise<McpCredential> {
-    const key = `${vault}\0${ref}`;
-    let pending = this.inFlight.get(key);
+  refresh(source: CredentialSource, rejected: string): Promise<McpCredential> {
+    let pending = this.inFlight.get(source.key);
     if (!pending) {
-      pending = this.refreshNow(vault, ref, rejected).finally(() => this.inFlight.delete(key));
-      this.inFlight.set(key, pending);
+      pending = source
+        .update(async (cred) => {
+          // Another worker refreshed it while this one waited for the lock: its token is the one to use.
+          if (cred.access_token !== rejected && !isExpired(cred)) return undefined;
+          if (!canRefresh(cred)) {
+            throw new McpCredentialError(`credential ${source.label} was rejected or has expired, and it has no refresh_token and token_url to renew it`, true);
+          }
+          return this.exchange(source.label, cred);
+        })
+        .finally(() => this.inFlight.delete(source.key));
+      this.inFlight.set(source.key, pending);
     }
     return pending;
   }
 
-  private async refreshNow(vault: string, ref: string, rejected: string): Promise<McpCredential> {
-    const cred = this.load(vault, ref);
-    if (cred.access_token !== rejected && !isExpired(cred)) return cred;
-    if (!canRefresh(cred)) {
-      throw new McpCredentialError(`credential ${ref} was rejected or has expired, and it has no refresh_token and token_url to renew it`, true);
-    }
+  /** Spends the refresh token at the token endpoint; the new token set, or an error holding no secret. */
+  private async exchange(label: string, cred: McpCredential): Promise<McpCredential> {
     const body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: cred.refresh_token! });
-    if (cred.client_id) body.set('client_id', cred.client_id);
-    if (cred.client_secret) body.set('client_secret', cred.client_secret);
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+    if (cred.client_secret && cred.token_endpoint_auth === 'client_secret_basic') {
+      // RFC 6749 2.3.1: both halves form-encoded before they are joined.
+      headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(cred.client_id ?? '')}:${encodeURIComponent(cred.client_secret)}`).toString('base64')}`;
+    } else {
+      if (cred.client_id) body.set('client_id', cred.client_id);
+      if (cred.client_secret) body.set('client_secret', cred.client_secret);
+    }
+    if (cred.scope) body.set('scope', cred.scope);
+    if (cred.resource) body.set('resource', cred.resource);
     let res: Response;
     try {
-      res = await this.fetchImpl(cred.token_url!, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-        body,
-        signal: AbortSignal.timeout(30_000),
-      });
+      res = await this.fetchImpl(cred.token_url!, { method: 'POST', headers, body, signal: AbortSignal.timeout(30_000) });
     } catch (err) {
-      throw new McpCredentialError(`token endpoint for ${ref} is unreachable: ${(err as Error).message}`, false);
+      throw new McpCredentialError(`token endpoint for ${label} is unreachable: ${(err as Error).message}`, false);
     }
     const text = await res.text().catch(() => '');
     if (!res.ok) {
       // 400 and 401 (invalid_grant, invalid_client) will not change on retry; a 5xx or 429 may.
       const permanent = res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429;
       const reason = /"error"\s*:\s*"([a-z_]{1,64})"/.exec(text)?.[1];
-      throw new McpCredentialError(`token endpoint for ${ref} refused the refresh (HTTP ${res.status}${reason ? ` ${reason}` : ''})`, permanent);
+      throw new McpCredentialError(`token endpoint for ${label} refused the refresh (HTTP ${res.status}${reason ? ` ${reason}` : ''})`, permanent);
     }
     let tokens: z.infer<typeof TokenResponseSchema>;
     try {
       tokens = TokenResponseSchema.parse(JSON.parse(text));
     } catch {
-      throw new McpCredentialError(`token endpoint for ${ref} answered without an access_token`, false);
+      throw new McpCredentialError(`token endpoint for ${label} answered without an access_token`, false);
     }
     const next: McpCredential = {
       ...cred,
@@ -149,7 +224,6 @@ export class McpCredentials {
       expires_at: tokens.expires_in !== undefined ? Math.floor(Date.now() / 1000 + tokens.expires_in) : undefined,
     };
     if (next.expires_at === undefined) delete next.expires_at;
-    this.vault.put(vault, refName(ref), JSON.stringify(next));
     return next;
   }
 }

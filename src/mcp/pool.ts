@@ -6,7 +6,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_TOKEN_ENV, type McpServer } from '../session/agent';
-import { canRefresh, secretsOf, type McpCredential, type McpCredentials } from './credentials';
+import { canRefresh, secretsOf, type CredentialSource, type McpCredential, type McpCredentials } from './credentials';
 import { findJail, jailedCommand, JailError, type JailOptions } from './jail';
 
 export interface McpTarget {
@@ -109,7 +109,9 @@ export class McpClientPool {
    * caller can redact them from whatever it returns. A reused connection that turns out stale is replaced once.
    */
   async use<T>(target: McpTarget, fn: (client: Client) => Promise<T>, seen: Set<string>): Promise<T> {
-    const cred = await this.credential(target, seen);
+    const source = await this.credentials.source(target);
+    const cred = source && (await this.credentials.current(source));
+    for (const s of secretsOf(cred)) seen.add(s);
     for (let attempt = 0; ; attempt++) {
       const key = this.key(target);
       let entry = this.entries.get(key);
@@ -118,7 +120,7 @@ export class McpClientPool {
         entry = undefined;
       }
       const reused = entry !== undefined;
-      entry ??= await this.connect(key, target, cred);
+      entry ??= await this.connect(key, target, source, cred);
       if (cred && target.server.transport === 'http' && entry.slot.token !== cred.access_token) {
         entry.slot.token = cred.access_token;
         for (const s of secretsOf(cred)) entry.slot.secrets.add(s);
@@ -140,29 +142,20 @@ export class McpClientPool {
     }
   }
 
-  private async credential(t: McpTarget, seen: Set<string>): Promise<McpCredential | undefined> {
-    const ref = t.server.credential;
-    if (!ref) return undefined;
-    const cred = await this.credentials.current(t.vault, ref);
-    for (const s of secretsOf(cred)) seen.add(s);
-    return cred;
-  }
-
-  private connect(key: string, t: McpTarget, cred: McpCredential | undefined): Promise<Entry> {
+  private connect(key: string, t: McpTarget, source: CredentialSource | undefined, cred: McpCredential | undefined): Promise<Entry> {
     let pending = this.connecting.get(key);
     if (!pending) {
-      pending = this.connectNow(key, t, cred).finally(() => this.connecting.delete(key));
+      pending = this.connectNow(key, t, source, cred).finally(() => this.connecting.delete(key));
       this.connecting.set(key, pending);
     }
     return pending;
   }
 
-  private async connectNow(key: string, t: McpTarget, cred: McpCredential | undefined): Promise<Entry> {
-    const ref = t.server.credential;
+  private async connectNow(key: string, t: McpTarget, source: CredentialSource | undefined, cred: McpCredential | undefined): Promise<Entry> {
     const slot: TokenSlot = { token: cred?.access_token, secrets: new Set(secretsOf(cred)) };
-    if (ref && cred && canRefresh(cred)) {
+    if (source && cred && canRefresh(cred)) {
       slot.refresh = async (rejected) => {
-        const next = await this.credentials.refresh(t.vault, ref, rejected);
+        const next = await this.credentials.refresh(source, rejected);
         for (const s of secretsOf(next)) slot.secrets.add(s);
         return next.access_token;
       };

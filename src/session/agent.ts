@@ -119,6 +119,14 @@ const McpHttpServerSchema = z
       .url({ protocol: /^https?$/, error: 'url must be an http or https URL' })
       .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), 'the MCP URL must not carry credentials; use credential: vault:<name>'),
     credential: CredentialRefSchema.optional(),
+    /**
+     * Set by the API for a session created with vault_ids: the credential for this server's URL comes from the first
+     * of these vaults (of this workspace only) that holds one. Ids only; the secrets stay sealed in the database.
+     */
+    apiVaults: z
+      .object({ workspaceId: z.string().min(1).max(128), vaultIds: z.array(z.string().min(1).max(128)).min(1).max(20) })
+      .strict()
+      .optional(),
     /** Non-secret headers sent with every request. */
     headers: z
       .record(z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'header names are letters, digits and -'), z.string().max(8192))
@@ -126,7 +134,8 @@ const McpHttpServerSchema = z
       .default({}),
     timeoutSeconds: z.number().int().min(1).max(3600).default(120),
   })
-  .strict();
+  .strict()
+  .refine((s) => !(s.credential && s.apiVaults), { path: ['apiVaults'], message: 'a server takes its credential from credential or from apiVaults, not both' });
 
 const McpStdioServerSchema = z
   .object({

@@ -128,4 +128,21 @@ export const MIGRATIONS: readonly Migration[] = [
       `create index session_resources_list on session_resources (session_id, pos)`,
     ],
   },
+  // The vault: named secrets (`agents vault`, `vault:<name>` references) when DATABASE_URL is set, sealed under
+  // VAULT_KEY exactly as the file vault seals them (AES-256-GCM, vault and name bound in). Updates lock the row.
+  {
+    version: 3,
+    name: 'vault secrets',
+    up: [
+      `create table vault_secrets (
+        vault text not null,
+        name text not null,
+        iv text not null,
+        data text not null,
+        tag text not null,
+        updated_at timestamptz not null default now(),
+        primary key (vault, name)
+      )`,
+    ],
+  },
 ];

@@ -1,42 +1,60 @@
 // The vault: named secrets encrypted at rest with AES-256-GCM, one store per user or tenant.
 // Sessions bind to one vault and hold only `vault:<name>` references; only hands and tools workers open it.
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
+import { isAlive } from '../infra/lock';
 import { SecretNameSchema, VaultRefSchema } from '../session/identifiers';
+import { SecretSealer, VaultError, type SealedEntry } from './secret-sealer';
 
-export { SecretNameSchema, VaultRefSchema };
+export { SecretNameSchema, VaultRefSchema, VaultError };
 export type VaultRef = z.infer<typeof VaultRefSchema>;
 
 export function refName(ref: VaultRef): string {
   return VaultRefSchema.parse(ref).slice('vault:'.length);
 }
 
+/**
+ * The minimal contract of a named-secret vault. `update` is how a secret that rotates (an OAuth token set) is
+ * rewritten: no other write to that secret lands between its read and its write, on any process that shares the store.
+ */
+export interface SecretVault {
+  readonly kind: 'file' | 'postgres';
+  put(vault: string, name: string, value: string): Promise<void>;
+  get(vault: string, name: string): Promise<string>;
+  /** Resolves a `vault:<name>` reference inside the session's own vault only. */
+  resolve(vault: string, ref: string): Promise<string>;
+  list(vault: string): Promise<{ name: string; updatedAt: string }[]>;
+  rm(vault: string, name: string): Promise<boolean>;
+  /**
+   * Reads secret `name` and stores what `fn` returns in its place (nothing, when it returns undefined), holding off
+   * every other update of it meanwhile. Resolves to the value stored afterwards.
+   */
+  update(vault: string, name: string, fn: (current: string) => Promise<string | undefined>): Promise<string>;
+}
+
 const EntrySchema = z.object({ iv: z.string(), data: z.string(), tag: z.string(), updatedAt: z.string() });
 const FileSchema = z.object({ version: z.literal(1), secrets: z.record(z.string(), EntrySchema) });
 
-export class VaultError extends Error {}
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * A file per vault under `dir`. Each secret is sealed with a key derived for its vault, and its vault and
- * name are bound in as associated data, so an entry copied into another vault or renamed does not open.
+ * A file per vault under `dir`, for the embedded default (one host). Each secret is sealed with a key derived for its
+ * vault, and its vault and name are bound in as associated data, so an entry copied into another vault or renamed
+ * does not open. Every write of a vault's file happens under a lock file beside it, so two processes on this host
+ * never lose each other's writes.
  */
-export class FileVault {
-  private readonly master: Buffer;
+export class FileVault implements SecretVault {
+  readonly kind = 'file' as const;
+  private readonly sealer: SecretSealer;
 
   constructor(private readonly dir: string, key: string) {
-    this.master = Buffer.from(key, 'base64');
-    if (this.master.length !== 32) throw new VaultError('VAULT_KEY must be base64 of 32 bytes');
+    this.sealer = new SecretSealer(key);
   }
 
   private file(vault: string) {
     return path.join(this.dir, `${SecretNameSchema.parse(vault)}.json`);
-  }
-
-  private vaultKey(vault: string): Buffer {
-    return Buffer.from(crypto.hkdfSync('sha256', this.master, Buffer.alloc(0), `managed-agents vault ${vault}`, 32));
   }
 
   private read(vault: string): z.infer<typeof FileSchema> {
@@ -49,55 +67,89 @@ export class FileVault {
   }
 
   private write(vault: string, content: z.infer<typeof FileSchema>) {
-    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const file = this.file(vault);
     const tmp = `${file}.${process.pid}.tmp`;
     fs.writeFileSync(tmp, JSON.stringify(content, null, 1), { mode: 0o600 });
     fs.renameSync(tmp, file);
   }
 
-  put(vault: string, name: string, value: string): void {
-    SecretNameSchema.parse(name);
-    if (value.length === 0) throw new VaultError('a secret must not be empty');
-    const iv = crypto.randomBytes(12);
-    const cipher = crypto.createCipheriv('aes-256-gcm', this.vaultKey(vault), iv);
-    cipher.setAAD(Buffer.from(`${vault}\0${name}`));
-    const data = Buffer.concat([cipher.update(value, 'utf8'), cipher.final()]);
-    const content = this.read(vault);
-    content.secrets[name] = { iv: iv.toString('base64'), data: data.toString('base64'), tag: cipher.getAuthTag().toString('base64'), updatedAt: new Date().toISOString() };
-    this.write(vault, content);
-  }
-
-  get(vault: string, name: string): string {
-    const entry = this.read(vault).secrets[SecretNameSchema.parse(name)];
-    if (!entry) throw new VaultError(`no secret ${name} in vault ${vault}`);
+  /** Runs `fn` holding the vault's lock file (made with O_EXCL, so one process at a time). */
+  private async locked<T>(vault: string, fn: () => Promise<T>): Promise<T> {
+    fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    const lock = `${this.file(vault)}.lock`;
+    for (;;) {
+      try {
+        fs.writeFileSync(lock, String(process.pid), { flag: 'wx', mode: 0o600 });
+        break;
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        let holder = 0;
+        try {
+          holder = Number(fs.readFileSync(lock, 'utf8').trim());
+        } catch {
+          continue; // released between the two calls
+        }
+        // A lock whose process died (or one caught half-written) is taken over.
+        if (holder && !isAlive(holder)) fs.rmSync(lock, { force: true });
+        else await sleep(20);
+      }
+    }
     try {
-      const decipher = crypto.createDecipheriv('aes-256-gcm', this.vaultKey(vault), Buffer.from(entry.iv, 'base64'));
-      decipher.setAAD(Buffer.from(`${vault}\0${name}`));
-      decipher.setAuthTag(Buffer.from(entry.tag, 'base64'));
-      return Buffer.concat([decipher.update(Buffer.from(entry.data, 'base64')), decipher.final()]).toString('utf8');
-    } catch {
-      throw new VaultError(`secret ${name} in vault ${vault} does not open with this VAULT_KEY`);
+      return await fn();
+    } finally {
+      fs.rmSync(lock, { force: true });
     }
   }
 
-  /** Resolves a `vault:<name>` reference inside the session's own vault only. */
-  resolve(vault: string, ref: string): string {
+  private open(vault: string, name: string, entry: SealedEntry | undefined): string {
+    if (!entry) throw new VaultError(`no secret ${name} in vault ${vault}`);
+    return this.sealer.open(vault, name, entry);
+  }
+
+  async put(vault: string, name: string, value: string): Promise<void> {
+    const entry = this.sealer.seal(vault, SecretNameSchema.parse(name), value);
+    await this.locked(vault, async () => {
+      const content = this.read(vault);
+      content.secrets[name] = { ...entry, updatedAt: new Date().toISOString() };
+      this.write(vault, content);
+    });
+  }
+
+  async get(vault: string, name: string): Promise<string> {
+    return this.open(vault, name, this.read(vault).secrets[SecretNameSchema.parse(name)]);
+  }
+
+  resolve(vault: string, ref: string): Promise<string> {
     return this.get(vault, refName(ref));
   }
 
-  list(vault: string): { name: string; updatedAt: string }[] {
+  async list(vault: string): Promise<{ name: string; updatedAt: string }[]> {
     return Object.entries(this.read(vault).secrets)
       .map(([name, e]) => ({ name, updatedAt: e.updatedAt }))
       .sort((a, b) => a.name.localeCompare(b.name));
   }
 
-  rm(vault: string, name: string): boolean {
-    const content = this.read(vault);
-    if (!(name in content.secrets)) return false;
-    delete content.secrets[name];
-    this.write(vault, content);
-    return true;
+  async rm(vault: string, name: string): Promise<boolean> {
+    return this.locked(vault, async () => {
+      const content = this.read(vault);
+      if (!(name in content.secrets)) return false;
+      delete content.secrets[name];
+      this.write(vault, content);
+      return true;
+    });
+  }
+
+  update(vault: string, name: string, fn: (current: string) => Promise<string | undefined>): Promise<string> {
+    SecretNameSchema.parse(name);
+    return this.locked(vault, async () => {
+      const current = this.open(vault, name, this.read(vault).secrets[name]);
+      const next = await fn(current);
+      if (next === undefined) return current;
+      const content = this.read(vault);
+      content.secrets[name] = { ...this.sealer.seal(vault, name, next), updatedAt: new Date().toISOString() };
+      this.write(vault, content);
+      return next;
+    });
   }
 }
 

@@ -65,9 +65,14 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
 
   /** Each call's policy verdict, evaluated once per tool use (the policy is a pure function of name and input). */
   const verdicts = new Map<string, ReturnType<typeof evaluatePolicy>>();
+  /** An MCP tool without a policy of its own takes its server's, `mcp__<server>__*` (server names hold no `__`). */
+  const policyFor = (name: string) => {
+    const server = /^mcp__(.+?)__/.exec(name)?.[1];
+    return agent.policies[name] ?? (server !== undefined ? agent.policies[`mcp__${server}__*`] : undefined);
+  };
   const verdictOf = (t: { id: string; name: string; input: unknown }) => {
     let v = verdicts.get(t.id);
-    if (!v) verdicts.set(t.id, (v = evaluatePolicy(t.name, agent.policies[t.name], t.input)));
+    if (!v) verdicts.set(t.id, (v = evaluatePolicy(t.name, policyFor(t.name), t.input)));
     return v;
   };
   /** Whether the call may run (or be handed to the client) without a decision still to come. */

@@ -76,9 +76,19 @@ it('maps MCP toolsets to HTTP servers, custom tools to client tools, and unrestr
   );
   expect(a.tools).toEqual([]);
   expect(a.mcpServers.tracker).toMatchObject({ transport: 'http', url: 'http://127.0.0.1:9000/mcp' });
-  expect(a.policies).toEqual({ mcp__tracker__list: 'always_allow' });
+  // The toolset's default covers the tools the server lists later; a configured tool has its own policy.
+  expect(a.policies).toEqual({ 'mcp__tracker__*': 'always_ask', mcp__tracker__list: 'always_allow' });
   expect(a.clientTools).toEqual([{ name: 'ask_user', description: 'Ask', input_schema: { type: 'object', properties: {} } }]);
   expect(a.sandboxes.main.network).toBe('bridge');
+});
+
+it("binds each MCP server to the session's vaults, by id, when the session has some", () => {
+  const tools = [{ type: 'mcp_toolset' as const, mcp_server_name: 'tracker', default_config: { enabled: true, permission_policy: policy('always_ask') }, configs: [] }];
+  const servers = [{ type: 'url' as const, name: 'tracker', url: 'http://127.0.0.1:9000/mcp' }];
+  const bound = agentFileFor(agent(tools, servers), noNetwork, { workspaceId: 'wrkspc_a', vaultIds: ['vlt_1', 'vlt_2'] });
+  expect(bound.mcpServers.tracker).toMatchObject({ url: 'http://127.0.0.1:9000/mcp', apiVaults: { workspaceId: 'wrkspc_a', vaultIds: ['vlt_1', 'vlt_2'] } });
+  expect(bound.mcpServers.tracker).not.toHaveProperty('credential');
+  expect(agentFileFor(agent(tools, servers), noNetwork, { workspaceId: 'wrkspc_a', vaultIds: [] }).mcpServers.tracker).not.toHaveProperty('apiVaults');
 });
 
 it('refuses, with a 400, what the agent file cannot hold yet', () => {

@@ -106,6 +106,7 @@ describe.each(STORAGES)('vaults on %s', (storage) => {
         token_url: 'http://127.0.0.1:9005/token',
         client_id: 'cid',
         client_secret: CLIENT_SECRET,
+        token_endpoint_auth: 'client_secret_post',
       });
       expect(await credentialForServer(db, api.vaultKey, workspaceId, [v.id], 'http://127.0.0.1:9999/mcp')).toBeUndefined();
       expect(await credentialForServer(db, api.vaultKey, 'wrkspc_elsewhere', [v.id], 'http://127.0.0.1:9005/mcp')).toBeUndefined();

@@ -10,7 +10,7 @@ import { MockModelServer } from '../../src/model/mock-server';
 import type { ModelClient } from '../../src/model/client';
 import { resolveDockerHost, sandboxImage } from '../../src/infra/docker-host';
 import { DockerSandboxProvider } from '../../src/sandbox/docker';
-import type { FileVault } from '../../src/vault';
+import type { SecretVault } from '../../src/vault';
 import type { RepoTokens } from '../../src/hands/repo-tokens';
 import { AgentSchema, type AgentInput } from '../../src/session/agent';
 import { EVENT_TYPES, SessionEventSchema, type SessionEvent } from '../../src/session/events';
@@ -74,7 +74,7 @@ export async function startTestWorker(address: string, model: string | ModelClie
 
 /** Starts a dev server, the mock model and one in-process worker (brain by default). */
 export async function startHarness(
-  opts: { worker?: boolean; role?: 'brain' | 'all'; hostId?: string; reapIntervalMs?: number; vault?: FileVault; archive?: SessionArchive; repoTokens?: RepoTokens; log?: (msg: string) => void } = {},
+  opts: { worker?: boolean; role?: 'brain' | 'all'; hostId?: string; reapIntervalMs?: number; vault?: SecretVault; archive?: SessionArchive; repoTokens?: RepoTokens; log?: (msg: string) => void } = {},
 ): Promise<Harness> {
   const env = await createTestEnv();
   const mock = new MockModelServer();

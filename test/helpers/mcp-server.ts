@@ -18,6 +18,8 @@ export interface TrackerServer {
   /** Issues recorded by create_issue, with the user who made each. */
   issues: { title: string; user: string }[];
   refreshes: number;
+  /** Refresh tokens sent again after they were spent: a client that lost a rotated token. */
+  reuses: number;
   /** A new access token for `user` (and a refresh token that renews it). */
   issue(user: string): { accessToken: string; refreshToken: string };
   /** Makes an access token expired: the server answers it with 401 from now on. */
@@ -90,7 +92,8 @@ export async function startTrackerServer(opts: { hostile?: boolean } = {}): Prom
   const clientSecret = random('cs');
   const access = new Map<string, string>();
   const refresh = new Map<string, string>();
-  const state: Pick<TrackerServer, 'requests' | 'issues' | 'refreshes'> = { requests: [], issues: [], refreshes: 0 };
+  const spent = new Set<string>();
+  const state: Pick<TrackerServer, 'requests' | 'issues' | 'refreshes' | 'reuses'> = { requests: [], issues: [], refreshes: 0, reuses: 0 };
 
   const issue = (user: string) => {
     const accessToken = random('at');
@@ -107,13 +110,18 @@ export async function startTrackerServer(opts: { hostile?: boolean } = {}): Prom
 
   const handleToken = async (req: http.IncomingMessage, res: http.ServerResponse) => {
     const form = new URLSearchParams(await readBody(req));
-    if (form.get('client_id') !== clientId || form.get('client_secret') !== clientSecret) return json(res, 401, { error: 'invalid_client' });
+    // client_secret_post, or client_secret_basic (RFC 6749 2.3.1: each half form-encoded).
+    const basic = /^Basic (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const [id, secret] = basic ? Buffer.from(basic, 'base64').toString('utf8').split(':').map(decodeURIComponent) : [form.get('client_id'), form.get('client_secret')];
+    if (id !== clientId || secret !== clientSecret) return json(res, 401, { error: 'invalid_client' });
     if (form.get('grant_type') !== 'refresh_token') return json(res, 400, { error: 'unsupported_grant_type' });
     const old = form.get('refresh_token') ?? '';
+    if (spent.has(old)) state.reuses++;
     const user = refresh.get(old);
     if (!user) return json(res, 400, { error: 'invalid_grant' });
-    // Refresh tokens rotate: the old one is spent.
+    // Refresh tokens rotate and are single-use: the old one is spent.
     refresh.delete(old);
+    spent.add(old);
     const next = issue(user);
     state.refreshes++;
     json(res, 200, { access_token: next.accessToken, token_type: 'Bearer', expires_in: 3600, refresh_token: next.refreshToken });

@@ -60,7 +60,7 @@ export interface WorkerOptions {
   /** Hands: how often the reaper runs; 0 turns it off. */
   reapIntervalMs?: number;
   log?: (msg: string) => void;
-  /** Brain: where runs seal their events; defaults to DATA_DIR/archive, encrypted like the history. */
+  /** Brain: where runs seal their events; defaults to PostgreSQL at DATABASE_URL, else DATA_DIR/archive, encrypted like the history. */
   archive?: SessionArchive;
   /** Encrypts payloads and failures; defaults to one built from CODEC_KEY (or the local key file). A
    * `workflowBundle` must be built with the same failureConverterPath. */
@@ -145,10 +145,12 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   let hostId: string | undefined;
   let mcpPool: McpClientPool | undefined;
   let openedDb: Promise<Db> | undefined;
+  /** The archive this worker opened (and closes), unless the caller gave one. */
+  let ownArchive: SessionArchive | undefined;
 
   if (roles.includes('brain')) {
     const model = opts.model ?? new AnthropicModelClient({ apiKey: opts.apiKey, baseURL: opts.baseURL });
-    const archive = opts.archive ?? sessionArchive(config.dataDir, dataConverter);
+    const archive = opts.archive ?? (ownArchive = sessionArchive(config, dataConverter));
     workers.push(
       await Worker.create({
         connection: nativeConnection,
@@ -217,6 +219,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
       for (const t of timers) clearInterval(t);
       await mcpPool?.closeAll();
       if (openedDb) await (await openedDb.catch(() => undefined))?.close().catch(() => undefined);
+      await ownArchive?.close?.();
       await streams?.server.stop();
       await tracing?.shutdown().catch((err) => log(`tracing shutdown failed: ${(err as Error).message}`));
       await nativeConnection.close();

@@ -67,7 +67,7 @@ function converterOf(config: Config) {
 
 /** The session archive and a log over it and the live runs, as the workers see them. */
 export function sessionLog(client: Client, config: Config): { archive: SessionArchive; log: SessionLog } {
-  const archive = sessionArchive(config.dataDir, converterOf(config));
+  const archive = sessionArchive(config, converterOf(config));
   return { archive, log: new ArchivedSessionLog(archive, new LiveSessionLog(client)) };
 }
 

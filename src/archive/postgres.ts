@@ -130,13 +130,15 @@ export class PostgresSessionArchive implements SessionArchive {
     let events = this.cache.get(key);
     if (!events) {
       const db = await this.conn();
-      const [row] = await db.query<{ payload: Uint8Array; through_seq: number }>(`select payload, through_seq from archive_segments where session_id = $1 and from_seq = $2 and kind = 'events'`, [
-        sessionId,
-        segment.fromSeq,
-      ]);
+      // As base64, not bytea's text form (hex): a third less to send and parse (see bench/README.md, `archive`).
+      const [row] = await db.query<{ payload: string; through_seq: number }>(
+        `select encode(payload, 'base64') as payload, through_seq from archive_segments where session_id = $1 and from_seq = $2 and kind = 'events'`,
+        [sessionId, segment.fromSeq],
+      );
       if (!row || row.through_seq !== segment.throughSeq) throw new Error(`session ${sessionId} has no sealed segment ${segment.fromSeq}..${segment.throughSeq}`);
-      events = await decodeEvents(this.dataConverter, row.payload);
-      this.cache.set(key, events, row.payload.byteLength);
+      const bytes = Buffer.from(row.payload, 'base64');
+      events = await decodeEvents(this.dataConverter, bytes);
+      this.cache.set(key, events, bytes.length);
     }
     return sliceSegment(events, segment.fromSeq, from, limit);
   }

@@ -12,7 +12,7 @@ import { findJail } from './mcp/jail';
 import { resolveDockerHost, sandboxImage } from './infra/docker-host';
 import { ArchivedSessionLog, CachedSessionLog, LiveSessionLog } from './log/session-log';
 import { clientInterceptors } from './log/query-retry';
-import { sessionArchive, type SessionArchive } from './archive';
+import { PostgresSessionArchive, sessionArchive, type SessionArchive } from './archive';
 import { AnthropicModelClient, type ModelClient } from './model/client';
 import { DockerSandboxProvider } from './sandbox/docker';
 import type { SandboxProvider } from './sandbox/provider';
@@ -151,6 +151,11 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   if (roles.includes('brain')) {
     const model = opts.model ?? new AnthropicModelClient({ apiKey: opts.apiKey, baseURL: opts.baseURL });
     const archive = opts.archive ?? (ownArchive = sessionArchive(config, dataConverter));
+    if (ownArchive instanceof PostgresSessionArchive) {
+      await ownArchive.ready().catch((err: Error) => {
+        throw new Error(`cannot open the session archive in PostgreSQL (DATABASE_URL): ${err.message}`);
+      });
+    }
     workers.push(
       await Worker.create({
         connection: nativeConnection,

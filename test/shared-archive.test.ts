@@ -81,3 +81,10 @@ it('hands over into the PostgreSQL archive, and `agents events` on another host 
   expect(fs.existsSync(path.join(hostA, 'archive'))).toBe(false);
   expect(fs.existsSync(path.join(hostB, 'archive'))).toBe(false);
 });
+
+it('stops a brain worker at start, naming DATABASE_URL but not its password, when the server is unreachable', async () => {
+  const password = 'never-in-a-log-42';
+  const started = spawnWorker({ TEMPORAL_ADDRESS: h.env.address, ANTHROPIC_BASE_URL: h.mock.url, ANTHROPIC_API_KEY: 'test-key', DATA_DIR: hostA, KEY_FILES: 'off', DATABASE_URL: `postgres://agents:${password}@127.0.0.1:1/agents` });
+  await expect(started).rejects.toThrow(/exited with 1 before it was ready; stderr: .*cannot open the session archive in PostgreSQL \(DATABASE_URL\): .*ECONNREFUSED/s);
+  await expect(started).rejects.not.toThrow(password);
+});

@@ -54,6 +54,11 @@ export class PostgresSessionArchive implements SessionArchive {
     return this.opened;
   }
 
+  /** Opens the database now (creating and migrating it if needed), so a process can fail at start, not at its first seal. */
+  async ready(): Promise<void> {
+    await this.conn();
+  }
+
   async close(): Promise<void> {
     const opened = this.opened;
     this.opened = undefined;

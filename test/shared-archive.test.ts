@@ -77,9 +77,9 @@ it('hands over into the PostgreSQL archive, and `agents events` on another host 
   const all = await runAgents(h.env.address, ['events', handle.workflowId, '--json'], env);
   expect(all.stdout.trim().split('\n').map((l) => (JSON.parse(l) as SessionEvent).seq)).toEqual(events.map((e) => e.seq));
 
-  // Neither host keeps an archive on its disk.
-  expect(fs.existsSync(path.join(hostA, 'archive'))).toBe(false);
-  expect(fs.existsSync(path.join(hostB, 'archive'))).toBe(false);
+  // Neither the brain's host nor the client's keeps anything on its disk: no archive, no database, no key.
+  expect(fs.readdirSync(hostA, { recursive: true })).toEqual([]);
+  expect(fs.readdirSync(hostB, { recursive: true })).toEqual([]);
 });
 
 it('stops a brain worker at start, naming DATABASE_URL but not its password, when the server is unreachable', async () => {

@@ -151,11 +151,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   if (roles.includes('brain')) {
     const model = opts.model ?? new AnthropicModelClient({ apiKey: opts.apiKey, baseURL: opts.baseURL });
     const archive = opts.archive ?? (ownArchive = sessionArchive(config, dataConverter));
-    if (ownArchive instanceof PostgresSessionArchive) {
-      await ownArchive.ready().catch((err: Error) => {
-        throw new Error(`cannot open the session archive in PostgreSQL (DATABASE_URL): ${err.message}`);
-      });
-    }
+    // A brain that cannot reach the shared archive would fail every handover: it stops now instead.
+    if (ownArchive instanceof PostgresSessionArchive) await ownArchive.ready();
     workers.push(
       await Worker.create({
         connection: nativeConnection,

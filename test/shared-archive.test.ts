@@ -88,3 +88,10 @@ it('stops a brain worker at start, naming DATABASE_URL but not its password, whe
   await expect(started).rejects.toThrow(/exited with 1 before it was ready; stderr: .*cannot open the session archive in PostgreSQL \(DATABASE_URL\): .*ECONNREFUSED/s);
   await expect(started).rejects.not.toThrow(password);
 });
+
+it('fails `agents events` with one line naming DATABASE_URL when the archive server is unreachable', async () => {
+  const r = await runAgents(h.env.address, ['events', 'no-such-session', '--json'], { DATA_DIR: hostB, KEY_FILES: 'off', DATABASE_URL: 'postgres://agents:hidden-pw@127.0.0.1:1/agents' });
+  expect(r.stdout).toBe('');
+  expect(r.stderr).not.toContain('hidden-pw');
+  expect(r.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^error: .*cannot open the session archive in PostgreSQL \(DATABASE_URL\): .*ECONNREFUSED/)]);
+});

@@ -49,7 +49,7 @@ export class PostgresSessionArchive implements SessionArchive {
     // A failed open (the server is down) is tried again by the next call.
     this.opened ??= open().catch((err: unknown) => {
       this.opened = undefined;
-      throw err;
+      throw new Error(`cannot open the session archive in PostgreSQL (DATABASE_URL): ${(err as Error).message}`);
     });
     return this.opened;
   }

@@ -55,7 +55,7 @@ export const ConfigSchema = z.object({
   }),
   CODEC_SERVER_TOKEN: optional,
   DATA_DIR: z.string().min(1).default('.data'),
-  /** PostgreSQL for the API's resources; unset, an embedded database (PGlite) under DATA_DIR/api-db. */
+  /** PostgreSQL for the API's resources and the session archive, shared by every host; unset, an embedded database (PGlite) under DATA_DIR/api-db and the archive under DATA_DIR/archive. */
   DATABASE_URL: optional.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
   /** Where `agents api` listens. */
   API_LISTEN: z.string().regex(/^[^\s]+:\d{1,5}$/, 'must be HOST:PORT (port 0 picks a free one)').default('127.0.0.1:8480'),
@@ -105,8 +105,8 @@ const TEMPORAL: ConfigKey[] = [
 ];
 const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES', 'LOG_LEVEL', 'AGENTS_OTEL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
 const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
-const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', ...STREAM];
-// DATABASE_URL: the vault's named secrets and the API's credentials, when they live in PostgreSQL.
+const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', 'DATABASE_URL', ...STREAM];
+// DATABASE_URL: the vault's named secrets, the API's credentials and sessions' repository tokens, in PostgreSQL.
 const HANDS: ConfigKey[] = ['VAULT_KEY', 'DATABASE_URL', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', ...STREAM];
 
 /** The variables each role reads; anything else set for it is a mistake (a typo, or a secret it must not hold). */

@@ -12,7 +12,7 @@ import { findJail } from './mcp/jail';
 import { resolveDockerHost, sandboxImage } from './infra/docker-host';
 import { ArchivedSessionLog, CachedSessionLog, LiveSessionLog } from './log/session-log';
 import { clientInterceptors } from './log/query-retry';
-import { sessionArchive, type SessionArchive } from './archive';
+import { PostgresSessionArchive, sessionArchive, type SessionArchive } from './archive';
 import { AnthropicModelClient, type ModelClient } from './model/client';
 import { DockerSandboxProvider } from './sandbox/docker';
 import type { SandboxProvider } from './sandbox/provider';
@@ -69,7 +69,7 @@ export interface WorkerOptions {
   /** Hands: how often the reaper runs; 0 turns it off. */
   reapIntervalMs?: number;
   log?: (msg: string) => void;
-  /** Brain: where runs seal their events; defaults to DATA_DIR/archive, encrypted like the history. */
+  /** Brain: where runs seal their events; defaults to PostgreSQL at DATABASE_URL, else DATA_DIR/archive, encrypted like the history. */
   archive?: SessionArchive;
   /** Encrypts payloads and failures; defaults to one built from CODEC_KEY (or the local key file). A
    * `workflowBundle` must be built with the same failureConverterPath. */
@@ -157,10 +157,14 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const timers: NodeJS.Timeout[] = [];
   let hostId: string | undefined;
   let mcpPool: McpClientPool | undefined;
+  /** The archive this worker opened (and closes), unless the caller gave one. */
+  let ownArchive: SessionArchive | undefined;
 
   if (roles.includes('brain')) {
     const model = opts.model ?? new AnthropicModelClient({ apiKey: opts.apiKey, baseURL: opts.baseURL });
-    const archive = opts.archive ?? sessionArchive(config.dataDir, dataConverter);
+    const archive = opts.archive ?? (ownArchive = sessionArchive(config, dataConverter));
+    // A brain that cannot reach the shared archive would fail every handover: it stops now instead.
+    if (ownArchive instanceof PostgresSessionArchive) await ownArchive.ready();
     workers.push(
       await Worker.create({
         connection: nativeConnection,
@@ -239,6 +243,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
       for (const t of timers) clearInterval(t);
       await mcpPool?.closeAll();
       await db?.close().catch((err) => log(`closing the database failed: ${(err as Error).message}`));
+      await ownArchive?.close?.();
       await streams?.server.stop();
       await tracing?.shutdown().catch((err) => log(`tracing shutdown failed: ${(err as Error).message}`));
       await nativeConnection.close();

@@ -6,6 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { endSignal } from '../src/session/contract';
 import { FileVault } from '../src/vault';
+import { loadConfig } from '../src/config';
+import { mirrorPath } from '../src/sandbox/git';
 import { allEvents, startHarness, startSession, type Harness } from './helpers/env';
 import { bash, callTool } from './helpers/hands';
 import { startGitServer, type GitServer } from './helpers/git-server';
@@ -104,5 +106,16 @@ describe('git through the hands host', () => {
     expect(r).toMatchObject({ isError: true, error: { kind: 'infra' } });
     expect(r.output).toMatch(/no secret git-token in vault bob/);
     await handle.signal(endSignal, {});
+  });
+
+  it("keeps the host's git mirror while the sandbox lives and removes it when the sandbox is destroyed", async () => {
+    const handle = await startSession(h, { agent: agentFor('alice') });
+    const mirror = mirrorPath(path.join(loadConfig().dataDir, 'mirrors'), handle.workflowId, 'main');
+    await bash(h, handle, 'git -c user.name=a -c user.email=a@b commit -q --allow-empty -m "through the mirror"');
+    expect((await callTool(h, handle, 'git_push', { branch: 'main' })).isError).toBe(false);
+    expect(fs.existsSync(path.join(mirror, 'HEAD'))).toBe(true);
+    await handle.signal(endSignal, {});
+    await handle.result();
+    expect(fs.existsSync(mirror)).toBe(false);
   });
 });

@@ -13,7 +13,7 @@ const HOST = `test-races-${process.pid}`;
 
 /** The test workers' archive, whose seals for one session can be held, to send input while a handover seals. */
 class HeldArchive implements SessionArchive {
-  private readonly inner = sessionArchive(loadConfig().dataDir, testDataConverter());
+  private readonly inner = sessionArchive(loadConfig(), testDataConverter());
   private held?: { sessionId: string; started: () => void; release: Promise<void> };
   hold(sessionId: string): { started: Promise<void>; release: () => void } {
     let started!: () => void;

@@ -149,10 +149,10 @@ export interface RunningApi {
 }
 
 /**
- * Temporal, connected on first use, and the session log as the CLI reads it (the archive under DATA_DIR plus the
- * live runs), decoded with CODEC_KEY.
+ * Temporal, connected on first use, and the session log as the CLI reads it (the session archive, on the API's own
+ * PostgreSQL when DATABASE_URL is set, plus the live runs), decoded with CODEC_KEY.
  */
-async function sessionDepsFor(config: Config): Promise<SessionDeps> {
+async function sessionDepsFor(config: Config, db: Db): Promise<SessionDeps> {
   const { Client, Connection } = await import('@temporalio/client');
   const { createDataConverter } = await import('../codec');
   const { loadCodecKey } = await import('../infra/keys');
@@ -162,7 +162,7 @@ async function sessionDepsFor(config: Config): Promise<SessionDeps> {
   const dataConverter = createDataConverter(loadCodecKey(config));
   const { clientInterceptors } = await import('../log/query-retry');
   const client = new Client({ connection: Connection.lazy(temporalConnectionOptions(config)), namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
-  return { client, log: new ArchivedSessionLog(sessionArchive(config.dataDir, dataConverter), new LiveSessionLog(client)) };
+  return { client, log: new ArchivedSessionLog(sessionArchive(config, dataConverter, db), new LiveSessionLog(client)) };
 }
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'EPIPE']);
@@ -189,7 +189,7 @@ export async function startApiServer(config: Config, log: (m: string) => void, l
   const db = await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
   try {
     const vaultPublicKey = await loadVaultPublicKey(config);
-    const app = await buildApiServer({ db, vaultPublicKey }, log, sessions ?? (await sessionDepsFor(config)));
+    const app = await buildApiServer({ db, vaultPublicKey }, log, sessions ?? (await sessionDepsFor(config, db)));
     const colon = listen.lastIndexOf(':');
     const host = listen.slice(0, colon).replace(/^\[|\]$/g, '');
     await app.listen({ host, port: Number(listen.slice(colon + 1)) });

@@ -65,9 +65,12 @@ function converterOf(config: Config) {
   return createDataConverter(loadCodecKey(config));
 }
 
-/** The session archive and a log over it and the live runs, as the workers see them. */
+const archives = new WeakMap<Config, SessionArchive>();
+
+/** The session archive and a log over it and the live runs, as the workers see them (one archive per config). */
 export function sessionLog(client: Client, config: Config): { archive: SessionArchive; log: SessionLog } {
-  const archive = sessionArchive(config.dataDir, converterOf(config));
+  let archive = archives.get(config);
+  if (!archive) archives.set(config, (archive = sessionArchive(config, converterOf(config))));
   return { archive, log: new ArchivedSessionLog(archive, new LiveSessionLog(client)) };
 }
 

@@ -28,6 +28,12 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
     }
   };
 
+  /** The mirror of the sandbox as it was made, so one handed to another session keeps (and frees) the same one. */
+  const mirrorOf = async (sandboxId: string, git: GitContext): Promise<string> => {
+    const made = (await provider.origin(sandboxId)) ?? git;
+    return mirrorPath(mirrorsDir, made.sessionId, made.name);
+  };
+
   const fail = (message: string, token: string | undefined): ToolOutput => ({ output: redact(message, token ? [token] : []), isError: true });
 
   return {
@@ -46,7 +52,7 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
       // The sandbox reports the branch; it is hostile, so the name must be a plain branch before host git sees it.
       const branch = made.output.trim().split('\n').pop()!;
       if (!BRANCH_NAME_RE.test(branch)) return fail(`git_push: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
-      const mirror = mirrorPath(mirrorsDir, git.sessionId, git.name);
+      const mirror = await mirrorOf(sandboxId, git);
       try {
         await syncMirror(mirror, git.repo.url, token);
         return await withTemp(async (dir) => {
@@ -73,7 +79,7 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
         branch = head.output.trim();
         if (!BRANCH_NAME_RE.test(branch)) return fail(`git_pull: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
       }
-      const mirror = mirrorPath(mirrorsDir, git.sessionId, git.name);
+      const mirror = await mirrorOf(sandboxId, git);
       try {
         await syncMirror(mirror, git.repo.url, token);
         const name = `${toolUseId.replace(/[^A-Za-z0-9_.-]/g, '_')}.bundle`;

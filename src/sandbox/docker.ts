@@ -8,7 +8,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { loosenings } from '../session/agent';
 import { EXEC_KILL, EXEC_WRAPPER } from './scripts';
-import { checkoutFromMirror, mirrorPath, syncMirror } from './git';
+import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror } from './git';
 import { resourceName } from './names';
 import { hostLimits, RuntimeSelector, runtimeOf, type SandboxRuntimePreference } from './runtime';
 
@@ -22,6 +22,7 @@ import {
   type SandboxHealth,
   type SandboxInfo,
   type SandboxProvider,
+  type SandboxRef,
 } from './provider';
 
 export const LABEL = {
@@ -327,7 +328,14 @@ export class DockerSandboxProvider implements SandboxProvider {
     await container.remove({ force: true }).catch(() => undefined);
     if (!opts.keepWorkspace && labels[LABEL.session] && labels[LABEL.sandbox]) {
       for (const kind of ['ws', 'home']) await this.docker.getVolume(resourceName(kind, labels[LABEL.session], labels[LABEL.sandbox])).remove().catch(() => undefined);
+      // The host-side git mirror goes with the workspace it served.
+      removeMirror(this.opts.mirrorsDir, labels[LABEL.session], labels[LABEL.sandbox]);
     }
+  }
+
+  async origin(sandboxId: string): Promise<SandboxRef | undefined> {
+    const labels = (await this.docker.getContainer(sandboxId).inspect().catch(() => undefined))?.Config.Labels ?? {};
+    return labels[LABEL.session] && labels[LABEL.sandbox] ? { sessionId: labels[LABEL.session], name: labels[LABEL.sandbox] } : undefined;
   }
 
   async health(sandboxId: string): Promise<SandboxHealth> {

@@ -107,7 +107,16 @@ export async function bundleBranch(mirror: string, branch: string, out: string):
   await must(['-C', mirror, 'bundle', 'create', out, `refs/heads/${branch}`], {}, 'git bundle create');
 }
 
-/** The host-side bare mirror of a session sandbox's repo, under `dir` (default: the system temp dir). */
+/** Removes the host-side mirror of a session sandbox's repo: its sandbox is destroyed, so nothing pushes through it again. */
+export function removeMirror(dir: string | undefined, sessionId: string, name: string): void {
+  fs.rmSync(mirrorPath(dir, sessionId, name), { recursive: true, force: true });
+}
+
+/**
+ * The host-side bare mirror of a session sandbox's repo, under `dir` (default: the system temp dir). It is named
+ * for the session and name the sandbox was made for, so a session it is handed to pushes through the same mirror,
+ * and destroying the sandbox removes it.
+ */
 export function mirrorPath(dir: string | undefined, sessionId: string, name: string): string {
   return path.join(dir ?? path.join(os.tmpdir(), 'managed-agents-mirrors'), resourceName('mirror', sessionId, name));
 }

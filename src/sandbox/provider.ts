@@ -76,6 +76,8 @@ export interface SandboxProvider {
   destroy(sandboxId: string, opts?: { keepWorkspace?: boolean }): Promise<void>;
   health(sandboxId: string): Promise<SandboxHealth>;
   list(hostId: string): Promise<SandboxInfo[]>;
+  /** The session and name a sandbox was made for (fixed for its life, whoever it is handed to), if it exists. */
+  origin(sandboxId: string): Promise<SandboxRef | undefined>;
   /** Reads one file out of the sandbox (no host path is touched). */
   copyOut(sandboxId: string, file: string): Promise<Buffer>;
   /** Writes one file into a directory of the sandbox, owned by the sandbox user. */

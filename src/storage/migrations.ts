@@ -145,4 +145,25 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 4,
+    name: 'session archive',
+    up: [
+      // Sealed segments of session logs (src/archive/postgres.ts): written once, never updated, never overlapping.
+      // An `events` row's payload is one Temporal payload encoded by the history's codec (encrypted under CODEC_KEY);
+      // a `link` row (a fork) names the session whose events [0, through_seq] it shares, and has no payload.
+      `create table archive_segments (
+        session_id text not null,
+        from_seq bigint not null,
+        through_seq bigint not null,
+        kind text not null check (kind in ('events', 'link')),
+        link_session_id text,
+        payload bytea,
+        sealed_at timestamptz not null default now(),
+        primary key (session_id, from_seq),
+        check (through_seq >= from_seq),
+        check ((kind = 'events') = (payload is not null and link_session_id is null))
+      )`,
+    ],
+  },
 ];

@@ -135,7 +135,7 @@ export async function startSession(h: Pick<Harness, 'env'>, opts: { id?: string;
 
 /** The session archive the test workers seal into (DATA_DIR/archive, under the test codec key). */
 export function testArchive(): SessionArchive {
-  return sessionArchive(loadConfig().dataDir, testDataConverter());
+  return sessionArchive(loadConfig(), testDataConverter());
 }
 
 /** A session's whole log as a client reads it: sealed segments from the archive, the live tail by query. */

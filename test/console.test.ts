@@ -26,6 +26,7 @@ const requested: string[] = [];
 
 beforeAll(async () => {
   if (!(await resolveDockerHost())) throw new Error('no Docker engine: run npm run setup');
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
   h = await startHarness({ role: 'all', hostId: `console-test-${process.pid}` });
   try {
     api = await startTestApi('postgres', ['default'], { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
@@ -126,9 +127,7 @@ it('refuses a wrong key, then starts a session from an agent and environment and
   await call.getByRole('button', { name: /^Show all \d+ lines of the output$/ }).click();
   await call.getByText('row-60', { exact: false }).waitFor();
   await call.getByRole('button', { name: 'Fold the output' }).click();
-  await page.getByText('waiting for a message').first().waitFor();
-  fs.mkdirSync(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: path.join(ARTIFACTS, 'console-session.png'), fullPage: true });
+  await call.getByRole('button', { name: /^Show all \d+ lines of the output$/ }).waitFor();
 
   // The same events as any other client's.
   const log = await events(id);
@@ -158,6 +157,7 @@ it('allows one always_ask bash call and denies the next with a reason, each thro
   const second = calls(page, 'bash').nth(1);
   await second.getByText('Waiting for your approval.').waitFor();
   await second.getByLabel('Reason (optional)').fill('not on a Friday');
+  await page.screenshot({ path: path.join(ARTIFACTS, 'console-session.png') });
   await second.getByRole('button', { name: 'Deny' }).click();
   await second.getByText('denied: not on a Friday').waitFor();
   await page.getByRole('listitem', { name: 'Agent message' }).filter({ hasText: 'Both settled.' }).waitFor();

@@ -1,6 +1,8 @@
 // The console's client of the public API, as the SDK calls it: the key travels in the x-api-key header (never in a
 // URL), every error is the API's envelope, and the event stream is read with fetch() because EventSource cannot
 // send headers.
+import { parseFrames } from './sse';
+
 export const BETA = 'managed-agents-2026-04-01';
 const KEY_SLOT = 'managed-agents.console.key';
 
@@ -79,25 +81,6 @@ export async function listAll<T>(path: string, query: Query = {}): Promise<T[]> 
     page = r.next_page ?? undefined;
   } while (page);
   return out;
-}
-
-/** Splits Server-Sent Events text into frames; returns the frames and the unfinished rest. */
-export function parseFrames(buffer: string): { frames: { event: string; data: string }[]; rest: string; comments: number } {
-  const parts = buffer.split(/\r?\n\r?\n/);
-  const rest = parts.pop() ?? '';
-  const frames: { event: string; data: string }[] = [];
-  let comments = 0;
-  for (const part of parts) {
-    let event = 'message';
-    const data: string[] = [];
-    for (const line of part.split(/\r?\n/)) {
-      if (line.startsWith(':')) comments++;
-      else if (line.startsWith('event:')) event = line.slice(6).trim();
-      else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
-    }
-    if (data.length) frames.push({ event, data: data.join('\n') });
-  }
-  return { frames, rest, comments };
 }
 
 /**

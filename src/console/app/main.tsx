@@ -8,6 +8,7 @@ import { NewSession } from './new-session';
 import { BASE, Link, navigate, useRoute } from './router';
 import { SessionPage } from './session-page';
 import { SessionsList } from './sessions-list';
+import { Alert } from './ui';
 
 function SignIn(props: { notice?: string; onSignedIn: () => void }) {
   const [key, setKey] = useState('');
@@ -40,11 +41,7 @@ function SignIn(props: { notice?: string; onSignedIn: () => void }) {
           Sign in
         </button>
       </form>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <Alert message={error} />
     </main>
   );
 }

@@ -3,6 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { call, listAll } from './api';
 import { navigate, sessionPath } from './router';
 import type { Agent, Environment, Session } from './types';
+import { Alert } from './ui';
 
 export function NewSession() {
   const [agents, setAgents] = useState<Agent[]>();
@@ -15,22 +16,18 @@ export function NewSession() {
   const [error, setError] = useState<string>();
 
   useEffect(() => {
-    listAll<Agent>('/v1/agents', { limit: 100 }).then(
-      (a) => {
-        const live = a.filter((x) => !x.archived_at);
-        setAgents(live);
-        setAgent(live[0]?.id ?? '');
-      },
-      (e: Error) => setError(e.message),
-    );
-    listAll<Environment>('/v1/environments', { limit: 100 }).then(
-      (list) => {
-        const live = list.filter((x) => !x.archived_at);
-        setEnvs(live);
-        setEnv(live[0]?.id ?? '');
-      },
-      (e: Error) => setError(e.message),
-    );
+    // The live ones of a list, and the first of them chosen.
+    const load = <T extends { id: string; archived_at: string | null }>(path: string, set: (v: T[]) => void, choose: (id: string) => void) =>
+      listAll<T>(path, { limit: 100 }).then(
+        (all) => {
+          const live = all.filter((x) => !x.archived_at);
+          set(live);
+          choose(live[0]?.id ?? '');
+        },
+        (e: Error) => setError(e.message),
+      );
+    void load<Agent>('/v1/agents', setAgents, setAgent);
+    void load<Environment>('/v1/environments', setEnvs, setEnv);
   }, []);
 
   const submit = async (e: Event) => {
@@ -84,11 +81,7 @@ export function NewSession() {
           </button>
         </div>
       </form>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <Alert message={error} />
     </main>
   );
 }

@@ -4,10 +4,10 @@ import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, call, followStream, listAll } from './api';
 import { tokens } from './format';
 import { ItemView, type Steer } from './items';
-import { StatusBadge } from './sessions-list';
 import { Timeline, idleReason, type ApiEvent } from './timeline';
 import type { Session } from './types';
 import { modelOf } from './types';
+import { Alert, StatusBadge } from './ui';
 
 const RECONNECT_MS = 1000;
 
@@ -106,9 +106,7 @@ export function SessionPage(props: { id: string }) {
     return (
       <main class="page">
         <h1>Session not found</h1>
-        <p role="alert" class="error">
-          {missing}
-        </p>
+        <Alert message={missing} />
       </main>
     );
   }
@@ -172,11 +170,7 @@ export function SessionPage(props: { id: string }) {
             Send
           </button>
         </div>
-        {error && (
-          <p role="alert" class="error">
-            {error}
-          </p>
-        )}
+        <Alert message={error} />
       </form>
     </main>
   );

@@ -7,24 +7,16 @@ import { Link, sessionPath } from './router';
 import { idleReason, type ApiEvent } from './timeline';
 import type { Agent, Session } from './types';
 import { modelOf } from './types';
+import { Alert, StatusBadge } from './ui';
 
 const PAGE_SIZE = 20;
-const REFRESH_MS = 5000;
+const REFRESH_MS = 10_000;
 
 /** What an idle session waits for: the stop reason of its latest `session.status_idle`. */
 async function waitsFor(id: string): Promise<string> {
   const last = await call<Page<ApiEvent>>('GET', withQuery(`/v1/sessions/${encodeURIComponent(id)}/events`, { 'types[]': 'session.status_idle', order: 'desc', limit: 1 }));
   const stop = (last.data[0]?.stop_reason ?? {}) as { type?: string; event_ids?: unknown[] };
   return idleReason(stop.type, stop.event_ids?.length ?? 0);
-}
-
-export function StatusBadge(props: { status: string; detail?: string }) {
-  return (
-    <span class={`status status-${props.status}`}>
-      {props.status}
-      {props.detail && <span class="detail">: {props.detail}</span>}
-    </span>
-  );
 }
 
 export function SessionsList(props: { prices: Prices }) {
@@ -100,11 +92,7 @@ export function SessionsList(props: { prices: Prices }) {
           Refresh
         </button>
       </form>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <Alert message={error} />
       {page && page.data.length === 0 && <p class="empty">No sessions{agent || status ? ' match these filters' : ' yet: start one with New session'}.</p>}
       {page && page.data.length > 0 && (
         <table class="sessions">

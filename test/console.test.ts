@@ -209,6 +209,18 @@ it('interrupts a slow turn with the Interrupt button', async () => {
   expect((await events(s.id)).map((e) => e.type)).toContain('user.interrupt');
 });
 
+it('shows a failed model call as an error with its retry status, and the session stopped after it', async () => {
+  const s = await client.beta.sessions.create({ agent: agents.form, environment_id: envId, title: 'Refused request' });
+  h.mock.script(s.id, { steps: [{ status: 400, message: 'the request was refused by the model' }] });
+  const page = await signedIn(await api.key(), `/console/sessions/${s.id}`);
+  await send(page, 'this will fail');
+  const error = page.getByRole('listitem', { name: 'Session error' });
+  await error.getByText('the request was refused by the model').waitFor();
+  await error.getByText('model_request_failed_error').waitFor();
+  await error.getByText('retry: exhausted').waitFor();
+  await page.getByText('stopped after an error').waitFor();
+});
+
 it("shows another workspace's sessions nowhere: not in its list, not by id", async () => {
   const ours = await client.beta.sessions.create({ agent: agents.chat, environment_id: envId, title: 'Ours alone' });
   const page = await signedIn(await api.key('intruder'));
@@ -223,11 +235,15 @@ it("shows another workspace's sessions nowhere: not in its list, not by id", asy
 });
 
 it('lists the sessions newest first with agent, status and usage, filters them, and stays usable on a phone', async () => {
+  // One session left waiting on a confirmation, as the list names it.
+  const pending = await client.beta.sessions.create({ agent: agents.careful, environment_id: envId, title: 'Deploy to staging' });
+  h.mock.script(pending.id, { steps: [{ reply: { content: [{ type: 'tool_use', name: 'bash', input: { command: 'make deploy' } }] } }] });
+  await client.beta.sessions.events.send(pending.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'deploy it' }] }] });
   const page = await signedIn(await api.key());
   const rows = page.locator('table.sessions tbody tr');
-  await page.getByRole('link', { name: 'Ours alone' }).waitFor();
+  await rows.filter({ hasText: 'Deploy to staging' }).getByText('waiting for your action on 1 call').waitFor();
   const titles = await rows.locator('td[data-label="Title"] a').allTextContents();
-  expect(titles.slice(0, 5)).toEqual(['Ours alone', 'Slow thinker', 'Pick a colour', 'Careful pushes', 'Tidy the notes']);
+  expect(titles.slice(0, 7)).toEqual(['Deploy to staging', 'Ours alone', 'Refused request', 'Slow thinker', 'Pick a colour', 'Careful pushes', 'Tidy the notes']);
   const tidy = rows.filter({ hasText: 'Tidy the notes' });
   await expect(tidy.locator('td[data-label="Agent"]').innerText()).resolves.toBe('chat v1');
   await tidy.getByText('waiting for a message').waitFor();
@@ -237,17 +253,34 @@ it('lists the sessions newest first with agent, status and usage, filters them, 
 
   await page.getByLabel('Agent').selectOption({ label: 'careful' });
   await page.getByRole('link', { name: 'Ours alone' }).waitFor({ state: 'detached' });
-  await expect(rows.locator('td[data-label="Title"] a').allTextContents()).resolves.toEqual(['Careful pushes']);
+  await page.getByRole('link', { name: 'Deploy to staging' }).waitFor();
+  await expect(rows.locator('td[data-label="Title"] a').allTextContents()).resolves.toEqual(['Deploy to staging', 'Careful pushes']);
   await page.getByLabel('Agent').selectOption({ label: 'All agents' });
   await page.getByLabel('Status').selectOption({ label: 'Terminated' });
   await page.getByText('No sessions match these filters').waitFor();
 
-  const phone = await signedIn(await api.key(), `/console/sessions/${(await client.beta.sessions.list({ agent_id: agents.careful })).data[0].id}`, { width: 390, height: 844 });
+  const careful = (await client.beta.sessions.list({ agent_id: agents.careful })).data.find((x) => x.title === 'Careful pushes')!;
+  const phone = await signedIn(await api.key(), `/console/sessions/${careful.id}`, { width: 390, height: 844 });
   await phone.getByRole('listitem', { name: 'Agent message' }).filter({ hasText: 'Both settled.' }).waitFor();
   const overflow = (await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
   expect(overflow).toBeLessThanOrEqual(0);
   await phone.getByLabel('Message', { exact: true }).waitFor();
   await phone.screenshot({ path: path.join(ARTIFACTS, 'console-session-phone.png') });
+});
+
+it('pages through more sessions than fit a page, newest first', async () => {
+  for (let i = 1; i <= 14; i++) await client.beta.sessions.create({ agent: agents.chat, environment_id: envId, title: `Filler ${i}` });
+  const page = await signedIn(await api.key());
+  const titles = page.locator('table.sessions tbody tr td[data-label="Title"] a');
+  await page.getByRole('link', { name: 'Filler 14' }).waitFor();
+  await expect(titles.count()).resolves.toBe(20);
+  expect(await page.getByRole('link', { name: 'Tidy the notes' }).count()).toBe(0);
+  await page.getByRole('button', { name: 'Older' }).click();
+  await page.getByRole('link', { name: 'Tidy the notes' }).waitFor();
+  await expect(titles.allTextContents()).resolves.toEqual(['Tidy the notes']);
+  expect(await page.getByRole('button', { name: 'Older' }).isDisabled()).toBe(true);
+  await page.getByRole('button', { name: 'Newer' }).click();
+  await page.getByRole('link', { name: 'Filler 14' }).waitFor();
 });
 
 it('serves the console beside the API without changing it: own origin only, the envelope for unknown files', async () => {

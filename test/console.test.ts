@@ -221,6 +221,22 @@ it('shows a failed model call as an error with its retry status, and the session
   await page.getByText('stopped after an error').waitFor();
 });
 
+it('shows an ended session read-only, its stream marked ended', async () => {
+  const s = await client.beta.sessions.create({
+    agent: agents.form,
+    environment_id: envId,
+    title: 'Done and dusted',
+    initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'one last thing' }] }],
+  });
+  await client.beta.sessions.archive(s.id);
+  const page = await signedIn(await api.key(), `/console/sessions/${s.id}`);
+  await page.getByRole('listitem', { name: 'Session ended' }).waitFor();
+  await page.getByText('ended', { exact: true }).waitFor();
+  await page.getByRole('listitem', { name: 'User message' }).filter({ hasText: 'one last thing' }).waitFor();
+  expect(await page.getByLabel('Message', { exact: true }).isDisabled()).toBe(true);
+  expect(await page.getByRole('button', { name: 'Send' }).isDisabled()).toBe(true);
+});
+
 it("shows another workspace's sessions nowhere: not in its list, not by id", async () => {
   const ours = await client.beta.sessions.create({ agent: agents.chat, environment_id: envId, title: 'Ours alone' });
   const page = await signedIn(await api.key('intruder'));

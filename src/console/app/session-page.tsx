@@ -1,6 +1,6 @@
 // One session, live: its events listed once and then followed on the SSE stream (fetch with the key in a header),
 // with the steering controls. Every action is a POST /v1/sessions/{id}/events, as any other client sends it.
-import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, call, followStream, listAll } from './api';
 import { tokens } from './format';
 import { ItemView, type Steer } from './items';
@@ -23,7 +23,6 @@ export function SessionPage(props: { id: string }) {
   const [message, setMessage] = useState('');
   const [sending, setSending] = useState(false);
   const path = `/v1/sessions/${encodeURIComponent(props.id)}`;
-  const refreshSession = useRef(() => undefined as unknown);
 
   useEffect(() => {
     const abort = new AbortController();
@@ -32,40 +31,57 @@ export function SessionPage(props: { id: string }) {
       call<Session>('GET', path).then(setSession, (e: unknown) => {
         if (e instanceof ApiError && e.status === 404) setMissing(e.message);
       });
-    refreshSession.current = load;
     void load();
-    const follow = async () => {
-      while (!abort.signal.aborted) {
-        // Stream first, then list: the list read after the stream opened holds everything the stream will not send.
-        let listed = false;
-        const early: ApiEvent[] = [];
-        let listing: Promise<void> = Promise.resolve();
-        try {
-          await followStream(
-            props.id,
-            abort.signal,
-            () => {
-              listing = listAll<ApiEvent>(`${path}/events`).then((events) => {
+    /** One connection: the stream first, then the list, which then holds everything the stream will not send. */
+    const attempt = async () => {
+      const conn = new AbortController();
+      const stop = () => conn.abort();
+      abort.signal.addEventListener('abort', stop);
+      let listed = false;
+      const early: ApiEvent[] = [];
+      let listing: Promise<void> = Promise.resolve();
+      try {
+        await followStream(
+          props.id,
+          conn.signal,
+          () => {
+            listing = listAll<ApiEvent>(`${path}/events`).then(
+              (events) => {
                 timeline.push(events);
                 timeline.push(early);
                 listed = true;
                 setLink('live');
                 bump();
-              });
-            },
-            (e) => {
-              const ev = e as ApiEvent;
-              if (!listed) return void early.push(ev);
-              if (timeline.push([ev])) bump();
-              if (ev.type.startsWith('session.status')) void load();
-            },
-          );
-          await listing;
+                // An ended session's stream has nothing more to send.
+                if (timeline.status === 'terminated') conn.abort();
+              },
+              () => conn.abort(),
+            );
+          },
+          (e) => {
+            const ev = e as ApiEvent;
+            if (!listed) return void early.push(ev);
+            if (timeline.push([ev])) bump();
+            if (ev.type.startsWith('session.status')) void load();
+          },
+        );
+      } catch (e) {
+        if (e instanceof ApiError && (e.status === 404 || e.status === 401)) throw e;
+      } finally {
+        abort.signal.removeEventListener('abort', stop);
+        await listing;
+      }
+    };
+    const follow = async () => {
+      while (!abort.signal.aborted) {
+        try {
+          await attempt();
         } catch (e) {
-          if (abort.signal.aborted) return;
-          if (e instanceof ApiError && e.status === 404) return setMissing(e.message);
-          if (e instanceof ApiError && e.status === 401) return;
+          // Not found (or another workspace's), or signed out: nothing to follow.
+          if (e instanceof ApiError && e.status === 404) setMissing(e.message);
+          return;
         }
+        if (abort.signal.aborted) return;
         if (timeline.status === 'terminated') {
           setLink('ended');
           void load();

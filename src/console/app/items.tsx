@@ -1,6 +1,6 @@
 // One line of the conversation: a message, a tool call with its input and result (long output folded), a marker
 // or an error; calls waiting on the user carry their controls (Allow / Deny, or a custom tool's result form).
-import type { ComponentChildren } from 'preact';
+import { Component, type ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { folded } from './format';
 import type { CallItem, Item } from './timeline';
@@ -153,5 +153,19 @@ export function ItemView(props: { item: Item; waiting: boolean; steer: Steer }) 
           {it.type}
         </Row>
       );
+  }
+}
+
+/**
+ * An item that renders again only when it changed: the timeline replaces a changed item's object, so a long session
+ * re-renders the one call that got its result, not its thousand neighbours.
+ */
+export class StableItem extends Component<{ item: Item; waiting: boolean; steer: Steer }> {
+  override shouldComponentUpdate(next: { item: Item; waiting: boolean }): boolean {
+    return next.item !== this.props.item || next.waiting !== this.props.waiting;
+  }
+
+  override render() {
+    return <ItemView {...this.props} />;
   }
 }

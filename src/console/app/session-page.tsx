@@ -3,7 +3,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, call, followStream, listAll } from './api';
 import { tokens } from './format';
-import { ItemView, type Steer } from './items';
+import { StableItem, type Steer } from './items';
 import { Timeline, idleReason, type ApiEvent } from './timeline';
 import type { Session } from './types';
 import { modelOf } from './types';
@@ -159,7 +159,7 @@ export function SessionPage(props: { id: string }) {
       </div>
       <ol class="log" aria-label="Session events" aria-busy={link === 'connecting'} data-events={timeline.size}>
         {timeline.items.map((it) => (
-          <ItemView key={it.id} item={it} waiting={timeline.waiting.has(it.id)} steer={steer} />
+          <StableItem key={it.id} item={it} waiting={timeline.waiting.has(it.id)} steer={steer} />
         ))}
       </ol>
       {link !== 'connecting' && timeline.items.length === 0 && <p class="empty">No events yet: send the first message.</p>}

@@ -17,6 +17,11 @@ export default tseslint.config(
     },
   },
   {
+    // The web console runs in the browser: its own tsconfig (DOM, JSX over Preact).
+    files: ['src/console/app/**/*.{ts,tsx}'],
+    languageOptions: { parserOptions: { project: './src/console/app/tsconfig.json', tsconfigRootDir: import.meta.dirname } },
+  },
+  {
     // Plain Node scripts: no type information, Node's globals.
     files: ['scripts/**/*.mjs'],
     ...tseslint.configs.disableTypeChecked,

@@ -22,10 +22,11 @@ const BENCHMARKS: { key: string; run: Runner; alone?: boolean }[] = [
   { key: 'crash', run: lazyImport('./crash', 'runCrash') },
   { key: 'scale', run: lazyImport('./scale', 'runScale') },
   { key: 'history', run: lazyImport('./history', 'runHistory') },
+  { key: 'console', run: lazyImport('./console', 'runConsole'), alone: true },
 ];
 
 /** The order benchmarks run in: those that run alone, then the others, the longest first. */
-const ORDER = ['turn_overhead', 'execute', 'runtime', 'archive', 'ttft', 'crash', 'scale', 'history'];
+const ORDER = ['turn_overhead', 'execute', 'runtime', 'archive', 'console', 'ttft', 'crash', 'scale', 'history'];
 /** How many benchmarks run at once by default: a quick run overlaps three, a full run none. */
 const QUICK_PARALLEL = 3;
 
@@ -122,7 +123,7 @@ async function main() {
     await stack.stop();
   }
   // Results in the suite's order, whichever lane finished first.
-  const order = (name: string) => ['ttft_lazy_vs_eager', 'turn_overhead', 'execute_roundtrip', 'sandbox_runtime', 'archive', 'crash_recovery', 'scale', 'history_growth'].indexOf(name);
+  const order = (name: string) => ['ttft_lazy_vs_eager', 'turn_overhead', 'execute_roundtrip', 'sandbox_runtime', 'archive', 'crash_recovery', 'scale', 'history_growth', 'console'].indexOf(name);
   results.sort((x, y) => order(x.name) - order(y.name));
   const dir = path.join(__dirname, 'results');
   fs.mkdirSync(dir, { recursive: true });

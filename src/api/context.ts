@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, Raw
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Client } from '@temporalio/client';
 import type { SessionLog } from '../log/session-log';
+import type { PriceTable } from '../observability/pricing';
 import type { Db } from '../storage/db';
 
 export type ApiApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
@@ -11,6 +12,8 @@ export interface ApiDeps {
   db: Db;
   /** The vault public key (base64) that credential secrets are sealed to. */
   vaultPublicKey: string;
+  /** Model prices for the console's cost column (MODEL_PRICES over the built-in table). */
+  prices?: PriceTable;
 }
 
 declare module 'fastify' {

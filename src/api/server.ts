@@ -4,8 +4,10 @@ import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError, jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../config';
+import { consoleRoutes } from '../console/serve';
 import { closeServer, httpUrl } from '../infra/http';
 import { loadVaultPublicKey } from '../infra/keys';
+import { parsePriceTable } from '../observability/pricing';
 import { openDb, type Db } from '../storage/db';
 import { agentRoutes } from './agents';
 import { newId } from './common';
@@ -138,6 +140,8 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
   if (sessions) sessionRoutes(app, deps, sessions);
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
+  // The web console: static files outside /v1, calling the routes above like any other client.
+  consoleRoutes(app, { prices: deps.prices });
   await app.ready();
   return app;
 }
@@ -189,7 +193,8 @@ export async function startApiServer(config: Config, log: (m: string) => void, l
   const db = await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
   try {
     const vaultPublicKey = await loadVaultPublicKey(config);
-    const app = await buildApiServer({ db, vaultPublicKey }, log, sessions ?? (await sessionDepsFor(config, db)));
+    const prices = parsePriceTable(config.MODEL_PRICES);
+    const app = await buildApiServer({ db, vaultPublicKey, ...('table' in prices ? { prices: prices.table } : {}) }, log, sessions ?? (await sessionDepsFor(config, db)));
     const colon = listen.lastIndexOf(':');
     const host = listen.slice(0, colon).replace(/^\[|\]$/g, '');
     await app.listen({ host, port: Number(listen.slice(colon + 1)) });

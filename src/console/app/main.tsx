@@ -1,0 +1,98 @@
+// The console's shell: sign-in with an API key (kept in session storage, sent as a header), the header bar and the
+// three pages, each on the public API the SDK calls.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, call, keyStore, whenUnauthorized } from './api';
+import type { Prices } from './format';
+import { NewSession } from './new-session';
+import { BASE, Link, navigate, useRoute } from './router';
+import { SessionPage } from './session-page';
+import { SessionsList } from './sessions-list';
+import { Alert } from './ui';
+
+function SignIn(props: { notice?: string; onSignedIn: () => void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState(props.notice);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    const k = key.trim();
+    if (!k) return setError('Enter an API key.');
+    setBusy(true);
+    try {
+      // Any list proves the key: it answers 401 for a key the server does not know.
+      await call('GET', '/v1/agents?limit=1', undefined, k);
+      keyStore.set(k);
+      props.onSignedIn();
+    } catch (err) {
+      setError(err instanceof ApiError && err.status === 401 ? 'That key was refused: check it, or create one with `agents api-keys create`.' : `Could not sign in: ${(err as Error).message}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="signin">
+      <h1>Managed Agents console</h1>
+      <p>Sign in with an API key of your workspace. It stays in this tab only (session storage) and is sent as a header, never in a link.</p>
+      <form onSubmit={submit}>
+        <label for="api-key">API key</label>
+        <input id="api-key" type="password" autocomplete="off" spellcheck={false} value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+        <button type="submit" disabled={busy}>
+          Sign in
+        </button>
+      </form>
+      <Alert message={error} />
+    </main>
+  );
+}
+
+function App() {
+  const [signedIn, setSignedIn] = useState(() => keyStore.get() !== null);
+  const [notice, setNotice] = useState<string>();
+  const [prices, setPrices] = useState<Prices>({});
+  const route = useRoute();
+  useEffect(() => {
+    whenUnauthorized((message) => {
+      keyStore.clear();
+      setNotice(`Signed out: ${message}`);
+      setSignedIn(false);
+    });
+    fetch(`${BASE}/prices.json`)
+      .then((r) => (r.ok ? (r.json() as Promise<Prices>) : {}))
+      .then(setPrices, () => undefined);
+  }, []);
+  useEffect(() => {
+    document.title = `${route.page === 'session' ? route.id : route.page === 'new' ? 'New session' : 'Sessions'} · Managed Agents console`;
+  }, [route]);
+  if (!signedIn) return <SignIn notice={notice} onSignedIn={() => (setNotice(undefined), setSignedIn(true))} />;
+  const signOut = () => {
+    keyStore.clear();
+    setSignedIn(false);
+    navigate(BASE);
+  };
+  return (
+    <>
+      <header class="bar">
+        <Link href={BASE} class="brand">
+          Managed Agents
+        </Link>
+        <nav aria-label="Console">
+          <Link href={BASE} {...(route.page === 'list' ? { 'aria-current': 'page' as const } : {})}>
+            Sessions
+          </Link>
+          <Link href={`${BASE}/new`} {...(route.page === 'new' ? { 'aria-current': 'page' as const } : {})}>
+            New session
+          </Link>
+          <button type="button" class="quiet" onClick={signOut}>
+            Sign out
+          </button>
+        </nav>
+      </header>
+      {route.page === 'list' && <SessionsList prices={prices} />}
+      {route.page === 'new' && <NewSession />}
+      {route.page === 'session' && <SessionPage key={route.id} id={route.id} />}
+    </>
+  );
+}
+
+render(<App />, document.getElementById('app')!);

@@ -1,0 +1,163 @@
+// A session's API events folded into what the console shows: the conversation as items (messages, tool calls with
+// their results and confirmations, markers, errors), the session's state, and the calls that wait on the user.
+// Pure and incremental: the stream and the list may deliver the same event, and each is taken once.
+export interface ApiEvent {
+  type: string;
+  id: string;
+  processed_at?: string | null;
+  [field: string]: unknown;
+}
+
+export type CallKind = 'tool' | 'mcp' | 'custom';
+
+export interface CallItem {
+  kind: 'call';
+  id: string;
+  call: CallKind;
+  name: string;
+  server?: string;
+  input: Record<string, unknown>;
+  at?: string | null;
+  result?: { text: string; isError: boolean };
+  confirmation?: { result: 'allow' | 'deny'; message?: string };
+}
+
+export type Item =
+  | { kind: 'user' | 'agent'; id: string; text: string; at?: string | null }
+  | CallItem
+  | { kind: 'marker'; id: string; text: string; at?: string | null }
+  | { kind: 'error'; id: string; errorType: string; message: string; retry: string; at?: string | null }
+  | { kind: 'other'; id: string; type: string; at?: string | null };
+
+export type Status = 'unknown' | 'running' | 'idle' | 'terminated';
+
+const textOf = (content: unknown): string =>
+  Array.isArray(content)
+    ? content
+        .map((b: { type?: string; text?: unknown }) => (b.type === 'text' ? String(b.text ?? '') : `[${b.type ?? 'block'}]`))
+        .join('\n\n')
+    : '';
+
+const RESULT_REF: Record<string, string> = { 'agent.tool_result': 'tool_use_id', 'agent.mcp_tool_result': 'mcp_tool_use_id', 'user.custom_tool_result': 'custom_tool_use_id' };
+const CALL_KIND: Record<string, CallKind> = { 'agent.tool_use': 'tool', 'agent.mcp_tool_use': 'mcp', 'agent.custom_tool_use': 'custom' };
+const MARKERS: Record<string, string> = {
+  'user.interrupt': 'Interrupted',
+  'agent.thread_context_compacted': 'Context compacted: earlier turns were summarised',
+  'session.status_terminated': 'Session ended',
+  'session.deleted': 'Session deleted',
+};
+/** Events that carry state or accounting, not a line of the conversation. */
+const SILENT = new Set(['session.status_running', 'session.status_idle', 'session.status_rescheduled', 'span.model_request_start', 'span.model_request_end']);
+
+export class Timeline {
+  readonly items: Item[] = [];
+  status: Status = 'unknown';
+  /** Why the session is idle: `end_turn`, `requires_action`, `retries_exhausted`. */
+  stopReason: string | undefined;
+  /** Ids of the calls waiting for a confirmation or a custom tool result. */
+  readonly waiting = new Set<string>();
+  /** Tokens of the model requests seen, for a live total while the session's own usage catches up. */
+  outputTokens = 0;
+  private readonly seen = new Set<string>();
+  private readonly calls = new Map<string, number>();
+
+  /** Takes `events` in order; returns whether any was new. */
+  push(events: readonly ApiEvent[]): boolean {
+    let changed = false;
+    for (const e of events) {
+      if (typeof e?.id !== 'string' || this.seen.has(e.id)) continue;
+      this.seen.add(e.id);
+      this.one(e);
+      changed = true;
+    }
+    return changed;
+  }
+
+  get size(): number {
+    return this.seen.size;
+  }
+
+  call(id: string): CallItem | undefined {
+    const i = this.calls.get(id);
+    return i === undefined ? undefined : (this.items[i] as CallItem);
+  }
+
+  /** Replaces the call's item with a changed copy, so a renderer comparing items sees it. */
+  private update(id: string, patch: Partial<CallItem>): void {
+    const i = this.calls.get(id);
+    if (i === undefined) return;
+    this.items[i] = { ...(this.items[i] as CallItem), ...patch };
+  }
+
+  private one(e: ApiEvent): void {
+    const at = e.processed_at;
+    switch (e.type) {
+      case 'user.message':
+      case 'agent.message':
+        this.items.push({ kind: e.type === 'user.message' ? 'user' : 'agent', id: e.id, text: textOf(e.content), at });
+        return;
+      case 'agent.tool_use':
+      case 'agent.mcp_tool_use':
+      case 'agent.custom_tool_use': {
+        const input = typeof e.input === 'object' && e.input !== null ? (e.input as Record<string, unknown>) : {};
+        this.calls.set(e.id, this.items.length);
+        this.items.push({ kind: 'call', id: e.id, call: CALL_KIND[e.type], name: String(e.name ?? ''), ...(typeof e.mcp_server_name === 'string' ? { server: e.mcp_server_name } : {}), input, at });
+        return;
+      }
+      case 'agent.tool_result':
+      case 'agent.mcp_tool_result':
+      case 'user.custom_tool_result': {
+        const ref = String(e[RESULT_REF[e.type]] ?? '');
+        this.waiting.delete(ref);
+        if (this.calls.has(ref)) this.update(ref, { result: { text: textOf(e.content), isError: e.is_error === true } });
+        else this.items.push({ kind: 'other', id: e.id, type: e.type, at });
+        return;
+      }
+      case 'user.tool_confirmation': {
+        const ref = String(e.tool_use_id ?? '');
+        this.waiting.delete(ref);
+        this.update(ref, { confirmation: { result: e.result === 'deny' ? 'deny' : 'allow', ...(typeof e.deny_message === 'string' ? { message: e.deny_message } : {}) } });
+        return;
+      }
+      case 'session.error': {
+        const err = (e.error ?? {}) as { type?: string; message?: string; retry_status?: { type?: string } };
+        this.items.push({ kind: 'error', id: e.id, errorType: err.type ?? 'error', message: err.message ?? '', retry: err.retry_status?.type ?? 'unknown', at });
+        return;
+      }
+      case 'session.status_running':
+        this.status = 'running';
+        this.stopReason = undefined;
+        this.waiting.clear();
+        return;
+      case 'session.status_idle': {
+        const stop = (e.stop_reason ?? {}) as { type?: string; event_ids?: unknown };
+        this.status = 'idle';
+        this.stopReason = stop.type;
+        this.waiting.clear();
+        if (stop.type === 'requires_action' && Array.isArray(stop.event_ids)) for (const id of stop.event_ids) if (typeof id === 'string') this.waiting.add(id);
+        return;
+      }
+      case 'span.model_request_end': {
+        const usage = (e.model_usage ?? {}) as { output_tokens?: number };
+        this.outputTokens += usage.output_tokens ?? 0;
+        return;
+      }
+      default:
+        if (e.type in MARKERS) {
+          if (e.type === 'session.status_terminated' || e.type === 'session.deleted') {
+            this.status = 'terminated';
+            this.waiting.clear();
+          }
+          this.items.push({ kind: 'marker', id: e.id, text: MARKERS[e.type], at });
+        } else if (!SILENT.has(e.type)) this.items.push({ kind: 'other', id: e.id, type: e.type, at });
+    }
+  }
+}
+
+/** What an idle session waits for, in words. */
+export function idleReason(stopReason: string | undefined, waiting = 0): string {
+  if (stopReason === 'requires_action') return waiting === 1 ? 'waiting for your action on 1 call' : `waiting for your action on ${waiting || 'its'} calls`;
+  if (stopReason === 'retries_exhausted') return 'stopped after an error';
+  // end_turn, or a session that has not run a turn yet.
+  return 'waiting for a message';
+}

@@ -1,0 +1,111 @@
+// The console's fold of API events, fed the API's own projection of a log: calls carry their results and verdicts,
+// what waits on the user is known, each event counts once however the stream and the list overlap; and the SSE
+// frame splitter, folding of long text and cost.
+import { projectLog } from '../src/api/session-events';
+import type { SessionEvent } from '../src/session/events';
+import { Timeline, idleReason, type ApiEvent, type CallItem } from '../src/console/app/timeline';
+import { parseFrames } from '../src/console/app/sse';
+import { FOLD_LINES, cost, dollars, folded } from '../src/console/app/format';
+
+const T = '2026-12-01T10:00:00.000Z';
+const usage = { inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
+type Draft = SessionEvent extends infer E ? (E extends SessionEvent ? Omit<E, 'seq' | 'time'> : never) : never;
+const api = (...drafts: Draft[]) => projectLog('ses-c', drafts.map((e, seq) => ({ ...e, seq, time: T }) as SessionEvent)) as unknown as ApiEvent[];
+const started: Draft = { type: 'session_started', agent: { name: 'a', model: 'm', clientTools: [{ name: 'ask_user' }] } };
+const toolTurn = (id: string, name: string, input: Record<string, unknown>): Draft[] => [
+  { type: 'assistant_message', content: [{ type: 'tool_use', id, name, input }], stopReason: 'tool_use', usage },
+  { type: 'tool_use', id, name, input },
+];
+
+it('folds a turn into messages and calls, each call with its result, verdict and waiting state', () => {
+  const events = api(
+    started,
+    { type: 'user_message', text: 'go' },
+    ...toolTurn('toolu_1', 'bash', { command: 'git push' }),
+    { type: 'approval_requested', toolUseId: 'toolu_1', policy: 'bash: always_ask' },
+  );
+  const t = new Timeline();
+  t.push(events);
+  const call = t.items.find((i): i is CallItem => i.kind === 'call')!;
+  expect(call).toMatchObject({ call: 'tool', name: 'bash', input: { command: 'git push' } });
+  expect(t.status).toBe('idle');
+  expect(t.stopReason).toBe('requires_action');
+  expect([...t.waiting]).toEqual([call.id]);
+  expect(idleReason(t.stopReason, t.waiting.size)).toBe('waiting for your action on 1 call');
+
+  const more = api(
+    started,
+    { type: 'user_message', text: 'go' },
+    ...toolTurn('toolu_1', 'bash', { command: 'git push' }),
+    { type: 'approval_requested', toolUseId: 'toolu_1', policy: 'bash: always_ask' },
+    { type: 'approval_resolved', toolUseId: 'toolu_1', allow: false, reason: 'not yet', by: 'user' },
+    { type: 'tool_result', toolUseId: 'toolu_1', output: 'denied: not yet', isError: true },
+    { type: 'tool_use', id: 'toolu_2', name: 'mcp__tracker__list', input: { q: 'x' } },
+    { type: 'tool_result', toolUseId: 'toolu_2', output: 'issue 1', isError: false },
+    { type: 'tool_use', id: 'toolu_3', name: 'ask_user', input: { question: 'colour?' } },
+  );
+  // The list and the stream overlap: what was taken already is not taken again.
+  expect(t.push(events)).toBe(false);
+  expect(t.push(more)).toBe(true);
+  const calls = t.items.filter((i): i is CallItem => i.kind === 'call');
+  expect(calls.map((c) => [c.call, c.name, c.server])).toEqual([
+    ['tool', 'bash', undefined],
+    ['mcp', 'list', 'tracker'],
+    ['custom', 'ask_user', undefined],
+  ]);
+  expect(calls[0]).toMatchObject({ confirmation: { result: 'deny', message: 'not yet' }, result: { text: 'denied: not yet', isError: true } });
+  expect(calls[1].result).toEqual({ text: 'issue 1', isError: false });
+  expect([...t.waiting]).toEqual([calls[2].id]);
+  expect(t.items.map((i) => i.kind)).toEqual(['user', 'call', 'call', 'call']);
+  expect(t.size).toBe(more.length);
+});
+
+it('shows errors with their retry status, and markers for an interrupt, a compaction and the end', () => {
+  const t = new Timeline();
+  t.push(
+    api(
+      started,
+      { type: 'user_message', text: 'a' },
+      { type: 'error', kind: 'model', message: 'overloaded past its retry budget' },
+      { type: 'user_message', text: 'b' },
+      { type: 'interrupted', reason: 'user' },
+      { type: 'context_compacted', throughSeq: 3, summary: 's', tokensBefore: 100, tokensAfter: 10 },
+      { type: 'session_ended', reason: 'done' },
+    ),
+  );
+  expect(t.items.map((i) => (i.kind === 'marker' ? i.text : i.kind))).toEqual([
+    'user',
+    'error',
+    'user',
+    'Interrupted',
+    'Context compacted: earlier turns were summarised',
+    'Session ended',
+  ]);
+  expect(t.items[1]).toMatchObject({ errorType: 'model_request_failed_error', message: 'overloaded past its retry budget', retry: 'exhausted' });
+  expect(t.status).toBe('terminated');
+  expect(t.waiting.size).toBe(0);
+});
+
+it('splits SSE frames across chunk boundaries, CRLF and comments alike', () => {
+  const text = ': stream open\n\nevent: agent.message\ndata: {"id":"sevt_1"}\n\nevent: ping\r\ndata: {}\r\n\r\nevent: user.message\ndata: {"id":';
+  const first = parseFrames(text);
+  expect(first.frames).toEqual([
+    { event: 'agent.message', data: '{"id":"sevt_1"}' },
+    { event: 'ping', data: '{}' },
+  ]);
+  const second = parseFrames(`${first.rest}"sevt_2"}\n\n`);
+  expect(second.frames).toEqual([{ event: 'user.message', data: '{"id":"sevt_2"}' }]);
+  expect(second.rest).toBe('');
+});
+
+it('folds long text to its head, and prices usage by model, dated ids included', () => {
+  expect(folded('short\ntext')).toBeUndefined();
+  const long = Array.from({ length: 60 }, (_, i) => `row-${i + 1}`).join('\n');
+  expect(folded(long)).toEqual({ head: long.split('\n').slice(0, FOLD_LINES).join('\n'), lines: 60 });
+  expect(folded('x'.repeat(5000))?.head.length).toBe(1500);
+  const prices = { 'claude-sonnet-4-5': { input: 3, output: 15 } };
+  const u = { input_tokens: 1_000_000, output_tokens: 100_000, cache_read_input_tokens: 1_000_000, cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 } };
+  expect(cost(prices, 'claude-sonnet-4-5-20250929', u)).toBeCloseTo(3 + 1.5 + 0.3);
+  expect(cost(prices, 'claude-test', u)).toBeUndefined();
+  expect([dollars(undefined), dollars(0), dollars(0.004), dollars(4.8)]).toEqual(['–', '$0.00', '$0.0040', '$4.80']);
+});

@@ -138,7 +138,7 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   SANDBOX_IMAGE: { about: 'The image of a recipe without `image`.', default: '`managed-agents/sandbox:latest`' },
   SANDBOX_RUNTIME: { about: 'The container runtime of sandboxes: `runsc` (gVisor), `runc`, or `auto` (gVisor where the engine has it, else runc, recorded in `loosened`); see [isolation](../isolation.md).' },
   MCP_STDIO_JAIL: { about: 'How stdio MCP servers run: `bwrap` (a bubblewrap jail as an unprivileged user, with no view of the worker) or `off` (bare, as the worker).' },
-  HANDS_HOST_ID: { about: 'A hands worker serves queue `hands.<id>`.', default: 'the hostname' },
+  HANDS_HOST_ID: { about: 'A hands worker serves queue `hands.<id>`. `compose`: `<project>-<service>-<number>` of its docker compose container, read through the Docker socket (one id per replica, kept when the container is recreated).', default: 'the hostname' },
   VAULT_KEY: { about: 'Base64 of 32 bytes; seals the vault. Only hands and tools workers hold it.', default: 'development: generated once into `DATA_DIR/keys/`' },
   CODEC_KEY: { about: 'Base64 of 32 bytes, or `id:base64,...` whose first key encrypts and the others still decrypt (rotation). Encrypts history, the archive and the stream tokens.', default: 'development: generated once into `DATA_DIR/keys/codec.key`' },
   CODEC_SERVER_TOKEN: { about: 'Set: the codec server requires `Authorization: Bearer <token>`.', default: 'unset: the codec server trusts only its allowed browser origins' },

@@ -1,5 +1,6 @@
 // `agents doctor`: checks each part a deployment needs and says what to do about anything wrong. The compose
 // healthchecks run the same checks for a worker's own role.
+import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
 import os from 'node:os';
 import Anthropic from '@anthropic-ai/sdk';
 import { Connection } from '@temporalio/client';
@@ -105,7 +106,8 @@ async function checkTemporal(config: Config): Promise<{ result: CheckResult; con
 }
 
 async function checkPollers(connection: Connection, config: Config, role: WorkerRole | undefined): Promise<CheckResult> {
-  const handsHostId = config.HANDS_HOST_ID ?? os.hostname();
+  let handsHostId = config.HANDS_HOST_ID ?? os.hostname();
+  if (handsHostId === COMPOSE_HOST_ID && (role === 'hands' || role === 'all')) handsHostId = await composeHostId(await resolveDockerHost());
   // A worker's identity is `pid@hostname`, maybe followed by ` stream=URL`; a worker checking itself looks for its own host's pollers.
   const self = role ? `@${os.hostname()}` : undefined;
   const found: string[] = [];

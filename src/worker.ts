@@ -30,6 +30,7 @@ import { ApiCredentials } from './vault/api-credentials';
 import { secretVault } from './vault/open';
 import { openDb, type Db } from './storage/db';
 import { createRepoTokens, RepoTokenError, type RepoTokens } from './hands/repo-tokens';
+import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
 import { parseCodecKeys } from './codec';
 import { StreamHub, StreamServer, identityWithStream } from './stream';
 import { activityLogInterceptor, jsonLogLine } from './observability/logger';
@@ -188,6 +189,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
 
   if (roles.includes('hands')) {
     hostId = opts.hostId ?? process.env.HANDS_HOST_ID ?? os.hostname();
+    if (hostId === COMPOSE_HOST_ID) hostId = await composeHostId(opts.dockerHost ?? (await resolveDockerHost()));
     if (!HostIdSchema.safeParse(hostId).success) throw new Error(`invalid hands host id ${hostId}: use letters, digits, dot, dash or underscore`);
     const mirrorsDir = path.join(config.dataDir, 'mirrors');
     let provider = opts.sandboxes;

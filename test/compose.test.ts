@@ -57,7 +57,8 @@ const WORKER_IMAGE = /managed-agents\/worker/;
 /** Which file secrets, and env files holding secrets, each service may have. */
 const ALLOWED_SECRETS: Record<string, string[]> = {
   codec_key: ['brain', 'hands', 'tools', 'codec-server', 'api'],
-  database_url: ['api'],
+  // Everything hosts share lives in PostgreSQL: the API's resources, the archive (brain) and the vault (hands, tools).
+  database_url: ['api', 'brain', 'hands', 'tools'],
   vault_public_key: ['api'],
   vault_key: ['hands', 'tools'],
   anthropic_api_key: ['brain'],
@@ -153,7 +154,12 @@ function problemsOf(c: Compose): string[] {
 
   // Network isolation: the database only with Temporal and the API, internal networks with no way out, the codec server alone.
   const on = (net: string) => Object.entries(c.services).filter(([, s]) => s.networks?.includes(net)).map(([n]) => n).sort();
-  if (JSON.stringify(on('db')) !== JSON.stringify(['api', 'postgres', 'temporal'])) problems.push(`db network holds ${on('db').join(', ')}`);
+  if (JSON.stringify(on('db')) !== JSON.stringify(['api', 'brain', 'hands', 'postgres', 'temporal', 'tools'])) problems.push(`db network holds ${on('db').join(', ')}`);
+  // A cluster: state hosts share is in PostgreSQL, never on a volume one host's containers would keep to themselves.
+  for (const name of ['api', 'brain', 'hands', 'tools']) {
+    if (c.services[name] && !c.services[name].environment?.DATABASE_URL_FILE) problems.push(`${name}: no DATABASE_URL_FILE, so its shared state stays on its own disk`);
+    for (const v of c.services[name]?.volumes ?? []) if (/^(archive|vaults):/.test(String(v))) problems.push(`${name}: keeps shared state on volume ${String(v).split(':')[0]}`);
+  }
   const api = c.services.api;
   if (api && (api.secrets ?? []).includes('vault_key')) problems.push('api: holds the vault key, which would let it open credentials');
   for (const net of ['db', 'backend']) if (!c.networks[net]?.internal) problems.push(`${net} network is not internal`);
@@ -172,7 +178,8 @@ it('catches a secret, the Docker socket or a variable where it does not belong',
   const c = loadCompose();
   c.services.brain.secrets!.push('vault_key');
   c.services.brain.environment!.VAULT_KEY_FILE = '/run/secrets/vault_key';
-  c.services.tools.volumes!.push('/var/run/docker.sock:/var/run/docker.sock');
+  c.services.tools.volumes = ['/var/run/docker.sock:/var/run/docker.sock', 'vaults:/var/lib/managed-agents/vaults'];
+  delete c.services.brain.environment!.DATABASE_URL_FILE;
   c.services.tools.environment!.TEMPORAL_ADRESS = 'temporal:7233';
   c.services['temporal-ui'].environment!.CODEC_KEY = 'c2VjcmV0';
   delete c.services.hands.environment!.VAULT_KEY_FILE;
@@ -187,6 +194,8 @@ it('catches a secret, the Docker socket or a variable where it does not belong',
     'hands (hands): VAULT_KEY is required by the hands role with KEY_FILES=off (set VAULT_KEY or VAULT_KEY_FILE)',
     'tools: mounts the Docker socket',
     'tools (tools): TEMPORAL_ADRESS is not read by the tools role',
+    'brain: no DATABASE_URL_FILE, so its shared state stays on its own disk',
+    'tools: keeps shared state on volume vaults',
   ]);
 });
 

@@ -138,7 +138,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     hub.worker = await server.start();
     streams = { hub, server };
   }
-  const identity = streams ? identityWithStream(`${process.pid}@${os.hostname()}`, streams.server.url) : undefined;
+  // The SDK's own form, pid@hostname, with the stream endpoint when there is one.
+  const identity = streams ? identityWithStream(`${process.pid}@${os.hostname()}`, streams.server.url) : `${process.pid}@${os.hostname()}`;
   if (roles.includes('brain')) {
     // Workflows upsert these; registering them first lets a fresh server or cluster index every session.
     try {

@@ -172,13 +172,14 @@ async function sessionDepsFor(config: Config, db: Db): Promise<SessionDeps> {
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'EPIPE']);
 
 /**
- * Which dependency an error says is out of reach, if one is: Temporal (gRPC UNAVAILABLE, or a connection that
+ * Which dependency an error says is out of reach or overloaded, if one is: Temporal (gRPC UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, or a connection that
  * fails), or PostgreSQL (a connection exception, class 08, or the server shutting down, 57P0x).
  */
 function dependencyDown(err: unknown): string | undefined {
   for (let e = err as { code?: unknown; cause?: unknown; name?: string; message?: string } | undefined, depth = 0; e && depth < 6; e = e.cause as typeof e, depth++) {
     const code = e.code;
-    if (code === 14 || e.name === 'TransportError' || /failed to connect|connection refused|transport error/i.test(e.message ?? '')) return 'Temporal';
+    // gRPC UNAVAILABLE (14), DEADLINE_EXCEEDED (4: a query no worker answered in time), RESOURCE_EXHAUSTED (8).
+    if (code === 14 || code === 4 || code === 8 || e.name === 'TransportError' || /failed to connect|connection refused|transport error/i.test(e.message ?? '')) return 'Temporal';
     if (typeof code === 'string' && (/^08/.test(code) || /^57P0/.test(code))) return 'the database';
     if (typeof code === 'string' && NETWORK_CODES.has(code)) return 'a dependency';
   }

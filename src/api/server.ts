@@ -128,7 +128,7 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
   agentRoutes(app, deps);
   environmentRoutes(app, deps);
   vaultRoutes(app, deps);
-  if (sessions) sessionRoutes(app, deps, sessions);
+  if (sessions) sessionRoutes(app, deps, sessions, log);
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
   await app.ready();

@@ -10,6 +10,8 @@ import { SessionProjector, type ApiSessionEvent } from './session-events';
 
 /** Polling interval when the server cannot be long-polled (an old server, a permission refused). */
 const FALLBACK_POLL_MS = 150;
+/** A follower outlives its last stream this long, for the client that reconnects. */
+const LINGER_MS = 15_000;
 /** Feeds nobody streams are dropped, oldest first, once the feeds hold more events than this. */
 const MAX_CACHED_EVENTS = 500_000;
 const PAGE = 1000;
@@ -29,6 +31,7 @@ export class SessionFeed {
   private queued?: Promise<void>;
   private readonly listeners = new Set<Listener>();
   private follower?: AbortController;
+  private linger?: NodeJS.Timeout;
   /** The log holds `session_ended`: nothing more will come. */
   ended = false;
   lastUsed = Date.now();
@@ -53,6 +56,10 @@ export class SessionFeed {
 
   get streamed(): boolean {
     return this.listeners.size > 0;
+  }
+
+  get following(): boolean {
+    return this.follower !== undefined;
   }
 
   /** The model's `toolu_…` id behind an `agent.*_use` event id. */
@@ -95,13 +102,18 @@ export class SessionFeed {
   /** Calls `fn` with each batch of events appended from now on; returns the unsubscribe. */
   subscribe(fn: Listener): () => void {
     this.listeners.add(fn);
+    clearTimeout(this.linger);
     if (!this.follower && !this.ended) this.follow();
     return () => {
       this.listeners.delete(fn);
-      if (this.listeners.size === 0) {
+      if (this.listeners.size > 0) return;
+      clearTimeout(this.linger);
+      this.linger = setTimeout(() => {
+        if (this.listeners.size > 0) return;
         this.follower?.abort();
         this.follower = undefined;
-      }
+      }, LINGER_MS);
+      this.linger.unref();
     };
   }
 
@@ -127,6 +139,7 @@ export class SessionFeed {
   }
 
   close(): void {
+    clearTimeout(this.linger);
     this.follower?.abort();
   }
 }
@@ -154,6 +167,11 @@ export class SessionFeeds {
     return feed;
   }
 
+  /** The model's id behind a call's event id: from the feed as it stands, else after reading what the log appended since. */
+  async toolUseIdOf(sessionId: string, apiEventId: string): Promise<string | undefined> {
+    return this.feeds.get(sessionId)?.toolUseIdOf(apiEventId) ?? (await this.get(sessionId)).toolUseIdOf(apiEventId);
+  }
+
   /** Drops the least recently used feeds nobody streams while they hold too many events. */
   private evict(): void {
     let total = 0;
@@ -161,7 +179,7 @@ export class SessionFeeds {
     if (total <= MAX_CACHED_EVENTS) return;
     for (const f of [...this.feeds.values()].sort((a, b) => a.lastUsed - b.lastUsed)) {
       if (total <= MAX_CACHED_EVENTS) break;
-      if (f.streamed) continue;
+      if (f.streamed || f.following) continue;
       this.feeds.delete(f.sessionId);
       total -= f.size;
     }

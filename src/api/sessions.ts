@@ -323,17 +323,16 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
     async (req) => {
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
-      const projector = await feeds.get(row.id);
-      // All or nothing: every reference is resolved before anything is sent.
-      const resolved = req.body.events.map((e, i) => {
+      // All or nothing: every reference is resolved before anything is sent. A user.message needs no read of the log.
+      const resolved: { e: InboundEvent; toolUseId?: string }[] = [];
+      for (const [i, e] of req.body.events.entries()) {
         if (e.type === 'user.tool_confirmation' || e.type === 'user.custom_tool_result') {
           const ref = e.type === 'user.tool_confirmation' ? e.tool_use_id : e.custom_tool_use_id;
-          const toolUseId = projector.toolUseIdOf(ref);
+          const toolUseId = await feeds.toolUseIdOf(row.id, ref);
           if (!toolUseId) throw badRequest(`events.${i}.${e.type === 'user.tool_confirmation' ? 'tool_use_id' : 'custom_tool_use_id'}: no tool call ${ref} in this session`);
-          return { e, toolUseId };
-        }
-        return { e, toolUseId: undefined };
-      });
+          resolved.push({ e, toolUseId });
+        } else resolved.push({ e });
+      }
       const echoed: Record<string, unknown>[] = [];
       const handle = sessions.client.workflow.getHandle(row.id);
       for (const { e, toolUseId } of resolved) echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId));

@@ -21,7 +21,8 @@ const CUT_BYTES = 512 * 1024;
 type Listener = (events: readonly ApiSessionEvent[]) => void;
 type TailLog = SessionLog & { readTail?: SessionLog['read'] };
 
-export const feedStats = { logReads: 0, feeds: 0, followers: 0 };
+/** What this process's feeds did, for the benchmark: reads of the log, and how long the last 1,000 took (ms). */
+export const feedStats = { logReads: 0, feeds: 0, followers: 0, readMs: [] as number[] };
 
 export class SessionFeed {
   private readonly projector: SessionProjector;
@@ -88,8 +89,11 @@ export class SessionFeed {
     for (;;) {
       const from = this.projector.seq;
       feedStats.logReads++;
+      const t0 = Date.now();
       // The first read of a feed may start in a sealed segment; later ones follow the live run's tail.
       const page: EventsPage = from > 0 && this.log.readTail ? await this.log.readTail(this.sessionId, from, PAGE) : await this.log.read(this.sessionId, from, PAGE);
+      feedStats.readMs.push(Date.now() - t0);
+      if (feedStats.readMs.length > 1000) feedStats.readMs.shift();
       if (page.events.length === 0) return;
       const out = this.projector.push(page.events);
       for (const e of out) this.events.push(e);

@@ -43,16 +43,25 @@ export async function followHistory(client: Client, sessionId: string, ring: (r:
   let nextPageToken: Uint8Array | undefined;
   while (!signal.aborted && runId) {
     doorbellStats.historyPolls++;
-    const res = await client.connection.withAbortSignal(signal, () =>
-      client.workflowService.getWorkflowExecutionHistory({
-        namespace,
-        execution: { workflowId: sessionId, runId },
-        nextPageToken,
-        waitNewEvent: true,
-        skipArchival: true,
-        historyEventFilterType: HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT,
-      }),
-    );
+    // A signal of its own per call: the connection adds an abort listener per call and never removes it.
+    const call = new AbortController();
+    const cancel = () => call.abort();
+    signal.addEventListener('abort', cancel, { once: true });
+    let res;
+    try {
+      res = await client.connection.withAbortSignal(call.signal, () =>
+        client.workflowService.getWorkflowExecutionHistory({
+          namespace,
+          execution: { workflowId: sessionId, runId },
+          nextPageToken,
+          waitNewEvent: true,
+          skipArchival: true,
+          historyEventFilterType: HistoryEventFilterType.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT,
+        }),
+      );
+    } finally {
+      signal.removeEventListener('abort', cancel);
+    }
     const events = res.history?.events ?? [];
     const close = events.find((e) => e.eventType != null && CLOSES.has(e.eventType));
     if (close || events.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)) {

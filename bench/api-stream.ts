@@ -314,6 +314,8 @@ async function delivery(ctx: Ctx, api: Awaited<ReturnType<typeof startApi>>, ses
     // Followers outlive their streams by 15 s; ended while followed, every session would be read once more.
     for (const end = Date.now() + 30_000; feedStats.followers > 0 && Date.now() < end; ) await sleep(500);
     await Promise.all(ids.map((id) => api.client.workflow.getHandle(id).signal(endSignal, { reason: 'benchmark' }).catch(() => undefined)));
+    // The next arm starts once the worker has closed them all.
+    await Promise.all(ids.map((id) => api.client.workflow.getHandle(id).result().catch(() => undefined)));
   }
 }
 

@@ -64,12 +64,15 @@ export async function followHistory(client: Client, sessionId: string, ring: (r:
     }
     const events = res.history?.events ?? [];
     const close = events.find((e) => e.eventType != null && CLOSES.has(e.eventType));
-    if (close || events.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)) {
+    const next = close && successorOf(close);
+    // A handover sealed everything its run appended; the next run's first completed task rings for it, so the
+    // new run is not queried before it has run that task (a query would wait for it, and slow it down).
+    if (!next && (close || events.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED))) {
       doorbellStats.rings++;
       ring('changed');
     }
     if (close) {
-      runId = successorOf(close);
+      runId = next;
       nextPageToken = undefined;
       continue;
     }

@@ -137,7 +137,7 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
   agentRoutes(app, deps);
   environmentRoutes(app, deps);
   vaultRoutes(app, deps);
-  if (sessions) sessionRoutes(app, deps, sessions);
+  if (sessions) sessionRoutes(app, deps, sessions, log);
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
   // The web console: static files outside /v1, calling the routes above like any other client.

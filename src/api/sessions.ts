@@ -3,7 +3,6 @@
 // workflow through the same signals and updates the command line uses.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
-import { readEvents } from '../log/session-log';
 import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../session-ops';
 import type { Usage } from '../session/events';
 import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../session/contract';
@@ -13,7 +12,8 @@ import { IdSchema, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, curs
 import type { ApiApp, ApiDeps, SessionDeps } from './context';
 import { getEnvironment } from './environments';
 import { ApiError, badRequest, conflict, notFound } from './errors';
-import { SessionProjector, eventId, type ApiSessionEvent } from './session-events';
+import { SessionFeeds } from './session-feed';
+import { eventId } from './session-events';
 import { getVault } from './vaults';
 import { streamRoute } from './session-stream';
 import { ResourceSchema, ResourcesSchema, deleteResources, insertResources, planResources, resourceRoutes, resourcesOf } from './session-resources';
@@ -157,13 +157,6 @@ async function sessionRow(deps: ApiDeps, workspaceId: string, id: string): Promi
   return row;
 }
 
-/** The session's whole log, projected; the projector also maps call event ids back to the model's ids. */
-async function projected(sessions: SessionDeps, id: string): Promise<{ events: ApiSessionEvent[]; projector: SessionProjector }> {
-  const projector = new SessionProjector(id);
-  const events = projector.push(await readEvents(sessions.log, id, 0));
-  return { events, projector };
-}
-
 const opError = (e: unknown): never => {
   if (e instanceof SessionOpError) throw badRequest(e.message);
   throw e;
@@ -177,9 +170,12 @@ const EventsQuerySchema = z.object({
   'types[]': z.union([z.string(), z.array(z.string())]).optional(),
 });
 
-export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps): void {
+export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps, log: (m: string) => void = () => undefined): void {
   const { db } = deps;
-  streamRoute(app, deps, sessions, (workspaceId, id) => sessionRow(deps, workspaceId, id));
+  // The session's log, projected once per process and kept up to date; the projector maps call event ids back to the model's ids.
+  const feeds = new SessionFeeds(sessions.log, sessions.client, log);
+  app.addHook('onClose', async () => feeds.close());
+  streamRoute(app, deps, feeds, (workspaceId, id) => sessionRow(deps, workspaceId, id));
   resourceRoutes(app, deps, (workspaceId, id) => sessionRow(deps, workspaceId, id));
 
   app.post('/v1/sessions', { schema: { operationId: 'createSession', body: SessionCreateSchema, response: { 200: SessionSchema } } }, async (req) => {
@@ -317,7 +313,7 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps)
     const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
     const q = req.query;
     const wanted = q['types[]'] === undefined ? undefined : new Set([q['types[]']].flat());
-    let events = (await projected(sessions, row.id)).events.filter((e) => !wanted || wanted.has(e.type));
+    let events = (await feeds.get(row.id)).events.filter((e) => !wanted || wanted.has(e.type));
     if (q.order === 'desc') events = events.reverse();
     // The cursor is the offset into the projected list (plus one, as cursors are positive).
     const from = (cursorPos(q.page) ?? 1) - 1;
@@ -332,17 +328,16 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps)
     async (req) => {
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
-      const { projector } = await projected(sessions, row.id);
-      // All or nothing: every reference is resolved before anything is sent.
-      const resolved = req.body.events.map((e, i) => {
+      // All or nothing: every reference is resolved before anything is sent. A user.message needs no read of the log.
+      const resolved: { e: InboundEvent; toolUseId?: string }[] = [];
+      for (const [i, e] of req.body.events.entries()) {
         if (e.type === 'user.tool_confirmation' || e.type === 'user.custom_tool_result') {
           const ref = e.type === 'user.tool_confirmation' ? e.tool_use_id : e.custom_tool_use_id;
-          const toolUseId = projector.toolUseIdOf(ref);
+          const toolUseId = await feeds.toolUseIdOf(row.id, ref);
           if (!toolUseId) throw badRequest(`events.${i}.${e.type === 'user.tool_confirmation' ? 'tool_use_id' : 'custom_tool_use_id'}: no tool call ${ref} in this session`);
-          return { e, toolUseId };
-        }
-        return { e, toolUseId: undefined };
-      });
+          resolved.push({ e, toolUseId });
+        } else resolved.push({ e });
+      }
       const echoed: Record<string, unknown>[] = [];
       const handle = sessions.client.workflow.getHandle(row.id);
       for (const { e, toolUseId } of resolved) echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId));

@@ -51,6 +51,16 @@ export class ArchivedSessionLog implements SessionLog {
     return page;
   }
 
+  /**
+   * As `read`, asking the live run first: for a reader that follows the tail, which no sealed segment holds yet.
+   * A run that started after `from` sends it to the archive.
+   */
+  async readTail(sessionId: string, from: number, limit: number): Promise<EventsPage> {
+    const page = await this.live.read(sessionId, from, limit);
+    if (page.firstSeq === undefined || from < page.firstSeq) return this.read(sessionId, from, limit);
+    return page;
+  }
+
   /** The page at `from` if a sealed segment holds it. A broken archive must not stop reads of the live tail, which never need it. */
   private async fromArchive(sessionId: string, from: number, limit: number): Promise<{ page?: EventsPage; error?: Error }> {
     let segment;

@@ -84,8 +84,8 @@ async function spawnApi(env: Record<string, string>): Promise<{ url: string; sto
   };
 }
 
-/** A server on `storage` whose keys may be in `workspaces`; on PostgreSQL, sessions run on `sessions` when given. */
-export async function startTestApi(storage: Storage, workspaces: string[] = ['default'], sessions?: SessionDeps): Promise<TestApi> {
+/** A server on `storage` whose keys may be in `workspaces`; on PostgreSQL, sessions run on `sessions` when given, and the server's log lines go to `log`. */
+export async function startTestApi(storage: Storage, workspaces: string[] = ['default'], sessions?: SessionDeps, log: (m: string) => void = () => undefined): Promise<TestApi> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-api-'));
   const vaultKey = randomBytes(32).toString('base64');
   const pg = storage === 'postgres' ? await freshPostgresDatabase() : undefined;
@@ -106,7 +106,7 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
   const clientFor = (url: string) => async (key: string) => new Anthropic({ apiKey: key, baseURL: url, maxRetries: 0 });
   try {
     if (pg) {
-      const api = await startApiServer(loadConfig(env), () => undefined, undefined, sessions);
+      const api = await startApiServer(loadConfig(env), log, undefined, sessions);
       const key = async (workspace = 'default') => (await createApiKey(api.db, workspace)).key;
       return {
         url: api.url,

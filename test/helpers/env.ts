@@ -74,9 +74,20 @@ export async function startTestWorker(address: string, model: string | ModelClie
 
 /** Starts a dev server, the mock model and one in-process worker (brain by default). */
 export async function startHarness(
-  opts: { worker?: boolean; role?: 'brain' | 'all'; hostId?: string; reapIntervalMs?: number; vault?: SecretVault; archive?: SessionArchive; repoTokens?: RepoTokens; log?: (msg: string) => void } = {},
+  opts: {
+    worker?: boolean;
+    role?: 'brain' | 'all';
+    hostId?: string;
+    reapIntervalMs?: number;
+    vault?: SecretVault;
+    archive?: SessionArchive;
+    repoTokens?: RepoTokens;
+    log?: (msg: string) => void;
+    /** More arguments for the dev server, e.g. `--dynamic-config-value` settings. */
+    serverArgs?: string[];
+  } = {},
 ): Promise<Harness> {
-  const env = await createTestEnv();
+  const env = await createTestEnv(opts.serverArgs);
   const mock = new MockModelServer();
   await mock.start();
   let worker: RunningWorker | undefined;

@@ -77,7 +77,7 @@ export function apiCommand(program: Command): void {
       const { startApiServer } = await import('../api/server');
       const api = await startApiServer(config, err, opts.listen);
       out(opts.json ? JSON.stringify({ url: api.url }) : api.url);
-      err(`Managed Agents API at ${api.url} (storage: ${api.db.kind === 'postgres' ? 'PostgreSQL' : `embedded, ${path.join(config.dataDir, 'api-db')}`}); Ctrl-C stops it`);
+      err(`Managed Agents API at ${api.url}, console at ${api.url}/console (storage: ${api.db.kind === 'postgres' ? 'PostgreSQL' : `embedded, ${path.join(config.dataDir, 'api-db')}`}); Ctrl-C stops it`);
       await untilStopped();
       await api.stop();
     });
@@ -94,7 +94,7 @@ export function devCommand(program: Command): void {
       const { startLocalStack } = await import('../infra/local-stack');
       const stack = await startLocalStack(config, err);
       if (opts.json) out(JSON.stringify({ address: stack.address, uiUrl: stack.uiUrl ?? null, codecUrl: stack.codecUrl, modelUrl: stack.modelUrl ?? null, apiUrl: stack.apiUrl ?? null }));
-      err(`Temporal at ${stack.address}${stack.uiUrl ? `, Web UI at ${stack.uiUrl}` : ''}${stack.apiUrl ? `, API at ${stack.apiUrl}` : ''}; Ctrl-C stops everything`);
+      err(`Temporal at ${stack.address}${stack.uiUrl ? `, Web UI at ${stack.uiUrl}` : ''}${stack.apiUrl ? `, API at ${stack.apiUrl}, console at ${stack.apiUrl}/console` : ''}; Ctrl-C stops everything`);
       await untilStopped();
       await stack.stop();
     });

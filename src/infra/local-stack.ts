@@ -87,7 +87,7 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
   try {
     api = await startApiServer(config, log);
     const keyFile = await ensureDevApiKey(api.db, config.dataDir);
-    log(`Managed Agents API at ${api.url}: new Anthropic({ baseURL: '${api.url}', apiKey }), with the key for workspace default in ${keyFile}`);
+    log(`Managed Agents API at ${api.url}: new Anthropic({ baseURL: '${api.url}', apiKey }), with the key for workspace default in ${keyFile}; the console at ${api.url}/console`);
   } catch (err) {
     log(`the Managed Agents API is not started: ${(err as Error).message.split('\n')[0]} (API_LISTEN=${config.API_LISTEN})`);
   }

@@ -29,7 +29,7 @@ import type { SecretVault } from './vault';
 import { ApiCredentials } from './vault/api-credentials';
 import { secretVault } from './vault/open';
 import { openDb, type Db } from './storage/db';
-import { createRepoTokens, RepoTokenError, type RepoTokens } from './hands/repo-tokens';
+import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';
 import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
 import { parseCodecKeys } from './codec';
 import { StreamHub, StreamServer, identityWithStream } from './stream';
@@ -125,6 +125,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   let openedVault: SecretVault | undefined;
   const vaultKey = () => opts.vaultKey ?? loadVaultKey(config);
   const sharedVault = () => (openedVault ??= opts.vault ?? secretVault(config.dataDir, vaultKey(), db));
+  // The API's database (its vaults, sessions' repository tokens): the caller's, or DATABASE_URL's.
+  const apiDb = opts.apiDb ?? (() => db);
   const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(config));
   const connectionOptions = { ...temporalConnectionOptions(config), address: opts.address };
   const connection = await Connection.connect(connectionOptions);
@@ -204,16 +206,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     // Who owns each of this host's sandboxes: hand-offs change it, execute checks it, the reaper asks it.
     const registry = OwnershipRegistry.forHost(config.dataDir, hostId);
     // API sessions' repository tokens are sealed in the API's database; a host that cannot reach it refuses them.
-    const apiDb = opts.apiDb ?? (() => db);
-    const repoTokens =
-      opts.repoTokens ??
-      (opts.apiDb || db
-        ? createRepoTokens(async () => {
-            const open = apiDb();
-            if (!open) throw new RepoTokenError('the API database is not open on this hands host yet');
-            return open;
-          }, vaultKey())
-        : undefined);
+    const repoTokens = opts.repoTokens ?? (opts.apiDb || db ? createRepoTokens(apiDb, vaultKey()) : undefined);
     const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, registry, stream: streams?.hub, repoTokens });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
       workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities, identity, interceptors, plugins }));
@@ -234,7 +227,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const vault = sharedVault();
     // The jail hides DATA_DIR (keys, vaults, archive) even inside a tree a server's command line names.
     const jail = config.MCP_STDIO_JAIL === 'off' ? 'off' : findJail([path.resolve(config.dataDir)]);
-    const api = new ApiCredentials(opts.apiDb ?? (() => db), vaultKey());
+    const api = new ApiCredentials(apiDb, vaultKey());
     mcpPool = new McpClientPool(new McpCredentials({ vault, api }), { log, jail });
     const activities = createToolsActivities({ vault, api, pool: mcpPool, log });
     workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities, interceptors, plugins }));

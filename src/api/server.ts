@@ -95,6 +95,7 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     let type: ErrorType;
     let message: string;
     let errorCode: string | undefined;
+    const down = err instanceof ApiError ? undefined : dependencyDown(err);
     if (err instanceof ApiError) {
       ({ status, type, message } = err);
       errorCode = err.extra.errorCode;
@@ -106,13 +107,13 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
         .slice(0, 5)
         .map((v) => `${fieldOf(err.validationContext, v.instancePath)}: ${v.message}`)
         .join('; ');
-    } else if (dependencyDown(err)) {
+    } else if (down) {
       // Temporal or the database is unreachable: nothing was done, and the same request may succeed later.
-      log(`api: ${req.method} ${req.url.split('?')[0]} failed (${req.id}): ${dependencyDown(err)} is unreachable`);
+      log(`api: ${req.method} ${req.url.split('?')[0]} failed (${req.id}): ${down} is unreachable`);
       reply.header('retry-after', '2');
       status = 503;
       type = 'api_error';
-      message = `${dependencyDown(err)} is unreachable; nothing was changed, retry shortly`;
+      message = `${down} is unreachable; nothing was changed, retry shortly`;
     } else if (isResponseSerializationError(err) || !err.statusCode || err.statusCode >= 500) {
       // A bug of ours: the client learns only that it happened; the log gets the message, never a request body.
       log(`api: ${req.method} ${req.url.split('?')[0]} failed (${req.id}): ${err.message.split('\n')[0]}`);
@@ -172,8 +173,9 @@ async function sessionDepsFor(config: Config, db: Db): Promise<SessionDeps> {
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'EPIPE']);
 
 /**
- * Which dependency an error says is out of reach or overloaded, if one is: Temporal (gRPC UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, or a connection that
- * fails), or PostgreSQL (a connection exception, class 08, or the server shutting down, 57P0x).
+ * Which dependency an error says is out of reach or overloaded, if one is: Temporal (gRPC UNAVAILABLE,
+ * DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, or a connection that fails), or PostgreSQL (a connection exception,
+ * class 08, or the server shutting down, 57P0x).
  */
 function dependencyDown(err: unknown): string | undefined {
   for (let e = err as { code?: unknown; cause?: unknown; name?: string; message?: string } | undefined, depth = 0; e && depth < 6; e = e.cause as typeof e, depth++) {

@@ -148,9 +148,9 @@ const ResourcePath = z.object({ session_id: IdSchema, resource_id: IdSchema });
  */
 export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId: string, id: string) => Promise<{ id: string; archived_at: Date | null }>): void {
   const { db } = deps;
-  const one = async (workspaceId: string, sessionId: string, resourceId: string): Promise<ResourceRow> => {
-    const s = await session(workspaceId, sessionId);
-    const [row] = await db.query<ResourceRow>(`select ${COLUMNS} from session_resources where id = $1 and session_id = $2`, [resourceId, s.id]);
+  /** One resource of the caller's own session (looked up first, so another workspace's answers 404). */
+  const one = async (sessionId: string, resourceId: string): Promise<ResourceRow> => {
+    const [row] = await db.query<ResourceRow>(`select ${COLUMNS} from session_resources where id = $1 and session_id = $2`, [resourceId, sessionId]);
     if (!row) throw notFound('resource', resourceId);
     return row;
   };
@@ -173,7 +173,7 @@ export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId
   );
 
   app.get('/v1/sessions/:session_id/resources/:resource_id', { schema: { operationId: 'retrieveSessionResource', params: ResourcePath, response: { 200: ResourceSchema } } }, async (req) =>
-    toResource(await one(req.workspaceId, req.params.session_id, req.params.resource_id)),
+    toResource(await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id)),
   );
 
   app.post(
@@ -182,7 +182,7 @@ export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId
     async (req) => {
       const s = await session(req.workspaceId, req.params.session_id);
       if (s.archived_at) throw badRequest(`session ${s.id} is archived and read-only`);
-      const row = await one(req.workspaceId, s.id, req.params.resource_id);
+      const row = await one(s.id, req.params.resource_id);
       const sealed = await sealSecret(deps.vaultPublicKey, repoTokenBinding(row.id, s.id), req.body.authorization_token);
       const [updated] = await db.query<ResourceRow>(`update session_resources set sealed_token = $2, updated_at = now() where id = $1 returning ${COLUMNS}`, [row.id, sealed]);
       return toResource(updated);
@@ -195,7 +195,7 @@ export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId
   });
 
   app.delete('/v1/sessions/:session_id/resources/:resource_id', { schema: { operationId: 'deleteSessionResource', params: ResourcePath } }, async (req) => {
-    await one(req.workspaceId, req.params.session_id, req.params.resource_id);
+    await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id);
     throw badRequest('a repository cannot be removed from a session yet');
   });
 }

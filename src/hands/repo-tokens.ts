@@ -12,10 +12,13 @@ export class RepoTokenError extends Error {}
 /** Resolves `resource:<id>` references of one session to their tokens (undefined: the resource has none). */
 export type RepoTokens = (sessionId: string, ref: string) => Promise<string | undefined>;
 
-export function createRepoTokens(db: () => Promise<Queryable>, vaultKey: string): RepoTokens {
+/** `db` is asked on each use: the dev stack's embedded database opens after its workers. */
+export function createRepoTokens(db: () => Queryable | undefined, vaultKey: string): RepoTokens {
   return async (sessionId, ref) => {
     const id = ref.slice('resource:'.length);
-    const rows = await (await db()).query<{ sealed_token: string | null }>('select sealed_token from session_resources where id = $1 and session_id = $2', [id, sessionId]);
+    const open = db();
+    if (!open) throw new RepoTokenError('the API database is not open on this hands host yet');
+    const rows = await open.query<{ sealed_token: string | null }>('select sealed_token from session_resources where id = $1 and session_id = $2', [id, sessionId]);
     // A resource of another session does not open here, exactly like one that does not exist.
     if (rows.length === 0) throw new RepoTokenError(`session ${sessionId} has no resource ${id}`);
     const sealed = rows[0].sealed_token;

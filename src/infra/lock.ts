@@ -1,4 +1,5 @@
 // A lock across processes, held by a live pid: setup and a test suite may both want the engine or the image.
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,10 +25,18 @@ export function isAlive(pid: number): boolean {
 }
 
 /** Serialises work across processes (setup and a test suite may both want the engine or the image). */
-export async function withLock<T>(name: string, log: Log, fn: () => Promise<T>): Promise<T> {
-  const lock = path.join(os.tmpdir(), `managed-agents-${name}.lock`);
-  const mine = `${lock}.${process.pid}`;
-  fs.writeFileSync(mine, String(process.pid));
+export function withLock<T>(name: string, log: Log, fn: () => Promise<T>): Promise<T> {
+  return withLockFile(path.join(os.tmpdir(), `managed-agents-${name}.lock`), fn, { log, pollMs: 500 });
+}
+
+/**
+ * Runs `fn` holding the lock file `lock` (its directory must exist): one process at a time, and a lock whose
+ * holder died is taken over. `log` hears once that we wait, and for whom.
+ */
+export async function withLockFile<T>(lock: string, fn: () => Promise<T>, opts: { log?: Log; pollMs?: number } = {}): Promise<T> {
+  // One name per call: several holders-to-be in one process must not share (or remove) each other's file.
+  const mine = `${lock}.${process.pid}.${randomUUID()}`;
+  fs.writeFileSync(mine, String(process.pid), { mode: 0o600 });
   let announced = false;
   try {
     for (;;) {
@@ -48,9 +57,9 @@ export async function withLock<T>(name: string, log: Log, fn: () => Promise<T>):
         fs.rmSync(lock, { force: true });
         continue;
       }
-      if (!announced) log(`waiting for process ${holder}, which holds ${lock}`);
+      if (!announced) opts.log?.(`waiting for process ${holder}, which holds ${lock}`);
       announced = true;
-      await sleep(500);
+      await sleep(opts.pollMs ?? 20);
     }
   } finally {
     fs.rmSync(mine, { force: true });

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
-import { isAlive } from '../infra/lock';
+import { withLockFile } from '../infra/lock';
 import { SecretNameSchema, VaultRefSchema } from '../session/identifiers';
 import { SecretSealer, VaultError, type SealedEntry } from './secret-sealer';
 
@@ -36,8 +36,6 @@ export interface SecretVault {
 
 const EntrySchema = z.object({ iv: z.string(), data: z.string(), tag: z.string(), updatedAt: z.string() });
 const FileSchema = z.object({ version: z.literal(1), secrets: z.record(z.string(), EntrySchema) });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * A file per vault under `dir`, for the embedded default (one host). Each secret is sealed with a key derived for its
@@ -73,32 +71,10 @@ export class FileVault implements SecretVault {
     fs.renameSync(tmp, file);
   }
 
-  /** Runs `fn` holding the vault's lock file (made with O_EXCL, so one process at a time). */
-  private async locked<T>(vault: string, fn: () => Promise<T>): Promise<T> {
+  /** Runs `fn` holding the vault's lock file, one process at a time. */
+  private locked<T>(vault: string, fn: () => Promise<T>): Promise<T> {
     fs.mkdirSync(this.dir, { recursive: true, mode: 0o700 });
-    const lock = `${this.file(vault)}.lock`;
-    for (;;) {
-      try {
-        fs.writeFileSync(lock, String(process.pid), { flag: 'wx', mode: 0o600 });
-        break;
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-        let holder = 0;
-        try {
-          holder = Number(fs.readFileSync(lock, 'utf8').trim());
-        } catch {
-          continue; // released between the two calls
-        }
-        // A lock whose process died (or one caught half-written) is taken over.
-        if (holder && !isAlive(holder)) fs.rmSync(lock, { force: true });
-        else await sleep(20);
-      }
-    }
-    try {
-      return await fn();
-    } finally {
-      fs.rmSync(lock, { force: true });
-    }
+    return withLockFile(`${this.file(vault)}.lock`, fn);
   }
 
   private open(vault: string, name: string, entry: SealedEntry | undefined): string {

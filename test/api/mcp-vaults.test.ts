@@ -7,13 +7,12 @@ import Anthropic from '@anthropic-ai/sdk';
 import os from 'node:os';
 import { Client } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { ArchivedSessionLog, LiveSessionLog } from '../../src/log/session-log';
 import { openDb, type Db } from '../../src/storage/db';
 import type { RunningWorker } from '../../src/worker';
 import { REDACTED } from '../../src/vault';
 import { NO_DATABASE, credentialForServer } from '../../src/vault/api-credentials';
-import { startTestApi, type TestApi } from '../helpers/api';
-import { startHarness, startTestWorker, testArchive, type Harness } from '../helpers/env';
+import { startApiOn, type TestApi } from '../helpers/api';
+import { startHarness, startTestWorker, type Harness } from '../helpers/env';
 import { startTrackerServer, type TrackerServer } from '../helpers/mcp-server';
 
 type Event = Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent;
@@ -28,12 +27,7 @@ let tools: RunningWorker | undefined;
 beforeAll(async () => {
   tracker = await startTrackerServer();
   h = await startHarness();
-  try {
-    api = await startTestApi('postgres', ['default', 'other'], { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
-  } catch (e) {
-    await h.stop();
-    throw e;
-  }
+  api = await startApiOn(h, ['default', 'other']);
   client = await api.client();
   envId = (await client.beta.environments.create({ name: 'mcp-env' })).id;
 });

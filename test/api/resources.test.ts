@@ -3,10 +3,9 @@
 // sealed in the database and rotated through resources.update, and never in an event, a response or the sandbox.
 import Anthropic from '@anthropic-ai/sdk';
 import crypto from 'node:crypto';
-import { ArchivedSessionLog, LiveSessionLog } from '../../src/log/session-log';
 import { createRepoTokens } from '../../src/hands/repo-tokens';
-import { startTestApi, type TestApi } from '../helpers/api';
-import { startHarness, testArchive, type Harness } from '../helpers/env';
+import { startApiOn, type TestApi } from '../helpers/api';
+import { startHarness, type Harness } from '../helpers/env';
 import { startGitServer, type GitServer } from '../helpers/git-server';
 
 const TOKEN = `ghp_${crypto.randomBytes(12).toString('hex')}`;
@@ -23,13 +22,8 @@ beforeAll(async () => {
   git = await startGitServer([TOKEN]);
   repoUrl = git.createRepo('app.git', { 'README.md': '# app\n', 'src/main.txt': 'v1\n' });
   // The hands host opens the tokens the API sealed, with the private half only it (and this test) holds.
-  h = await startHarness({ role: 'all', hostId: `api-res-${process.pid}`, repoTokens: (s, r) => createRepoTokens(async () => api.db!, api.vaultKey)(s, r) });
-  try {
-    api = await startTestApi('postgres', ['default', 'other'], { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
-  } catch (e) {
-    await h.stop();
-    throw e;
-  }
+  h = await startHarness({ role: 'all', hostId: `api-res-${process.pid}`, repoTokens: (s, r) => createRepoTokens(() => api.db, api.vaultKey)(s, r) });
+  api = await startApiOn(h, ['default', 'other']);
   client = await api.client();
   agentId = (await client.beta.agents.create({ name: 'coder', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401' }] })).id;
   envId = (await client.beta.environments.create({ name: 'env' })).id;

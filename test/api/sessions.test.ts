@@ -1,11 +1,10 @@
 // client.beta.sessions against the API server on a real Temporal dev server, brain worker and local model: a
 // session from an agent version, its turn read as API events, input through events.send, and its lifecycle.
 import Anthropic from '@anthropic-ai/sdk';
-import { ArchivedSessionLog, LiveSessionLog } from '../../src/log/session-log';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { startApiOn, type TestApi } from '../helpers/api';
 import { resolveDockerHost } from '../../src/infra/docker-host';
 import { toolStep } from '../helpers/actions';
-import { startHarness, testArchive, type Harness } from '../helpers/env';
+import { startHarness, type Harness } from '../helpers/env';
 import { WORKSPACE_KEY } from '../../src/session/search-attributes';
 
 let h: Harness;
@@ -17,12 +16,7 @@ let envId: string;
 beforeAll(async () => {
   // Every role: the confirmation and toolset tests run tools in a real sandbox.
   h = await startHarness({ role: 'all', hostId: `api-test-${process.pid}` });
-  try {
-    api = await startTestApi('postgres', ['default'], { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
-  } catch (e) {
-    await h.stop();
-    throw e;
-  }
+  api = await startApiOn(h, ['default']);
   client = await api.client();
   agentId = (await client.beta.agents.create({ name: 'chat', model: 'claude-test', system: 'Be brief.' })).id;
   envId = (await client.beta.environments.create({ name: 'env' })).id;

@@ -12,7 +12,8 @@ import type { Db } from '../../src/storage/db';
 import type { SessionDeps } from '../../src/api/sessions';
 import { runAgents } from './cli';
 import { TEST_CODEC_KEY } from './test-keys';
-import { ROOT } from './env';
+import { ROOT, testArchive, type Harness } from './env';
+import { ArchivedSessionLog, LiveSessionLog } from '../../src/log/session-log';
 import { createApiKey } from '../../src/api/keys';
 import { loadConfig } from '../../src/config';
 import { ensurePostgres, withDatabase } from '../../src/infra/postgres';
@@ -155,6 +156,16 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
     };
   } catch (e) {
     await cleanup();
+    throw e;
+  }
+}
+
+/** A test API on PostgreSQL whose sessions run on the harness's Temporal; the harness is stopped if it fails to start. */
+export async function startApiOn(h: Harness, workspaces: string[] = ['default']): Promise<TestApi> {
+  try {
+    return await startTestApi('postgres', workspaces, { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
+  } catch (e) {
+    await h.stop();
     throw e;
   }
 }

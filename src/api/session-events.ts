@@ -1,11 +1,42 @@
 // The session log (src/session/events.ts) in the API's event vocabulary: a pure projection, so every recorded
-// history still replays and the log keeps what the API has no place for (sandboxes, hand-offs, summaries).
+// history still replays and the log keeps what the API has no place for (hand-offs, summaries). A sandbox's
+// provisioning and loss have no event in the hosted API; they go out as the platform's own `platform.*` events.
 // Event ids are derived from (session id, seq, part), so any API process projects the same ids.
 import { createHash } from 'node:crypto';
 import type { BetaManagedAgentsSessionEvent } from '@anthropic-ai/sdk/resources/beta/sessions/events';
 import type { SessionEvent } from '../session/events';
 
-export type ApiSessionEvent = BetaManagedAgentsSessionEvent;
+/**
+ * The platform's own events, beside the hosted API's. `platform.` is a namespace the hosted API does not use, so a
+ * later hosted event cannot collide with them; the SDK passes an event type it does not know through unchanged.
+ */
+export interface PlatformSandboxProvisionedEvent {
+  type: 'platform.sandbox_provisioned';
+  id: string;
+  processed_at: string;
+  /** The sandbox's name in the agent (`main` for the API's sessions). */
+  sandbox_name: string;
+  sandbox_id: string;
+  /** A stopped sandbox started again, its files intact, rather than a new one. */
+  resumed: boolean;
+  duration_ms: number;
+  /** `runsc` (gVisor) or `runc`; null in logs written before it was recorded. */
+  runtime: string | null;
+  /** The hardening its recipe turned off, such as `network: bridge`. */
+  loosened: string[];
+}
+
+export interface PlatformSandboxLostEvent {
+  type: 'platform.sandbox_lost';
+  id: string;
+  processed_at: string;
+  sandbox_name: string;
+  sandbox_id: string;
+  reason: string;
+}
+
+export type PlatformEvent = PlatformSandboxProvisionedEvent | PlatformSandboxLostEvent;
+export type ApiSessionEvent = BetaManagedAgentsSessionEvent | PlatformEvent;
 
 /** The id of part `part` of log event `seq` in `sessionId`'s log. */
 export function eventId(sessionId: string, seq: number, part = 0): string {
@@ -191,13 +222,29 @@ export class SessionProjector {
         out.push({ type: 'session.error', id: id(), processed_at: at, error: errorObject(e.kind, e.message) });
         if (this.running) this.idle(e, 1, 'retries_exhausted', out);
         break;
+      case 'sandbox_provisioned':
+        out.push({
+          type: 'platform.sandbox_provisioned',
+          id: id(),
+          processed_at: at,
+          sandbox_name: e.name,
+          sandbox_id: e.sandboxId,
+          resumed: e.resumed,
+          duration_ms: e.ms,
+          runtime: e.runtime ?? null,
+          loosened: e.loosened,
+        });
+        break;
+      case 'sandbox_lost':
+        out.push({ type: 'platform.sandbox_lost', id: id(), processed_at: at, sandbox_name: e.name, sandbox_id: e.sandboxId, reason: e.reason });
+        break;
       case 'session_ended':
         this.waiting.clear();
         this.running = false;
         out.push({ type: 'session.status_terminated', id: id(), processed_at: at });
         break;
       default:
-        // sandbox_*, subagent_*: the platform's own; the API has no event for them.
+        // sandbox_handed_off/_received, subagent_*: the API's sessions have no hand-off or spawn_agent tool.
         break;
     }
     return out;

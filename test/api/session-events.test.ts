@@ -83,7 +83,6 @@ it('ends a failed turn with retries_exhausted, an interrupted one with end_turn,
       { type: 'user_message', text: 'b' },
       { type: 'interrupted', reason: 'user' },
       { type: 'user_message', text: 'nudge', source: 'harness' },
-      { type: 'sandbox_provisioned', name: 'main', sandboxId: 'c1', host: 'h', ms: 200, resumed: false, loosened: [] },
       { type: 'context_compacted', throughSeq: 3, summary: 'secret summary', tokensBefore: 100, tokensAfter: 10 },
       { type: 'session_ended', reason: 'done' },
     ),
@@ -106,6 +105,34 @@ it('ends a failed turn with retries_exhausted, an interrupted one with end_turn,
   expect(JSON.stringify(out)).not.toContain('secret summary');
 });
 
+it("shows a sandbox's provisioning and loss as platform.* events, inside the turn and without its host", () => {
+  const out = projectLog(
+    'ses-6',
+    log(
+      started(),
+      { type: 'user_message', text: 'run' },
+      { type: 'assistant_message', content: [], stopReason: 'tool_use', usage },
+      { type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command: 'ls' } },
+      { type: 'sandbox_provisioned', name: 'main', sandboxId: 'c1', host: 'hands-7', ms: 840, resumed: false, runtime: 'runc', loosened: ['network: bridge'] },
+      { type: 'tool_result', toolUseId: 'toolu_1', output: 'ok', isError: false },
+      { type: 'assistant_message', content: [], stopReason: 'tool_use', usage },
+      { type: 'tool_use', id: 'toolu_2', name: 'bash', input: { command: 'ls' } },
+      { type: 'sandbox_lost', name: 'main', sandboxId: 'c1', reason: 'container exited (137)' },
+      { type: 'tool_result', toolUseId: 'toolu_2', output: 'sandbox main was lost', isError: true, error: { kind: 'infra', message: 'lost' } },
+      { type: 'sandbox_provisioned', name: 'main', sandboxId: 'c2', host: 'hands-7', ms: 200, resumed: true, loosened: [] },
+    ),
+  );
+  const platform = out.filter((e) => e.type.startsWith('platform.'));
+  expect(platform).toEqual([
+    { type: 'platform.sandbox_provisioned', id: eventId('ses-6', 4), processed_at: T, sandbox_name: 'main', sandbox_id: 'c1', resumed: false, duration_ms: 840, runtime: 'runc', loosened: ['network: bridge'] },
+    { type: 'platform.sandbox_lost', id: eventId('ses-6', 8), processed_at: T, sandbox_name: 'main', sandbox_id: 'c1', reason: 'container exited (137)' },
+    { type: 'platform.sandbox_provisioned', id: eventId('ses-6', 10), processed_at: T, sandbox_name: 'main', sandbox_id: 'c2', resumed: true, duration_ms: 200, runtime: null, loosened: [] },
+  ]);
+  // They change no status: the turn keeps running through a lost sandbox.
+  expect(types(out).filter((t) => t.startsWith('session.status'))).toEqual(['session.status_running']);
+  expect(JSON.stringify(out)).not.toContain('hands-7');
+});
+
 it('refuses a log with a gap rather than project it wrong', () => {
   const p = new SessionProjector('ses-5');
   p.push(log(started()));
@@ -120,6 +147,8 @@ const draft: fc.Arbitrary<Draft> = fc.oneof(
   fc.record({ type: fc.constant('approval_requested' as const), toolUseId: fc.constantFrom('t1', 't2'), policy: fc.constant('p') }),
   fc.record({ type: fc.constant('approval_resolved' as const), toolUseId: fc.constantFrom('t1', 't2'), allow: fc.boolean(), by: fc.constant('user') }),
   fc.record({ type: fc.constant('interrupted' as const), reason: fc.constant('r') }),
+  fc.record({ type: fc.constant('sandbox_provisioned' as const), name: fc.constant('main'), sandboxId: fc.string(), host: fc.constant('h'), ms: fc.nat(), resumed: fc.boolean(), loosened: fc.constant([] as string[]) }),
+  fc.record({ type: fc.constant('sandbox_lost' as const), name: fc.constant('main'), sandboxId: fc.string(), reason: fc.string() }),
   fc.record({ type: fc.constant('error' as const), kind: fc.constantFrom('model', 'mcp', 'limit', 'x'), message: fc.string() }),
 );
 

@@ -86,6 +86,30 @@ it('shows errors with their retry status, and markers for an interrupt, a compac
   expect(t.waiting.size).toBe(0);
 });
 
+it("shows a sandbox's provisioning, loss and replacement as markers between the calls", () => {
+  const t = new Timeline();
+  t.push(
+    api(
+      started,
+      { type: 'user_message', text: 'run' },
+      ...toolTurn('toolu_1', 'bash', { command: 'ls' }),
+      { type: 'sandbox_provisioned', name: 'main', sandboxId: 'c1', host: 'h', ms: 1240, resumed: false, loosened: ['network: bridge'] },
+      { type: 'tool_result', toolUseId: 'toolu_1', output: 'ok', isError: false },
+      ...toolTurn('toolu_2', 'bash', { command: 'ls' }),
+      { type: 'sandbox_lost', name: 'main', sandboxId: 'c1', reason: 'container exited (137)' },
+      { type: 'tool_result', toolUseId: 'toolu_2', output: 'sandbox main was lost', isError: true },
+      { type: 'sandbox_provisioned', name: 'main', sandboxId: 'c2', host: 'h', ms: 300, resumed: true, loosened: [] },
+    ),
+  );
+  expect(t.items.filter((i) => i.kind === 'marker')).toEqual([
+    expect.objectContaining({ text: 'Sandbox main provisioned in 1.2 s', detail: 'loosened: network: bridge' }),
+    { kind: 'marker', id: expect.any(String), at: T, text: 'Sandbox main lost', detail: 'container exited (137); the next call gets a new one', tone: 'warn' },
+    { kind: 'marker', id: expect.any(String), at: T, text: 'Sandbox main resumed in 0.3 s' },
+  ]);
+  expect(t.items.map((i) => i.kind)).toEqual(['user', 'call', 'marker', 'call', 'marker', 'marker']);
+  expect(t.status).toBe('running');
+});
+
 it('splits SSE frames across chunk boundaries, CRLF and comments alike', () => {
   const text = ': stream open\n\nevent: agent.message\ndata: {"id":"sevt_1"}\n\nevent: ping\r\ndata: {}\r\n\r\nevent: user.message\ndata: {"id":';
   const first = parseFrames(text);

@@ -134,8 +134,9 @@ export function ItemView(props: { item: Item; waiting: boolean; steer: Steer }) 
       );
     case 'marker':
       return (
-        <Row class="marker" label={it.text}>
+        <Row class={it.tone ? `marker marker-${it.tone}` : 'marker'} label={it.text}>
           {it.text}
+          {it.detail && <span class="marker-detail">{it.detail}</span>}
         </Row>
       );
     case 'error':

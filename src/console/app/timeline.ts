@@ -22,10 +22,21 @@ export interface CallItem {
   confirmation?: { result: 'allow' | 'deny'; message?: string };
 }
 
+/** A line between the conversation's items: an interrupt, a compaction, the end, a sandbox provisioned or lost. */
+export interface MarkerItem {
+  kind: 'marker';
+  id: string;
+  text: string;
+  detail?: string;
+  /** `warn` for what went wrong underneath the conversation (a lost sandbox). */
+  tone?: 'warn';
+  at?: string | null;
+}
+
 export type Item =
   | { kind: 'user' | 'agent'; id: string; text: string; at?: string | null }
   | CallItem
-  | { kind: 'marker'; id: string; text: string; at?: string | null }
+  | MarkerItem
   | { kind: 'error'; id: string; errorType: string; message: string; retry: string; at?: string | null }
   | { kind: 'other'; id: string; type: string; at?: string | null };
 
@@ -46,6 +57,21 @@ const MARKERS: Record<string, string> = {
   'session.status_terminated': 'Session ended',
   'session.deleted': 'Session deleted',
 };
+const seconds = (ms: unknown): string => (typeof ms === 'number' && Number.isFinite(ms) ? ` in ${(ms / 1000).toFixed(1)} s` : '');
+
+/** The platform's sandbox events (`platform.sandbox_*`, see docs/api.md) as markers. */
+function sandboxMarker(e: ApiEvent): Omit<MarkerItem, 'kind' | 'id' | 'at'> {
+  const name = typeof e.sandbox_name === 'string' ? e.sandbox_name : 'sandbox';
+  if (e.type === 'platform.sandbox_lost') {
+    return { text: `Sandbox ${name} lost`, detail: `${typeof e.reason === 'string' ? e.reason : 'gone'}; the next call gets a new one`, tone: 'warn' };
+  }
+  const loosened = Array.isArray(e.loosened) ? e.loosened.filter((l): l is string => typeof l === 'string') : [];
+  return {
+    text: `Sandbox ${name} ${e.resumed === true ? 'resumed' : 'provisioned'}${seconds(e.duration_ms)}`,
+    ...(loosened.length > 0 ? { detail: `loosened: ${loosened.join(', ')}` } : {}),
+  };
+}
+
 /** Events that carry state or accounting, not a line of the conversation. */
 const SILENT = new Set(['session.status_running', 'session.status_idle', 'session.status_rescheduled', 'span.model_request_start', 'span.model_request_end']);
 
@@ -137,6 +163,10 @@ export class Timeline {
         if (stop.type === 'requires_action' && Array.isArray(stop.event_ids)) for (const id of stop.event_ids) if (typeof id === 'string') this.waiting.add(id);
         return;
       }
+      case 'platform.sandbox_provisioned':
+      case 'platform.sandbox_lost':
+        this.items.push({ kind: 'marker', id: e.id, ...sandboxMarker(e), at });
+        return;
       case 'span.model_request_end': {
         const usage = (e.model_usage ?? {}) as { output_tokens?: number };
         this.outputTokens += usage.output_tokens ?? 0;

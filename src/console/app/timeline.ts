@@ -86,6 +86,8 @@ export class Timeline {
   outputTokens = 0;
   private readonly seen = new Set<string>();
   private readonly calls = new Map<string, number>();
+  /** Tool calls with no result yet, oldest first: a sandbox event belongs to the one of them that runs. */
+  private readonly open: string[] = [];
 
   /** Takes `events` in order; returns whether any was new. */
   push(events: readonly ApiEvent[]): boolean {
@@ -108,6 +110,21 @@ export class Timeline {
     return i === undefined ? undefined : (this.items[i] as CallItem);
   }
 
+  /**
+   * Puts a sandbox's marker before the call it was provisioned for (or that found it lost): in the log it comes
+   * between that call's use and its result, and the call's item already holds both.
+   */
+  private sandbox(marker: MarkerItem): void {
+    const running = this.open.find((id) => !this.waiting.has(id));
+    const at = running === undefined ? undefined : this.calls.get(running);
+    if (at === undefined) {
+      this.items.push(marker);
+      return;
+    }
+    this.items.splice(at, 0, marker);
+    for (const [id, i] of this.calls) if (i >= at) this.calls.set(id, i + 1);
+  }
+
   /** Replaces the call's item with a changed copy, so a renderer comparing items sees it. */
   private update(id: string, patch: Partial<CallItem>): void {
     const i = this.calls.get(id);
@@ -127,6 +144,7 @@ export class Timeline {
       case 'agent.custom_tool_use': {
         const input = typeof e.input === 'object' && e.input !== null ? (e.input as Record<string, unknown>) : {};
         this.calls.set(e.id, this.items.length);
+        if (e.type === 'agent.tool_use') this.open.push(e.id);
         this.items.push({ kind: 'call', id: e.id, call: CALL_KIND[e.type], name: String(e.name ?? ''), ...(typeof e.mcp_server_name === 'string' ? { server: e.mcp_server_name } : {}), input, at });
         return;
       }
@@ -135,6 +153,7 @@ export class Timeline {
       case 'user.custom_tool_result': {
         const ref = String(e[RESULT_REF[e.type]] ?? '');
         this.waiting.delete(ref);
+        if (this.open.includes(ref)) this.open.splice(this.open.indexOf(ref), 1);
         if (this.calls.has(ref)) this.update(ref, { result: { text: textOf(e.content), isError: e.is_error === true } });
         else this.items.push({ kind: 'other', id: e.id, type: e.type, at });
         return;
@@ -165,7 +184,7 @@ export class Timeline {
       }
       case 'platform.sandbox_provisioned':
       case 'platform.sandbox_lost':
-        this.items.push({ kind: 'marker', id: e.id, ...sandboxMarker(e), at });
+        this.sandbox({ kind: 'marker', id: e.id, ...sandboxMarker(e), at });
         return;
       case 'span.model_request_end': {
         const usage = (e.model_usage ?? {}) as { output_tokens?: number };

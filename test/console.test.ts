@@ -11,6 +11,7 @@ import { resolveDockerHost } from '../src/infra/docker-host';
 import { ArchivedSessionLog, LiveSessionLog } from '../src/log/session-log';
 import { startTestApi, type TestApi } from './helpers/api';
 import { startHarness, testArchive, type Harness } from './helpers/env';
+import { docker, sessionContainers } from './helpers/hands';
 
 const ARTIFACTS = path.join(__dirname, 'artifacts');
 const TIMEOUT = 60_000;
@@ -297,6 +298,46 @@ it('pages through more sessions than fit a page, newest first', async () => {
   expect(await page.getByRole('button', { name: 'Older' }).isDisabled()).toBe(true);
   await page.getByRole('button', { name: 'Newer' }).click();
   await page.getByRole('link', { name: 'Filler 14' }).waitFor();
+});
+
+it("marks the sandbox provisioned, then lost to a killed container and provisioned again, in the log's order", async () => {
+  const s = await client.beta.sessions.create({ agent: agents.chat, environment_id: envId, title: 'Sandbox swap' });
+  const bash = (command: string) => ({ reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] } });
+  const text = (t: string) => ({ reply: { content: [{ type: 'text' as const, text: t }] } });
+  h.mock.script(s.id, { steps: [bash('echo kept > notes.txt'), text('Written.'), bash('cat notes.txt'), bash('cat notes.txt'), text('Read them back.')] });
+  const d = await docker();
+  try {
+    const page = await signedIn(await api.key(), `/console/sessions/${s.id}`);
+    const markers = page.getByRole('listitem', { name: /^Sandbox main / });
+    await send(page, 'write the notes');
+    await page.getByRole('listitem', { name: 'Agent message' }).filter({ hasText: 'Written.' }).waitFor();
+    await page.getByRole('listitem', { name: /^Sandbox main provisioned in \d+\.\d s$/ }).waitFor();
+
+    const [container] = await sessionContainers(d, s.id, false);
+    await d.getContainer(container.Id).kill();
+    await send(page, 'read them back');
+    await page.getByRole('listitem', { name: 'Agent message' }).filter({ hasText: 'Read them back.' }).waitFor();
+    const lost = page.getByRole('listitem', { name: 'Sandbox main lost' });
+    await lost.getByText('the next call gets a new one', { exact: false }).waitFor();
+    const names = await markers.evaluateAll((els) => els.map((el) => el.getAttribute('aria-label')));
+    expect(names.map((n) => n?.replace(/ in \d+\.\d s$/, ''))).toEqual(['Sandbox main provisioned', 'Sandbox main lost', 'Sandbox main provisioned']);
+    // The call that found it gone shows its error; the next one ran in the new sandbox with the files.
+    await calls(page, 'bash').nth(1).locator('.result.is-error').waitFor();
+    await calls(page, 'bash').nth(2).locator('.result').getByText('kept', { exact: false }).waitFor();
+    // The loss and the replacement in view, below the sticky header.
+    const header = (await page.locator('.bar').boundingBox())!.height;
+    await page.evaluate(`window.scrollBy(0, ${(await lost.boundingBox())!.y - header - 12})`);
+    const box = (await lost.boundingBox())!;
+    expect(box.y).toBeGreaterThanOrEqual(header);
+    expect(box.y + box.height).toBeLessThanOrEqual(800);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'console-session-sandbox.png') });
+
+    const phone = await signedIn(await api.key(), `/console/sessions/${s.id}`, { width: 390, height: 844 });
+    await phone.getByRole('listitem', { name: 'Sandbox main lost' }).waitFor();
+    expect((await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number).toBeLessThanOrEqual(0);
+  } finally {
+    await client.beta.sessions.delete(s.id).catch(() => undefined);
+  }
 });
 
 it('serves the console beside the API without changing it: own origin only, the envelope for unknown files', async () => {

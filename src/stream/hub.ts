@@ -9,11 +9,14 @@ export const StreamItemSchema = z.discriminatedUnion('kind', [
 ]);
 export type StreamItem = z.infer<typeof StreamItemSchema>;
 
-/** One frame on the wire. `open` carries everything streamed so far, so a late subscriber misses nothing. */
+/**
+ * One frame on the wire. `open` carries everything streamed so far, so a late subscriber misses nothing. A relay
+ * (src/stream/relay.ts), which merges the streams of several workers, names the worker on every frame.
+ */
 export const StreamFrameSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('open'), key: z.string(), item: StreamItemSchema, attempt: z.number().int().positive(), worker: z.string(), text: z.string() }).strict(),
-  z.object({ type: z.literal('delta'), key: z.string(), text: z.string() }).strict(),
-  z.object({ type: z.literal('close'), key: z.string() }).strict(),
+  z.object({ type: z.literal('delta'), key: z.string(), text: z.string(), worker: z.string().optional() }).strict(),
+  z.object({ type: z.literal('close'), key: z.string(), worker: z.string().optional() }).strict(),
 ]);
 export type StreamFrame = z.infer<typeof StreamFrameSchema>;
 

@@ -18,6 +18,7 @@ import { createApiKey } from '../../src/api/keys';
 import { loadConfig } from '../../src/config';
 import { ensurePostgres, withDatabase } from '../../src/infra/postgres';
 import { vaultPublicKey } from '../../src/vault/sealed';
+import { parseCodecKeys } from '../../src/codec';
 
 export type Storage = 'postgres' | 'embedded';
 export const STORAGES: Storage[] = ['postgres', 'embedded'];
@@ -163,7 +164,7 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
 /** A test API on PostgreSQL whose sessions run on the harness's Temporal; the harness is stopped if it fails to start. */
 export async function startApiOn(h: Harness, workspaces: string[] = ['default']): Promise<TestApi> {
   try {
-    return await startTestApi('postgres', workspaces, { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
+    return await startTestApi('postgres', workspaces, { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)), streamKey: parseCodecKeys(TEST_CODEC_KEY).current.key });
   } catch (e) {
     await h.stop();
     throw e;

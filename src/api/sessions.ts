@@ -175,7 +175,7 @@ const EventsQuerySchema = z.object({
 export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps, log: (m: string) => void = () => undefined): void {
   const { db } = deps;
   // The session's log, projected once per process and kept up to date; the projector maps call event ids back to the model's ids.
-  const feeds = new SessionFeeds(sessions.log, sessions.client, log);
+  const feeds = new SessionFeeds(sessions.log, sessions.client, log, sessions.streamKey);
   app.addHook('onClose', async () => feeds.close());
   streamRoute(app, deps, feeds, (workspaceId, id) => sessionRow(deps, workspaceId, id));
   if (sessions.streamKey) {

@@ -1,5 +1,6 @@
 // The client side of a stream endpoint (a worker's, or the API's relay): one GET of Server-Sent Events whose
-// `data:` lines are StreamFrames. Frames that do not parse are skipped: a stream is a preview, never the truth.
+// `data:` lines are JSON frames, StreamFrames unless another parser is given. Frames that do not parse are
+// skipped: what comes this way is never the truth on its own.
 import http from 'node:http';
 import https from 'node:https';
 import { StreamFrameSchema, type StreamFrame } from './hub';
@@ -8,7 +9,13 @@ import { StreamFrameSchema, type StreamFrame } from './hub';
  * Opens `target` with `headers` and calls `onFrame` with each frame. `onEnd` is called once, when the stream
  * cannot be opened (with the reason: an HTTP status or the connection error) or ends (with '').
  */
-export function openFrameStream(target: URL, headers: Record<string, string>, onFrame: (f: StreamFrame) => void, onEnd: (why: string) => void): http.ClientRequest {
+export function openFrameStream<F = StreamFrame>(
+  target: URL,
+  headers: Record<string, string>,
+  onFrame: (f: F) => void,
+  onEnd: (why: string) => void,
+  parse: (raw: unknown) => F | undefined = (raw) => StreamFrameSchema.safeParse(raw).data as F | undefined,
+): http.ClientRequest {
   let ended = false;
   const end = (why: string) => {
     if (ended) return;
@@ -47,13 +54,13 @@ export function openFrameStream(target: URL, headers: Record<string, string>, on
           .map((l) => l.slice(6))
           .join('\n');
         if (!data) continue;
-        let parsed;
+        let parsed: F | undefined;
         try {
-          parsed = StreamFrameSchema.safeParse(JSON.parse(data));
+          parsed = parse(JSON.parse(data));
         } catch {
           continue;
         }
-        if (parsed.success) onFrame(parsed.data);
+        if (parsed !== undefined) onFrame(parsed);
       }
     });
     res.on('end', () => end(''));

@@ -1,6 +1,7 @@
 // The live side channel: deltas of work in progress (model tokens, tool output) per session, held in memory
 // by the worker doing the work. A preview only: nothing here is durable; the final content is the log's.
 import { z } from 'zod';
+import { SessionSubscribers } from './subscribers';
 
 /** What a stream previews: the model reply that follows event `throughSeq`, or the output of one tool call. */
 export const StreamItemSchema = z.discriminatedUnion('kind', [
@@ -40,13 +41,13 @@ interface Live {
 
 export class StreamHub {
   private readonly live = new Map<string, Map<string, Live>>();
-  private readonly subscribers = new Map<string, Set<(f: StreamFrame) => void>>();
+  private readonly subscribers = new SessionSubscribers<StreamFrame>();
 
   /** `worker` names this worker in frames (its stream URL), so a watcher can tell who streamed what. */
   constructor(public worker = '') {}
 
   private emit(sessionId: string, frame: StreamFrame): void {
-    for (const fn of this.subscribers.get(sessionId) ?? []) fn(frame);
+    this.subscribers.emit(sessionId, frame);
   }
 
   /** Starts (or, for a retried attempt, restarts) the preview of one item of a session. */
@@ -84,12 +85,6 @@ export class StreamHub {
   /** Calls `fn` with the session's current streams, then with every frame after them; returns the unsubscribe. */
   subscribe(sessionId: string, fn: (f: StreamFrame) => void): () => void {
     for (const f of this.snapshot(sessionId)) fn(f);
-    const set = this.subscribers.get(sessionId) ?? new Set();
-    this.subscribers.set(sessionId, set);
-    set.add(fn);
-    return () => {
-      set.delete(fn);
-      if (set.size === 0) this.subscribers.delete(sessionId);
-    };
+    return this.subscribers.add(sessionId, fn);
   }
 }

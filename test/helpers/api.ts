@@ -161,10 +161,15 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
   }
 }
 
+/** What a test API's sessions run on: `client`'s Temporal, the test archive, and the codec key (for the workers' streams and log push). */
+export function testSessionDeps(client: import('@temporalio/client').Client): SessionDeps {
+  return { client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(client)), streamKey: parseCodecKeys(TEST_CODEC_KEY).current.key };
+}
+
 /** A test API on PostgreSQL whose sessions run on the harness's Temporal; the harness is stopped if it fails to start. */
 export async function startApiOn(h: Harness, workspaces: string[] = ['default']): Promise<TestApi> {
   try {
-    return await startTestApi('postgres', workspaces, { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)), streamKey: parseCodecKeys(TEST_CODEC_KEY).current.key });
+    return await startTestApi('postgres', workspaces, testSessionDeps(h.env.client));
   } catch (e) {
     await h.stop();
     throw e;

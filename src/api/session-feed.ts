@@ -28,8 +28,17 @@ const PUSH_WAIT_MS = 25;
 type Listener = (events: readonly ApiSessionEvent[]) => void;
 type TailLog = SessionLog & { readTail?: SessionLog['read'] };
 
-/** What this process's feeds did, for the benchmark: reads of the log, and how long the last 1,000 took (ms). */
-export const feedStats = { logReads: 0, feeds: 0, followers: 0, readMs: [] as number[], pushedEvents: 0, pushedRings: 0 };
+/**
+ * What this process's feeds did, for the benchmark: reads of the log and how long the last 1,000 took (ms); rings
+ * proven by pushed batches, how many of those waited for a batch, and for the last 1,000 rings, the time from the
+ * last task's commit (the server's record of it) to the ring, and from the ring to the pushed events' delivery.
+ */
+export const feedStats = { logReads: 0, feeds: 0, followers: 0, readMs: [] as number[], pushedEvents: 0, pushedRings: 0, pushWaits: 0, ringLagMs: [] as number[], ringToDeliverMs: [] as number[] };
+
+const keepLast = (a: number[], v: number) => {
+  a.push(v);
+  if (a.length > 1000) a.shift();
+};
 
 export class SessionFeed {
   private readonly projector: SessionProjector;
@@ -102,8 +111,7 @@ export class SessionFeed {
       const t0 = Date.now();
       // The first read of a feed may start in a sealed segment; later ones follow the live run's tail.
       const page: EventsPage = from > 0 && this.log.readTail ? await this.log.readTail(this.sessionId, from, PAGE) : await this.log.read(this.sessionId, from, PAGE);
-      feedStats.readMs.push(Date.now() - t0);
-      if (feedStats.readMs.length > 1000) feedStats.readMs.shift();
+      keepLast(feedStats.readMs, Date.now() - t0);
       if (page.events.length === 0) return;
       this.deliver(page.events);
       if (page.events.length < PAGE && JSON.stringify(page.events).length < CUT_BYTES) return;
@@ -125,17 +133,21 @@ export class SessionFeed {
   private async onRing(tasks: CompletedTask[], read: () => Promise<void>): Promise<void> {
     const pushed = this.pushed;
     if (!pushed || tasks.length === 0) return read();
+    const rungAt = Date.now();
+    keepLast(feedStats.ringLagMs, rungAt - tasks[tasks.length - 1].completedAtMs);
     const workers = [...new Set(tasks.map((t) => streamUrlOf(t.identity)).filter((u): u is string => u !== undefined))];
     for (const url of workers) pushed.follow(url);
     let events = pushedEvents(pushed.batches, tasks, this.seq);
     // The batch usually beats the ring here; if not, it is on its way from a worker this feed follows.
     if (!events && workers.some((u) => pushed.following(u))) {
+      feedStats.pushWaits++;
       await pushed.nextBatch(PUSH_WAIT_MS);
       events = pushedEvents(pushed.batches, tasks, this.seq);
     }
     if (!events || this.reading) return read();
     feedStats.pushedRings++;
     feedStats.pushedEvents += events.length;
+    keepLast(feedStats.ringToDeliverMs, Date.now() - rungAt);
     this.lastUsed = Date.now();
     this.deliver(events);
     pushed.prune(this.seq);

@@ -20,6 +20,8 @@ export interface CompletedTask {
   startedEventId: number;
   /** The identity of the worker that completed it. */
   identity: string;
+  /** When the server recorded the completion (ms since the epoch, the server's clock). */
+  completedAtMs: number;
 }
 
 /** The run that follows `e`, when `e` closed its run with a successor (continue-as-new, a retry or a cron run). */
@@ -80,7 +82,7 @@ export async function followHistory(client: Client, sessionId: string, ring: (r:
     const tasks: CompletedTask[] = [];
     for (const e of events) {
       const done = e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED ? e.workflowTaskCompletedEventAttributes : undefined;
-      if (done) tasks.push({ runId, startedEventId: Number(done.startedEventId ?? 0), identity: done.identity ?? '' });
+      if (done) tasks.push({ runId, startedEventId: Number(done.startedEventId ?? 0), identity: done.identity ?? '', completedAtMs: e.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : NaN });
     }
     if (!next && (close || tasks.length > 0)) {
       doorbellStats.rings++;

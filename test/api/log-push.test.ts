@@ -14,7 +14,7 @@ import { TEST_CODEC_KEY } from '../helpers/test-keys';
 const W = 'http://127.0.0.1:7400';
 const msg = (seq: number): SessionEvent => ({ seq, type: 'user_message', text: `m${seq}`, time: '2026-01-01T00:00:00.000Z' });
 const batch = (task: number, seqs: number[], worker = W, runId = 'run-1'): PushedBatch => ({ type: 'batch', runId, task, events: seqs.map(msg), worker });
-const task = (startedEventId: number, worker = W, runId = 'run-1'): CompletedTask => ({ runId, startedEventId, identity: `1@host stream=${worker}` });
+const task = (startedEventId: number, worker = W, runId = 'run-1'): CompletedTask => ({ runId, startedEventId, identity: `1@host stream=${worker}`, completedAtMs: 0 });
 const seqs = (events: SessionEvent[] | undefined) => events?.map((e) => e.seq);
 
 describe('which pushed events a completed task proves', () => {

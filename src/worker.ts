@@ -139,14 +139,14 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   let streams: { hub: StreamHub; server: StreamServer; log?: LogPushHub } | undefined;
   if (config.STREAM_LISTEN !== 'off' && roles.some((r) => r === 'brain' || r === 'hands')) {
     const hub = new StreamHub();
-    // A brain also pushes each workflow task's new events to the API feeds that follow its sessions.
-    const log = roles.includes('brain') ? new LogPushHub() : undefined;
-    const server = new StreamServer({ hub, log, keys: [...parseCodecKeys(loadCodecKey(config)).byId.values()], listen: config.STREAM_LISTEN, advertise: config.STREAM_URL });
+    const server = new StreamServer({ hub, keys: [...parseCodecKeys(loadCodecKey(config)).byId.values()], listen: config.STREAM_LISTEN, advertise: config.STREAM_URL });
     hub.worker = await server.start();
-    streams = { hub, server, log };
+    streams = { hub, server };
   }
   // The SDK's own form, pid@hostname, with the stream endpoint when there is one.
   const identity = streams ? identityWithStream(`${process.pid}@${os.hostname()}`, streams.server.url) : `${process.pid}@${os.hostname()}`;
+  // A brain also pushes each workflow task's new events to the API feeds that follow its sessions.
+  if (streams && roles.includes('brain')) streams.server.log = streams.log = new LogPushHub(identity);
   if (roles.includes('brain')) {
     // Workflows upsert these; registering them first lets a fresh server or cluster index every session.
     try {

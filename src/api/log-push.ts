@@ -6,19 +6,16 @@
 import type http from 'node:http';
 import type { CompletedTask } from '../log/history-doorbell';
 import type { SessionEvent } from '../session/events';
-import { parseLogBatch, type LogBatch } from '../session/log-push';
+import { parseLogBatch, reattempts, type LogBatch } from '../session/log-push';
 import { openFrameStream } from '../stream/frames';
-import { streamToken, streamUrlOf } from '../stream/token';
+import { streamToken } from '../stream/token';
 
 /** Batches a feed keeps (a worker sends a session's last few when a feed subscribes). */
 const KEEP = 32;
 /** A worker whose log endpoint failed is not tried again before this. */
 const RETRY_MS = 2000;
 
-export interface PushedBatch extends LogBatch {
-  /** The stream endpoint it came from. */
-  worker: string;
-}
+export type PushedBatch = LogBatch;
 
 /**
  * The events the completed `tasks` appended after `fromSeq - 1`, from `batches`, or undefined if the batches
@@ -30,8 +27,8 @@ export function pushedEvents(batches: readonly PushedBatch[], tasks: readonly Co
   let next = fromSeq;
   let unproven = false;
   for (const t of tasks) {
-    const worker = streamUrlOf(t.identity);
-    const b = worker ? batches.find((x) => x.runId === t.runId && x.task === t.startedEventId && x.worker === worker) : undefined;
+    // The worker that completed the task, by the identity the history records; the latest of its attempts.
+    const b = [...batches].reverse().find((x) => x.runId === t.runId && x.task === t.startedEventId && x.identity === t.identity);
     if (!b) {
       unproven = true;
       continue;
@@ -75,7 +72,8 @@ export class PushedLog {
       new URL(`/v1/sessions/${encodeURIComponent(this.sessionId)}/log`, url),
       { authorization: `Bearer ${streamToken(this.key, this.sessionId)}` },
       (b) => {
-        this.batches.push({ ...b, worker: url });
+        for (let i = this.batches.length - 1; i >= 0; i--) if (reattempts(b, this.batches[i])) this.batches.splice(i, 1);
+        this.batches.push(b);
         if (this.batches.length > KEEP) this.batches.shift();
         for (const w of this.waiters.splice(0)) w();
       },

@@ -3,7 +3,7 @@
 // stream endpoint. Nothing here is the truth: a batch counts only once the history holds its task's completion.
 import type { WorkflowInfo } from '@temporalio/workflow';
 import type { SessionEvent } from '../session/events';
-import type { LogBatch } from '../session/log-push';
+import { reattempts, type LogBatch } from '../session/log-push';
 import { SessionSubscribers } from './subscribers';
 
 /** The batches a session keeps, for the feed that subscribes just after the task it wants. */
@@ -25,10 +25,13 @@ export class LogPushHub {
   private pending = new Map<string, LogBatch>();
   private flushing = false;
 
+  /** `identity`: the identity this worker polls with, which the history records on each task it completes. */
+  constructor(private readonly identity: string) {}
+
   /** The sink: one call per appended event; the calls of one activation come together, and are flushed as one batch. */
   appended(info: WorkflowInfo, event: SessionEvent): void {
     const key = `${info.workflowId}\n${info.runId}\n${info.historyLength}`;
-    const b = this.pending.get(key) ?? { type: 'batch', runId: info.runId, task: info.historyLength, events: [] };
+    const b = this.pending.get(key) ?? { type: 'batch', runId: info.runId, task: info.historyLength, identity: this.identity, events: [] };
     b.events.push(event);
     this.pending.set(key, b);
     if (!this.flushing) {
@@ -49,7 +52,7 @@ export class LogPushHub {
       this.kept.delete(sessionId);
       kept.at = now;
       // A task run again (its first attempt failed) replaces what that attempt pushed.
-      kept.batches = kept.batches.filter((k) => !(k.runId === b.runId && k.task === b.task && k.events[0].seq >= b.events[0].seq));
+      kept.batches = kept.batches.filter((k) => !reattempts(b, k));
       kept.batches.push(b);
       if (kept.batches.length > KEEP_BATCHES) kept.batches.shift();
       this.kept.set(sessionId, kept);

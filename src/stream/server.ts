@@ -13,8 +13,6 @@ const KEEPALIVE_MS = 15_000;
 
 export interface StreamServerOptions {
   hub: StreamHub;
-  /** A brain worker's pushed log batches. */
-  log?: LogPushHub;
   /** Codec keys; a request needs the session's token under one of them. */
   keys: Buffer[];
   /** `HOST:PORT` to listen on; port 0 picks a free one. */
@@ -26,6 +24,8 @@ export interface StreamServerOptions {
 export class StreamServer {
   private server?: http.Server;
   url = '';
+  /** A brain worker's pushed log batches, served once set (the hub needs the identity, which needs this server's URL). */
+  log?: LogPushHub;
 
   constructor(private readonly opts: StreamServerOptions) {}
 
@@ -53,7 +53,7 @@ export class StreamServer {
       return void res.end('ok\n');
     }
     const m = SESSION_PATH.exec(url.pathname);
-    if (req.method !== 'GET' || !m || (m[2] === 'log' && !this.opts.log)) {
+    if (req.method !== 'GET' || !m || (m[2] === 'log' && !this.log)) {
       res.writeHead(404, { 'content-type': 'text/plain' });
       return void res.end('not found\n');
     }
@@ -66,7 +66,7 @@ export class StreamServer {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     res.flushHeaders();
     const send = (frame: unknown) => res.write(`data: ${JSON.stringify(frame)}\n\n`);
-    const unsubscribe = m[2] === 'log' ? this.opts.log!.subscribe(sessionId, send) : this.opts.hub.subscribe(sessionId, send);
+    const unsubscribe = m[2] === 'log' ? this.log!.subscribe(sessionId, send) : this.opts.hub.subscribe(sessionId, send);
     const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
     res.on('close', () => {
       clearInterval(keepalive);

@@ -13,7 +13,7 @@ import { TEST_CODEC_KEY } from '../helpers/test-keys';
 
 const W = 'http://127.0.0.1:7400';
 const msg = (seq: number): SessionEvent => ({ seq, type: 'user_message', text: `m${seq}`, time: '2026-01-01T00:00:00.000Z' });
-const batch = (task: number, seqs: number[], worker = W, runId = 'run-1'): PushedBatch => ({ type: 'batch', runId, task, events: seqs.map(msg), worker });
+const batch = (task: number, seqs: number[], worker = W, runId = 'run-1'): PushedBatch => ({ type: 'batch', runId, task, events: seqs.map(msg), identity: `1@host stream=${worker}` });
 const task = (startedEventId: number, worker = W, runId = 'run-1'): CompletedTask => ({ runId, startedEventId, identity: `1@host stream=${worker}`, completedAtMs: 0 });
 const seqs = (events: SessionEvent[] | undefined) => events?.map((e) => e.seq);
 
@@ -41,7 +41,14 @@ describe('which pushed events a completed task proves', () => {
     expect(pushedEvents([batch(3, [5])], [task(9)], 5)).toBeUndefined();
     expect(pushedEvents([batch(3, [5], 'http://other:7400')], [task(3)], 5)).toBeUndefined();
     expect(pushedEvents([batch(3, [5], W, 'run-0')], [task(3)], 5)).toBeUndefined();
-    expect(pushedEvents([batch(3, [5])], [{ ...task(3), identity: '1@host' }], 5)).toBeUndefined();
+    // The same endpoint, another process (a restarted worker advertising the same URL).
+    expect(pushedEvents([batch(3, [5])], [{ ...task(3), identity: `2@host stream=${W}` }], 5)).toBeUndefined();
+  });
+
+  it('takes the latest attempt of a task its worker ran twice', () => {
+    const first = batch(3, [5, 6]);
+    const again = { ...batch(3, [5]), events: [{ ...msg(5), text: 'again' }] };
+    expect(pushedEvents([first, again], [task(3)], 5)).toEqual(again.events);
   });
 });
 

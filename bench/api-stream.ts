@@ -21,7 +21,7 @@ import { ArchivedSessionLog, LiveSessionLog } from '../src/log/session-log';
 import { startSessionRun } from '../src/session-ops';
 import { endSignal, eventsQuery, handoverQuery, sendMessageUpdate, statusQuery } from '../src/session/contract';
 import { spawnWorker, type ChildWorker } from '../test/helpers/child-worker';
-import { startTestApi, type TestApi } from '../test/helpers/api';
+import { startTestApi, testSessionDeps, type TestApi } from '../test/helpers/api';
 import { ROOT, createTestEnv, runsOf, testArchive, testDataConverter, uniqueId } from '../test/helpers/env';
 import { SETTINGS, armStats, endSession, interleave, type ArmStats, type BenchResult, type Ctx } from './lib';
 
@@ -39,7 +39,7 @@ async function startApi(client: Client, log: (m: string) => void): Promise<{ api
     },
   };
   const sessions = new Client({ connection: client.connection, namespace: client.options.namespace, dataConverter: testDataConverter(), interceptors: { workflow: [counting, queryRetryInterceptor] } });
-  const api = await startTestApi('postgres', ['default'], { client: sessions, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(sessions)) }, log);
+  const api = await startTestApi('postgres', ['default'], { ...testSessionDeps(sessions), log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(sessions)) }, log);
   const key = await api.key();
   return { api, sdk: await api.client(), key, client: sessions, queries: () => queries };
 }
@@ -254,6 +254,13 @@ interface Delivery {
   historyPollsPerS: number;
   idleQueriesPerS: number;
   idleHistoryPollsPerS: number;
+  /** Rings whose events came from the worker's push (no query), and rings that read the log, while turns ran. */
+  pushedRings: number;
+  logReads: number;
+  /** Of the pushed rings, those that waited for their batch; the commit to the ring; the ring to the delivery. */
+  pushWaits: number;
+  ringLagMs: ArmStats;
+  ringToDeliverMs: ArmStats;
 }
 
 /** (b) `sessions` sessions with `streams` streams each; `active` sessions take a turn at a time, `turns` turns in all. */
@@ -274,7 +281,9 @@ async function delivery(ctx: Ctx, api: Awaited<ReturnType<typeof startApi>>, ses
     const idleHistoryPollsPerS = (doorbellStats.historyPolls - idle0.p) / idleElapsed;
     clients.reset();
     feedStats.readMs.length = 0;
-    const busy0 = { q: api.queries(), p: doorbellStats.historyPolls, t: now() };
+    feedStats.ringLagMs.length = 0;
+    feedStats.ringToDeliverMs.length = 0;
+    const busy0 = { q: api.queries(), p: doorbellStats.historyPolls, t: now(), pushed: feedStats.pushedRings, reads: feedStats.logReads, waits: feedStats.pushWaits };
     const sendToIdle: number[] = [];
     // Lane j drives sessions j, j + active, ...: a session never has two turns at once.
     const lane = async (j: number) => {
@@ -294,7 +303,7 @@ async function delivery(ctx: Ctx, api: Awaited<ReturnType<typeof startApi>>, ses
     const r = await clients.report();
     const split = await splitAtCommit(api.client, ids, r.records);
     ctx.log(
-      `  ${sessions} x ${streams}: ${r.events} events delivered, delivery p50 ${armStats(r.latencies).p50Ms} ms p95 ${armStats(r.latencies).p95Ms} ms; from the commit p50 ${armStats(split.apiMs).p50Ms} ms p95 ${armStats(split.apiMs).p95Ms} ms (n=${split.apiMs.length}); log reads p50 ${readMs.p50Ms} ms p95 ${readMs.p95Ms} ms`,
+      `  ${sessions} x ${streams}: ${feedStats.pushedRings - busy0.pushed} rings from the push, ${feedStats.logReads - busy0.reads} log reads, ${feedStats.pushWaits - busy0.waits} waits for a batch, commit to ring p50 ${armStats(feedStats.ringLagMs).p50Ms} ms p95 ${armStats(feedStats.ringLagMs).p95Ms} ms, ring to delivery p50 ${armStats(feedStats.ringToDeliverMs).p50Ms} ms p95 ${armStats(feedStats.ringToDeliverMs).p95Ms} ms; ${r.events} events delivered, delivery p50 ${armStats(r.latencies).p50Ms} ms p95 ${armStats(r.latencies).p95Ms} ms; from the commit p50 ${armStats(split.apiMs).p50Ms} ms p95 ${armStats(split.apiMs).p95Ms} ms (n=${split.apiMs.length}); log reads p50 ${readMs.p50Ms} ms p95 ${readMs.p95Ms} ms`,
     );
     return {
       stats: armStats(r.latencies),
@@ -308,6 +317,11 @@ async function delivery(ctx: Ctx, api: Awaited<ReturnType<typeof startApi>>, ses
       historyPollsPerS: Math.round(((doorbellStats.historyPolls - busy0.p) / busyElapsed) * 10) / 10,
       idleQueriesPerS: Math.round(idleQueriesPerS * 10) / 10,
       idleHistoryPollsPerS: Math.round(idleHistoryPollsPerS * 10) / 10,
+      pushedRings: feedStats.pushedRings - busy0.pushed,
+      logReads: feedStats.logReads - busy0.reads,
+      pushWaits: feedStats.pushWaits - busy0.waits,
+      ringLagMs: armStats(feedStats.ringLagMs),
+      ringToDeliverMs: armStats(feedStats.ringToDeliverMs),
     };
   } finally {
     await clients.stop();

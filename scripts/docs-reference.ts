@@ -153,6 +153,8 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   TEMPORAL_CLI: { about: 'Path to a `temporal` binary.', default: '`temporal` on PATH, then the cache, then `go install`' },
   STREAM_LISTEN: { about: 'Where brain and hands workers serve live deltas for `agents watch` (`HOST:PORT`; port 0 picks one); `off` turns streaming off.' },
   STREAM_URL: { about: 'The URL watchers reach the worker\'s stream endpoint at, e.g. `http://brain-1:7400`.', default: 'the listen address (the hostname when listening on `0.0.0.0`)' },
+  AGENTS_API_URL: { about: 'The Managed Agents API `agents watch` and `start --wait` take live previews from (relayed by `agents api`, so only the API need be reachable, not each worker), with `AGENTS_API_KEY`.', default: 'unset: previews straight from each worker' },
+  AGENTS_API_KEY: { about: 'An API key of the session\'s workspace, for `AGENTS_API_URL` (or `AGENTS_API_KEY_FILE`).', default: 'unset' },
   LOG_LEVEL: { about: 'Worker log level; lines are JSON on stderr.' },
   AGENTS_OTEL: { about: '`1` turns on OpenTelemetry tracing over OTLP/HTTP (`http://localhost:4318` unless an endpoint is set).', default: 'unset: no tracing' },
   OTEL_EXPORTER_OTLP_ENDPOINT: { about: 'An OTLP/HTTP endpoint; setting it turns tracing on.', default: 'unset' },

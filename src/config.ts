@@ -69,6 +69,10 @@ export const ConfigSchema = z.object({
     .regex(/^(off|[^\s]+:\d{1,5})$/, 'must be HOST:PORT (port 0 picks a free one) or off')
     .default('127.0.0.1:0'),
   STREAM_URL: optional.refine((v) => v === undefined || /^https?:\/\/[^\s/]+\/?$/.test(v), 'must be an http(s) URL with no path, e.g. http://brain-1:7400'),
+  /** The Managed Agents API (`agents api`) the CLI takes live previews from, relayed, instead of from each worker. */
+  AGENTS_API_URL: optional.refine((v) => v === undefined || /^https?:\/\/[^\s/]+\/?$/.test(v), 'must be an http(s) URL with no path, e.g. http://127.0.0.1:8480'),
+  /** An API key of the session's workspace, for AGENTS_API_URL. */
+  AGENTS_API_KEY: optional,
   /** Worker log level; lines are JSON on stderr. */
   LOG_LEVEL: z.enum(LOG_LEVELS).default('INFO'),
   /** `1` turns on OpenTelemetry tracing (OTLP/HTTP to localhost:4318 unless an endpoint is set). */
@@ -87,7 +91,7 @@ type ConfigKey = keyof z.infer<typeof ConfigSchema>;
 
 /** Secrets that may come from a file named by `NAME_FILE` (a compose or Kubernetes secret) instead of `NAME`. */
 // VAULT_PUBLIC_KEY is not secret, but a deployment hands it over the same way, as a file.
-export const SECRET_VARIABLES = ['ANTHROPIC_API_KEY', 'VAULT_KEY', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'TEMPORAL_API_KEY', 'DATABASE_URL', 'VAULT_PUBLIC_KEY'] as const;
+export const SECRET_VARIABLES = ['ANTHROPIC_API_KEY', 'VAULT_KEY', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'TEMPORAL_API_KEY', 'DATABASE_URL', 'VAULT_PUBLIC_KEY', 'AGENTS_API_KEY'] as const;
 
 /** What runs in a process, as deployed: each worker role, the codec endpoint, the API, or the operator's `agents` command. */
 export const SERVICE_ROLES = ['brain', 'hands', 'tools', 'all', 'codec-server', 'api', 'cli'] as const;

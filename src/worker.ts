@@ -33,6 +33,9 @@ import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';
 import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
 import { parseCodecKeys } from './codec';
 import { StreamHub, StreamServer, identityWithStream } from './stream';
+import { LogPushHub } from './stream/log-hub';
+import type { WorkflowInfo } from '@temporalio/workflow';
+import type { SessionEvent } from './session/events';
 import { activityLogInterceptor, jsonLogLine } from './observability/logger';
 import type { LogLevelName } from './observability/log-levels';
 import { ensureSearchAttributes } from './observability/search-attributes';
@@ -133,7 +136,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const client = new Client({ connection, namespace: opts.namespace, dataConverter, interceptors: clientInterceptors });
   // Brain and hands workers stream deltas of their work; their identity names the endpoint, which is how a
   // watcher finds the worker running a session's activity (DescribeWorkflowExecution's pending activities).
-  let streams: { hub: StreamHub; server: StreamServer } | undefined;
+  let streams: { hub: StreamHub; server: StreamServer; log?: LogPushHub } | undefined;
   if (config.STREAM_LISTEN !== 'off' && roles.some((r) => r === 'brain' || r === 'hands')) {
     const hub = new StreamHub();
     const server = new StreamServer({ hub, keys: [...parseCodecKeys(loadCodecKey(config)).byId.values()], listen: config.STREAM_LISTEN, advertise: config.STREAM_URL });
@@ -142,6 +145,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   }
   // The SDK's own form, pid@hostname, with the stream endpoint when there is one.
   const identity = streams ? identityWithStream(`${process.pid}@${os.hostname()}`, streams.server.url) : `${process.pid}@${os.hostname()}`;
+  // A brain also pushes each workflow task's new events to the API feeds that follow its sessions.
+  if (streams && roles.includes('brain')) streams.server.log = streams.log = new LogPushHub(identity);
   if (roles.includes('brain')) {
     // Workflows upsert these; registering them first lets a fresh server or cluster index every session.
     try {
@@ -181,6 +186,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         stickyQueueScheduleToStartTimeout: STICKY_TIMEOUT,
         identity,
         interceptors: brainInterceptors,
+        sinks: { sessionLog: { appended: { fn: (info: WorkflowInfo, event: SessionEvent) => streams?.log?.appended(info, event) } } },
         plugins,
         activities: {
           ...createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))), stream: streams?.hub }),

@@ -30,4 +30,6 @@ declare module 'fastify' {
 export interface SessionDeps {
   client: Client;
   log: SessionLog;
+  /** The codec key workers' stream tokens derive from: with it, the API relays live previews (GET /v1/sessions/{id}/stream). */
+  streamKey?: Buffer;
 }

@@ -18,7 +18,9 @@ import { authenticate } from './keys';
 import { vaultRoutes } from './vaults';
 import { sessionRoutes, type SessionDeps } from './sessions';
 
-export const MANAGED_AGENTS_BETA = 'managed-agents-2026-04-01';
+import { MANAGED_AGENTS_BETA } from './beta';
+
+export { MANAGED_AGENTS_BETA };
 const OPENAPI_PATH = '/v1/openapi.json';
 const BODY_LIMIT = 8 * 1024 * 1024;
 
@@ -159,15 +161,16 @@ export interface RunningApi {
  */
 async function sessionDepsFor(config: Config, db: Db): Promise<SessionDeps> {
   const { Client, Connection } = await import('@temporalio/client');
-  const { createDataConverter } = await import('../codec');
+  const { createDataConverter, parseCodecKeys } = await import('../codec');
   const { loadCodecKey } = await import('../infra/keys');
   const { temporalConnectionOptions } = await import('../temporal-connection');
   const { sessionArchive } = await import('../archive');
   const { ArchivedSessionLog, LiveSessionLog } = await import('../log/session-log');
-  const dataConverter = createDataConverter(loadCodecKey(config));
+  const codecKey = loadCodecKey(config);
+  const dataConverter = createDataConverter(codecKey);
   const { clientInterceptors } = await import('../log/query-retry');
   const client = new Client({ connection: Connection.lazy(temporalConnectionOptions(config)), namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
-  return { client, log: new ArchivedSessionLog(sessionArchive(config, dataConverter, db), new LiveSessionLog(client)) };
+  return { client, log: new ArchivedSessionLog(sessionArchive(config, dataConverter, db), new LiveSessionLog(client)), streamKey: parseCodecKeys(codecKey).current.key };
 }
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'EPIPE']);

@@ -1,9 +1,14 @@
 // One feed per session in an API process, however many requests and streams use it: the session's log
 // projected incrementally (the projector's state is kept at the seq it reached, so neither a list nor a stream
 // refolds from seq 0), and, while anyone streams it, one follower that reads the tail when the session's history
-// changes (src/log/history-doorbell.ts) and fans the new events out. The log stays the only source of events.
+// changes (src/log/history-doorbell.ts) and fans the new events out. With the codec key, the follower takes the
+// events of each completed workflow task from the batch its brain worker pushed (src/api/log-push.ts) when that
+// batch provably continues the log, and reads the log otherwise: the log stays the only source of events.
 import type { Client } from '@temporalio/client';
-import { followHistory } from '../log/history-doorbell';
+import { followHistory, type CompletedTask } from '../log/history-doorbell';
+import type { SessionEvent } from '../session/events';
+import { streamUrlOf } from '../stream/token';
+import { PushedLog, pushedEvents } from './log-push';
 import type { EventsPage } from '../session/contract';
 import type { SessionLog } from '../log/session-log';
 import { SessionProjector, type ApiSessionEvent } from './session-events';
@@ -17,12 +22,23 @@ const MAX_CACHED_EVENTS = 500_000;
 const PAGE = 1000;
 /** A page this big may have been cut for size, not because the log ended there. */
 const CUT_BYTES = 512 * 1024;
+/** How long a ring waits for the pushed batch of its task (it usually arrives first) before reading the log. */
+const PUSH_WAIT_MS = 25;
 
 type Listener = (events: readonly ApiSessionEvent[]) => void;
 type TailLog = SessionLog & { readTail?: SessionLog['read'] };
 
-/** What this process's feeds did, for the benchmark: reads of the log, and how long the last 1,000 took (ms). */
-export const feedStats = { logReads: 0, feeds: 0, followers: 0, readMs: [] as number[] };
+/**
+ * What this process's feeds did, for the benchmark: reads of the log and how long the last 1,000 took (ms); rings
+ * proven by pushed batches, how many of those waited for a batch, and for the last 1,000 rings, the time from the
+ * last task's commit (the server's record of it) to the ring, and from the ring to the pushed events' delivery.
+ */
+export const feedStats = { logReads: 0, feeds: 0, followers: 0, readMs: [] as number[], pushedEvents: 0, pushedRings: 0, pushWaits: 0, ringLagMs: [] as number[], ringToDeliverMs: [] as number[] };
+
+const keepLast = (a: number[], v: number) => {
+  a.push(v);
+  if (a.length > 1000) a.shift();
+};
 
 export class SessionFeed {
   private readonly projector: SessionProjector;
@@ -32,6 +48,7 @@ export class SessionFeed {
   private queued?: Promise<void>;
   private readonly listeners = new Set<Listener>();
   private follower?: AbortController;
+  private pushed?: PushedLog;
   private linger?: NodeJS.Timeout;
   /** The log holds `session_ended`: nothing more will come. */
   ended = false;
@@ -42,6 +59,8 @@ export class SessionFeed {
     private readonly log: TailLog,
     private readonly client: Client,
     private readonly note: (m: string) => void,
+    /** The codec key the workers' stream tokens derive from; without it, every ring reads the log. */
+    private readonly pushKey?: Buffer,
   ) {
     this.projector = new SessionProjector(sessionId);
   }
@@ -92,15 +111,46 @@ export class SessionFeed {
       const t0 = Date.now();
       // The first read of a feed may start in a sealed segment; later ones follow the live run's tail.
       const page: EventsPage = from > 0 && this.log.readTail ? await this.log.readTail(this.sessionId, from, PAGE) : await this.log.read(this.sessionId, from, PAGE);
-      feedStats.readMs.push(Date.now() - t0);
-      if (feedStats.readMs.length > 1000) feedStats.readMs.shift();
+      keepLast(feedStats.readMs, Date.now() - t0);
       if (page.events.length === 0) return;
-      const out = this.projector.push(page.events);
-      for (const e of out) this.events.push(e);
-      if (out.some((e) => e.type === 'session.status_terminated')) this.ended = true;
-      if (out.length > 0) for (const fn of this.listeners) fn(out);
+      this.deliver(page.events);
       if (page.events.length < PAGE && JSON.stringify(page.events).length < CUT_BYTES) return;
     }
+  }
+
+  /** Projects log events that continue the feed (from its seq on) and fans them out. */
+  private deliver(events: readonly SessionEvent[]): void {
+    const out = this.projector.push(events);
+    for (const e of out) this.events.push(e);
+    if (out.some((e) => e.type === 'session.status_terminated')) this.ended = true;
+    if (out.length > 0) for (const fn of this.listeners) fn(out);
+  }
+
+  /**
+   * After the history says `tasks` completed: their events from the pushed batches if those prove what the log
+   * appended, else from the log. A read in flight (or queued) reads past these tasks anyway, so it is joined.
+   */
+  private async onRing(tasks: CompletedTask[], read: () => Promise<void>): Promise<void> {
+    const pushed = this.pushed;
+    if (!pushed || tasks.length === 0) return read();
+    const rungAt = Date.now();
+    keepLast(feedStats.ringLagMs, rungAt - tasks[tasks.length - 1].completedAtMs);
+    const workers = [...new Set(tasks.map((t) => streamUrlOf(t.identity)).filter((u): u is string => u !== undefined))];
+    for (const url of workers) pushed.follow(url);
+    let events = pushedEvents(pushed.batches, tasks, this.seq);
+    // The batch usually beats the ring here; if not, it is on its way from a worker this feed follows.
+    if (!events && workers.some((u) => pushed.following(u))) {
+      feedStats.pushWaits++;
+      await pushed.nextBatch(PUSH_WAIT_MS);
+      events = pushedEvents(pushed.batches, tasks, this.seq);
+    }
+    if (!events || this.reading) return read();
+    feedStats.pushedRings++;
+    feedStats.pushedEvents += events.length;
+    keepLast(feedStats.ringToDeliverMs, Date.now() - rungAt);
+    this.lastUsed = Date.now();
+    this.deliver(events);
+    pushed.prune(this.seq);
   }
 
   /** Calls `fn` with each batch of events appended from now on; returns the unsubscribe. */
@@ -116,6 +166,8 @@ export class SessionFeed {
         if (this.listeners.size > 0) return;
         this.follower?.abort();
         this.follower = undefined;
+        this.pushed?.close();
+        this.pushed = undefined;
       }, LINGER_MS);
       this.linger.unref();
     };
@@ -126,7 +178,10 @@ export class SessionFeed {
     this.follower = ctl;
     feedStats.followers++;
     const read = () => this.catchUp().catch((err: Error) => this.note(`api: reading the log of ${this.sessionId} failed: ${err.message.split('\n')[0]}`));
-    const ringing = followHistory(this.client, this.sessionId, () => void read(), ctl.signal);
+    if (this.pushKey) this.pushed ??= new PushedLog(this.sessionId, this.pushKey);
+    // Rings are handled in order: a pushed batch is delivered only after everything rung before it.
+    let rings: Promise<void> = Promise.resolve();
+    const ringing = followHistory(this.client, this.sessionId, (_r, tasks) => void (rings = rings.then(() => this.onRing(tasks, read))), ctl.signal);
     void ringing
       .catch(async (err: Error) => {
         if (ctl.signal.aborted) return;
@@ -145,6 +200,7 @@ export class SessionFeed {
   close(): void {
     clearTimeout(this.linger);
     this.follower?.abort();
+    this.pushed?.close();
   }
 }
 
@@ -156,13 +212,14 @@ export class SessionFeeds {
     private readonly log: SessionLog,
     private readonly client: Client,
     private readonly note: (m: string) => void = () => undefined,
+    private readonly pushKey?: Buffer,
   ) {}
 
   /** The session's feed, caught up with its log. */
   async get(sessionId: string): Promise<SessionFeed> {
     let feed = this.feeds.get(sessionId);
     if (!feed) {
-      feed = new SessionFeed(sessionId, this.log, this.client, this.note);
+      feed = new SessionFeed(sessionId, this.log, this.client, this.note, this.pushKey);
       this.feeds.set(sessionId, feed);
       feedStats.feeds = this.feeds.size;
       this.evict();

@@ -16,6 +16,8 @@ import { SessionFeeds } from './session-feed';
 import { eventId } from './session-events';
 import { getVault } from './vaults';
 import { streamRoute } from './session-stream';
+import { liveRoute } from './session-live';
+import { StreamRelay } from '../stream/relay';
 import { ResourceSchema, ResourcesSchema, deleteResources, insertResources, planResources, resourceRoutes, resourcesOf } from './session-resources';
 
 export type { SessionDeps };
@@ -173,9 +175,14 @@ const EventsQuerySchema = z.object({
 export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps, log: (m: string) => void = () => undefined): void {
   const { db } = deps;
   // The session's log, projected once per process and kept up to date; the projector maps call event ids back to the model's ids.
-  const feeds = new SessionFeeds(sessions.log, sessions.client, log);
+  const feeds = new SessionFeeds(sessions.log, sessions.client, log, sessions.streamKey);
   app.addHook('onClose', async () => feeds.close());
   streamRoute(app, deps, feeds, (workspaceId, id) => sessionRow(deps, workspaceId, id));
+  if (sessions.streamKey) {
+    const relay = new StreamRelay(sessions.client, sessions.streamKey);
+    app.addHook('onClose', async () => relay.close());
+    liveRoute(app, relay, (workspaceId, id) => sessionRow(deps, workspaceId, id));
+  }
   resourceRoutes(app, deps, (workspaceId, id) => sessionRow(deps, workspaceId, id));
 
   app.post('/v1/sessions', { schema: { operationId: 'createSession', body: SessionCreateSchema, response: { 200: SessionSchema } } }, async (req) => {

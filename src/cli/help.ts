@@ -6,7 +6,7 @@ const EXAMPLES: Record<string, string[]> = {
   start: ['agents start "Summarise README.md"', 'agents start --agent coder.yaml --json "Fix the failing test" | jq -r .sessionId', 'agents start --wait "What is 2+2?"   # streams the first turn on stderr'],
   send: ['agents send ses-1234 "Now run the tests"', 'agents send ses-1234 "retry-safe" --message-id req-42 --json'],
   events: ['agents events ses-1234', 'agents events ses-1234 --from 100 --limit 20 --json', 'agents events ses-1234 --follow'],
-  watch: ['agents watch ses-1234', "agents watch ses-1234 --json | jq -c 'select(.seq != null)'   # events only", 'agents watch ses-1234 --no-stream'],
+  watch: ['agents watch ses-1234', "agents watch ses-1234 --json | jq -c 'select(.seq != null)'   # events only", 'agents watch ses-1234 --no-stream', 'AGENTS_API_URL=http://127.0.0.1:8480 AGENTS_API_KEY_FILE=.data/api-key agents watch sesn_01AB…   # previews relayed by the API'],
   status: ['agents status ses-1234', 'agents status ses-1234 --json | jq .usage'],
   list: ['agents list', 'agents list --limit 10 --json'],
   wake: ['agents wake ses-1234', 'agents wake ses-1234 --json'],

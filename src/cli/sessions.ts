@@ -63,6 +63,13 @@ async function* readEvents(log: SessionLog, id: string, from: number, limit?: nu
 const endsTurn = (afterSeq: number) => (e: SessionEvent) =>
   e.seq > afterSeq && ((e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error' || e.type === 'interrupted' || e.type === 'session_ended');
 
+/** The API relaying live previews, when AGENTS_API_URL names one; it goes with a key. */
+function previewRelay(config: Config): { url: string; apiKey: string } | undefined {
+  if (!config.AGENTS_API_URL) return undefined;
+  if (!config.AGENTS_API_KEY) throw new CliError('AGENTS_API_URL needs AGENTS_API_KEY (or AGENTS_API_KEY_FILE): an API key of the session’s workspace');
+  return { url: config.AGENTS_API_URL, apiKey: config.AGENTS_API_KEY };
+}
+
 /** Follows a session's log (and, with `stream`, the live deltas of its work in progress) on `out`. */
 async function follow(
   client: Client,
@@ -72,13 +79,15 @@ async function follow(
 ): Promise<void> {
   const { log } = sessionLog(client, config);
   const target = opts.toStderr ? process.stderr : process.stdout;
+  const relay = opts.stream ? previewRelay(config) : undefined;
   const watcher = new SessionWatcher({
     client,
     log,
     sessionId: id,
     from: opts.from,
     mode: opts.json ? 'json' : target.isTTY ? 'tty' : 'plain',
-    streamKey: opts.stream ? parseCodecKeys(loadCodecKey(config)).current.key : undefined,
+    streamKey: opts.stream && !relay ? parseCodecKeys(loadCodecKey(config)).current.key : undefined,
+    relay,
     out: (t) => target.write(t),
     note: err,
     dim: styles(colorEnabled(target)).dim,
@@ -183,7 +192,7 @@ export function eventsCommand(program: Command): void {
 export function watchCommand(program: Command): void {
   program
     .command('watch')
-    .description('follow a session until it ends: its log, and model tokens and tool output live as they are produced')
+    .description('follow a session until it ends: its log, and model tokens and tool output live as they are produced (from each worker, or relayed by the API at AGENTS_API_URL with AGENTS_API_KEY)')
     .argument('<id>', 'session id', sessionId)
     .option('--from <n>', 'first seq', nonNegativeInt, 0)
     .option('--json', 'one JSON object per line: events (with seq), and {"type":"stream"|"delta",item,...} for live output')

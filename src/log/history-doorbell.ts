@@ -13,6 +13,17 @@ export const doorbellStats = { historyPolls: 0, rings: 0 };
 
 export type Ring = 'changed' | 'ended';
 
+/** A workflow task that completed: what a pushed batch of its events is checked against (src/api/log-push.ts). */
+export interface CompletedTask {
+  runId: string;
+  /** Its WorkflowTaskStarted event id. */
+  startedEventId: number;
+  /** The identity of the worker that completed it. */
+  identity: string;
+  /** When the server recorded the completion (ms since the epoch, the server's clock). */
+  completedAtMs: number;
+}
+
 /** The run that follows `e`, when `e` closed its run with a successor (continue-as-new, a retry or a cron run). */
 function successorOf(e: HistoryEvent): string | undefined {
   const closed =
@@ -33,11 +44,12 @@ const CLOSES = new Set([
 ]);
 
 /**
- * Calls `ring('changed')` after each batch of history that may have appended to the log (a completed workflow
- * task or the run's close), and `ring('ended')` once the last run has closed; returns then, or when `signal`
- * aborts. Throws what the server throws (a missing workflow, no permission): the caller falls back to polling.
+ * Calls `ring('changed', tasks)` after each batch of history that may have appended to the log (a completed
+ * workflow task, listed in `tasks`, or the run's close), and `ring('ended')` once the last run has closed; returns
+ * then, or when `signal` aborts. Throws what the server throws (a missing workflow, no permission): the caller
+ * falls back to polling.
  */
-export async function followHistory(client: Client, sessionId: string, ring: (r: Ring) => void, signal: AbortSignal): Promise<void> {
+export async function followHistory(client: Client, sessionId: string, ring: (r: Ring, tasks: CompletedTask[]) => void, signal: AbortSignal): Promise<void> {
   const namespace = client.options.namespace;
   let runId: string | undefined = (await client.workflow.getHandle(sessionId).describe()).runId;
   let nextPageToken: Uint8Array | undefined;
@@ -67,9 +79,14 @@ export async function followHistory(client: Client, sessionId: string, ring: (r:
     const next = close && successorOf(close);
     // A handover sealed everything its run appended; the next run's first completed task rings for it, so the
     // new run is not queried before it has run that task (a query would wait for it, and slow it down).
-    if (!next && (close || events.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED))) {
+    const tasks: CompletedTask[] = [];
+    for (const e of events) {
+      const done = e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED ? e.workflowTaskCompletedEventAttributes : undefined;
+      if (done) tasks.push({ runId, startedEventId: Number(done.startedEventId ?? 0), identity: done.identity ?? '', completedAtMs: e.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : NaN });
+    }
+    if (!next && (close || tasks.length > 0)) {
       doorbellStats.rings++;
-      ring('changed');
+      ring('changed', tasks);
     }
     if (close) {
       runId = next;
@@ -80,5 +97,5 @@ export async function followHistory(client: Client, sessionId: string, ring: (r:
     if (!res.nextPageToken || res.nextPageToken.length === 0) runId = undefined;
     else nextPageToken = res.nextPageToken;
   }
-  if (!signal.aborted) ring('ended');
+  if (!signal.aborted) ring('ended', []);
 }

@@ -1,6 +1,7 @@
 // The live side channel: deltas of work in progress (model tokens, tool output) per session, held in memory
 // by the worker doing the work. A preview only: nothing here is durable; the final content is the log's.
 import { z } from 'zod';
+import { SessionSubscribers } from './subscribers';
 
 /** What a stream previews: the model reply that follows event `throughSeq`, or the output of one tool call. */
 export const StreamItemSchema = z.discriminatedUnion('kind', [
@@ -9,11 +10,14 @@ export const StreamItemSchema = z.discriminatedUnion('kind', [
 ]);
 export type StreamItem = z.infer<typeof StreamItemSchema>;
 
-/** One frame on the wire. `open` carries everything streamed so far, so a late subscriber misses nothing. */
+/**
+ * One frame on the wire. `open` carries everything streamed so far, so a late subscriber misses nothing. A relay
+ * (src/stream/relay.ts), which merges the streams of several workers, names the worker on every frame.
+ */
 export const StreamFrameSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('open'), key: z.string(), item: StreamItemSchema, attempt: z.number().int().positive(), worker: z.string(), text: z.string() }).strict(),
-  z.object({ type: z.literal('delta'), key: z.string(), text: z.string() }).strict(),
-  z.object({ type: z.literal('close'), key: z.string() }).strict(),
+  z.object({ type: z.literal('delta'), key: z.string(), text: z.string(), worker: z.string().optional() }).strict(),
+  z.object({ type: z.literal('close'), key: z.string(), worker: z.string().optional() }).strict(),
 ]);
 export type StreamFrame = z.infer<typeof StreamFrameSchema>;
 
@@ -37,13 +41,13 @@ interface Live {
 
 export class StreamHub {
   private readonly live = new Map<string, Map<string, Live>>();
-  private readonly subscribers = new Map<string, Set<(f: StreamFrame) => void>>();
+  private readonly subscribers = new SessionSubscribers<StreamFrame>();
 
   /** `worker` names this worker in frames (its stream URL), so a watcher can tell who streamed what. */
   constructor(public worker = '') {}
 
   private emit(sessionId: string, frame: StreamFrame): void {
-    for (const fn of this.subscribers.get(sessionId) ?? []) fn(frame);
+    this.subscribers.emit(sessionId, frame);
   }
 
   /** Starts (or, for a retried attempt, restarts) the preview of one item of a session. */
@@ -81,12 +85,6 @@ export class StreamHub {
   /** Calls `fn` with the session's current streams, then with every frame after them; returns the unsubscribe. */
   subscribe(sessionId: string, fn: (f: StreamFrame) => void): () => void {
     for (const f of this.snapshot(sessionId)) fn(f);
-    const set = this.subscribers.get(sessionId) ?? new Set();
-    this.subscribers.set(sessionId, set);
-    set.add(fn);
-    return () => {
-      set.delete(fn);
-      if (set.size === 0) this.subscribers.delete(sessionId);
-    };
+    return this.subscribers.add(sessionId, fn);
   }
 }

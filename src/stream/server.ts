@@ -1,12 +1,14 @@
 // The worker's stream endpoint: `GET /v1/sessions/<id>/stream` answers Server-Sent Events, one JSON
-// StreamFrame per event, starting with the session's streams in progress. `GET /healthz` answers ok.
+// StreamFrame per event, starting with the session's streams in progress; `GET /v1/sessions/<id>/log`, on a brain
+// worker, each workflow task's new events (src/stream/log-hub.ts). `GET /healthz` answers ok.
 import http from 'node:http';
 import { closeServer, httpUrl, listen } from '../infra/http';
 import os from 'node:os';
 import type { StreamHub } from './hub';
+import type { LogPushHub } from './log-hub';
 import { tokenMatches } from './token';
 
-const SESSION_PATH = /^\/v1\/sessions\/([A-Za-z0-9._-]{1,200})\/stream$/;
+const SESSION_PATH = /^\/v1\/sessions\/([A-Za-z0-9._-]{1,200})\/(stream|log)$/;
 const KEEPALIVE_MS = 15_000;
 
 export interface StreamServerOptions {
@@ -22,6 +24,8 @@ export interface StreamServerOptions {
 export class StreamServer {
   private server?: http.Server;
   url = '';
+  /** A brain worker's pushed log batches, served once set (the hub needs the identity, which needs this server's URL). */
+  log?: LogPushHub;
 
   constructor(private readonly opts: StreamServerOptions) {}
 
@@ -49,7 +53,7 @@ export class StreamServer {
       return void res.end('ok\n');
     }
     const m = SESSION_PATH.exec(url.pathname);
-    if (req.method !== 'GET' || !m) {
+    if (req.method !== 'GET' || !m || (m[2] === 'log' && !this.log)) {
       res.writeHead(404, { 'content-type': 'text/plain' });
       return void res.end('not found\n');
     }
@@ -61,7 +65,8 @@ export class StreamServer {
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     res.flushHeaders();
-    const unsubscribe = this.opts.hub.subscribe(sessionId, (frame) => res.write(`data: ${JSON.stringify(frame)}\n\n`));
+    const send = (frame: unknown) => res.write(`data: ${JSON.stringify(frame)}\n\n`);
+    const unsubscribe = m[2] === 'log' ? this.log!.subscribe(sessionId, send) : this.opts.hub.subscribe(sessionId, send);
     const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
     res.on('close', () => {
       clearInterval(keepalive);

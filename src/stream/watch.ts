@@ -1,14 +1,16 @@
 // `agents watch`: follows a session's log and, for the item in progress, the live deltas of the worker doing
 // it. The log is the truth: a delta is shown only until the event that finishes its item is printed, so a
 // watcher that starts late or reconnects catches up from the log with no gaps.
-import http from 'node:http';
-import https from 'node:https';
+import type http from 'node:http';
 import type { Client } from '@temporalio/client';
+import { MANAGED_AGENTS_BETA } from '../api/beta';
 import type { SessionLog } from '../log/session-log';
 import type { SessionEvent } from '../session/events';
 import { formatEvent } from '../session/format';
-import { StreamFrameSchema, type StreamFrame, type StreamItem } from './hub';
-import { streamToken, streamUrlOf } from './token';
+import { streamingWorkers } from './discover';
+import { openFrameStream } from './frames';
+import type { StreamFrame, StreamItem } from './hub';
+import { streamToken } from './token';
 
 export type WatchMode = 'json' | 'tty' | 'plain';
 
@@ -18,8 +20,13 @@ export interface WatchOptions {
   sessionId: string;
   from: number;
   mode: WatchMode;
-  /** The codec key the stream tokens derive from; absent: follow the log only. */
+  /** The codec key the stream tokens derive from; absent (and no `relay`): follow the log only. */
   streamKey?: Buffer;
+  /**
+   * Take the previews from the API's relay (`GET /v1/sessions/<id>/stream` of `agents api`, with an API key of
+   * the session's workspace) instead of from each worker directly: for a watcher that cannot reach the workers.
+   */
+  relay?: { url: string; apiKey: string };
   out: (text: string) => void;
   /** One-line notes (a stream that cannot be reached, a sandbox being provisioned) for stderr. */
   note: (text: string) => void;
@@ -46,6 +53,8 @@ interface Live {
 
 interface Subscription {
   url: string;
+  /** The API's relay: its frames name the worker each came from. */
+  relayed: boolean;
   req: http.ClientRequest;
   keys: Set<string>;
   lastWanted: number;
@@ -67,7 +76,6 @@ export function printable(text: string): string {
 const RETRY_MS = 2000;
 const FAST_POLL_MS = 75;
 const IDLE_CLOSE_MS = 10_000;
-const PREVIEW_ACTIVITIES = new Set(['callModel', 'execute']);
 
 export class SessionWatcher {
   private next: number;
@@ -95,7 +103,8 @@ export class SessionWatcher {
     try {
       for (;;) {
         if (await this.readLog()) return;
-        if (this.o.streamKey) await this.discover();
+        if (this.o.relay) this.followRelay();
+        if (this.o.streamKey || this.o.relay) await this.discover();
         await new Promise<void>((resolve) => {
           // While a turn is under way and nothing streams yet, look for the worker sooner: its first tokens wait on it.
           const t = setTimeout(resolve, this.turnOpen && this.streams.size === 0 ? FAST_POLL_MS : (this.o.pollMs ?? 300));
@@ -215,98 +224,73 @@ export class SessionWatcher {
 
   /** Finds the workers running this session's activities (their identity names their stream endpoint). */
   private async discover(): Promise<void> {
-    let pending;
-    try {
-      pending = (await this.o.client.workflow.getHandle(this.o.sessionId).describe()).raw.pendingActivities ?? [];
-    } catch {
-      return;
-    }
+    const found = await streamingWorkers(this.o.client, this.o.sessionId);
+    if (!found) return;
     const now = Date.now();
-    let provisioning = false;
-    for (const pa of pending) {
-      const type = pa.activityType?.name ?? '';
-      if (type === 'provisionSandbox') provisioning = true;
-      if (!PREVIEW_ACTIVITIES.has(type)) continue;
-      const url = streamUrlOf(pa.lastWorkerIdentity);
-      if (!url) continue;
-      const sub = this.subs.get(url);
-      if (sub) sub.lastWanted = now;
-      else if (now - (this.failed.get(url) ?? 0) > RETRY_MS) this.subscribe(url);
+    // Through the relay, the API finds the workers; this only says what is going on.
+    if (!this.o.relay) {
+      for (const url of found.urls) {
+        const sub = this.subs.get(url);
+        if (sub) sub.lastWanted = now;
+        else if (now - (this.failed.get(url) ?? 0) > RETRY_MS) this.subscribe(url, false);
+      }
     }
-    if (provisioning && !this.provisioningNoted) this.o.note('provisioning a sandbox…');
-    this.provisioningNoted = provisioning;
+    if (found.provisioning && !this.provisioningNoted) this.o.note('provisioning a sandbox…');
+    this.provisioningNoted = found.provisioning;
     for (const [url, sub] of this.subs) {
-      if (sub.keys.size === 0 && now - sub.lastWanted > IDLE_CLOSE_MS) {
+      if (!sub.relayed && sub.keys.size === 0 && now - sub.lastWanted > IDLE_CLOSE_MS) {
         sub.req.destroy();
         this.subs.delete(url);
       }
     }
   }
 
-  private subscribe(url: string): void {
-    const token = streamToken(this.o.streamKey!, this.o.sessionId);
+  /** Keeps one subscription to the API's relay open, opening it again after a failure. */
+  private followRelay(): void {
+    const { url } = this.o.relay!;
+    if (!this.subs.has(url) && Date.now() - (this.failed.get(url) ?? 0) > RETRY_MS) this.subscribe(url, true);
+  }
+
+  private subscribe(url: string, relayed: boolean): void {
     const target = new URL(`/v1/sessions/${encodeURIComponent(this.o.sessionId)}/stream`, url);
-    const get = target.protocol === 'https:' ? https.get : http.get;
-    const sub: Subscription = { url, req: undefined as unknown as http.ClientRequest, keys: new Set(), lastWanted: Date.now() };
-    const fail = (why: string) => {
-      if (this.subs.get(url) !== sub) return;
-      this.subs.delete(url);
-      this.failed.set(url, Date.now());
-      // Whatever that worker was streaming will not go on; the log still brings its result.
-      for (const key of sub.keys) {
-        const s = this.streams.get(key);
-        if (s && s.worker === url) s.closed = true;
-      }
-      if (!this.stopped && why && !this.noted.has(url)) {
-        this.noted.add(url);
-        this.o.note(`live stream from ${url} unavailable (${why}); following the log`);
-      }
-    };
-    sub.req = get(target, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        return fail(`HTTP ${res.statusCode}`);
-      }
-      res.setEncoding('utf8');
-      let buf = '';
-      res.on('data', (chunk: string) => {
-        buf += chunk;
-        for (let at = buf.indexOf('\n\n'); at >= 0; at = buf.indexOf('\n\n')) {
-          const block = buf.slice(0, at);
-          buf = buf.slice(at + 2);
-          const data = block
-            .split('\n')
-            .filter((l) => l.startsWith('data: '))
-            .map((l) => l.slice(6))
-            .join('\n');
-          if (!data) continue;
-          let parsed;
-          try {
-            parsed = StreamFrameSchema.safeParse(JSON.parse(data));
-          } catch {
-            continue;
-          }
-          if (parsed.success) this.onFrame(parsed.data, sub);
+    const headers: Record<string, string> = relayed ? { 'x-api-key': this.o.relay!.apiKey, 'anthropic-beta': MANAGED_AGENTS_BETA } : { authorization: `Bearer ${streamToken(this.o.streamKey!, this.o.sessionId)}` };
+    const sub: Subscription = { url, relayed, req: undefined as unknown as http.ClientRequest, keys: new Set(), lastWanted: Date.now() };
+    sub.req = openFrameStream(
+      target,
+      headers,
+      (f) => this.onFrame(f, sub),
+      (why) => {
+        if (this.subs.get(url) !== sub) return;
+        this.subs.delete(url);
+        this.failed.set(url, Date.now());
+        // Whatever came through this subscription will not go on; the log still brings its result.
+        for (const key of sub.keys) {
+          const s = this.streams.get(key);
+          if (s && (relayed || s.worker === url)) s.closed = true;
         }
-      });
-      res.on('end', () => fail(''));
-      res.on('error', () => fail(''));
-    });
-    sub.req.on('error', (e) => fail(e.message));
+        if (!this.stopped && why && !this.noted.has(url)) {
+          this.noted.add(url);
+          const hint = relayed && /HTTP 40[134]/.test(why) ? ': is AGENTS_API_KEY a key of the session’s workspace?' : '';
+          this.o.note(`live stream ${relayed ? 'through the API at' : 'from'} ${url} unavailable (${why})${hint}; following the log`);
+        }
+      },
+    );
     this.subs.set(url, sub);
   }
 
   private onFrame(f: StreamFrame, sub: Subscription): void {
+    // Directly, the subscription is the worker; through the relay, each frame names its worker.
+    const worker = sub.relayed ? (f.worker ?? '') : sub.url;
     if (f.type === 'open') {
       sub.keys.add(f.key);
       const prev = this.streams.get(f.key);
       // An older attempt's late frames never replace a newer one's.
       if (prev && prev.attempt > f.attempt) return;
       // A reconnect's snapshot repeats what was shown; a new attempt starts over under a marker (see show).
-      this.streams.set(f.key, { item: f.item, attempt: f.attempt, worker: sub.url, text: f.text, shown: prev?.shown ?? -1, shownAttempt: prev?.shownAttempt ?? f.attempt, closed: false });
+      this.streams.set(f.key, { item: f.item, attempt: f.attempt, worker, text: f.text, shown: prev?.shown ?? -1, shownAttempt: prev?.shownAttempt ?? f.attempt, closed: false });
     } else {
       const s = this.streams.get(f.key);
-      if (!s || s.worker !== sub.url) return;
+      if (!s || s.worker !== worker) return;
       if (f.type === 'delta') s.text += f.text;
       else {
         s.closed = true;

@@ -1,9 +1,8 @@
 // The event stream carries durable events from the log, so one connection keeps delivering while the brain
 // worker that runs the session is SIGKILLed and another takes over.
-import { ArchivedSessionLog, LiveSessionLog } from '../../src/log/session-log';
 import { spawnWorker, type ChildWorker } from '../helpers/child-worker';
-import { startTestApi, type TestApi } from '../helpers/api';
-import { startHarness, testArchive, type Harness } from '../helpers/env';
+import { startTestApi, testSessionDeps, type TestApi } from '../helpers/api';
+import { startHarness, type Harness } from '../helpers/env';
 
 let h: Harness;
 let api: TestApi;
@@ -12,7 +11,7 @@ const workers: ChildWorker[] = [];
 beforeAll(async () => {
   h = await startHarness({ worker: false });
   try {
-    api = await startTestApi('postgres', ['default'], { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
+    api = await startTestApi('postgres', ['default'], testSessionDeps(h.env.client));
   } catch (e) {
     await h.stop();
     throw e;

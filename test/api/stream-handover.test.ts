@@ -4,10 +4,11 @@
 // on the session keep delivering through every handover: every event once, in order, the same on both.
 import type { BetaManagedAgentsStreamSessionEvents } from '@anthropic-ai/sdk/resources/beta/sessions/events';
 import { projectLog } from '../../src/api/session-events';
+import { feedStats } from '../../src/api/session-feed';
 import { doorbellStats } from '../../src/log/history-doorbell';
 import { ArchivedSessionLog, LiveSessionLog, readEvents } from '../../src/log/session-log';
 import { statusQuery } from '../../src/session/contract';
-import { startTestApi, type TestApi } from '../helpers/api';
+import { startTestApi, testSessionDeps, type TestApi } from '../helpers/api';
 import { runsOf, startHarness, testArchive, type Harness } from '../helpers/env';
 
 let h: Harness;
@@ -17,7 +18,7 @@ const log = () => new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env
 beforeAll(async () => {
   h = await startHarness({ serverArgs: ['--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=40'] });
   try {
-    api = await startTestApi('postgres', ['default'], { client: h.env.client, log: log() });
+    api = await startTestApi('postgres', ['default'], testSessionDeps(h.env.client));
   } catch (e) {
     await h.stop();
     throw e;
@@ -62,8 +63,10 @@ it('keeps two streams delivering across handovers of the session run: every even
   }
   const [seenA, seenB] = await Promise.all([a, b]);
 
-  // The streams were woken by the history long poll, not by a fallback poll of the log.
+  // The streams were woken by the history long poll, not by a fallback poll of the log, and took events from the
+  // worker's pushed batches once the history had their tasks' completions.
   expect(doorbellStats.rings).toBeGreaterThan(0);
+  expect(feedStats.pushedEvents).toBeGreaterThan(0);
   // The session handed over more than once while the streams were open.
   const status = await h.env.client.workflow.getHandle(session.id).query(statusQuery);
   expect(status.run).toBeGreaterThanOrEqual(3);

@@ -18,6 +18,7 @@ import { createApiKey } from '../../src/api/keys';
 import { loadConfig } from '../../src/config';
 import { ensurePostgres, withDatabase } from '../../src/infra/postgres';
 import { vaultPublicKey } from '../../src/vault/sealed';
+import { parseCodecKeys } from '../../src/codec';
 
 export type Storage = 'postgres' | 'embedded';
 export const STORAGES: Storage[] = ['postgres', 'embedded'];
@@ -160,10 +161,15 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
   }
 }
 
+/** What a test API's sessions run on: `client`'s Temporal, the test archive, and the codec key (for the workers' streams and log push). */
+export function testSessionDeps(client: import('@temporalio/client').Client): SessionDeps {
+  return { client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(client)), streamKey: parseCodecKeys(TEST_CODEC_KEY).current.key };
+}
+
 /** A test API on PostgreSQL whose sessions run on the harness's Temporal; the harness is stopped if it fails to start. */
 export async function startApiOn(h: Harness, workspaces: string[] = ['default']): Promise<TestApi> {
   try {
-    return await startTestApi('postgres', workspaces, { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
+    return await startTestApi('postgres', workspaces, testSessionDeps(h.env.client));
   } catch (e) {
     await h.stop();
     throw e;

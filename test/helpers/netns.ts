@@ -40,10 +40,12 @@ async function removeNetns(name: string, hostVeth: string): Promise<void> {
 /**
  * Creates namespace `name` and a veth pair into it: this machine's end gets HOST/30 and the namespace's end
  * NS/30. The namespace has no IPv6, no default route and no route in its main table: one policy rule sends
- * TCP to HOST:`onlyTcpPort` out through the pair, and any other destination or port is unreachable.
+ * TCP to HOST:`onlyTcpPort` out through the pair, and any other destination or port is unreachable. Without
+ * `onlyTcpPort`, its main table routes to HOST (any port, either way) and nowhere else: a host of its own, with
+ * its own loopback, like a container on a private network.
  * The /30 comes from the pid, so parallel test processes get different ones.
  */
-export async function createNetns(opts: { name: string; onlyTcpPort: number }): Promise<Netns> {
+export async function createNetns(opts: { name: string; onlyTcpPort?: number }): Promise<Netns> {
   const pid = process.pid;
   const hostVeth = `ma${pid}h`;
   const nsVeth = `ma${pid}n`;
@@ -74,8 +76,11 @@ export async function createNetns(opts: { name: string; onlyTcpPort: number }): 
     await ip('-n', name, 'link', 'set', 'lo', 'up');
     await ip('-n', name, 'addr', 'add', `${nsIp}/30`, 'dev', nsVeth, 'noprefixroute');
     await ip('-n', name, 'link', 'set', nsVeth, 'up');
-    await ip('-n', name, 'route', 'add', `${hostIp}/32`, 'dev', nsVeth, 'src', nsIp, 'table', String(table));
-    await ip('-n', name, 'rule', 'add', 'pref', '100', 'to', `${hostIp}/32`, 'ipproto', 'tcp', 'dport', String(opts.onlyTcpPort), 'table', String(table));
+    if (opts.onlyTcpPort === undefined) await ip('-n', name, 'route', 'add', `${hostIp}/32`, 'dev', nsVeth, 'src', nsIp);
+    else {
+      await ip('-n', name, 'route', 'add', `${hostIp}/32`, 'dev', nsVeth, 'src', nsIp, 'table', String(table));
+      await ip('-n', name, 'rule', 'add', 'pref', '100', 'to', `${hostIp}/32`, 'ipproto', 'tcp', 'dport', String(opts.onlyTcpPort), 'table', String(table));
+    }
   } catch (err) {
     await removeNetns(name, hostVeth);
     throw err;

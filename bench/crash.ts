@@ -6,11 +6,15 @@ import { spawnWorker, type ChildWorker } from '../test/helpers/child-worker';
 import { removeHostSandboxes, testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
-import { SETTINGS, armStats, endSession, interleave, ratio, turnFinished, waitLive, type BenchResult, type Ctx } from './lib';
+import { SETTINGS, armStats, cpuSeconds, endSession, interleave, metricSum, ratio, turnFinished, waitLive, type BenchResult, type Ctx } from './lib';
+import { LimitsSchema } from '../src/session/agent';
 import { sendMessageUpdate } from '../src/session/contract';
 
-type Arm = 'standby' | 'cold';
-const HEARTBEAT_MS = 4000;
+type Arm = 'standby' | 'cold' | 'standby_previous';
+/** The defaults before recovery was bounded: a 10 s heartbeat timeout, the first retry after 1 s. */
+const PREVIOUS_LIMITS = { modelHeartbeatTimeoutMs: 10_000, modelRetry: { maxAttempts: 10, initialIntervalMs: 1000, backoffCoefficient: 2, maximumIntervalMs: 60_000 } };
+/** What a session gets with no limits of its own. */
+const DEFAULTS = LimitsSchema.parse({});
 const HANDS_HEARTBEAT_MS = 2000;
 /** The fewest samples an arm may report, so its p95 means something. */
 const MIN_SAMPLES = 20;
@@ -144,7 +148,8 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
           const handle = await stack.client.workflow.start(sessionWorkflow, {
             taskQueue: BRAIN_TASK_QUEUE,
             workflowId: id,
-            args: [{ agent: testAgent({ limits: { modelHeartbeatTimeoutMs: HEARTBEAT_MS } }), message: { text: 'hello' } }],
+            // The defaults a user gets, or (standby_previous) the ones before them.
+            args: [{ agent: arm === 'standby_previous' ? testAgent({ limits: PREVIOUS_LIMITS }) : testAgent(), message: { text: 'hello' } }],
           });
           handles.push(handle);
           return handle;
@@ -165,7 +170,7 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
       const before = await Promise.all(round.map((h) => waitLive(h, (ev) => ev.length > 0, 30_000, 50)));
       let replacement: { w: ChildWorker; ms: number };
       let killedAt: number;
-      if (arm === 'standby') {
+      if (arm !== 'cold') {
         replacement = await spawn();
         killedAt = Date.now();
         await kill(doomed.w);
@@ -192,10 +197,10 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
       await kill(replacement.w, 'SIGTERM');
       return kept;
     };
-    const samples = await interleave<Arm>(['standby', 'cold'], rounds, 0, sampleRound, (m) => ctx.log(`  crash ${m}`));
+    const samples = await interleave<Arm>(['standby', 'cold', 'standby_previous'], rounds, 0, sampleRound, (m) => ctx.log(`  crash ${m}`));
     // Sessions left out can leave an arm short of the samples a p95 needs: top it up, one round at a time.
     let topUps = 0;
-    for (const arm of ['standby', 'cold'] as const) {
+    for (const arm of ['standby', 'cold', 'standby_previous'] as const) {
       while (samples[arm].length < MIN_SAMPLES && topUps < 4) {
         topUps++;
         const more = await sampleRound(arm);
@@ -205,20 +210,83 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
     }
     const standby = armStats(samples.standby);
     const cold = armStats(samples.cold);
+    const previous = armStats(samples.standby_previous);
     const hands = await handsCrash(ctx);
+    const cost = await heartbeatCost(ctx, (m) => ctx.log(`  crash heartbeats ${m}`));
     const spawn50 = armStats(spawnMs);
     const notes = [
       `${rounds} rounds per arm, interleaved; each round starts ${perRound} sessions on a single child brain worker (\`agents worker --role brain\`), waits until every session's callModel is in flight at the model server, then SIGKILLs that worker; the time is from the kill to the workflow time of each session's next event (its assistant_message).`,
-      `Configured: callModel heartbeat timeout ${HEARTBEAT_MS} ms (limits.modelHeartbeatTimeoutMs; the agent default is 10 s), retry after 50 ms, then the model's ${SETTINGS.modelFirstByteMs} ms first byte; a new worker process takes p50 ${spawn50.p50Ms} ms to be ready (it bundles the workflow code).`,
+      `standby and cold run with the defaults a user gets: callModel heartbeat timeout ${DEFAULTS.modelHeartbeatTimeoutMs} ms (the call heartbeats every quarter of it), first retry after ${DEFAULTS.modelRetry.initialIntervalMs} ms, and the retried call resets the session's sticky queue, so the task that takes its result goes straight to a live worker; standby_previous runs the earlier defaults (${PREVIOUS_LIMITS.modelHeartbeatTimeoutMs} ms, first retry after ${PREVIOUS_LIMITS.modelRetry.initialIntervalMs} ms) on the same code. Then the model's ${SETTINGS.modelFirstByteMs} ms first byte. A new worker process takes p50 ${spawn50.p50Ms} ms to be ready (it loads the workflow bundle \`npm run build\` wrote).`,
       `${topUps} top-up round(s) after the interleaved ones, for arms left under ${MIN_SAMPLES} samples.`,
-      `${excluded} session(s) left out because their first call had already been retried before the kill (the server saw a second request for them before the kill; the cause was not profiled).`,
-      `cold/standby p50 ${ratio(cold, standby).p50}, p95 ${ratio(cold, standby).p95}.`,
-      `Both arms are bounded below by the heartbeat timeout: the server only retries the call once it has missed a heartbeat. The rest is mostly the workflow task that takes the retried call's result: it goes first to the dead worker's sticky queue and reaches another worker when that times out, after 2 s (brain workers set stickyQueueScheduleToStartTimeout; with the SDK's default of 10 s, standby recovery was 15.3 s at p50), and, in the cold arm, the new worker's start.`,
+      `${excluded} session(s) left out because their first call had already been retried before the kill (the server saw a second request for them before the kill).`,
+      `cold/standby p50 ${ratio(cold, standby).p50}, p95 ${ratio(cold, standby).p95}; standby_previous/standby p50 ${ratio(previous, standby).p50}, p95 ${ratio(previous, standby).p95}.`,
+      `The floor is the heartbeat timeout: the server retries the call once it has missed its heartbeats, between three quarters of the timeout and the whole of it after the kill.`,
+      cost.notes,
       hands.notes,
     ].join(' ');
-    return [{ name: 'crash_recovery', arms: { standby, cold, hands_standby: armStats(hands.standby), hands_cold: armStats(hands.cold) }, notes, ratioTo: { cold: 'standby', hands_cold: 'hands_standby' }, excludedSessions: excluded, heartbeatTimeoutMs: HEARTBEAT_MS, workerReadyMs: spawn50 }];
+    return [
+      {
+        name: 'crash_recovery',
+        arms: { standby, cold, standby_previous: previous, hands_standby: armStats(hands.standby), hands_cold: armStats(hands.cold) },
+        notes,
+        ratioTo: { cold: 'standby', standby_previous: 'standby', hands_cold: 'hands_standby' },
+        excludedSessions: excluded,
+        heartbeatTimeoutMs: DEFAULTS.modelHeartbeatTimeoutMs,
+        previousHeartbeatTimeoutMs: PREVIOUS_LIMITS.modelHeartbeatTimeoutMs,
+        workerReadyMs: spawn50,
+        heartbeatCost: cost.figures,
+      },
+    ];
   } finally {
     await Promise.all(handles.map((h) => endSession(h)));
     for (const w of live) await w.kill('SIGKILL').catch(() => undefined);
   }
+}
+
+/**
+ * What heartbeats cost the Temporal server: `sessions` sessions whose model call hangs, all in flight on one child
+ * brain worker, with the default heartbeat timeout and with the previous one; over a quiet window, the server's
+ * CPU (from /proc) and its heartbeat calls (from its metrics).
+ */
+async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ notes: string; figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number }> }> {
+  const { stack } = ctx;
+  const sessions = ctx.quick ? 300 : 1000;
+  const windowMs = 10_000;
+  const serverPid = stack.serverPid();
+  const figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number }> = {};
+  for (const [arm, limits] of [['default', {}], ['previous', { modelHeartbeatTimeoutMs: PREVIOUS_LIMITS.modelHeartbeatTimeoutMs }]] as const) {
+    const worker = await spawnWorker(stack.childEnv(), 'brain');
+    const handles: WorkflowHandle[] = [];
+    try {
+      const ids = Array.from({ length: sessions }, () => uniqueId(`bench-hb-${arm}`));
+      for (let i = 0; i < ids.length; i += 50) {
+        await Promise.all(
+          ids.slice(i, i + 50).map(async (id) => {
+            stack.model(id, [{ firstByteDelayMs: 600_000 }]);
+            handles.push(await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: testAgent({ limits }), message: { text: 'hello' } }] }));
+          }),
+        );
+      }
+      const deadline = Date.now() + 300_000;
+      while (!ids.every((id) => stack.mock.requests(id).some((r) => r.path === '/v1/messages'))) {
+        if (Date.now() > deadline) throw new Error(`heartbeat cost: ${sessions} model calls not in flight within 300 s`);
+        await sleep(500);
+      }
+      await sleep(2000);
+      const beats = () => (stack.metricsUrl ? metricSum(stack.metricsUrl, 'service_requests', ['operation="RecordActivityTaskHeartbeat"']) : Promise.resolve(NaN));
+      const [b0, s0, w0, t0] = [await beats(), serverPid ? cpuSeconds(serverPid) : NaN, cpuSeconds(worker.process.pid!), Date.now()];
+      await sleep(windowMs);
+      const [b1, s1, w1, t1] = [await beats(), serverPid ? cpuSeconds(serverPid) : NaN, cpuSeconds(worker.process.pid!), Date.now()];
+      const secs = (t1 - t0) / 1000;
+      figures[arm] = { heartbeatsPerS: Math.round((b1 - b0) / secs), serverCores: Math.round(((s1 - s0) / secs) * 1000) / 1000, workerCores: Math.round(((w1 - w0) / secs) * 1000) / 1000 };
+      log(`${arm}: ${JSON.stringify(figures[arm])}`);
+    } finally {
+      await Promise.all(handles.map((h) => h.terminate('benchmark over').catch(() => undefined)));
+      await worker.kill('SIGKILL');
+    }
+  }
+  const d = figures.default;
+  const p = figures.previous;
+  const notes = `Heartbeat cost: ${sessions} sessions with a model call in flight (hanging) on one child brain worker, measured over ${windowMs / 1000} s: with the default heartbeat timeout (${DEFAULTS.modelHeartbeatTimeoutMs} ms) the server took ${d.heartbeatsPerS} heartbeat calls/s and used ${d.serverCores} cores (the worker ${d.workerCores}); with the previous ${PREVIOUS_LIMITS.modelHeartbeatTimeoutMs} ms, ${p.heartbeatsPerS} calls/s and ${p.serverCores} cores (worker ${p.workerCores}).`;
+  return { notes, figures };
 }

@@ -7,12 +7,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, type WorkflowHandle } from '@temporalio/client';
 import { clientInterceptors } from '../src/log/query-retry';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { createTestEnv, removeHostSandboxes, startTestWorker, testDataConverter, turnDone, ROOT } from '../test/helpers/env';
+import { createTestEnv, freePort, removeHostSandboxes, startTestWorker, testDataConverter, turnDone, ROOT } from '../test/helpers/env';
 import { MockModelServer } from '../src/model/mock-server';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
 import type { RunningWorker } from '../src/worker';
 import type { SessionEvent } from '../src/session/events';
 import { endSignal, eventsQuery } from '../src/session/contract';
+import { followHistory } from '../src/log/history-doorbell';
 
 /** The pinned defaults every result records. */
 export const SETTINGS = {
@@ -126,6 +127,8 @@ export function machine() {
  */
 export class Stack {
   readonly client: Client;
+  /** The dev server's Prometheus endpoint. */
+  metricsUrl?: string;
   private constructor(
     readonly env: TestWorkflowEnvironment,
     readonly mock: MockModelServer,
@@ -137,15 +140,36 @@ export class Stack {
 
   static async start(namespaces: string[] = []): Promise<Stack> {
     // The platform's own dev server settings (eager activity execution), and a namespace per benchmark.
-    const env = await createTestEnv([...DEV_SERVER_DYNAMIC_CONFIG, ...namespaces.flatMap((n) => ['--namespace', n])]);
+    // The server's Prometheus metrics on a known port: the crash benchmark counts heartbeat calls there.
+    const metricsPort = await freePort();
+    const env = await createTestEnv([...DEV_SERVER_DYNAMIC_CONFIG, '--metrics-port', String(metricsPort), ...namespaces.flatMap((n) => ['--namespace', n])]);
     const mock = new MockModelServer();
     await mock.start();
-    return new Stack(env, mock);
+    const stack = new Stack(env, mock);
+    stack.metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    return stack;
   }
 
   /** The same servers in namespace `namespace`, with sandboxes under their own hands host id. */
   in(namespace: string): Stack {
-    return new Stack(this.env, this.mock, namespace, `bench-${process.pid}-${namespace}`);
+    const view = new Stack(this.env, this.mock, namespace, `bench-${process.pid}-${namespace}`);
+    view.metricsUrl = this.metricsUrl;
+    return view;
+  }
+
+  /** The dev server's process id (found by its port), for its CPU time. */
+  serverPid(): number | undefined {
+    const port = this.env.address.split(':').pop();
+    for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      try {
+        const args = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        const i = args.indexOf('--port');
+        if (args.includes('start-dev') && i >= 0 && args[i + 1] === port) return Number(pid);
+      } catch {
+        // the process ended while we looked
+      }
+    }
+    return undefined;
   }
 
   /** An in-process worker of every role (brain, hands on this stack's host id, tools). */
@@ -204,7 +228,68 @@ export async function waitLive(handle: WorkflowHandle, pred: (events: SessionEve
   }
 }
 
+/**
+ * As waitLive, reading the log only when its history rings (a completed workflow task): no query load on the
+ * worker between events, which matters when one worker holds thousands of sessions.
+ */
+export async function waitRung(client: Client, handle: WorkflowHandle, pred: (events: SessionEvent[]) => boolean, timeoutMs = 120_000, from = 0): Promise<SessionEvent[]> {
+  const stop = new AbortController();
+  let events: SessionEvent[] = [];
+  let wake: () => void = () => undefined;
+  let rung = true;
+  const following = followHistory(client, handle.workflowId, () => {
+    rung = true;
+    wake();
+  }, stop.signal).catch(() => undefined);
+  const deadline = Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      if (rung) {
+        rung = false;
+        events = await liveEvents(handle, from).catch(() => events);
+        const failed = events.find((e) => e.type === 'error');
+        if (failed) throw new Error(`session ${handle.workflowId} logged an error: ${JSON.stringify(failed)}`);
+        if (pred(events)) return events;
+      }
+      if (rung) continue;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`session ${handle.workflowId}: condition not met within ${timeoutMs} ms; log: ${events.map((e) => e.type).join(',')}`);
+      // The doorbell rings after each completed workflow task; a slow poll covers a ring lost to a reconnect.
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          rung = true;
+          resolve();
+        }, Math.min(left, 5_000));
+        wake = () => {
+          clearTimeout(t);
+          resolve();
+        };
+      });
+    }
+  } finally {
+    stop.abort();
+    await following;
+  }
+}
+
 export const turnFinished = turnDone;
+
+/** CPU seconds (user + system) a process has used, from /proc. */
+export function cpuSeconds(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** The sum of a Prometheus counter's samples whose labels contain every given `key="value"`. */
+export async function metricSum(url: string, name: string, labels: string[] = []): Promise<number> {
+  const text = await (await fetch(url)).text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (labels.every((l) => line.includes(l))) sum += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return sum;
+}
 
 export async function endSession(handle: WorkflowHandle): Promise<void> {
   await handle.signal(endSignal, { reason: 'benchmark' }).catch(() => undefined);

@@ -1,14 +1,16 @@
 // Scale: one brain worker process holding many idle sessions while some are active, against the same worker
 // holding 10; worker RSS per session and turn latency.
 import fs from 'node:fs';
-import type { WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { followHistory } from '../src/log/history-doorbell';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { spawnWorker, type ChildWorker } from '../test/helpers/child-worker';
 import { testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { sendMessageUpdate } from '../src/session/contract';
-import { SETTINGS, armStats, endSession, ratio, waitLive, type BenchResult, type Ctx } from './lib';
+import { SETTINGS, armStats, endSession, ratio, waitRung, type BenchResult, type Ctx } from './lib';
+import { DEFAULT_WORKFLOW_CACHE, type WorkerStatus } from '../src/worker';
 
 function rssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -41,31 +43,67 @@ async function pool<T, R>(items: T[], limit: number, fn: (x: T) => Promise<R>): 
   return out;
 }
 
+/** Resolves once the session's first workflow task has completed, read from its history (no query to the worker). */
+async function firstTask(client: Client, sessionId: string): Promise<void> {
+  const stop = new AbortController();
+  await followHistory(client, sessionId, () => stop.abort(), stop.signal);
+}
+
+/** The child worker's own report (`kill -USR2`): RSS, main-thread heap, sessions in its workflow cache. */
+async function workerStatus(worker: ChildWorker): Promise<WorkerStatus | undefined> {
+  const before = worker.stderr().length;
+  worker.process.kill('SIGUSR2');
+  for (let i = 0; i < 40; i++) {
+    await sleep(50);
+    const line = worker.stderr().slice(before).split('\n').find((l) => l.includes('"worker status"'));
+    if (line) return JSON.parse(line) as WorkerStatus;
+  }
+  return undefined;
+}
+
+const MiB = (b: number) => (b / 2 ** 20).toFixed(0);
+
 export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
   const { stack } = ctx;
-  const big = ctx.quick ? 300 : 1000;
+  const big = Number(process.env.BENCH_SCALE_SESSIONS ?? (ctx.quick ? 1000 : 10_000));
   const active = 50;
+  const cacheSize = process.env.BRAIN_WORKFLOW_CACHE ? Number(process.env.BRAIN_WORKFLOW_CACHE) : DEFAULT_WORKFLOW_CACHE;
   const held: WorkflowHandle[] = [];
   let worker: ChildWorker | undefined;
   /** Starts sessions that run one turn at once (model without latency) and then wait for input. */
   const startIdle = (n: number, tag: string) =>
-    pool(Array.from({ length: n }), 16, async () => {
+    pool(Array.from({ length: n }), 24, async () => {
       const id = uniqueId(`bench-scale-${tag}`);
       stack.model(id, [], 0);
       const h = await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: testAgent(), message: { text: 'hello' } }] });
       held.push(h);
-      await waitLive(h, (ev) => ev.some((e) => e.type === 'assistant_message'), 300_000, 250);
+      await waitRung(stack.client, h, (ev) => ev.some((e) => e.type === 'assistant_message'), 600_000);
       stack.model(id);
+      return h;
+    });
+  /** Starts sessions with no first message: each runs one workflow task (session_started) and waits for input. */
+  const startWaiting = (n: number, tag: string) =>
+    pool(Array.from({ length: n }), 32, async () => {
+      const id = uniqueId(`bench-scale-${tag}`);
+      stack.model(id);
+      const h = await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: testAgent() }] });
+      held.push(h);
+      await firstTask(stack.client, h.workflowId);
       return h;
     });
   const turn = async (h: WorkflowHandle, i: number) => {
     const t0 = Date.now();
     const { seq } = await h.executeUpdate(sendMessageUpdate, { args: [{ text: `turn ${i}` }] });
-    const ev = await waitLive(h, (e) => e.some((x) => x.seq > seq && x.type === 'assistant_message'), 120_000, 100, seq);
+    const ev = await waitRung(stack.client, h, (e) => e.some((x) => x.seq > seq && x.type === 'assistant_message'), 120_000, seq);
     return Date.parse(ev.find((x) => x.seq > seq && x.type === 'assistant_message')!.time) - t0;
   };
+  const rounds = async (set: WorkflowHandle[], from: number, n: number) => {
+    const out: number[] = [];
+    for (let r = from; r < from + n; r++) out.push(...(await Promise.all(set.map((h) => turn(h, r)))));
+    return out;
+  };
   try {
-    worker = await spawnWorker(stack.childEnv(), 'brain');
+    worker = await spawnWorker(stack.childEnv(process.env.BENCH_WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS } : {}), 'brain');
     const pid = worker.process.pid!;
     // Warm the worker up with one session, then end it: the baseline includes the loaded code and a used heap.
     const [warm] = await startIdle(1, 'warm');
@@ -77,39 +115,53 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     // 10 sessions held, all active: 3 rounds of 10 concurrent turns.
     const small = await startIdle(10, 's10');
     const rss10 = await settledRss(pid);
-    const lat10: number[] = [];
-    for (let r = 1; r <= 3; r++) lat10.push(...(await Promise.all(small.map((h) => turn(h, r)))));
-    ctx.log(`  scale: 10 sessions, rss ${(rss10 / 2 ** 20).toFixed(0)} MiB (baseline ${(baseline / 2 ** 20).toFixed(0)} MiB), p95 turn ${armStats(lat10).p95Ms} ms`);
+    const lat10 = await rounds(small, 1, 3);
+    ctx.log(`  scale: 10 sessions, rss ${MiB(rss10)} MiB (baseline ${MiB(baseline)} MiB), p95 turn ${armStats(lat10).p95Ms} ms`);
 
     // Up to `big` sessions held, 50 of them active.
     const t0 = Date.now();
-    const rest = await startIdle(big - small.length, 'idle');
-    ctx.log(`  scale: started ${rest.length} more sessions in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    const rest = await startWaiting(big - small.length, 'idle');
+    const startS = (Date.now() - t0) / 1000;
+    ctx.log(`  scale: started ${rest.length} more sessions in ${startS.toFixed(0)} s`);
     const rssBig = await settledRss(pid);
-    const activeSet = [...small, ...rest].slice(0, active);
-    const latBig: number[] = [];
-    for (let r = 4; r <= 5; r++) latBig.push(...(await Promise.all(activeSet.map((h) => turn(h, r)))));
+    const statusBig = await workerStatus(worker);
+    // The active set: sessions that take turn after turn, so the cache keeps them; one round first brings back
+    // those the population's growth evicted.
+    const activeSet = rest.slice(-active);
+    await rounds(activeSet, 4, 1);
+    const latBig = await rounds(activeSet, 5, 2);
+    // Sessions idle since they started, long out of the cache: their turn replays the run first.
+    const evictedSet = rest.slice(0, active);
+    const latEvicted = await rounds(evictedSet, 4, 1);
+    const rssAfter = await settledRss(pid);
     const perSession10 = (rss10 - baseline) / 10;
     const perSessionBig = (rssBig - baseline) / big;
-    ctx.log(`  scale: ${big} sessions, rss ${(rssBig / 2 ** 20).toFixed(0)} MiB, ${(perSessionBig / 1024).toFixed(0)} KiB per session, p95 turn ${armStats(latBig).p95Ms} ms`);
+    ctx.log(`  scale: ${big} sessions, rss ${MiB(rssBig)} MiB, ${(perSessionBig / 1024).toFixed(0)} KiB per session, p95 turn ${armStats(latBig).p95Ms} ms, evicted ${armStats(latEvicted).p95Ms} ms`);
     const s10 = armStats(lat10);
     const sBig = armStats(latBig);
+    const sEvicted = armStats(latEvicted);
     const r = ratio(sBig, s10);
+    const re = ratio(sEvicted, s10);
+    const bigArm = `sessions_${big}`;
     const notes = [
-      `One child brain worker (\`agents worker --role brain\`, default workflow cache). sessions_10: 10 sessions held, all active, 3 rounds of 10 concurrent turns. sessions_1000: ${big} sessions held${ctx.quick ? ' (quick mode scales the big arm down from 1,000)' : ''}, ${active} of them active, 2 rounds of ${active} concurrent turns; the other sessions idle, waiting for input.`,
-      `Turn latency = sendMessage update to the workflow time of the reply (model first byte ${SETTINGS.modelFirstByteMs} ms). The arms run one after the other (holding 10, then growing to ${big}), not interleaved: a population of ${big} cannot be built and torn down per round.`,
-      `Worker RSS: baseline ${(baseline / 2 ** 20).toFixed(0)} MiB; ${(rss10 / 2 ** 20).toFixed(0)} MiB with 10 (${(perSession10 / 1024).toFixed(0)} KiB per session); ${(rssBig / 2 ** 20).toFixed(0)} MiB with ${big} (${(perSessionBig / 1024).toFixed(0)} KiB per session; anchor ~1 MB per cached workflow).`,
-      `p95 turn latency ${big}/${10}: ${r.p95} (p50 ${r.p50}); the big arm also has 5x the concurrent turns.`,
+      `One child brain worker (\`agents worker --role brain\`, the default workflow cache of ${cacheSize} sessions). sessions_10: 10 sessions held, all active, 3 rounds of 10 concurrent turns. ${bigArm}: ${big} sessions held (the 10 and ${big - 10} more started with no message, each idle after its first workflow task, 32 at a time, in ${startS.toFixed(0)} s), ${active} of them active, one unmeasured round then 2 rounds of ${active} concurrent turns; the other sessions idle, waiting for input. evicted: one round of ${active} concurrent turns (each session's first) on sessions idle since they started, out of the cache, so each turn replays its run first.`,
+      `Turn latency = sendMessage update to the workflow time of the reply (model first byte ${SETTINGS.modelFirstByteMs} ms); the client reads the log when the run's history changes (a long poll on the server), not by polling the worker. The arms run one after the other (holding 10, then growing to ${big}), not interleaved: a population of ${big} cannot be built and torn down per round.`,
+      `Worker RSS: baseline ${MiB(baseline)} MiB; ${MiB(rss10)} MiB with 10 (${(perSession10 / 1024).toFixed(0)} KiB per session); ${MiB(rssBig)} MiB with ${big} (${(perSessionBig / 1024).toFixed(1)} KiB per session held), ${statusBig ? `main-thread heap ${MiB(statusBig.heapUsedBytes)} MiB, ${statusBig.cachedWorkflows} sessions cached` : 'no status report'}; ${MiB(rssAfter)} MiB after the measured turns.`,
+      `p95 turn latency ${big}/10: ${r.p95} (p50 ${r.p50}); the big arm also has 5x the concurrent turns. Evicted/10: p95 ${re.p95} (p50 ${re.p50}).`,
     ].join(' ');
     return [
       {
         name: 'scale',
-        arms: { sessions_10: s10, sessions_1000: sBig },
+        arms: { sessions_10: s10, [bigArm]: sBig, evicted: sEvicted },
         rssBytesPerSession: Math.round(perSessionBig),
         rssBytesPerSession10: Math.round(perSession10),
-        rssBytes: { baseline, sessions_10: rss10, sessions_1000: rssBig },
+        rssBytes: { baseline, sessions_10: rss10, [bigArm]: rssBig, afterTurns: rssAfter },
+        heapUsedBytes: statusBig?.heapUsedBytes,
+        cachedWorkflows: statusBig?.cachedWorkflows,
+        workflowCache: cacheSize,
         bigArmSessions: big,
-        ratioTo: { sessions_1000: 'sessions_10' },
+        startSeconds: Math.round(startS),
+        ratioTo: { [bigArm]: 'sessions_10', evicted: 'sessions_10' },
         notes,
       },
     ];

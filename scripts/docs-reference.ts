@@ -155,6 +155,8 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   STREAM_URL: { about: 'The URL watchers reach the worker\'s stream endpoint at, e.g. `http://brain-1:7400`.', default: 'the listen address (the hostname when listening on `0.0.0.0`)' },
   AGENTS_API_URL: { about: 'The Managed Agents API `agents watch` and `start --wait` take live previews from (relayed by `agents api`, so only the API need be reachable, not each worker), with `AGENTS_API_KEY`.', default: 'unset: previews straight from each worker' },
   AGENTS_API_KEY: { about: 'An API key of the session\'s workspace, for `AGENTS_API_URL` (or `AGENTS_API_KEY_FILE`).', default: 'unset' },
+  BRAIN_WORKFLOW_CACHE: { about: 'Brain: sessions a worker keeps in its workflow cache. A session out of the cache holds no memory in the worker; its next workflow task replays its current run (bounded by handovers). See docs/guide/scaling.md.', default: '200' },
+  BRAIN_WORKFLOW_HEAP_MB: { about: 'Brain: heap limit, in MiB, of the thread that runs cached sessions; past it V8 collects evicted sessions instead of growing the heap. A `--max-old-space-size` in NODE_OPTIONS wins.', default: '384 + 3 per cached session (984 with the default cache)' },
   LOG_LEVEL: { about: 'Worker log level; lines are JSON on stderr.' },
   AGENTS_OTEL: { about: '`1` turns on OpenTelemetry tracing over OTLP/HTTP (`http://localhost:4318` unless an endpoint is set).', default: 'unset: no tracing' },
   OTEL_EXPORTER_OTLP_ENDPOINT: { about: 'An OTLP/HTTP endpoint; setting it turns tracing on.', default: 'unset' },

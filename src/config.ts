@@ -73,6 +73,16 @@ export const ConfigSchema = z.object({
   AGENTS_API_URL: optional.refine((v) => v === undefined || /^https?:\/\/[^\s/]+\/?$/.test(v), 'must be an http(s) URL with no path, e.g. http://127.0.0.1:8480'),
   /** An API key of the session's workspace, for AGENTS_API_URL. */
   AGENTS_API_KEY: optional,
+  /**
+   * Brain: how many sessions a worker keeps in its workflow cache. A session out of the cache costs no memory; its
+   * next task replays its current run's history, which handovers bound. Unset: 200.
+   */
+  BRAIN_WORKFLOW_CACHE: optional.refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 2 && Number(v) <= 100_000), 'must be a whole number from 2 to 100000'),
+  /**
+   * Brain: the heap limit of the thread that runs the cached sessions, in MiB; past it, garbage is collected
+   * rather than the heap grown. Unset: 384 + 3 MiB per cached session.
+   */
+  BRAIN_WORKFLOW_HEAP_MB: optional.refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 256 && Number(v) <= 1_000_000), 'must be a whole number of MiB, at least 256'),
   /** Worker log level; lines are JSON on stderr. */
   LOG_LEVEL: z.enum(LOG_LEVELS).default('INFO'),
   /** `1` turns on OpenTelemetry tracing (OTLP/HTTP to localhost:4318 unless an endpoint is set). */
@@ -109,7 +119,7 @@ const TEMPORAL: ConfigKey[] = [
 ];
 const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES', 'LOG_LEVEL', 'AGENTS_OTEL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
 const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
-const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', 'DATABASE_URL', ...STREAM];
+const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', 'DATABASE_URL', 'BRAIN_WORKFLOW_CACHE', 'BRAIN_WORKFLOW_HEAP_MB', ...STREAM];
 // DATABASE_URL: the vault's named secrets, the API's credentials and sessions' repository tokens, in PostgreSQL.
 const HANDS: ConfigKey[] = ['VAULT_KEY', 'DATABASE_URL', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', ...STREAM];
 

@@ -1,9 +1,11 @@
 // Builds the dependencies, registers the activities and runs the workers for the requested roles.
 import os from 'node:os';
+import v8 from 'node:v8';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, DefaultLogger, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from './brain/activities';
+import { PRELOADED_MODULES, WORKFLOW_BUNDLE_OPTIONS, WORKFLOW_INTERCEPTOR_MODULES, prebuiltBundle } from './brain/workflow-bundle';
 import { HANDS_TASK_QUEUE, createHandsActivities, hostTaskQueue } from './hands/activities';
 import { createToolsActivities } from './mcp/activities';
 import { createSubagentActivities } from './brain/subagent-activities';
@@ -87,14 +89,47 @@ export interface RunningWorker {
   streamUrl?: string;
   /** Resolves when the worker stops; rejects if it fails. */
   done: Promise<void>;
+  /** Memory and workload now: what `agents worker` logs on SIGUSR2. */
+  status(): WorkerStatus;
   shutdown(): Promise<void>;
 }
+
+export interface WorkerStatus {
+  rssBytes: number;
+  heapUsedBytes: number;
+  externalBytes: number;
+  /** Sessions in the workflow cache (brain). */
+  cachedWorkflows: number;
+  inFlightActivities: number;
+}
+
+/** The most a brain worker holds back a heartbeat: under the quarter of the shortest model heartbeat timeout. */
+const HEARTBEAT_THROTTLE = '200 ms';
 
 /** How long a workflow task waits for the worker that has the session cached before any brain worker takes it. */
 const STICKY_TIMEOUT = '2 seconds';
 
-/** Workflow interceptors every brain runs: a bundle built for a worker must include them. */
-export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('./workflows/run-guard')];
+/** Sessions a brain worker keeps cached unless BRAIN_WORKFLOW_CACHE says otherwise. */
+export const DEFAULT_WORKFLOW_CACHE = 200;
+
+/**
+ * The workflow thread's heap limit: room for the code and the cache (a cached session holds about 2 MiB, most of
+ * it its own instance of every module of the workflow bundle), so that V8 collects evicted sessions instead of
+ * growing the heap to the machine's default limit (a quarter of its memory), which it otherwise does.
+ */
+export function workflowHeapMb(cache: number, configured?: string): number {
+  return configured ? Number(configured) : 384 + 3 * cache;
+}
+
+/**
+ * V8 reads the heap limit when an isolate starts, so setting it here bounds the workflow thread the SDK starts
+ * next; this process's own heap keeps its limit. A limit given on the command line or in NODE_OPTIONS wins.
+ */
+function limitWorkflowHeap(mb: number) {
+  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) => a.startsWith('--max-old-space-size'));
+  if (!given) v8.setFlagsFromString(`--max-old-space-size=${mb}`);
+}
+
 
 let runtimeInstalled = false;
 const NO_WORKFLOWS_WARNING = 'No workflows registered, not polling for workflow tasks';
@@ -105,6 +140,8 @@ export function installRuntime(level: LogLevelName = loadConfig().LOG_LEVEL) {
   runtimeInstalled = true;
   try {
     Runtime.install({
+      // The SDK's default list without SIGUSR2, which `agents worker` answers with a status report instead.
+      shutdownSignals: ['SIGINT', 'SIGTERM', 'SIGQUIT'],
       logger: new DefaultLogger(level, (entry) => {
         // Hands and tools workers run activities only, by design: the SDK's warning about it is not actionable.
         if (entry.message === NO_WORKFLOWS_WARNING) return;
@@ -159,8 +196,10 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const tracing = tracingEnabled(config) ? startTracing(`managed-agents-${opts.role}`) : undefined;
   const plugins = tracing ? [tracing.plugin] : [];
   const interceptors = { activity: [activityLogInterceptor] };
-  // A prebuilt bundle carries its workflow interceptors itself (built with WORKFLOW_INTERCEPTOR_MODULES).
-  const brainInterceptors = opts.workflowBundle ? interceptors : { ...interceptors, workflowModules: WORKFLOW_INTERCEPTOR_MODULES };
+  // A prebuilt bundle carries its workflow interceptors itself (built with WORKFLOW_INTERCEPTOR_MODULES); without
+  // one (code run from source), the worker bundles at start with the same options.
+  const bundle = opts.workflowBundle ?? prebuiltBundle();
+  const brainInterceptors = bundle ? interceptors : { ...interceptors, workflowModules: WORKFLOW_INTERCEPTOR_MODULES };
   const nativeConnection = await NativeConnection.connect(connectionOptions);
   const workers: Worker[] = [];
   const timers: NodeJS.Timeout[] = [];
@@ -174,22 +213,34 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const archive = opts.archive ?? (ownArchive = sessionArchive(config, dataConverter));
     // A brain that cannot reach the shared archive would fail every handover: it stops now instead.
     if (ownArchive instanceof PostgresSessionArchive) await ownArchive.ready();
+    const cache = config.BRAIN_WORKFLOW_CACHE ? Number(config.BRAIN_WORKFLOW_CACHE) : DEFAULT_WORKFLOW_CACHE;
+    limitWorkflowHeap(workflowHeapMb(cache, config.BRAIN_WORKFLOW_HEAP_MB));
     workers.push(
       await Worker.create({
         connection: nativeConnection,
         namespace: opts.namespace,
         dataConverter,
         taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE,
-        ...(opts.workflowBundle ? { workflowBundle: opts.workflowBundle } : { workflowsPath: require.resolve('./workflows') }),
+        ...(bundle ? { workflowBundle: bundle } : { workflowsPath: WORKFLOW_BUNDLE_OPTIONS.workflowsPath, bundlerOptions: { preloadModules: PRELOADED_MODULES } }),
         // A session's next workflow task goes to the worker that has it cached; if that worker is dead, the task
         // moves to any brain worker after this long (the SDK default, 10 s, made every brain crash cost 10 s).
         stickyQueueScheduleToStartTimeout: STICKY_TIMEOUT,
+        maxCachedWorkflows: cache,
+        // Model calls set their own heartbeat cadence (a quarter of their heartbeat timeout); the SDK's throttle,
+        // 80% of the timeout by default, would leave one late beat between a live call and a retry.
+        maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
         identity,
         interceptors: brainInterceptors,
         sinks: { sessionLog: { appended: { fn: (info: WorkflowInfo, event: SessionEvent) => streams?.log?.appended(info, event) } } },
         plugins,
         activities: {
-          ...createActivities({ model, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))), stream: streams?.hub }),
+          ...createActivities({
+            model,
+            archive,
+            log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))),
+            stream: streams?.hub,
+            resetSticky: ({ namespace, workflowId, runId }) => client.workflowService.resetStickyTaskQueue({ namespace, execution: { workflowId, runId } }),
+          }),
           ...createSubagentActivities({ client }),
         },
       }),
@@ -257,6 +308,17 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     hostId,
     streamUrl: streams?.server.url,
     done,
+    status() {
+      const mem = process.memoryUsage();
+      const statuses = workers.map((w) => w.getStatus());
+      return {
+        rssBytes: mem.rss,
+        heapUsedBytes: mem.heapUsed,
+        externalBytes: mem.external,
+        cachedWorkflows: statuses.reduce((n, s) => n + s.numCachedWorkflows, 0),
+        inFlightActivities: statuses.reduce((n, s) => n + s.numInFlightActivities, 0),
+      };
+    },
     async shutdown() {
       for (const t of timers) clearInterval(t);
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();

@@ -53,6 +53,16 @@ export interface ActivityDeps {
   archive: SessionArchive;
   /** Where model tokens are published live for `agents watch`; absent: not streamed. */
   stream?: StreamHub;
+  /** Resets a session's stickiness when a call is retried (see `unstick`); absent: not reset. */
+  resetSticky?: (execution: { namespace: string; workflowId: string; runId: string }) => Promise<unknown>;
+}
+
+/**
+ * How often a model call heartbeats: four times per heartbeat timeout, so three beats in a row may be late (a busy
+ * event loop, a slow server) before the server gives the call up for dead.
+ */
+export function heartbeatEveryMs(heartbeatTimeoutMs: number | undefined): number {
+  return Math.max(50, Math.floor((heartbeatTimeoutMs ?? 4000) / 4));
 }
 
 /** Renders a model delta as preview text: tool calls as `[tool_use NAME] {input...}`. */
@@ -68,11 +78,26 @@ const MAX_TRANSCRIPT_CHARS = 400_000;
 const DEFAULT_STREAM_IDLE_MS = 120_000;
 
 export function createActivities(deps: ActivityDeps) {
+  /**
+   * A retried call may be the one a dead worker was running, and that worker's sticky queue still holds the session:
+   * the workflow task that takes this result would wait there until the sticky timeout sends it on. Resetting the
+   * session's stickiness sends that task straight to a live worker. On a retry for another reason, the price is one
+   * replay of the run by whichever worker takes the task. A failed reset only costs that wait.
+   */
+  const unstick = async (ctx: Context) => {
+    const { attempt, workflowNamespace: namespace, workflowExecution } = ctx.info;
+    if (attempt <= 1 || !deps.resetSticky || !namespace || !workflowExecution) return;
+    await deps.resetSticky({ namespace, ...workflowExecution }).catch(() => undefined);
+  };
+
   /** Streams one request, heartbeating on a timer as well as on stream progress (a slow first byte is not a dead worker). */
   const stream = async (req: Parameters<ModelClient['createMessage']>[0], idleMs = DEFAULT_STREAM_IDLE_MS, live?: Publisher): Promise<ModelReply> => {
     const ctx = Context.current();
     let first = true;
-    const beat = setInterval(() => ctx.heartbeat(), 1000);
+    // The timer alone heartbeats: a stream that stalls is the idle timer's business, a dead worker the server's.
+    ctx.heartbeat();
+    const beat = setInterval(() => ctx.heartbeat(), heartbeatEveryMs(ctx.info.heartbeatTimeoutMs));
+    void unstick(ctx);
     // A response that stalls (no first byte, or no next event) is abandoned, so the retry policy can try again.
     const abort = new AbortController();
     const onCancel = () => abort.abort(ctx.cancellationSignal.reason);
@@ -92,7 +117,6 @@ export function createActivities(deps: ActivityDeps) {
         signal: abort.signal,
         onProgress: (delta) => {
           armIdle();
-          ctx.heartbeat();
           if (delta && live) {
             live.write(previewOf(delta, first));
             first = false;

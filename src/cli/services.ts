@@ -7,6 +7,7 @@ import { loadCodecKey } from '../infra/keys';
 import { WORKER_ROLES, type WorkerRole } from '../session/queues';
 import { CHECKS, formatDoctor, runDoctor, type CheckName } from '../doctor';
 import { CliError, err, nonNegativeInt, out } from './common';
+import type { RunningWorker } from '../worker';
 
 function workerRole(v: string): WorkerRole {
   if (!(WORKER_ROLES as readonly string[]).includes(v)) throw new InvalidArgumentError(`must be one of ${WORKER_ROLES.join(', ')}`);
@@ -34,13 +35,18 @@ export function workerCommand(program: Command): void {
     .option('--json', 'print {"roles","hostId","streamUrl"} on stdout once polling')
     .action(async (opts: { role: WorkerRole; taskQueue?: string; json?: boolean }) => {
       const config = loadConfig(process.env, opts.role);
+      // `kill -USR2 PID`: one JSON line on stderr with the worker's memory and cached sessions.
+      const started: { worker?: RunningWorker } = {};
+      const report = () => err(JSON.stringify({ msg: 'worker status', ...(started.worker ? started.worker.status() : { starting: true }) }));
+      process.on('SIGUSR2', report);
       const { startWorker } = await import('../worker');
-      const worker = await startWorker({ role: opts.role, taskQueue: opts.taskQueue, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, dockerHost: config.DOCKER_HOST });
+      const worker = (started.worker = await startWorker({ role: opts.role, taskQueue: opts.taskQueue, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, dockerHost: config.DOCKER_HOST }));
       if (opts.json) out(JSON.stringify({ roles: worker.roles, hostId: worker.hostId ?? null, streamUrl: worker.streamUrl ?? null }));
       const stop = () => void worker.shutdown();
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       await worker.done;
+      process.removeListener('SIGUSR2', report);
     });
 }
 

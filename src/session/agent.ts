@@ -11,8 +11,10 @@ export { BUILTIN_TOOLS, SANDBOX_TOOLS, formatIssues, type SandboxToolKind };
 
 export const ModelRetrySchema = z
   .object({
-    maxAttempts: z.number().int().min(1).max(100).default(10),
-    initialIntervalMs: z.number().int().min(1).default(1000),
+    // The first retry comes soon (a call lost with its worker, or a dropped connection, is retried at once); the
+    // backoff spreads the rest over about four minutes, as ten attempts from one second did.
+    maxAttempts: z.number().int().min(1).max(100).default(12),
+    initialIntervalMs: z.number().int().min(1).default(200),
     backoffCoefficient: z.number().min(1).default(2),
     maximumIntervalMs: z.number().int().min(1).default(60_000),
   })
@@ -25,8 +27,11 @@ export const LimitsSchema = z
     maxOutputTokens: z.number().int().min(1).default(8192),
     /** A model response that sends nothing (no first byte, no next event) for this long is abandoned and retried. */
     modelStreamIdleMs: z.number().int().min(1000).default(120_000),
-    /** A model call whose worker stops heartbeating for this long is retried elsewhere. */
-    modelHeartbeatTimeoutMs: z.number().int().min(1000).default(10_000),
+    /**
+     * A model call whose worker stops heartbeating for this long is retried elsewhere. The call heartbeats four
+     * times per timeout; the server's load is one heartbeat per call per quarter of it (bench: crash_recovery).
+     */
+    modelHeartbeatTimeoutMs: z.number().int().min(1000).default(1_000),
     modelRetry: ModelRetrySchema.default(ModelRetrySchema.parse({})),
     /** A hands host that stops heartbeating during a command for this long is treated as gone. */
     handsHeartbeatTimeoutMs: z.number().int().min(1000).default(5_000),

@@ -2,7 +2,8 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
 import { AgentSchema } from './agent';
-import { UsageSchema, type SessionEvent, type Usage } from './events';
+import type { SessionEvent } from './events';
+import { UsageSchema, type Usage } from './usage';
 import { HandoffSandboxInputSchema } from '../tools/handoff-sandbox';
 
 export const MAX_MESSAGE_BYTES = 1024 * 1024;

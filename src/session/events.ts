@@ -1,5 +1,8 @@
 // The session event contract: one zod schema per event type; every type is inferred from these.
 import { z } from 'zod';
+import { UsageSchema } from './usage';
+
+export { UsageSchema, type Usage } from './usage';
 
 const base = { seq: z.number().int().nonnegative(), time: z.string() };
 
@@ -16,13 +19,6 @@ export const ContentBlockSchema = z
   });
 export type ContentBlock = z.infer<typeof ContentBlockSchema>;
 
-export const UsageSchema = z.object({
-  inputTokens: z.number().int().nonnegative(),
-  outputTokens: z.number().int().nonnegative(),
-  cacheReadInputTokens: z.number().int().nonnegative(),
-  cacheCreationInputTokens: z.number().int().nonnegative(),
-});
-export type Usage = z.infer<typeof UsageSchema>;
 
 export const SessionStartedEventSchema = z.object({
   ...base,

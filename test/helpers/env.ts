@@ -1,10 +1,10 @@
 // Shared test setup: a real Temporal dev server, the local Messages API server and a real worker.
 import { testDataConverter } from './test-keys';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { buildWorkflowBundle } from '../../src/brain/workflow-bundle';
 import type { Client, WorkflowExecutionInfo, WorkflowHandle } from '@temporalio/client';
 import path from 'node:path';
-import { failureConverterPath } from '../../src/codec';
 import { findTemporalCli } from '../../src/infra/temporal-cli';
 import { MockModelServer } from '../../src/model/mock-server';
 import type { ModelClient } from '../../src/model/client';
@@ -18,7 +18,7 @@ import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
 import { sessionArchive, type SessionArchive } from '../../src/archive';
 import { loadConfig } from '../../src/config';
 import { ArchivedSessionLog, readEvents, type SessionLog } from '../../src/log/session-log';
-import { WORKFLOW_INTERCEPTOR_MODULES, installRuntime, startWorker, type RunningWorker, type WorkerOptions } from '../../src/worker';
+import { installRuntime, startWorker, type RunningWorker, type WorkerOptions } from '../../src/worker';
 import { clientInterceptors } from '../../src/log/query-retry';
 import { sessionWorkflow } from '../../src/workflows';
 import { eventsQuery, sendMessageUpdate, type UserMessage } from '../../src/session/contract';
@@ -44,7 +44,7 @@ export async function createTestEnv(extraArgs: string[] = []): Promise<TestWorkf
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   // A prebuilt bundle carries the failure converter itself: a worker ignores its dataConverter's path for it.
-  bundle ??= bundleWorkflowCode({ workflowsPath: require.resolve('../../src/workflows'), workflowInterceptorModules: WORKFLOW_INTERCEPTOR_MODULES, failureConverterPath, logger: { info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never });
+  bundle ??= buildWorkflowBundle({ info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never);
   return bundle;
 }
 

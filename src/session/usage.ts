@@ -1,0 +1,11 @@
+// A model call's token counts: in the log's assistant messages and in the workflow's results. Its own module, so
+// the workflow bundle, which needs only this schema, does not build the whole event catalogue per session.
+import { z } from 'zod';
+
+export const UsageSchema = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+  cacheReadInputTokens: z.number().int().nonnegative(),
+  cacheCreationInputTokens: z.number().int().nonnegative(),
+});
+export type Usage = z.infer<typeof UsageSchema>;

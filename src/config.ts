@@ -75,12 +75,12 @@ export const ConfigSchema = z.object({
   AGENTS_API_KEY: optional,
   /**
    * Brain: how many sessions a worker keeps in its workflow cache. A session out of the cache costs no memory; its
-   * next task replays its current run's history, which handovers bound. Unset: 200.
+   * next task replays its current run's history, which handovers bound. Unset: 150.
    */
   BRAIN_WORKFLOW_CACHE: optional.refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 2 && Number(v) <= 100_000), 'must be a whole number from 2 to 100000'),
   /**
    * Brain: the heap limit of the thread that runs the cached sessions, in MiB; past it, garbage is collected
-   * rather than the heap grown. Unset: 384 + 3 MiB per cached session.
+   * rather than the heap grown. Unset: 320 + 2 MiB per cached session.
    */
   BRAIN_WORKFLOW_HEAP_MB: optional.refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 256 && Number(v) <= 1_000_000), 'must be a whole number of MiB, at least 256'),
   /** Worker log level; lines are JSON on stderr. */

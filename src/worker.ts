@@ -110,7 +110,7 @@ const HEARTBEAT_THROTTLE = '200 ms';
 const STICKY_TIMEOUT = '2 seconds';
 
 /** Sessions a brain worker keeps cached unless BRAIN_WORKFLOW_CACHE says otherwise. */
-export const DEFAULT_WORKFLOW_CACHE = 200;
+export const DEFAULT_WORKFLOW_CACHE = 150;
 
 /**
  * The workflow thread's heap limit: room for the code and the cache (a cached session holds about 2 MiB, most of
@@ -118,7 +118,7 @@ export const DEFAULT_WORKFLOW_CACHE = 200;
  * growing the heap to the machine's default limit (a quarter of its memory), which it otherwise does.
  */
 export function workflowHeapMb(cache: number, configured?: string): number {
-  return configured ? Number(configured) : 384 + 3 * cache;
+  return configured ? Number(configured) : 320 + 2 * cache;
 }
 
 /**

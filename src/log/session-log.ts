@@ -8,6 +8,8 @@ import type { SessionEvent } from '../session/events';
 /** The minimal contract: read events [from, from+limit) of a session. Events never change once appended. */
 export interface SessionLog {
   read(sessionId: string, from: number, limit: number): Promise<EventsPage>;
+  /** As `read`, for a reader following the tail: the live run first, the archive only for what it no longer holds. */
+  readTail?(sessionId: string, from: number, limit: number): Promise<EventsPage>;
 }
 
 const PAGE = 1000;
@@ -112,7 +114,10 @@ export class CachedSessionLog {
     const first = cached[0]?.seq ?? from;
     while (first + cached.length <= through) {
       const next = first + cached.length;
-      const page = await this.inner.read(sessionId, next, Math.min(PAGE, through + 1 - next));
+      // What a model call fetches is the tail appended since its last call, which the live run holds: no archive
+      // lookup (a directory listing, or a database query) for it.
+      const n = Math.min(PAGE, through + 1 - next);
+      const page = await (this.inner.readTail ? this.inner.readTail(sessionId, next, n) : this.inner.read(sessionId, next, n));
       if (page.events.length === 0) throw new MissingEventsError(`session ${sessionId} has no event ${next} (wanted through ${through})`);
       cached = cached.concat(page.events);
     }

@@ -248,12 +248,12 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
  * brain worker, with the default heartbeat timeout and with the previous one; over a quiet window, the server's
  * CPU (from /proc) and its heartbeat calls (from its metrics).
  */
-async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ notes: string; figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number }> }> {
+async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ notes: string; figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number; retried: number }> }> {
   const { stack } = ctx;
   const sessions = ctx.quick ? 300 : 1000;
   const windowMs = 10_000;
   const serverPid = stack.serverPid();
-  const figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number }> = {};
+  const figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number; retried: number }> = {};
   for (const [arm, limits] of [['default', {}], ['previous', { modelHeartbeatTimeoutMs: PREVIOUS_LIMITS.modelHeartbeatTimeoutMs }]] as const) {
     const worker = await spawnWorker(stack.childEnv(), 'brain');
     const handles: WorkflowHandle[] = [];
@@ -278,7 +278,9 @@ async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ note
       await sleep(windowMs);
       const [b1, s1, w1, t1] = [await beats(), serverPid ? cpuSeconds(serverPid) : NaN, cpuSeconds(worker.process.pid!), Date.now()];
       const secs = (t1 - t0) / 1000;
-      figures[arm] = { heartbeatsPerS: Math.round((b1 - b0) / secs), serverCores: Math.round(((s1 - s0) / secs) * 1000) / 1000, workerCores: Math.round(((w1 - w0) / secs) * 1000) / 1000 };
+      // A call the server gave up on while its worker lived (a heartbeat too late) shows as a second request.
+      const retried = ids.filter((id) => stack.mock.requests(id).filter((r) => r.path === '/v1/messages').length > 1).length;
+      figures[arm] = { heartbeatsPerS: Math.round((b1 - b0) / secs), serverCores: Math.round(((s1 - s0) / secs) * 1000) / 1000, workerCores: Math.round(((w1 - w0) / secs) * 1000) / 1000, retried };
       log(`${arm}: ${JSON.stringify(figures[arm])}`);
     } finally {
       await Promise.all(handles.map((h) => h.terminate('benchmark over').catch(() => undefined)));
@@ -287,6 +289,6 @@ async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ note
   }
   const d = figures.default;
   const p = figures.previous;
-  const notes = `Heartbeat cost: ${sessions} sessions with a model call in flight (hanging) on one child brain worker, measured over ${windowMs / 1000} s: with the default heartbeat timeout (${DEFAULTS.modelHeartbeatTimeoutMs} ms) the server took ${d.heartbeatsPerS} heartbeat calls/s and used ${d.serverCores} cores (the worker ${d.workerCores}); with the previous ${PREVIOUS_LIMITS.modelHeartbeatTimeoutMs} ms, ${p.heartbeatsPerS} calls/s and ${p.serverCores} cores (worker ${p.workerCores}).`;
+  const notes = `Heartbeat cost: ${sessions} sessions with a model call in flight (hanging) on one child brain worker, measured over ${windowMs / 1000} s: with the default heartbeat timeout (${DEFAULTS.modelHeartbeatTimeoutMs} ms) the server took ${d.heartbeatsPerS} heartbeat calls/s and used ${d.serverCores} cores (the worker ${d.workerCores}), and ${d.retried} of the live calls were retried (a heartbeat too late); with the previous ${PREVIOUS_LIMITS.modelHeartbeatTimeoutMs} ms, ${p.heartbeatsPerS} calls/s and ${p.serverCores} cores (worker ${p.workerCores}), ${p.retried} retried.`;
   return { notes, figures };
 }

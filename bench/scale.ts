@@ -120,7 +120,16 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
 
     // Up to `big` sessions held, 50 of them active.
     const t0 = Date.now();
-    const rest = await startWaiting(big - small.length, 'idle');
+    // Grown in tenths, with the worker's RSS after each: the memory chart.
+    const rest: WorkflowHandle[] = [];
+    const series: { x: number; y: number; series: string }[] = [{ x: 10, y: rss10 / 2 ** 20, series: 'worker RSS MiB' }];
+    const step = Math.ceil((big - small.length) / 10);
+    while (rest.length < big - small.length) {
+      rest.push(...(await startWaiting(Math.min(step, big - small.length - rest.length), 'idle')));
+      const rss = await settledRss(pid);
+      series.push({ x: small.length + rest.length, y: Math.round(rss / 2 ** 20), series: 'worker RSS MiB' });
+      ctx.log(`  scale: ${small.length + rest.length} held, rss ${MiB(rss)} MiB`);
+    }
     const startS = (Date.now() - t0) / 1000;
     ctx.log(`  scale: started ${rest.length} more sessions in ${startS.toFixed(0)} s`);
     const rssBig = await settledRss(pid);
@@ -162,6 +171,8 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
         bigArmSessions: big,
         startSeconds: Math.round(startS),
         ratioTo: { [bigArm]: 'sessions_10', evicted: 'sessions_10' },
+        series,
+        chart: { title: 'scale: brain worker RSS by sessions held', subtitle: `workflow cache ${cacheSize} sessions`, x: 'sessions held', y: 'MiB' },
         notes,
       },
     ];

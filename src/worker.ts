@@ -197,8 +197,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const plugins = tracing ? [tracing.plugin] : [];
   const interceptors = { activity: [activityLogInterceptor] };
   // A prebuilt bundle carries its workflow interceptors itself (built with WORKFLOW_INTERCEPTOR_MODULES); without
-  // one (code run from source), the worker bundles at start with the same options.
-  const bundle = opts.workflowBundle ?? prebuiltBundle();
+  // one (code run from source, or traced), the worker bundles at start with the same options.
+  // Tracing's plugin adds its own workflow interceptors while bundling, so a traced worker bundles at start.
+  const bundle = opts.workflowBundle ?? (tracing ? undefined : prebuiltBundle());
   const brainInterceptors = bundle ? interceptors : { ...interceptors, workflowModules: WORKFLOW_INTERCEPTOR_MODULES };
   const nativeConnection = await NativeConnection.connect(connectionOptions);
   const workers: Worker[] = [];

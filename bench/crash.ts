@@ -13,8 +13,9 @@ import { sendMessageUpdate } from '../src/session/contract';
 type Arm = 'standby' | 'cold' | 'standby_previous';
 /** The defaults before recovery was bounded: a 10 s heartbeat timeout, the first retry after 1 s. */
 const PREVIOUS_LIMITS = { modelHeartbeatTimeoutMs: 10_000, modelRetry: { maxAttempts: 10, initialIntervalMs: 1000, backoffCoefficient: 2, maximumIntervalMs: 60_000 } };
-/** What a session gets with no limits of its own. */
+/** What a session gets with no limits of its own (testAgent's own test settings are overridden with these). */
 const DEFAULTS = LimitsSchema.parse({});
+const DEFAULT_LIMITS = { modelHeartbeatTimeoutMs: DEFAULTS.modelHeartbeatTimeoutMs, modelRetry: DEFAULTS.modelRetry };
 const HANDS_HEARTBEAT_MS = 2000;
 /** The fewest samples an arm may report, so its p95 means something. */
 const MIN_SAMPLES = 20;
@@ -149,7 +150,7 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
             taskQueue: BRAIN_TASK_QUEUE,
             workflowId: id,
             // The defaults a user gets, or (standby_previous) the ones before them.
-            args: [{ agent: arm === 'standby_previous' ? testAgent({ limits: PREVIOUS_LIMITS }) : testAgent(), message: { text: 'hello' } }],
+            args: [{ agent: testAgent({ limits: arm === 'standby_previous' ? PREVIOUS_LIMITS : DEFAULT_LIMITS }), message: { text: 'hello' } }],
           });
           handles.push(handle);
           return handle;
@@ -254,7 +255,7 @@ async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ note
   const windowMs = 10_000;
   const serverPid = stack.serverPid();
   const figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number; retried: number }> = {};
-  for (const [arm, limits] of [['default', {}], ['previous', { modelHeartbeatTimeoutMs: PREVIOUS_LIMITS.modelHeartbeatTimeoutMs }]] as const) {
+  for (const [arm, limits] of [['default', DEFAULT_LIMITS], ['previous', PREVIOUS_LIMITS]] as const) {
     const worker = await spawnWorker(stack.childEnv(), 'brain');
     const handles: WorkflowHandle[] = [];
     try {

@@ -245,8 +245,8 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
 }
 
 /**
- * What heartbeats cost the Temporal server: `sessions` sessions whose model call hangs, all in flight on one child
- * brain worker, with the default heartbeat timeout and with the previous one; over a quiet window, the server's
+ * What heartbeats cost the Temporal server: `sessions` sessions whose model call hangs, all in flight on child
+ * brain workers (100 calls each), with the default heartbeat timeout and with the previous one; over a quiet window, the server's
  * CPU (from /proc) and its heartbeat calls (from its metrics).
  */
 async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ notes: string; figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number; retried: number }> }> {
@@ -256,7 +256,9 @@ async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ note
   const serverPid = stack.serverPid();
   const figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number; retried: number }> = {};
   for (const [arm, limits] of [['default', DEFAULT_LIMITS], ['previous', PREVIOUS_LIMITS]] as const) {
-    const worker = await spawnWorker(stack.childEnv(), 'brain');
+    // A worker runs at most 100 activities at once (the SDK's default slots): ten workers hold the calls.
+    const workers = await Promise.all(Array.from({ length: Math.ceil(sessions / 100) }, () => spawnWorker(stack.childEnv(), 'brain')));
+    const workerCpu = () => workers.reduce((n, w) => n + cpuSeconds(w.process.pid!), 0);
     const handles: WorkflowHandle[] = [];
     try {
       const ids = Array.from({ length: sessions }, () => uniqueId(`bench-hb-${arm}`));
@@ -275,9 +277,9 @@ async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ note
       }
       await sleep(2000);
       const beats = () => (stack.metricsUrl ? metricSum(stack.metricsUrl, 'service_requests', ['operation="RecordActivityTaskHeartbeat"']) : Promise.resolve(NaN));
-      const [b0, s0, w0, t0] = [await beats(), serverPid ? cpuSeconds(serverPid) : NaN, cpuSeconds(worker.process.pid!), Date.now()];
+      const [b0, s0, w0, t0] = [await beats(), serverPid ? cpuSeconds(serverPid) : NaN, workerCpu(), Date.now()];
       await sleep(windowMs);
-      const [b1, s1, w1, t1] = [await beats(), serverPid ? cpuSeconds(serverPid) : NaN, cpuSeconds(worker.process.pid!), Date.now()];
+      const [b1, s1, w1, t1] = [await beats(), serverPid ? cpuSeconds(serverPid) : NaN, workerCpu(), Date.now()];
       const secs = (t1 - t0) / 1000;
       // A call the server gave up on while its worker lived (a heartbeat too late) shows as a second request.
       const retried = ids.filter((id) => stack.mock.requests(id).filter((r) => r.path === '/v1/messages').length > 1).length;
@@ -285,11 +287,11 @@ async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ note
       log(`${arm}: ${JSON.stringify(figures[arm])}`);
     } finally {
       await Promise.all(handles.map((h) => h.terminate('benchmark over').catch(() => undefined)));
-      await worker.kill('SIGKILL');
+      await Promise.all(workers.map((w) => w.kill('SIGKILL')));
     }
   }
   const d = figures.default;
   const p = figures.previous;
-  const notes = `Heartbeat cost: ${sessions} sessions with a model call in flight (hanging) on one child brain worker, measured over ${windowMs / 1000} s: with the default heartbeat timeout (${DEFAULTS.modelHeartbeatTimeoutMs} ms) the server took ${d.heartbeatsPerS} heartbeat calls/s and used ${d.serverCores} cores (the worker ${d.workerCores}), and ${d.retried} of the live calls were retried (a heartbeat too late); with the previous ${PREVIOUS_LIMITS.modelHeartbeatTimeoutMs} ms, ${p.heartbeatsPerS} calls/s and ${p.serverCores} cores (worker ${p.workerCores}), ${p.retried} retried.`;
+  const notes = `Heartbeat cost: ${sessions} sessions with a model call in flight (hanging) on ${Math.ceil(sessions / 100)} child brain workers (100 activity slots each), measured over ${windowMs / 1000} s: with the default heartbeat timeout (${DEFAULTS.modelHeartbeatTimeoutMs} ms) the server took ${d.heartbeatsPerS} heartbeat calls/s and used ${d.serverCores} cores (the worker ${d.workerCores}), and ${d.retried} of the live calls were retried (a heartbeat too late); with the previous ${PREVIOUS_LIMITS.modelHeartbeatTimeoutMs} ms, ${p.heartbeatsPerS} calls/s and ${p.serverCores} cores (worker ${p.workerCores}), ${p.retried} retried.`;
   return { notes, figures };
 }

@@ -30,8 +30,9 @@ export const LimitsSchema = z
     /**
      * A model call whose worker stops heartbeating for this long is retried elsewhere. The call heartbeats four
      * times per timeout; the server's load is one heartbeat per call per quarter of it (bench: crash_recovery).
+     * At 1 s, a loaded 2-core machine timed out live calls (a standby worker's retries were retried again).
      */
-    modelHeartbeatTimeoutMs: z.number().int().min(1000).default(1_000),
+    modelHeartbeatTimeoutMs: z.number().int().min(1000).default(2_000),
     modelRetry: ModelRetrySchema.default(ModelRetrySchema.parse({})),
     /** A hands host that stops heartbeating during a command for this long is treated as gone. */
     handsHeartbeatTimeoutMs: z.number().int().min(1000).default(5_000),

@@ -70,25 +70,19 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
   const cacheSize = process.env.BRAIN_WORKFLOW_CACHE ? Number(process.env.BRAIN_WORKFLOW_CACHE) : DEFAULT_WORKFLOW_CACHE;
   const held: WorkflowHandle[] = [];
   let worker: ChildWorker | undefined;
-  /** Starts sessions that run one turn at once (model without latency) and then wait for input. */
-  const startIdle = (n: number, tag: string) =>
-    pool(Array.from({ length: n }), 24, async () => {
+  /**
+   * Starts `n` sessions that wait for input: with a first message, each runs one turn at once (model without
+   * latency); without, each runs only its first workflow task (read from the history, not by query).
+   */
+  const startIdle = (n: number, tag: string, firstMessage = true) =>
+    pool(Array.from({ length: n }), firstMessage ? 24 : 32, async () => {
       const id = uniqueId(`bench-scale-${tag}`);
       stack.model(id, [], 0);
-      const h = await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: testAgent(), message: { text: 'hello' } }] });
+      const h = await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: testAgent(), ...(firstMessage ? { message: { text: 'hello' } } : {}) }] });
       held.push(h);
-      await waitRung(stack.client, h, (ev) => ev.some((e) => e.type === 'assistant_message'), 600_000);
+      if (firstMessage) await waitRung(stack.client, h, (ev) => ev.some((e) => e.type === 'assistant_message'), 600_000);
+      else await firstTask(stack.client, h.workflowId);
       stack.model(id);
-      return h;
-    });
-  /** Starts sessions with no first message: each runs one workflow task (session_started) and waits for input. */
-  const startWaiting = (n: number, tag: string) =>
-    pool(Array.from({ length: n }), 32, async () => {
-      const id = uniqueId(`bench-scale-${tag}`);
-      stack.model(id);
-      const h = await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: testAgent() }] });
-      held.push(h);
-      await firstTask(stack.client, h.workflowId);
       return h;
     });
   const turn = async (h: WorkflowHandle, i: number) => {
@@ -103,7 +97,7 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     return out;
   };
   try {
-    worker = await spawnWorker(stack.childEnv(process.env.BENCH_WORKER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_WORKER_NODE_OPTIONS } : {}), 'brain');
+    worker = await spawnWorker(stack.childEnv(), 'brain');
     const pid = worker.process.pid!;
     // Warm the worker up with one session, then end it: the baseline includes the loaded code and a used heap.
     const [warm] = await startIdle(1, 'warm');
@@ -125,7 +119,7 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     const series: { x: number; y: number; series: string }[] = [{ x: 10, y: rss10 / 2 ** 20, series: 'worker RSS MiB' }];
     const step = Math.ceil((big - small.length) / 10);
     while (rest.length < big - small.length) {
-      rest.push(...(await startWaiting(Math.min(step, big - small.length - rest.length), 'idle')));
+      rest.push(...(await startIdle(Math.min(step, big - small.length - rest.length), 'idle', false)));
       const rss = await settledRss(pid);
       series.push({ x: small.length + rest.length, y: Math.round(rss / 2 ** 20), series: 'worker RSS MiB' });
       ctx.log(`  scale: ${small.length + rest.length} held, rss ${MiB(rss)} MiB`);

@@ -90,7 +90,7 @@ export function createActivities(deps: ActivityDeps) {
     await deps.resetSticky({ namespace, ...workflowExecution }).catch(() => undefined);
   };
 
-  /** Streams one request, heartbeating on a timer as well as on stream progress (a slow first byte is not a dead worker). */
+  /** Streams one request, heartbeating on a timer (a slow first byte is not a dead worker). */
   const stream = async (req: Parameters<ModelClient['createMessage']>[0], idleMs = DEFAULT_STREAM_IDLE_MS, live?: Publisher): Promise<ModelReply> => {
     const ctx = Context.current();
     let first = true;

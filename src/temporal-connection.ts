@@ -1,6 +1,7 @@
 // Connection options for a Temporal cluster or Temporal Cloud from the configuration: TLS, mTLS and API key.
 import fs from 'node:fs';
-import type { TLSConfig } from '@temporalio/client';
+import { InterceptingCall, Metadata, status, type Interceptor } from '@grpc/grpc-js';
+import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor, type TLSConfig } from '@temporalio/client';
 import type { Config } from './config';
 
 export interface TemporalConnectionOptions {
@@ -30,4 +31,38 @@ export function temporalConnectionOptions(config: TlsConfig): TemporalConnection
     ...(on ? { tls: Object.keys(tlsConfig).length > 0 ? tlsConfig : true } : explicit === false ? { tls: false } : {}),
     ...(config.TEMPORAL_API_KEY ? { apiKey: config.TEMPORAL_API_KEY } : {}),
   };
+}
+
+type CallBelow = NonNullable<ConstructorParameters<typeof InterceptingCall>[0]>;
+
+/** A call that never reached the channel: it ends with CANCELLED as soon as it starts. */
+function closedCall(details: string): CallBelow {
+  return {
+    start(_metadata, listener) {
+      setImmediate(() => listener?.onReceiveStatus?.({ code: status.CANCELLED, details, metadata: new Metadata() }));
+    },
+    cancelWithStatus() {},
+    getPeer: () => '',
+    sendMessageWithContext() {},
+    sendMessage() {},
+    startRead() {},
+    halfClose() {},
+    getAuthContext: () => null,
+  };
+}
+
+/**
+ * The gRPC interceptors for a `Connection`: the SDK's retries, then a guard below them. The SDK schedules a retry on
+ * a timer that `Connection.close()` leaves running; when it fires after the close, the channel throws from the timer
+ * and the process dies of an uncaught exception. Under the guard, that retry ends its call with CANCELLED instead.
+ */
+export function grpcInterceptors(): Interceptor[] {
+  const closedGuard: Interceptor = (options, nextCall) => {
+    try {
+      return new InterceptingCall(nextCall(options));
+    } catch (err) {
+      return new InterceptingCall(closedCall(`the Temporal connection was closed: ${(err as Error).message}`));
+    }
+  };
+  return [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), closedGuard];
 }

@@ -25,7 +25,7 @@ import { HostIdSchema } from './session/identifiers';
 import type { DataConverter } from '@temporalio/common';
 import { createDataConverter } from './codec';
 import { loadConfig } from './config';
-import { temporalConnectionOptions } from './temporal-connection';
+import { grpcInterceptors, temporalConnectionOptions } from './temporal-connection';
 import { loadCodecKey, loadVaultKey } from './infra/keys';
 import type { SecretVault } from './vault';
 import { ApiCredentials } from './vault/api-credentials';
@@ -169,7 +169,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const apiDb = opts.apiDb ?? (() => db);
   const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(config));
   const connectionOptions = { ...temporalConnectionOptions(config), address: opts.address };
-  const connection = await Connection.connect(connectionOptions);
+  const connection = await Connection.connect({ ...connectionOptions, interceptors: grpcInterceptors() });
   const client = new Client({ connection, namespace: opts.namespace, dataConverter, interceptors: clientInterceptors });
   // Brain and hands workers stream deltas of their work; their identity names the endpoint, which is how a
   // watcher finds the worker running a session's activity (DescribeWorkflowExecution's pending activities).

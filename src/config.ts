@@ -83,6 +83,11 @@ export const ConfigSchema = z.object({
    * rather than the heap grown. Unset: 320 + 2 MiB per cached session.
    */
   BRAIN_WORKFLOW_HEAP_MB: optional.refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 256 && Number(v) <= 1_000_000), 'must be a whole number of MiB, at least 256'),
+  /**
+   * Brain: `on` follows the other brain workers' running activities and retries those of one that exits at once
+   * (src/stream/peers.ts); `off` leaves a dead worker's calls to their heartbeat timeout. Needs STREAM_LISTEN.
+   */
+  BRAIN_PEER_WATCH: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   /** Worker log level; lines are JSON on stderr. */
   LOG_LEVEL: z.enum(LOG_LEVELS).default('INFO'),
   /** `1` turns on OpenTelemetry tracing (OTLP/HTTP to localhost:4318 unless an endpoint is set). */
@@ -119,7 +124,7 @@ const TEMPORAL: ConfigKey[] = [
 ];
 const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES', 'LOG_LEVEL', 'AGENTS_OTEL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
 const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
-const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', 'DATABASE_URL', 'BRAIN_WORKFLOW_CACHE', 'BRAIN_WORKFLOW_HEAP_MB', ...STREAM];
+const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', 'DATABASE_URL', 'BRAIN_WORKFLOW_CACHE', 'BRAIN_WORKFLOW_HEAP_MB', 'BRAIN_PEER_WATCH', ...STREAM];
 // DATABASE_URL: the vault's named secrets, the API's credentials and sessions' repository tokens, in PostgreSQL.
 const HANDS: ConfigKey[] = ['VAULT_KEY', 'DATABASE_URL', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', ...STREAM];
 

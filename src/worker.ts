@@ -36,6 +36,7 @@ import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
 import { parseCodecKeys } from './codec';
 import { StreamHub, StreamServer, identityWithStream } from './stream';
 import { LogPushHub } from './stream/log-hub';
+import { InflightActivities, PeerWatch, type PeerWatchStatus } from './stream/peers';
 import type { WorkflowInfo } from '@temporalio/workflow';
 import type { SessionEvent } from './session/events';
 import { activityLogInterceptor, jsonLogLine } from './observability/logger';
@@ -101,6 +102,8 @@ export interface WorkerStatus {
   /** Sessions in the workflow cache (brain). */
   cachedWorkflows: number;
   inFlightActivities: number;
+  /** The brain workers this one follows, and the gone ones whose activities it retried (brain, with a stream endpoint). */
+  peers?: PeerWatchStatus;
 }
 
 /** The most a brain worker holds back a heartbeat: under the quarter of the shortest model heartbeat timeout. */
@@ -184,6 +187,12 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const identity = streams ? identityWithStream(`${process.pid}@${os.hostname()}`, streams.server.url) : `${process.pid}@${os.hostname()}`;
   // A brain also pushes each workflow task's new events to the API feeds that follow its sessions.
   if (streams && roles.includes('brain')) streams.server.log = streams.log = new LogPushHub(identity);
+  // A brain shows the activities it runs to the other brain workers, and follows theirs: a brain that dies has its
+  // calls retried at once by a survivor, not after their heartbeat timeout (src/stream/peers.ts).
+  const running = streams && roles.includes('brain') ? (streams.server.activities = new InflightActivities(identity)) : undefined;
+  const peers = running && config.BRAIN_PEER_WATCH === 'on'
+    ? new PeerWatch({ client, namespace: opts.namespace, taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE, self: running, key: parseCodecKeys(loadCodecKey(config)).current.key, log })
+    : undefined;
   if (roles.includes('brain')) {
     // Workflows upsert these; registering them first lets a fresh server or cluster index every session.
     try {
@@ -200,7 +209,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   // one (code run from source, or traced), the worker bundles at start with the same options.
   // Tracing's plugin adds its own workflow interceptors while bundling, so a traced worker bundles at start.
   const bundle = opts.workflowBundle ?? (tracing ? undefined : prebuiltBundle());
-  const brainInterceptors = bundle ? interceptors : { ...interceptors, workflowModules: WORKFLOW_INTERCEPTOR_MODULES };
+  const brainActivities = { activity: running ? [...interceptors.activity, running.interceptor] : interceptors.activity };
+  const brainInterceptors = bundle ? brainActivities : { ...brainActivities, workflowModules: WORKFLOW_INTERCEPTOR_MODULES };
   const nativeConnection = await NativeConnection.connect(connectionOptions);
   const workers: Worker[] = [];
   const timers: NodeJS.Timeout[] = [];
@@ -291,10 +301,12 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities, interceptors, plugins }));
   }
 
+  peers?.start();
   const done = Promise.all(workers.map((w) => w.run()))
     .then(() => undefined)
     .finally(async () => {
       for (const t of timers) clearInterval(t);
+      peers?.stop();
       await mcpPool?.closeAll();
       await db?.close().catch((err) => log(`closing the database failed: ${(err as Error).message}`));
       await ownArchive?.close?.();
@@ -318,6 +330,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         externalBytes: mem.external,
         cachedWorkflows: statuses.reduce((n, s) => n + s.numCachedWorkflows, 0),
         inFlightActivities: statuses.reduce((n, s) => n + s.numInFlightActivities, 0),
+        ...(peers ? { peers: peers.status() } : {}),
       };
     },
     async shutdown() {

@@ -79,6 +79,9 @@ export const Failure = {
     Missing: 'VaultError.Missing',
     Unavailable: 'VaultError.Unavailable',
   },
+  Worker: {
+    Lost: 'WorkerError.Lost',
+  },
 } as const;
 
 type Values<T> = T[keyof T];

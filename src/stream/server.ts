@@ -7,6 +7,7 @@ import os from 'node:os';
 import type { StreamHub } from './hub';
 import type { LogPushHub } from './log-hub';
 import { tokenMatches } from './token';
+import { PEER_STREAM_PATH, PEER_TOKEN_SCOPE, type InflightActivities } from './peers';
 
 const SESSION_PATH = /^\/v1\/sessions\/([A-Za-z0-9._-]{1,200})\/(stream|log)$/;
 const KEEPALIVE_MS = 15_000;
@@ -26,6 +27,8 @@ export class StreamServer {
   url = '';
   /** A brain worker's pushed log batches, served once set (the hub needs the identity, which needs this server's URL). */
   log?: LogPushHub;
+  /** A brain worker's running activities, for its peers (src/stream/peers.ts); served once set. */
+  activities?: InflightActivities;
 
   constructor(private readonly opts: StreamServerOptions) {}
 
@@ -52,21 +55,29 @@ export class StreamServer {
       res.writeHead(200, { 'content-type': 'text/plain' });
       return void res.end('ok\n');
     }
+    if (req.method === 'GET' && url.pathname === PEER_STREAM_PATH && this.activities) {
+      return this.serve(req, res, PEER_TOKEN_SCOPE, (send) => this.activities!.subscribe(send));
+    }
     const m = SESSION_PATH.exec(url.pathname);
     if (req.method !== 'GET' || !m || (m[2] === 'log' && !this.log)) {
       res.writeHead(404, { 'content-type': 'text/plain' });
       return void res.end('not found\n');
     }
     const sessionId = m[1];
+    this.serve(req, res, sessionId, (send) => (m[2] === 'log' ? this.log!.subscribe(sessionId, send) : this.opts.hub.subscribe(sessionId, send)));
+  }
+
+  /** Answers Server-Sent Events from `subscribe` to a request bearing the token for `scope`. */
+  private serve(req: http.IncomingMessage, res: http.ServerResponse, scope: string, subscribe: (send: (frame: unknown) => void) => () => void): void {
     const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
-    if (!token || !tokenMatches(this.opts.keys, sessionId, token)) {
+    if (!token || !tokenMatches(this.opts.keys, scope, token)) {
       res.writeHead(401, { 'content-type': 'text/plain' });
-      return void res.end('a stream token for this session is required\n');
+      return void res.end(scope === PEER_TOKEN_SCOPE ? 'a peer token is required\n' : 'a stream token for this session is required\n');
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     res.flushHeaders();
     const send = (frame: unknown) => res.write(`data: ${JSON.stringify(frame)}\n\n`);
-    const unsubscribe = m[2] === 'log' ? this.log!.subscribe(sessionId, send) : this.opts.hub.subscribe(sessionId, send);
+    const unsubscribe = subscribe(send);
     const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
     res.on('close', () => {
       clearInterval(keepalive);

@@ -6,11 +6,13 @@ import { spawnWorker, type ChildWorker } from '../test/helpers/child-worker';
 import { removeHostSandboxes, testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
-import { SETTINGS, armStats, cpuSeconds, endSession, interleave, metricSum, ratio, turnFinished, waitLive, type BenchResult, type Ctx } from './lib';
+import { SETTINGS, armStats, cpuSeconds, endSession, interleave, metricSum, ratio, turnFinished, waitLive, workerStatus, type BenchResult, type Ctx } from './lib';
 import { LimitsSchema } from '../src/session/agent';
 import { sendMessageUpdate } from '../src/session/contract';
 
-type Arm = 'standby' | 'cold' | 'standby_previous';
+type Arm = 'standby' | 'standby_heartbeat' | 'cold' | 'standby_previous';
+/** Brain workers that leave a dead peer's calls to their heartbeat timeout. */
+const PEER_WATCH_OFF = { BRAIN_PEER_WATCH: 'off' };
 /** The defaults before recovery was bounded: a 10 s heartbeat timeout, the first retry after 1 s. */
 const PREVIOUS_LIMITS = { modelHeartbeatTimeoutMs: 10_000, modelRetry: { maxAttempts: 10, initialIntervalMs: 1000, backoffCoefficient: 2, maximumIntervalMs: 60_000 } };
 /** What a session gets with no limits of its own (testAgent's own test settings are overridden with these). */
@@ -117,13 +119,24 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
   }
 }
 
+/** Waits until a child brain worker follows a peer running `calls` activities (its `kill -USR2` report). */
+async function following(worker: ChildWorker, calls: number): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const status = await workerStatus(worker);
+    if (status?.peers?.peers.some((p) => p.activities >= calls)) return;
+    if (Date.now() > deadline) throw new Error(`crash: the standby does not follow the doomed worker's ${calls} calls within 30 s: ${JSON.stringify(status?.peers)}`);
+    await sleep(100);
+  }
+}
+
 export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
   const { stack } = ctx;
   const env = stack.childEnv();
   const live = new Set<ChildWorker>();
-  const spawn = async () => {
+  const spawn = async (extra: Record<string, string> = {}) => {
     const t0 = Date.now();
-    const w = await spawnWorker(env, 'brain');
+    const w = await spawnWorker({ ...env, ...extra }, 'brain');
     live.add(w);
     return { w, ms: Date.now() - t0 };
   };
@@ -139,7 +152,9 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
   const handles: WorkflowHandle[] = [];
   try {
     const sampleRound = async (arm: Arm): Promise<number[]> => {
-      const doomed = await spawn();
+      const watchOff = arm === 'standby_heartbeat' || arm === 'standby_previous';
+      const extra = watchOff ? PEER_WATCH_OFF : {};
+      const doomed = await spawn(extra);
       spawnMs.push(doomed.ms);
       const round = await Promise.all(
         Array.from({ length: perRound }, async () => {
@@ -172,7 +187,9 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
       let replacement: { w: ChildWorker; ms: number };
       let killedAt: number;
       if (arm !== 'cold') {
-        replacement = await spawn();
+        replacement = await spawn(extra);
+        // A standby runs before the crash: it has found the doomed worker and follows its calls.
+        if (!watchOff) await following(replacement.w, round.length);
         killedAt = Date.now();
         await kill(doomed.w);
       } else {
@@ -198,10 +215,11 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
       await kill(replacement.w, 'SIGTERM');
       return kept;
     };
-    const samples = await interleave<Arm>(['standby', 'cold', 'standby_previous'], rounds, 0, sampleRound, (m) => ctx.log(`  crash ${m}`));
+    const arms: Arm[] = ['standby', 'standby_heartbeat', 'cold', 'standby_previous'];
+    const samples = await interleave<Arm>(arms, rounds, 0, sampleRound, (m) => ctx.log(`  crash ${m}`));
     // Sessions left out can leave an arm short of the samples a p95 needs: top it up, one round at a time.
     let topUps = 0;
-    for (const arm of ['standby', 'cold', 'standby_previous'] as const) {
+    for (const arm of arms) {
       while (samples[arm].length < MIN_SAMPLES && topUps < 4) {
         topUps++;
         const more = await sampleRound(arm);
@@ -210,6 +228,7 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
       }
     }
     const standby = armStats(samples.standby);
+    const heartbeat = armStats(samples.standby_heartbeat);
     const cold = armStats(samples.cold);
     const previous = armStats(samples.standby_previous);
     const hands = await handsCrash(ctx);
@@ -217,20 +236,21 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
     const spawn50 = armStats(spawnMs);
     const notes = [
       `${rounds} rounds per arm, interleaved; each round starts ${perRound} sessions on a single child brain worker (\`agents worker --role brain\`), waits until every session's callModel is in flight at the model server, then SIGKILLs that worker; the time is from the kill to the workflow time of each session's next event (its assistant_message).`,
-      `standby and cold run with the defaults a user gets: callModel heartbeat timeout ${DEFAULTS.modelHeartbeatTimeoutMs} ms (the call heartbeats every quarter of it), first retry after ${DEFAULTS.modelRetry.initialIntervalMs} ms, and the retried call resets the session's sticky queue, so the task that takes its result goes straight to a live worker; standby_previous runs the earlier defaults (${PREVIOUS_LIMITS.modelHeartbeatTimeoutMs} ms, first retry after ${PREVIOUS_LIMITS.modelRetry.initialIntervalMs} ms) on the same code. Then the model's ${SETTINGS.modelFirstByteMs} ms first byte. A new worker process takes p50 ${spawn50.p50Ms} ms to be ready (it loads the workflow bundle \`npm run build\` wrote).`,
+      `Every arm runs with the defaults a user gets except standby_previous. In standby, the standby brain worker follows the doomed one's running calls (BRAIN_PEER_WATCH=on, the default; the round waits until it does) and, when the doomed worker's stream breaks and its port refuses the reconnect, fails each call by id so the server retries it at once; standby_heartbeat and standby_previous run both workers with BRAIN_PEER_WATCH=off, and cold has no worker running at the kill, so theirs wait for the server's heartbeat timeout:`,
+      `callModel heartbeat timeout ${DEFAULTS.modelHeartbeatTimeoutMs} ms (the call heartbeats every quarter of it), first retry after ${DEFAULTS.modelRetry.initialIntervalMs} ms, and the retried call resets the session's sticky queue, so the task that takes its result goes straight to a live worker; standby_previous runs the earlier defaults (${PREVIOUS_LIMITS.modelHeartbeatTimeoutMs} ms, first retry after ${PREVIOUS_LIMITS.modelRetry.initialIntervalMs} ms) on the same code. Then the model's ${SETTINGS.modelFirstByteMs} ms first byte. A new worker process takes p50 ${spawn50.p50Ms} ms to be ready (it loads the workflow bundle \`npm run build\` wrote).`,
       `${topUps} top-up round(s) after the interleaved ones, for arms left under ${MIN_SAMPLES} samples.`,
       `${excluded} session(s) left out because their first call had already been retried before the kill (the server saw a second request for them before the kill).`,
-      `cold/standby p50 ${ratio(cold, standby).p50}, p95 ${ratio(cold, standby).p95}; standby_previous/standby p50 ${ratio(previous, standby).p50}, p95 ${ratio(previous, standby).p95}.`,
-      `The floor is the heartbeat timeout: the server retries the call once it has missed its heartbeats, between three quarters of the timeout and the whole of it after the kill.`,
+      `standby_heartbeat/standby p50 ${ratio(heartbeat, standby).p50}, p95 ${ratio(heartbeat, standby).p95}; cold/standby p50 ${ratio(cold, standby).p50}, p95 ${ratio(cold, standby).p95}; standby_previous/standby p50 ${ratio(previous, standby).p50}, p95 ${ratio(previous, standby).p95}.`,
+      `standby's floor is the retry interval and the model's first byte; the other arms' is the heartbeat timeout: the server retries the call once it has missed its heartbeats, between three quarters of the timeout and the whole of it after the kill.`,
       cost.notes,
       hands.notes,
     ].join(' ');
     return [
       {
         name: 'crash_recovery',
-        arms: { standby, cold, standby_previous: previous, hands_standby: armStats(hands.standby), hands_cold: armStats(hands.cold) },
+        arms: { standby, standby_heartbeat: heartbeat, cold, standby_previous: previous, hands_standby: armStats(hands.standby), hands_cold: armStats(hands.cold) },
         notes,
-        ratioTo: { cold: 'standby', standby_previous: 'standby', hands_cold: 'hands_standby' },
+        ratioTo: { standby_heartbeat: 'standby', cold: 'standby', standby_previous: 'standby', hands_cold: 'hands_standby' },
         excludedSessions: excluded,
         heartbeatTimeoutMs: DEFAULTS.modelHeartbeatTimeoutMs,
         previousHeartbeatTimeoutMs: PREVIOUS_LIMITS.modelHeartbeatTimeoutMs,

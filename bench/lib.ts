@@ -10,7 +10,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createTestEnv, freePort, removeHostSandboxes, startTestWorker, testDataConverter, turnDone, ROOT } from '../test/helpers/env';
 import { MockModelServer } from '../src/model/mock-server';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
-import type { RunningWorker } from '../src/worker';
+import type { RunningWorker, WorkerStatus } from '../src/worker';
+import type { ChildWorker } from '../test/helpers/child-worker';
 import type { SessionEvent } from '../src/session/events';
 import { endSignal, eventsQuery } from '../src/session/contract';
 import { followHistory } from '../src/log/history-doorbell';
@@ -309,4 +310,16 @@ export function makeRepo(files: number, bytes: number): string {
   git('add', '-A');
   git('commit', '-q', '-m', 'bench fixture');
   return dir;
+}
+
+/** The child worker's own report (`kill -USR2`): RSS, main-thread heap, sessions in its workflow cache. */
+export async function workerStatus(worker: ChildWorker): Promise<WorkerStatus | undefined> {
+  const before = worker.stderr().length;
+  worker.process.kill('SIGUSR2');
+  for (let i = 0; i < 40; i++) {
+    await sleep(50);
+    const line = worker.stderr().slice(before).split('\n').find((l) => l.includes('"worker status"'));
+    if (line) return JSON.parse(line) as WorkerStatus;
+  }
+  return undefined;
 }

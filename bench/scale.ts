@@ -9,8 +9,8 @@ import { testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { sendMessageUpdate } from '../src/session/contract';
-import { SETTINGS, armStats, endSession, ratio, waitRung, type BenchResult, type Ctx } from './lib';
-import { DEFAULT_WORKFLOW_CACHE, type WorkerStatus } from '../src/worker';
+import { SETTINGS, armStats, endSession, ratio, waitRung, workerStatus, type BenchResult, type Ctx } from './lib';
+import { DEFAULT_WORKFLOW_CACHE } from '../src/worker';
 
 function rssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -47,18 +47,6 @@ async function pool<T, R>(items: T[], limit: number, fn: (x: T) => Promise<R>): 
 async function firstTask(client: Client, sessionId: string): Promise<void> {
   const stop = new AbortController();
   await followHistory(client, sessionId, () => stop.abort(), stop.signal);
-}
-
-/** The child worker's own report (`kill -USR2`): RSS, main-thread heap, sessions in its workflow cache. */
-async function workerStatus(worker: ChildWorker): Promise<WorkerStatus | undefined> {
-  const before = worker.stderr().length;
-  worker.process.kill('SIGUSR2');
-  for (let i = 0; i < 40; i++) {
-    await sleep(50);
-    const line = worker.stderr().slice(before).split('\n').find((l) => l.includes('"worker status"'));
-    if (line) return JSON.parse(line) as WorkerStatus;
-  }
-  return undefined;
 }
 
 const MiB = (b: number) => (b / 2 ** 20).toFixed(0);

@@ -217,6 +217,7 @@ export class PeerWatch {
     this.skipped.set(peer.identity, Date.now());
     this.gone++;
     const activities = [...peer.activities.values()];
+    if (activities.length === 0) return;
     this.o.log(`brain worker ${peer.identity} is gone (${why}); retrying its ${activities.length} running activit${activities.length === 1 ? 'y' : 'ies'} on live workers`);
     const queue = [...activities];
     await Promise.all(

@@ -12,7 +12,7 @@ import { keySource } from './infra/keys';
 import { dockerFromHost } from './sandbox/docker';
 import { DEFAULT_MODEL } from './session/agent';
 import { BRAIN_TASK_QUEUE, TOOLS_TASK_QUEUE, type WorkerRole } from './session/queues';
-import { grpcInterceptors, temporalConnectionOptions } from './temporal-connection';
+import { clientConnectionOptions } from './temporal-connection';
 
 export const CHECKS = ['config', 'temporal', 'pollers', 'docker', 'sandbox-image', 'keys', 'model'] as const;
 export type CheckName = (typeof CHECKS)[number];
@@ -79,7 +79,7 @@ async function checkTemporal(config: Config): Promise<{ result: CheckResult; con
   const where = `${config.TEMPORAL_ADDRESS} namespace ${config.TEMPORAL_NAMESPACE}`;
   let connection: Connection;
   try {
-    connection = await Connection.connect({ ...temporalConnectionOptions(config), interceptors: grpcInterceptors(), connectTimeout: TIMEOUT_MS });
+    connection = await Connection.connect({ ...clientConnectionOptions(config), connectTimeout: TIMEOUT_MS });
   } catch (e) {
     return {
       result: {

@@ -66,3 +66,8 @@ export function grpcInterceptors(): Interceptor[] {
   };
   return [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), closedGuard];
 }
+
+/** Options for `Connection.connect` / `Connection.lazy`: the configuration's, with the interceptors above. */
+export function clientConnectionOptions(config: TlsConfig): TemporalConnectionOptions & { interceptors: Interceptor[] } {
+  return { ...temporalConnectionOptions(config), interceptors: grpcInterceptors() };
+}

@@ -25,7 +25,7 @@ import { HostIdSchema } from './session/identifiers';
 import type { DataConverter } from '@temporalio/common';
 import { createDataConverter } from './codec';
 import { loadConfig } from './config';
-import { grpcInterceptors, temporalConnectionOptions } from './temporal-connection';
+import { clientConnectionOptions, temporalConnectionOptions } from './temporal-connection';
 import { loadCodecKey, loadVaultKey } from './infra/keys';
 import type { SecretVault } from './vault';
 import { ApiCredentials } from './vault/api-credentials';
@@ -33,7 +33,7 @@ import { secretVault } from './vault/open';
 import { openDb, type Db } from './storage/db';
 import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';
 import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
-import { parseCodecKeys } from './codec';
+import { parseCodecKeys, type CodecKeys } from './codec';
 import { StreamHub, StreamServer, identityWithStream } from './stream';
 import { LogPushHub } from './stream/log-hub';
 import { InflightActivities, PeerWatch, type PeerWatchStatus } from './stream/peers';
@@ -170,16 +170,19 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const sharedVault = () => (openedVault ??= opts.vault ?? secretVault(config.dataDir, vaultKey(), db));
   // The API's database (its vaults, sessions' repository tokens): the caller's, or DATABASE_URL's.
   const apiDb = opts.apiDb ?? (() => db);
+  // Read once, and only by the parts that need it (a missing key file is generated in development).
+  let keys: CodecKeys | undefined;
+  const codecKeys = () => (keys ??= parseCodecKeys(loadCodecKey(config)));
   const dataConverter = opts.dataConverter ?? createDataConverter(loadCodecKey(config));
   const connectionOptions = { ...temporalConnectionOptions(config), address: opts.address };
-  const connection = await Connection.connect({ ...connectionOptions, interceptors: grpcInterceptors() });
+  const connection = await Connection.connect({ ...clientConnectionOptions(config), address: opts.address });
   const client = new Client({ connection, namespace: opts.namespace, dataConverter, interceptors: clientInterceptors });
   // Brain and hands workers stream deltas of their work; their identity names the endpoint, which is how a
   // watcher finds the worker running a session's activity (DescribeWorkflowExecution's pending activities).
   let streams: { hub: StreamHub; server: StreamServer; log?: LogPushHub } | undefined;
   if (config.STREAM_LISTEN !== 'off' && roles.some((r) => r === 'brain' || r === 'hands')) {
     const hub = new StreamHub();
-    const server = new StreamServer({ hub, keys: [...parseCodecKeys(loadCodecKey(config)).byId.values()], listen: config.STREAM_LISTEN, advertise: config.STREAM_URL });
+    const server = new StreamServer({ hub, keys: [...codecKeys().byId.values()], listen: config.STREAM_LISTEN, advertise: config.STREAM_URL });
     hub.worker = await server.start();
     streams = { hub, server };
   }
@@ -191,7 +194,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   // calls retried at once by a survivor, not after their heartbeat timeout (src/stream/peers.ts).
   const running = streams && roles.includes('brain') ? (streams.server.activities = new InflightActivities(identity)) : undefined;
   const peers = running && config.BRAIN_PEER_WATCH === 'on'
-    ? new PeerWatch({ client, namespace: opts.namespace, taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE, self: running, key: parseCodecKeys(loadCodecKey(config)).current.key, log })
+    ? new PeerWatch({ client, namespace: opts.namespace, taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE, self: running, key: codecKeys().current.key, log })
     : undefined;
   if (roles.includes('brain')) {
     // Workflows upsert these; registering them first lets a fresh server or cluster index every session.

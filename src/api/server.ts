@@ -163,13 +163,13 @@ async function sessionDepsFor(config: Config, db: Db): Promise<SessionDeps> {
   const { Client, Connection } = await import('@temporalio/client');
   const { createDataConverter, parseCodecKeys } = await import('../codec');
   const { loadCodecKey } = await import('../infra/keys');
-  const { grpcInterceptors, temporalConnectionOptions } = await import('../temporal-connection');
+  const { clientConnectionOptions } = await import('../temporal-connection');
   const { sessionArchive } = await import('../archive');
   const { ArchivedSessionLog, LiveSessionLog } = await import('../log/session-log');
   const codecKey = loadCodecKey(config);
   const dataConverter = createDataConverter(codecKey);
   const { clientInterceptors } = await import('../log/query-retry');
-  const client = new Client({ connection: Connection.lazy({ ...temporalConnectionOptions(config), interceptors: grpcInterceptors() }), namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
+  const client = new Client({ connection: Connection.lazy(clientConnectionOptions(config)), namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
   return { client, log: new ArchivedSessionLog(sessionArchive(config, dataConverter, db), new LiveSessionLog(client)), streamKey: parseCodecKeys(codecKey).current.key };
 }
 

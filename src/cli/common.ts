@@ -5,7 +5,7 @@ import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } 
 import type { UpdateDefinition } from '@temporalio/common';
 import { z } from 'zod';
 import type { Config } from '../config';
-import { grpcInterceptors, temporalConnectionOptions } from '../temporal-connection';
+import { clientConnectionOptions } from '../temporal-connection';
 import { createDataConverter } from '../codec';
 import { loadCodecKey } from '../infra/keys';
 import { formatIssues } from '../session/agent';
@@ -47,7 +47,7 @@ export async function connect(config: Config): Promise<Client> {
   // The CLI decodes what workers encrypted, so events, status and update results read as plain JSON.
   const dataConverter = converterOf(config);
   try {
-    const connection = await Connection.connect({ ...temporalConnectionOptions(config), interceptors: grpcInterceptors(), connectTimeout: '5s' });
+    const connection = await Connection.connect({ ...clientConnectionOptions(config), connectTimeout: '5s' });
     return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
   } catch (e) {
     throw new CliError(`cannot reach Temporal at ${config.TEMPORAL_ADDRESS}: ${(e as Error).message.split('\n')[0]}`);

@@ -219,10 +219,9 @@ export class PeerWatch {
     const activities = [...peer.activities.values()];
     if (activities.length === 0) return;
     this.o.log(`brain worker ${peer.identity} is gone (${why}); retrying its ${activities.length} running activit${activities.length === 1 ? 'y' : 'ies'} on live workers`);
-    const queue = [...activities];
     await Promise.all(
-      Array.from({ length: Math.min(CONCURRENCY, queue.length) }, async () => {
-        for (let a = queue.shift(); a; a = queue.shift()) await this.failOne(peer, a, why);
+      Array.from({ length: Math.min(CONCURRENCY, activities.length) }, async () => {
+        for (let a = activities.shift(); a; a = activities.shift()) await this.failOne(peer, a, why);
       }),
     );
   }

@@ -178,6 +178,7 @@ export async function runTurnOverhead(ctx: Ctx): Promise<BenchResult[]> {
       },
       (m) => ctx.log(`  turn_overhead ${m}`),
     );
+    const modelContext = worker.status().modelContext;
     const inprocess = armStats(samples.inprocess);
     const platform = armStats(samples.platform);
     const addedP50 = platform.p50Ms - inprocess.p50Ms;
@@ -193,10 +194,13 @@ export async function runTurnOverhead(ctx: Ctx): Promise<BenchResult[]> {
       prof
         ? `Profile (medians, ms, from the session's history over the measured turns; in-process times from the loop): activity scheduled->started ${prof.activityScheduleToStart}; callModel ran ${prof.callModelRun} against ${inModel.toFixed(1)} for the loop's model call (+${(prof.callModelRun - inModel).toFixed(1)} each, x${MODEL_CALLS_PER_TURN}); execute ran ${prof.executeRun} against ${inExecute.toFixed(1)} (+${(prof.executeRun - inExecute).toFixed(1)}); ${prof.workflowTasksPerTurn} workflow tasks per turn, each ${prof.workflowTaskScheduleToStart} scheduled->started and ${prof.workflowTaskRun} started->completed; activity completed->next workflow task started ${prof.activityCompletedToNextWorkflowTaskStart}.`
         : 'No profile (the history could not be read).',
+      modelContext ? `Model calls whose context came from the worker's cache, checked against the tail digest their input carries: ${modelContext.cached} of ${modelContext.cached + modelContext.read} (the rest read it by query).` : '',
       perActivity > 30 ? `Above the 30 ms per activity target; README (bench) explains where it goes.` : 'Within the 30 ms per activity target.',
       'The model call as a local activity is not implemented, so there is no third arm.',
-    ].join(' ');
-    return [{ name: 'turn_overhead', arms: { inprocess, platform }, notes, ratioTo: { platform: 'inprocess' }, profileMs: prof ? { ...prof, inprocessModelCall: Math.round(inModel * 10) / 10, inprocessExecute: Math.round(inExecute * 10) / 10 } : undefined, addedPerTurnMs: { p50: addedP50, p95: addedP95 }, addedPerActivityMs: perActivity, activitiesPerTurn: ACTIVITIES_PER_TURN }];
+    ]
+      .filter(Boolean)
+      .join(' ');
+    return [{ name: 'turn_overhead', arms: { inprocess, platform }, notes, ratioTo: { platform: 'inprocess' }, profileMs: prof ? { ...prof, inprocessModelCall: Math.round(inModel * 10) / 10, inprocessExecute: Math.round(inExecute * 10) / 10 } : undefined, addedPerTurnMs: { p50: addedP50, p95: addedP95 }, modelContext, addedPerActivityMs: perActivity, activitiesPerTurn: ACTIVITIES_PER_TURN }];
   } finally {
     if (handle) await endSession(handle);
     await loop.destroy();

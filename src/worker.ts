@@ -104,6 +104,8 @@ export interface WorkerStatus {
   inFlightActivities: number;
   /** The brain workers this one follows, and the gone ones whose activities it retried (brain, with a stream endpoint). */
   peers?: PeerWatchStatus;
+  /** Model calls whose context came whole from this worker's cache, and those that read the log for it (brain). */
+  modelContext?: { cached: number; read: number };
 }
 
 /** The most a brain worker holds back a heartbeat: under the quarter of the shortest model heartbeat timeout. */
@@ -219,6 +221,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const timers: NodeJS.Timeout[] = [];
   let hostId: string | undefined;
   let mcpPool: McpClientPool | undefined;
+  /** Where the brain's model calls read their context. */
+  let sessionLog: CachedSessionLog | undefined;
   /** The archive this worker opened (and closes), unless the caller gave one. */
   let ownArchive: SessionArchive | undefined;
 
@@ -229,6 +233,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     if (ownArchive instanceof PostgresSessionArchive) await ownArchive.ready();
     const cache = config.BRAIN_WORKFLOW_CACHE ? Number(config.BRAIN_WORKFLOW_CACHE) : DEFAULT_WORKFLOW_CACHE;
     limitWorkflowHeap(workflowHeapMb(cache, config.BRAIN_WORKFLOW_HEAP_MB));
+    // Model calls read their context here; the sink below hands it each task's new events as they are appended.
+    const contextLog = new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client)));
+    sessionLog = contextLog;
     workers.push(
       await Worker.create({
         connection: nativeConnection,
@@ -245,13 +252,22 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         maxHeartbeatThrottleInterval: HEARTBEAT_THROTTLE,
         identity,
         interceptors: brainInterceptors,
-        sinks: { sessionLog: { appended: { fn: (info: WorkflowInfo, event: SessionEvent) => streams?.log?.appended(info, event) } } },
+        sinks: {
+          sessionLog: {
+            appended: {
+              fn: (info: WorkflowInfo, event: SessionEvent) => {
+                contextLog.pushed(info.workflowId, event);
+                streams?.log?.appended(info, event);
+              },
+            },
+          },
+        },
         plugins,
         activities: {
           ...createActivities({
             model,
             archive,
-            log: new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client))),
+            log: contextLog,
             stream: streams?.hub,
             resetSticky: ({ namespace, workflowId, runId }) => client.workflowService.resetStickyTaskQueue({ namespace, execution: { workflowId, runId } }),
           }),
@@ -334,6 +350,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         cachedWorkflows: statuses.reduce((n, s) => n + s.numCachedWorkflows, 0),
         inFlightActivities: statuses.reduce((n, s) => n + s.numInFlightActivities, 0),
         ...(peers ? { peers: peers.status() } : {}),
+        ...(sessionLog ? { modelContext: { ...sessionLog.stats } } : {}),
       };
     },
     async shutdown() {

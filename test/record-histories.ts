@@ -403,6 +403,19 @@ record("records MCP tool calls under their server's default policy (mcp__<server
   }
 });
 
+record("records model calls whose input carries the digest of the events since the run's previous call (model-tail-digest)", async () => {
+  const h = await startHarness();
+  try {
+    const handle = await startSession(h, { id: 'recorded-model-tail-digest', agent: { tools: ['session_events'] } });
+    h.mock.script(handle.workflowId, { steps: [toolStep('session_events', { from: 0, limit: 2 }), { reply: { content: [{ type: 'text', text: 'Read it.' }] } }, { reply: { content: [{ type: 'text', text: 'Again.' }] } }] });
+    await say(handle, 'Read the log.');
+    await say(handle, 'Once more.');
+    await endAndSave(handle, 'model-tail-digest-session.json');
+  } finally {
+    await h.stop();
+  }
+});
+
 record('records malformed sandbox tool calls, refused before any sandbox is provisioned', async () => {
   const h = await startHarness();
   try {

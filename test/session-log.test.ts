@@ -80,3 +80,73 @@ describe('sealEvents', () => {
     expect(await archive.readSegment('stale', (await archive.find('stale', 0))!, 0, 3)).toEqual(committed);
   });
 });
+
+describe('CachedSessionLog with pushed events', () => {
+  /** A live run holding `held` events that counts its reads. */
+  const counting = (held: () => SessionEvent[]) => {
+    const reads: number[] = [];
+    const log: SessionLog = {
+      read: async (_id, from, limit) => {
+        reads.push(from);
+        const page = held().filter((e) => e.seq >= from).slice(0, limit);
+        return { events: page, nextSeq: from + page.length, firstSeq: 0 };
+      },
+    };
+    return { log, reads };
+  };
+  const tail = (all: SessionEvent[], fromSeq: number, through: number) => ({ fromSeq, digest: eventsDigest(all.slice(fromSeq, through + 1)) });
+
+  it('answers a call from what the worker was handed when the tail digest vouches for it, reading nothing', async () => {
+    const committed = events(0, 6);
+    const { log, reads } = counting(() => committed.slice(0, 3));
+    const cache = new CachedSessionLog(log);
+    expect((await cache.readRange('s', 0, 2)).map((e) => e.seq)).toEqual([0, 1, 2]);
+    expect(reads).toEqual([0]);
+    for (const e of committed.slice(3)) cache.pushed('s', e);
+    expect(await cache.readRange('s', 0, 5, tail(committed, 3, 5))).toEqual(committed);
+    expect(reads).toEqual([0]);
+    expect(cache.stats).toEqual({ cached: 1, read: 1 });
+  });
+
+  it('reads the log again when what was pushed differs from what the digest names, or when no digest comes', async () => {
+    const committed = events(0, 6);
+    const { log, reads } = counting(() => committed);
+    const cache = new CachedSessionLog(log);
+    await cache.readRange('s', 0, 2);
+    // A task attempt whose completion the server refused: its events were never committed.
+    cache.pushed('s', { ...committed[3], text: 'never committed' } as SessionEvent);
+    cache.pushed('s', committed[4]);
+    expect(await cache.readRange('s', 0, 4, tail(committed, 3, 4))).toEqual(committed.slice(0, 5));
+    expect(reads).toEqual([0, 3]);
+    cache.pushed('s', committed[5]);
+    expect(await cache.readRange('s', 0, 5)).toEqual(committed);
+    expect(reads).toEqual([0, 3, 5]);
+  });
+
+  it('keeps only pushed events that continue the cached stretch, and a later attempt replaces an earlier one', async () => {
+    const committed = events(0, 4);
+    const { log, reads } = counting(() => committed);
+    const cache = new CachedSessionLog(log);
+    cache.pushed('s', committed[0]); // nothing cached for s yet: dropped
+    await cache.readRange('s', 0, 1);
+    cache.pushed('s', committed[3]); // a gap: dropped
+    cache.pushed('s', { ...committed[2], text: 'first attempt' } as SessionEvent);
+    cache.pushed('s', committed[2]); // the task's next attempt
+    cache.pushed('s', committed[3]);
+    cache.pushed('s', { ...committed[1], text: 'an event a read vouched for stays' } as SessionEvent);
+    expect(await cache.readRange('s', 0, 3, tail(committed, 2, 3))).toEqual(committed);
+    expect(reads).toEqual([0]);
+  });
+
+  it('does not take a digest for events before the last call it vouched for', async () => {
+    const committed = events(0, 4);
+    const { log, reads } = counting(() => committed);
+    const cache = new CachedSessionLog(log);
+    await cache.readRange('s', 0, 1);
+    cache.pushed('s', committed[2]);
+    cache.pushed('s', committed[3]);
+    // The digest starts past the last vouched-for event (another worker ran the call in between): read.
+    expect(await cache.readRange('s', 0, 3, tail(committed, 3, 3))).toEqual(committed);
+    expect(reads).toEqual([0, 2]);
+  });
+});

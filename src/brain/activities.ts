@@ -4,7 +4,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import type { SessionArchive } from '../archive';
-import { readEvents, type CachedSessionLog } from '../log/session-log';
+import { readEvents, type CachedSessionLog, type LogTail } from '../log/session-log';
 import type { ModelClient, ModelDelta, ModelReply } from '../model/client';
 import type { Publisher, StreamHub } from '../stream';
 import { toModelFailure } from '../model/errors';
@@ -30,6 +30,8 @@ export interface CallModelInput {
   contextTokens?: number;
   /** Abandon (and retry) a response that sends nothing for this long. */
   streamIdleMs?: number;
+  /** The digest of the events since the run's previous model call, which lets a worker holding them skip the read. */
+  tail?: LogTail;
 }
 
 /** Either the model's reply, or (with `compact`) a request to compact the window first. */
@@ -141,7 +143,7 @@ export function createActivities(deps: ActivityDeps) {
   };
 
   const contextOf = async (input: CallModelInput, window: ContextWindow) => {
-    const events = await deps.log.readRange(input.sessionId, window.fromSeq, input.throughSeq);
+    const events = await deps.log.readRange(input.sessionId, window.fromSeq, input.throughSeq, input.tail);
     return { events, built: buildContext({ events, window, system: input.system, tools: input.tools, budgetTokens: input.contextTokens ?? Infinity }) };
   };
 

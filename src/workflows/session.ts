@@ -37,6 +37,9 @@ type TurnEnd = { kind: 'idle' } | { kind: 'handover'; round: number };
  * The session runs in a scope a cancellation request cannot cancel: a request (as when a parent session
  * cancels its child) ends the session like the `end` signal, so it still cleans up and seals its log.
  */
+/** A model call's input carries the digest of at most this many events appended since the previous call. */
+const MAX_TAIL_DIGEST_EVENTS = 200;
+
 export const sessionWorkflow: SessionWorkflow = (rawInput) => CancellationScope.nonCancellable(() => runSession(rawInput));
 
 async function runSession(rawInput: SessionInput): Promise<SessionResult> {
@@ -201,20 +204,39 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     return readRunEvents(use, events, rs.baseSeq);
   };
 
+  /** The last seq a model call of this run read (undefined before the first one). */
+  let modelReadThrough: number | undefined;
+  /**
+   * The digest of what was appended since the run's previous model call, for a call reading through `throughSeq`:
+   * the worker that ran that call, and was handed each task's new events, checks them against it instead of
+   * reading them back. Absent for a run's first call and after a long stretch (the worker reads the log then).
+   */
+  const tailOf = (throughSeq: number) => {
+    if (modelReadThrough === undefined || throughSeq - modelReadThrough > MAX_TAIL_DIGEST_EVENTS || !patched('model-tail-digest')) return {};
+    const fromSeq = modelReadThrough + 1;
+    return { tail: { fromSeq, digest: eventsDigest(events.slice(fromSeq - rs.baseSeq, throughSeq + 1 - rs.baseSeq)) } };
+  };
   /** One model reply over the current window, compacting the window first when it is over budget; with the last seq its call read. */
   const nextReply = async (): Promise<{ reply: ModelReply; throughSeq: number }> => {
-    const request = () => ({ sessionId, throughSeq: rs.nextSeq() - 1, model: agent.model, system: agent.system, tools: toolSpecs, maxTokens: limits.maxOutputTokens, caching: agent.promptCaching, window: rs.window, streamIdleMs: limits.modelStreamIdleMs });
+    const request = () => {
+      const throughSeq = rs.nextSeq() - 1;
+      return { sessionId, throughSeq, model: agent.model, system: agent.system, tools: toolSpecs, maxTokens: limits.maxOutputTokens, caching: agent.promptCaching, window: rs.window, streamIdleMs: limits.modelStreamIdleMs, ...tailOf(throughSeq) };
+    };
     const summary = { summary: modelSummary(++rs.modelCalls, rs.run) };
     const firstRequest = request();
     const first = await model.callModel.executeWithOptions(summary, [{ ...firstRequest, contextTokens: limits.contextTokens }]);
+    modelReadThrough = firstRequest.throughSeq;
     if (first.compact === undefined) return { reply: first, throughSeq: firstRequest.throughSeq };
     const cutSeq = first.compact.cutSeq;
-    const c = await model.compactContext.executeWithOptions({ summary: 'compact context' }, [{ ...request(), cutSeq }]);
+    const compactRequest = request();
+    const c = await model.compactContext.executeWithOptions({ summary: 'compact context' }, [{ ...compactRequest, cutSeq }]);
+    modelReadThrough = compactRequest.throughSeq;
     const event = append({ type: 'context_compacted', throughSeq: cutSeq - 1, summary: c.summary, tokensBefore: c.tokensBefore, tokensAfter: c.tokensAfter });
     if (event.type === 'context_compacted') rs.window = windowOf(event);
     // Over budget even now (one huge tail): send it anyway rather than compact in a loop.
     const secondRequest = request();
     const second = await model.callModel.executeWithOptions(summary, [secondRequest]);
+    modelReadThrough = secondRequest.throughSeq;
     if (second.compact !== undefined) throw new Error('callModel asked for a compaction without a budget');
     return { reply: second, throughSeq: secondRequest.throughSeq };
   };

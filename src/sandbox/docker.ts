@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { loosenings } from '../session/agent';
-import { EXEC_KILL, EXEC_WRAPPER } from './scripts';
+import { EXEC_KILL, EXEC_LIVE, EXEC_WRAPPER } from './scripts';
 import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror } from './git';
 import { resourceName } from './names';
 import { hostLimits, RuntimeSelector, runtimeOf, type SandboxRuntimePreference } from './runtime';
@@ -215,15 +215,20 @@ export class DockerSandboxProvider implements SandboxProvider {
       `MA_TIMEOUT=${req.timeoutSeconds}`,
       `MA_MAX=${req.maxOutputBytes}`,
       `MA_HAS_STDIN=${req.stdin ? 1 : 0}`,
-      `MA_LIVE=${req.onOutput ? (req.liveBytes ?? 0) : 0}`,
       ...Object.entries(req.env ?? {}).map(([k, v]) => `${k}=${v}`),
     ];
     let raw: Buffer;
     // An exec into a gVisor sandbox that dies while the exec starts may never end: watch the container too.
     const watchdog = this.watchContainer(sandboxId);
+    // The live preview is a second exec, started only for a command still running LIVE_DELAY_MS after its exec
+    // started: most commands end sooner, and starting the copy's processes in the sandbox costs as much as a
+    // short command.
+    let live: LiveCopy | undefined;
+    let liveTimer: NodeJS.Timeout | undefined;
     try {
       const exec = await container.exec({ Cmd: ['bash', '-c', EXEC_WRAPPER], Env: env, AttachStdout: true, AttachStderr: true, AttachStdin: !!req.stdin });
       const stream = await Promise.race([exec.start({ hijack: true, stdin: !!req.stdin }), watchdog.gone]);
+      if (req.onOutput && (req.liveBytes ?? 0) > 0) liveTimer = setTimeout(() => (live = this.liveCopy(container, env[0], req.liveBytes!, req.onOutput!)), LIVE_DELAY_MS);
       const chunks: Buffer[] = [];
       const sink = new PassThrough();
       // The wrapper caps output inside the sandbox, but the sandbox is hostile: never buffer more than that.
@@ -237,14 +242,8 @@ export class DockerSandboxProvider implements SandboxProvider {
         }
         chunks.push(c);
       });
-      // stdout carries the capped result; stderr, when asked for, the live copy of the output (capped inside too).
-      const live = new PassThrough();
-      let liveReceived = 0;
-      live.on('data', (c: Buffer) => {
-        liveReceived += c.length;
-        if (liveReceived <= (req.liveBytes ?? 0) + 64 * 1024) req.onOutput?.(c);
-      });
-      this.docker.modem.demuxStream(stream, sink, live);
+      // stdout carries the capped result; the wrapper writes nothing else.
+      this.docker.modem.demuxStream(stream, sink, new PassThrough().resume());
       const onAbort = () => void this.kill(container, env[0]);
       signal?.addEventListener('abort', onAbort, { once: true });
       if (req.stdin) stream.end(req.stdin);
@@ -269,6 +268,8 @@ export class DockerSandboxProvider implements SandboxProvider {
       throw err;
     } finally {
       watchdog.stop();
+      clearTimeout(liveTimer);
+      await live?.finish();
     }
     const parsed = parseWrapperOutput(raw, env[0].slice('MA_KEY='.length));
     if (!parsed) {
@@ -276,6 +277,39 @@ export class DockerSandboxProvider implements SandboxProvider {
       throw new Error(`the sandbox returned no result trailer (${raw.length} bytes)`);
     }
     return parsed;
+  }
+
+  /**
+   * Streams the output of the command under `keyEnv` to `onOutput` (EXEC_LIVE) until the command ends. The
+   * sandbox caps what it sends; the host drops anything past that cap too, since the sandbox is hostile.
+   */
+  private liveCopy(container: Docker.Container, keyEnv: string, liveBytes: number, onOutput: (chunk: Buffer) => void): LiveCopy {
+    let stream: NodeJS.ReadWriteStream | undefined;
+    let received = 0;
+    const done = (async () => {
+      const exec = await container.exec({ Cmd: ['bash', '-c', EXEC_LIVE], Env: [keyEnv, `MA_LIVE=${liveBytes}`], AttachStdout: true, AttachStderr: true });
+      stream = await exec.start({ hijack: true, stdin: false });
+      const out = new PassThrough();
+      out.on('data', (c: Buffer) => {
+        received += c.length;
+        if (received <= liveBytes + 64 * 1024) onOutput(c);
+      });
+      this.docker.modem.demuxStream(stream, out, new PassThrough().resume());
+      await new Promise<void>((resolve) => {
+        stream!.on('end', resolve);
+        stream!.on('close', resolve);
+        stream!.on('error', () => resolve());
+      });
+    })().catch(() => undefined);
+    return {
+      // The copy ends on its own within moments of the command (tail follows its pid); past LIVE_GRACE_MS it is cut.
+      finish: async () => {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, LIVE_GRACE_MS)))]);
+        clearTimeout(timer);
+        (stream as unknown as { destroy?(): void } | undefined)?.destroy?.();
+      },
+    };
   }
 
   /** Rejects `gone` once the container is seen not running (checked every 2 s) until `stop` is called. */
@@ -364,6 +398,16 @@ export class SetupFailedError extends Error {}
 
 const META = Buffer.from('\n\0MA-META ');
 const CUT = Buffer.from('\n\0MA-CUT\0\n');
+
+/** How long after its exec starts a command's output begins to stream live: shorter commands are not previewed. */
+const LIVE_DELAY_MS = 250;
+/** How long a finished command's live copy may take to deliver its last bytes. */
+const LIVE_GRACE_MS = 500;
+
+interface LiveCopy {
+  /** Waits for the copy to end (at most LIVE_GRACE_MS), then cuts it. */
+  finish(): Promise<void>;
+}
 
 /** Where EXEC_WRAPPER keeps the whole of an output it had to cut. */
 export function fullOutputPath(key: string): string {

@@ -13,13 +13,6 @@ mkdir -p "$d" || exit 90
 f="$d/$MA_KEY"
 max="$MA_MAX"
 replayed=0
-# With MA_LIVE > 0, the output is also copied to stderr as it is written (at most MA_LIVE bytes) while
-# process $1 runs: a live preview for the host, apart from the capped result on stdout. head's output is
-# unbuffered (stdbuf), or it would hold everything back until it exits. An image without these tools just
-# streams nothing; the command and its result are unaffected.
-live() {
-  if [ -n "$MA_LIVE" ] && [ "$MA_LIVE" -gt 0 ]; then tail -s 0.01 -c +1 -f --pid="$1" "$f.out" 2>/dev/null | stdbuf -o0 head -c "$MA_LIVE" >&2; fi
-}
 if [ "$MA_HAS_STDIN" = 1 ] && [ ! -e "$f.exit" ]; then cat > "$f.in.$$"; fi
 if [ -e "$f.exit" ]; then
   replayed=1
@@ -27,14 +20,12 @@ elif mkdir "$f.run" 2>/dev/null; then
   in=/dev/null
   if [ -e "$f.in.$$" ]; then mv "$f.in.$$" "$f.in"; in="$f.in"; fi
   : > "$f.out"
-  setsid -w bash -c 'echo $$ > "$0.pid"; s="$MA_SCRIPT"; t="$MA_TIMEOUT"; unset MA_SCRIPT MA_KEY MA_MAX MA_TIMEOUT MA_HAS_STDIN MA_LIVE; exec timeout -k 5 "$t" bash -c "$s"' "$f" > "$f.out" 2>&1 < "$in" &
+  setsid -w bash -c 'echo $$ > "$0.pid"; s="$MA_SCRIPT"; t="$MA_TIMEOUT"; unset MA_SCRIPT MA_KEY MA_MAX MA_TIMEOUT MA_HAS_STDIN; exec timeout -k 5 "$t" bash -c "$s"' "$f" > "$f.out" 2>&1 < "$in" &
   c=$!
-  live "$c"
   wait "$c"
   echo $? > "$f.exit.tmp" && mv "$f.exit.tmp" "$f.exit"
 else
   replayed=1
-  p=$(cat "$f.pid" 2>/dev/null) && live "$p"
   while [ ! -e "$f.exit" ]; do sleep 0.1; done
 fi
 rm -f "$f.in.$$"
@@ -60,6 +51,14 @@ if [ "$size" -gt "$max" ]; then
 fi
 printf '\n\0MA-META %s %s %s %s\0' "$(cat "$f.exit")" "$size" "$replayed" "$kept"
 `;
+
+/**
+ * Copies the output of the command EXEC_WRAPPER runs for $MA_KEY to stdout as it is written, from its first byte,
+ * at most $MA_LIVE bytes, until the command ends: the live preview, a second exec the host starts only for a
+ * command still running after a moment. head's output is unbuffered (stdbuf), or it would hold everything back
+ * until it exits. An image without these tools just streams nothing; the command and its result are unaffected.
+ */
+export const EXEC_LIVE = String.raw`f="/tmp/.ma-exec/$MA_KEY"; [ -e "$f.exit" ] && exit 0; p=$(cat "$f.pid" 2>/dev/null) || exit 0; tail -s 0.01 -c +1 -f --pid="$p" "$f.out" 2>/dev/null | stdbuf -o0 head -c "$MA_LIVE"`;
 
 /** Kills the process group of a command started by EXEC_WRAPPER (used on cancellation). */
 export const EXEC_KILL = String.raw`p=$(cat "/tmp/.ma-exec/$MA_KEY.pid" 2>/dev/null) && kill -KILL -- "-$p" 2>/dev/null; true`;

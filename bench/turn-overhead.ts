@@ -15,10 +15,11 @@ import { formatBashOutput } from '../src/hands/activities';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { sendMessageUpdate } from '../src/session/contract';
-import { SETTINGS, percentile, armStats, endSession, interleave, waitLive, type BenchResult, type Ctx } from './lib';
+import { SETTINGS, percentile, armStats, endSession, interleave, waitRung, type BenchResult, type Ctx } from './lib';
 
 type Arm = 'inprocess' | 'platform';
-const TURNS = 20;
+/** Measured turns per arm (quick, full): an execute in gVisor varies by tens of ms from call to call. */
+const TURNS = { quick: 20, full: 40 };
 const MODEL_CALLS_PER_TURN = 2;
 const ACTIVITIES_PER_TURN = 3; // callModel, execute, callModel
 
@@ -143,7 +144,7 @@ async function platformTurn(stack: Ctx['stack'], handle: WorkflowHandle, text: s
     await sleep(10);
   }
   const final = (e: SessionEvent) => e.seq > seq && e.type === 'assistant_message' && e.stopReason !== 'tool_use';
-  const events = await waitLive(handle, (ev) => ev.some(final), 120_000, 10, seq);
+  const events = await waitRung(stack.client, handle, (ev) => ev.some(final), 120_000, seq);
   const last = events.find(final)!;
   if (!events.some((e) => e.seq > seq && e.type === 'tool_result')) throw new Error(`platform turn without a tool call: ${JSON.stringify(events.slice(-4))}`);
   // The workflow's own time for the reply, free of the polling interval.
@@ -153,6 +154,7 @@ async function platformTurn(stack: Ctx['stack'], handle: WorkflowHandle, text: s
 export async function runTurnOverhead(ctx: Ctx): Promise<BenchResult[]> {
   const { stack } = ctx;
   const WARMUP = ctx.quick ? 1 : 2;
+  const TURNS_RUN = ctx.quick ? TURNS.quick : TURNS.full;
   const dockerHost = await resolveDockerHost();
   if (!dockerHost) throw new Error('no Docker engine');
   const provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage() });
@@ -168,7 +170,7 @@ export async function runTurnOverhead(ctx: Ctx): Promise<BenchResult[]> {
     const h = handle;
     const samples = await interleave<Arm>(
       ['inprocess', 'platform'],
-      TURNS,
+      TURNS_RUN,
       WARMUP,
       async (arm, round) => {
         if (arm === 'platform') return platformTurn(stack, h, turnText(round));
@@ -184,11 +186,11 @@ export async function runTurnOverhead(ctx: Ctx): Promise<BenchResult[]> {
     const addedP50 = platform.p50Ms - inprocess.p50Ms;
     const addedP95 = platform.p95Ms - inprocess.p95Ms;
     const perActivity = addedP50 / ACTIVITIES_PER_TURN;
-    const prof = await profile(h, TURNS).catch((err: Error) => ctx.log(`  turn_overhead: no profile: ${err.message}`) ?? undefined);
-    const inModel = percentile(loop.modelMs.slice(-MODEL_CALLS_PER_TURN * TURNS), 0.5);
-    const inExecute = percentile(loop.executeMs.slice(-TURNS), 0.5);
+    const prof = await profile(h, TURNS_RUN).catch((err: Error) => ctx.log(`  turn_overhead: no profile: ${err.message}`) ?? undefined);
+    const inModel = percentile(loop.modelMs.slice(-MODEL_CALLS_PER_TURN * TURNS_RUN), 0.5);
+    const inExecute = percentile(loop.executeMs.slice(-TURNS_RUN), 0.5);
     const notes = [
-      `${TURNS} turns per arm after ${WARMUP} warm-up turns, interleaved; each turn = model call (bash tool_use) + execute in the same kind of sandbox + model call (text); model first byte ${SETTINGS.modelFirstByteMs} ms, ${SETTINGS.modelChunkDelayMs} ms per chunk, so ${MODEL_CALLS_PER_TURN * SETTINGS.modelFirstByteMs} ms of every turn is the model in both arms.`,
+      `${TURNS_RUN} turns per arm after ${WARMUP} warm-up turns, interleaved; each turn = model call (bash tool_use) + execute in the same kind of sandbox + model call (text); model first byte ${SETTINGS.modelFirstByteMs} ms, ${SETTINGS.modelChunkDelayMs} ms per chunk, so ${MODEL_CALLS_PER_TURN * SETTINGS.modelFirstByteMs} ms of every turn is the model in both arms.`,
       `The in-process loop calls the same AnthropicModelClient and DockerSandboxProvider.execute directly; the platform turn is timed from the client's sendMessage update to the workflow's time of the final assistant_message.`,
       `Added per turn: p50 ${addedP50.toFixed(1)} ms, p95 ${addedP95.toFixed(1)} ms; per activity (${ACTIVITIES_PER_TURN} per turn): ${perActivity.toFixed(1)} ms at p50 (anchor: Temporal Cloud ~50 ms scheduling per activity; target <= 30 ms on the local server).`,
       prof

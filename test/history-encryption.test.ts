@@ -144,11 +144,12 @@ describe('encrypted history', () => {
     const searchAttribute = /^\.upsertWorkflowSearchAttributesEventAttributes\.searchAttributes\.indexedFields\./;
     expect(shown.filter(([at]) => !searchAttribute.test(at))).toEqual([
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'search-attributes' }],
+      ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'model-tail-digest' }],
       ['.workflowExecutionSignaledEventAttributes.input.payloads[0]', { text: PLAIN_TEXT }],
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'session-archive' }],
     ]);
     const allowed: Record<string, unknown[]> = {
-      TemporalChangeVersion: [['search-attributes'], ['search-attributes', 'session-archive']],
+      TemporalChangeVersion: [['search-attributes'], ['model-tail-digest', 'search-attributes'], ['model-tail-digest', 'search-attributes', 'session-archive']],
       AgentName: ['test'],
       AgentModel: ['claude-test'],
       AgentSessionState: ['waiting_for_user', 'running', 'requires_action', 'ended'],

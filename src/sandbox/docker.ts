@@ -7,7 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { loosenings } from '../session/agent';
-import { EXEC_KILL, EXEC_LIVE, EXEC_WRAPPER } from './scripts';
+import { EXEC_KILL, EXEC_WRAPPER } from './scripts';
+import { LIVE_DELAY_MS, startLiveCopy, type LiveCopy } from './live-copy';
 import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror } from './git';
 import { resourceName } from './names';
 import { hostLimits, RuntimeSelector, runtimeOf, type SandboxRuntimePreference } from './runtime';
@@ -228,7 +229,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     try {
       const exec = await container.exec({ Cmd: ['bash', '-c', EXEC_WRAPPER], Env: env, AttachStdout: true, AttachStderr: true, AttachStdin: !!req.stdin });
       const stream = await Promise.race([exec.start({ hijack: true, stdin: !!req.stdin }), watchdog.gone]);
-      if (req.onOutput && (req.liveBytes ?? 0) > 0) liveTimer = setTimeout(() => (live = this.liveCopy(container, env[0], req.liveBytes!, req.onOutput!)), LIVE_DELAY_MS);
+      if (req.onOutput && (req.liveBytes ?? 0) > 0) liveTimer = setTimeout(() => (live = startLiveCopy(this.docker, container, env[0], req.liveBytes!, req.onOutput!)), LIVE_DELAY_MS);
       const chunks: Buffer[] = [];
       const sink = new PassThrough();
       // The wrapper caps output inside the sandbox, but the sandbox is hostile: never buffer more than that.
@@ -277,39 +278,6 @@ export class DockerSandboxProvider implements SandboxProvider {
       throw new Error(`the sandbox returned no result trailer (${raw.length} bytes)`);
     }
     return parsed;
-  }
-
-  /**
-   * Streams the output of the command under `keyEnv` to `onOutput` (EXEC_LIVE) until the command ends. The
-   * sandbox caps what it sends; the host drops anything past that cap too, since the sandbox is hostile.
-   */
-  private liveCopy(container: Docker.Container, keyEnv: string, liveBytes: number, onOutput: (chunk: Buffer) => void): LiveCopy {
-    let stream: NodeJS.ReadWriteStream | undefined;
-    let received = 0;
-    const done = (async () => {
-      const exec = await container.exec({ Cmd: ['bash', '-c', EXEC_LIVE], Env: [keyEnv, `MA_LIVE=${liveBytes}`], AttachStdout: true, AttachStderr: true });
-      stream = await exec.start({ hijack: true, stdin: false });
-      const out = new PassThrough();
-      out.on('data', (c: Buffer) => {
-        received += c.length;
-        if (received <= liveBytes + 64 * 1024) onOutput(c);
-      });
-      this.docker.modem.demuxStream(stream, out, new PassThrough().resume());
-      await new Promise<void>((resolve) => {
-        stream!.on('end', resolve);
-        stream!.on('close', resolve);
-        stream!.on('error', () => resolve());
-      });
-    })().catch(() => undefined);
-    return {
-      // The copy ends on its own within moments of the command (tail follows its pid); past LIVE_GRACE_MS it is cut.
-      finish: async () => {
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, LIVE_GRACE_MS)))]);
-        clearTimeout(timer);
-        (stream as unknown as { destroy?(): void } | undefined)?.destroy?.();
-      },
-    };
   }
 
   /** Rejects `gone` once the container is seen not running (checked every 2 s) until `stop` is called. */
@@ -398,16 +366,6 @@ export class SetupFailedError extends Error {}
 
 const META = Buffer.from('\n\0MA-META ');
 const CUT = Buffer.from('\n\0MA-CUT\0\n');
-
-/** How long after its exec starts a command's output begins to stream live: shorter commands are not previewed. */
-const LIVE_DELAY_MS = 250;
-/** How long a finished command's live copy may take to deliver its last bytes. */
-const LIVE_GRACE_MS = 500;
-
-interface LiveCopy {
-  /** Waits for the copy to end (at most LIVE_GRACE_MS), then cuts it. */
-  finish(): Promise<void>;
-}
 
 /** Where EXEC_WRAPPER keeps the whole of an output it had to cut. */
 export function fullOutputPath(key: string): string {

@@ -33,13 +33,13 @@ import { Failure } from '../session/failure-types';
 /** What a turn ends with: back to waiting for input, or a handover to a new run that resumes at `round`. */
 type TurnEnd = { kind: 'idle' } | { kind: 'handover'; round: number };
 
+/** A model call's input carries the digest of at most this many events appended since the previous call. */
+const MAX_TAIL_DIGEST_EVENTS = 200;
+
 /**
  * The session runs in a scope a cancellation request cannot cancel: a request (as when a parent session
  * cancels its child) ends the session like the `end` signal, so it still cleans up and seals its log.
  */
-/** A model call's input carries the digest of at most this many events appended since the previous call. */
-const MAX_TAIL_DIGEST_EVENTS = 200;
-
 export const sessionWorkflow: SessionWorkflow = (rawInput) => CancellationScope.nonCancellable(() => runSession(rawInput));
 
 async function runSession(rawInput: SessionInput): Promise<SessionResult> {

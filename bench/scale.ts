@@ -93,6 +93,7 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     await endSession(warm);
     held.length = 0;
     const baseline = await settledRss(pid);
+    const statusBase = await workerStatus(worker);
 
     // 10 sessions held, all active: 3 rounds of 10 concurrent turns.
     const small = await startIdle(10, 's10');
@@ -116,6 +117,11 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     ctx.log(`  scale: started ${rest.length} more sessions in ${startS.toFixed(0)} s`);
     const rssBig = await settledRss(pid);
     const statusBig = await workerStatus(worker);
+    // The heap of the thread the sessions run on (the SDK's workflow thread), and what each cached session adds to it.
+    const threadHeap = (s: typeof statusBig) => s?.threads?.reduce((a, t) => a + t.usedBytes, 0);
+    const heapBase = threadHeap(statusBase);
+    const heapBig = threadHeap(statusBig);
+    const heapPerCached = heapBase !== undefined && heapBig !== undefined && statusBig?.cachedWorkflows ? (heapBig - heapBase) / statusBig.cachedWorkflows : undefined;
     // The active set: sessions that take turn after turn, so the cache keeps them; one round first brings back
     // those the population's growth evicted.
     const activeSet = rest.slice(-active);
@@ -137,7 +143,7 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     const notes = [
       `One child brain worker (\`agents worker --role brain\`, the default workflow cache of ${cacheSize} sessions). sessions_10: 10 sessions held, all active, 3 rounds of 10 concurrent turns. ${bigArm}: ${big} sessions held (the 10 and ${big - 10} more started with no message, each idle after its first workflow task, 32 at a time, in ${startS.toFixed(0)} s), ${active} of them active, one unmeasured round then 2 rounds of ${active} concurrent turns; the other sessions idle, waiting for input. evicted: one round of ${active} concurrent turns (each session's first) on sessions idle since they started, out of the cache, so each turn replays its run first.`,
       `Turn latency = sendMessage update to the workflow time of the reply (model first byte ${SETTINGS.modelFirstByteMs} ms); the client reads the log when the run's history changes (a long poll on the server), not by polling the worker. The arms run one after the other (holding 10, then growing to ${big}), not interleaved: a population of ${big} cannot be built and torn down per round.`,
-      `Worker RSS: baseline ${MiB(baseline)} MiB; ${MiB(rss10)} MiB with 10 (${(perSession10 / 1024).toFixed(0)} KiB per session); ${MiB(rssBig)} MiB with ${big} (${(perSessionBig / 1024).toFixed(1)} KiB per session held), ${statusBig ? `main-thread heap ${MiB(statusBig.heapUsedBytes)} MiB, ${statusBig.cachedWorkflows} sessions cached` : 'no status report'}; ${MiB(rssAfter)} MiB after the measured turns.`,
+      `Worker RSS: baseline ${MiB(baseline)} MiB; ${MiB(rss10)} MiB with 10 (${(perSession10 / 1024).toFixed(0)} KiB per session); ${MiB(rssBig)} MiB with ${big} (${(perSessionBig / 1024).toFixed(1)} KiB per session held), ${statusBig ? `main-thread heap ${MiB(statusBig.heapUsedBytes)} MiB, ${statusBig.cachedWorkflows} sessions cached` : 'no status report'}${heapBig !== undefined ? `, workflow thread heap ${MiB(heapBig)} MiB in use (${MiB(heapBase ?? 0)} MiB at the baseline${heapPerCached !== undefined ? `, ${(heapPerCached / 1024).toFixed(0)} KiB per cached session` : ''})` : ''}; ${MiB(rssAfter)} MiB after the measured turns.`,
       `p95 turn latency ${big}/10: ${r.p95} (p50 ${r.p50}); the big arm also has 5x the concurrent turns. Evicted/10: p95 ${re.p95} (p50 ${re.p50}).`,
     ].join(' ');
     return [
@@ -148,6 +154,8 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
         rssBytesPerSession10: Math.round(perSession10),
         rssBytes: { baseline, sessions_10: rss10, [bigArm]: rssBig, afterTurns: rssAfter },
         heapUsedBytes: statusBig?.heapUsedBytes,
+        workflowThreadHeapBytes: { baseline: heapBase, [bigArm]: heapBig },
+        workflowThreadHeapBytesPerCachedSession: heapPerCached === undefined ? undefined : Math.round(heapPerCached),
         cachedWorkflows: statusBig?.cachedWorkflows,
         workflowCache: cacheSize,
         bigArmSessions: big,

@@ -43,6 +43,7 @@ import { activityLogInterceptor, jsonLogLine } from './observability/logger';
 import type { LogLevelName } from './observability/log-levels';
 import { ensureSearchAttributes } from './observability/search-attributes';
 import { startTracing, tracingEnabled } from './observability/tracing';
+import type { ThreadHeap } from './brain/thread-heaps';
 
 
 export interface WorkerOptions {
@@ -98,6 +99,8 @@ export interface RunningWorker {
 export interface WorkerStatus {
   rssBytes: number;
   heapUsedBytes: number;
+  /** Each worker thread's heap (the sessions run on the SDK's workflow thread); in the SIGUSR2 report only. */
+  threads?: ThreadHeap[];
   externalBytes: number;
   /** Sessions in the workflow cache (brain). */
   cachedWorkflows: number;
@@ -118,9 +121,10 @@ const STICKY_TIMEOUT = '2 seconds';
 export const DEFAULT_WORKFLOW_CACHE = 150;
 
 /**
- * The workflow thread's heap limit: room for the code and the cache (a cached session holds about 2 MiB, most of
- * it its own instance of every module of the workflow bundle), so that V8 collects evicted sessions instead of
- * growing the heap to the machine's default limit (a quarter of its memory), which it otherwise does.
+ * The workflow thread's heap limit: room for the code and the cache (a cached session holds about 0.7 MiB: its
+ * state and its own instance of the workflow's modules, whose schemas it shares), so that V8 collects evicted
+ * sessions instead of growing the heap to the machine's default limit (a quarter of its memory), which it otherwise
+ * does.
  */
 export function workflowHeapMb(cache: number, configured?: string): number {
   return configured ? Number(configured) : 320 + 2 * cache;

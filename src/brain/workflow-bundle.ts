@@ -11,9 +11,9 @@ export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('../workflows/run-g
 /**
  * Modules evaluated once per worker and shared by every cached session, instead of once per session. The SDK
  * freezes what they export, so only a module that keeps no state and never changes its own objects may be listed:
- * zod's library code qualifies; schemas built with it do not (zod completes a schema lazily, on its first parse).
+ * zod's library code, and src/session/shared.ts, whose schemas live in its closure, out of the freeze's reach.
  */
-export const PRELOADED_MODULES = ['zod'];
+export const PRELOADED_MODULES = ['zod', require.resolve('../session/shared')];
 
 export const WORKFLOW_BUNDLE_OPTIONS = {
   workflowsPath: require.resolve('../workflows'),

@@ -8,6 +8,7 @@ import { WORKER_ROLES, type WorkerRole } from '../session/queues';
 import { CHECKS, formatDoctor, runDoctor, type CheckName } from '../doctor';
 import { CliError, err, nonNegativeInt, out } from './common';
 import type { RunningWorker } from '../worker';
+import { threadHeaps } from '../brain/thread-heaps';
 
 function workerRole(v: string): WorkerRole {
   if (!(WORKER_ROLES as readonly string[]).includes(v)) throw new InvalidArgumentError(`must be one of ${WORKER_ROLES.join(', ')}`);
@@ -35,9 +36,12 @@ export function workerCommand(program: Command): void {
     .option('--json', 'print {"roles","hostId","streamUrl"} on stdout once polling')
     .action(async (opts: { role: WorkerRole; taskQueue?: string; json?: boolean }) => {
       const config = loadConfig(process.env, opts.role);
-      // `kill -USR2 PID`: one JSON line on stderr with the worker's memory and cached sessions.
+      // `kill -USR2 PID`: one JSON line on stderr with the worker's memory (its threads' heaps too) and cached sessions.
       const started: { worker?: RunningWorker } = {};
-      const report = () => err(JSON.stringify({ msg: 'worker status', ...(started.worker ? started.worker.status() : { starting: true }) }));
+      const report = () =>
+        void threadHeaps(1000)
+          .catch(() => [])
+          .then((threads) => err(JSON.stringify({ msg: 'worker status', ...(started.worker ? { ...started.worker.status(), threads } : { starting: true }) })));
       process.on('SIGUSR2', report);
       const { startWorker } = await import('../worker');
       const worker = (started.worker = await startWorker({ role: opts.role, taskQueue: opts.taskQueue, address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL: config.ANTHROPIC_BASE_URL, dockerHost: config.DOCKER_HOST }));

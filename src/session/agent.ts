@@ -6,10 +6,11 @@ import { ToolPolicySchema } from './policy';
 import { BUILTIN_TOOLS, SANDBOX_TOOLS, TOOL_KINDS, type BuiltinToolKind, type SandboxToolKind } from '../tools/registry';
 import { formatIssues } from './issues';
 import { RepoCredentialSchema, TaskQueueSchema, ToolNameSchema, VaultNameSchema, VaultRefSchema } from './identifiers';
+import { shared } from './shared';
 
 export { BUILTIN_TOOLS, SANDBOX_TOOLS, formatIssues, type SandboxToolKind };
 
-export const ModelRetrySchema = z
+export const ModelRetrySchema = shared('agent.ModelRetrySchema', () => z
   .object({
     // The first retry comes soon (a call lost with its worker, or a dropped connection, is retried at once); the
     // backoff spreads the rest over about four minutes, as ten attempts from one second did.
@@ -18,9 +19,9 @@ export const ModelRetrySchema = z
     backoffCoefficient: z.number().min(1).default(2),
     maximumIntervalMs: z.number().int().min(1).default(60_000),
   })
-  .strict();
+  .strict());
 
-export const LimitsSchema = z
+export const LimitsSchema = shared('agent.LimitsSchema', () => z
   .object({
     maxToolRoundsPerTurn: z.number().int().min(1).default(500),
     contextTokens: z.number().int().min(1000).default(150_000),
@@ -47,11 +48,11 @@ export const LimitsSchema = z
     /** A run that took over children it cannot see close checks this often whether one closed without reporting. */
     subagentCheckMs: z.number().int().min(1000).default(60_000),
   })
-  .strict();
+  .strict());
 
-const EnvNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and underscores');
+const EnvNameSchema = shared('agent.EnvNameSchema', () => z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'environment variable names are letters, digits and underscores'));
 
-export const SandboxRecipeSchema = z
+export const SandboxRecipeSchema = shared('agent.SandboxRecipeSchema', () => z
   .object({
     /** Defaults to the hands host's SANDBOX_IMAGE. */
     image: z.string().min(1).optional(),
@@ -94,11 +95,11 @@ export const SandboxRecipeSchema = z
     idleStopMinutes: z.number().min(0.01).default(10),
     commandTimeoutSeconds: z.number().int().min(1).max(24 * 3600).default(300),
   })
-  .strict();
+  .strict());
 export type SandboxRecipe = z.infer<typeof SandboxRecipeSchema>;
 
 /** A tool entry: a plain name, or a sandbox tool bound to a named sandbox under a name of its own. */
-export const ToolEntrySchema = z.union([
+export const ToolEntrySchema = shared('agent.ToolEntrySchema', () => z.union([
   z.enum([...BUILTIN_TOOLS, ...SANDBOX_TOOLS]),
   z
     .object({
@@ -107,7 +108,7 @@ export const ToolEntrySchema = z.union([
       sandbox: z.string().min(1),
     })
     .strict(),
-]);
+]));
 export type ToolEntry = z.infer<typeof ToolEntrySchema>;
 
 const CredentialRefSchema = VaultRefSchema;
@@ -118,7 +119,7 @@ const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie'
 /** The env var a stdio MCP server reads its access token from. */
 export const MCP_TOKEN_ENV = 'MCP_ACCESS_TOKEN';
 
-const McpHttpServerSchema = z
+const McpHttpServerSchema = shared('agent.McpHttpServerSchema', () => z
   .object({
     transport: z.literal('http'),
     url: z
@@ -141,9 +142,9 @@ const McpHttpServerSchema = z
     timeoutSeconds: z.number().int().min(1).max(3600).default(120),
   })
   .strict()
-  .refine((s) => !(s.credential && s.apiVaults), { path: ['apiVaults'], message: 'a server takes its credential from credential or from apiVaults, not both' });
+  .refine((s) => !(s.credential && s.apiVaults), { path: ['apiVaults'], message: 'a server takes its credential from credential or from apiVaults, not both' }));
 
-const McpStdioServerSchema = z
+const McpStdioServerSchema = shared('agent.McpStdioServerSchema', () => z
   .object({
     transport: z.literal('stdio'),
     /** Runs on the tools worker's host, never in a sandbox. */
@@ -157,24 +158,24 @@ const McpStdioServerSchema = z
     credential: CredentialRefSchema.optional(),
     timeoutSeconds: z.number().int().min(1).max(3600).default(120),
   })
-  .strict();
+  .strict());
 
-export const McpServerSchema = z.discriminatedUnion('transport', [McpHttpServerSchema, McpStdioServerSchema]);
+export const McpServerSchema = shared('agent.McpServerSchema', () => z.discriminatedUnion('transport', [McpHttpServerSchema, McpStdioServerSchema]));
 export type McpServer = z.infer<typeof McpServerSchema>;
 
 /** Server names are part of model tool names (mcp__<server>__<tool>), so `__` would make them ambiguous. */
 const MCP_SERVER_NAME = /^(?!.*__)[a-zA-Z0-9_-]{1,40}$/;
 
 // Names are checked here rather than as the record's key schema, so the error says what a good name is.
-const McpServersSchema = z.record(z.string(), McpServerSchema).superRefine((servers, ctx) => {
+const McpServersSchema = shared('agent.McpServersSchema', () => z.record(z.string(), McpServerSchema).superRefine((servers, ctx) => {
   for (const name of Object.keys(servers)) {
     if (!MCP_SERVER_NAME.test(name)) ctx.addIssue({ code: 'custom', path: [name], message: 'MCP server names are 1-40 letters, digits, _ or -, without __' });
   }
-});
+}));
 
 
 /** A tool the calling application runs: the session offers it to the model and waits for `submitToolResult`. */
-export const ClientToolSchema = z
+export const ClientToolSchema = shared('agent.ClientToolSchema', () => z
   .object({
     name: ToolNameSchema,
     description: z.string().min(1).max(10_000),
@@ -182,7 +183,7 @@ export const ClientToolSchema = z
       .object({ type: z.literal('object'), properties: z.record(z.string(), z.unknown()).default({}), required: z.array(z.string()).optional() })
       .passthrough(),
   })
-  .strict();
+  .strict());
 export type ClientTool = z.infer<typeof ClientToolSchema>;
 
 export const DEFAULT_TOOLS: ToolEntry[] = ['bash', 'str_replace_based_edit_tool', 'session_events'];
@@ -194,7 +195,7 @@ const SUBAGENT_NAME = /^[a-z][a-z0-9_-]{0,39}$/;
  * merged key by key). The child keeps the parent's vault. `taskQueue` puts the child's brain on its own workers.
  * Each entry is checked as a whole agent when the parent's agent file is parsed.
  */
-export const SubagentSchema = z
+export const SubagentSchema = shared('agent.SubagentSchema', () => z
   .object({
     name: z.string().min(1).max(100).optional(),
     model: z.string().min(1).optional(),
@@ -207,10 +208,10 @@ export const SubagentSchema = z
     mcpServers: z.record(z.string(), z.unknown()).optional(),
     taskQueue: TaskQueueSchema.optional(),
   })
-  .strict();
+  .strict());
 export type Subagent = z.infer<typeof SubagentSchema>;
 
-export const AgentSchema = z
+export const AgentSchema = shared('agent.AgentSchema', () => z
   .object({
     name: z.string().min(1).max(100).default('default'),
     model: z.string().min(1),
@@ -264,7 +265,7 @@ export const AgentSchema = z
       if (!names.has(name) && !name.startsWith('mcp__'))
         ctx.addIssue({ code: 'custom', path: ['policies', name], message: `policy for ${name}, which is not a declared tool, client tool or mcp__ tool` });
     }
-  });
+  }));
 
 export type Agent = z.infer<typeof AgentSchema>;
 export type AgentInput = z.input<typeof AgentSchema>;

@@ -5,6 +5,7 @@ import { AgentSchema } from './agent';
 import type { SessionEvent } from './events';
 import { UsageSchema, type Usage } from './usage';
 import { HandoffSandboxInputSchema } from '../tools/handoff-sandbox';
+import { shared } from './shared';
 
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 
@@ -22,7 +23,7 @@ function utf8Length(s: string): number {
   return n;
 }
 
-export const UserMessageSchema = z
+export const UserMessageSchema = shared('contract.UserMessageSchema', () => z
   .object({
     text: z
       .string({ error: 'text must be a string' })
@@ -30,18 +31,18 @@ export const UserMessageSchema = z
       .refine((t) => utf8Length(t) <= MAX_MESSAGE_BYTES, `text must be at most ${MAX_MESSAGE_BYTES} bytes`),
     messageId: z.string().min(1).max(200).optional(),
   })
-  .strict();
+  .strict());
 export type UserMessage = z.infer<typeof UserMessageSchema>;
 
-export const ReasonSchema = z.object({ reason: z.string().max(10_000).optional() }).strict();
+export const ReasonSchema = shared('contract.ReasonSchema', () => z.object({ reason: z.string().max(10_000).optional() }).strict());
 export type Reason = z.infer<typeof ReasonSchema>;
 
-export const EventsQueryArgsSchema = z
+export const EventsQueryArgsSchema = shared('contract.EventsQueryArgsSchema', () => z
   .object({
     from: z.number().int().nonnegative().default(0),
     limit: z.number().int().min(1).max(5000).default(1000),
   })
-  .strict();
+  .strict());
 export type EventsQueryArgs = z.input<typeof EventsQueryArgsSchema>;
 export interface EventsPage {
   events: SessionEvent[];
@@ -50,7 +51,7 @@ export interface EventsPage {
   firstSeq?: number;
 }
 
-export const SessionStateSchema = z.enum(['running', 'waiting_for_user', 'requires_action', 'ended']);
+export const SessionStateSchema = shared('contract.SessionStateSchema', () => z.enum(['running', 'waiting_for_user', 'requires_action', 'ended']));
 export type SessionState = z.infer<typeof SessionStateSchema>;
 export interface SandboxStatus {
   name: string;
@@ -88,7 +89,7 @@ export interface SessionStatus {
 }
 
 /** `resolveToolUse`: approve or deny a pending approval. */
-export const ResolveToolUseSchema = z
+export const ResolveToolUseSchema = shared('contract.ResolveToolUseSchema', () => z
   .object({
     toolUseId: z.string({ error: 'toolUseId must be a string' }).min(1, 'toolUseId must not be empty').max(200),
     allow: z.boolean({ error: 'allow must be true or false' }),
@@ -96,11 +97,11 @@ export const ResolveToolUseSchema = z
     /** Who decides, as approval_resolved.by records it (default `user`; `timeout` is reserved). */
     by: z.string().min(1).max(200).refine((b) => b !== 'timeout', '`timeout` is reserved for decisions the policy made').optional(),
   })
-  .strict();
+  .strict());
 export type ResolveToolUse = z.infer<typeof ResolveToolUseSchema>;
 
 /** `submitToolResult`: the calling application's answer to a client tool call. */
-export const SubmitToolResultSchema = z
+export const SubmitToolResultSchema = shared('contract.SubmitToolResultSchema', () => z
   .object({
     toolUseId: z.string({ error: 'toolUseId must be a string' }).min(1, 'toolUseId must not be empty').max(200),
     output: z
@@ -108,24 +109,24 @@ export const SubmitToolResultSchema = z
       .refine((t) => utf8Length(t) <= MAX_MESSAGE_BYTES, `output must be at most ${MAX_MESSAGE_BYTES} bytes`),
     isError: z.boolean().default(false),
   })
-  .strict();
+  .strict());
 export type SubmitToolResult = z.input<typeof SubmitToolResultSchema>;
 
-export const PutFileSchema = z
+export const PutFileSchema = shared('contract.PutFileSchema', () => z
   .object({
     sandbox: z.string().min(1).default('main'),
     path: z.string().min(1).max(4096),
     contentBase64: z.string().refine((s) => /^[A-Za-z0-9+/]*={0,2}$/.test(s), 'contentBase64 must be base64'),
   })
-  .strict();
+  .strict());
 export type PutFile = z.input<typeof PutFileSchema>;
-export const GetFileSchema = z.object({ sandbox: z.string().min(1).default('main'), path: z.string().min(1).max(4096) }).strict();
+export const GetFileSchema = shared('contract.GetFileSchema', () => z.object({ sandbox: z.string().min(1).default('main'), path: z.string().min(1).max(4096) }).strict());
 export type GetFile = z.input<typeof GetFileSchema>;
 
-const seq = z.number().int().nonnegative();
+const seq = shared('contract.seq', () => z.number().int().nonnegative());
 
 /** A sandbox the session holds, as carried from one run to the next. */
-export const SandboxSlotSchema = z
+export const SandboxSlotSchema = shared('contract.SandboxSlotSchema', () => z
   .object({
     name: z.string(),
     sandboxId: z.string(),
@@ -138,32 +139,32 @@ export const SandboxSlotSchema = z
     /** Lent by this session (the parent), to which it goes back when this session ends. */
     lentBy: z.string().optional(),
   })
-  .strict();
+  .strict());
 export type SandboxSlot = z.infer<typeof SandboxSlotSchema>;
 
 /** The spawn_agent call a child session answers. */
-export const ParentRefSchema = z.object({ sessionId: z.string().min(1), toolUseId: z.string().min(1) }).strict();
+export const ParentRefSchema = shared('contract.ParentRefSchema', () => z.object({ sessionId: z.string().min(1), toolUseId: z.string().min(1) }).strict());
 export type ParentRef = z.infer<typeof ParentRefSchema>;
 
 /** A sandbox passed between sessions, as the receiver takes it. */
-export const HandedSandboxSchema = z
+export const HandedSandboxSchema = shared('contract.HandedSandboxSchema', () => z
   .object({ name: z.string().min(1), sandboxId: z.string().min(1), taskQueue: z.string().min(1), host: z.string().min(1), stopped: z.boolean() })
-  .strict();
+  .strict());
 export type HandedSandbox = z.infer<typeof HandedSandboxSchema>;
 
 /** A child session the parent waits for; `result` is held from its report until the tool_result is in the log. */
-export const SubagentRefSchema = z
+export const SubagentRefSchema = shared('contract.SubagentRefSchema', () => z
   .object({
     toolUseId: z.string(),
     sessionId: z.string(),
     lent: z.array(z.string()).default([]),
     result: z.object({ output: z.string(), isError: z.boolean() }).strict().optional(),
   })
-  .strict();
+  .strict());
 export type SubagentRef = z.infer<typeof SubagentRefSchema>;
 
 /** What a child sends its parent (by the parent's session id, so it reaches whichever run is current). */
-export const SubagentReportSchema = z
+export const SubagentReportSchema = shared('contract.SubagentReportSchema', () => z
   .object({
     sessionId: z.string().min(1),
     toolUseId: z.string().min(1),
@@ -172,10 +173,10 @@ export const SubagentReportSchema = z
     usage: UsageSchema,
     returned: z.array(HandedSandboxSchema).default([]),
   })
-  .strict();
+  .strict());
 export type SubagentReport = z.input<typeof SubagentReportSchema>;
 
-export const SandboxGiftSchema = z.object({ from: z.string().min(1), sandbox: HandedSandboxSchema }).strict();
+export const SandboxGiftSchema = shared('contract.SandboxGiftSchema', () => z.object({ from: z.string().min(1), sandbox: HandedSandboxSchema }).strict());
 export type SandboxGift = z.infer<typeof SandboxGiftSchema>;
 
 /** The handoffSandbox update takes what the handoff_sandbox tool takes. */
@@ -183,7 +184,7 @@ export const HandoffRequestSchema = HandoffSandboxInputSchema;
 export type HandoffRequest = z.infer<typeof HandoffRequestSchema>;
 
 /** A tool call of the round in progress that has no result yet, as carried to the next run. */
-export const PendingToolSchema = z
+export const PendingToolSchema = shared('contract.PendingToolSchema', () => z
   .object({
     id: z.string(),
     name: z.string(),
@@ -196,7 +197,7 @@ export const PendingToolSchema = z
     /** Set once approval_resolved is in the log. */
     decision: z.object({ allow: z.boolean(), by: z.string().optional(), reason: z.string().optional() }).strict().optional(),
   })
-  .strict();
+  .strict());
 export type PendingTool = z.infer<typeof PendingToolSchema>;
 
 /** How many recent messageIds a new run remembers, so a client retrying across the handover is not duplicated. */
@@ -206,7 +207,7 @@ export const MAX_CARRIED_MESSAGE_IDS = 256;
  * What one run hands the next (continue-as-new, `agents wake`, `agents fork`). The events themselves are not
  * carried: they are sealed in the session archive, and the new run's log continues at `nextSeq`.
  */
-export const CarrySchema = z
+export const CarrySchema = shared('contract.CarrySchema', () => z
   .object({
     nextSeq: seq,
     run: z.number().int().min(1).default(1),
@@ -240,10 +241,10 @@ export const CarrySchema = z
     /** The part of `usage` that came from sub-agents. */
     subagentUsage: UsageSchema.optional(),
   })
-  .strict();
+  .strict());
 export type Carry = z.infer<typeof CarrySchema>;
 
-export const SessionInputSchema = z
+export const SessionInputSchema = shared('contract.SessionInputSchema', () => z
   .object({
     agent: AgentSchema,
     message: UserMessageSchema.optional(),
@@ -258,7 +259,7 @@ export const SessionInputSchema = z
   })
   .strict()
   .refine((i) => (i.start === 'new') === (i.continued === undefined), 'a continued, woken or forked run needs `continued`, a new one must not have it')
-  .refine((i) => (i.start === 'forked') === (i.forkedFrom !== undefined), 'a forked run needs `forkedFrom`');
+  .refine((i) => (i.start === 'forked') === (i.forkedFrom !== undefined), 'a forked run needs `forkedFrom`'));
 export type SessionInput = z.input<typeof SessionInputSchema>;
 /** What a session returns when it ends: its last seq and why it ended. */
 export interface SessionResult {

@@ -1,13 +1,14 @@
 // The session event contract: one zod schema per event type; every type is inferred from these.
 import { z } from 'zod';
 import { UsageSchema } from './usage';
+import { shared } from './shared';
 
 export { UsageSchema, type Usage } from './usage';
 
 const base = { seq: z.number().int().nonnegative(), time: z.string() };
 
 /** Anthropic content blocks are passed through as the API returns them; only their shape is checked. */
-export const ContentBlockSchema = z
+export const ContentBlockSchema = shared('events.ContentBlockSchema', () => z
   .object({ type: z.string() })
   .passthrough()
   .superRefine((block, ctx) => {
@@ -16,26 +17,26 @@ export const ContentBlockSchema = z
     // The API takes back only a non-empty id and a dictionary input: anything else would refuse every later request.
     if (block.type === 'tool_use' && (typeof b.id !== 'string' || b.id === '' || typeof b.name !== 'string' || typeof b.input !== 'object' || b.input === null || Array.isArray(b.input)))
       ctx.addIssue({ code: 'custom', message: 'tool_use block needs a non-empty string `id`, a string `name` and an object `input`' });
-  });
+  }));
 export type ContentBlock = z.infer<typeof ContentBlockSchema>;
 
 
-export const SessionStartedEventSchema = z.object({
+export const SessionStartedEventSchema = shared('events.SessionStartedEventSchema', () => z.object({
   ...base,
   type: z.literal('session_started'),
   agent: z.record(z.string(), z.unknown()),
   forkedFrom: z.object({ sessionId: z.string(), seq: z.number().int() }).optional(),
   parent: z.object({ sessionId: z.string(), toolUseId: z.string() }).optional(),
-});
-export const UserMessageEventSchema = z.object({
+}));
+export const UserMessageEventSchema = shared('events.UserMessageEventSchema', () => z.object({
   ...base,
   type: z.literal('user_message'),
   text: z.string(),
   messageId: z.string().optional(),
   /** Set when the harness, not the user, wrote the message (e.g. default@2's nudge after an empty reply). */
   source: z.literal('harness').optional(),
-});
-export const AssistantMessageEventSchema = z.object({
+}));
+export const AssistantMessageEventSchema = shared('events.AssistantMessageEventSchema', () => z.object({
   ...base,
   type: z.literal('assistant_message'),
   content: z.array(ContentBlockSchema),
@@ -46,16 +47,16 @@ export const AssistantMessageEventSchema = z.object({
    * reply in the conversation and is answered next. Absent in logs recorded before it existed.
    */
   throughSeq: z.number().int().nonnegative().optional(),
-});
-export const ToolUseEventSchema = z.object({
+}));
+export const ToolUseEventSchema = shared('events.ToolUseEventSchema', () => z.object({
   ...base,
   type: z.literal('tool_use'),
   id: z.string(),
   name: z.string(),
   input: z.unknown(),
-});
-export const ToolErrorKindSchema = z.enum(['tool', 'infra', 'denied']);
-export const ToolResultEventSchema = z.object({
+}));
+export const ToolErrorKindSchema = shared('events.ToolErrorKindSchema', () => z.enum(['tool', 'infra', 'denied']));
+export const ToolResultEventSchema = shared('events.ToolResultEventSchema', () => z.object({
   ...base,
   type: z.literal('tool_result'),
   toolUseId: z.string(),
@@ -64,14 +65,14 @@ export const ToolResultEventSchema = z.object({
   error: z.object({ kind: ToolErrorKindSchema, message: z.string() }).optional(),
   /** Where the whole output is kept when `output` had to be cut: a file in one of the session's sandboxes. */
   outputRef: z.object({ sandbox: z.string(), path: z.string(), bytes: z.number().int().nonnegative() }).optional(),
-});
-export const ApprovalRequestedEventSchema = z.object({
+}));
+export const ApprovalRequestedEventSchema = shared('events.ApprovalRequestedEventSchema', () => z.object({
   ...base,
   type: z.literal('approval_requested'),
   toolUseId: z.string(),
   policy: z.string(),
-});
-export const ApprovalResolvedEventSchema = z.object({
+}));
+export const ApprovalResolvedEventSchema = shared('events.ApprovalResolvedEventSchema', () => z.object({
   ...base,
   type: z.literal('approval_resolved'),
   toolUseId: z.string(),
@@ -79,8 +80,8 @@ export const ApprovalResolvedEventSchema = z.object({
   reason: z.string().optional(),
   /** Who decided: the name given with the decision (default `user`), or `timeout` when the policy's default applied. */
   by: z.string(),
-});
-export const SandboxProvisionedEventSchema = z.object({
+}));
+export const SandboxProvisionedEventSchema = shared('events.SandboxProvisionedEventSchema', () => z.object({
   ...base,
   type: z.literal('sandbox_provisioned'),
   name: z.string(),
@@ -91,61 +92,61 @@ export const SandboxProvisionedEventSchema = z.object({
   /** `runsc` (gVisor) or `runc`; absent in logs written before it was recorded. */
   runtime: z.string().optional(),
   loosened: z.array(z.string()),
-});
-export const SandboxLostEventSchema = z.object({
+}));
+export const SandboxLostEventSchema = shared('events.SandboxLostEventSchema', () => z.object({
   ...base,
   type: z.literal('sandbox_lost'),
   name: z.string(),
   sandboxId: z.string(),
   reason: z.string(),
-});
-export const SandboxHandedOffEventSchema = z.object({
+}));
+export const SandboxHandedOffEventSchema = shared('events.SandboxHandedOffEventSchema', () => z.object({
   ...base,
   type: z.literal('sandbox_handed_off'),
   name: z.string(),
   sandboxId: z.string(),
   from: z.string(),
   to: z.string(),
-});
+}));
 /** The other side of a hand-off: a sandbox another session passed to this one, which now owns it. */
-export const SandboxReceivedEventSchema = z.object({
+export const SandboxReceivedEventSchema = shared('events.SandboxReceivedEventSchema', () => z.object({
   ...base,
   type: z.literal('sandbox_received'),
   name: z.string(),
   sandboxId: z.string(),
   from: z.string(),
   host: z.string(),
-});
+}));
 /** A child session started by the spawn_agent call `toolUseId`; its own log is under `sessionId`. */
-export const SubagentStartedEventSchema = z.object({
+export const SubagentStartedEventSchema = shared('events.SubagentStartedEventSchema', () => z.object({
   ...base,
   type: z.literal('subagent_started'),
   sessionId: z.string(),
   toolUseId: z.string(),
   agent: z.string().optional(),
-});
+}));
 /** The child's answer arrived (or the child failed); `usage` is the child's whole usage, its own children's included. */
-export const SubagentFinishedEventSchema = z.object({
+export const SubagentFinishedEventSchema = shared('events.SubagentFinishedEventSchema', () => z.object({
   ...base,
   type: z.literal('subagent_finished'),
   sessionId: z.string(),
   toolUseId: z.string(),
   isError: z.boolean(),
   usage: UsageSchema.optional(),
-});
-export const ContextCompactedEventSchema = z.object({
+}));
+export const ContextCompactedEventSchema = shared('events.ContextCompactedEventSchema', () => z.object({
   ...base,
   type: z.literal('context_compacted'),
   throughSeq: z.number().int(),
   summary: z.string(),
   tokensBefore: z.number().int(),
   tokensAfter: z.number().int(),
-});
-export const InterruptedEventSchema = z.object({ ...base, type: z.literal('interrupted'), reason: z.string() });
-export const ErrorEventSchema = z.object({ ...base, type: z.literal('error'), kind: z.string(), message: z.string() });
-export const SessionEndedEventSchema = z.object({ ...base, type: z.literal('session_ended'), reason: z.string() });
+}));
+export const InterruptedEventSchema = shared('events.InterruptedEventSchema', () => z.object({ ...base, type: z.literal('interrupted'), reason: z.string() }));
+export const ErrorEventSchema = shared('events.ErrorEventSchema', () => z.object({ ...base, type: z.literal('error'), kind: z.string(), message: z.string() }));
+export const SessionEndedEventSchema = shared('events.SessionEndedEventSchema', () => z.object({ ...base, type: z.literal('session_ended'), reason: z.string() }));
 
-export const SessionEventSchema = z.discriminatedUnion('type', [
+export const SessionEventSchema = shared('events.SessionEventSchema', () => z.discriminatedUnion('type', [
   SessionStartedEventSchema,
   UserMessageEventSchema,
   AssistantMessageEventSchema,
@@ -163,7 +164,7 @@ export const SessionEventSchema = z.discriminatedUnion('type', [
   InterruptedEventSchema,
   ErrorEventSchema,
   SessionEndedEventSchema,
-]);
+]));
 export type SessionEvent = z.infer<typeof SessionEventSchema>;
 export type SessionEventType = SessionEvent['type'];
 export type EventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;

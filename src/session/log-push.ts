@@ -5,6 +5,7 @@
 import type { Sinks } from '@temporalio/workflow';
 import { z } from 'zod';
 import { SessionEventSchema, type SessionEvent } from './events';
+import { shared } from './shared';
 
 export interface SessionLogSinks extends Sinks {
   sessionLog: {
@@ -14,7 +15,7 @@ export interface SessionLogSinks extends Sinks {
 }
 
 /** One workflow task's new events, as a worker's stream endpoint sends them (`GET /v1/sessions/<id>/log`). */
-export const LogBatchSchema = z
+export const LogBatchSchema = shared('log-push.LogBatchSchema', () => z
   .object({
     type: z.literal('batch'),
     runId: z.string().min(1).max(200),
@@ -24,7 +25,7 @@ export const LogBatchSchema = z
     identity: z.string().min(1).max(1000),
     events: z.array(z.unknown()).min(1).max(10_000),
   })
-  .strict();
+  .strict());
 export type LogBatch = { type: 'batch'; runId: string; task: number; identity: string; events: SessionEvent[] };
 
 /** Whether `b` is a later attempt of the task `a` was pushed for (so it replaces `a`), rather than a continuation. */

@@ -1,5 +1,6 @@
 // Workspace path rules, shared by the CLI, the workflow's validators and the hands: nothing escapes the workspace.
 import { z } from 'zod';
+import { shared } from './shared';
 
 /** Normalises a POSIX path without touching a filesystem. */
 export function normalizePosix(p: string): string {
@@ -32,8 +33,8 @@ export const MAX_FILE_BYTES = 1024 * 1024;
  * A path field of a file tool's input (`file_path`, `path`): relative to the workspace, or absolute inside it.
  * Whether it stays inside is decided in the sandbox, where symbolic links can be resolved.
  */
-export const ToolPathSchema = z
+export const ToolPathSchema = shared('paths.ToolPathSchema', () => z
   .string()
   .min(1, 'must not be empty')
   .max(4096, 'must be at most 4096 characters')
-  .refine((p) => !p.includes('\0'), 'must not contain NUL');
+  .refine((p) => !p.includes('\0'), 'must not contain NUL'));

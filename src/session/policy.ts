@@ -1,21 +1,22 @@
 // Approval policies: which tool calls a person must approve first. Pure, so the workflow decides with it.
 import { z } from 'zod';
+import { shared } from './shared';
 
 /**
  * A pattern matched against the whole subject of a call (for bash, its command). `/.../flags` is a regular
  * expression (unanchored, as written); anything else is a glob, anchored at both ends, where `*` matches any
  * run of characters (spaces and slashes too) and `?` one character.
  */
-export const PatternSchema = z
+export const PatternSchema = shared('policy.PatternSchema', () => z
   .string()
   .min(1)
   .max(1000)
   .superRefine((p, ctx) => {
     const re = regexOf(p);
     if (re instanceof Error) ctx.addIssue({ code: 'custom', message: `invalid regular expression ${p}: ${re.message}` });
-  });
+  }));
 
-export const RulePolicySchema = z
+export const RulePolicySchema = shared('policy.RulePolicySchema', () => z
   .object({
     /** What a call that matches no pattern gets. */
     default: z.enum(['allow', 'ask']).default('allow'),
@@ -29,9 +30,9 @@ export const RulePolicySchema = z
     timeoutSeconds: z.number().int().min(1).max(30 * 24 * 3600).optional(),
     onTimeout: z.enum(['allow', 'deny']).default('deny'),
   })
-  .strict();
+  .strict());
 
-export const ToolPolicySchema = z.union([z.enum(['always_allow', 'always_ask']), RulePolicySchema]);
+export const ToolPolicySchema = shared('policy.ToolPolicySchema', () => z.union([z.enum(['always_allow', 'always_ask']), RulePolicySchema]));
 export type ToolPolicy = z.infer<typeof ToolPolicySchema>;
 export type ToolPolicyInput = z.input<typeof ToolPolicySchema>;
 

@@ -1,14 +1,15 @@
 // bash: a command in the session's sandbox, in its workspace directory.
 import { z } from 'zod';
 import { field, oneLine, type ToolKind } from './kind';
+import { shared } from '../session/shared';
 
-export const BashInputSchema = z
+export const BashInputSchema = shared('bash.BashInputSchema', () => z
   .object({
     command: z.string().min(1, 'command must not be empty').max(100_000).optional(),
     restart: z.boolean().optional(),
   })
   .strict()
-  .refine((i) => i.command !== undefined || i.restart === true, 'command is required');
+  .refine((i) => i.command !== undefined || i.restart === true, 'command is required'));
 export type BashInput = z.infer<typeof BashInputSchema>;
 
 export const bash: ToolKind<BashInput> = {

@@ -2,15 +2,16 @@
 import { z } from 'zod';
 import { ToolPathSchema } from '../session/paths';
 import { field, oneLine, type ToolKind } from './kind';
+import { shared } from '../session/shared';
 
-export const EditInputSchema = z
+export const EditInputSchema = shared('edit.EditInputSchema', () => z
   .object({
     file_path: ToolPathSchema,
     old_string: z.string().min(1, 'old_string must not be empty'),
     new_string: z.string(),
     replace_all: z.boolean().optional(),
   })
-  .strict();
+  .strict());
 export type EditInput = z.infer<typeof EditInputSchema>;
 
 export const edit: ToolKind<EditInput> = {

@@ -1,8 +1,9 @@
 // str_replace_based_edit_tool: view, create and edit files in the session's sandbox.
 import { z } from 'zod';
 import { field, oneLine, type ToolKind } from './kind';
+import { shared } from '../session/shared';
 
-export const EditorInputSchema = z
+export const EditorInputSchema = shared('editor.EditorInputSchema', () => z
   .object({
     command: z.enum(['view', 'create', 'str_replace', 'insert']),
     path: z.string().min(1).max(4096),
@@ -13,7 +14,7 @@ export const EditorInputSchema = z
     insert_text: z.string().optional(),
     view_range: z.tuple([z.number().int(), z.number().int()]).optional(),
   })
-  .strict();
+  .strict());
 export type EditorInput = z.infer<typeof EditorInputSchema>;
 
 export const editor: ToolKind<EditorInput> = {

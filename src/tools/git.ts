@@ -2,16 +2,17 @@
 // the sandbox never sees.
 import { z } from 'zod';
 import { oneLine, type ToolKind } from './kind';
+import { shared } from '../session/shared';
 
 /** A plain branch name: no option-like start, no `..`, `@{`, wildcard or refspec characters. */
 export const BRANCH_NAME_RE = /^(?!.*\.\.)(?!\/)(?!.*\/$)(?!.*@\{)(?!-)[A-Za-z0-9._/-]{1,200}$/;
 
-export const GitInputSchema = z
+export const GitInputSchema = shared('git.GitInputSchema', () => z
   .object({
     branch: z.string().regex(BRANCH_NAME_RE, 'branch must be a plain branch name').optional(),
     force: z.boolean().optional(),
   })
-  .strict();
+  .strict());
 export type GitInput = z.infer<typeof GitInputSchema>;
 
 export const gitPush: ToolKind<GitInput> = {

@@ -2,8 +2,9 @@
 import { z } from 'zod';
 import { ToolPathSchema } from '../session/paths';
 import { field, oneLine, type ToolKind } from './kind';
+import { shared } from '../session/shared';
 
-export const GlobInputSchema = z
+export const GlobInputSchema = shared('glob.GlobInputSchema', () => z
   .object({
     pattern: z
       .string()
@@ -13,7 +14,7 @@ export const GlobInputSchema = z
       .refine((p) => !p.split(/[/{},]/).includes('..'), 'pattern must not climb out with ..'),
     path: ToolPathSchema.optional(),
   })
-  .strict();
+  .strict());
 export type GlobInput = z.infer<typeof GlobInputSchema>;
 
 export const glob: ToolKind<GlobInput> = {

@@ -2,8 +2,9 @@
 import { z } from 'zod';
 import { ToolPathSchema } from '../session/paths';
 import { field, oneLine, type ToolKind } from './kind';
+import { shared } from '../session/shared';
 
-export const GrepInputSchema = z.object({ pattern: z.string().min(1, 'pattern must not be empty').max(10_000), path: ToolPathSchema.optional() }).strict();
+export const GrepInputSchema = shared('grep.GrepInputSchema', () => z.object({ pattern: z.string().min(1, 'pattern must not be empty').max(10_000), path: ToolPathSchema.optional() }).strict());
 export type GrepInput = z.infer<typeof GrepInputSchema>;
 
 export const grep: ToolKind<GrepInput> = {

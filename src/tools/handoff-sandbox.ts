@@ -2,13 +2,14 @@
 import { z } from 'zod';
 import { SessionIdSchema } from '../session/identifiers';
 import { oneLine, type ToolKind } from './kind';
+import { shared } from '../session/shared';
 
-export const HandoffSandboxInputSchema = z
+export const HandoffSandboxInputSchema = shared('handoff-sandbox.HandoffSandboxInputSchema', () => z
   .object({
     sandbox: z.string().min(1).max(31),
     to: SessionIdSchema,
   })
-  .strict();
+  .strict());
 export type HandoffSandboxInput = z.infer<typeof HandoffSandboxInputSchema>;
 
 export const handoffSandbox: ToolKind<HandoffSandboxInput> = {

@@ -2,8 +2,9 @@
 import { z } from 'zod';
 import { ToolPathSchema } from '../session/paths';
 import { field, oneLine, type ToolKind } from './kind';
+import { shared } from '../session/shared';
 
-export const ReadInputSchema = z
+export const ReadInputSchema = shared('read.ReadInputSchema', () => z
   .object({
     file_path: ToolPathSchema,
     view_range: z
@@ -11,7 +12,7 @@ export const ReadInputSchema = z
       .refine(([start, end]) => end <= 0 || end >= start, 'end_line must be 0 or less (the end of the file), or at least start_line')
       .optional(),
   })
-  .strict();
+  .strict());
 export type ReadInput = z.infer<typeof ReadInputSchema>;
 
 export const read: ToolKind<ReadInput> = {

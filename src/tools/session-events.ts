@@ -3,13 +3,14 @@
 import { z } from 'zod';
 import type { SessionEvent } from '../session/events';
 import { capOutput, invalidInput, oneLine, toolError, type ToolKind, type ToolOutcome } from './kind';
+import { shared } from '../session/shared';
 
-export const SessionEventsInputSchema = z
+export const SessionEventsInputSchema = shared('session-events.SessionEventsInputSchema', () => z
   .object({
     from: z.number().int().nonnegative().default(0),
     limit: z.number().int().min(1).max(200).default(50),
   })
-  .strict();
+  .strict());
 export type SessionEventsInput = z.infer<typeof SessionEventsInputSchema>;
 
 export const sessionEvents: ToolKind<SessionEventsInput> = {

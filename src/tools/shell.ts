@@ -1,15 +1,16 @@
 // shell: a persistent bash shell in the session's sandbox, offered to the model as the toolset's `bash`.
 import { z } from 'zod';
 import { field, oneLine, type ToolKind } from './kind';
+import { shared } from '../session/shared';
 
-export const ShellInputSchema = z
+export const ShellInputSchema = shared('shell.ShellInputSchema', () => z
   .object({
     command: z.string().min(1, 'command must not be empty').max(100_000).optional(),
     restart: z.boolean().optional(),
     timeout_ms: z.number().min(0, 'timeout_ms must not be negative').max(24 * 3600 * 1000, 'timeout_ms must be at most a day').optional(),
   })
   .strict()
-  .refine((i) => i.command !== undefined || i.restart === true, 'command is required unless restart is true');
+  .refine((i) => i.command !== undefined || i.restart === true, 'command is required unless restart is true'));
 export type ShellInput = z.infer<typeof ShellInputSchema>;
 
 export const shell: ToolKind<ShellInput> = {

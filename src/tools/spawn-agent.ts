@@ -1,15 +1,16 @@
 // spawn_agent: a child session that works on a task and answers it as this tool's result.
 import { z } from 'zod';
 import { oneLine, type ToolKind } from './kind';
+import { shared } from '../session/shared';
 
-export const SpawnAgentInputSchema = z
+export const SpawnAgentInputSchema = shared('spawn-agent.SpawnAgentInputSchema', () => z
   .object({
     task: z.string().trim().min(1, 'task must not be empty').max(100_000),
     agent: z.string().min(1).max(40).optional(),
     /** Sandboxes of this session lent to the child, which hands them back when it finishes. */
     sandboxes: z.array(z.string().min(1).max(31)).max(16).optional(),
   })
-  .strict();
+  .strict());
 export type SpawnAgentInput = z.infer<typeof SpawnAgentInputSchema>;
 
 export const spawnAgent: ToolKind<SpawnAgentInput> = {

@@ -2,8 +2,9 @@
 import { z } from 'zod';
 import { ToolPathSchema } from '../session/paths';
 import { field, oneLine, type ToolKind } from './kind';
+import { shared } from '../session/shared';
 
-export const WriteInputSchema = z.object({ file_path: ToolPathSchema, content: z.string() }).strict();
+export const WriteInputSchema = shared('write.WriteInputSchema', () => z.object({ file_path: ToolPathSchema, content: z.string() }).strict());
 export type WriteInput = z.infer<typeof WriteInputSchema>;
 
 export const write: ToolKind<WriteInput> = {

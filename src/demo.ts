@@ -3,6 +3,7 @@ import { Client, Connection } from '@temporalio/client';
 import { clientInterceptors } from './log/query-retry';
 import { createDataConverter } from './codec';
 import { loadConfig } from './config';
+import { clientConnectionOptions } from './temporal-connection';
 import { loadCodecKey } from './infra/keys';
 import { startLocalStack } from './infra/local-stack';
 import { defaultAgent } from './session/agent';
@@ -22,7 +23,7 @@ async function main() {
   const config = loadConfig();
   const log = (m: string) => process.stderr.write(`${m}\n`);
   const stack = await startLocalStack(config, log);
-  const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+  const connection = await Connection.connect(clientConnectionOptions(config));
   const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: createDataConverter(loadCodecKey(config)), interceptors: clientInterceptors });
   const sessionId = `demo-${Date.now()}`;
   try {

@@ -12,6 +12,7 @@ import { CodecServer } from '../src/codec/server';
 import { endSignal, statusQuery, userMessageSignal } from '../src/session/contract';
 import { allEvents, say, startHarness, startSession, temporalCliPath, testDataConverter, waitForEvents, workflowBundle, type Harness } from './helpers/env';
 import { TEST_CODEC_KEY } from './helpers/test-keys';
+import { grpcInterceptors } from '../src/temporal-connection';
 
 const tag = randomBytes(6).toString('hex');
 const SECRETS = {
@@ -104,7 +105,7 @@ beforeAll(async () => {
   await handle.result();
 
   // A client with no codec sees what the server stores.
-  plainClient = new Client({ connection: await Connection.connect({ address: h.env.address }), namespace: 'default' });
+  plainClient = new Client({ connection: await Connection.connect({ address: h.env.address, interceptors: grpcInterceptors() }), namespace: 'default' });
   rawJson = historyToJSON(await plainClient.workflow.getHandle(sessionId).fetchHistory());
   const shown = spawnSync(temporalCliPath(), ['workflow', 'show', '--address', h.env.address, '--workflow-id', sessionId, '--output', 'json'], { encoding: 'utf8' });
   expect(shown.status).toBe(0);

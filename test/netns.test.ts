@@ -14,6 +14,7 @@ import type { ChildWorker } from './helpers/child-worker';
 import { allEvents, freePort, startTestWorker, temporalCliPath, testAgent, testDataConverter, uniqueId, type Harness } from './helpers/env';
 import { bash, docker, sessionContainers } from './helpers/hands';
 import { createNetns, ip, spawnWorkerInNetns, tcpProbe, type Netns } from './helpers/netns';
+import { grpcInterceptors } from '../src/temporal-connection';
 
 const HOST_ID = `netns-host-${process.pid}`;
 
@@ -43,7 +44,7 @@ beforeAll(async () => {
   mock = new MockModelServer();
   await mock.start();
   brain = await startTestWorker(`127.0.0.1:${port}`, mock.url);
-  connection = await Connection.connect({ address: `127.0.0.1:${port}` });
+  connection = await Connection.connect({ address: `127.0.0.1:${port}`, interceptors: grpcInterceptors() });
   client = new Client({ connection, namespace: 'default', dataConverter: testDataConverter() });
   hands = await spawnWorkerInNetns(ns.name, {
     TEMPORAL_ADDRESS: frontend,

@@ -17,6 +17,7 @@ import type { ChildWorker } from './helpers/child-worker';
 import { runAgents, spawnAgents, type Line } from './helpers/cli';
 import { freePort, ROOT, temporalCliPath, testDataConverter } from './helpers/env';
 import { createNetns, spawnWorkerInNetns, tcpProbe, type Netns } from './helpers/netns';
+import { grpcInterceptors } from '../src/temporal-connection';
 
 let ns: Netns | undefined;
 let server: DevServer | undefined;
@@ -67,7 +68,7 @@ beforeAll(async () => {
   server = await startDevServer({ cli: temporalCliPath(), ip: '0.0.0.0', port: temporalPort, headless: true });
   mock = new MockModelServer();
   await mock.start(0, '0.0.0.0');
-  connection = await Connection.connect({ address: `127.0.0.1:${temporalPort}` });
+  connection = await Connection.connect({ address: `127.0.0.1:${temporalPort}`, interceptors: grpcInterceptors() });
   client = new Client({ connection, namespace: 'default', dataConverter: testDataConverter() });
 
   // A port free on this machine's loopback too, so that here the advertised URL is refused rather than answered by something else.

@@ -14,6 +14,7 @@ import { installRuntime, type RunningWorker } from '../src/worker';
 import { endSignal } from '../src/session/contract';
 import { TEST_CODEC_KEY } from './helpers/test-keys';
 import { freePort, startTestWorker, temporalCliPath, testAgent, testDataConverter, turnDone, uniqueId, waitForEvents } from './helpers/env';
+import { grpcInterceptors } from '../src/temporal-connection';
 
 const ARTIFACTS = path.join(__dirname, 'artifacts');
 
@@ -36,7 +37,7 @@ beforeAll(async () => {
   mock = new MockModelServer();
   await mock.start();
   worker = await startTestWorker(server.address, mock.url);
-  connection = await Connection.connect({ address: server.address });
+  connection = await Connection.connect({ address: server.address, interceptors: grpcInterceptors() });
   client = new Client({ connection, dataConverter: testDataConverter() });
   browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
 });

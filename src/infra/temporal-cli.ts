@@ -79,8 +79,9 @@ export async function portInUse(host: string, port: number): Promise<boolean> {
 /** An open port is not a ready server: wait until the frontend answers a real call for the namespace. */
 async function waitForNamespace(address: string, namespace: string, timeoutMs = 60_000): Promise<void> {
   const { Connection } = await import('@temporalio/client');
+  const { grpcInterceptors } = await import('../temporal-connection');
   const deadline = Date.now() + timeoutMs;
-  const connection = await Connection.connect({ address, connectTimeout: '5s' });
+  const connection = await Connection.connect({ address, connectTimeout: '5s', interceptors: grpcInterceptors() });
   try {
     for (;;) {
       try {

@@ -12,6 +12,7 @@ import { MockModelServer } from '../../src/model/mock-server';
 import { DockerSandboxProvider, LABEL } from '../../src/sandbox/docker';
 import { spawnWorker, type ChildWorker } from '../helpers/child-worker';
 import { freePort, temporalCliPath, testDataConverter } from '../helpers/env';
+import { grpcInterceptors } from '../../src/temporal-connection';
 
 export class FaultStack {
   server!: DevServer;
@@ -37,7 +38,7 @@ export class FaultStack {
     // The model makes a tool call again when infrastructure lost it, so every cell can finish its task.
     this.mock.reissueLostTools = true;
     await this.mock.start();
-    const connection = await Connection.connect({ address: this.address });
+    const connection = await Connection.connect({ address: this.address, interceptors: grpcInterceptors() });
     this.client = new Client({ connection, dataConverter: testDataConverter(), interceptors: clientInterceptors });
     const dockerHost = await resolveDockerHost();
     if (!dockerHost) throw new Error('no Docker engine: run `npm run setup`');

@@ -3,7 +3,8 @@ import { testDataConverter } from './test-keys';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { buildWorkflowBundle } from '../../src/brain/workflow-bundle';
-import type { Client, WorkflowExecutionInfo, WorkflowHandle } from '@temporalio/client';
+import { Client, Connection, type WorkflowExecutionInfo, type WorkflowHandle } from '@temporalio/client';
+import { grpcInterceptors } from '../../src/temporal-connection';
 import path from 'node:path';
 import { findTemporalCli } from '../../src/infra/temporal-cli';
 import { MockModelServer } from '../../src/model/mock-server';
@@ -35,10 +36,18 @@ export function temporalCliPath(): string {
 export async function createTestEnv(extraArgs: string[] = []): Promise<TestWorkflowEnvironment> {
   // Tests keep the in-process logs to warnings unless LOG_LEVEL asks for more.
   installRuntime(process.env.LOG_LEVEL ? loadConfig().LOG_LEVEL : 'WARN');
-  return TestWorkflowEnvironment.createLocal({
+  const env = await TestWorkflowEnvironment.createLocal({
     server: { executable: { type: 'existing-path', path: temporalCliPath() }, ip: '127.0.0.1', ui: false, extraArgs },
-    client: { dataConverter: testDataConverter(), interceptors: clientInterceptors },
   });
+  // The environment connects without interceptors, so a call it retries when the suite closes the connection
+  // throws from the retry's timer and kills the test process. Its client gets a connection with the guard instead
+  // (grpcInterceptors), which teardown() closes.
+  const unguarded = env.connection;
+  const connection = await Connection.connect({ address: env.address, interceptors: grpcInterceptors() });
+  const client = new Client({ connection, namespace: env.namespace ?? 'default', dataConverter: testDataConverter(), interceptors: clientInterceptors });
+  Object.assign(env, { connection, client, workflowClient: client.workflow, asyncCompletionClient: client.activity });
+  await unguarded.close();
+  return env;
 }
 
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;

@@ -60,8 +60,12 @@ function getPeers(url: string, token?: string): Promise<{ status: number; first?
 it('retries the model call of a killed brain worker at once on the worker following it', async () => {
   const doomed = await spawnWorker({ TEMPORAL_ADDRESS: h.env.address, ANTHROPIC_BASE_URL: h.mock.url, ANTHROPIC_API_KEY: 'test-key' });
   children.push(doomed);
-  // A heartbeat timeout of ten minutes: the server alone would retry the call long after this test gave up.
-  const handle = await startSession(h, { agent: { limits: { modelHeartbeatTimeoutMs: 600_000 } } });
+  // A heartbeat timeout and a first retry interval of ten minutes: the server alone would retry the call long after
+  // this test gave up, and so would a failure that left the delay to the retry policy.
+  const tenMinutes = 600_000;
+  const handle = await startSession(h, {
+    agent: { limits: { modelHeartbeatTimeoutMs: tenMinutes, modelRetry: { initialIntervalMs: tenMinutes, maximumIntervalMs: tenMinutes, maxAttempts: 10 } } },
+  });
   h.mock.script(handle.workflowId, { steps: [{ firstByteDelayMs: 600_000 }] });
   const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'hello' }] });
   await waitUntil('the call in flight on the doomed worker', () => h.mock.requests(handle.workflowId).length === 1);
@@ -81,6 +85,7 @@ it('retries the model call of a killed brain worker at once on the worker follow
   const started = (history.events ?? []).filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED);
   const retried = started.find((e) => e.activityTaskStartedEventAttributes?.attempt === 2);
   expect(retried?.activityTaskStartedEventAttributes?.lastFailure?.applicationFailureInfo?.type).toBe('WorkerError.Lost');
+  expect(Number(retried?.activityTaskStartedEventAttributes?.lastFailure?.applicationFailureInfo?.nextRetryDelay?.nanos)).toBe(1_000_000);
 });
 
 it('opens the peers endpoint to the peers token only', async () => {

@@ -3,8 +3,8 @@
 // endpoint (`GET /v1/worker/activities`, Server-Sent Events) and follows its peers' (found among the brain queue's
 // pollers, whose identity names their endpoint). When a peer's stream breaks and its port then refuses the
 // connection, or another process answers there, the peer is gone: a survivor fails each of the peer's activities by
-// id with a retryable WorkerError.Lost, so the server retries it on a live worker at the retry policy's first
-// interval. A peer that cannot be reached at all (its host gone, a network cut) proves nothing and is left to the
+// id with a retryable WorkerError.Lost whose next retry delay is a millisecond, so the server retries it on a live
+// worker at once rather than after the retry policy's first interval (nothing failed that waiting would help). A peer that cannot be reached at all (its host gone, a network cut) proves nothing and is left to the
 // heartbeat timeout, which stays the bound for that case and for a worker that had no peer watching.
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
@@ -26,6 +26,8 @@ const DISCOVER_MS = 2000;
 const POLLER_FRESH_MS = 60_000;
 /** A peer that could not be reached is tried again after this long. */
 const RETRY_MS = 1000;
+/** The delay before a gone peer's activity is retried: at once (the server ignores a zero delay). */
+const LOST_RETRY_DELAY_MS = 1;
 /** Activities of a gone peer failed at once, at most. */
 const CONCURRENCY = 32;
 
@@ -237,7 +239,11 @@ export class PeerWatch {
       if (!p || !started || p.attempt !== a.attempt || p.lastWorkerIdentity !== peer.identity) return;
       await this.o.client.activity.fail(
         { ...execution, activityId: a.activityId },
-        ApplicationFailure.retryable(`the worker running this ${a.activityType} (${peer.identity}) is gone: ${why}`, Failure.Worker.Lost),
+        ApplicationFailure.create({
+          message: `the worker running this ${a.activityType} (${peer.identity}) is gone: ${why}`,
+          type: Failure.Worker.Lost,
+          nextRetryDelay: LOST_RETRY_DELAY_MS,
+        }),
       );
       this.failed++;
       // The task that takes the retry's result goes to a live worker, not to the gone one's sticky queue.

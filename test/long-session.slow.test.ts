@@ -1,20 +1,28 @@
 // A session of 1,000 turns with a tool call each: it runs through several continue-as-new handovers, each run's
 // history stays small, history bytes per turn stay flat, and the first events stay readable after the first
-// runs are deleted from Temporal.
+// runs are deleted from Temporal. Its sandbox runs under runc: the suite is about the log and history, and its 1,000
+// commands under gVisor add about a third to its time (the sandbox suites and the sandbox_runtime benchmark cover gVisor).
 import { spawnSync } from 'node:child_process';
 import type { WorkflowHandle } from '@temporalio/client';
 import { sendMessageUpdate, statusQuery } from '../src/session/contract';
 import type { SessionEvent } from '../src/session/events';
-import { allEvents, runsOf as runsOfSession, startHarness, startSession, temporalCliPath, type Harness } from './helpers/env';
+import { allEvents, runsOf as runsOfSession, startHarness, startSession, temporalCliPath, doorbell, type Doorbell, type Harness } from './helpers/env';
 import { runAgents } from './helpers/cli';
+import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
+import { DockerSandboxProvider } from '../src/sandbox/docker';
 
 const TURNS = 1000;
 let h: Harness;
+let bell: Doorbell | undefined;
 const HOST = `test-long-${process.pid}`;
 beforeAll(async () => {
-  h = await startHarness({ role: 'all', hostId: HOST });
+  const dockerHost = await resolveDockerHost();
+  if (!dockerHost) throw new Error('no Docker engine answers: run `npm run setup`');
+  const sandboxes = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage(), runtime: 'runc' });
+  h = await startHarness({ role: 'all', hostId: HOST, sandboxes });
 });
 afterAll(async () => {
+  await bell?.close();
   await h?.stop();
 });
 
@@ -31,22 +39,22 @@ async function historyBytes(handle: WorkflowHandle): Promise<number> {
   return (await describeRuns(handle)).reduce((n, r) => n + r.historySize!, 0);
 }
 
-/** Sends one message and waits (by the cheap status query) until its turn is over. */
-async function turn(handle: WorkflowHandle, text: string): Promise<void> {
+/** Sends one message and waits until its turn is over: the status query, asked each time the history rings. */
+async function turn(handle: WorkflowHandle, bell: Doorbell, text: string): Promise<void> {
   const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text }] });
-  for (;;) {
+  await bell.until(async () => {
     const s = await handle.query(statusQuery);
-    if (s.state === 'waiting_for_user' && s.lastSeq > seq) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
+    return s.state === 'waiting_for_user' && s.lastSeq > seq;
+  });
 }
 
 it(`runs ${TURNS} turns with tool calls through several handovers, with flat history per turn`, async () => {
   const handle = await startSession(h);
+  bell = doorbell(h.env.client, handle.workflowId);
   const started = Date.now();
   const bytesAt = new Map<number, number>([[0, await historyBytes(handle)]]);
   for (let i = 1; i <= TURNS; i++) {
-    await turn(handle, `turn ${i}: run \`echo ${i} >> counter.txt\``);
+    await turn(handle, bell, `turn ${i}: run \`echo ${i} >> counter.txt\``);
     if (i === 100 || i === TURNS - 100 || i === TURNS) bytesAt.set(i, await historyBytes(handle));
   }
   const elapsed = Date.now() - started;
@@ -69,7 +77,8 @@ it(`runs ${TURNS} turns with tool calls through several handovers, with flat his
   const results = events.filter((e) => e.type === 'tool_result') as Extract<SessionEvent, { type: 'tool_result' }>[];
   expect(results).toHaveLength(TURNS);
   expect(new Set(results.map((r) => r.toolUseId)).size).toBe(TURNS);
-  await turn(handle, 'count them: `wc -l < counter.txt`');
+  await turn(handle, bell, 'count them: `wc -l < counter.txt`');
+  await bell.close();
   const count = (await allEvents(handle)).filter((e) => e.type === 'tool_result').pop();
   expect(count?.type === 'tool_result' && count.output).toBe(`${TURNS}\n[exit 0]`);
 

@@ -11,6 +11,7 @@ import { MockModelServer } from '../../src/model/mock-server';
 import type { ModelClient } from '../../src/model/client';
 import { resolveDockerHost, sandboxImage } from '../../src/infra/docker-host';
 import { DockerSandboxProvider } from '../../src/sandbox/docker';
+import type { SandboxProvider } from '../../src/sandbox/provider';
 import type { SecretVault } from '../../src/vault';
 import type { RepoTokens } from '../../src/hands/repo-tokens';
 import { AgentSchema, type AgentInput } from '../../src/session/agent';
@@ -19,6 +20,7 @@ import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
 import { sessionArchive, type SessionArchive } from '../../src/archive';
 import { loadConfig } from '../../src/config';
 import { ArchivedSessionLog, readEvents, type SessionLog } from '../../src/log/session-log';
+import { followHistory } from '../../src/log/history-doorbell';
 import { installRuntime, startWorker, type RunningWorker, type WorkerOptions } from '../../src/worker';
 import { clientInterceptors } from '../../src/log/query-retry';
 import { sessionWorkflow } from '../../src/workflows';
@@ -91,6 +93,8 @@ export async function startHarness(
     vault?: SecretVault;
     archive?: SessionArchive;
     repoTokens?: RepoTokens;
+    /** The hands role's sandboxes (default: the Docker engine with SANDBOX_RUNTIME's choice). */
+    sandboxes?: SandboxProvider;
     log?: (msg: string) => void;
     /** More arguments for the dev server, e.g. `--dynamic-config-value` settings. */
     serverArgs?: string[];
@@ -109,6 +113,7 @@ export async function startHarness(
         vault: opts.vault,
         archive: opts.archive,
         repoTokens: opts.repoTokens,
+        sandboxes: opts.sandboxes,
         ...(opts.log ? { log: opts.log } : {}),
       });
     }
@@ -177,6 +182,48 @@ export async function waitForEvents(handle: WorkflowHandle, pred: (events: Sessi
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; log: ${JSON.stringify(events.map((e) => e.type))}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** A session's doorbell: `until` re-checks a condition each time the history rings. */
+export interface Doorbell {
+  until(check: () => Promise<boolean>, timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * Follows a session's history with a long poll on the server, across handovers (src/log/history-doorbell.ts), so a
+ * test waits for a condition by checking it after each completed workflow task instead of polling the worker.
+ */
+export function doorbell(client: Client, sessionId: string): Doorbell {
+  const stop = new AbortController();
+  let waiters: (() => void)[] = [];
+  const ring = () => {
+    const woken = waiters;
+    waiters = [];
+    for (const w of woken) w();
+  };
+  const following = followHistory(client, sessionId, ring, stop.signal).catch(() => undefined);
+  return {
+    async until(check, timeoutMs = 120_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        // Listening before checking: a ring during the check is not missed.
+        const rung = new Promise<void>((r) => waiters.push(r));
+        if (await check()) return;
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`${sessionId}: condition not met within ${timeoutMs} ms`);
+        // A slow poll covers a ring lost to a reconnect.
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([rung, new Promise<void>((r) => (timer = setTimeout(r, Math.min(left, 2_000))))]);
+        clearTimeout(timer);
+      }
+    },
+    async close() {
+      stop.abort();
+      ring();
+      await following;
+    },
+  };
 }
 
 /** Every event matches the contract, with a valid time, and the seqs run 0, 1, 2… without a gap. */

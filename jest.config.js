@@ -6,6 +6,9 @@ const base = {
 };
 module.exports = {
   testTimeout: 120_000,
+  // Two suites at a time, also on 2 cores (where Jest's default is one): a suite spends much of its time waiting
+  // on containers, servers and child workers, and each has its own dev server, ports, host id and sessions.
+  maxWorkers: 2,
   projects: [
     { ...base, displayName: 'fast', testMatch: ['<rootDir>/test/**/*.test.ts'], testPathIgnorePatterns: ['\\.slow\\.test\\.ts$'] },
     { ...base, displayName: 'slow', testMatch: ['<rootDir>/test/**/*.slow.test.ts'] },

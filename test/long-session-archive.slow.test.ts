@@ -86,11 +86,13 @@ describe('one session over many runs', () => {
     const hnd = await startSession(h, { id, agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } } });
     h.mock.script(id, { firstByteDelayMs: 20, steps: Array.from({ length: 40 }, () => readLog(1)) });
     await hnd.signal(userMessageSignal, { text: 'loop', messageId: 'm-loop' });
-    // 24 messages or more: on a loaded machine the loop is slower, so the sending goes on until the session has
-    // handed over at least once, and some messages certainly arrive around a handover.
+    // 24 messages or more: on a loaded machine the loop is slower, so the sending goes on until five have been sent
+    // after the session handed over, and messages certainly arrive on both sides of a handover.
     const sent: Promise<unknown>[] = [];
     let n = 0;
-    while (n < 24 || (n < 300 && ((await hnd.query(statusQuery)).run ?? 1) < 2)) {
+    let afterHandover = 0;
+    while (n < 24 || (n < 300 && afterHandover < 5)) {
+      if (((await hnd.query(statusQuery)).run ?? 1) > 1) afterHandover++;
       const i = n++;
       sent.push(i % 3 === 0 ? hnd.executeUpdate(sendMessageUpdate, { args: [{ text: `update ${i}`, messageId: `m${i}` }] }) : hnd.signal(userMessageSignal, { text: `signal ${i}`, messageId: `m${i}` }));
       await new Promise((r) => setTimeout(r, 60));

@@ -5,7 +5,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expectOneLineError, runAgents, runNode } from './helpers/cli';
-import { ROOT, freePort } from './helpers/env';
+import { ROOT, freePort, removeHostSandboxes } from './helpers/env';
+
+const HOST = `quickstart-${process.pid}`;
 
 /** The first ```js block after the "Drive it with the SDK" heading. */
 function quickstart(readme: string): string {
@@ -25,13 +27,15 @@ afterAll(async () => {
     await Promise.race([exited, new Promise((r) => setTimeout(r, 20_000))]);
     if (dev.exitCode === null) dev.kill('SIGKILL');
   }
+  await removeHostSandboxes(HOST);
   for (const d of [dataDir, scriptDir]) if (d) fs.rmSync(d, { recursive: true, force: true });
 });
 
 it('runs the README quick start: the SDK drives a session on the dev stack by baseURL alone', async () => {
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-quickstart-'));
   const port = await freePort();
-  const env = { DATA_DIR: dataDir, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, API_LISTEN: '127.0.0.1:0', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' };
+  // A hands host of its own: another stack's reaper would take its sandboxes for orphans.
+  const env = { DATA_DIR: dataDir, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, API_LISTEN: '127.0.0.1:0', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '', HANDS_HOST_ID: HOST };
   dev = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), 'dev', '--json'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   dev.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));

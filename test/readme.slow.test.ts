@@ -3,7 +3,9 @@ import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, freePort } from './helpers/env';
+import { ROOT, freePort, removeHostSandboxes } from './helpers/env';
+
+const HOST = `readme-${process.pid}`;
 
 function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
@@ -31,7 +33,8 @@ it("runs the README's get-going commands on a clean clone: a demo session with a
   try {
     execFileSync('git', ['clone', '--quiet', ROOT, dir]);
     const port = await freePort();
-    const env = { ...process.env, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' };
+    // A hands host of its own: another stack's reaper would take its sandboxes for orphans.
+    const env = { ...process.env, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '', HANDS_HOST_ID: HOST };
     const commands = gettingStarted(fs.readFileSync(path.join(dir, 'README.md'), 'utf8'));
     expect(commands.map((c) => c.join(' '))).toEqual(['npm install', 'npm run setup', 'npm start']);
     let start = { code: null as number | null, out: '' };
@@ -47,6 +50,7 @@ it("runs the README's get-going commands on a clean clone: a demo session with a
     expect(start.out).toMatch(/#\d+ session_ended: demo finished/);
     expect(start.out).toMatch(new RegExp(`Web UI: http://localhost:${port + 1000}/namespaces/default/workflows/demo-`));
   } finally {
+    await removeHostSandboxes(HOST);
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }, 900_000);

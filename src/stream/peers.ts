@@ -3,8 +3,9 @@
 // endpoint (`GET /v1/worker/activities`, Server-Sent Events) and follows its peers' (found among the brain queue's
 // pollers, whose identity names their endpoint). When a peer's stream breaks and its port then refuses the
 // connection, or another process answers there, the peer is gone: a survivor fails each of the peer's activities by
-// id with a retryable WorkerError.Lost whose next retry delay is a millisecond, so the server retries it on a live
-// worker at once rather than after the retry policy's first interval (nothing failed that waiting would help). A peer that cannot be reached at all (its host gone, a network cut) proves nothing and is left to the
+// id with a retryable WorkerError.Lost. On a first attempt its next retry delay is a millisecond, so the server
+// retries it on a live worker at once rather than after the retry policy's first interval (nothing failed that
+// waiting would help); a later attempt keeps the policy's backoff. A peer that cannot be reached at all (its host gone, a network cut) proves nothing and is left to the
 // heartbeat timeout, which stays the bound for that case and for a worker that had no peer watching.
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
@@ -26,7 +27,7 @@ const DISCOVER_MS = 2000;
 const POLLER_FRESH_MS = 60_000;
 /** A peer that could not be reached is tried again after this long. */
 const RETRY_MS = 1000;
-/** The delay before a gone peer's activity is retried: at once (the server ignores a zero delay). */
+/** The delay before a gone peer's activity is retried, on its first attempt: at once (the server ignores a zero delay). */
 const LOST_RETRY_DELAY_MS = 1;
 /** Activities of a gone peer failed at once, at most. */
 const CONCURRENCY = 32;
@@ -242,7 +243,8 @@ export class PeerWatch {
         ApplicationFailure.create({
           message: `the worker running this ${a.activityType} (${peer.identity}) is gone: ${why}`,
           type: Failure.Worker.Lost,
-          nextRetryDelay: LOST_RETRY_DELAY_MS,
+          // A later attempt keeps the policy's backoff: a call that kills every worker it runs on does not hop at once.
+          ...(a.attempt === 1 ? { nextRetryDelay: LOST_RETRY_DELAY_MS } : {}),
         }),
       );
       this.failed++;

@@ -45,7 +45,13 @@ export async function createTestEnv(extraArgs: string[] = []): Promise<TestWorkf
   // throws from the retry's timer and kills the test process. Its client gets a connection with the guard instead
   // (grpcInterceptors), which teardown() closes.
   const unguarded = env.connection;
-  const connection = await Connection.connect({ address: env.address, interceptors: grpcInterceptors() });
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ address: env.address, interceptors: grpcInterceptors() });
+  } catch (err) {
+    await env.teardown();
+    throw err;
+  }
   const client = new Client({ connection, namespace: env.namespace ?? 'default', dataConverter: testDataConverter(), interceptors: clientInterceptors });
   Object.assign(env, { connection, client, workflowClient: client.workflow, asyncCompletionClient: client.activity });
   await unguarded.close();
@@ -202,7 +208,17 @@ export function doorbell(client: Client, sessionId: string): Doorbell {
     waiters = [];
     for (const w of woken) w();
   };
-  const following = followHistory(client, sessionId, ring, stop.signal).catch(() => undefined);
+  // Follows again after a failure (a long poll cut by a loaded server, say), until closed or the session ends.
+  const following = (async () => {
+    while (!stop.signal.aborted) {
+      try {
+        await followHistory(client, sessionId, ring, stop.signal);
+        return;
+      } catch {
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  })();
   return {
     async until(check, timeoutMs = 120_000) {
       const deadline = Date.now() + timeoutMs;
@@ -212,7 +228,7 @@ export function doorbell(client: Client, sessionId: string): Doorbell {
         if (await check()) return;
         const left = deadline - Date.now();
         if (left <= 0) throw new Error(`${sessionId}: condition not met within ${timeoutMs} ms`);
-        // A slow poll covers a ring lost to a reconnect.
+        // A slow poll covers a ring lost while the follower starts again.
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([rung, new Promise<void>((r) => (timer = setTimeout(r, Math.min(left, 2_000))))]);
         clearTimeout(timer);

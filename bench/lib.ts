@@ -7,14 +7,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, type WorkflowHandle } from '@temporalio/client';
 import { clientInterceptors } from '../src/log/query-retry';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { createTestEnv, freePort, removeHostSandboxes, startTestWorker, testDataConverter, turnDone, ROOT } from '../test/helpers/env';
+import { createTestEnv, doorbell, freePort, removeHostSandboxes, startTestWorker, testDataConverter, turnDone, ROOT } from '../test/helpers/env';
 import { MockModelServer } from '../src/model/mock-server';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
 import type { RunningWorker, WorkerStatus } from '../src/worker';
 import type { ChildWorker } from '../test/helpers/child-worker';
 import type { SessionEvent } from '../src/session/events';
 import { endSignal, eventsQuery } from '../src/session/contract';
-import { followHistory } from '../src/log/history-doorbell';
 
 /** The pinned defaults every result records. */
 export const SETTINGS = {
@@ -234,42 +233,18 @@ export async function waitLive(handle: WorkflowHandle, pred: (events: SessionEve
  * worker between events, which matters when one worker holds thousands of sessions.
  */
 export async function waitRung(client: Client, handle: WorkflowHandle, pred: (events: SessionEvent[]) => boolean, timeoutMs = 120_000, from = 0): Promise<SessionEvent[]> {
-  const stop = new AbortController();
   let events: SessionEvent[] = [];
-  let wake: () => void = () => undefined;
-  let rung = true;
-  const following = followHistory(client, handle.workflowId, () => {
-    rung = true;
-    wake();
-  }, stop.signal).catch(() => undefined);
-  const deadline = Date.now() + timeoutMs;
+  const bell = doorbell(client, handle.workflowId);
   try {
-    for (;;) {
-      if (rung) {
-        rung = false;
-        events = await liveEvents(handle, from).catch(() => events);
-        const failed = events.find((e) => e.type === 'error');
-        if (failed) throw new Error(`session ${handle.workflowId} logged an error: ${JSON.stringify(failed)}`);
-        if (pred(events)) return events;
-      }
-      if (rung) continue;
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`session ${handle.workflowId}: condition not met within ${timeoutMs} ms; log: ${events.map((e) => e.type).join(',')}`);
-      // The doorbell rings after each completed workflow task; a slow poll covers a ring lost to a reconnect.
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(() => {
-          rung = true;
-          resolve();
-        }, Math.min(left, 5_000));
-        wake = () => {
-          clearTimeout(t);
-          resolve();
-        };
-      });
-    }
+    await bell.until(async () => {
+      events = await liveEvents(handle, from).catch(() => events);
+      const failed = events.find((e) => e.type === 'error');
+      if (failed) throw new Error(`session ${handle.workflowId} logged an error: ${JSON.stringify(failed)}`);
+      return pred(events);
+    }, timeoutMs);
+    return events;
   } finally {
-    stop.abort();
-    await following;
+    await bell.close();
   }
 }
 

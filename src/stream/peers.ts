@@ -5,8 +5,9 @@
 // connection, or another process answers there, the peer is gone: a survivor fails each of the peer's activities by
 // id with a retryable WorkerError.Lost. On a first attempt its next retry delay is a millisecond, so the server
 // retries it on a live worker at once rather than after the retry policy's first interval (nothing failed that
-// waiting would help); a later attempt keeps the policy's backoff. A peer that cannot be reached at all (its host gone, a network cut) proves nothing and is left to the
-// heartbeat timeout, which stays the bound for that case and for a worker that had no peer watching.
+// waiting would help); a later attempt keeps the policy's backoff. A peer that cannot be reached at all (its host
+// gone, a network cut) proves nothing and is left to the heartbeat timeout, which stays the bound for that case and
+// for a worker that had no peer watching.
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import type { Client } from '@temporalio/client';

@@ -105,11 +105,21 @@ export interface DevServer {
 }
 
 /**
- * Dynamic config every dev server of ours gets. Eager activity execution: a workflow task that schedules an
- * activity on its own task queue (callModel, on the brain queue) hands it straight back to the worker that
- * completed the task, skipping a dispatch through matching (the server default is off; Temporal Cloud has it on).
+ * Dynamic config every dev server of ours gets (the compose stack's server reads the same values from
+ * deploy/temporal-dynamicconfig.yaml).
+ * - Eager activity execution: a workflow task that schedules an activity on its own task queue (callModel, on the
+ *   brain queue) hands it straight back to the worker that completed the task, skipping a dispatch through
+ *   matching (the server default is off; Temporal Cloud has it on).
+ * - The timer queue's time shift: the server fires no timer earlier than this after it is created, and that
+ *   includes an activity's retry. At the default, 1 s, the retry of a call whose worker died, due at once, started
+ *   0.5 to 1.1 s later, which was most of a crash recovery with a standby worker; workflow timers were late alike.
  */
-export const DEV_SERVER_DYNAMIC_CONFIG = ['--dynamic-config-value', 'system.enableActivityEagerExecution=true'];
+export const DEV_SERVER_DYNAMIC_CONFIG = [
+  '--dynamic-config-value',
+  'system.enableActivityEagerExecution=true',
+  '--dynamic-config-value',
+  'history.timerProcessorMaxTimeShift="10ms"',
+];
 
 /** Starts `temporal server start-dev` with SQLite persistence; resolves once the frontend accepts connections. */
 export async function startDevServer(opts: {

@@ -239,6 +239,9 @@ export class PeerWatch {
       const started = p?.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
       // Already retried (its heartbeat timed out first), or started anew elsewhere: not the peer's to fail.
       if (!p || !started || p.attempt !== a.attempt || p.lastWorkerIdentity !== peer.identity) return;
+      // First, so that nothing the retry does reaches the gone worker's sticky queue: neither the query by which the
+      // retried call reads its context (which would wait there for the sticky timeout) nor the task taking its result.
+      await this.o.client.workflowService.resetStickyTaskQueue({ namespace: this.o.namespace, execution }).catch(() => undefined);
       await this.o.client.activity.fail(
         { ...execution, activityId: a.activityId },
         ApplicationFailure.create({
@@ -249,8 +252,6 @@ export class PeerWatch {
         }),
       );
       this.failed++;
-      // The task that takes the retry's result goes to a live worker, not to the gone one's sticky queue.
-      await this.o.client.workflowService.resetStickyTaskQueue({ namespace: this.o.namespace, execution }).catch(() => undefined);
     } catch (err) {
       this.o.log(`retrying ${a.activityType} of ${a.workflowId} after its worker left failed: ${(err as Error).message}`);
     }

@@ -9,7 +9,7 @@ import type { ModelClient, ModelDelta, ModelReply } from '../model/client';
 import type { Publisher, StreamHub } from '../stream';
 import { toModelFailure } from '../model/errors';
 import { buildContext, compactionRequest, FULL_WINDOW, type ContextWindow } from '../session/context-builder';
-import { ContentBlockSchema } from '../session/events';
+import { ContentBlockSchema, type SessionEvent } from '../session/events';
 import { eventsDigest } from '../session/digest';
 import { capOutput, type ToolSpec } from '../tools/kind';
 import { SessionEventsInputSchema } from '../tools/session-events';
@@ -32,6 +32,8 @@ export interface CallModelInput {
   streamIdleMs?: number;
   /** The digest of the events since the run's previous model call, which lets a worker holding them skip the read. */
   tail?: LogTail;
+  /** A local call's events of the window that its run holds, through throughSeq (the workflow hands them over). */
+  events?: SessionEvent[];
 }
 
 /** Either the model's reply, or (with `compact`) a request to compact the window first. */
@@ -88,7 +90,8 @@ export function createActivities(deps: ActivityDeps) {
    */
   const unstick = async (ctx: Context) => {
     const { attempt, workflowNamespace: namespace, workflowExecution } = ctx.info;
-    if (attempt <= 1 || !deps.resetSticky || !namespace || !workflowExecution) return;
+    // A local call is retried by the worker holding the run, inside its workflow task.
+    if (attempt <= 1 || ctx.info.isLocal || !deps.resetSticky || !namespace || !workflowExecution) return;
     await deps.resetSticky({ namespace, ...workflowExecution }).catch(() => undefined);
   };
 
@@ -97,9 +100,10 @@ export function createActivities(deps: ActivityDeps) {
     const ctx = Context.current();
     let first = true;
     // The timer alone heartbeats: a stream that stalls is the idle timer's business, a dead worker the server's.
-    ctx.heartbeat();
-    const beat = setInterval(() => ctx.heartbeat(), heartbeatEveryMs(ctx.info.heartbeatTimeoutMs));
-    void unstick(ctx);
+    // A local call has no heartbeat: its worker's death times out the workflow task that runs it.
+    const beating = !ctx.info.isLocal;
+    if (beating) ctx.heartbeat();
+    const beat = beating ? setInterval(() => ctx.heartbeat(), heartbeatEveryMs(ctx.info.heartbeatTimeoutMs)) : undefined;
     // A response that stalls (no first byte, or no next event) is abandoned, so the retry policy can try again.
     const abort = new AbortController();
     const onCancel = () => abort.abort(ctx.cancellationSignal.reason);
@@ -142,8 +146,22 @@ export function createActivities(deps: ActivityDeps) {
     }
   };
 
+  /** A local call's window: the events its workflow handed over, after any part from before the run (in the archive). */
+  const handedOver = async (input: CallModelInput & { events: SessionEvent[] }, window: ContextWindow): Promise<SessionEvent[]> => {
+    const first = input.events[0]?.seq ?? input.throughSeq + 1;
+    const before = first > window.fromSeq ? await readEvents(deps.log.inner, input.sessionId, window.fromSeq, first - window.fromSeq) : [];
+    const events = [...before, ...input.events];
+    if (events.length !== input.throughSeq + 1 - window.fromSeq || events.some((e, i) => e.seq !== window.fromSeq + i)) {
+      throw ApplicationFailure.create({ message: `a local model call got events other than ${window.fromSeq}..${input.throughSeq} of session ${input.sessionId}`, type: Failure.Archive.Incomplete });
+    }
+    return events;
+  };
+
   const contextOf = async (input: CallModelInput, window: ContextWindow) => {
-    const events = await deps.log.readRange(input.sessionId, window.fromSeq, input.throughSeq, input.tail);
+    // Before the read: a read that misses the cache queries the run, and a query sent to a dead worker's sticky
+    // queue waits there for the sticky timeout.
+    await unstick(Context.current());
+    const events = input.events ? await handedOver({ ...input, events: input.events }, window) : await deps.log.readRange(input.sessionId, window.fromSeq, input.throughSeq, input.tail);
     return { events, built: buildContext({ events, window, system: input.system, tools: input.tools, budgetTokens: input.contextTokens ?? Infinity }) };
   };
 

@@ -35,6 +35,15 @@ export const LimitsSchema = shared('agent.LimitsSchema', () => z
      */
     modelHeartbeatTimeoutMs: z.number().int().min(1000).default(2_000),
     modelRetry: ModelRetrySchema.default(ModelRetrySchema.parse({})),
+    /**
+     * How the model call runs. `activity` (absent: the default): an activity on the brain queue, retried on any
+     * brain worker when its worker dies. `local`: a local activity, run by the worker that runs the workflow task,
+     * inside that task: about one workflow task and one activity dispatch less per model call, but the task stays
+     * open while the model answers, so a message, an interrupt or a reply to the update that started the turn waits
+     * for the call to end (or for the task's heartbeat, every 8 s), and a worker that dies mid-call is noticed when the
+     * workflow task times out (10 s), not by the peer watch (docs/guide/scaling.md).
+     */
+    modelCall: z.enum(['activity', 'local']).optional(),
     /** A hands host that stops heartbeating during a command for this long is treated as gone. */
     handsHeartbeatTimeoutMs: z.number().int().min(1000).default(5_000),
     /** A sandbox call that no worker of its host picks up within this long means the host is gone. */

@@ -1,5 +1,5 @@
 // Every activity the session workflow calls, with its queue, timeouts and retry policy, in one place.
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
 import type { createActivities } from '../brain/activities';
 import type { HandsActivities } from '../hands/activities';
 import type { ToolsActivities } from '../mcp/activities';
@@ -13,15 +13,21 @@ type Activities = ReturnType<typeof createActivities>;
 export const HANDS_POOL = 'hands';
 
 export function sessionActivities(limits: Agent['limits']) {
+  const modelRetry = {
+    maximumAttempts: limits.modelRetry.maxAttempts,
+    initialInterval: limits.modelRetry.initialIntervalMs,
+    backoffCoefficient: limits.modelRetry.backoffCoefficient,
+    maximumInterval: limits.modelRetry.maximumIntervalMs,
+  };
   const model = proxyActivities<Activities>({
     startToCloseTimeout: '10 minutes',
     heartbeatTimeout: limits.modelHeartbeatTimeoutMs,
-    retry: {
-      maximumAttempts: limits.modelRetry.maxAttempts,
-      initialInterval: limits.modelRetry.initialIntervalMs,
-      backoffCoefficient: limits.modelRetry.backoffCoefficient,
-      maximumInterval: limits.modelRetry.maximumIntervalMs,
-    },
+    retry: modelRetry,
+  });
+  // The same call as a local activity (limits.modelCall 'local'): no heartbeat, the worker running the workflow task runs it.
+  const localModel = proxyLocalActivities<Activities>({
+    startToCloseTimeout: '10 minutes',
+    retry: modelRetry,
   });
   const provisioner = (taskQueue: string) =>
     proxyActivities<HandsActivities>({
@@ -51,7 +57,7 @@ export function sessionActivities(limits: Agent['limits']) {
     });
   // A seal that read events other than the ones history committed (ArchiveError.Stale) is tried again, with backoff.
   const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 8, initialInterval: 500, maximumInterval: 5000 } });
-  return { model, provisioner, onHost, mcp, archive };
+  return { model, localModel, provisioner, onHost, mcp, archive };
 }
 
 export type SessionActivities = ReturnType<typeof sessionActivities>;

@@ -6,6 +6,7 @@
 // (approvals, client tools), hand-off and sub-agents; every signal, update and query is in session-handlers.ts.
 import { ActivityFailure, ApplicationFailure, CancellationScope, allHandlersFinished, condition, continueAsNew, isCancellation, patched, workflowInfo } from '@temporalio/workflow';
 import type { ModelReply } from '../model/client';
+import type { CallModelInput } from '../brain/activities';
 import { boundTools, buildToolSpecs } from '../tools/offer';
 import { toolError, type ToolOutcome } from '../tools/kind';
 import { SessionEventsInputSchema, readRunEvents } from '../tools/session-events';
@@ -53,7 +54,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const carried: Carry | undefined = parsed.data.continued;
   const startKind = parsed.data.start;
   const acts = sessionActivities(limits);
-  const { model, archive } = acts;
+  const { model, localModel, archive } = acts;
 
   const rs = new RunState(sessionId, limits, carried, parsed.data.parent);
   const { events, parentRef } = rs;
@@ -204,6 +205,12 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     return readRunEvents(use, events, rs.baseSeq);
   };
 
+  /**
+   * A local model call (limits.modelCall 'local') is handed the run's events of its window: a local activity's input
+   * is never written to history, and the worker running it is the one holding the run, whose task stays open
+   * meanwhile (a query for them would wait for it). Only a window reaching back before the run is read, from the archive.
+   */
+  const local = limits.modelCall === 'local' && patched('model-local-activity');
   /** The last seq a model call of this run read (undefined before the first one). */
   let modelReadThrough: number | undefined;
   /**
@@ -212,9 +219,14 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
    * reading them back. Absent for a run's first call and after a long stretch (the worker reads the log then).
    */
   const tailOf = (throughSeq: number) => {
-    if (modelReadThrough === undefined || throughSeq - modelReadThrough > MAX_TAIL_DIGEST_EVENTS || !patched('model-tail-digest')) return {};
+    if (local || modelReadThrough === undefined || throughSeq - modelReadThrough > MAX_TAIL_DIGEST_EVENTS || !patched('model-tail-digest')) return {};
     const fromSeq = modelReadThrough + 1;
     return { tail: { fromSeq, digest: eventsDigest(events.slice(fromSeq - rs.baseSeq, throughSeq + 1 - rs.baseSeq)) } };
+  };
+  const callModel = (summary: { summary: string }, request: CallModelInput) => {
+    if (!local) return model.callModel.executeWithOptions(summary, [request]);
+    const from = Math.max(request.window?.fromSeq ?? 0, rs.baseSeq);
+    return localModel.callModel.executeWithOptions(summary, [{ ...request, events: events.slice(from - rs.baseSeq, request.throughSeq + 1 - rs.baseSeq) }]);
   };
   /** One model reply over the current window, compacting the window first when it is over budget; with the last seq its call read. */
   const nextReply = async (): Promise<{ reply: ModelReply; throughSeq: number }> => {
@@ -224,7 +236,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     };
     const summary = { summary: modelSummary(++rs.modelCalls, rs.run) };
     const firstRequest = request();
-    const first = await model.callModel.executeWithOptions(summary, [{ ...firstRequest, contextTokens: limits.contextTokens }]);
+    const first = await callModel(summary, { ...firstRequest, contextTokens: limits.contextTokens });
     modelReadThrough = firstRequest.throughSeq;
     if (first.compact === undefined) return { reply: first, throughSeq: firstRequest.throughSeq };
     const cutSeq = first.compact.cutSeq;
@@ -235,7 +247,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     if (event.type === 'context_compacted') rs.window = windowOf(event);
     // Over budget even now (one huge tail): send it anyway rather than compact in a loop.
     const secondRequest = request();
-    const second = await model.callModel.executeWithOptions(summary, [secondRequest]);
+    const second = await callModel(summary, secondRequest);
     modelReadThrough = secondRequest.throughSeq;
     if (second.compact !== undefined) throw new Error('callModel asked for a compaction without a budget');
     return { reply: second, throughSeq: secondRequest.throughSeq };

@@ -416,6 +416,19 @@ record("records model calls whose input carries the digest of the events since t
   }
 });
 
+record("records model calls run as local activities, handed their window's events (model-local-activity)", async () => {
+  const h = await startHarness();
+  try {
+    const handle = await startSession(h, { id: 'recorded-model-local-activity', agent: { tools: ['session_events'], limits: { modelCall: 'local' } } });
+    h.mock.script(handle.workflowId, { steps: [toolStep('session_events', { from: 0, limit: 2 }), { reply: { content: [{ type: 'text', text: 'Read it.' }] } }, { reply: { content: [{ type: 'text', text: 'Again.' }] } }] });
+    await say(handle, 'Read the log.');
+    await say(handle, 'Once more.');
+    await endAndSave(handle, 'model-local-activity-session.json');
+  } finally {
+    await h.stop();
+  }
+});
+
 record('records malformed sandbox tool calls, refused before any sandbox is provisioned', async () => {
   const h = await startHarness();
   try {

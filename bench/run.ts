@@ -20,6 +20,7 @@ const BENCHMARKS: { key: string; run: Runner; alone?: boolean }[] = [
   { key: 'runtime', run: lazyImport('./runtime', 'runRuntime'), alone: true },
   { key: 'archive', run: lazyImport('./archive', 'runArchive'), alone: true },
   { key: 'api_stream', run: lazyImport('./api-stream', 'runApiStream'), alone: true },
+  { key: 'workflow_cpu', run: lazyImport('./workflow-cpu', 'runWorkflowCpu'), alone: true },
   { key: 'crash', run: lazyImport('./crash', 'runCrash') },
   { key: 'scale', run: lazyImport('./scale', 'runScale') },
   { key: 'history', run: lazyImport('./history', 'runHistory') },
@@ -27,7 +28,7 @@ const BENCHMARKS: { key: string; run: Runner; alone?: boolean }[] = [
 ];
 
 /** The order benchmarks run in: those that run alone, then the others, the longest first. */
-const ORDER = ['turn_overhead', 'execute', 'runtime', 'archive', 'console', 'api_stream', 'ttft', 'crash', 'scale', 'history'];
+const ORDER = ['turn_overhead', 'workflow_cpu', 'execute', 'runtime', 'archive', 'console', 'api_stream', 'ttft', 'crash', 'scale', 'history'];
 /** How many benchmarks run at once by default: a quick run overlaps three, a full run none. */
 const QUICK_PARALLEL = 3;
 
@@ -124,7 +125,7 @@ async function main() {
     await stack.stop();
   }
   // Results in the suite's order, whichever lane finished first.
-  const order = (name: string) => ['ttft_lazy_vs_eager', 'turn_overhead', 'execute_roundtrip', 'sandbox_runtime', 'archive', 'api_first_message', 'api_stream_delivery', 'api_stream_handover', 'crash_recovery', 'scale', 'history_growth', 'console'].indexOf(name);
+  const order = (name: string) => ['ttft_lazy_vs_eager', 'turn_overhead', 'workflow_task_cpu', 'execute_roundtrip', 'sandbox_runtime', 'archive', 'api_first_message', 'api_stream_delivery', 'api_stream_handover', 'crash_recovery', 'scale', 'history_growth', 'console'].indexOf(name);
   results.sort((x, y) => order(x.name) - order(y.name));
   const dir = path.join(__dirname, 'results');
   fs.mkdirSync(dir, { recursive: true });

@@ -84,6 +84,12 @@ export const ConfigSchema = z.object({
    */
   BRAIN_WORKFLOW_HEAP_MB: optional.refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 256 && Number(v) <= 1_000_000), 'must be a whole number of MiB, at least 256'),
   /**
+   * Brain: `on` records a stack for every promise a session's workflow code creates, which the Temporal Web UI's
+   * Stack Trace tab (the `__stack_trace` query) shows; the workflow code then takes about 1.5 times as long. `off`:
+   * the query answers that stack traces are not enabled; errors keep their stacks either way.
+   */
+  BRAIN_WORKFLOW_STACK_TRACES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('off'),
+  /**
    * Brain: `on` follows the other brain workers' running activities and retries those of one that exits at once
    * (src/stream/peers.ts); `off` leaves a dead worker's calls to their heartbeat timeout. Needs STREAM_LISTEN.
    */
@@ -124,7 +130,7 @@ const TEMPORAL: ConfigKey[] = [
 ];
 const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES', 'LOG_LEVEL', 'AGENTS_OTEL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
 const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
-const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', 'DATABASE_URL', 'BRAIN_WORKFLOW_CACHE', 'BRAIN_WORKFLOW_HEAP_MB', 'BRAIN_PEER_WATCH', ...STREAM];
+const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', 'DATABASE_URL', 'BRAIN_WORKFLOW_CACHE', 'BRAIN_WORKFLOW_HEAP_MB', 'BRAIN_WORKFLOW_STACK_TRACES', 'BRAIN_PEER_WATCH', ...STREAM];
 // DATABASE_URL: the vault's named secrets, the API's credentials and sessions' repository tokens, in PostgreSQL.
 const HANDS: ConfigKey[] = ['VAULT_KEY', 'DATABASE_URL', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', ...STREAM];
 

@@ -237,6 +237,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     if (ownArchive instanceof PostgresSessionArchive) await ownArchive.ready();
     const cache = config.BRAIN_WORKFLOW_CACHE ? Number(config.BRAIN_WORKFLOW_CACHE) : DEFAULT_WORKFLOW_CACHE;
     limitWorkflowHeap(workflowHeapMb(cache, config.BRAIN_WORKFLOW_HEAP_MB));
+    // The workflow threads read it when they start (patches/@temporalio+worker+*.patch): the SDK's promise hook, which
+    // records a stack per promise for the stack trace query, runs only with BRAIN_WORKFLOW_STACK_TRACES=on.
+    process.env.BRAIN_WORKFLOW_STACK_TRACES = config.BRAIN_WORKFLOW_STACK_TRACES;
     // Model calls read their context here; the sink below hands it each task's new events as they are appended.
     const contextLog = new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client)));
     sessionLog = contextLog;

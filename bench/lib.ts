@@ -256,6 +256,20 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** CPU seconds of each thread of a process, by thread id. */
+export function threadCpuSeconds(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const fields = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
+      out.set(Number(tid), (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // the thread ended while we looked
+    }
+  }
+  return out;
+}
+
 /** The sum of a Prometheus counter's samples whose labels contain every given `key="value"`. */
 export async function metricSum(url: string, name: string, labels: string[] = []): Promise<number> {
   const text = await (await fetch(url)).text();

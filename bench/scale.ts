@@ -9,7 +9,7 @@ import { testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { sendMessageUpdate } from '../src/session/contract';
-import { SETTINGS, armStats, endSession, ratio, waitRung, workerStatus, type BenchResult, type Ctx } from './lib';
+import { SETTINGS, armStats, cpuSeconds, endSession, ratio, threadCpuSeconds, waitRung, workerStatus, type BenchResult, type Ctx } from './lib';
 import { DEFAULT_WORKFLOW_CACHE } from '../src/worker';
 
 function rssBytes(pid: number): number {
@@ -50,6 +50,36 @@ async function firstTask(client: Client, sessionId: string): Promise<void> {
 }
 
 const MiB = (b: number) => (b / 2 ** 20).toFixed(0);
+
+/** Where the CPU of a stretch of turns went: per turn, and the share of the wall time the worker's busiest thread ran. */
+interface CpuSplit {
+  wallS: number;
+  turns: number;
+  /** CPU ms per turn: the brain worker (all threads), its busiest thread (the workflow thread), the Temporal server, this process (model server and clients). */
+  perTurnMs: { worker: number; busiestThread: number; server: number; bench: number };
+  /** The busiest thread's CPU / wall time: near 1, turns queue for it. */
+  busiestThreadShare: number;
+}
+
+async function cpuSplit<T extends unknown[]>(workerPid: number, serverPid: number | undefined, run: () => Promise<T>): Promise<{ result: T; cpu: CpuSplit }> {
+  const [w0, s0, b0, t0] = [threadCpuSeconds(workerPid), serverPid ? cpuSeconds(serverPid) : NaN, process.cpuUsage(), performance.now()];
+  const result = await run();
+  const [w1, s1, b1, t1] = [threadCpuSeconds(workerPid), serverPid ? cpuSeconds(serverPid) : NaN, process.cpuUsage(b0), performance.now()];
+  const deltas = [...w1].map(([tid, sec]) => sec - (w0.get(tid) ?? 0));
+  const wallS = (t1 - t0) / 1000;
+  const turns = result.length;
+  const per = (sec: number) => Math.round((sec * 1000 * 10) / turns) / 10;
+  const busiest = Math.max(...deltas);
+  return {
+    result,
+    cpu: {
+      wallS: Math.round(wallS * 10) / 10,
+      turns,
+      perTurnMs: { worker: per(deltas.reduce((a, b) => a + b, 0)), busiestThread: per(busiest), server: per(s1 - s0), bench: per((b1.user + b1.system) / 1e6) },
+      busiestThreadShare: Math.round((busiest / wallS) * 100) / 100,
+    },
+  };
+}
 
 export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
   const { stack } = ctx;
@@ -98,7 +128,8 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     // 10 sessions held, all active: 3 rounds of 10 concurrent turns.
     const small = await startIdle(10, 's10');
     const rss10 = await settledRss(pid);
-    const lat10 = await rounds(small, 1, 3);
+    const serverPid = stack.serverPid();
+    const { result: lat10, cpu: cpu10 } = await cpuSplit(pid, serverPid, () => rounds(small, 1, 3));
     ctx.log(`  scale: 10 sessions, rss ${MiB(rss10)} MiB (baseline ${MiB(baseline)} MiB), p95 turn ${armStats(lat10).p95Ms} ms`);
 
     // Up to `big` sessions held, 50 of them active.
@@ -126,10 +157,10 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     // those the population's growth evicted.
     const activeSet = rest.slice(-active);
     await rounds(activeSet, 4, 1);
-    const latBig = await rounds(activeSet, 5, 2);
+    const { result: latBig, cpu: cpuBig } = await cpuSplit(pid, serverPid, () => rounds(activeSet, 5, 2));
     // Sessions idle since they started, long out of the cache: their turn replays the run first.
     const evictedSet = rest.slice(0, active);
-    const latEvicted = await rounds(evictedSet, 4, 1);
+    const { result: latEvicted, cpu: cpuEvicted } = await cpuSplit(pid, serverPid, () => rounds(evictedSet, 4, 1));
     const rssAfter = await settledRss(pid);
     const perSession10 = (rss10 - baseline) / 10;
     const perSessionBig = (rssBig - baseline) / big;
@@ -145,6 +176,7 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
       `Turn latency = sendMessage update to the workflow time of the reply (model first byte ${SETTINGS.modelFirstByteMs} ms); the client reads the log when the run's history changes (a long poll on the server), not by polling the worker. The arms run one after the other (holding 10, then growing to ${big}), not interleaved: a population of ${big} cannot be built and torn down per round.`,
       `Worker RSS: baseline ${MiB(baseline)} MiB; ${MiB(rss10)} MiB with 10 (${(perSession10 / 1024).toFixed(0)} KiB per session); ${MiB(rssBig)} MiB with ${big} (${(perSessionBig / 1024).toFixed(1)} KiB per session held), ${statusBig ? `main-thread heap ${MiB(statusBig.heapUsedBytes)} MiB, ${statusBig.cachedWorkflows} sessions cached` : 'no status report'}${heapBig !== undefined ? `, workflow thread heap ${MiB(heapBig)} MiB in use (${MiB(heapBase ?? 0)} MiB at the baseline${heapPerCached !== undefined ? `, ${(heapPerCached / 1024).toFixed(0)} KiB per cached session` : ''})` : ''}; ${MiB(rssAfter)} MiB after the measured turns.`,
       `p95 turn latency ${big}/10: ${r.p95} (p50 ${r.p50}); the big arm also has 5x the concurrent turns. Evicted/10: p95 ${re.p95} (p50 ${re.p50}).`,
+      `CPU per turn (ms; worker = every thread of the brain worker, busiest = its busiest thread, the workflow thread; server = the Temporal dev server; bench = this process: the model server and the clients) and the busiest thread's share of the wall time: ${[['sessions_10', cpu10], [bigArm, cpuBig], ['evicted', cpuEvicted]].map(([arm, c]) => { const x = c as CpuSplit; return `${arm as string}: worker ${x.perTurnMs.worker}, busiest ${x.perTurnMs.busiestThread}, server ${x.perTurnMs.server}, bench ${x.perTurnMs.bench}, busiest share ${x.busiestThreadShare}`; }).join('; ')}.`,
     ].join(' ');
     return [
       {
@@ -157,6 +189,7 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
         workflowThreadHeapBytes: { baseline: heapBase, [bigArm]: heapBig },
         workflowThreadHeapBytesPerCachedSession: heapPerCached === undefined ? undefined : Math.round(heapPerCached),
         cachedWorkflows: statusBig?.cachedWorkflows,
+        cpu: { sessions_10: cpu10, [bigArm]: cpuBig, evicted: cpuEvicted },
         workflowCache: cacheSize,
         bigArmSessions: big,
         startSeconds: Math.round(startS),

@@ -472,7 +472,7 @@ export async function runApiStream(ctx: Ctx): Promise<BenchResult[]> {
       plan,
       detail,
       goal: { p95Ms: 100, arms: open1000, met },
-      notes: `Delivery latency on one API process (raw SSE clients in a child process): the event's processed_at (its workflow time in the log) to its arrival; *_from_commit: from the commit of the workflow task that appended it. ${described.join('; ')}. Goal: p95 under 100 ms with ${open1000.map((a) => a).join(' and ')} streams open: ${open1000.map((a) => `${a} ${arms[a].p95Ms} ms`).join(', ')} (${met ? 'met' : 'not met'}); under the busy phases' load: ${open1000.map((a) => `${a}_busy ${arms[`${a}_busy`].p95Ms} ms`).join(', ')}.`,
+      notes: `Delivery latency on one API process (raw SSE clients in a child process): the event's processed_at (its workflow time in the log) to its arrival; *_from_commit: from the commit of the workflow task that appended it. ${described.join('; ')}. Goal: p95 under 100 ms with ${open1000.join(' and ')} streams open: ${open1000.map((a) => `${a} ${arms[a].p95Ms} ms`).join(', ')} (${met ? 'met' : 'not met'}); under the busy phases' load: ${open1000.map((a) => `${a}_busy ${arms[`${a}_busy`].p95Ms} ms`).join(', ')}.`,
     });
   } finally {
     await api.api.stop().catch(() => undefined);

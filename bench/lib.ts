@@ -251,9 +251,14 @@ export async function waitRung(client: Client, handle: WorkflowHandle, pred: (ev
 export const turnFinished = turnDone;
 
 /** CPU seconds (user + system) a process has used, from /proc. */
-export function cpuSeconds(pid: number): number {
-  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+/** User plus system CPU seconds from a `/proc/.../stat` file (a process's or one of its threads'). */
+function statCpuSeconds(file: string): number {
+  const fields = fs.readFileSync(file, 'utf8').split(') ')[1].split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+export function cpuSeconds(pid: number): number {
+  return statCpuSeconds(`/proc/${pid}/stat`);
 }
 
 /** CPU seconds of each thread of a process, by thread id. */
@@ -261,8 +266,7 @@ export function threadCpuSeconds(pid: number): Map<number, number> {
   const out = new Map<number, number>();
   for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
     try {
-      const fields = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1].split(' ');
-      out.set(Number(tid), (Number(fields[11]) + Number(fields[12])) / 100);
+      out.set(Number(tid), statCpuSeconds(`/proc/${pid}/task/${tid}/stat`));
     } catch {
       // the thread ended while we looked
     }

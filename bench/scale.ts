@@ -171,12 +171,13 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     const r = ratio(sBig, s10);
     const re = ratio(sEvicted, s10);
     const bigArm = `sessions_${big}`;
+    const cpu: Record<string, CpuSplit> = { sessions_10: cpu10, [bigArm]: cpuBig, evicted: cpuEvicted };
     const notes = [
       `One child brain worker (\`agents worker --role brain\`, the default workflow cache of ${cacheSize} sessions). sessions_10: 10 sessions held, all active, 3 rounds of 10 concurrent turns. ${bigArm}: ${big} sessions held (the 10 and ${big - 10} more started with no message, each idle after its first workflow task, 32 at a time, in ${startS.toFixed(0)} s), ${active} of them active, one unmeasured round then 2 rounds of ${active} concurrent turns; the other sessions idle, waiting for input. evicted: one round of ${active} concurrent turns (each session's first) on sessions idle since they started, out of the cache, so each turn replays its run first.`,
       `Turn latency = sendMessage update to the workflow time of the reply (model first byte ${SETTINGS.modelFirstByteMs} ms); the client reads the log when the run's history changes (a long poll on the server), not by polling the worker. The arms run one after the other (holding 10, then growing to ${big}), not interleaved: a population of ${big} cannot be built and torn down per round.`,
       `Worker RSS: baseline ${MiB(baseline)} MiB; ${MiB(rss10)} MiB with 10 (${(perSession10 / 1024).toFixed(0)} KiB per session); ${MiB(rssBig)} MiB with ${big} (${(perSessionBig / 1024).toFixed(1)} KiB per session held), ${statusBig ? `main-thread heap ${MiB(statusBig.heapUsedBytes)} MiB, ${statusBig.cachedWorkflows} sessions cached` : 'no status report'}${heapBig !== undefined ? `, workflow thread heap ${MiB(heapBig)} MiB in use (${MiB(heapBase ?? 0)} MiB at the baseline${heapPerCached !== undefined ? `, ${(heapPerCached / 1024).toFixed(0)} KiB per cached session` : ''})` : ''}; ${MiB(rssAfter)} MiB after the measured turns.`,
       `p95 turn latency ${big}/10: ${r.p95} (p50 ${r.p50}); the big arm also has 5x the concurrent turns. Evicted/10: p95 ${re.p95} (p50 ${re.p50}).`,
-      `CPU per turn (ms; worker = every thread of the brain worker, busiest = its busiest thread, the workflow thread; server = the Temporal dev server; bench = this process: the model server and the clients) and the busiest thread's share of the wall time: ${[['sessions_10', cpu10], [bigArm, cpuBig], ['evicted', cpuEvicted]].map(([arm, c]) => { const x = c as CpuSplit; return `${arm as string}: worker ${x.perTurnMs.worker}, busiest ${x.perTurnMs.busiestThread}, server ${x.perTurnMs.server}, bench ${x.perTurnMs.bench}, busiest share ${x.busiestThreadShare}`; }).join('; ')}.`,
+      `CPU per turn (ms; worker = every thread of the brain worker, busiest = its busiest thread, the workflow thread; server = the Temporal dev server; bench = this process: the model server and the clients) and the busiest thread's share of the wall time: ${Object.entries(cpu).map(([arm, x]) => `${arm}: worker ${x.perTurnMs.worker}, busiest ${x.perTurnMs.busiestThread}, server ${x.perTurnMs.server}, bench ${x.perTurnMs.bench}, busiest share ${x.busiestThreadShare}`).join('; ')}.`,
     ].join(' ');
     return [
       {
@@ -189,7 +190,7 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
         workflowThreadHeapBytes: { baseline: heapBase, [bigArm]: heapBig },
         workflowThreadHeapBytesPerCachedSession: heapPerCached === undefined ? undefined : Math.round(heapPerCached),
         cachedWorkflows: statusBig?.cachedWorkflows,
-        cpu: { sessions_10: cpu10, [bigArm]: cpuBig, evicted: cpuEvicted },
+        cpu,
         workflowCache: cacheSize,
         bigArmSessions: big,
         startSeconds: Math.round(startS),

@@ -1,21 +1,18 @@
 // One arm of bench/workflow-cpu.ts: a replay worker that replays every recorded history in test/histories once per
 // line on stdin and answers with the pass's time in ms. BRAIN_WORKFLOW_STACK_TRACES in its environment decides
 // whether the SDK's promise hook runs (patches/@temporalio+worker+1.24.0.patch).
-import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import { Worker } from '@temporalio/worker';
-import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { createDataConverter } from '../src/codec';
 import { FIXTURE_CODEC_KEY } from '../test/helpers/test-keys';
+import { recordedHistories } from '../test/helpers/histories';
 
-const DIR = path.join(__dirname, '..', 'test', 'histories');
 /** The bundle `npm run build` writes (`npm run bench` builds first). */
 const BUNDLE = path.join(__dirname, '..', 'dist', 'workflow-bundle.js');
 
 async function main() {
-  const files = fs.readdirSync(DIR).filter((f) => f.endsWith('.json'));
-  const histories = files.map((f) => ({ workflowId: `recorded-${f.replace(/(-run-\d+)?\.json$/, '')}`, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(DIR, f), 'utf8'))) }));
+  const histories = recordedHistories();
   const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
   let passStart = 0;
   let left = 0;

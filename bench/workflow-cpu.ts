@@ -58,7 +58,6 @@ export async function runWorkflowCpu(ctx: Ctx): Promise<BenchResult[]> {
         arms: { stack_traces_on: on, stack_traces_off: off },
         ratioTo: { stack_traces_off: 'stack_traces_on' },
         histories: n,
-        savedShare: { p50: Math.round((1 - off.p50Ms / on.p50Ms) * 1000) / 1000 },
         notes: `Two replay workers in child processes (Worker.runReplayHistories, the prebuilt bundle, one worker each for the whole run), one with BRAIN_WORKFLOW_STACK_TRACES=on (the SDK's promise hook records a source-mapped stack for every promise workflow code creates, for the stack trace query) and one with it off (the brain's default); a sample is one pass over all ${n} recorded histories in test/histories, ${rounds} passes per arm after ${warmup} warm-ups, interleaved. Replay runs the workflow activations a brain runs live, without the server: off / on p50 ${(off.p50Ms / on.p50Ms).toFixed(3)}, ${((1 - off.p50Ms / on.p50Ms) * 100).toFixed(1)}% of the workflow code's time saved.`,
       },
     ];

@@ -159,6 +159,10 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   BRAIN_PEER_WATCH: { about: 'Brain: `on` follows the other brain workers (through their stream endpoints) and, when one exits, fails its running activities by id so the server retries them on a live worker at once instead of after their heartbeat timeout. Needs STREAM_LISTEN. See docs/guide/scaling.md.' },
   BRAIN_WORKFLOW_HEAP_MB: { about: 'Brain: heap limit, in MiB, of the thread that runs cached sessions; past it V8 collects evicted sessions instead of growing the heap. A `--max-old-space-size` in NODE_OPTIONS wins.', default: '320 + 2 per cached session (620 with the default cache)' },
   BRAIN_WORKFLOW_STACK_TRACES: { about: "Brain: `on` records a stack for every promise a session's workflow code creates, for the Temporal Web UI's Stack Trace tab (the `__stack_trace` query), at about 1.5 times the workflow code's CPU; `off` refuses that query. Errors keep their stacks either way. See docs/guide/scaling.md." },
+  EGRESS_ALLOW: {
+    about: 'What the egress gate opens for connections made on a tenant\'s behalf (MCP servers, OAuth token endpoints, repositories): comma-separated `host` (any port), `host:port` or CIDR (`10.1.0.0/16`, `fd00::/8`) entries, e.g. `mcp.internal:8080,10.1.2.3`. See [security](../security.md#egress).',
+    default: 'unset: loopback, link-local, private, CGNAT, multicast, reserved and the platform\'s own addresses are refused',
+  },
   LOG_LEVEL: { about: 'Worker log level; lines are JSON on stderr.' },
   AGENTS_OTEL: { about: '`1` turns on OpenTelemetry tracing over OTLP/HTTP (`http://localhost:4318` unless an endpoint is set).', default: 'unset: no tracing' },
   OTEL_EXPORTER_OTLP_ENDPOINT: { about: 'An OTLP/HTTP endpoint; setting it turns tracing on.', default: 'unset' },

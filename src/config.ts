@@ -6,6 +6,7 @@ import { codecKeyProblem } from './codec/keys';
 import { LOG_LEVELS } from './observability/log-levels';
 import { parsePriceTable } from './observability/pricing';
 import { SandboxRuntimePreferenceSchema } from './sandbox/runtime';
+import { parseAllowList } from './egress/policy';
 
 const optional = z
   .string()
@@ -94,6 +95,14 @@ export const ConfigSchema = z.object({
    * (src/stream/peers.ts); `off` leaves a dead worker's calls to their heartbeat timeout. Needs STREAM_LISTEN.
    */
   BRAIN_PEER_WATCH: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+  /**
+   * What the egress gate opens for connections made on a tenant's behalf (MCP servers, token endpoints, repositories):
+   * comma-separated `host`, `host:port` or CIDR entries. Unset: loopback, link-local, private, CGNAT, multicast,
+   * reserved and the platform's own addresses are all refused.
+   */
+  EGRESS_ALLOW: optional.superRefine((v, ctx) => {
+    for (const problem of parseAllowList(v).problems) ctx.addIssue({ code: 'custom', message: problem });
+  }),
   /** Worker log level; lines are JSON on stderr. */
   LOG_LEVEL: z.enum(LOG_LEVELS).default('INFO'),
   /** `1` turns on OpenTelemetry tracing (OTLP/HTTP to localhost:4318 unless an endpoint is set). */
@@ -132,17 +141,17 @@ const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES', 
 const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
 const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', 'DATABASE_URL', 'BRAIN_WORKFLOW_CACHE', 'BRAIN_WORKFLOW_HEAP_MB', 'BRAIN_WORKFLOW_STACK_TRACES', 'BRAIN_PEER_WATCH', ...STREAM];
 // DATABASE_URL: the vault's named secrets, the API's credentials and sessions' repository tokens, in PostgreSQL.
-const HANDS: ConfigKey[] = ['VAULT_KEY', 'DATABASE_URL', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', ...STREAM];
+const HANDS: ConfigKey[] = ['VAULT_KEY', 'DATABASE_URL', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', 'EGRESS_ALLOW', ...STREAM];
 
 /** The variables each role reads; anything else set for it is a mistake (a typo, or a secret it must not hold). */
 export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
   brain: [...COMMON, ...BRAIN],
   hands: [...COMMON, ...HANDS],
-  tools: [...COMMON, 'VAULT_KEY', 'DATABASE_URL', 'MCP_STDIO_JAIL'],
+  tools: [...COMMON, 'VAULT_KEY', 'DATABASE_URL', 'MCP_STDIO_JAIL', 'EGRESS_ALLOW'],
   all: [...COMMON, ...BRAIN, ...HANDS, 'MCP_STDIO_JAIL'],
   'codec-server': ['TEMPORAL_NAMESPACE', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'DATA_DIR', 'KEY_FILES'],
   // Never VAULT_KEY: the API seals credentials to the public half and cannot open them.
-  api: [...COMMON, 'DATABASE_URL', 'API_LISTEN', 'VAULT_PUBLIC_KEY'],
+  api: [...COMMON, 'DATABASE_URL', 'API_LISTEN', 'VAULT_PUBLIC_KEY', 'EGRESS_ALLOW'],
   cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
 };
 

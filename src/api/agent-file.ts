@@ -39,7 +39,7 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, vault
   const policies: Record<string, ToolPolicy> = {};
   const clientTools: ClientTool[] = [];
   const apiVaults = vaults && vaults.vaultIds.length > 0 ? { apiVaults: { workspaceId: vaults.workspaceId, vaultIds: vaults.vaultIds } } : {};
-  const mcpServers: Record<string, { transport: 'http'; url: string; apiVaults?: VaultBinding }> = {};
+  const mcpServers: Record<string, { transport: 'http'; url: string; apiVaults?: VaultBinding; tenant: true }> = {};
   const servers = new Map(agent.mcp_servers.map((s) => [s.name, s.url]));
 
   for (const t of agent.tools) {
@@ -54,7 +54,8 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, vault
       if (!/^(?!.*__)[a-zA-Z0-9_-]{1,40}$/.test(t.mcp_server_name)) {
         throw badRequest(`agent.mcp_servers: server name ${t.mcp_server_name} cannot run here yet: names are 1-40 letters, digits, _ or -, without __`);
       }
-      mcpServers[t.mcp_server_name] = { transport: 'http', url: servers.get(t.mcp_server_name)!, ...apiVaults };
+      // A tenant's URL: every connection to it passes the egress gate on the tools worker.
+      mcpServers[t.mcp_server_name] = { transport: 'http', url: servers.get(t.mcp_server_name)!, ...apiVaults, tenant: true };
       // The toolset's default (always_ask unless the agent says otherwise) covers the tools the server lists later.
       const d = t.default_config;
       policies[`mcp__${t.mcp_server_name}__*`] = d.enabled ? policyOf(d.permission_policy as Policy) : 'always_ask';

@@ -5,6 +5,7 @@ import type { Queryable } from '../storage/db';
 import { IdSchema, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, toPage } from './common';
 import type { ApiApp, ApiDeps } from './context';
 import { ApiError, badRequest, conflict, notFound } from './errors';
+import { refuseAtTheDoor } from './egress-door';
 
 export const TOOLSET_TOOLS = ['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const;
 
@@ -251,7 +252,13 @@ const AgentListQuerySchema = PageQuerySchema.extend({
 
 const AgentPathSchema = z.object({ agent_id: IdSchema });
 
-export function agentRoutes(app: ApiApp, { db }: ApiDeps): void {
+/** Each MCP server URL past the egress gate, or a 400 naming the one it refuses. */
+async function checkServerUrls(deps: ApiDeps, servers: readonly { url: string }[]): Promise<void> {
+  for (const [i, s] of servers.entries()) await refuseAtTheDoor(deps, `mcp_servers.${i}.url`, s.url);
+}
+
+export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
+  const { db } = deps;
   app.post('/v1/agents', { schema: { operationId: 'createAgent', body: AgentCreateSchema, response: { 200: AgentSchema } } }, async (req) => {
     const p = req.body;
     const body: AgentBody = {
@@ -267,6 +274,7 @@ export function agentRoutes(app: ApiApp, { db }: ApiDeps): void {
       metadata: p.metadata ?? {},
     };
     checkBody(body);
+    await checkServerUrls(deps, body.mcp_servers);
     const id = newId('agent');
     const now = new Date();
     await db.transaction(async (tx) => {
@@ -292,6 +300,8 @@ export function agentRoutes(app: ApiApp, { db }: ApiDeps): void {
   app.post('/v1/agents/:agent_id', { schema: { operationId: 'updateAgent', params: AgentPathSchema, body: AgentUpdateSchema, response: { 200: AgentSchema } } }, async (req) => {
     const p = req.body;
     const id = req.params.agent_id;
+    // Before the row is locked: resolving a name may take a moment.
+    if (p.mcp_servers) await checkServerUrls(deps, p.mcp_servers);
     return db.transaction(async (tx) => {
       const current = await getAgent(tx, req.workspaceId, id, undefined, true);
       if (p.version !== undefined && p.version !== current.version) {

@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import type { SessionLog } from '../log/session-log';
 import type { PriceTable } from '../observability/pricing';
 import type { Db } from '../storage/db';
+import type { EgressGate } from '../egress';
 
 export type ApiApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
 
@@ -14,6 +15,8 @@ export interface ApiDeps {
   vaultPublicKey: string;
   /** Model prices for the console's cost column (MODEL_PRICES over the built-in table). */
   prices?: PriceTable;
+  /** Refuses tenant URLs the workers would not connect to (EGRESS_ALLOW); unset, a gate that opens nothing. */
+  egress?: EgressGate;
 }
 
 declare module 'fastify' {

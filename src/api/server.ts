@@ -4,6 +4,7 @@ import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError, jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../config';
+import { egressGate } from '../egress';
 import { consoleRoutes } from '../console/serve';
 import { closeServer, httpUrl } from '../infra/http';
 import { loadVaultPublicKey } from '../infra/keys';
@@ -200,7 +201,8 @@ export async function startApiServer(config: Config, log: (m: string) => void, l
   try {
     const vaultPublicKey = await loadVaultPublicKey(config);
     const prices = parsePriceTable(config.MODEL_PRICES);
-    const app = await buildApiServer({ db, vaultPublicKey, ...('table' in prices ? { prices: prices.table } : {}) }, log, sessions ?? (await sessionDepsFor(config, db)));
+    const egress = await egressGate(config);
+    const app = await buildApiServer({ db, vaultPublicKey, egress, ...('table' in prices ? { prices: prices.table } : {}) }, log, sessions ?? (await sessionDepsFor(config, db)));
     const colon = listen.lastIndexOf(':');
     const host = listen.slice(0, colon).replace(/^\[|\]$/g, '');
     await app.listen({ host, port: Number(listen.slice(colon + 1)) });

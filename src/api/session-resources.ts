@@ -10,6 +10,7 @@ import type { Queryable } from '../storage/db';
 import { IdSchema, iso, newId } from './common';
 import type { ApiApp, ApiDeps } from './context';
 import { badRequest, notFound } from './errors';
+import { refuseAtTheDoor } from './egress-door';
 
 const WORKDIR = '/workspace';
 const PATH_PART = /^[A-Za-z0-9._-]+$/;
@@ -79,8 +80,12 @@ export interface PlannedResource {
   repo: NonNullable<SandboxRecipe['repo']>;
 }
 
-export function planResources(resources: readonly ResourceParams[]): PlannedResource[] {
-  return resources.map((params, i) => {
+/**
+ * The resources a session will be created with, or a 400 naming the first that cannot be: its URL is past the
+ * egress gate (the hands host checks it again before git connects), and its repo is marked as a tenant's.
+ */
+export async function planResources(deps: ApiDeps, resources: readonly ResourceParams[]): Promise<PlannedResource[]> {
+  const planned = resources.map((params, i) => {
     if (params.type !== 'github_repository') throw badRequest(`resources.${i}: ${params.type} resources are not supported yet`);
     const id = newId('sesrsc');
     const path = relativeMountPath(params.url, params.mount_path, i);
@@ -95,9 +100,12 @@ export function planResources(resources: readonly ResourceParams[]): PlannedReso
         ...(checkout?.type === 'commit' ? { commit: checkout.sha } : {}),
         ...(params.authorization_token ? { credential: `resource:${id}` } : {}),
         ...(path ? { path } : {}),
+        tenant: true as const,
       },
     };
   });
+  for (const [i, r] of planned.entries()) await refuseAtTheDoor(deps, `resources.${i}.url`, r.params.url);
+  return planned;
 }
 
 /** Stores the planned resources of a new session, their tokens sealed; nothing here ever reads a token back. */

@@ -194,7 +194,7 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
     if (environment.archived_at) throw badRequest(`environment ${environment.id} is archived; new sessions cannot use it`, 'environment_archived');
     // A session may use only its own workspace's vaults.
     for (const v of p.vault_ids ?? []) await getVault(db, req.workspaceId, v);
-    const planned = planResources(p.resources ?? []);
+    const planned = await planResources(deps, p.resources ?? []);
     const file = agentFileFor(agent, environment, { workspaceId: req.workspaceId, vaultIds: p.vault_ids ?? [] }, planned[0]?.repo);
     const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
     const id = newId('sesn');

@@ -5,6 +5,7 @@ import type { Queryable } from '../storage/db';
 import { sealSecret } from '../vault/sealed';
 import { IdSchema, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, toPage } from './common';
 import type { ApiApp, ApiDeps } from './context';
+import { refuseAtTheDoor } from './egress-door';
 import { badRequest, conflict, notFound } from './errors';
 
 export const VaultSchema = z
@@ -168,7 +169,8 @@ const refuseEnvVar = () => badRequest('auth.type environment_variable is not sup
 const VaultPath = z.object({ vault_id: IdSchema });
 const CredentialPath = z.object({ vault_id: IdSchema, credential_id: IdSchema });
 
-export function vaultRoutes(app: ApiApp, { db, vaultPublicKey }: ApiDeps): void {
+export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
+  const { db, vaultPublicKey } = deps;
   app.post(
     '/v1/vaults',
     { schema: { operationId: 'createVault', body: z.strictObject({ display_name: DisplayNameSchema, metadata: MetadataSchema.optional() }), response: { 200: VaultSchema } } },
@@ -254,6 +256,8 @@ export function vaultRoutes(app: ApiApp, { db, vaultPublicKey }: ApiDeps): void 
       if (vault.archived_at) throw badRequest(`vault ${vault.id} is archived; credentials cannot be added to it`);
       const a = req.body.auth;
       if (a.type === 'environment_variable') throw refuseEnvVar();
+      // mcp_server_url is only the key a session's MCP server is matched by; the server's own URL meets the gate.
+      if (a.type === 'mcp_oauth' && a.refresh) await refuseAtTheDoor(deps, 'auth.refresh.token_endpoint', a.refresh.token_endpoint);
       const id = newId('vcrd');
       const seal = (field: string, value: string) => sealSecret(vaultPublicKey, { credentialId: id, vaultId: vault.id, field }, value);
       let auth: PublicAuth;

@@ -92,6 +92,11 @@ export const SandboxRecipeSchema = shared('agent.SandboxRecipeSchema', () => z
           .regex(/^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'path is a relative directory of letters, digits, dot, dash or underscore')
           .refine((p) => !p.split('/').some((part) => part === '.' || part === '..'), 'path must not contain . or .. parts')
           .optional(),
+        /**
+         * Set by the API (src/api/session-resources.ts): the URL came from a tenant, so every git connection to it
+         * passes the egress gate (src/egress). An operator's agent file leaves it out and is trusted.
+         */
+        tenant: z.literal(true).optional(),
       })
       .strict()
       .optional(),
@@ -149,6 +154,11 @@ const McpHttpServerSchema = shared('agent.McpHttpServerSchema', () => z
       .refine((h) => !Object.keys(h).some((k) => SECRET_HEADERS.has(k.toLowerCase())), 'credentials go in credential: vault:<name>, not in headers')
       .default({}),
     timeoutSeconds: z.number().int().min(1).max(3600).default(120),
+    /**
+     * Set by the API (src/api/agent-file.ts): the URL came from a tenant, so every connection to it passes the egress
+     * gate (src/egress). An operator's agent file leaves it out and is trusted.
+     */
+    tenant: z.literal(true).optional(),
   })
   .strict()
   .refine((s) => !(s.credential && s.apiVaults), { path: ['apiVaults'], message: 'a server takes its credential from credential or from apiVaults, not both' }));

@@ -25,6 +25,7 @@ import { HostIdSchema } from './session/identifiers';
 import type { DataConverter } from '@temporalio/common';
 import { createDataConverter } from './codec';
 import { loadConfig } from './config';
+import { egressGate, type EgressGate } from './egress';
 import { clientConnectionOptions, temporalConnectionOptions } from './temporal-connection';
 import { loadCodecKey, loadVaultKey } from './infra/keys';
 import type { SecretVault } from './vault';
@@ -76,6 +77,8 @@ export interface WorkerOptions {
   repoTokens?: RepoTokens;
   /** Hands: how often the reaper runs; 0 turns it off. */
   reapIntervalMs?: number;
+  /** Hands and tools: the egress gate for tenants' URLs; defaults to one from EGRESS_ALLOW and the configuration. */
+  egress?: EgressGate;
   log?: (msg: string) => void;
   /** Brain: where runs seal their events; defaults to PostgreSQL at DATABASE_URL, else DATA_DIR/archive, encrypted like the history. */
   archive?: SessionArchive;
@@ -225,6 +228,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const timers: NodeJS.Timeout[] = [];
   let hostId: string | undefined;
   let mcpPool: McpClientPool | undefined;
+  /** Hands and tools: the egress gate for what tenants' sessions connect to, one per worker process. */
+  let egress: Promise<EgressGate> | undefined;
+  const gate = () => (egress ??= opts.egress ? Promise.resolve(opts.egress) : egressGate(config));
   /** Where the brain's model calls read their context. */
   let sessionLog: CachedSessionLog | undefined;
   /** The archive this worker opened (and closes), unless the caller gave one. */
@@ -293,7 +299,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     if (!provider) {
       const dockerHost = opts.dockerHost ?? (await resolveDockerHost());
       if (!dockerHost) throw new Error('no Docker engine answers (DOCKER_HOST, /var/run/docker.sock, /run/managed-agents/docker.sock); run `npm run setup`');
-      provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage(), mirrorsDir, runtime: config.SANDBOX_RUNTIME });
+      provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage(), mirrorsDir, runtime: config.SANDBOX_RUNTIME, egress: await gate() });
     }
     // Hands hosts hold VAULT_KEY (for repo credentials); brain workers never open the vault.
     const vault = sharedVault();
@@ -301,7 +307,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const registry = OwnershipRegistry.forHost(config.dataDir, hostId);
     // API sessions' repository tokens are sealed in the API's database; a host that cannot reach it refuses them.
     const repoTokens = opts.repoTokens ?? (opts.apiDb || db ? createRepoTokens(apiDb, vaultKey()) : undefined);
-    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, registry, stream: streams?.hub, repoTokens });
+    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, registry, stream: streams?.hub, repoTokens, egress: await gate() });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
       workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities, identity, interceptors, plugins }));
     }
@@ -321,8 +327,10 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const vault = sharedVault();
     // The jail hides DATA_DIR (keys, vaults, archive) even inside a tree a server's command line names.
     const jail = config.MCP_STDIO_JAIL === 'off' ? 'off' : findJail([path.resolve(config.dataDir)]);
-    const api = new ApiCredentials(apiDb, vaultKey());
-    mcpPool = new McpClientPool(new McpCredentials({ vault, api }), { log, jail });
+    // Tenants' MCP servers and token endpoints are reached only through the egress gate (EGRESS_ALLOW).
+    const egress = await gate();
+    const api = new ApiCredentials(apiDb, vaultKey(), egress);
+    mcpPool = new McpClientPool(new McpCredentials({ vault, api }), { log, jail, egress });
     const activities = createToolsActivities({ vault, api, pool: mcpPool, log });
     workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities, interceptors, plugins }));
   }
@@ -334,6 +342,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
       for (const t of timers) clearInterval(t);
       peers?.stop();
       await mcpPool?.closeAll();
+      if (!opts.egress) await (await egress)?.close();
       await db?.close().catch((err) => log(`closing the database failed: ${(err as Error).message}`));
       await ownArchive?.close?.();
       await streams?.server.stop();

@@ -10,6 +10,7 @@ import { MAX_TOOL_OUTPUT_CHARS } from '../tools/kind';
 import { redact, type SecretVault } from '../vault';
 import { GitError } from '../sandbox/git';
 import { createGitOps } from './git-ops';
+import type { EgressGate } from '../egress';
 import { MAX_FILE_BYTES } from '../session/paths';
 import { SandboxLostError, type ExecRequest, type ExecResult, type SandboxProvider } from '../sandbox/provider';
 import { RuntimeUnavailableError } from '../sandbox/runtime';
@@ -41,6 +42,8 @@ export interface HandsDeps {
   stream?: StreamHub;
   /** Who owns each sandbox of this host; without it every caller is trusted (tests of the provider alone). */
   registry?: OwnershipRegistry;
+  /** Checks a tenant's repository (from the API) before git_push and git_pull reach it. */
+  egress?: EgressGate;
 }
 
 /** Heartbeats while `fn` runs, so a dead host is noticed within the heartbeat timeout, not the command's. */
@@ -104,7 +107,7 @@ export function createHandsActivities(deps: HandsDeps) {
     }
   };
 
-  const git = createGitOps(provider, deps.mirrorsDir);
+  const git = createGitOps(provider, deps.mirrorsDir, deps.egress);
 
   /** Refuses a caller the registry does not name as the sandbox's owner. */
   const checkOwner = (sandboxId: string, caller: Caller) => {

@@ -18,7 +18,8 @@ export interface GitContext {
   sessionId: string;
   name: string;
   vault: string;
-  repo: { url: string; ref?: string; commit?: string; credential?: string; path?: string };
+  /** `tenant`: the URL came through the API, so host git reaches it only through the egress gate. */
+  repo: { url: string; ref?: string; commit?: string; credential?: string; path?: string; tenant?: true };
 }
 
 export interface ProvisionInput {

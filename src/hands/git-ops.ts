@@ -4,14 +4,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { SandboxProvider } from '../sandbox/provider';
-import { bundleBranch, explain, mirrorPath, pushBundle, revParse, syncMirror, GitError } from '../sandbox/git';
+import { bundleBranch, explain, mirrorPath, pushBundle, revParse, syncMirror, upstreamOf, GitError } from '../sandbox/git';
+import type { EgressGate } from '../egress';
 import { BRANCH_NAME_RE, type GitInput } from '../tools/git';
 import { redact } from '../vault';
 import type { GitContext, ToolOutput } from './contract';
 
 const BUNDLE_DIR = '/tmp/.ma-git';
 
-export function createGitOps(provider: SandboxProvider, mirrorsDir: string | undefined) {
+/** `egress` checks a tenant's repository (from the API) before each fetch and push, and pins what it checked. */
+export function createGitOps(provider: SandboxProvider, mirrorsDir: string | undefined, egress?: EgressGate) {
   /** Runs a script in the sandbox (with the workspace's own git config: harmless there, nothing to steal). */
   const inSandbox = async (sandboxId: string, key: string, script: string, env: Record<string, string>) =>
     provider.execute(sandboxId, { key, script, env, timeoutSeconds: 120, maxOutputBytes: 16 * 1024 });
@@ -54,11 +56,12 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
       if (!BRANCH_NAME_RE.test(branch)) return fail(`git_push: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
       const mirror = await mirrorOf(sandboxId, git);
       try {
-        await syncMirror(mirror, git.repo.url, token);
+        const upstream = await upstreamOf(git.repo, egress);
+        await syncMirror(mirror, upstream, token);
         return await withTemp(async (dir) => {
           const bundle = path.join(dir, 'push.bundle');
           fs.writeFileSync(bundle, await provider.copyOut(sandboxId, file));
-          const pushed = await pushBundle(mirror, bundle, branch, token, input.force === true);
+          const pushed = await pushBundle(mirror, bundle, branch, token, input.force === true, upstream);
           const report = (pushed.stdout + pushed.stderr).trim();
           if (pushed.code !== 0) return fail(`git_push of ${branch} was rejected by upstream: ${explain(pushed)}\n${report}`, token);
           const sha = await revParse(mirror, `refs/ma-push/${branch}`);
@@ -81,7 +84,7 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
       }
       const mirror = await mirrorOf(sandboxId, git);
       try {
-        await syncMirror(mirror, git.repo.url, token);
+        await syncMirror(mirror, await upstreamOf(git.repo, egress), token);
         const name = `${toolUseId.replace(/[^A-Za-z0-9_.-]/g, '_')}.bundle`;
         await withTemp(async (dir) => {
           await bundleBranch(mirror, branch!, path.join(dir, name));

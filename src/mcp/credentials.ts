@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { McpServer } from '../session/agent';
 import { refName, type SecretVault } from '../vault';
+import { EgressRefusedError } from '../egress';
 
 /** Errors here never carry a secret in their message; callers still redact, in case a server echoes one. */
 export class McpCredentialError extends Error {
@@ -81,6 +82,8 @@ export interface CredentialSource {
   /** The same for every source of this credential in this process, to join refreshes. */
   readonly key: string;
   load(): Promise<McpCredential>;
+  /** How this credential's token endpoint is reached; a tenant's (the API's vaults) goes through the egress gate. */
+  readonly fetch?: typeof fetch;
   /**
    * Runs `fn` on the stored credential while no other process can update it, and stores what `fn` returns (nothing
    * when it returns undefined) before the lock is let go. Resolves to the credential stored afterwards.
@@ -177,7 +180,7 @@ export class McpCredentials {
           if (!canRefresh(cred)) {
             throw new McpCredentialError(`credential ${source.label} was rejected or has expired, and it has no refresh_token and token_url to renew it`, true);
           }
-          return this.exchange(source.label, cred);
+          return this.exchange(source, cred);
         })
         .finally(() => this.inFlight.delete(source.key));
       this.inFlight.set(source.key, pending);
@@ -186,7 +189,8 @@ export class McpCredentials {
   }
 
   /** Spends the refresh token at the token endpoint; the new token set, or an error holding no secret. */
-  private async exchange(label: string, cred: McpCredential): Promise<McpCredential> {
+  private async exchange(source: CredentialSource, cred: McpCredential): Promise<McpCredential> {
+    const label = source.label;
     const body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: cred.refresh_token! });
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
     if (cred.client_secret && cred.token_endpoint_auth === 'client_secret_basic') {
@@ -200,8 +204,9 @@ export class McpCredentials {
     if (cred.resource) body.set('resource', cred.resource);
     let res: Response;
     try {
-      res = await this.fetchImpl(cred.token_url!, { method: 'POST', headers, body, signal: AbortSignal.timeout(30_000) });
+      res = await (source.fetch ?? this.fetchImpl)(cred.token_url!, { method: 'POST', headers, body, signal: AbortSignal.timeout(30_000) });
     } catch (err) {
+      if (err instanceof EgressRefusedError) throw new McpCredentialError(`token endpoint for ${label}: ${err.message}`, true);
       throw new McpCredentialError(`token endpoint for ${label} is unreachable: ${(err as Error).message}`, false);
     }
     const text = await res.text().catch(() => '');

@@ -5,12 +5,13 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { redact } from '../vault';
 import { McpCredentialError } from './credentials';
 import { JailError } from './jail';
+import { EgressRefusedError } from '../egress';
 import { Failure } from '../session/failure-types';
 
 export type McpErrorType = (typeof Failure.Mcp)[keyof typeof Failure.Mcp];
 
 function classify(err: unknown, op: 'list' | 'call'): { type: McpErrorType; permanent: boolean } {
-  if (err instanceof JailError) return { type: Failure.Mcp.Unavailable, permanent: true };
+  if (err instanceof JailError || err instanceof EgressRefusedError) return { type: Failure.Mcp.Unavailable, permanent: true };
   if (err instanceof McpCredentialError) return err.permanent ? { type: Failure.Mcp.Credential, permanent: true } : { type: Failure.Mcp.Unavailable, permanent: false };
   if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return { type: Failure.Mcp.Timeout, permanent: op === 'call' };
   const code = (err as { code?: unknown })?.code;

@@ -8,6 +8,7 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { MCP_TOKEN_ENV, type McpServer } from '../session/agent';
 import { canRefresh, secretsOf, type CredentialSource, type McpCredential, type McpCredentials } from './credentials';
 import { findJail, jailedCommand, JailError, type JailOptions } from './jail';
+import { EgressRefusedError, type EgressGate } from '../egress';
 
 export interface McpTarget {
   sessionId: string;
@@ -84,6 +85,8 @@ export class McpClientPool {
       log?: (msg: string) => void;
       /** How stdio servers are jailed: bubblewrap (found on PATH when not given), or `off` to run them bare. */
       jail?: JailOptions | 'off';
+      /** What every connection to a tenant's server (`tenant: true`) goes through, redirects included. */
+      egress?: EgressGate;
     } = {},
   ) {
     // Sessions end without telling the tools worker, so idle connections (and stdio processes) are closed.
@@ -164,9 +167,11 @@ export class McpClientPool {
     const entry: Entry = { client, slot, stderrTail: '', lastUsed: Date.now(), busy: 0, closed: false };
     const server = t.server;
     if (server.transport === 'http') {
+      if (server.tenant && !this.opts.egress) throw new EgressRefusedError(`egress refused ${server.url}: this tools worker has no egress gate for a tenant's server`, 'scheme');
+      const base = server.tenant ? (this.opts.egress!.fetch as FetchLike) : (this.opts.fetch ?? fetch);
       const transport = new StreamableHTTPClientTransport(new URL(server.url), {
         requestInit: { headers: server.headers },
-        fetch: withBearer(this.opts.fetch ?? fetch, slot),
+        fetch: withBearer(base, slot),
       });
       await this.start(client, transport, entry);
     } else {

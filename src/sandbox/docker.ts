@@ -9,7 +9,8 @@ import { PassThrough } from 'node:stream';
 import { loosenings } from '../session/agent';
 import { EXEC_KILL, EXEC_WRAPPER } from './scripts';
 import { LIVE_DELAY_MS, startLiveCopy, type LiveCopy } from './live-copy';
-import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror } from './git';
+import type { EgressGate } from '../egress';
+import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror, upstreamOf } from './git';
 import { resourceName } from './names';
 import { hostLimits, RuntimeSelector, runtimeOf, type SandboxRuntimePreference } from './runtime';
 
@@ -52,6 +53,8 @@ export interface DockerProviderOptions {
   mirrorsDir?: string;
   /** `auto` (the default): gVisor where the engine offers it, else runc, recorded as loosened. */
   runtime?: SandboxRuntimePreference;
+  /** Checks a tenant's repository (`repo.tenant`) before host git clones it; without it, such a clone is refused. */
+  egress?: EgressGate;
 }
 
 export class DockerSandboxProvider implements SandboxProvider {
@@ -168,7 +171,7 @@ export class DockerSandboxProvider implements SandboxProvider {
   private async cloneInto(sandboxId: string, req: ProvisionRequest): Promise<void> {
     const repo = req.recipe.repo!;
     const mirror = mirrorPath(this.opts.mirrorsDir, req.sessionId, req.name);
-    await syncMirror(mirror, repo.url, req.repoToken);
+    await syncMirror(mirror, await upstreamOf(repo, this.opts.egress), req.repoToken);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ma-clone-'));
     try {
       // The tree goes to workdir/<path>: the archive carries the path's directories, so nothing is made in the sandbox.

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { redact } from '../vault';
 import { resourceName } from './names';
+import { EgressRefusedError, type EgressGate } from '../egress';
 
 export interface GitResult {
   code: number;
@@ -37,11 +38,12 @@ function gitEnv(token: string | undefined, home: string): NodeJS.ProcessEnv {
   return env;
 }
 
-export async function hostGit(args: string[], opts: { cwd?: string; token?: string } = {}): Promise<GitResult> {
+/** `pre`: configuration before the command, such as the egress gate's pinned addresses. */
+export async function hostGit(args: string[], opts: { cwd?: string; token?: string; pre?: string[] } = {}): Promise<GitResult> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ma-git-home-'));
   try {
     return await new Promise<GitResult>((resolve, reject) => {
-      const child = spawn('git', [...SAFE_ARGS, ...args], { cwd: opts.cwd ?? home, env: gitEnv(opts.token, home), stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('git', [...SAFE_ARGS, ...(opts.pre ?? []), ...args], { cwd: opts.cwd ?? home, env: gitEnv(opts.token, home), stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -67,20 +69,41 @@ export function explain(r: GitResult): string {
 
 const AUTH_FAILURE = /Authentication failed|could not read Username|askpass|HTTP 40[13]|returned error: 40[13]/;
 
-async function must(args: string[], opts: { cwd?: string; token?: string }, what: string): Promise<GitResult> {
+async function must(args: string[], opts: { cwd?: string; token?: string; pre?: string[] }, what: string): Promise<GitResult> {
   const r = await hostGit(args, opts);
   if (r.code !== 0) throw new GitError(`${what} failed (exit ${r.code}): ${explain(r)}`);
   return r;
 }
 
-/** Creates or refreshes the host-side bare mirror of `url`. */
-export async function syncMirror(mirror: string, url: string, token?: string): Promise<void> {
+/** How host git reaches a repository: the URL to give it, and configuration for every command that talks to it. */
+export interface Upstream {
+  url: string;
+  args: string[];
+}
+
+/**
+ * The upstream of `repo`. A tenant's repository (`tenant: true`, from the API) is checked by the egress gate and
+ * reached only at the addresses it checked, without redirects; a refusal is a GitError saying why.
+ */
+export async function upstreamOf(repo: { url: string; tenant?: true }, gate: EgressGate | undefined): Promise<Upstream> {
+  if (!repo.tenant) return { url: repo.url, args: [] };
+  if (!gate) throw new GitError(`egress refused ${repo.url}: this hands host has no egress gate for a tenant's repository`);
+  try {
+    return await gate.gitArgs(repo.url);
+  } catch (err) {
+    if (err instanceof EgressRefusedError) throw new GitError(err.message);
+    throw err;
+  }
+}
+
+/** Creates or refreshes the host-side bare mirror of `upstream`. */
+export async function syncMirror(mirror: string, upstream: Upstream, token?: string): Promise<void> {
   if (!fs.existsSync(path.join(mirror, 'HEAD'))) {
     fs.mkdirSync(mirror, { recursive: true, mode: 0o700 });
     await must(['init', '--quiet', '--bare', mirror], {}, 'git init');
-    await must(['-C', mirror, 'remote', 'add', 'origin', url], {}, 'git remote add');
+    await must(['-C', mirror, 'remote', 'add', 'origin', upstream.url], {}, 'git remote add');
   }
-  await must(['-C', mirror, 'fetch', '--quiet', '--prune', 'origin', '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*'], { token }, `git fetch from ${url}`);
+  await must(['-C', mirror, 'fetch', '--quiet', '--prune', 'origin', '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*'], { token, pre: upstream.args }, `git fetch from ${upstream.url}`);
 }
 
 /** A working tree cloned from the mirror (no token needed), with origin pointing at the real upstream. */
@@ -92,10 +115,10 @@ export async function checkoutFromMirror(mirror: string, url: string, ref: strin
 }
 
 /** Pushes the branch carried by `bundle` to upstream through the mirror. Returns git's report, redacted. */
-export async function pushBundle(mirror: string, bundle: string, branch: string, token: string | undefined, force: boolean): Promise<GitResult> {
+export async function pushBundle(mirror: string, bundle: string, branch: string, token: string | undefined, force: boolean, upstream: Upstream): Promise<GitResult> {
   await must(['-C', mirror, 'bundle', 'verify', '--quiet', bundle], {}, 'git bundle verify');
   await must(['-C', mirror, 'fetch', '--quiet', bundle, `+refs/heads/${branch}:refs/ma-push/${branch}`], {}, 'git fetch from the sandbox bundle');
-  return hostGit(['-C', mirror, 'push', '--porcelain', 'origin', `${force ? '+' : ''}refs/ma-push/${branch}:refs/heads/${branch}`], { token });
+  return hostGit(['-C', mirror, 'push', '--porcelain', 'origin', `${force ? '+' : ''}refs/ma-push/${branch}:refs/heads/${branch}`], { token, pre: upstream.args });
 }
 
 export async function revParse(mirror: string, ref: string): Promise<string> {

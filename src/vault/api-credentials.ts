@@ -4,6 +4,10 @@
 import type { Db, Queryable } from '../storage/db';
 import { McpCredentialError, expiresAtMs, type ApiCredentialLookup, type ApiVaultBinding, type CredentialSource, type McpCredential } from '../mcp/credentials';
 import { openSecret, sealSecret, vaultPublicKey } from './sealed';
+import { EgressRefusedError, type EgressGate } from '../egress';
+
+const refuseAll = (url: string | URL | Request): Promise<Response> =>
+  Promise.reject(new EgressRefusedError(`egress refused ${String(url instanceof Request ? url.url : url)}: this worker has no egress gate for a tenant's token endpoint`, 'scheme'));
 
 interface Row {
   id: string;
@@ -76,10 +80,14 @@ export const NO_DATABASE =
 export class ApiCredentials implements ApiCredentialLookup {
   private publicKey?: Promise<string>;
 
-  /** `db` is asked on each lookup: the dev stack's embedded database opens after its workers start. */
+  /**
+   * `db` is asked on each lookup: the dev stack's embedded database opens after its workers start. Token endpoints
+   * came from a tenant, so refreshes go through `egress` (the gate's fetch); without one, none is attempted.
+   */
   constructor(
     private readonly db: () => Db | undefined,
     private readonly vaultKey: string,
+    private readonly egress?: EgressGate,
   ) {}
 
   async sourceFor(binding: ApiVaultBinding, url: string): Promise<CredentialSource | undefined> {
@@ -88,9 +96,11 @@ export class ApiCredentials implements ApiCredentialLookup {
     const found = await findRow(db, binding.workspaceId, binding.vaultIds, url);
     if (!found) return undefined;
     const id = found.id;
+    const gate = this.egress;
     return {
       label: id,
       key: `api\0${id}`,
+      fetch: gate ? (gate.fetch as typeof fetch) : refuseAll,
       load: async () => openRow(this.vaultKey, await rowById(db, id, false)),
       update: (fn) =>
         db.transaction(async (tx) => {

@@ -2,6 +2,9 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { STORAGES, startTestApi, type TestApi } from '../helpers/api';
 
+// The MCP server these agents name is on loopback: the egress gate refuses it unless opened.
+process.env.EGRESS_ALLOW = '127.0.0.1:9000';
+
 describe.each(STORAGES)('agents on %s', (storage) => {
   let api: TestApi;
   let client: Anthropic;

@@ -26,6 +26,8 @@ let tools: RunningWorker | undefined;
 
 beforeAll(async () => {
   tracker = await startTrackerServer();
+  // The tracker (its MCP endpoint and its token endpoint) is the one loopback server tenants may reach.
+  process.env.EGRESS_ALLOW = new URL(tracker.url).host;
   h = await startHarness();
   api = await startApiOn(h, ['default', 'other']);
   client = await api.client();

@@ -21,6 +21,8 @@ let envId: string;
 beforeAll(async () => {
   git = await startGitServer([TOKEN]);
   repoUrl = git.createRepo('app.git', { 'README.md': '# app\n', 'src/main.txt': 'v1\n' });
+  // The git server is the one loopback server tenants may reach.
+  process.env.EGRESS_ALLOW = new URL(repoUrl).host;
   // The hands host opens the tokens the API sealed, with the private half only it (and this test) holds.
   h = await startHarness({ role: 'all', hostId: `api-res-${process.pid}`, repoTokens: (s, r) => createRepoTokens(() => api.db, api.vaultKey)(s, r) });
   api = await startApiOn(h, ['default', 'other']);

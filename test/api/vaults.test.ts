@@ -4,6 +4,9 @@ import Anthropic from '@anthropic-ai/sdk';
 import { credentialForServer } from '../../src/vault/api-credentials';
 import { STORAGES, startTestApi, type TestApi } from '../helpers/api';
 
+// The token endpoints these credentials name are on loopback: the egress gate refuses them unless opened.
+process.env.EGRESS_ALLOW = '127.0.0.1:9002,127.0.0.1:9005';
+
 const TOKEN = 'static-token-7f3a9c1e5b';
 const ACCESS = 'oauth-access-2d8e4f6a0c';
 const REFRESH = 'oauth-refresh-9b1d3f5e7a';

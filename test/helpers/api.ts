@@ -104,6 +104,8 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
     VAULT_PUBLIC_KEY: await vaultPublicKey(vaultKey),
     API_LISTEN: '127.0.0.1:0',
     ...(pg ? { DATABASE_URL: pg.url } : {}),
+    // The loopback servers a test opens to its tenants (the embedded server's child inherits it anyway).
+    ...(process.env.EGRESS_ALLOW ? { EGRESS_ALLOW: process.env.EGRESS_ALLOW } : {}),
   };
   const clientFor = (url: string) => async (key: string) => new Anthropic({ apiKey: key, baseURL: url, maxRetries: 0 });
   try {

@@ -7,6 +7,7 @@ import type { McpServer } from '../../src/session/agent';
 import { openDb } from '../../src/storage/db';
 import { ApiCredentials, credentialForServer } from '../../src/vault/api-credentials';
 import { sealSecret, vaultPublicKey } from '../../src/vault/sealed';
+import { EgressGate, makePolicy } from '../../src/egress';
 
 const env = z
   .object({ DATA_DIR: z.string(), VAULT_KEY: z.string(), MCP_URL: z.string(), TOKEN_URL: z.string(), ACCESS: z.string(), REFRESH: z.string(), CLIENT_ID: z.string(), CLIENT_SECRET: z.string() })
@@ -28,7 +29,7 @@ async function main() {
     await db.query(`insert into credentials (id, workspace_id, vault_id, auth, sealed, metadata, created_at, updated_at) values ('vcrd_embedded', 'wrkspc_default', 'vlt_embedded', $1, $2, '{}', now(), now())`, [auth, sealed]);
 
     const server: McpServer = { transport: 'http', url: env.MCP_URL, headers: {}, timeoutSeconds: 60, apiVaults: { workspaceId: 'wrkspc_default', vaultIds: ['vlt_embedded'] } };
-    const layers = [0, 1].map(() => new McpCredentials({ api: new ApiCredentials(() => db, env.VAULT_KEY) }));
+    const layers = [0, 1].map(() => new McpCredentials({ api: new ApiCredentials(() => db, env.VAULT_KEY, new EgressGate(makePolicy(new URL(env.TOKEN_URL).host))) }));
     const tokens = await Promise.all(
       Array.from({ length: 10 }, async (_, i) => {
         const layer = layers[i % 2];

@@ -18,6 +18,7 @@ import { ApiCredentials, NO_DATABASE, credentialForServer } from '../../src/vaul
 import { PostgresVault } from '../../src/vault/pg-vault';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { startTrackerServer, type TrackerServer } from '../helpers/mcp-server';
+import { EgressGate, makePolicy } from '../../src/egress';
 
 let api: TestApi;
 let client: Anthropic;
@@ -41,6 +42,9 @@ afterAll(async () => {
   await tracker?.stop();
   if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
 });
+
+/** The API's token endpoints are a tenant's: the gate opens exactly the tracker's (EGRESS_ALLOW host:port). */
+const tokenGate = () => new EgressGate(makePolicy(new URL(tracker.tokenUrl).host));
 
 /** A tools worker's activities over its own stores and its own pool. */
 function toolsWorker(stores: { vault?: SecretVault; api?: ApiCredentialLookup }) {
@@ -87,7 +91,7 @@ it("refreshes an API credential once for ten calls on two tools workers, and wri
   tracker.expire(alice.accessToken);
   const [{ workspace_id: workspaceId }] = await api.db!.query<{ workspace_id: string }>('select workspace_id from credentials where id = $1', [cred.id]);
   const before = counts();
-  const workers = [toolsWorker({ api: new ApiCredentials(() => api.db, api.vaultKey) }), toolsWorker({ api: new ApiCredentials(() => otherDb, api.vaultKey) })];
+  const workers = [toolsWorker({ api: new ApiCredentials(() => api.db, api.vaultKey, tokenGate()) }), toolsWorker({ api: new ApiCredentials(() => otherDb, api.vaultKey, tokenGate()) })];
 
   expectOneRefreshAndNoReuse(await tenCallsAtOnce(workers, http({ apiVaults: { workspaceId, vaultIds: [vault.id] } })), before);
 
@@ -120,7 +124,7 @@ it('refreshes a proactively expired API credential once, before any request is r
   const [{ workspace_id: workspaceId }] = await api.db!.query<{ workspace_id: string }>('select workspace_id from credentials where id = $1', [cred.id]);
   const before = counts();
   const sent = tracker.requests.length;
-  const workers = [toolsWorker({ api: new ApiCredentials(() => api.db, api.vaultKey) }), toolsWorker({ api: new ApiCredentials(() => otherDb, api.vaultKey) })];
+  const workers = [toolsWorker({ api: new ApiCredentials(() => api.db, api.vaultKey, tokenGate()) }), toolsWorker({ api: new ApiCredentials(() => otherDb, api.vaultKey, tokenGate()) })];
   expectOneRefreshAndNoReuse(await tenCallsAtOnce(workers, http({ apiVaults: { workspaceId, vaultIds: [vault.id] } })), before);
   expect(tracker.requests.slice(sent).filter((r) => r.auth !== 'ok')).toEqual([]);
 });
@@ -150,7 +154,7 @@ describe.each([
 });
 
 it('tells the session why, when a tools worker without a database serves a session bound to API vaults', async () => {
-  const worker = toolsWorker({ api: new ApiCredentials(() => undefined, api.vaultKey) });
+  const worker = toolsWorker({ api: new ApiCredentials(() => undefined, api.vaultKey, tokenGate()) });
   const listed: ListMcpToolsOutput = await new MockActivityEnvironment().run(worker.listMcpTools, {
     sessionId: `nodb-${crypto.randomUUID()}`,
     vault: 'default',

@@ -172,6 +172,9 @@ export class McpClientPool {
       const transport = new StreamableHTTPClientTransport(new URL(server.url), {
         requestInit: { headers: server.headers },
         fetch: withBearer(base, slot),
+        // A tenant's redirects are the gate's to judge, each Location checked (and named when refused); an
+        // operator's server keeps the SDK's default of following only within its origin.
+        ...(server.tenant ? { redirectPolicy: 'follow' as const } : {}),
       });
       await this.start(client, transport, entry);
     } else {

@@ -75,7 +75,8 @@ it('maps MCP toolsets to HTTP servers, custom tools to client tools, and unrestr
     env({ type: 'unrestricted' }),
   );
   expect(a.tools).toEqual([]);
-  expect(a.mcpServers.tracker).toMatchObject({ transport: 'http', url: 'http://127.0.0.1:9000/mcp' });
+  // Marked as a tenant's URL: the tools worker connects to it only through the egress gate.
+  expect(a.mcpServers.tracker).toMatchObject({ transport: 'http', url: 'http://127.0.0.1:9000/mcp', tenant: true });
   // The toolset's default covers the tools the server lists later; a configured tool has its own policy.
   expect(a.policies).toEqual({ 'mcp__tracker__*': 'always_ask', mcp__tracker__list: 'always_allow' });
   expect(a.clientTools).toEqual([{ name: 'ask_user', description: 'Ask', input_schema: { type: 'object', properties: {} } }]);

@@ -30,6 +30,8 @@ const pools: McpClientPool[] = [];
 
 beforeAll(async () => {
   tracker = await startTrackerServer();
+  // The tracker's token endpoint is the one loopback server the API lets tenants name.
+  process.env.EGRESS_ALLOW = new URL(tracker.tokenUrl).host;
   api = await startTestApi('postgres');
   client = await api.client();
   otherDb = await openDb({ databaseUrl: api.databaseUrl, dataDir: os.tmpdir() });

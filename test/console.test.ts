@@ -30,7 +30,7 @@ beforeAll(async () => {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   h = await startHarness({ role: 'all', hostId: `console-test-${process.pid}` });
   try {
-    api = await startTestApi('postgres', ['default'], { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
+    api = await startTestApi('postgres', ['default'], { client: h.env.client, archive: testArchive(), log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
     browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
   } catch (e) {
     await api?.stop();

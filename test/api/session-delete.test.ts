@@ -1,7 +1,7 @@
 // sessions.delete is permanent: after a session with a repository resource has run a few turns and handed over
 // (so its log has sealed archive segments), a delete leaves nothing of it in any PostgreSQL table, in Temporal or
 // on disk, and its id is a 404 on every route. A delete cut short after its first step is finished by a retry,
-// and by the next API process to start.
+// and by the next API process to start. The purge also takes the child sessions (sub-agents) a session started.
 import Anthropic from '@anthropic-ai/sdk';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import fs from 'node:fs';
@@ -11,7 +11,10 @@ import { loadConfig } from '../../src/config';
 import { vaultPublicKey } from '../../src/vault/sealed';
 import { startApiOn, testSessionDeps, type TestApi } from '../helpers/api';
 import { TEST_CODEC_KEY } from '../helpers/test-keys';
-import { runsOf, startHarness, testArchive, waitForEvents, type Harness } from '../helpers/env';
+import { purgeSession } from '../../src/session-purge';
+import { childSessionId } from '../../src/workflows/subagents';
+import { runsOf, startHarness, startSession, testArchive, waitForEvents, type Harness } from '../helpers/env';
+import { resultOf, spawn, turn as scriptedTurn } from '../helpers/subagents';
 
 const TOKEN = `ghp_delete_${process.pid}_token`;
 let h: Harness;
@@ -182,4 +185,21 @@ it('finishes a delete cut short after its first step: by a retried delete, and b
   }
   await untilGoneFromTemporal(resumed.id);
   expect(await remains(resumed.id)).toEqual({ rows: {}, runs: 0, segments: 0, files: [] });
+});
+
+it('purges the child sessions a session started: their runs and sealed logs go with the parent\'s', async () => {
+  const parent = await startSession(h, { agent: { tools: ['spawn_agent'], sandboxes: {} } });
+  const events = await scriptedTurn(h, parent, [spawn('toolu_kid', { task: 'count the files' })]);
+  expect(resultOf(events, 'toolu_kid')).toMatchObject({ isError: false });
+  const kid = childSessionId(parent.workflowId, 'toolu_kid');
+  // The child answered and ended, so its log is sealed.
+  expect((await runsOf(h.env.client, kid)).length).toBe(1);
+  expect((await testArchive().segments(kid)).length).toBeGreaterThan(0);
+
+  await purgeSession(h.env.client, testArchive(), parent.workflowId);
+  for (const id of [parent.workflowId, kid]) {
+    await untilGoneFromTemporal(id);
+    expect(await testArchive().segments(id)).toEqual([]);
+    expect(filesMentioning([loadConfig().dataDir], id)).toEqual([]);
+  }
 });

@@ -77,7 +77,7 @@ async function signIn(page: Page, url: string, key: string): Promise<void> {
 export async function runConsole(ctx: Ctx): Promise<BenchResult[]> {
   const { stack, quick } = ctx;
   const worker = await stack.worker({ role: 'brain' });
-  const api = await startTestApi('postgres', ['default'], { client: stack.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(stack.client)) });
+  const api = await startTestApi('postgres', ['default'], { client: stack.client, archive: testArchive(), log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(stack.client)) });
   const browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
   try {
     const client = await api.client();

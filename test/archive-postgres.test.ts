@@ -1,5 +1,6 @@
 // The session archive on a real PostgreSQL server: sealed once however often and by however many workers, fork
-// links, paging without a query per page, a segment near the largest a run can seal, and encrypted at rest.
+// links, paging without a query per page, a segment near the largest a run can seal, encrypted at rest, and a
+// session delete that removes every segment of the session, on PostgreSQL and on disk alike.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -159,6 +160,30 @@ describe('PostgresSessionArchive', () => {
     expect(seg).toEqual({ kind: 'events', fromSeq: 0, throughSeq: 767 });
     const page = await fresh.readSegment('big', seg, 700, 2);
     expect(page.map((e) => (e.type === 'user_message' ? e.text : ''))).toEqual([`700:${chunk}`, `701:${chunk}`]);
+  });
+
+  it.each(['postgres', 'file'] as const)("deletes every segment of a session on %s, read or not, idempotently, and leaves other sessions' alone", async (kind) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'archive-file-'));
+    try {
+      const archive = kind === 'postgres' ? new PostgresSessionArchive(await open(), testDataConverter()) : new FileSessionArchive(dir, testDataConverter());
+      const [gone, kept] = [`del-${kind}-gone`, `del-${kind}-kept`];
+      await archive.seal(gone, events(0, 5));
+      await archive.seal(gone, events(5, 5));
+      await archive.seal(kept, events(0, 3));
+      // Read once, so the archive's caches hold it.
+      const before = await archive.find(gone, 6);
+      expect(await archive.readSegment(gone, before!, 6, 2)).toHaveLength(2);
+
+      await archive.delete(gone);
+      await archive.delete(gone);
+      expect(await archive.segments(gone)).toEqual([]);
+      expect(await archive.find(gone, 6)).toBeUndefined();
+      expect(await archive.segments(kept)).toEqual([{ kind: 'events', fromSeq: 0, throughSeq: 2 }]);
+      if (kind === 'postgres') expect(await rowsOf(await open(), gone)).toEqual([]);
+      else expect(fs.readdirSync(dir)).toEqual([kept]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('opens its pool on first use and releases it on close', async () => {

@@ -30,7 +30,7 @@ beforeAll(async () => {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   h = await startHarness({ role: 'all', hostId: `console-test-${process.pid}` });
   try {
-    api = await startTestApi('postgres', ['default'], { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
+    api = await startTestApi('postgres', ['default'], { client: h.env.client, archive: testArchive(), log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
     browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
   } catch (e) {
     await api?.stop();
@@ -298,6 +298,51 @@ it('pages through more sessions than fit a page, newest first', async () => {
   expect(await page.getByRole('button', { name: 'Older' }).isDisabled()).toBe(true);
   await page.getByRole('button', { name: 'Newer' }).click();
   await page.getByRole('link', { name: 'Filler 14' }).waitFor();
+});
+
+/** True once the centre of `button` is inside the window and a click there would reach it, not what covers it. */
+async function clearInView(page: Page, button: ReturnType<Page['getByRole']>): Promise<void> {
+  const handle = await button.elementHandle();
+  await page.waitForFunction((el) => {
+    const w = globalThis as unknown as { innerWidth: number; innerHeight: number; document: { elementFromPoint(x: number, y: number): unknown } };
+    const r = el!.getBoundingClientRect();
+    const x = r.left + r.width / 2;
+    const y = r.top + r.height / 2;
+    return x >= 0 && y >= 0 && x <= w.innerWidth && y <= w.innerHeight && el!.contains(w.document.elementFromPoint(x, y) as typeof el);
+  }, handle);
+}
+
+it.each([
+  ['a desktop window', { width: 1280, height: 800 }],
+  ['a phone', { width: 390, height: 844 }],
+])("brings a pending approval's Allow and Deny into view clear of the message box on %s, and Allow resolves it", async (_, viewport) => {
+  const s = await client.beta.sessions.create({ agent: agents.careful, environment_id: envId, title: `Long plan at ${viewport.width}` });
+  const plan = Array.from({ length: 40 }, (_, i) => `Step ${i + 1}: look at the next part of the tree.`).join('\n');
+  h.mock.script(s.id, {
+    steps: [
+      { reply: { content: [{ type: 'text', text: plan }, { type: 'tool_use', name: 'bash', input: { command: 'echo after-the-plan' } }] } },
+      { reply: { content: [{ type: 'text', text: 'Plan carried out.' }] } },
+    ],
+  });
+  const page = await signedIn(await api.key(), `/console/sessions/${s.id}`, viewport);
+  await page.getByRole('heading', { name: `Long plan at ${viewport.width}` }).waitFor();
+  await send(page, 'make a plan and run it');
+  const call = calls(page, 'bash').last();
+  await call.getByText('Waiting for your approval.').waitFor();
+  // The page is taller than the window, so the call could sit under the sticky message box or out of view.
+  expect((await page.evaluate('document.documentElement.scrollHeight - innerHeight')) as number).toBeGreaterThan(0);
+  for (const name of ['Allow', 'Deny']) {
+    const button = call.getByRole('button', { name });
+    await clearInView(page, button);
+    // Playwright's own check: the element would receive the click (it fails when another element would).
+    await button.click({ trial: true, timeout: 5_000 });
+  }
+  await page.screenshot({ path: path.join(ARTIFACTS, viewport.width < 700 ? 'console-approval-phone.png' : 'console-approval.png') });
+  await call.getByRole('button', { name: 'Allow' }).click();
+  await call.getByText('allowed', { exact: true }).waitFor();
+  await call.getByText('after-the-plan').last().waitFor();
+  await page.getByRole('listitem', { name: 'Agent message' }).filter({ hasText: 'Plan carried out.' }).waitFor();
+  expect((await events(s.id)).filter((e) => e.type === 'user.tool_confirmation')).toMatchObject([{ result: 'allow' }]);
 });
 
 it("marks the sandbox provisioned, then lost to a killed container and provisioned again, in the log's order", async () => {

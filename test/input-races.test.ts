@@ -35,6 +35,7 @@ class HeldArchive implements SessionArchive {
   find = (...args: Parameters<SessionArchive['find']>) => this.inner.find(...args);
   readSegment = (...args: Parameters<SessionArchive['readSegment']>) => this.inner.readSegment(...args);
   segments = (...args: Parameters<SessionArchive['segments']>) => this.inner.segments(...args);
+  delete = (...args: Parameters<SessionArchive['delete']>) => this.inner.delete(...args);
 }
 
 const archive = new HeldArchive();

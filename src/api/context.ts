@@ -2,6 +2,7 @@
 import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Client } from '@temporalio/client';
+import type { SessionArchive } from '../archive';
 import type { SessionLog } from '../log/session-log';
 import type { PriceTable } from '../observability/pricing';
 import type { Db } from '../storage/db';
@@ -33,6 +34,8 @@ declare module 'fastify' {
 export interface SessionDeps {
   client: Client;
   log: SessionLog;
+  /** The session archive the workers seal into (the log reads it too); a session delete removes its segments. */
+  archive: SessionArchive;
   /** The codec key workers' stream tokens derive from: with it, the API relays live previews (GET /v1/sessions/{id}/stream). */
   streamKey?: Buffer;
 }

@@ -171,7 +171,8 @@ async function sessionDepsFor(config: Config, db: Db): Promise<SessionDeps> {
   const dataConverter = createDataConverter(codecKey);
   const { clientInterceptors } = await import('../log/query-retry');
   const client = new Client({ connection: Connection.lazy(clientConnectionOptions(config)), namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
-  return { client, log: new ArchivedSessionLog(sessionArchive(config, dataConverter, db), new LiveSessionLog(client)), streamKey: parseCodecKeys(codecKey).current.key };
+  const archive = sessionArchive(config, dataConverter, db);
+  return { client, archive, log: new ArchivedSessionLog(archive, new LiveSessionLog(client)), streamKey: parseCodecKeys(codecKey).current.key };
 }
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'EPIPE']);

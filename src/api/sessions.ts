@@ -18,6 +18,7 @@ import { getVault } from './vaults';
 import { streamRoute } from './session-stream';
 import { liveRoute } from './session-live';
 import { StreamRelay } from '../stream/relay';
+import { deleteSession, resumeDeletes } from './session-delete';
 import { ResourceSchema, ResourcesSchema, deleteResources, insertResources, planResources, resourceRoutes, resourcesOf } from './session-resources';
 
 export type { SessionDeps };
@@ -184,6 +185,10 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
     liveRoute(app, relay, (workspaceId, id) => sessionRow(deps, workspaceId, id));
   }
   resourceRoutes(app, deps, (workspaceId, id) => sessionRow(deps, workspaceId, id));
+  // Deletes a stopped process left half done are finished in the background.
+  let stopResuming: (() => Promise<void>) | undefined;
+  app.addHook('onReady', async () => void (stopResuming = resumeDeletes({ db, client: sessions.client, archive: sessions.archive }, log)));
+  app.addHook('onClose', async () => stopResuming?.());
 
   app.post('/v1/sessions', { schema: { operationId: 'createSession', body: SessionCreateSchema, response: { 200: SessionSchema } } }, async (req) => {
     const p = req.body;
@@ -309,10 +314,9 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
     '/v1/sessions/:session_id',
     { schema: { operationId: 'deleteSession', params: SessionPath, response: { 200: z.object({ id: z.string(), type: z.literal('session_deleted') }) } } },
     async (req) => {
-      const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
-      await endSession(sessions.client, row.id, 'deleted');
-      await db.query('update sessions set deleted_at = now(), updated_at = now() where id = $1', [row.id]);
-      return { id: row.id, type: 'session_deleted' as const };
+      const id = req.params.session_id;
+      if (!(await deleteSession({ db, client: sessions.client, archive: sessions.archive }, req.workspaceId, id))) throw notFound('session', id);
+      return { id, type: 'session_deleted' as const };
     },
   );
 

@@ -73,6 +73,14 @@ export class FileSessionArchive implements SessionArchive {
     return target;
   }
 
+  async delete(sessionId: string): Promise<void> {
+    const dir = this.sessionDir(sessionId);
+    // Idempotent: a delete cut short by a crash leaves part of the directory, which the next one removes.
+    await fs.rm(dir, { recursive: true, force: true });
+    this.cache.dropPrefix(`${dir}${path.sep}`);
+    for (const file of [...this.links.keys()]) if (file.startsWith(`${dir}${path.sep}`)) this.links.delete(file);
+  }
+
   async find(sessionId: string, seq: number): Promise<Segment | undefined> {
     return (await this.segments(sessionId)).find((s) => s.fromSeq <= seq && seq <= s.throughSeq);
   }

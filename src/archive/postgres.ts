@@ -116,6 +116,17 @@ export class PostgresSessionArchive implements SessionArchive {
     return rows.map(toSegment);
   }
 
+  async delete(sessionId: string): Promise<void> {
+    const db = await this.conn();
+    // Under the seal lock: a seal in progress finishes first, so no segment of it lands after the delete.
+    await db.transaction(async (tx) => {
+      await tx.query('select pg_advisory_xact_lock($1, hashtext($2))', [SEAL_LOCK, sessionId]);
+      await tx.query('delete from archive_segments where session_id = $1', [sessionId]);
+    });
+    this.known.delete(sessionId);
+    this.cache.dropPrefix(`${sessionId}\0`);
+  }
+
   async find(sessionId: string, seq: number): Promise<Segment | undefined> {
     const seen = this.known.get(sessionId);
     const hit = seen?.find((s) => s.fromSeq <= seq && seq <= s.throughSeq);

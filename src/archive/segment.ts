@@ -21,6 +21,11 @@ export interface SessionArchive {
   readSegment(sessionId: string, segment: Segment, from: number, limit: number): Promise<SessionEvent[]>;
   /** Every segment of a session, in seq order. */
   segments(sessionId: string): Promise<Segment[]>;
+  /**
+   * Removes every segment of a session for good (a session delete). Idempotent: deleting a session the archive
+   * holds nothing of changes nothing. Segments of other sessions that link to it are left as they are.
+   */
+  delete(sessionId: string): Promise<void>;
   /** Releases what the archive holds open (a database pool); the archive is not used after. */
   close?(): Promise<void>;
 }
@@ -83,6 +88,11 @@ export class SegmentCache {
     this.entries.set(key, { events, bytes });
     this.bytes += bytes;
     while (this.entries.size > 1 && (this.entries.size > this.maxEntries || this.bytes > this.maxBytes)) this.delete(this.entries.keys().next().value as string);
+  }
+
+  /** Drops every entry whose key starts with `prefix` (the segments of a deleted session). */
+  dropPrefix(prefix: string): void {
+    for (const key of [...this.entries.keys()]) if (key.startsWith(prefix)) this.delete(key);
   }
 
   private delete(key: string): void {

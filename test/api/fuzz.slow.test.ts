@@ -12,7 +12,7 @@ let client: Anthropic;
 let ids: Record<string, string>;
 beforeAll(async () => {
   h = await startHarness();
-  api = await startTestApi('postgres', ['default'], { client: h.env.client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
+  api = await startTestApi('postgres', ['default'], { client: h.env.client, archive: testArchive(), log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
   client = await api.client();
   const agent = await client.beta.agents.create({ name: 'fuzz', model: 'claude-haiku-5-5' });
   const env = await client.beta.environments.create({ name: 'fuzz' });

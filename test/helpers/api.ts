@@ -165,7 +165,8 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
 
 /** What a test API's sessions run on: `client`'s Temporal, the test archive, and the codec key (for the workers' streams and log push). */
 export function testSessionDeps(client: import('@temporalio/client').Client): SessionDeps {
-  return { client, log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(client)), streamKey: parseCodecKeys(TEST_CODEC_KEY).current.key };
+  const archive = testArchive();
+  return { client, archive, log: new ArchivedSessionLog(archive, new LiveSessionLog(client)), streamKey: parseCodecKeys(TEST_CODEC_KEY).current.key };
 }
 
 /** A test API on PostgreSQL whose sessions run on the harness's Temporal; the harness is stopped if it fails to start. */

@@ -1,7 +1,7 @@
 // One line of the conversation: a message, a tool call with its input and result (long output folded), a marker
 // or an error; calls waiting on the user carry their controls (Allow / Deny, or a custom tool's result form).
 import { Component, type ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { folded } from './format';
 import type { CallItem, Item } from './timeline';
 
@@ -29,7 +29,22 @@ function inputText(call: CallItem): string {
   return JSON.stringify(call.input, null, 2);
 }
 
+/**
+ * A control that waits on the user is scrolled into view when it appears, clear of the sticky composer and bar
+ * (their heights are the root's scroll padding), so its buttons are never under them.
+ */
+function useShown<T extends HTMLElement>() {
+  const ref = useRef<T>(null);
+  useEffect(() => {
+    // After the frame's layout, by which the page has measured the composer.
+    const frame = requestAnimationFrame(() => ref.current?.scrollIntoView({ block: 'nearest' }));
+    return () => cancelAnimationFrame(frame);
+  }, []);
+  return ref;
+}
+
 function Confirm(props: { call: CallItem; steer: Steer }) {
+  const shown = useShown<HTMLDivElement>();
   const [reason, setReason] = useState('');
   const [busy, setBusy] = useState(false);
   const go = async (allow: boolean) => {
@@ -38,7 +53,7 @@ function Confirm(props: { call: CallItem; steer: Steer }) {
   };
   const id = `reason-${props.call.id}`;
   return (
-    <div class="action" role="group" aria-label={`Confirm ${props.call.name}`}>
+    <div ref={shown} class="action" role="group" aria-label={`Confirm ${props.call.name}`}>
       <p class="waiting">Waiting for your approval.</p>
       <label for={id}>Reason (optional)</label>
       <input id={id} value={reason} onInput={(e) => setReason(e.currentTarget.value)} placeholder="Told to the agent with a denial" />
@@ -59,8 +74,10 @@ function Answer(props: { call: CallItem; steer: Steer }) {
   const [isError, setIsError] = useState(false);
   const [busy, setBusy] = useState(false);
   const id = `result-${props.call.id}`;
+  const shown = useShown<HTMLFormElement>();
   return (
     <form
+      ref={shown}
       class="action"
       aria-label={`Answer ${props.call.name}`}
       onSubmit={async (e) => {

@@ -1,6 +1,6 @@
 // One session, live: its events listed once and then followed on the SSE stream (fetch with the key in a header),
 // with the steering controls. Every action is a POST /v1/sessions/{id}/events, as any other client sends it.
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, call, followStream, listAll } from './api';
 import { tokens } from './format';
 import { StableItem, type Steer } from './items';
@@ -23,6 +23,25 @@ export function SessionPage(props: { id: string }) {
   const [message, setMessage] = useState('');
   const [sending, setSending] = useState(false);
   const path = `/v1/sessions/${encodeURIComponent(props.id)}`;
+  const composer = useRef<HTMLFormElement>(null);
+
+  // The sticky composer and bar cover the page's edges: their heights become its scroll padding (style.css).
+  useEffect(() => {
+    const root = document.documentElement.style;
+    const bar = document.querySelector<HTMLElement>('.bar');
+    const measure = () => {
+      root.setProperty('--composer-height', `${composer.current?.offsetHeight ?? 0}px`);
+      if (bar) root.setProperty('--bar-height', `${bar.offsetHeight}px`);
+    };
+    const observer = new ResizeObserver(measure);
+    if (composer.current) observer.observe(composer.current);
+    if (bar) observer.observe(bar);
+    measure();
+    return () => {
+      observer.disconnect();
+      root.removeProperty('--composer-height');
+    };
+  }, []);
 
   useEffect(() => {
     const abort = new AbortController();
@@ -163,7 +182,7 @@ export function SessionPage(props: { id: string }) {
         ))}
       </ol>
       {link !== 'connecting' && timeline.items.length === 0 && <p class="empty">No events yet: send the first message.</p>}
-      <form class="composer" onSubmit={submit}>
+      <form ref={composer} class="composer" onSubmit={submit}>
         <label for="message">Message</label>
         <textarea
           id="message"

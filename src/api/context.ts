@@ -5,6 +5,7 @@ import type { Client } from '@temporalio/client';
 import type { SessionLog } from '../log/session-log';
 import type { PriceTable } from '../observability/pricing';
 import type { Db } from '../storage/db';
+import type { Quotas } from './quotas';
 
 export type ApiApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
 
@@ -14,6 +15,8 @@ export interface ApiDeps {
   vaultPublicKey: string;
   /** Model prices for the console's cost column (MODEL_PRICES over the built-in table). */
   prices?: PriceTable;
+  /** What one workspace may use (src/api/quotas.ts); absent: no rate limit and no session quota. */
+  quotas?: Quotas;
 }
 
 declare module 'fastify' {
@@ -22,6 +25,8 @@ declare module 'fastify' {
     workspaceId: string;
     /** That workspace's name, which sessions carry as their AgentWorkspace search attribute. */
     workspace: string;
+    /** The id of the request's API key (never the key): what the rate limit counts and the audit trail records. */
+    apiKeyId?: string;
     requestId: string;
   }
 }

@@ -88,8 +88,8 @@ export function createSandboxQuota(db: () => Db | undefined, limit: number): San
 
 /**
  * Whether a lease still stands for a running sandbox: its session's workflow is running and lists the sandbox as
- * running. A fresh lease stands (its session may not have recorded the sandbox yet), and so does one whose session
- * does not answer (a session busy replaying is not proof of anything).
+ * running, or is still provisioning it. A fresh lease stands (its session may not have recorded the sandbox yet),
+ * and so does one whose session does not answer (a session busy replaying is not proof of anything).
  */
 export async function leaseIsLive(client: Client, lease: Lease): Promise<boolean> {
   if (lease.fresh) return true;
@@ -100,7 +100,8 @@ export async function leaseIsLive(client: Client, lease: Lease): Promise<boolean
     if (e instanceof WorkflowNotFoundError) return false;
     return true;
   }
-  if (!lease.sandbox_id) return false;
+  // Still provisioning (a setup may take minutes); a provisioning that died is retried under the same lease.
+  if (!lease.sandbox_id) return true;
   try {
     const status = await handle.query(statusQuery);
     return status.sandboxes.some((s) => s.sandboxId === lease.sandbox_id && s.state === 'running');

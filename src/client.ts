@@ -7,6 +7,7 @@ import { addExamples, PROGRAM_HELP } from './cli/help';
 import { CliError, err } from './cli/common';
 import { approvalCommands, submitCommand } from './cli/approvals';
 import { apiKeysCommands } from './cli/api-keys';
+import { auditCommand } from './cli/audit';
 import { filesCommands, handoffCommand } from './cli/sandboxes';
 import { apiCommand, codecServerCommand, devCommand, doctorCommand, modelServerCommand, workerCommand } from './cli/services';
 import { eventsCommand, forkCommand, listCommand, loadAgent, sendCommand, signalCommands, startCommand, statusCommand, wakeCommand, watchCommand } from './cli/sessions';
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
   vaultCommands(program);
   apiCommand(program);
   apiKeysCommands(program);
+  auditCommand(program);
   devCommand(program);
   modelServerCommand(program);
   codecServerCommand(program);

@@ -62,6 +62,17 @@ export const ConfigSchema = z.object({
   API_LISTEN: z.string().regex(/^[^\s]+:\d{1,5}$/, 'must be HOST:PORT (port 0 picks a free one)').default('127.0.0.1:8480'),
   // `off`: keys come only from the environment; nothing is generated into or read from DATA_DIR/keys. Set in
   // containers, where each replica generating its own key would leave workers unable to read each other's payloads.
+  /** Requests per key per window: `N` a minute, or `N/Ss` per S seconds (`20/10s`); `0` or `off` disables it. Counted per API process. */
+  API_RATE_LIMIT: z
+    .string()
+    .regex(/^(off|\d{1,7}(\/\d{1,5}s)?)$/, 'must be a number of requests a minute, N/Ss (requests per S seconds), or off')
+    .default('600'),
+  /** Sessions a workspace may have open (running or idle) at once, across every API process; `0` or `off` disables it. */
+  API_SESSION_QUOTA: z.string().regex(/^(off|\d{1,7})$/, 'must be a whole number, or off').default('100'),
+  /** Events one `events.send` may carry. */
+  API_EVENTS_PER_SEND: z.string().regex(/^\d{1,4}$/, 'must be a whole number from 1 to 1000').refine((v) => Number(v) >= 1 && Number(v) <= 1000, 'must be a whole number from 1 to 1000').default('50'),
+  /** Sandboxes a workspace may have running at once, across every hands host that reaches the API's database; `0` or `off` disables it. */
+  SANDBOX_QUOTA: z.string().regex(/^(off|\d{1,7})$/, 'must be a whole number, or off').default('20'),
   KEY_FILES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   TEMPORAL_CLI: optional,
   // Brain and hands workers publish live deltas for `agents watch` here; `off` turns it off.
@@ -141,7 +152,7 @@ const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES', 
 const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
 const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', 'DATABASE_URL', 'BRAIN_WORKFLOW_CACHE', 'BRAIN_WORKFLOW_HEAP_MB', 'BRAIN_WORKFLOW_STACK_TRACES', 'BRAIN_PEER_WATCH', ...STREAM];
 // DATABASE_URL: the vault's named secrets, the API's credentials and sessions' repository tokens, in PostgreSQL.
-const HANDS: ConfigKey[] = ['VAULT_KEY', 'DATABASE_URL', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', 'EGRESS_ALLOW', ...STREAM];
+const HANDS: ConfigKey[] = ['VAULT_KEY', 'DATABASE_URL', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', 'EGRESS_ALLOW', 'SANDBOX_QUOTA', ...STREAM];
 
 /** The variables each role reads; anything else set for it is a mistake (a typo, or a secret it must not hold). */
 export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
@@ -151,7 +162,7 @@ export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
   all: [...COMMON, ...BRAIN, ...HANDS, 'MCP_STDIO_JAIL'],
   'codec-server': ['TEMPORAL_NAMESPACE', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'DATA_DIR', 'KEY_FILES'],
   // Never VAULT_KEY: the API seals credentials to the public half and cannot open them.
-  api: [...COMMON, 'DATABASE_URL', 'API_LISTEN', 'VAULT_PUBLIC_KEY', 'EGRESS_ALLOW'],
+  api: [...COMMON, 'DATABASE_URL', 'API_LISTEN', 'VAULT_PUBLIC_KEY', 'EGRESS_ALLOW', 'API_RATE_LIMIT', 'API_SESSION_QUOTA', 'API_EVENTS_PER_SEND'],
   cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
 };
 

@@ -7,6 +7,7 @@ import { NativeConnection, Runtime, Worker, DefaultLogger, type WorkflowBundleWi
 import { createActivities } from './brain/activities';
 import { PRELOADED_MODULES, WORKFLOW_BUNDLE_OPTIONS, WORKFLOW_INTERCEPTOR_MODULES, prebuiltBundle } from './brain/workflow-bundle';
 import { HANDS_TASK_QUEUE, createHandsActivities, hostTaskQueue } from './hands/activities';
+import { createSandboxQuota } from './hands/sandbox-quota';
 import { createToolsActivities } from './mcp/activities';
 import { createSubagentActivities } from './brain/subagent-activities';
 import { McpClientPool, McpCredentials } from './mcp';
@@ -75,6 +76,8 @@ export interface WorkerOptions {
   vaultKey?: string;
   /** Hands: opens repository tokens itself (tests holding the vault key); defaults to the API's database. */
   repoTokens?: RepoTokens;
+  /** Hands: sandboxes a workspace may have running at once; defaults to SANDBOX_QUOTA (0: none). Needs the API's database. */
+  sandboxQuota?: number;
   /** Hands: how often the reaper runs; 0 turns it off. */
   reapIntervalMs?: number;
   /** Hands and tools: the egress gate for tenants' URLs; defaults to one from EGRESS_ALLOW and the configuration. */
@@ -307,7 +310,10 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const registry = OwnershipRegistry.forHost(config.dataDir, hostId);
     // API sessions' repository tokens are sealed in the API's database; a host that cannot reach it refuses them.
     const repoTokens = opts.repoTokens ?? (opts.apiDb || db ? createRepoTokens(apiDb, vaultKey()) : undefined);
-    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, registry, stream: streams?.hub, repoTokens, egress: await gate() });
+    // SANDBOX_QUOTA is counted in the API's database, so a host without it enforces none.
+    const limit = opts.sandboxQuota ?? (config.SANDBOX_QUOTA === 'off' ? 0 : Number(config.SANDBOX_QUOTA));
+    const quota = limit > 0 && (opts.apiDb || db) ? createSandboxQuota(apiDb, limit) : undefined;
+    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, registry, stream: streams?.hub, repoTokens, egress: await gate(), quota });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
       workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities, identity, interceptors, plugins }));
     }
@@ -315,7 +321,10 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     if (interval > 0) {
       const reap = () =>
         reapOrphans({ provider: provider!, client, hostId: hostId!, registry })
-          .then((r) => r.removed.length && log(`reaper removed ${r.removed.length} orphaned sandbox(es)`))
+          .then(async (r) => {
+            for (const id of r.removed) await quota?.release(id);
+            if (r.removed.length) log(`reaper removed ${r.removed.length} orphaned sandbox(es)`);
+          })
           .catch((err) => log(`reaper failed: ${(err as Error).message}`));
       timers.push(setInterval(reap, interval));
       void reap();

@@ -7,6 +7,7 @@ import type { SessionLog } from '../log/session-log';
 import type { PriceTable } from '../observability/pricing';
 import type { Db } from '../storage/db';
 import type { EgressGate } from '../egress';
+import type { Quotas } from './quotas';
 
 export type ApiApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
 
@@ -18,6 +19,8 @@ export interface ApiDeps {
   prices?: PriceTable;
   /** Refuses tenant URLs the workers would not connect to (EGRESS_ALLOW); unset, a gate that opens nothing. */
   egress?: EgressGate;
+  /** What one workspace may use (src/api/quotas.ts); absent: no rate limit and no session quota. */
+  quotas?: Quotas;
 }
 
 declare module 'fastify' {
@@ -26,6 +29,8 @@ declare module 'fastify' {
     workspaceId: string;
     /** That workspace's name, which sessions carry as their AgentWorkspace search attribute. */
     workspace: string;
+    /** The id of the request's API key (never the key): what the rate limit counts and the audit trail records. */
+    apiKeyId?: string;
     requestId: string;
   }
 }

@@ -3,6 +3,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Db } from '../storage/db';
+import { recordAudit } from './audit';
 import { iso, isoOrNull, newId } from './common';
 
 export const WorkspaceNameSchema = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'workspace names are 1-63 lowercase letters, digits, dot, dash or underscore');
@@ -28,6 +29,7 @@ export async function createApiKey(db: Db, workspace: string): Promise<{ key: st
     await tx.query('insert into workspaces (id, name) values ($1, $2) on conflict (name) do nothing', [newId('wrkspc'), name]);
     const [ws] = await tx.query<{ id: string }>('select id from workspaces where name = $1', [name]);
     await tx.query('insert into api_keys (id, workspace_id, hash, hint) values ($1, $2, $3, $4)', [id, ws.id, hashOf(key), key.slice(0, KEY_PREFIX.length + 4)]);
+    await recordAudit(tx, { workspaceId: ws.id, apiKeyId: null, action: 'created', resourceType: 'api_key', resourceId: id });
     return ws.id;
   });
   return { key, id, workspace: name, workspace_id: workspaceId };
@@ -42,16 +44,20 @@ export async function listApiKeys(db: Db): Promise<ApiKeyInfo[]> {
 
 /** Revokes a key by id; false if there is no such live key. */
 export async function revokeApiKey(db: Db, id: string): Promise<boolean> {
-  const rows = await db.query('update api_keys set revoked_at = now() where id = $1 and revoked_at is null returning id', [id]);
-  return rows.length > 0;
+  return db.transaction(async (tx) => {
+    const rows = await tx.query<{ workspace_id: string }>('update api_keys set revoked_at = now() where id = $1 and revoked_at is null returning workspace_id', [id]);
+    if (rows.length === 0) return false;
+    await recordAudit(tx, { workspaceId: rows[0].workspace_id, apiKeyId: null, action: 'revoked', resourceType: 'api_key', resourceId: id });
+    return true;
+  });
 }
 
 /** The workspace a live key belongs to, or undefined. */
-export async function authenticate(db: Db, key: string): Promise<{ workspaceId: string; workspace: string } | undefined> {
+export async function authenticate(db: Db, key: string): Promise<{ workspaceId: string; workspace: string; keyId: string } | undefined> {
   if (!key.startsWith(KEY_PREFIX) || key.length > 200) return undefined;
-  const [row] = await db.query<{ id: string; name: string }>(
-    'select w.id, w.name from api_keys k join workspaces w on w.id = k.workspace_id where k.hash = $1 and k.revoked_at is null',
+  const [row] = await db.query<{ id: string; name: string; key_id: string }>(
+    'select w.id, w.name, k.id as key_id from api_keys k join workspaces w on w.id = k.workspace_id where k.hash = $1 and k.revoked_at is null',
     [hashOf(key)],
   );
-  return row ? { workspaceId: row.id, workspace: row.name } : undefined;
+  return row ? { workspaceId: row.id, workspace: row.name, keyId: row.key_id } : undefined;
 }

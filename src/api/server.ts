@@ -16,6 +16,8 @@ import type { ApiApp, ApiDeps } from './context';
 import { environmentRoutes } from './environments';
 import { ApiError, type ErrorType } from './errors';
 import { authenticate } from './keys';
+import { auditHook } from './audit';
+import { quotasFrom, registerRateLimit } from './quotas';
 import { vaultRoutes } from './vaults';
 import { sessionRoutes, type SessionDeps } from './sessions';
 
@@ -91,7 +93,11 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     if (!betas.includes(MANAGED_AGENTS_BETA)) throw new ApiError(400, 'invalid_request_error', `the anthropic-beta header must include ${MANAGED_AGENTS_BETA}`);
     req.workspaceId = who.workspaceId;
     req.workspace = who.workspace;
+    req.apiKeyId = who.keyId;
   });
+  // Per key, after the hook above has authenticated it; and the audit trail of every change.
+  await registerRateLimit(app, deps.quotas);
+  auditHook(app, deps.db, log);
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     let status: number;
@@ -203,7 +209,7 @@ export async function startApiServer(config: Config, log: (m: string) => void, l
     const vaultPublicKey = await loadVaultPublicKey(config);
     const prices = parsePriceTable(config.MODEL_PRICES);
     const egress = await egressGate(config);
-    const app = await buildApiServer({ db, vaultPublicKey, egress, ...('table' in prices ? { prices: prices.table } : {}) }, log, sessions ?? (await sessionDepsFor(config, db)));
+    const app = await buildApiServer({ db, vaultPublicKey, egress, quotas: quotasFrom(config), ...('table' in prices ? { prices: prices.table } : {}) }, log, sessions ?? (await sessionDepsFor(config, db)));
     const colon = listen.lastIndexOf(':');
     const host = listen.slice(0, colon).replace(/^\[|\]$/g, '');
     await app.listen({ host, port: Number(listen.slice(colon + 1)) });

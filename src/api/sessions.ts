@@ -15,6 +15,7 @@ import { ApiError, badRequest, conflict, notFound } from './errors';
 import { SessionFeeds } from './session-feed';
 import { eventId } from './session-events';
 import { getVault } from './vaults';
+import { eventsPerSend, withSessionSlot } from './quotas';
 import { streamRoute } from './session-stream';
 import { liveRoute } from './session-live';
 import { StreamRelay } from '../stream/relay';
@@ -203,9 +204,12 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
     const file = agentFileFor(agent, environment, { workspaceId: req.workspaceId, vaultIds: p.vault_ids ?? [] }, planned[0]?.repo);
     const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
     const id = newId('sesn');
-    await db.query(
-      'insert into sessions (id, workspace_id, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, now(), now())',
-      [id, req.workspaceId, agent.id, agent.version, environment.id, p.title ?? null, p.metadata ?? {}, JSON.stringify(p.vault_ids ?? [])],
+    // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
+    await withSessionSlot(deps, sessions.client, req.workspaceId, (tx) =>
+      tx.query(
+        'insert into sessions (id, workspace_id, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, now(), now())',
+        [id, req.workspaceId, agent.id, agent.version, environment.id, p.title ?? null, p.metadata ?? {}, JSON.stringify(p.vault_ids ?? [])],
+      ),
     );
     try {
       await insertResources(db, deps, id, req.workspaceId, planned);
@@ -335,7 +339,7 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
 
   app.post(
     '/v1/sessions/:session_id/events',
-    { schema: { operationId: 'sendSessionEvents', params: SessionPath, body: z.strictObject({ events: z.array(InboundEventSchema).min(1, 'events must not be empty').max(50) }) } },
+    { schema: { operationId: 'sendSessionEvents', params: SessionPath, body: z.strictObject({ events: z.array(InboundEventSchema).min(1, 'events must not be empty').max(eventsPerSend(deps), `at most ${eventsPerSend(deps)} events per send (API_EVENTS_PER_SEND)`) }) } },
     async (req) => {
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);

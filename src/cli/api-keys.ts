@@ -3,24 +3,26 @@ import type { Command } from 'commander';
 import { loadConfig } from '../config';
 import { CliError, err, out } from './common';
 
+/** Runs `fn` on the API's database (DATABASE_URL, else the embedded one under DATA_DIR), closed after. */
+export async function withApiDb<T>(fn: (db: import('../storage/db').Db) => Promise<T>): Promise<T> {
+  const config = loadConfig();
+  const { openDb } = await import('../storage/db');
+  let db;
+  try {
+    db = await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
 /** `agents api-keys create`, `list` and `revoke`. */
 export function apiKeysCommands(program: Command): void {
   const apiKeys = program.command('api-keys').description('manage API keys; each belongs to one workspace, and sees only its resources');
-  const withApiDb = async <T>(fn: (db: import('../storage/db').Db) => Promise<T>): Promise<T> => {
-    const config = loadConfig();
-    const { openDb } = await import('../storage/db');
-    let db;
-    try {
-      db = await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
-    } catch (e) {
-      throw new CliError((e as Error).message);
-    }
-    try {
-      return await fn(db);
-    } finally {
-      await db.close();
-    }
-  };
   apiKeys
     .command('create')
     .description('make a key in a workspace (created on first use) and print it; it is shown only this once')

@@ -30,6 +30,7 @@ const EXAMPLES: Record<string, string[]> = {
   'api-keys create': ['agents api-keys create --workspace team-a', 'KEY=$(agents api-keys create --workspace team-a --json | jq -r .key)'],
   'api-keys list': ['agents api-keys list', 'agents api-keys list --json'],
   'api-keys revoke': ['agents api-keys revoke apikey_01AB…'],
+  audit: ['agents audit', 'agents audit --workspace team-a --limit 20 --json'],
   'vault public-key': ['VAULT_PUBLIC_KEY=$(agents vault public-key) agents api'],
   'codec-server': ['agents codec-server', 'CODEC_SERVER_TOKEN=s3cret agents codec-server --port 8234 --origin https://ui.example'],
 };

@@ -26,6 +26,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { Failure } from '../session/failure-types';
 import { RepoTokenError, type RepoTokens } from './repo-tokens';
 import { SealError } from '../vault/sealed';
+import { SandboxQuotaError, leaseIsLive, type SandboxQuota } from './sandbox-quota';
 
 export { HANDS_TASK_QUEUE, LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type GitContext, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './contract';
 
@@ -44,6 +45,8 @@ export interface HandsDeps {
   registry?: OwnershipRegistry;
   /** Checks a tenant's repository (from the API) before git_push and git_pull reach it. */
   egress?: EgressGate;
+  /** SANDBOX_QUOTA, counted in the API's database; absent: no quota. */
+  quota?: SandboxQuota;
 }
 
 /** Heartbeats while `fn` runs, so a dead host is noticed within the heartbeat timeout, not the command's. */
@@ -117,12 +120,26 @@ export function createHandsActivities(deps: HandsDeps) {
     }
   };
 
+  /** A place in the workspace's SANDBOX_QUOTA, or a non-retryable failure saying the workspace is at it. */
+  const takeLease = async (sessionId: string, name: string): Promise<string | undefined> => {
+    if (!deps.quota) return undefined;
+    const client = Context.current().client;
+    try {
+      return await deps.quota.acquire(sessionId, name, hostId, (lease) => leaseIsLive(client, lease));
+    } catch (err) {
+      if (err instanceof SandboxQuotaError) throw ApplicationFailure.create({ message: err.message, type: Failure.Sandbox.Quota, nonRetryable: true });
+      throw err;
+    }
+  };
+
   return {
     async provisionSandbox(input: ProvisionInput): Promise<ProvisionOutput> {
       const repoToken = await credential(input.sessionId, input.vault, input.recipe.repo?.credential);
       if (input.resume) checkOwner(input.resume, input);
+      const lease = await takeLease(input.sessionId, input.name);
       try {
         const r = await heartbeating(() => provider.provision({ sessionId: input.sessionId, name: input.name, recipe: input.recipe, hostId, resume: input.resume, repoToken }));
+        if (lease) await deps.quota!.bind(lease, r.sandboxId);
         try {
           deps.registry?.claim(r.sandboxId, input.sessionId, input.name);
         } catch (err) {
@@ -131,6 +148,7 @@ export function createHandsActivities(deps: HandsDeps) {
         }
         return { ...r, taskQueue: hostTaskQueue(hostId), host: hostId };
       } catch (err) {
+        if (lease) await deps.quota!.drop(lease).catch(() => undefined);
         const message = redact((err as Error).message, repoToken ? [repoToken] : []);
         if (err instanceof SetupFailedError || err instanceof GitError) throw ApplicationFailure.create({ message, type: Failure.Sandbox.SetupFailed, nonRetryable: true });
         if (err instanceof RuntimeUnavailableError) throw ApplicationFailure.create({ message, type: Failure.Sandbox.Runtime, nonRetryable: true });
@@ -209,12 +227,14 @@ export function createHandsActivities(deps: HandsDeps) {
     async stopSandbox(input: { sandboxId: string } & Caller): Promise<void> {
       checkOwner(input.sandboxId, input);
       await provider.stop(input.sandboxId);
+      await deps.quota?.release(input.sandboxId);
     },
 
     async destroySandbox(input: { sandboxId: string } & Caller): Promise<void> {
       checkOwner(input.sandboxId, input);
       await provider.destroy(input.sandboxId);
       deps.registry?.remove(input.sandboxId);
+      await deps.quota?.release(input.sandboxId);
     },
 
     /** Hands a sandbox from session `from` to session `to`: the container stays; the registry's owner changes. */
@@ -222,7 +242,9 @@ export function createHandsActivities(deps: HandsDeps) {
       if (!deps.registry) throw ApplicationFailure.create({ message: `hands host ${hostId} keeps no ownership registry`, type: Failure.Sandbox.NoRegistry, nonRetryable: true });
       if ((await provider.health(input.sandboxId)) === 'missing') throw ApplicationFailure.create({ message: `sandbox ${input.sandboxId.slice(0, 12)} no longer exists`, type: Failure.Sandbox.Lost, nonRetryable: true });
       try {
-        return { owner: deps.registry.transfer(input.sandboxId, input.from, input.to, input.name).owner };
+        const owner = deps.registry.transfer(input.sandboxId, input.from, input.to, input.name).owner;
+        await deps.quota?.transfer(input.sandboxId, input.to, input.name);
+        return { owner };
       } catch (err) {
         if (err instanceof OwnershipError) denied(err.message);
         throw err;

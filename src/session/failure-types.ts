@@ -65,6 +65,7 @@ export const Failure = {
     Lost: 'SandboxError.Lost',
     NoRegistry: 'SandboxError.NoRegistry',
     Provision: 'SandboxError.Provision',
+    Quota: 'SandboxError.Quota',
     Runtime: 'SandboxError.Runtime',
     SetupFailed: 'SandboxError.SetupFailed',
   },

@@ -166,4 +166,40 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 5,
+    name: 'quotas and the audit trail',
+    up: [
+      // When a session was seen to have ended (its workflow closed); archived and deleted sessions count as ended too.
+      // The concurrent-session quota counts the rest (src/api/quotas.ts).
+      `alter table sessions add column ended_at timestamptz`,
+      `create index sessions_open on sessions (workspace_id) where ended_at is null and archived_at is null and deleted_at is null`,
+      // One row per running sandbox held against its workspace's SANDBOX_QUOTA (src/hands/sandbox-quota.ts).
+      // `sandbox_id` is null while the sandbox is being provisioned.
+      `create table sandbox_leases (
+        id text primary key,
+        workspace_id text not null,
+        session_id text not null,
+        name text not null,
+        sandbox_id text unique,
+        host_id text not null,
+        acquired_at timestamptz not null default now()
+      )`,
+      `create index sandbox_leases_by_workspace on sandbox_leases (workspace_id)`,
+      // Who changed what, and when: ids and names of things only, never a request body, a token or a secret.
+      // `api_key_id` is null for the operator's own commands (agents api-keys).
+      `create table audit_log (
+        seq bigint generated always as identity primary key,
+        at timestamptz not null default now(),
+        workspace_id text not null,
+        api_key_id text,
+        action text not null,
+        resource_type text not null,
+        resource_id text not null,
+        parent_id text,
+        request_id text
+      )`,
+      `create index audit_log_by_workspace on audit_log (workspace_id, seq)`,
+    ],
+  },
 ];

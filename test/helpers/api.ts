@@ -86,8 +86,11 @@ async function spawnApi(env: Record<string, string>): Promise<{ url: string; sto
   };
 }
 
-/** A server on `storage` whose keys may be in `workspaces`; on PostgreSQL, sessions run on `sessions` when given, and the server's log lines go to `log`. */
-export async function startTestApi(storage: Storage, workspaces: string[] = ['default'], sessions?: SessionDeps, log: (m: string) => void = () => undefined): Promise<TestApi> {
+/**
+ * A server on `storage` whose keys may be in `workspaces`; on PostgreSQL, sessions run on `sessions` when given, and the
+ * server's log lines go to `log`. The rate limit and the session quota are off unless `extraEnv` sets them.
+ */
+export async function startTestApi(storage: Storage, workspaces: string[] = ['default'], sessions?: SessionDeps, log: (m: string) => void = () => undefined, extraEnv: Record<string, string> = {}): Promise<TestApi> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-api-'));
   const vaultKey = randomBytes(32).toString('base64');
   const pg = storage === 'postgres' ? await freshPostgresDatabase() : undefined;
@@ -106,6 +109,9 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
     ...(pg ? { DATABASE_URL: pg.url } : {}),
     // The loopback servers a test opens to its tenants (the embedded server's child inherits it anyway).
     ...(process.env.EGRESS_ALLOW ? { EGRESS_ALLOW: process.env.EGRESS_ALLOW } : {}),
+    API_RATE_LIMIT: 'off',
+    API_SESSION_QUOTA: 'off',
+    ...extraEnv,
   };
   const clientFor = (url: string) => async (key: string) => new Anthropic({ apiKey: key, baseURL: url, maxRetries: 0 });
   try {

@@ -15,9 +15,15 @@ export interface DeleteDeps {
 
 /**
  * Every table that holds rows of a session, each with the statement that removes them (the session's own row
- * last, as the others reference it). A new table keyed by a session adds its statement here.
+ * last, as the others reference it). A new table keyed by a session adds its statement here. The audit trail
+ * (`audit_log`) is the one table that keeps the id: it records that a key created and deleted the session, by
+ * id, action and time only, and holds nothing of the session itself.
  */
-const SESSION_ROWS: readonly string[] = ['delete from session_resources where session_id = $1', 'delete from sessions where id = $1'];
+const SESSION_ROWS: readonly string[] = [
+  'delete from session_resources where session_id = $1',
+  'delete from sandbox_leases where session_id = $1',
+  'delete from sessions where id = $1',
+];
 
 async function deleteRows(tx: Queryable, id: string): Promise<void> {
   for (const sql of SESSION_ROWS) await tx.query(sql, [id]);

@@ -58,6 +58,8 @@ async function rowsMentioning(needle: string): Promise<Record<string, number>> {
   expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(['sessions', 'session_resources']));
   const found: Record<string, number> = {};
   for (const { table_name } of tables) {
+    // The audit trail records who created and deleted the session, by id only (checked below).
+    if (table_name === 'audit_log') continue;
     const [{ n }] = await api.db!.query<{ n: number }>(`select count(*)::int as n from "${table_name}" t where strpos(t::text, $1) > 0`, [needle]);
     if (n > 0) found[table_name] = n;
   }
@@ -147,6 +149,9 @@ it('deletes a session that handed over with sealed segments: nothing of it is le
   expect(await remains(s.id)).toEqual({ rows: {}, runs: 0, segments: 0, files: [] });
   // The repository token was only ever stored sealed, and the sealed box went with its row.
   expect(await rowsMentioning(TOKEN)).toEqual({});
+  // What the audit trail keeps of it: that it was created and deleted, by id alone.
+  const audit = await api.db!.query<{ action: string; resource_type: string }>('select action, resource_type from audit_log where resource_id = $1 or parent_id = $1 order by seq', [s.id]);
+  expect(audit.filter((a) => a.resource_type === 'session' && a.action !== 'events_sent').map((a) => a.action)).toEqual(['created', 'deleted']);
 });
 
 it('finishes a delete cut short after its first step: by a retried delete, and by the next API process to start', async () => {

@@ -2,7 +2,7 @@
 // anything) and takes an optimistic `version`; a stale one is a 409 the SDK must not retry.
 import { z } from 'zod';
 import type { Queryable } from '../storage/db';
-import { IdSchema, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, toPage } from './common';
+import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, toPage } from './common';
 import type { ApiApp, ApiDeps } from './context';
 import { ApiError, badRequest, conflict, notFound } from './errors';
 
@@ -80,7 +80,7 @@ export const AgentCreateSchema = z.strictObject({
 });
 
 export const AgentUpdateSchema = z.strictObject({
-  version: z.number().int().min(1).optional(),
+  version: z.number().int().min(1).max(INT4_MAX).optional(),
   name: z.string().min(1, 'name must not be empty').max(256).optional(),
   model: ModelParamsSchema.optional(),
   description: z.string().max(2048).nullish(),

@@ -2,7 +2,7 @@
 // generates GET /v1/openapi.json), API-key auth scoped to a workspace, and the API's error envelope for every error.
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
-import { hasZodFastifySchemaValidationErrors, isResponseSerializationError, jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError, jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../config';
 import { consoleRoutes } from '../console/serve';
 import { closeServer, httpUrl } from '../infra/http';
@@ -13,10 +13,11 @@ import { agentRoutes } from './agents';
 import { newId } from './common';
 import type { ApiApp, ApiDeps } from './context';
 import { environmentRoutes } from './environments';
-import { ApiError, type ErrorType } from './errors';
+import { ApiError, badRequest, type ErrorType } from './errors';
 import { authenticate } from './keys';
 import { vaultRoutes } from './vaults';
 import { sessionRoutes, type SessionDeps } from './sessions';
+import { findUnstorable, UNSTORABLE_MESSAGE } from './storable-text';
 
 import { MANAGED_AGENTS_BETA } from './beta';
 
@@ -73,6 +74,8 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
       security: [{ apiKey: [] }, { bearer: [] }],
     },
     transform: jsonSchemaTransform,
+    // The schemas routes name by id (`Agent`, `Session`...) land in components, so every `$ref` resolves.
+    transformObject: jsonSchemaTransformObject,
   });
 
   app.addHook('onRequest', async (req, reply) => {
@@ -90,6 +93,14 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     if (!betas.includes(MANAGED_AGENTS_BETA)) throw new ApiError(400, 'invalid_request_error', `the anthropic-beta header must include ${MANAGED_AGENTS_BETA}`);
     req.workspaceId = who.workspaceId;
     req.workspace = who.workspace;
+  });
+
+  // Before any route's schema: a string PostgreSQL cannot store is a 400 naming its field, on every route at once.
+  app.addHook('preValidation', async (req) => {
+    for (const [context, value] of [['body', req.body], ['querystring', req.query], ['params', req.params]] as const) {
+      const bad = findUnstorable(value);
+      if (bad) throw badRequest(`${fieldOf(context, bad.pointer)}: ${bad.key ? 'keys ' : ''}${UNSTORABLE_MESSAGE}`);
+    }
   });
 
   app.setErrorHandler((err: FastifyError, req, reply) => {

@@ -2,7 +2,7 @@
 // anything) and takes an optimistic `version`; a stale one is a 409 the SDK must not retry.
 import { z } from 'zod';
 import type { Queryable } from '../storage/db';
-import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, toPage } from './common';
+import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, TimeQuerySchema, toPage } from './common';
 import type { ApiApp, ApiDeps } from './context';
 import { ApiError, badRequest, conflict, notFound } from './errors';
 
@@ -245,8 +245,8 @@ export async function getAgent(db: Queryable, workspaceId: string, id: string, v
 }
 
 const AgentListQuerySchema = PageQuerySchema.extend({
-  'created_at[gte]': z.iso.datetime({ offset: true, error: 'must be an RFC 3339 time' }).optional(),
-  'created_at[lte]': z.iso.datetime({ offset: true, error: 'must be an RFC 3339 time' }).optional(),
+  'created_at[gte]': TimeQuerySchema.optional(),
+  'created_at[lte]': TimeQuerySchema.optional(),
 });
 
 const AgentPathSchema = z.object({ agent_id: IdSchema });

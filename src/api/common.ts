@@ -43,6 +43,16 @@ export function applyMetadataPatch(current: Metadata, patch: Record<string, stri
   return next;
 }
 
+/**
+ * An RFC 3339 time in a query, as PostgreSQL can compare it: normalised to UTC, and refused (rather than failing the
+ * query) when its offset or year is outside what a timestamp holds.
+ */
+export const TimeQuerySchema = z.iso
+  .datetime({ offset: true, error: 'must be an RFC 3339 time' })
+  .transform((v) => new Date(v))
+  .refine((d) => !Number.isNaN(d.getTime()) && d.getUTCFullYear() >= 1 && d.getUTCFullYear() <= 9999, 'must be an RFC 3339 time between the years 1 and 9999')
+  .transform((d) => d.toISOString());
+
 const booleanQuery = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true');
 
 export const PageQuerySchema = z.object({

@@ -17,7 +17,7 @@ import { ApiError, badRequest, type ErrorType } from './errors';
 import { authenticate } from './keys';
 import { vaultRoutes } from './vaults';
 import { sessionRoutes, type SessionDeps } from './sessions';
-import { findUnstorable, UNSTORABLE_MESSAGE } from './storable-text';
+import { findUnstorable, unstorableMessage } from './storable-text';
 
 import { MANAGED_AGENTS_BETA } from './beta';
 
@@ -95,11 +95,11 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     req.workspace = who.workspace;
   });
 
-  // Before any route's schema: a string PostgreSQL cannot store is a 400 naming its field, on every route at once.
+  // Before any route's schema: a string PostgreSQL cannot store, or JSON nested past reason, is a 400 naming its field.
   app.addHook('preValidation', async (req) => {
     for (const [context, value] of [['body', req.body], ['querystring', req.query], ['params', req.params]] as const) {
       const bad = findUnstorable(value);
-      if (bad) throw badRequest(`${fieldOf(context, bad.pointer)}: ${bad.key ? 'keys ' : ''}${UNSTORABLE_MESSAGE}`);
+      if (bad) throw badRequest(unstorableMessage(fieldOf(context, bad.pointer), bad));
     }
   });
 

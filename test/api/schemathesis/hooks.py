@@ -37,7 +37,8 @@ def no_cross_workspace_read(ctx, response, case):
 
 @schemathesis.check
 class RecordResponses:
-    """Appends one line per response: method, path, status and, for a 2xx JSON object, its id."""
+    """Appends one line per response: method, path, status, for a 2xx JSON object its id, and whether the path names
+    another workspace's id."""
 
     def after_response(self, ctx, response, case):
         url, _ = _sent(response.request)
@@ -48,6 +49,8 @@ class RecordResponses:
                 made = doc.get("id") if isinstance(doc, dict) else None
             except ValueError:
                 pass
-        line = {"method": response.request.method, "path": urlsplit(url).path, "status": response.status_code, "id": made}
+        path = urlsplit(url).path
+        foreign = any(fid in path.split("/") for fid in FOREIGN)
+        line = {"method": response.request.method, "path": path, "status": response.status_code, "id": made, "foreign": foreign}
         with open(RECORD, "a", encoding="utf-8") as f:
             f.write(json.dumps(line) + "\n")

@@ -56,3 +56,11 @@ it('deletes an environment whose sessions were all deleted', async () => {
   expect(await client.beta.environments.delete(env.id)).toMatchObject({ id: env.id, type: 'environment_deleted' });
   await expect(client.beta.environments.retrieve(env.id)).rejects.toBeInstanceOf(Anthropic.NotFoundError);
 });
+
+it('serves an OpenAPI document whose every $ref resolves, so a fuzzer reads every response schema', async () => {
+  const text = await (await fetch(`${api.url}/v1/openapi.json`)).text();
+  const doc = JSON.parse(text) as { components: { schemas: Record<string, unknown> } };
+  const refs = [...new Set([...text.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]))];
+  expect(refs).toEqual(expect.arrayContaining(['Agent', 'Environment', 'Session', 'Vault', 'VaultCredential']));
+  expect(refs.filter((r) => !(r in doc.components.schemas))).toEqual([]);
+});

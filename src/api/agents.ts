@@ -2,7 +2,7 @@
 // anything) and takes an optimistic `version`; a stale one is a 409 the SDK must not retry.
 import { z } from 'zod';
 import type { Queryable } from '../storage/db';
-import { IdSchema, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, toPage } from './common';
+import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, TimeQuerySchema, toPage } from './common';
 import type { ApiApp, ApiDeps } from './context';
 import { ApiError, badRequest, conflict, notFound } from './errors';
 import { refuseAtTheDoor } from './egress-door';
@@ -81,7 +81,7 @@ export const AgentCreateSchema = z.strictObject({
 });
 
 export const AgentUpdateSchema = z.strictObject({
-  version: z.number().int().min(1).optional(),
+  version: z.number().int().min(1).max(INT4_MAX).optional(),
   name: z.string().min(1, 'name must not be empty').max(256).optional(),
   model: ModelParamsSchema.optional(),
   description: z.string().max(2048).nullish(),
@@ -246,8 +246,8 @@ export async function getAgent(db: Queryable, workspaceId: string, id: string, v
 }
 
 const AgentListQuerySchema = PageQuerySchema.extend({
-  'created_at[gte]': z.iso.datetime({ offset: true, error: 'must be an RFC 3339 time' }).optional(),
-  'created_at[lte]': z.iso.datetime({ offset: true, error: 'must be an RFC 3339 time' }).optional(),
+  'created_at[gte]': TimeQuerySchema.optional(),
+  'created_at[lte]': TimeQuerySchema.optional(),
 });
 
 const AgentPathSchema = z.object({ agent_id: IdSchema });

@@ -13,6 +13,9 @@ export function newId(prefix: string): string {
   return `${prefix}_01${s}`;
 }
 
+/** PostgreSQL's `integer`: versions and positions are stored as one, so a larger number is a 400, not a failed query. */
+export const INT4_MAX = 2 ** 31 - 1;
+
 /** Any id the routes accept in a path: long enough for ours, short and plain enough to never reach SQL oddly. */
 export const IdSchema = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'ids are 1-128 letters, digits, dash or underscore');
 
@@ -40,6 +43,16 @@ export function applyMetadataPatch(current: Metadata, patch: Record<string, stri
   return next;
 }
 
+/**
+ * An RFC 3339 time in a query, as PostgreSQL can compare it: normalised to UTC, and refused (rather than failing the
+ * query) when its offset or year is outside what a timestamp holds.
+ */
+export const TimeQuerySchema = z.iso
+  .datetime({ offset: true, error: 'must be an RFC 3339 time' })
+  .transform((v) => new Date(v))
+  .refine((d) => !Number.isNaN(d.getTime()) && d.getUTCFullYear() >= 1 && d.getUTCFullYear() <= 9999, 'must be an RFC 3339 time between the years 1 and 9999')
+  .transform((d) => d.toISOString());
+
 const booleanQuery = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true');
 
 export const PageQuerySchema = z.object({
@@ -57,7 +70,7 @@ export function pageSchema<T extends z.ZodType>(item: T) {
 export function cursorPos(page: string | undefined): number | undefined {
   if (page === undefined || page === '') return undefined;
   try {
-    const parsed = z.object({ p: z.number().int().positive() }).parse(JSON.parse(Buffer.from(page, 'base64url').toString('utf8')));
+    const parsed = z.object({ p: z.number().int().positive().max(INT4_MAX) }).parse(JSON.parse(Buffer.from(page, 'base64url').toString('utf8')));
     return parsed.p;
   } catch {
     throw badRequest('page is not a cursor this API returned');

@@ -246,7 +246,11 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
       if ((await db.query('select 1 from sessions where environment_id = $1 and deleted_at is null limit 1', [id])).length > 0) {
         throw conflict(`environment ${id} is used by sessions; archive it instead`);
       }
-      await db.query('delete from environments where id = $1 and workspace_id = $2', [id, req.workspaceId]);
+      await db.transaction(async (tx) => {
+        // A deleted session keeps its row (and so its reference) until it is purged; it no longer needs the environment.
+        await tx.query('update sessions set environment_id = null where environment_id = $1 and deleted_at is not null', [id]);
+        await tx.query('delete from environments where id = $1 and workspace_id = $2', [id, req.workspaceId]);
+      });
       return { id, type: 'environment_deleted' as const };
     },
   );

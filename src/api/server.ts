@@ -2,7 +2,7 @@
 // generates GET /v1/openapi.json), API-key auth scoped to a workspace, and the API's error envelope for every error.
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
-import { hasZodFastifySchemaValidationErrors, isResponseSerializationError, jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError, jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../config';
 import { egressGate } from '../egress';
 import { consoleRoutes } from '../console/serve';
@@ -14,12 +14,13 @@ import { agentRoutes } from './agents';
 import { newId } from './common';
 import type { ApiApp, ApiDeps } from './context';
 import { environmentRoutes } from './environments';
-import { ApiError, type ErrorType } from './errors';
+import { ApiError, badRequest, type ErrorType } from './errors';
 import { authenticate } from './keys';
 import { auditHook } from './audit';
 import { quotasFrom, registerRateLimit } from './quotas';
 import { vaultRoutes } from './vaults';
 import { sessionRoutes, type SessionDeps } from './sessions';
+import { findUnstorable, unstorableMessage } from './storable-text';
 
 import { MANAGED_AGENTS_BETA } from './beta';
 
@@ -76,6 +77,8 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
       security: [{ apiKey: [] }, { bearer: [] }],
     },
     transform: jsonSchemaTransform,
+    // The schemas routes name by id (`Agent`, `Session`...) land in components, so every `$ref` resolves.
+    transformObject: jsonSchemaTransformObject,
   });
 
   app.addHook('onRequest', async (req, reply) => {
@@ -98,6 +101,14 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
   // Per key, after the hook above has authenticated it; and the audit trail of every change.
   await registerRateLimit(app, deps.quotas);
   auditHook(app, deps.db, log);
+
+  // Before any route's schema: a string PostgreSQL cannot store, or JSON nested past reason, is a 400 naming its field.
+  app.addHook('preValidation', async (req) => {
+    for (const [context, value] of [['body', req.body], ['querystring', req.query], ['params', req.params]] as const) {
+      const bad = findUnstorable(value);
+      if (bad) throw badRequest(unstorableMessage(fieldOf(context, bad.pointer), bad));
+    }
+  });
 
   app.setErrorHandler((err: FastifyError, req, reply) => {
     let status: number;

@@ -8,7 +8,7 @@ import type { Usage } from '../session/events';
 import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../session/contract';
 import { agentFileFor } from './agent-file';
 import { getAgent, type ApiAgent } from './agents';
-import { IdSchema, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId } from './common';
+import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId } from './common';
 import type { ApiApp, ApiDeps, SessionDeps } from './context';
 import { getEnvironment } from './environments';
 import { ApiError, badRequest, conflict, notFound } from './errors';
@@ -46,7 +46,7 @@ type InboundEvent = z.infer<typeof InboundEventSchema>;
 
 const textOf = (content: { type: string; text?: unknown }[]) => content.map((b) => String(b.text ?? '')).join('\n\n');
 
-const AgentRefSchema = z.union([IdSchema, z.strictObject({ type: z.literal('agent'), id: IdSchema, version: z.number().int().min(1).optional() })]);
+const AgentRefSchema = z.union([IdSchema, z.strictObject({ type: z.literal('agent'), id: IdSchema, version: z.number().int().min(1).max(INT4_MAX).optional() })]);
 
 const SessionCreateSchema = z.strictObject({
   agent: AgentRefSchema,

@@ -54,7 +54,7 @@ const ModelParamsSchema = z.union([
   z.string().min(1).max(200),
   z.strictObject({
     id: z.string().min(1).max(200),
-    effort: z.union([z.enum(EFFORTS), z.strictObject({ type: z.enum(EFFORTS) })]).optional(),
+    effort: z.union([z.enum(EFFORTS), z.strictObject({ type: z.enum(EFFORTS) })]).nullish(),
     inference_geo: z.string().max(100).nullish(),
     speed: z.enum(['standard', 'fast']).nullish(),
   }),
@@ -145,7 +145,7 @@ function resolveModel(m: z.infer<typeof ModelParamsSchema>): AgentBody['model'] 
   if (typeof m === 'string') return { id: m };
   return {
     id: m.id,
-    ...(m.effort !== undefined ? { effort: typeof m.effort === 'string' ? { type: m.effort } : m.effort } : {}),
+    ...(m.effort ? { effort: typeof m.effort === 'string' ? { type: m.effort } : m.effort } : {}),
     ...(m.inference_geo ? { inference_geo: m.inference_geo } : {}),
     ...(m.speed ? { speed: m.speed } : {}),
   };
@@ -170,7 +170,11 @@ function resolveTools(tools: z.infer<typeof ToolParamsSchema>[]): AgentBody['too
       default_config,
       configs: TOOLSET_TOOLS.map((name) => {
         const c = given.get(name);
-        return { ...(c ?? {}), name, type: name, enabled: c?.enabled ?? default_config.enabled, permission_policy: c?.permission_policy ?? default_config.permission_policy };
+        const resolved = { ...(c ?? {}), name, type: name, enabled: c?.enabled ?? default_config.enabled, permission_policy: c?.permission_policy ?? default_config.permission_policy };
+        // web_fetch's url_sources is always in the object form, null when not set ('all' and 'none' are shorthands).
+        if (name !== 'web_fetch') return resolved;
+        const sources = (c as { url_sources?: unknown } | undefined)?.url_sources;
+        return { ...resolved, url_sources: typeof sources === 'string' ? { type: sources } : (sources ?? null) };
       }),
     };
   });

@@ -17,6 +17,10 @@ export interface ApiDeps {
 }
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** A route the SDK has that is answered with a 400: why (docs/api.md's compatibility table shows it). */
+    refused?: string;
+  }
   interface FastifyRequest {
     /** The workspace of the request's API key; set by the auth hook on every /v1 route but the OpenAPI document. */
     workspaceId: string;

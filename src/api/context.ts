@@ -16,7 +16,17 @@ export interface ApiDeps {
   prices?: PriceTable;
 }
 
+/** One route the server registered; `refused` when it always answers 400, and why. */
+export interface ApiRoute {
+  method: string;
+  url: string;
+  refused?: string;
+}
+
 declare module 'fastify' {
+  interface FastifyInstance {
+    apiRoutes: ApiRoute[];
+  }
   interface FastifyContextConfig {
     /** A route the SDK has that is answered with a 400: why (docs/api.md's compatibility table shows it). */
     refused?: string;

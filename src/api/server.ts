@@ -11,7 +11,7 @@ import { parsePriceTable } from '../observability/pricing';
 import { openDb, type Db } from '../storage/db';
 import { agentRoutes } from './agents';
 import { newId } from './common';
-import type { ApiApp, ApiDeps } from './context';
+import type { ApiApp, ApiDeps, ApiRoute } from './context';
 import { environmentRoutes } from './environments';
 import { ApiError, type ErrorType } from './errors';
 import { authenticate } from './keys';
@@ -61,6 +61,12 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
       (reply as unknown as FastifyReply).code(400).header('request-id', req.id).send({ type: 'error', error: { type: 'invalid_request_error', message: `bad request URL: ${err.message}` }, request_id: req.id });
     },
   }).withTypeProvider<ZodTypeProvider>();
+  // The route table, for docs/api.md's compatibility table (scripts/api-compat.ts).
+  const routes: ApiRoute[] = [];
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat()) if (method !== 'HEAD') routes.push({ method, url: r.url, ...(r.config?.refused ? { refused: r.config.refused } : {}) });
+  });
+  app.decorate('apiRoutes', routes);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 

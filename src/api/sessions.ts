@@ -7,7 +7,7 @@ import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } fro
 import type { Usage } from '../session/events';
 import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../session/contract';
 import { agentFileFor } from './agent-file';
-import { getAgent, type ApiAgent } from './agents';
+import { SessionAgentSchema, getAgent, type ApiAgent } from './agents';
 import { IdSchema, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId } from './common';
 import type { ApiApp, ApiDeps, SessionDeps } from './context';
 import { getEnvironment } from './environments';
@@ -64,7 +64,7 @@ export const SessionSchema = z
   .object({
     id: z.string(),
     type: z.literal('session'),
-    agent: z.record(z.string(), z.unknown()),
+    agent: SessionAgentSchema,
     environment_id: z.string(),
     status: z.enum(STATUSES),
     title: z.string().nullable(),
@@ -79,7 +79,7 @@ export const SessionSchema = z
     }),
     stats: z.object({ duration_seconds: z.number().optional() }),
     budget: z.null(),
-    outcome_evaluations: z.array(z.unknown()),
+    outcome_evaluations: z.array(z.never()),
     deployment_id: z.null(),
     created_at: z.string(),
     updated_at: z.string(),
@@ -134,7 +134,7 @@ function durationSeconds(r: SessionRow, live: { status: ApiStatus; endedAt?: Dat
   return Math.max(0, Math.round((new Date(end).getTime() - new Date(r.created_at).getTime()) / 1000));
 }
 
-function snapshot(agent: ApiAgent): Record<string, unknown> {
+function snapshot(agent: ApiAgent): z.infer<typeof SessionAgentSchema> {
   const { created_at: _c, updated_at: _u, archived_at: _a, metadata: _m, ...rest } = agent;
   return rest;
 }

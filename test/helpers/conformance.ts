@@ -200,13 +200,14 @@ async function checkResponse(verb: string, url: URL, res: Response): Promise<Res
     return new Response(checkedSse(res.body, where, method), { status: res.status, statusText: res.statusText, headers: res.headers });
   }
   if (type.includes('application/json')) {
-    const body = (await res.clone().json()) as { data?: unknown[] };
-    check(where, pointer(method.name), method.page ? `${method.page}<${method.type}>` : (method.type ?? method.name), body);
-    // Listed events: each one that is the platform's own is checked against its declaration instead.
+    let body = (await res.clone().json()) as { data?: unknown[] };
+    // Listed events: each one that is the platform's own is checked against its declaration, the rest as the page.
     if (method.name === 'beta.sessions.events.list' && Array.isArray(body.data)) {
-      const own = body.data.filter((e) => String((e as { type?: unknown }).type).startsWith('platform.'));
-      for (const e of own) check(`${where} event ${(e as { type: string }).type}`, pointer('$platformEvent'), 'PlatformEvent', e);
+      const own = (e: unknown) => String((e as { type?: unknown }).type).startsWith('platform.');
+      for (const e of body.data.filter(own)) check(`${where} event ${(e as { type: string }).type}`, pointer('$platformEvent'), 'PlatformEvent', e);
+      body = { ...body, data: body.data.filter((e) => !own(e)) };
     }
+    check(where, pointer(method.name), method.page ? `${method.page}<${method.type}>` : (method.type ?? method.name), body);
   } else if (res.status !== 204) violations.push(`${where}: content-type ${type || 'none'}, not JSON`);
   return res;
 }

@@ -32,7 +32,7 @@ afterAll(async () => {
 
 function usageOf(events: SessionEvent[]): Usage {
   const total = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
-  for (const e of ofType(events, 'assistant_message')) for (const k of Object.keys(total) as (keyof Usage)[]) total[k] += e.usage[k];
+  for (const e of ofType(events, 'assistant_message')) for (const k of Object.keys(total) as (keyof typeof total)[]) total[k] += e.usage[k];
   return total;
 }
 

@@ -1,5 +1,6 @@
 // /v1/agents: agents with immutable, numbered versions. An update writes a new version (when it changes
 // anything) and takes an optimistic `version`; a stale one is a 409 the SDK must not retry.
+import type { BetaManagedAgentsUserLocation, BetaManagedAgentsWebFetchURLSources } from '@anthropic-ai/sdk/resources/beta/agents/agents';
 import { z } from 'zod';
 import type { Queryable } from '../storage/db';
 import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, TimeQuerySchema, toPage } from './common';
@@ -55,7 +56,7 @@ const ModelParamsSchema = z.union([
   z.string().min(1).max(200),
   z.strictObject({
     id: z.string().min(1).max(200),
-    effort: z.union([z.enum(EFFORTS), z.strictObject({ type: z.enum(EFFORTS) })]).optional(),
+    effort: z.union([z.enum(EFFORTS), z.strictObject({ type: z.enum(EFFORTS) })]).nullish(),
     inference_geo: z.string().max(100).nullish(),
     speed: z.enum(['standard', 'fast']).nullish(),
   }),
@@ -97,11 +98,24 @@ export const AgentUpdateSchema = z.strictObject({
 // Resolved forms, as stored and returned.
 const ResolvedPolicySchema = z.object({ type: z.enum(['always_allow', 'always_ask', 'auto']) });
 const ResolvedDefaultSchema = z.object({ enabled: z.boolean(), permission_policy: ResolvedPolicySchema });
+/** One toolset tool's resolved config, as the SDK's per-tool config types have it (`name` and `type` alike). */
+const toolConfig = <N extends (typeof TOOLSET_TOOLS)[number]>(name: N) => z.object({ name: z.literal(name), type: z.literal(name), enabled: z.boolean(), permission_policy: ResolvedPolicySchema });
+const DomainsSchema = { allowed_domains: z.array(z.string()).optional(), blocked_domains: z.array(z.string()).optional() };
+const ResolvedToolConfigSchema = z.discriminatedUnion('name', [
+  toolConfig('bash'),
+  toolConfig('edit'),
+  toolConfig('read'),
+  toolConfig('write'),
+  toolConfig('glob'),
+  toolConfig('grep'),
+  toolConfig('web_fetch').extend({ url_sources: z.custom<BetaManagedAgentsWebFetchURLSources>().nullable(), ...DomainsSchema, max_content_tokens: z.number().nullable().optional() }),
+  toolConfig('web_search').extend({ ...DomainsSchema, user_location: z.custom<BetaManagedAgentsUserLocation>().nullable().optional() }),
+]);
 const ResolvedToolSchema = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('agent_toolset_20260401'),
     default_config: ResolvedDefaultSchema,
-    configs: z.array(z.looseObject({ name: z.enum(TOOLSET_TOOLS), type: z.enum(TOOLSET_TOOLS), enabled: z.boolean(), permission_policy: ResolvedPolicySchema })),
+    configs: z.array(ResolvedToolConfigSchema),
   }),
   z.object({
     type: z.literal('mcp_toolset'),
@@ -142,11 +156,14 @@ export const AgentSchema = AgentBodySchema.extend({
 }).meta({ id: 'Agent' });
 export type ApiAgent = z.infer<typeof AgentSchema>;
 
+/** The agent as a session shows it: the version it runs, without the agent's own timestamps and metadata. */
+export const SessionAgentSchema = AgentBodySchema.omit({ metadata: true }).extend({ id: z.string(), type: z.literal('agent'), version: z.number().int() });
+
 function resolveModel(m: z.infer<typeof ModelParamsSchema>): AgentBody['model'] {
   if (typeof m === 'string') return { id: m };
   return {
     id: m.id,
-    ...(m.effort !== undefined ? { effort: typeof m.effort === 'string' ? { type: m.effort } : m.effort } : {}),
+    ...(m.effort ? { effort: typeof m.effort === 'string' ? { type: m.effort } : m.effort } : {}),
     ...(m.inference_geo ? { inference_geo: m.inference_geo } : {}),
     ...(m.speed ? { speed: m.speed } : {}),
   };
@@ -171,7 +188,11 @@ function resolveTools(tools: z.infer<typeof ToolParamsSchema>[]): AgentBody['too
       default_config,
       configs: TOOLSET_TOOLS.map((name) => {
         const c = given.get(name);
-        return { ...(c ?? {}), name, type: name, enabled: c?.enabled ?? default_config.enabled, permission_policy: c?.permission_policy ?? default_config.permission_policy };
+        const resolved = { ...(c ?? {}), name, type: name, enabled: c?.enabled ?? default_config.enabled, permission_policy: c?.permission_policy ?? default_config.permission_policy };
+        // web_fetch's url_sources is always in the object form, null when not set ('all' and 'none' are shorthands).
+        if (name !== 'web_fetch') return resolved as z.infer<typeof ResolvedToolConfigSchema>;
+        const sources = (c as { url_sources?: unknown } | undefined)?.url_sources;
+        return { ...resolved, url_sources: typeof sources === 'string' ? { type: sources } : (sources ?? null) } as z.infer<typeof ResolvedToolConfigSchema>;
       }),
     };
   });

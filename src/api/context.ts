@@ -23,7 +23,21 @@ export interface ApiDeps {
   quotas?: Quotas;
 }
 
+/** One route the server registered; `refused` when it always answers 400, and why. */
+export interface ApiRoute {
+  method: string;
+  url: string;
+  refused?: string;
+}
+
 declare module 'fastify' {
+  interface FastifyInstance {
+    apiRoutes: ApiRoute[];
+  }
+  interface FastifyContextConfig {
+    /** A route the SDK has that is answered with a 400: why (docs/api.md's compatibility table shows it). */
+    refused?: string;
+  }
   interface FastifyRequest {
     /** The workspace of the request's API key; set by the auth hook on every /v1 route but the OpenAPI document. */
     workspaceId: string;

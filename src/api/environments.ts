@@ -164,7 +164,7 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
           id,
           req.workspaceId,
           p.name,
-          p.description || null,
+          p.description ?? null,
           config,
           p.metadata ?? {},
           now,
@@ -209,7 +209,7 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
           id,
           req.workspaceId,
           name,
-          p.description === undefined ? current.description : p.description || null,
+          p.description === undefined ? current.description : p.description,
           resolveConfig(p.config, current.config),
           applyMetadataPatch(current.metadata, p.metadata, true),
         ]);

@@ -6,7 +6,6 @@ export const ERROR_TYPES = [
   'authentication_error',
   'permission_error',
   'not_found_error',
-  'request_too_large',
   'rate_limit_error',
   'api_error',
   'overloaded_error',

@@ -12,7 +12,7 @@ import { parsePriceTable } from '../observability/pricing';
 import { openDb, type Db } from '../storage/db';
 import { agentRoutes } from './agents';
 import { newId } from './common';
-import type { ApiApp, ApiDeps } from './context';
+import type { ApiApp, ApiDeps, ApiRoute } from './context';
 import { environmentRoutes } from './environments';
 import { ApiError, badRequest, type ErrorType } from './errors';
 import { authenticate } from './keys';
@@ -32,7 +32,6 @@ function errorTypeFor(status: number): ErrorType {
   if (status === 401) return 'authentication_error';
   if (status === 403) return 'permission_error';
   if (status === 404) return 'not_found_error';
-  if (status === 413) return 'request_too_large';
   if (status === 429) return 'rate_limit_error';
   if (status >= 500) return 'api_error';
   return 'invalid_request_error';
@@ -63,9 +62,15 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     return503OnClosing: true,
     // A URL the router cannot take (bad encoding, an over-long id) gets the envelope too, never fastify's own body.
     frameworkErrors: (err, req, reply) => {
-      (reply as unknown as FastifyReply).code(400).send({ type: 'error', error: { type: 'invalid_request_error', message: `bad request URL: ${err.message}` }, request_id: req.id });
+      (reply as unknown as FastifyReply).code(400).header('request-id', req.id).send({ type: 'error', error: { type: 'invalid_request_error', message: `bad request URL: ${err.message}` }, request_id: req.id });
     },
   }).withTypeProvider<ZodTypeProvider>();
+  // The route table, for docs/api.md's compatibility table (scripts/api-compat.ts).
+  const routes: ApiRoute[] = [];
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat()) if (method !== 'HEAD') routes.push({ method, url: r.url, ...(r.config?.refused ? { refused: r.config.refused } : {}) });
+  });
+  app.decorate('apiRoutes', routes);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
@@ -147,12 +152,13 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     }
     reply
       .code(status)
+      .header('request-id', req.id)
       .type('application/json')
       .send({ type: 'error', error: { type, message, ...(errorCode ? { details: { error_code: errorCode } } : {}) }, request_id: req.id });
   });
 
   app.setNotFoundHandler((req, reply) => {
-    reply.code(404).send({ type: 'error', error: { type: 'not_found_error', message: `no route ${req.method} ${req.url.split('?')[0]}` }, request_id: req.id });
+    reply.code(404).header('request-id', req.id).send({ type: 'error', error: { type: 'not_found_error', message: `no route ${req.method} ${req.url.split('?')[0]}` }, request_id: req.id });
   });
 
   agentRoutes(app, deps);

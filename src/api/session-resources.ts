@@ -197,13 +197,16 @@ export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId
     },
   );
 
-  app.post('/v1/sessions/:session_id/resources', { schema: { operationId: 'addSessionResource', params: z.object({ session_id: IdSchema }) } }, async (req) => {
+  // Refused routes carry their reason in `config.refused`, which docs/api.md's compatibility table shows.
+  const noAdd = 'resources can be given only when a session is created, for now';
+  app.post('/v1/sessions/:session_id/resources', { schema: { operationId: 'addSessionResource', params: z.object({ session_id: IdSchema }) }, config: { refused: noAdd } }, async (req) => {
     await session(req.workspaceId, req.params.session_id);
-    throw badRequest('resources can be given only when a session is created, for now');
+    throw badRequest(noAdd);
   });
 
-  app.delete('/v1/sessions/:session_id/resources/:resource_id', { schema: { operationId: 'deleteSessionResource', params: ResourcePath } }, async (req) => {
+  const noRemove = 'a repository cannot be removed from a session yet';
+  app.delete('/v1/sessions/:session_id/resources/:resource_id', { schema: { operationId: 'deleteSessionResource', params: ResourcePath }, config: { refused: noRemove } }, async (req) => {
     await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id);
-    throw badRequest('a repository cannot be removed from a session yet');
+    throw badRequest(noRemove);
   });
 }

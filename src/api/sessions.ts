@@ -7,7 +7,7 @@ import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } fro
 import type { Usage } from '../session/events';
 import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../session/contract';
 import { agentFileFor } from './agent-file';
-import { getAgent, type ApiAgent } from './agents';
+import { SessionAgentSchema, getAgent, type ApiAgent } from './agents';
 import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId } from './common';
 import type { ApiApp, ApiDeps, SessionDeps } from './context';
 import { getEnvironment } from './environments';
@@ -66,7 +66,7 @@ export const SessionSchema = z
   .object({
     id: z.string(),
     type: z.literal('session'),
-    agent: z.record(z.string(), z.unknown()),
+    agent: SessionAgentSchema,
     environment_id: z.string(),
     status: z.enum(STATUSES),
     title: z.string().nullable(),
@@ -81,7 +81,7 @@ export const SessionSchema = z
     }),
     stats: z.object({ duration_seconds: z.number().optional() }),
     budget: z.null(),
-    outcome_evaluations: z.array(z.unknown()),
+    outcome_evaluations: z.array(z.never()),
     deployment_id: z.null(),
     created_at: z.string(),
     updated_at: z.string(),
@@ -107,18 +107,36 @@ interface SessionRow {
 const STATE: Record<SessionState, ApiStatus> = { running: 'running', waiting_for_user: 'idle', requires_action: 'idle', ended: 'terminated' };
 const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 
-/** The workflow's state and usage; a run that is gone (ended, past retention) reads as terminated. */
-async function liveStatus(client: Client, id: string): Promise<{ status: ApiStatus; usage: Usage }> {
+/**
+ * The workflow's state and usage; a run that is gone (ended, past retention) reads as terminated. `endedAt` is when
+ * a terminated session's last run closed, where Temporal still knows it.
+ */
+async function liveStatus(client: Client, id: string): Promise<{ status: ApiStatus; usage: Usage; endedAt?: Date }> {
+  const handle = client.workflow.getHandle(id);
+  const closedAt = async () => (await handle.describe().catch(() => undefined))?.closeTime;
   try {
-    const s = await client.workflow.getHandle(id).query(statusQuery);
-    return { status: STATE[s.state], usage: s.usage };
+    const s = await handle.query(statusQuery);
+    return { status: STATE[s.state], usage: s.usage, ...(s.state === 'ended' ? { endedAt: await closedAt() } : {}) };
   } catch (e) {
-    if (e instanceof WorkflowNotFoundError || /not found|completed|closed/i.test((e as Error).message)) return { status: 'terminated', usage: NO_USAGE };
+    if (e instanceof WorkflowNotFoundError) return { status: 'terminated', usage: NO_USAGE };
+    if (/not found|completed|closed/i.test((e as Error).message)) return { status: 'terminated', usage: NO_USAGE, endedAt: await closedAt() };
     throw e;
   }
 }
 
-function snapshot(agent: ApiAgent): Record<string, unknown> {
+/** Cache writes by TTL, as the model's usage reported them. */
+function cacheCreation(u: Usage): { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number } {
+  const oneHour = u.cacheCreation1hInputTokens ?? 0;
+  return { ephemeral_5m_input_tokens: u.cacheCreationInputTokens - oneHour, ephemeral_1h_input_tokens: oneHour };
+}
+
+/** Seconds since creation; a terminated session's is frozen at its end (its last run's close, else the row's last update). */
+function durationSeconds(r: SessionRow, live: { status: ApiStatus; endedAt?: Date }): number {
+  const end = live.status !== 'terminated' ? new Date() : (live.endedAt ?? r.updated_at);
+  return Math.max(0, Math.round((new Date(end).getTime() - new Date(r.created_at).getTime()) / 1000));
+}
+
+function snapshot(agent: ApiAgent): z.infer<typeof SessionAgentSchema> {
   const { created_at: _c, updated_at: _u, archived_at: _a, metadata: _m, ...rest } = agent;
   return rest;
 }
@@ -141,9 +159,9 @@ async function toSession(deps: ApiDeps, sessions: SessionDeps, workspaceId: stri
       input_tokens: live.usage.inputTokens,
       output_tokens: live.usage.outputTokens,
       cache_read_input_tokens: live.usage.cacheReadInputTokens,
-      cache_creation: { ephemeral_5m_input_tokens: live.usage.cacheCreationInputTokens, ephemeral_1h_input_tokens: 0 },
+      cache_creation: cacheCreation(live.usage),
     },
-    stats: { duration_seconds: Math.max(0, Math.round((Date.now() - new Date(r.created_at).getTime()) / 1000)) },
+    stats: { duration_seconds: durationSeconds(r, live) },
     budget: null,
     outcome_evaluations: [],
     deployment_id: null,

@@ -164,6 +164,13 @@ async function getCredential(db: Queryable, workspaceId: string, vaultId: string
   return toCredential(row);
 }
 
+/**
+ * Why `mcp_oauth_validate` is refused: probing the MCP server needs the access token, which is sealed to VAULT_KEY,
+ * and this process holds only the public half; answering `unknown` without a probe would read as a result.
+ */
+export const MCP_OAUTH_VALIDATE_REFUSAL =
+  'mcp_oauth_validate is not supported: the probe needs the access token, which only tools workers can open (the API process holds only the vault public key); a session that uses the credential reports a failed lookup or refresh as a session.error';
+
 const refuseEnvVar = () => badRequest('auth.type environment_variable is not supported yet: no secret enters a sandbox; use static_bearer or mcp_oauth');
 
 const VaultPath = z.object({ vault_id: IdSchema });
@@ -364,6 +371,16 @@ export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
     await db.query('update credentials set archived_at = now(), updated_at = now() where id = $1 and archived_at is null', [c.id]);
     return getCredential(db, req.workspaceId, c.vault_id, c.id);
   });
+
+  app.post(
+    '/v1/vaults/:vault_id/credentials/:credential_id/mcp_oauth_validate',
+    { schema: { operationId: 'validateMcpOAuthCredential', params: CredentialPath }, config: { refused: MCP_OAUTH_VALIDATE_REFUSAL } },
+    async (req) => {
+      const c = await getCredential(db, req.workspaceId, req.params.vault_id, req.params.credential_id);
+      if (c.auth.type !== 'mcp_oauth') throw badRequest(`credential ${c.id} is a ${c.auth.type} credential; only mcp_oauth credentials can be validated`);
+      throw badRequest(MCP_OAUTH_VALIDATE_REFUSAL);
+    },
+  );
 
   app.delete(
     '/v1/vaults/:vault_id/credentials/:credential_id',

@@ -74,6 +74,7 @@ export class AnthropicModelClient implements ModelClient {
     );
     for await (const event of stream) opts.onProgress?.(deltaOf(event));
     const message = await stream.finalMessage();
+    const oneHour = message.usage.cache_creation?.ephemeral_1h_input_tokens ?? 0;
     return {
       content: message.content as unknown as ContentBlock[],
       stopReason: message.stop_reason,
@@ -82,6 +83,7 @@ export class AnthropicModelClient implements ModelClient {
         outputTokens: message.usage.output_tokens,
         cacheReadInputTokens: message.usage.cache_read_input_tokens ?? 0,
         cacheCreationInputTokens: message.usage.cache_creation_input_tokens ?? 0,
+        ...(oneHour ? { cacheCreation1hInputTokens: oneHour } : {}),
       },
     };
   }

@@ -90,6 +90,8 @@ export class RunState {
     this.usage.outputTokens += u.outputTokens;
     this.usage.cacheReadInputTokens += u.cacheReadInputTokens;
     this.usage.cacheCreationInputTokens += u.cacheCreationInputTokens;
+    // State only (the status query's usage): no command depends on it, so replay is unchanged.
+    if (u.cacheCreation1hInputTokens) this.usage.cacheCreation1hInputTokens = (this.usage.cacheCreation1hInputTokens ?? 0) + u.cacheCreation1hInputTokens;
   }
 
   assertOpen(): void {

@@ -41,6 +41,7 @@ export function addUsage(into: Usage, more: Usage): void {
   into.outputTokens += more.outputTokens;
   into.cacheReadInputTokens += more.cacheReadInputTokens;
   into.cacheCreationInputTokens += more.cacheCreationInputTokens;
+  if (more.cacheCreation1hInputTokens) into.cacheCreation1hInputTokens = (into.cacheCreation1hInputTokens ?? 0) + more.cacheCreation1hInputTokens;
 }
 
 /** 32-bit FNV-1a, as hex: a short stable tag for ids too long to repeat whole. */

@@ -12,7 +12,8 @@ const toolset = (over: Record<string, { enabled?: boolean; permission_policy?: R
     type: name,
     enabled: over[name]?.enabled ?? true,
     permission_policy: over[name]?.permission_policy ?? policy('always_allow'),
-  })),
+    ...(name === 'web_fetch' ? { url_sources: null } : {}),
+  })) as Extract<ApiAgent['tools'][number], { type: 'agent_toolset_20260401' }>['configs'],
 });
 const agent = (tools: ApiAgent['tools'], mcp: ApiAgent['mcp_servers'] = []): ApiAgent => ({
   id: 'agent_1',

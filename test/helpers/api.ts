@@ -19,6 +19,13 @@ import { loadConfig } from '../../src/config';
 import { ensurePostgres, withDatabase } from '../../src/infra/postgres';
 import { vaultPublicKey } from '../../src/vault/sealed';
 import { parseCodecKeys } from '../../src/codec';
+import { assertConformance, watchConformance } from './conformance';
+
+// Every response and event of a test API is checked against the SDK's types; a disagreement fails the test.
+if (typeof afterEach === 'function') {
+  afterEach(assertConformance);
+  afterAll(assertConformance);
+}
 
 export type Storage = 'postgres' | 'embedded';
 export const STORAGES: Storage[] = ['postgres', 'embedded'];
@@ -117,6 +124,7 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
   try {
     if (pg) {
       const api = await startApiServer(loadConfig(env), log, undefined, sessions);
+      const unwatch = watchConformance(api.url);
       const key = async (workspace = 'default') => (await createApiKey(api.db, workspace)).key;
       return {
         url: api.url,
@@ -131,6 +139,7 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
           try {
             await api.stop();
           } finally {
+            unwatch();
             await cleanup();
           }
         },
@@ -143,6 +152,7 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
       keys.set(w, (JSON.parse(r.stdout) as { key: string }).key);
     }
     const server = await spawnApi(env);
+    const unwatch = watchConformance(server.url);
     const key = async (workspace = 'default') => {
       const k = keys.get(workspace);
       if (!k) throw new Error(`start the embedded test API with workspace ${workspace} in its list`);
@@ -159,6 +169,7 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
         try {
           await server.stop();
         } finally {
+          unwatch();
           await cleanup();
         }
       },

@@ -177,9 +177,10 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
   // The session's log, projected once per process and kept up to date; the projector maps call event ids back to the model's ids.
   const feeds = new SessionFeeds(sessions.log, sessions.client, log, sessions.streamKey);
   app.addHook('onClose', async () => feeds.close());
-  streamRoute(app, deps, feeds, (workspaceId, id) => sessionRow(deps, workspaceId, id));
-  if (sessions.streamKey) {
-    const relay = new StreamRelay(sessions.client, sessions.streamKey);
+  // The live previews' relay, shared by the previews route and the event stream's `event_deltas`.
+  const relay = sessions.streamKey ? new StreamRelay(sessions.client, sessions.streamKey) : undefined;
+  streamRoute(app, deps, feeds, (workspaceId, id) => sessionRow(deps, workspaceId, id), relay);
+  if (relay) {
     app.addHook('onClose', async () => relay.close());
     liveRoute(app, relay, (workspaceId, id) => sessionRow(deps, workspaceId, id));
   }

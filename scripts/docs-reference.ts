@@ -96,7 +96,8 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
   subagent_started: 'A spawn_agent call started the child session `sessionId`; `agent` names the sub-agent entry when one was given.',
   subagent_finished: 'The child answered (`isError: false`) or failed; `usage` is the child\'s whole usage, its own children\'s included.',
   context_compacted: 'The context window\'s older part, through `throughSeq`, was replaced by `summary`; the raw events stay in the log.',
-  interrupted: 'The turn in flight was stopped (`agents interrupt`, the `interrupt` signal).',
+  interrupted: 'The turn in flight was stopped (`agents interrupt`, the `interrupt` signal), or, through the `interruptAck` update (the API\'s `user.interrupt`), an interrupt arrived while no turn ran.',
+  session_updated: '`sessions.update` changed the title (`title`) or set metadata (`metadata`, the whole new bag); the API shows it as `session.updated`.',
   error: 'A failure the session survives. `kind` is `model` (a model call failed past its retry budget; the session waits for the user), `mcp` (a server could not be listed), `session` (a restart by `agents wake`), `limit` (`limits.maxToolRoundsPerTurn`), `sandbox`, `archive` or `subagent`.',
   session_ended: 'The last event: `end` with its reason, `answered` for a child that answered its task, `cancelled` for a cancelled workflow.',
 };

@@ -278,6 +278,15 @@ export class SessionProjector {
       case 'sandbox_lost':
         out.push({ type: 'platform.sandbox_lost', id: id(), processed_at: at, sandbox_name: e.name, sandbox_id: e.sandboxId, reason: e.reason });
         break;
+      case 'session_updated':
+        out.push({
+          type: 'session.updated',
+          id: id(),
+          processed_at: at,
+          ...(e.title !== undefined ? { title: e.title } : {}),
+          ...(e.metadata !== undefined && Object.keys(e.metadata).length > 0 ? { metadata: e.metadata } : {}),
+        });
+        break;
       case 'subagent_finished':
         // A child's usage counts in its parent's, as in `sessions.retrieve`; the next snapshot carries it.
         if (e.usage) this.addUsage(e.usage);

@@ -5,7 +5,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@
 import { z } from 'zod';
 import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../session-ops';
 import type { Usage } from '../session/events';
-import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../session/contract';
+import { endSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../session/contract';
 import { agentFileFor } from './agent-file';
 import { getAgent, type ApiAgent } from './agents';
 import { IdSchema, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId } from './common';
@@ -16,6 +16,7 @@ import { SessionFeeds } from './session-feed';
 import { eventId } from './session-events';
 import { getVault } from './vaults';
 import { streamRoute } from './session-stream';
+import { interruptAck, recordSessionUpdate } from './session-log-writes';
 import { liveRoute } from './session-live';
 import { StreamRelay } from '../stream/relay';
 import { ResourceSchema, ResourcesSchema, deleteResources, insertResources, planResources, resourceRoutes, resourcesOf } from './session-resources';
@@ -238,11 +239,9 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
     async (req) => {
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
-      await db.query('update sessions set title = $2, metadata = $3, updated_at = now() where id = $1', [
-        row.id,
-        req.body.title === undefined ? row.title : req.body.title,
-        applyMetadataPatch(row.metadata, req.body.metadata),
-      ]);
+      const after = { title: req.body.title === undefined ? row.title : req.body.title, metadata: applyMetadataPatch(row.metadata, req.body.metadata) };
+      await db.query('update sessions set title = $2, metadata = $3, updated_at = now() where id = $1', [row.id, after.title, after.metadata]);
+      await recordSessionUpdate(sessions.client, row.id, row, after, { title: req.body.title !== undefined, metadata: req.body.metadata != null });
       return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
     },
   );
@@ -348,7 +347,7 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
       }
       const echoed: Record<string, unknown>[] = [];
       const handle = sessions.client.workflow.getHandle(row.id);
-      for (const { e, toolUseId } of resolved) echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId));
+      for (const { e, toolUseId } of resolved) echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds));
       return { data: echoed };
     },
   );
@@ -362,7 +361,7 @@ async function endSession(client: Client, id: string, reason: string): Promise<v
   }
 }
 
-async function deliver(client: Client, handle: ReturnType<Client['workflow']['getHandle']>, sessionId: string, e: InboundEvent, toolUseId?: string): Promise<Record<string, unknown>> {
+async function deliver(client: Client, handle: ReturnType<Client['workflow']['getHandle']>, sessionId: string, e: InboundEvent, toolUseId: string | undefined, feeds: SessionFeeds): Promise<Record<string, unknown>> {
   const now = new Date().toISOString();
   try {
     switch (e.type) {
@@ -371,8 +370,7 @@ async function deliver(client: Client, handle: ReturnType<Client['workflow']['ge
         return { ...e, id: eventId(sessionId, seq), processed_at: now };
       }
       case 'user.interrupt':
-        await handle.signal(interruptSignal, { reason: 'user.interrupt' });
-        return { ...e, id: newId('sevt'), processed_at: null };
+        return { ...e, id: await interruptAck(client, feeds, sessionId), processed_at: now };
       case 'user.tool_confirmation': {
         const { seq } = await resolveToolUse(client, sessionId, { toolUseId: toolUseId!, allow: e.result === 'allow', ...(e.deny_message ? { reason: e.deny_message } : {}) }).catch(opError);
         return { ...e, id: eventId(sessionId, seq), processed_at: now };

@@ -247,7 +247,7 @@ it('records sessions.update in the log as session.updated, and echoes user.inter
   ]);
   expect(updates[1]).toMatchObject({ title: 'second' });
   const interrupts = listed.filter((e) => e.type === 'user.interrupt').map((e) => e.id);
-  expect(interrupts).toEqual([idleEcho.data[0].id, turnEcho.data[0].id]);
+  expect(interrupts).toEqual([idleEcho.data![0].id, turnEcho.data![0].id]);
   // The stream carried the same events under the same ids, the interrupted turn ending idle.
   const streamed = durable(s.frames);
   expect(streamed.filter((f) => f.event === 'session.updated' || f.event === 'user.interrupt').map((f) => f.id)).toEqual([...updates.map((e) => e.id), ...interrupts]);

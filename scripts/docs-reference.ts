@@ -262,6 +262,8 @@ const MESSAGE_NOTES: Record<string, { args?: z.ZodType; returns?: string; about:
   subagentFinished: { args: messages.SubagentReportSchema, about: 'A child session\'s report to its parent, sent to the parent\'s session id so whichever run is current gets it.' },
   sandboxReceived: { args: messages.SandboxGiftSchema, about: 'Another session handed this one a sandbox; the host\'s registry already names this session the owner.' },
   sendMessage: { args: messages.UserMessageSchema, returns: '{seq}', about: 'User input with an acknowledgement: the seq it was appended at (`agents send`). The validator refuses bad input (empty, over 1 MB, wrong types) with a clear error and appends nothing.' },
+  interruptAck: { args: messages.ReasonSchema, returns: '{seq, after}', about: 'An interrupt with an acknowledgement: the seq of its `interrupted` event, the cut turn\'s or one appended at once when no turn runs (the API\'s `user.interrupt`). `seq` is null while a handover is in progress; that run appends it after `after` before handing over.' },
+  updateSession: { args: messages.SessionUpdateSchema, returns: '{seq}', about: 'Records what `sessions.update` changed as `session_updated`; answers its seq.' },
   handoffSandbox: { args: messages.HandoffRequestSchema, returns: '{sandboxId}', about: 'Passes one of the session\'s sandboxes to session `to` (`agents handoff FROM SANDBOX TO`).' },
   putFile: { args: messages.PutFileSchema, returns: '{path, bytes}', about: 'Writes a file into a sandbox, provisioning it if needed (`agents files put`). Paths outside the workspace are refused; files are limited to 1 MB.' },
   getFile: { args: messages.GetFileSchema, returns: '{path, bytes, contentBase64}', about: 'Reads a file out of a sandbox (`agents files get`).' },

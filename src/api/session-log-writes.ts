@@ -4,7 +4,7 @@
 // the same ids from it.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { interruptUpdate, updateSessionUpdate, type SessionUpdate } from '../session/contract';
-import { conflict } from './errors';
+import { badRequest, conflict } from './errors';
 import type { SessionFeeds } from './session-feed';
 import { eventId } from './session-events';
 
@@ -34,7 +34,8 @@ export async function recordSessionUpdate(
   try {
     await client.workflow.getHandle(sessionId).executeUpdate(updateSessionUpdate, { args: [change] });
   } catch (e) {
-    if (!ended(e)) throw e;
+    // An ended session's log is closed; a run of an older build refuses the update: the row alone changes.
+    if (!ended(e) && !(e instanceof WorkflowUpdateFailedError)) throw e;
   }
 }
 
@@ -45,6 +46,7 @@ export async function interruptAck(client: Client, feeds: SessionFeeds, sessionI
     r = await client.workflow.getHandle(sessionId).executeUpdate(interruptUpdate, { args: [{ reason: 'user.interrupt' }] });
   } catch (e) {
     if (ended(e)) throw conflict(`session ${sessionId} has ended`);
+    if (e instanceof WorkflowUpdateFailedError) throw badRequest(`session ${sessionId} refused the interrupt: ${(e.cause?.message ?? e.message).split('\n')[0]}`);
     throw e;
   }
   if (r.seq !== null) return eventId(sessionId, r.seq);

@@ -37,11 +37,12 @@ async function openStream(sessionId: string, opts: { lastEventId?: string; query
     headers: { authorization: `Bearer ${key}`, 'anthropic-beta': 'managed-agents-2026-04-01', accept: 'text/event-stream', ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
     signal: ctl.signal,
   });
+  const body = res.status === 200 ? undefined : await res.text();
   const frames: Frame[] = [];
   const waiters: Array<() => void> = [];
   let ended = false;
   const pump = (async () => {
-    if (!res.body) return;
+    if (!res.body || body !== undefined) return;
     const decoder = new TextDecoder();
     let buf = '';
     try {
@@ -70,7 +71,7 @@ async function openStream(sessionId: string, opts: { lastEventId?: string; query
   })();
   return {
     status: res.status,
-    body: res.status === 200 ? undefined : await res.text(),
+    body,
     frames,
     /** Resolves once a frame satisfies `pred` (or the stream ended), with its index. */
     async until(pred: (f: Frame, i: number) => boolean): Promise<number> {

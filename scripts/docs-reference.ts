@@ -96,7 +96,8 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
   subagent_started: 'A spawn_agent call started the child session `sessionId`; `agent` names the sub-agent entry when one was given.',
   subagent_finished: 'The child answered (`isError: false`) or failed; `usage` is the child\'s whole usage, its own children\'s included.',
   context_compacted: 'The context window\'s older part, through `throughSeq`, was replaced by `summary`; the raw events stay in the log.',
-  interrupted: 'The turn in flight was stopped (`agents interrupt`, the `interrupt` signal).',
+  interrupted: 'The turn in flight was stopped (`agents interrupt`, the `interrupt` signal), or, through the `interruptAck` update (the API\'s `user.interrupt`), an interrupt arrived while no turn ran.',
+  session_updated: '`sessions.update` changed the title (`title`) or set metadata (`metadata`, the whole new bag); the API shows it as `session.updated`.',
   error: 'A failure the session survives. `kind` is `model` (a model call failed past its retry budget; the session waits for the user), `mcp` (a server could not be listed), `session` (a restart by `agents wake`), `limit` (`limits.maxToolRoundsPerTurn`), `sandbox`, `archive` or `subagent`.',
   session_ended: 'The last event: `end` with its reason, `answered` for a child that answered its task, `cancelled` for a cancelled workflow.',
 };
@@ -269,6 +270,8 @@ const MESSAGE_NOTES: Record<string, { args?: z.ZodType; returns?: string; about:
   subagentFinished: { args: messages.SubagentReportSchema, about: 'A child session\'s report to its parent, sent to the parent\'s session id so whichever run is current gets it.' },
   sandboxReceived: { args: messages.SandboxGiftSchema, about: 'Another session handed this one a sandbox; the host\'s registry already names this session the owner.' },
   sendMessage: { args: messages.UserMessageSchema, returns: '{seq}', about: 'User input with an acknowledgement: the seq it was appended at (`agents send`). The validator refuses bad input (empty, over 1 MB, wrong types) with a clear error and appends nothing.' },
+  interruptAck: { args: messages.ReasonSchema, returns: '{seq, after}', about: 'An interrupt with an acknowledgement: the seq of its `interrupted` event, the cut turn\'s or one appended at once when no turn runs (the API\'s `user.interrupt`). `seq` is null while a handover is in progress; that run appends it after `after` before handing over.' },
+  updateSession: { args: messages.SessionUpdateSchema, returns: '{seq}', about: 'Records what `sessions.update` changed as `session_updated`; answers its seq.' },
   handoffSandbox: { args: messages.HandoffRequestSchema, returns: '{sandboxId}', about: 'Passes one of the session\'s sandboxes to session `to` (`agents handoff FROM SANDBOX TO`).' },
   putFile: { args: messages.PutFileSchema, returns: '{path, bytes}', about: 'Writes a file into a sandbox, provisioning it if needed (`agents files put`). Paths outside the workspace are refused; files are limited to 1 MB.' },
   getFile: { args: messages.GetFileSchema, returns: '{path, bytes, contentBase64}', about: 'Reads a file out of a sandbox (`agents files get`).' },

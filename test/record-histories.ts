@@ -14,12 +14,14 @@ import { startTrackerServer } from './helpers/mcp-server';
 import {
   endSignal,
   getFileUpdate,
+  interruptUpdate,
   interruptSignal,
   putFileUpdate,
   resolveToolUseUpdate,
   sendMessageUpdate,
   statusQuery,
   submitToolResultUpdate,
+  updateSessionUpdate,
   userMessageSignal,
 } from '../src/session/contract';
 import { messagesUntilHandover, readLogStep, requiresAction, toolStep } from './helpers/actions';
@@ -436,6 +438,24 @@ record('records malformed sandbox tool calls, refused before any sandbox is prov
     h.mock.script(handle.workflowId, { steps: [toolStep('bash', { command: '' }), toolStep('str_replace_based_edit_tool', { command: 'view' })] });
     await say(handle, 'Run something');
     await endAndSave(handle, 'malformed-tool-input-session.json');
+  } finally {
+    await h.stop();
+  }
+});
+
+record('records a session updated and interrupted through the acknowledged updates, between turns and in one', async () => {
+  const h = await startHarness();
+  try {
+    const handle = await startSession(h, { id: 'recorded-acknowledged' });
+    await handle.executeUpdate(updateSessionUpdate, { args: [{ title: 'recorded', metadata: { team: 'red' } }] });
+    await handle.executeUpdate(interruptUpdate, { args: [{ reason: 'between turns' }] });
+    h.mock.script(handle.workflowId, { steps: [{ gate: 'recorded-interrupt' }] });
+    await handle.signal(userMessageSignal, { text: 'Wait for it.' });
+    await waitForEvents(handle, () => h.mock.requests(handle.workflowId).length > 0);
+    await handle.executeUpdate(interruptUpdate, { args: [{ reason: 'in a turn' }] });
+    h.mock.release('recorded-interrupt');
+    await say(handle, 'Hello again.');
+    await endAndSave(handle, 'acknowledged-session.json');
   } finally {
     await h.stop();
   }

@@ -4,7 +4,7 @@
 // Event ids are derived from (session id, seq, part), so any API process projects the same ids.
 import { createHash } from 'node:crypto';
 import type { BetaManagedAgentsSessionEvent } from '@anthropic-ai/sdk/resources/beta/sessions/events';
-import type { SessionEvent } from '../session/events';
+import type { SessionEvent, Usage } from '../session/events';
 
 /**
  * The platform's own events, beside the hosted API's. `platform.` is a namespace the hosted API does not use, so a
@@ -43,6 +43,15 @@ export function eventId(sessionId: string, seq: number, part = 0): string {
   return `sevt_${createHash('sha256').update(`${sessionId}\0${seq}\0${part}`).digest('base64url').slice(0, 26)}`;
 }
 
+/**
+ * The parts of an `assistant_message`: 0 `span.model_request_start`, 1 `agent.message`, 2 `span.model_request_end`,
+ * 3 `session.status_idle`, 5 `session.usage`, and 10 + k the `agent.thinking` of its k-th thinking block. The parts
+ * are fixed, not counted, so an id never changes when a later version projects more of the same event.
+ */
+export const MESSAGE_PART = 1;
+const USAGE_PART = 5;
+export const thinkingPart = (k: number) => 10 + k;
+
 const MCP_NAME = /^mcp__(.+?)__(.+)$/;
 
 type ToolKind = { kind: 'tool' } | { kind: 'custom' } | { kind: 'mcp'; server: string; tool: string };
@@ -69,6 +78,8 @@ export class SessionProjector {
   private readonly waiting = new Set<string>();
   private running = false;
   private nextSeq = 0;
+  /** The session's usage so far, as `sessions.retrieve` reports it: every model request's, its children's included. */
+  private readonly usage = { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 };
 
   constructor(readonly sessionId: string) {}
 
@@ -126,6 +137,30 @@ export class SessionProjector {
     else out.push({ type: 'session.status_running', id: eventId(this.sessionId, e.seq, part), processed_at: e.time });
   }
 
+  private addUsage(u: Usage): void {
+    this.usage.input += u.inputTokens;
+    this.usage.output += u.outputTokens;
+    this.usage.cacheRead += u.cacheReadInputTokens;
+    this.usage.cacheCreation += u.cacheCreationInputTokens;
+  }
+
+  /** The cumulative snapshot after a model request, in the fields `sessions.retrieve` reports. */
+  private usageEvent(id: string, at: string): ApiSessionEvent {
+    const u = this.usage;
+    return {
+      type: 'session.usage',
+      id,
+      processed_at: at,
+      usage: {
+        input_tokens: u.input,
+        output_tokens: u.output,
+        cache_read_input_tokens: u.cacheRead,
+        cache_creation: { ephemeral_5m_input_tokens: u.cacheCreation, ephemeral_1h_input_tokens: 0 },
+      },
+      budget: null,
+    };
+  }
+
   private one(e: SessionEvent): ApiSessionEvent[] {
     const id = (part = 0) => eventId(this.sessionId, e.seq, part);
     const at = e.time;
@@ -145,8 +180,11 @@ export class SessionProjector {
       case 'assistant_message': {
         const start = id(0);
         out.push({ type: 'span.model_request_start', id: start, processed_at: at });
+        // One progress signal per thinking block; the thinking itself is not carried, as hosted.
+        let thinking = 0;
+        for (const b of e.content) if (b.type === 'thinking' || b.type === 'redacted_thinking') out.push({ type: 'agent.thinking', id: id(thinkingPart(thinking++)), processed_at: at });
         const text = e.content.flatMap((b) => (b.type === 'text' && typeof b.text === 'string' && b.text !== '' ? [{ type: 'text' as const, text: b.text }] : []));
-        if (text.length > 0) out.push({ type: 'agent.message', id: id(1), processed_at: at, content: text });
+        if (text.length > 0) out.push({ type: 'agent.message', id: id(MESSAGE_PART), processed_at: at, content: text });
         out.push({
           type: 'span.model_request_end',
           id: id(2),
@@ -160,6 +198,8 @@ export class SessionProjector {
             cache_creation_input_tokens: e.usage.cacheCreationInputTokens,
           },
         });
+        this.addUsage(e.usage);
+        out.push(this.usageEvent(id(USAGE_PART), at));
         if (e.stopReason !== 'tool_use' && this.waiting.size === 0) this.idle(e, 3, 'end_turn', out);
         break;
       }
@@ -237,6 +277,19 @@ export class SessionProjector {
         break;
       case 'sandbox_lost':
         out.push({ type: 'platform.sandbox_lost', id: id(), processed_at: at, sandbox_name: e.name, sandbox_id: e.sandboxId, reason: e.reason });
+        break;
+      case 'session_updated':
+        out.push({
+          type: 'session.updated',
+          id: id(),
+          processed_at: at,
+          ...(e.title !== undefined ? { title: e.title } : {}),
+          ...(e.metadata !== undefined && Object.keys(e.metadata).length > 0 ? { metadata: e.metadata } : {}),
+        });
+        break;
+      case 'subagent_finished':
+        // A child's usage counts in its parent's, as in `sessions.retrieve`; the next snapshot carries it.
+        if (e.usage) this.addUsage(e.usage);
         break;
       case 'session_ended':
         this.waiting.clear();

@@ -5,7 +5,7 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@
 import { z } from 'zod';
 import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../session-ops';
 import type { Usage } from '../session/events';
-import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../session/contract';
+import { endSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../session/contract';
 import { agentFileFor } from './agent-file';
 import { SessionAgentSchema, getAgent, type ApiAgent } from './agents';
 import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId } from './common';
@@ -17,6 +17,7 @@ import { eventId } from './session-events';
 import { getVault } from './vaults';
 import { eventsPerSend, withSessionSlot } from './quotas';
 import { streamRoute } from './session-stream';
+import { interruptAck, recordSessionUpdate } from './session-log-writes';
 import { liveRoute } from './session-live';
 import { StreamRelay } from '../stream/relay';
 import { deleteSession, resumeDeletes } from './session-delete';
@@ -197,9 +198,10 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
   // The session's log, projected once per process and kept up to date; the projector maps call event ids back to the model's ids.
   const feeds = new SessionFeeds(sessions.log, sessions.client, log, sessions.streamKey);
   app.addHook('onClose', async () => feeds.close());
-  streamRoute(app, deps, feeds, (workspaceId, id) => sessionRow(deps, workspaceId, id));
-  if (sessions.streamKey) {
-    const relay = new StreamRelay(sessions.client, sessions.streamKey);
+  // The live previews' relay, shared by the previews route and the event stream's `event_deltas`.
+  const relay = sessions.streamKey ? new StreamRelay(sessions.client, sessions.streamKey) : undefined;
+  streamRoute(app, deps, feeds, (workspaceId, id) => sessionRow(deps, workspaceId, id), relay);
+  if (relay) {
     app.addHook('onClose', async () => relay.close());
     liveRoute(app, relay, (workspaceId, id) => sessionRow(deps, workspaceId, id));
   }
@@ -264,11 +266,9 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
     async (req) => {
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
-      await db.query('update sessions set title = $2, metadata = $3, updated_at = now() where id = $1', [
-        row.id,
-        req.body.title === undefined ? row.title : req.body.title,
-        applyMetadataPatch(row.metadata, req.body.metadata),
-      ]);
+      const after = { title: req.body.title === undefined ? row.title : req.body.title, metadata: applyMetadataPatch(row.metadata, req.body.metadata) };
+      await db.query('update sessions set title = $2, metadata = $3, updated_at = now() where id = $1', [row.id, after.title, after.metadata]);
+      await recordSessionUpdate(sessions.client, row.id, row, after, { title: req.body.title !== undefined, metadata: req.body.metadata != null });
       return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
     },
   );
@@ -373,7 +373,7 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
       }
       const echoed: Record<string, unknown>[] = [];
       const handle = sessions.client.workflow.getHandle(row.id);
-      for (const { e, toolUseId } of resolved) echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId));
+      for (const { e, toolUseId } of resolved) echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds));
       return { data: echoed };
     },
   );
@@ -387,7 +387,7 @@ async function endSession(client: Client, id: string, reason: string): Promise<v
   }
 }
 
-async function deliver(client: Client, handle: ReturnType<Client['workflow']['getHandle']>, sessionId: string, e: InboundEvent, toolUseId?: string): Promise<Record<string, unknown>> {
+async function deliver(client: Client, handle: ReturnType<Client['workflow']['getHandle']>, sessionId: string, e: InboundEvent, toolUseId: string | undefined, feeds: SessionFeeds): Promise<Record<string, unknown>> {
   const now = new Date().toISOString();
   try {
     switch (e.type) {
@@ -396,8 +396,7 @@ async function deliver(client: Client, handle: ReturnType<Client['workflow']['ge
         return { ...e, id: eventId(sessionId, seq), processed_at: now };
       }
       case 'user.interrupt':
-        await handle.signal(interruptSignal, { reason: 'user.interrupt' });
-        return { ...e, id: newId('sevt'), processed_at: null };
+        return { ...e, id: await interruptAck(client, feeds, sessionId), processed_at: now };
       case 'user.tool_confirmation': {
         const { seq } = await resolveToolUse(client, sessionId, { toolUseId: toolUseId!, allow: e.result === 'allow', ...(e.deny_message ? { reason: e.deny_message } : {}) }).catch(opError);
         return { ...e, id: eventId(sessionId, seq), processed_at: now };

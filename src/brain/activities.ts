@@ -7,6 +7,7 @@ import type { SessionArchive } from '../archive';
 import { readEvents, type CachedSessionLog, type LogTail } from '../log/session-log';
 import type { ModelClient, ModelDelta, ModelReply } from '../model/client';
 import type { Publisher, StreamHub } from '../stream';
+import type { StreamPart } from '../stream/hub';
 import { toModelFailure } from '../model/errors';
 import { buildContext, compactionRequest, FULL_WINDOW, type ContextWindow } from '../session/context-builder';
 import { ContentBlockSchema, type SessionEvent } from '../session/events';
@@ -72,8 +73,15 @@ export function heartbeatEveryMs(heartbeatTimeoutMs: number | undefined): number
 /** Renders a model delta as preview text: tool calls as `[tool_use NAME] {input...}`. */
 export function previewOf(delta: ModelDelta, first: boolean): string {
   if (delta.type === 'text') return delta.text;
+  if (delta.type === 'thinking') return '';
   if (delta.type === 'tool_use') return `${first ? '' : '\n'}[tool_use ${delta.name}] `;
   return delta.json;
+}
+
+/** Which block of the reply a delta belongs to, when the stream said. */
+function partOf(delta: ModelDelta): StreamPart | undefined {
+  if (delta.index === undefined) return undefined;
+  return { kind: delta.type === 'text' ? 'text' : delta.type === 'thinking' ? 'thinking' : 'tool', block: delta.index };
 }
 
 const ReplyContentSchema = z.array(ContentBlockSchema);
@@ -124,8 +132,9 @@ export function createActivities(deps: ActivityDeps) {
         onProgress: (delta) => {
           armIdle();
           if (delta && live) {
-            live.write(previewOf(delta, first));
-            first = false;
+            const text = previewOf(delta, first);
+            live.write(text, partOf(delta));
+            if (text !== '') first = false;
           }
         },
       });

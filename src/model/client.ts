@@ -23,8 +23,11 @@ export interface ModelReply {
   usage: Usage;
 }
 
-/** A piece of the reply as it streams: text, the start of a tool call, or a piece of its input JSON. */
-export type ModelDelta = { type: 'text'; text: string } | { type: 'tool_use'; name: string } | { type: 'tool_input'; json: string };
+/**
+ * A piece of the reply as it streams: text, the start of a tool call, a piece of its input JSON, or the start of a
+ * thinking block; `index` is the content block's index in the reply, when the stream says it.
+ */
+export type ModelDelta = ({ type: 'text'; text: string } | { type: 'tool_use'; name: string } | { type: 'tool_input'; json: string } | { type: 'thinking' }) & { index?: number };
 
 export interface ModelCallOptions {
   signal?: AbortSignal;
@@ -41,10 +44,11 @@ export interface ModelClient {
 }
 
 function deltaOf(event: Anthropic.MessageStreamEvent): ModelDelta | undefined {
-  if (event.type === 'content_block_start' && event.content_block.type === 'tool_use') return { type: 'tool_use', name: event.content_block.name };
+  if (event.type === 'content_block_start' && event.content_block.type === 'tool_use') return { type: 'tool_use', name: event.content_block.name, index: event.index };
+  if (event.type === 'content_block_start' && (event.content_block.type === 'thinking' || event.content_block.type === 'redacted_thinking')) return { type: 'thinking', index: event.index };
   if (event.type !== 'content_block_delta') return undefined;
-  if (event.delta.type === 'text_delta') return { type: 'text', text: event.delta.text };
-  if (event.delta.type === 'input_json_delta') return { type: 'tool_input', json: event.delta.partial_json };
+  if (event.delta.type === 'text_delta') return { type: 'text', text: event.delta.text, index: event.index };
+  if (event.delta.type === 'input_json_delta') return { type: 'tool_input', json: event.delta.partial_json, index: event.index };
   return undefined;
 }
 

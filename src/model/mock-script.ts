@@ -12,7 +12,13 @@ export interface MockBlockToolUse {
   name: string;
   input: Record<string, unknown>;
 }
-export type MockBlock = MockBlockText | MockBlockToolUse;
+/** Extended thinking, streamed as the API does: `thinking_delta`s, then a `signature_delta`. */
+export interface MockBlockThinking {
+  type: 'thinking';
+  thinking: string;
+  signature?: string;
+}
+export type MockBlock = MockBlockText | MockBlockToolUse | MockBlockThinking;
 
 /** One scripted response. Faults take precedence over `reply`; with neither, the built-in brain answers. */
 export interface MockStep {
@@ -51,7 +57,9 @@ export interface MockSessionScript {
 
 /** A scripted reply with every tool_use given an id (`toolu_mock_<message count>_<index>` unless set) and its stop reason. */
 export function completeReply(reply: { content: MockBlock[]; stopReason?: string }, messageCount: number): { content: MockBlock[]; stopReason: string } {
-  const content = reply.content.map((b, i) => (b.type === 'tool_use' ? { ...b, id: b.id ?? `toolu_mock_${messageCount}_${i}` } : b));
+  const content = reply.content.map((b, i) =>
+    b.type === 'tool_use' ? { ...b, id: b.id ?? `toolu_mock_${messageCount}_${i}` } : b.type === 'thinking' ? { ...b, signature: b.signature ?? `sig_mock_${messageCount}_${i}` } : b,
+  );
   return { content, stopReason: reply.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn') };
 }
 

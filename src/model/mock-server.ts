@@ -200,6 +200,11 @@ export class MockModelServer {
             return void res.end();
           }
         }
+      } else if (block.type === 'thinking') {
+        send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: block.thinking } });
+        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: block.signature } });
+        if (chunkDelayMs > 0) await sleep(chunkDelayMs);
       } else {
         send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
         const json = JSON.stringify(block.input);

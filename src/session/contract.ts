@@ -273,6 +273,18 @@ export const userMessageSignal = defineSignal<[UserMessage]>('userMessage');
 export const interruptSignal = defineSignal<[Reason?]>('interrupt');
 export const endSignal = defineSignal<[Reason?]>('end');
 export const sendMessageUpdate = defineUpdate<{ seq: number }, [UserMessage]>('sendMessage');
+/**
+ * An interrupt that answers with the seq of its `interrupted` event: the turn's, once it is cut, or one appended
+ * at once when no turn runs. `seq` is null while a handover is in progress: that run appends it, after seq `after`,
+ * before handing over.
+ */
+export const interruptUpdate = defineUpdate<{ seq: number | null; after: number }, [Reason]>('interruptAck');
+/** What `sessions.update` changed, recorded in the log as `session_updated`. */
+export const SessionUpdateSchema = shared('contract.SessionUpdateSchema', () =>
+  z.object({ title: z.string().max(500).nullable().optional(), metadata: z.record(z.string().max(1000), z.string().max(10_000)).optional() }).strict(),
+);
+export type SessionUpdate = z.infer<typeof SessionUpdateSchema>;
+export const updateSessionUpdate = defineUpdate<{ seq: number }, [SessionUpdate]>('updateSession');
 export const eventsQuery = defineQuery<EventsPage, [EventsQueryArgs?]>('events');
 export const statusQuery = defineQuery<SessionStatus>('status');
 /** What a new run would be given if this one handed over now; `agents wake` reads it from a dead run. */

@@ -144,6 +144,13 @@ export const ContextCompactedEventSchema = shared('events.ContextCompactedEventS
 }));
 export const InterruptedEventSchema = shared('events.InterruptedEventSchema', () => z.object({ ...base, type: z.literal('interrupted'), reason: z.string() }));
 export const ErrorEventSchema = shared('events.ErrorEventSchema', () => z.object({ ...base, type: z.literal('error'), kind: z.string(), message: z.string() }));
+/** `sessions.update` changed the session's title or metadata (only what changed; `metadata` is the whole new bag). */
+export const SessionUpdatedEventSchema = shared('events.SessionUpdatedEventSchema', () => z.object({
+  ...base,
+  type: z.literal('session_updated'),
+  title: z.string().nullable().optional(),
+  metadata: z.record(z.string(), z.string()).optional(),
+}));
 export const SessionEndedEventSchema = shared('events.SessionEndedEventSchema', () => z.object({ ...base, type: z.literal('session_ended'), reason: z.string() }));
 
 export const SessionEventSchema = shared('events.SessionEventSchema', () => z.discriminatedUnion('type', [
@@ -163,6 +170,7 @@ export const SessionEventSchema = shared('events.SessionEventSchema', () => z.di
   ContextCompactedEventSchema,
   InterruptedEventSchema,
   ErrorEventSchema,
+  SessionUpdatedEventSchema,
   SessionEndedEventSchema,
 ]));
 export type SessionEvent = z.infer<typeof SessionEventSchema>;

@@ -11,18 +11,28 @@ export const StreamItemSchema = z.discriminatedUnion('kind', [
 export type StreamItem = z.infer<typeof StreamItemSchema>;
 
 /**
+ * Which content block of a model reply a delta belongs to (`block` is its index in the reply) and what it is:
+ * reply text, a tool call (its name and input JSON) or extended thinking (a start only; its text is not previewed).
+ * The API maps a reply's text onto `agent.message` previews by it; a watcher shows the text whatever the part.
+ */
+export const StreamPartSchema = z.object({ kind: z.enum(['text', 'tool', 'thinking']), block: z.number().int().nonnegative() }).strict();
+export type StreamPart = z.infer<typeof StreamPartSchema>;
+const PartTextSchema = StreamPartSchema.extend({ text: z.string() }).strict();
+
+/**
  * One frame on the wire. `open` carries everything streamed so far, so a late subscriber misses nothing. A relay
  * (src/stream/relay.ts), which merges the streams of several workers, names the worker on every frame.
  */
 export const StreamFrameSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('open'), key: z.string(), item: StreamItemSchema, attempt: z.number().int().positive(), worker: z.string(), text: z.string() }).strict(),
-  z.object({ type: z.literal('delta'), key: z.string(), text: z.string(), worker: z.string().optional() }).strict(),
+  z.object({ type: z.literal('open'), key: z.string(), item: StreamItemSchema, attempt: z.number().int().positive(), worker: z.string(), text: z.string(), parts: z.array(PartTextSchema).optional() }).strict(),
+  z.object({ type: z.literal('delta'), key: z.string(), text: z.string(), worker: z.string().optional(), part: StreamPartSchema.optional() }).strict(),
   z.object({ type: z.literal('close'), key: z.string(), worker: z.string().optional() }).strict(),
 ]);
 export type StreamFrame = z.infer<typeof StreamFrameSchema>;
 
 export interface Publisher {
-  write(text: string): void;
+  /** Appends `text`; `part` says which block of a model reply it belongs to (a thinking block's start has no text). */
+  write(text: string, part?: StreamPart): void;
   close(): void;
 }
 
@@ -37,6 +47,15 @@ interface Live {
   attempt: number;
   text: string;
   full: boolean;
+  /** The text so far by part, for a model reply whose deltas name theirs. */
+  parts: Array<StreamPart & { text: string }>;
+}
+
+/** Adds `text` of `part` to `parts` (the last entry when it is the same block). */
+export function addPart(parts: Array<StreamPart & { text: string }>, part: StreamPart, text: string): void {
+  const last = parts[parts.length - 1];
+  if (last && last.block === part.block && last.kind === part.kind) last.text += text;
+  else parts.push({ ...part, text });
 }
 
 export class StreamHub {
@@ -55,18 +74,19 @@ export class StreamHub {
     const key = streamKey(item);
     const streams = this.live.get(sessionId) ?? new Map<string, Live>();
     this.live.set(sessionId, streams);
-    const entry: Live = { item, attempt, text: '', full: false };
+    const entry: Live = { item, attempt, text: '', full: false, parts: [] };
     streams.set(key, entry);
     this.emit(sessionId, { type: 'open', key, item, attempt, worker: this.worker, text: '' });
     return {
-      write: (text) => {
-        if (streams.get(key) !== entry || entry.full || text === '') return;
+      write: (text, part) => {
+        if (streams.get(key) !== entry || entry.full || (text === '' && part?.kind !== 'thinking')) return;
         if (entry.text.length + text.length > MAX_PREVIEW_CHARS) {
           entry.full = true;
           text = text.slice(0, Math.max(0, MAX_PREVIEW_CHARS - entry.text.length)) + TRUNCATED;
         }
         entry.text += text;
-        this.emit(sessionId, { type: 'delta', key, text });
+        if (part) addPart(entry.parts, part, text);
+        this.emit(sessionId, { type: 'delta', key, text, ...(part ? { part } : {}) });
       },
       close: () => {
         if (streams.get(key) !== entry) return;
@@ -79,7 +99,15 @@ export class StreamHub {
 
   /** The session's streams in progress, as `open` frames holding their text so far. */
   snapshot(sessionId: string): StreamFrame[] {
-    return [...(this.live.get(sessionId)?.entries() ?? [])].map(([key, e]) => ({ type: 'open', key, item: e.item, attempt: e.attempt, worker: this.worker, text: e.text }));
+    return [...(this.live.get(sessionId)?.entries() ?? [])].map(([key, e]) => ({
+      type: 'open',
+      key,
+      item: e.item,
+      attempt: e.attempt,
+      worker: this.worker,
+      text: e.text,
+      ...(e.parts.length > 0 ? { parts: e.parts.map((p) => ({ ...p })) } : {}),
+    }));
   }
 
   /** Calls `fn` with the session's current streams, then with every frame after them; returns the unsubscribe. */

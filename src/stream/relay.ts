@@ -6,7 +6,7 @@ import type http from 'node:http';
 import type { Client } from '@temporalio/client';
 import { streamingWorkers } from './discover';
 import { openFrameStream } from './frames';
-import type { StreamFrame, StreamItem } from './hub';
+import { addPart, type StreamFrame, type StreamItem, type StreamPart } from './hub';
 import { streamToken } from './token';
 
 /** How often a watched session's workers are looked up (a new model call or tool run may start on another one). */
@@ -23,6 +23,7 @@ interface Live {
   attempt: number;
   worker: string;
   text: string;
+  parts: Array<StreamPart & { text: string }>;
 }
 
 interface Upstream {
@@ -62,7 +63,15 @@ class RelayedSession {
 
   /** The previews in progress, as `open` frames holding their text so far. */
   snapshot(): StreamFrame[] {
-    return [...this.live].map(([key, s]) => ({ type: 'open', key, item: s.item, attempt: s.attempt, worker: s.worker, text: s.text }));
+    return [...this.live].map(([key, s]) => ({
+      type: 'open',
+      key,
+      item: s.item,
+      attempt: s.attempt,
+      worker: s.worker,
+      text: s.text,
+      ...(s.parts.length > 0 ? { parts: s.parts.map((p) => ({ ...p })) } : {}),
+    }));
   }
 
   private emit(f: StreamFrame): void {
@@ -116,13 +125,14 @@ class RelayedSession {
       // An older attempt's late frames never replace a newer one's.
       if (prev && prev.attempt > f.attempt) return;
       up.keys.add(f.key);
-      this.live.set(f.key, { item: f.item, attempt: f.attempt, worker, text: f.text });
+      this.live.set(f.key, { item: f.item, attempt: f.attempt, worker, text: f.text, parts: (f.parts ?? []).map((p) => ({ ...p })) });
       this.emit({ ...f, worker });
     } else if (f.type === 'delta') {
       const s = this.live.get(f.key);
       if (!s || s.worker !== worker) return;
       s.text += f.text;
-      this.emit({ type: 'delta', key: f.key, text: f.text, worker });
+      if (f.part) addPart(s.parts, f.part, f.text);
+      this.emit({ type: 'delta', key: f.key, text: f.text, worker, ...(f.part ? { part: f.part } : {}) });
     } else {
       up.keys.delete(f.key);
       this.closeKey(f.key, worker);

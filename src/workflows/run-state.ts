@@ -44,6 +44,8 @@ export class RunState {
   modelCalls = 0;
   /** After a failed handover (the archive could not seal), the next try waits for this many more events. */
   handoverRetryAtSeq = -1;
+  /** The seq of this run's last `interrupted` event (-1 before one). */
+  lastInterruptedSeq = -1;
 
   constructor(
     readonly sessionId: string,
@@ -69,6 +71,7 @@ export class RunState {
   append(e: NewEvent): SessionEvent {
     const event = { seq: this.nextSeq(), ...e, time: new Date().toISOString() } as SessionEvent;
     this.events.push(event);
+    if (event.type === 'interrupted') this.lastInterruptedSeq = event.seq;
     logEvent(event);
     return event;
   }

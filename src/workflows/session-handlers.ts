@@ -1,6 +1,6 @@
 // The session's API as the workflow serves it: every signal, update and query, registered in one place and in
 // one order (a handler set late receives what arrived before it, in registration order).
-import { ApplicationFailure, CancellationScope, log, setHandler, uuid4 } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, condition, log, setHandler, uuid4 } from '@temporalio/workflow';
 import { formatIssues, type Agent } from '../session/agent';
 import { MAX_FILE_BYTES } from '../session/paths';
 import type { ToolGate } from './approvals';
@@ -10,7 +10,10 @@ import {
   GetFileSchema,
   PutFileSchema,
   ReasonSchema,
+  SessionUpdateSchema,
   UserMessageSchema,
+  interruptUpdate,
+  updateSessionUpdate,
   endSignal,
   eventsQuery,
   getFileUpdate,
@@ -121,6 +124,46 @@ export function registerSessionHandlers(p: SessionParts): void {
     if (!rs.turn) return;
     rs.turn.interruptReason = reason;
     rs.turn.scope.cancel();
+  });
+
+  // The interrupt with an acknowledgement. It cannot wait for a handover in progress (which waits for every
+  // handler to finish first); that run appends the interrupt before it hands over.
+  setHandler(
+    interruptUpdate,
+    async (raw) => {
+      const reason = ReasonSchema.parse(raw ?? {}).reason || 'interrupted by user';
+      const from = rs.nextSeq();
+      if (rs.handover) rs.handover.interruptReason = reason;
+      const turn = rs.turn;
+      if (turn) {
+        turn.interruptReason = reason;
+        turn.scope.cancel();
+        await condition(() => rs.lastInterruptedSeq >= from || rs.turn !== turn || rs.endReason !== undefined);
+        if (rs.lastInterruptedSeq >= from) return { seq: rs.lastInterruptedSeq, after: from };
+        if (rs.endReason !== undefined) throw ApplicationFailure.nonRetryable('session has ended', Failure.Session.Ended);
+      }
+      if (rs.handover) {
+        rs.handover.interruptReason = reason;
+        return { seq: null, after: from };
+      }
+      // No turn runs (or it ended on its own meanwhile): the interrupt is recorded all the same.
+      return { seq: rs.append({ type: 'interrupted', reason }).seq, after: from };
+    },
+    {
+      validator: (raw) => {
+        const r = ReasonSchema.safeParse(raw ?? {});
+        if (!r.success) throw ApplicationFailure.nonRetryable(`invalid interrupt: ${formatIssues(r.error)}`, Failure.Session.InvalidMessage);
+        assertOpen();
+      },
+    },
+  );
+
+  setHandler(updateSessionUpdate, (raw) => ({ seq: rs.append({ type: 'session_updated', ...SessionUpdateSchema.parse(raw) }).seq }), {
+    validator: (raw) => {
+      const r = SessionUpdateSchema.safeParse(raw);
+      if (!r.success) throw ApplicationFailure.nonRetryable(`invalid session update: ${formatIssues(r.error)}`, Failure.Session.InvalidMessage);
+      assertOpen();
+    },
   });
 
   setHandler(endSignal, (raw) => {

@@ -87,7 +87,7 @@ describe('a stream fed by the log push', () => {
     }
     await reading;
 
-    const turn = ['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'];
+    const turn = ['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle'];
     expect(seen.map((e) => e.type)).toEqual(Array.from({ length: TURNS }, () => turn).flat());
     const listed = [];
     for await (const e of client.beta.sessions.events.list(session.id)) listed.push(e.id);

@@ -13,12 +13,61 @@ const types = (events: { type: string }[]) => events.map((e) => e.type);
 
 it('projects a turn from session.status_running to session.status_idle with spans and usage', () => {
   const out = projectLog('ses-1', log(started(), { type: 'user_message', text: 'hi' }, { type: 'assistant_message', content: [{ type: 'text', text: 'hello' }], stopReason: 'end_turn', usage }));
-  expect(types(out)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle']);
+  expect(types(out)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle']);
   expect(out[0]).toMatchObject({ content: [{ type: 'text', text: 'hi' }], processed_at: T });
   expect(out[3]).toMatchObject({ content: [{ type: 'text', text: 'hello' }] });
   expect(out[4]).toMatchObject({ model_request_start_id: out[2].id, is_error: false, model_usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 2, cache_creation_input_tokens: 1 } });
-  expect(out[5]).toMatchObject({ stop_reason: { type: 'end_turn' }, stop_details: null });
+  expect(out[5]).toMatchObject({ type: 'session.usage', usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 2 }, budget: null });
+  expect(out[6]).toMatchObject({ stop_reason: { type: 'end_turn' }, stop_details: null });
   expect(out.every((e) => /^sevt_[A-Za-z0-9_-]{26}$/.test(e.id))).toBe(true);
+});
+
+it('reports the cumulative usage after each model request, whatever pages the log comes in', () => {
+  const events = log(
+    started(),
+    { type: 'user_message', text: 'go' },
+    { type: 'assistant_message', content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash', input: {} }], stopReason: 'tool_use', usage },
+    { type: 'tool_use', id: 'toolu_1', name: 'bash', input: {} },
+    { type: 'tool_result', toolUseId: 'toolu_1', output: 'ok', isError: false },
+    { type: 'assistant_message', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage: { inputTokens: 100, outputTokens: 7, cacheReadInputTokens: 0, cacheCreationInputTokens: 3 } },
+  );
+  const snapshots = projectLog('ses-u', events).filter((e) => e.type === 'session.usage');
+  expect(snapshots.map((e) => (e as { usage: unknown }).usage)).toEqual([
+    { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 2, cache_creation: { ephemeral_5m_input_tokens: 1, ephemeral_1h_input_tokens: 0 } },
+    { input_tokens: 110, output_tokens: 12, cache_read_input_tokens: 2, cache_creation: { ephemeral_5m_input_tokens: 4, ephemeral_1h_input_tokens: 0 } },
+  ]);
+  const paged = new SessionProjector('ses-u');
+  const inPages = [...paged.push(events.slice(0, 3)), ...paged.push(events.slice(3))];
+  expect(inPages).toEqual(projectLog('ses-u', events));
+});
+
+it('signals each thinking block of a reply with agent.thinking before its message, and keeps the older parts ids', () => {
+  const out = projectLog(
+    'ses-t',
+    log(
+      started(),
+      { type: 'user_message', text: 'think' },
+      { type: 'assistant_message', content: [{ type: 'thinking', thinking: 'hmm', signature: 's' }, { type: 'redacted_thinking', data: 'x' }, { type: 'text', text: 'yes' }], stopReason: 'end_turn', usage },
+    ),
+  );
+  expect(types(out)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.thinking', 'agent.thinking', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle']);
+  // The thinking itself is not carried, as hosted: the event is a progress signal.
+  expect(Object.keys(out[3]).sort()).toEqual(['id', 'processed_at', 'type']);
+  expect(out.find((e) => e.type === 'agent.message')!.id).toBe(eventId('ses-t', 2, 1));
+  expect(out.find((e) => e.type === 'span.model_request_end')!.id).toBe(eventId('ses-t', 2, 2));
+  expect(new Set(out.map((e) => e.id)).size).toBe(out.length);
+});
+
+it('shows a logged session update as session.updated with only what changed, and an interrupt between turns alone', () => {
+  const out = projectLog(
+    'ses-up',
+    log(started(), { type: 'session_updated', title: 'new title' }, { type: 'session_updated', metadata: { a: '1' } }, { type: 'interrupted', reason: 'user.interrupt' }),
+  );
+  expect(out).toEqual([
+    { type: 'session.updated', id: eventId('ses-up', 1), processed_at: T, title: 'new title' },
+    { type: 'session.updated', id: eventId('ses-up', 2), processed_at: T, metadata: { a: '1' } },
+    { type: 'user.interrupt', id: eventId('ses-up', 3), processed_at: T },
+  ]);
 });
 
 it('tells tool, MCP and custom calls apart, and answers results by the event id of their call', () => {

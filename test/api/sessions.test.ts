@@ -49,7 +49,7 @@ it('runs a turn from initial_events and shows it as API events, from status_runn
   expect(s).toMatchObject({ type: 'session', environment_id: envId, title: 'first', metadata: { ticket: '42' }, agent: { id: agentId, version: 1, name: 'chat' } });
   expect(s.id).toMatch(/^sesn_/);
   const events = await eventsUntil(s.id, idles(1));
-  expect(events.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle']);
+  expect(events.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle']);
   expect(events[0]).toMatchObject({ content: [{ type: 'text', text: 'What is 2+2?' }] });
   const done = await client.beta.sessions.retrieve(s.id);
   expect(done.status).toBe('idle');
@@ -133,7 +133,7 @@ it('streams a turn over SSE from session.status_running to session.status_idle, 
   })();
   await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'stream me' }] }] });
   await reading;
-  expect(seen).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle']);
+  expect(seen).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle']);
 
   const second = await client.beta.sessions.events.stream(s.id);
   const tail: string[] = [];

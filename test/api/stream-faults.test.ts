@@ -64,7 +64,7 @@ it('keeps one stream delivering across a SIGKILL of the brain worker: every even
   await say('after the crash');
   await reading;
 
-  const turn = ['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'];
+  const turn = ['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle'];
   expect(seen.map((e) => e.type)).toEqual([...turn, ...turn]);
   expect(new Set(seen.map((e) => e.id)).size).toBe(seen.length);
   const replies = seen.filter((e) => e.type === 'agent.message').map((e) => e.text);

@@ -73,7 +73,7 @@ it('keeps two streams delivering across handovers of the session run: every even
   expect(status.firstSeq).toBeGreaterThan(0);
   expect((await runsOf(h.env.client, session.id)).filter((r) => r.status.name === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(2);
 
-  const turn = ['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.status_idle'];
+  const turn = ['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle'];
   expect(seenA.map((e) => e.type)).toEqual(Array.from({ length: TURNS }, () => turn).flat());
   expect(new Set(seenA.map((e) => e.id)).size).toBe(seenA.length);
   expect(seenA.filter((e) => e.type === 'agent.message').map((e) => e.text)).toEqual(Array.from({ length: TURNS }, (_, i) => `You said: turn ${i}`));

@@ -181,11 +181,12 @@ export class ScriptedModel implements ModelClient {
   private replyOf(scripted: NonNullable<ScriptedStep['reply']>, call: ScriptedCall, opts: ModelCallOptions): ModelReply {
     const { content, stopReason } = completeReply(scripted, call.request.messages.length);
     opts.onProgress?.();
-    for (const b of content) {
-      if (b.type === 'text') opts.onProgress?.({ type: 'text', text: b.text });
+    for (const [index, b] of content.entries()) {
+      if (b.type === 'text') opts.onProgress?.({ type: 'text', text: b.text, index });
+      else if (b.type === 'thinking') opts.onProgress?.({ type: 'thinking', index });
       else {
-        opts.onProgress?.({ type: 'tool_use', name: b.name });
-        opts.onProgress?.({ type: 'tool_input', json: JSON.stringify(b.input) });
+        opts.onProgress?.({ type: 'tool_use', name: b.name, index });
+        opts.onProgress?.({ type: 'tool_input', json: JSON.stringify(b.input), index });
       }
     }
     return {

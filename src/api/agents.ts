@@ -253,7 +253,7 @@ export function agentRoutes(app: ApiApp, { db }: ApiDeps): void {
     const rows = await db.query<AgentRow>(
       `${SELECT} and v.version = a.version where a.workspace_id = $1 and ($2::int is null or a.pos < $2)
         and ($3::boolean or a.archived_at is null)
-        and ($4::timestamptz is null or a.created_at >= $4) and ($5::timestamptz is null or a.created_at <= $5)
+        and ($4::timestamptz is null or date_trunc('milliseconds', a.created_at) >= $4) and ($5::timestamptz is null or date_trunc('milliseconds', a.created_at) <= $5)
         order by a.pos desc limit $6`,
       [req.workspaceId, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q['created_at[gte]'] ?? null, q['created_at[lte]'] ?? null, q.limit + 1],
     );

@@ -43,11 +43,11 @@ export interface SessionListDeps<R extends Row, S extends { status: ApiStatus }>
 /** Rows past `key` (exclusive) in `order`, the first `limit` of them. */
 async function rows<R extends Row>(db: Db, columns: string, workspaceId: string, q: SessionListQuery, key: number | undefined, order: Order, limit: number): Promise<R[]> {
   return db.query<R>(
-    `select ${columns} from sessions where workspace_id = $1 and deleted_at is null
+    // Times compare at the millisecond precision the API shows them in, so a returned created_at bounds exactly.
+    `select ${columns} from sessions cross join lateral (select date_trunc('milliseconds', created_at) as ms) t where workspace_id = $1 and deleted_at is null
       and ($2::text is null or agent_id = $2) and ($3::int is null or agent_version = $3)
       and ($4::boolean or archived_at is null)
-      and ($5::timestamptz is null or created_at > $5) and ($6::timestamptz is null or created_at >= $6)
-      and ($7::timestamptz is null or created_at < $7) and ($8::timestamptz is null or created_at <= $8)
+      and ($5::timestamptz is null or ms > $5) and ($6::timestamptz is null or ms >= $6) and ($7::timestamptz is null or ms < $7) and ($8::timestamptz is null or ms <= $8)
       and ($9::int is null or (case when $10 = 'asc' then pos > $9 else pos < $9 end))
       order by case when $10 = 'asc' then pos end asc, case when $10 = 'desc' then pos end desc limit $11`,
     [workspaceId, q.agent_id ?? null, q.agent_version ?? null, q.include_archived ?? false, q['created_at[gt]'] ?? null, q['created_at[gte]'] ?? null, q['created_at[lt]'] ?? null, q['created_at[lte]'] ?? null, key ?? null, order, limit],

@@ -53,6 +53,9 @@ export const PageQuerySchema = z.strictObject({
 /** A list of resources that can be archived. */
 export const ArchivableQuerySchema = PageQuerySchema.extend({ include_archived: booleanQuery.optional() });
 
+/** A repeatable query parameter (`types[]=a&types[]=b`): one value arrives as a string, several as an array. */
+export const repeated = <T extends z.ZodType>(item: T, max: number) => z.preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(item).max(max));
+
 /** An RFC 3339 time in a `created_at[...]` filter. */
 export const TimeQuerySchema = z.iso.datetime({ offset: true, error: 'must be an RFC 3339 time such as 2026-04-01T00:00:00Z' });
 

@@ -42,9 +42,9 @@ function fieldOf(context: string | undefined, instancePath: string): string {
   return path ? `${where} parameter ${path}` : where;
 }
 
-/** What a request sent that the route does not take, by name: `"foo" is not a parameter this endpoint takes`. */
+/** What a request sent that the route does not take, by name: `foo is not a parameter this endpoint takes`. */
 function unknownKeys(keys: string[], noun: 'parameter' | 'field'): string {
-  const shown = keys.slice(0, 5).map((k) => JSON.stringify(k.slice(0, 64)));
+  const shown = keys.slice(0, 5).map((k) => JSON.stringify(k.slice(0, 64)).slice(1, -1));
   return `${shown.join(', ')}${keys.length > 5 ? ` and ${keys.length - 5} more` : ''} ${keys.length === 1 ? `is not a ${noun}` : `are not ${noun}s`} this endpoint takes`;
 }
 

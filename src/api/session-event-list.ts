@@ -3,7 +3,7 @@
 // the event's id, so events appended between pages are neither repeated nor skipped, whichever the order.
 import { z } from 'zod';
 import type { BetaManagedAgentsSessionEventType } from '@anthropic-ai/sdk/resources/beta/sessions/events';
-import { IdSchema, PageQuerySchema, TimeQuerySchema, decodeCursor, encodeCursor, filterDigest, type Cursor } from './common';
+import { IdSchema, PageQuerySchema, TimeQuerySchema, decodeCursor, repeated, encodeCursor, filterDigest, type Cursor } from './common';
 import type { ApiApp } from './context';
 import { badRequest } from './errors';
 import type { SessionFeeds } from './session-feed';
@@ -30,7 +30,7 @@ const EventTypeSchema = z.string().refine((t) => KNOWN.has(t) || /^platform\.[a-
 export const EventListQuerySchema = PageQuerySchema.extend({
   limit: z.coerce.number({ error: 'limit must be an integer' }).int('limit must be an integer').min(1, 'limit must be at least 1').max(1000, 'limit must be at most 1000').default(1000),
   order: z.enum(['asc', 'desc'], { error: 'must be asc or desc' }).default('asc'),
-  'types[]': z.union([EventTypeSchema, z.array(EventTypeSchema).max(100)]).optional(),
+  'types[]': repeated(EventTypeSchema, 100).optional(),
   'created_at[gt]': TimeQuerySchema.optional(),
   'created_at[gte]': TimeQuerySchema.optional(),
   'created_at[lt]': TimeQuerySchema.optional(),
@@ -55,7 +55,7 @@ export function eventListRoute(app: ApiApp, feeds: SessionFeeds, session: (works
     async (req) => {
       const row = await session(req.workspaceId, req.params.session_id);
       const q = req.query;
-      const wanted = q['types[]'] === undefined ? undefined : new Set([q['types[]']].flat());
+      const wanted = q['types[]'] === undefined ? undefined : new Set(q['types[]']);
       const [gt, gte, lt, lte] = [ms(q['created_at[gt]']), ms(q['created_at[gte]']), ms(q['created_at[lt]']), ms(q['created_at[lte]'])];
       const timed = gt !== undefined || gte !== undefined || lt !== undefined || lte !== undefined;
       const matches = (e: ApiSessionEvent) => {

@@ -3,7 +3,7 @@
 // the index, so with a status filter rows are read in batches until a page fills.
 import { z } from 'zod';
 import type { Db } from '../storage/db';
-import { IdSchema, PageQuerySchema, TimeQuerySchema, booleanQuery, decodeCursor, encodeCursor, filterDigest, type Cursor, type Order } from './common';
+import { IdSchema, PageQuerySchema, TimeQuerySchema, booleanQuery, repeated, decodeCursor, encodeCursor, filterDigest, type Cursor, type Order } from './common';
 import type { ApiApp } from './context';
 import { badRequest } from './errors';
 
@@ -24,7 +24,7 @@ export const SessionListQuerySchema = PageQuerySchema.extend({
   deployment_id: IdSchema.optional(),
   memory_store_id: IdSchema.optional(),
   include_archived: booleanQuery.optional(),
-  'statuses[]': z.union([StatusSchema, z.array(StatusSchema).max(STATUSES.length * 4)]).optional(),
+  'statuses[]': repeated(StatusSchema, STATUSES.length * 4).optional(),
 });
 type SessionListQuery = z.infer<typeof SessionListQuerySchema>;
 
@@ -71,7 +71,7 @@ export function sessionListRoute<R extends Row, S extends { status: ApiStatus }>
     async (req) => {
       const q = req.query;
       if (q.agent_version !== undefined && q.agent_id === undefined) throw badRequest('agent_version filters by a version of agent_id: give agent_id with it');
-      const statuses = q['statuses[]'] === undefined ? undefined : new Set([q['statuses[]']].flat());
+      const statuses = q['statuses[]'] === undefined ? undefined : new Set(q['statuses[]']);
       const filters = filterDigest({
         agent_id: q.agent_id,
         agent_version: q.agent_version,

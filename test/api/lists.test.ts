@@ -68,7 +68,7 @@ describe('agents.list', () => {
   });
 
   it('refuses a parameter it does not take, by name, and a cursor sent with other filters', async () => {
-    await expect(client.beta.agents.list({ order: 'asc' } as Anthropic.Beta.AgentListParams)).rejects.toThrow(/"order" is not a parameter this endpoint takes/);
+    await expect(client.beta.agents.list({ order: 'asc' } as Anthropic.Beta.AgentListParams)).rejects.toThrow(/order is not a parameter this endpoint takes/);
     await expect(client.beta.agents.list({ 'created_at[gt]': '2026-01-01T00:00:00Z' } as Anthropic.Beta.AgentListParams)).rejects.toThrow(/created_at\[gt\]/);
     await expect(client.beta.agents.list({ 'created_at[gte]': 'yesterday' })).rejects.toThrow(/created_at\[gte\].*RFC 3339/);
     const first = await client.beta.agents.list({ limit: 1, include_archived: true });
@@ -96,7 +96,7 @@ describe('agents.versions.list', () => {
     const first = await client.beta.agents.versions.list(a.id, { limit: 2 });
     expect(first.data.map((v) => v.version)).toEqual([3, 2]);
     expect((await first.getNextPage()).data.map((v) => v.version)).toEqual([1]);
-    await expect(client.beta.agents.versions.list(a.id, { include_archived: true } as Anthropic.Beta.Agents.VersionListParams)).rejects.toThrow(/"include_archived" is not a parameter/);
+    await expect(client.beta.agents.versions.list(a.id, { include_archived: true } as Anthropic.Beta.Agents.VersionListParams)).rejects.toThrow(/include_archived is not a parameter/);
   });
 });
 
@@ -127,7 +127,7 @@ describe('environments, vaults and credentials', () => {
     const env = await client.beta.environments.create({ name: 'q' });
     const got = await raw(`/v1/environments/${env.id}?expand=config`, { headers: { 'x-api-key': key, ...BETA } });
     expect(got.status).toBe(400);
-    expect(got.body.error?.message).toMatch(/"expand" is not a parameter this endpoint takes/);
+    expect(got.body.error?.message).toMatch(/expand is not a parameter this endpoint takes/);
     const archived = await raw(`/v1/environments/${env.id}/archive`, { method: 'POST', headers: { 'x-api-key': key, ...BETA, 'content-type': 'application/json' }, body: JSON.stringify({ reason: 'x' }) });
     expect(archived.status).toBe(400);
     expect((await client.beta.environments.retrieve(env.id)).archived_at).toBeNull();
@@ -182,7 +182,7 @@ describe('web tools', () => {
     await expect(client.beta.agents.update(a.id, { version: 1, tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'web_search', enabled: true }] }] })).rejects.toThrow(
       /tools\.0\.configs\.0\.enabled: web_search is not offered/,
     );
-    await expect(client.beta.agents.create({ name: 'w5', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'web_fetch', colour: 'red' } as never] }] })).rejects.toThrow(/"colour" is not a field/);
+    await expect(client.beta.agents.create({ name: 'w5', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'web_fetch', colour: 'red' } as never] }] })).rejects.toThrow(/colour is not a field/);
     expect((await client.beta.agents.retrieve(a.id)).version).toBe(1);
   });
 });

@@ -1,49 +1,15 @@
 // /v1/agents: agents with immutable, numbered versions. An update writes a new version (when it changes
 // anything) and takes an optimistic `version`; a stale one is a 409 the SDK must not retry.
-import type { BetaManagedAgentsUserLocation, BetaManagedAgentsWebFetchURLSources } from '@anthropic-ai/sdk/resources/beta/agents/agents';
 import { z } from 'zod';
 import type { Queryable } from '../storage/db';
-import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, TimeQuerySchema, toPage } from './common';
+import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, PageQuerySchema, TimeQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './common';
 import type { ApiApp, ApiDeps } from './context';
 import { ApiError, badRequest, conflict, notFound } from './errors';
 import { refuseAtTheDoor } from './egress-door';
+import { ResolvedToolSchema, ToolParamsSchema, resolveTools, withWebToolsOff } from './agent-tools';
 
-export const TOOLSET_TOOLS = ['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const;
+export { TOOLSET_TOOLS } from './agent-tools';
 
-const PolicySchema = z.object({
-  type: z.enum(['always_allow', 'always_ask'], { error: 'must be always_allow or always_ask (auto is not supported yet)' }),
-});
-const DefaultConfigParamsSchema = z.strictObject({ enabled: z.boolean().nullish(), permission_policy: PolicySchema.nullish() });
-
-const ToolsetParamsSchema = z.strictObject({
-  type: z.literal('agent_toolset_20260401'),
-  default_config: DefaultConfigParamsSchema.nullish(),
-  configs: z
-    .array(
-      // web_fetch and web_search carry settings of their own (domains, sources); they are kept as given.
-      z.looseObject({ name: z.enum(TOOLSET_TOOLS), type: z.enum(TOOLSET_TOOLS).optional(), enabled: z.boolean().nullish(), permission_policy: PolicySchema.nullish() }),
-    )
-    .max(TOOLSET_TOOLS.length)
-    .optional(),
-});
-const McpToolsetParamsSchema = z.strictObject({
-  type: z.literal('mcp_toolset'),
-  mcp_server_name: z.string().min(1).max(255),
-  default_config: DefaultConfigParamsSchema.nullish(),
-  configs: z.array(z.strictObject({ name: z.string().min(1).max(128), enabled: z.boolean().nullish(), permission_policy: PolicySchema.nullish() })).max(256).optional(),
-});
-const InputSchemaSchema = z.looseObject({
-  type: z.literal('object'),
-  properties: z.record(z.string(), z.unknown()).nullish(),
-  required: z.array(z.string()).nullish(),
-});
-const CustomToolSchema = z.strictObject({
-  type: z.literal('custom'),
-  name: z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'custom tool names are 1-128 letters, digits, _ or -'),
-  description: z.string().max(10_000),
-  input_schema: InputSchemaSchema,
-});
-const ToolParamsSchema = z.discriminatedUnion('type', [ToolsetParamsSchema, McpToolsetParamsSchema, CustomToolSchema]);
 
 const McpServerSchema = z.strictObject({
   type: z.literal('url'),
@@ -62,7 +28,7 @@ const ModelParamsSchema = z.union([
   }),
 ]);
 
-const ExecutionIdentitySchema = z.object({
+const ExecutionIdentitySchema = z.strictObject({
   type: z.literal('service_account', { error: 'only service_account is supported (aws_role is not supported yet)' }),
 });
 
@@ -95,36 +61,6 @@ export const AgentUpdateSchema = z.strictObject({
   metadata: MetadataPatchSchema.nullish(),
 });
 
-// Resolved forms, as stored and returned.
-const ResolvedPolicySchema = z.object({ type: z.enum(['always_allow', 'always_ask', 'auto']) });
-const ResolvedDefaultSchema = z.object({ enabled: z.boolean(), permission_policy: ResolvedPolicySchema });
-/** One toolset tool's resolved config, as the SDK's per-tool config types have it (`name` and `type` alike). */
-const toolConfig = <N extends (typeof TOOLSET_TOOLS)[number]>(name: N) => z.object({ name: z.literal(name), type: z.literal(name), enabled: z.boolean(), permission_policy: ResolvedPolicySchema });
-const DomainsSchema = { allowed_domains: z.array(z.string()).optional(), blocked_domains: z.array(z.string()).optional() };
-const ResolvedToolConfigSchema = z.discriminatedUnion('name', [
-  toolConfig('bash'),
-  toolConfig('edit'),
-  toolConfig('read'),
-  toolConfig('write'),
-  toolConfig('glob'),
-  toolConfig('grep'),
-  toolConfig('web_fetch').extend({ url_sources: z.custom<BetaManagedAgentsWebFetchURLSources>().nullable(), ...DomainsSchema, max_content_tokens: z.number().nullable().optional() }),
-  toolConfig('web_search').extend({ ...DomainsSchema, user_location: z.custom<BetaManagedAgentsUserLocation>().nullable().optional() }),
-]);
-const ResolvedToolSchema = z.discriminatedUnion('type', [
-  z.object({
-    type: z.literal('agent_toolset_20260401'),
-    default_config: ResolvedDefaultSchema,
-    configs: z.array(ResolvedToolConfigSchema),
-  }),
-  z.object({
-    type: z.literal('mcp_toolset'),
-    mcp_server_name: z.string(),
-    default_config: ResolvedDefaultSchema,
-    configs: z.array(z.object({ name: z.string(), enabled: z.boolean(), permission_policy: ResolvedPolicySchema })),
-  }),
-  CustomToolSchema,
-]);
 const ModelConfigSchema = z.object({
   id: z.string(),
   effort: z.object({ type: z.enum(EFFORTS) }).optional(),
@@ -169,35 +105,6 @@ function resolveModel(m: z.infer<typeof ModelParamsSchema>): AgentBody['model'] 
   };
 }
 
-function resolveTools(tools: z.infer<typeof ToolParamsSchema>[]): AgentBody['tools'] {
-  return tools.map((t) => {
-    if (t.type === 'custom') return t;
-    const fallback = t.type === 'agent_toolset_20260401' ? 'always_allow' : 'always_ask';
-    const default_config = { enabled: t.default_config?.enabled ?? true, permission_policy: t.default_config?.permission_policy ?? { type: fallback } };
-    if (t.type === 'mcp_toolset') {
-      return {
-        type: t.type,
-        mcp_server_name: t.mcp_server_name,
-        default_config,
-        configs: (t.configs ?? []).map((c) => ({ name: c.name, enabled: c.enabled ?? default_config.enabled, permission_policy: c.permission_policy ?? default_config.permission_policy })),
-      };
-    }
-    const given = new Map((t.configs ?? []).map((c) => [c.name, c]));
-    return {
-      type: t.type,
-      default_config,
-      configs: TOOLSET_TOOLS.map((name) => {
-        const c = given.get(name);
-        const resolved = { ...(c ?? {}), name, type: name, enabled: c?.enabled ?? default_config.enabled, permission_policy: c?.permission_policy ?? default_config.permission_policy };
-        // web_fetch's url_sources is always in the object form, null when not set ('all' and 'none' are shorthands).
-        if (name !== 'web_fetch') return resolved as z.infer<typeof ResolvedToolConfigSchema>;
-        const sources = (c as { url_sources?: unknown } | undefined)?.url_sources;
-        return { ...resolved, url_sources: typeof sources === 'string' ? { type: sources } : (sources ?? null) } as z.infer<typeof ResolvedToolConfigSchema>;
-      }),
-    };
-  });
-}
-
 /** The cross-field rules: unique tool and server names, and every MCP server used by exactly the toolsets that name it. */
 function checkBody(body: AgentBody): void {
   const servers = new Set<string>();
@@ -239,6 +146,7 @@ interface AgentRow {
 function toAgent(r: AgentRow, latest: boolean): ApiAgent {
   return {
     ...r.body,
+    tools: withWebToolsOff(r.body.tools),
     id: r.id,
     type: 'agent',
     version: r.version,
@@ -266,7 +174,7 @@ export async function getAgent(db: Queryable, workspaceId: string, id: string, v
   return toAgent(rows[0], version === undefined);
 }
 
-const AgentListQuerySchema = PageQuerySchema.extend({
+const AgentListQuerySchema = ArchivableQuerySchema.extend({
   'created_at[gte]': TimeQuerySchema.optional(),
   'created_at[lte]': TimeQuerySchema.optional(),
 });
@@ -311,7 +219,7 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
       schema: {
         operationId: 'retrieveAgent',
         params: AgentPathSchema,
-        querystring: z.object({ version: z.coerce.number({ error: 'version must be an integer' }).int('version must be an integer').min(1, 'version must be at least 1').max(2 ** 31 - 1).optional() }),
+        querystring: z.strictObject({ version: z.coerce.number({ error: 'version must be an integer' }).int('version must be an integer').min(1, 'version must be at least 1').max(2 ** 31 - 1).optional() }),
         response: { 200: AgentSchema },
       },
     },
@@ -354,14 +262,15 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
 
   app.get('/v1/agents', { schema: { operationId: 'listAgents', querystring: AgentListQuerySchema, response: { 200: pageSchema(AgentSchema) } } }, async (req) => {
     const q = req.query;
+    const filters = filterDigest({ include_archived: q.include_archived ?? false, gte: q['created_at[gte]'], lte: q['created_at[lte]'] });
     const rows = await db.query<AgentRow>(
       `${SELECT} and v.version = a.version where a.workspace_id = $1 and ($2::int is null or a.pos < $2)
         and ($3::boolean or a.archived_at is null)
-        and ($4::timestamptz is null or a.created_at >= $4) and ($5::timestamptz is null or a.created_at <= $5)
+        and ($4::timestamptz is null or date_trunc('milliseconds', a.created_at) >= $4) and ($5::timestamptz is null or date_trunc('milliseconds', a.created_at) <= $5)
         order by a.pos desc limit $6`,
-      [req.workspaceId, cursorPos(q.page) ?? null, q.include_archived ?? false, q['created_at[gte]'] ?? null, q['created_at[lte]'] ?? null, q.limit + 1],
+      [req.workspaceId, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q['created_at[gte]'] ?? null, q['created_at[lte]'] ?? null, q.limit + 1],
     );
-    return toPage(rows, q.limit, (r) => toAgent(r, true));
+    return toPage(rows, q.limit, (r) => toAgent(r, true), filters);
   });
 
   app.post('/v1/agents/:agent_id/archive', { schema: { operationId: 'archiveAgent', params: AgentPathSchema, response: { 200: AgentSchema } } }, async (req) => {

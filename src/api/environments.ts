@@ -2,7 +2,7 @@
 // recipe's bridge network (recorded as a loosening when a sandbox starts); `limited` with no allowed hosts is no
 // network at all. What the platform cannot honour yet (allowed hosts, package managers, packages, self-hosted) is a 400.
 import { z } from 'zod';
-import { IdSchema, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, toPage } from './common';
+import { IdSchema, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './common';
 import type { ApiApp, ApiDeps } from './context';
 import { ApiError, badRequest, conflict } from './errors';
 import type { Queryable } from '../storage/db';
@@ -221,13 +221,14 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
     },
   );
 
-  app.get('/v1/environments', { schema: { operationId: 'listEnvironments', querystring: PageQuerySchema, response: { 200: pageSchema(EnvironmentSchema) } } }, async (req) => {
+  app.get('/v1/environments', { schema: { operationId: 'listEnvironments', querystring: ArchivableQuerySchema, response: { 200: pageSchema(EnvironmentSchema) } } }, async (req) => {
     const q = req.query;
+    const filters = filterDigest({ include_archived: q.include_archived ?? false });
     const rows = await db.query<EnvRow>(
       `select ${COLUMNS} from environments where workspace_id = $1 and ($2::int is null or pos < $2) and ($3::boolean or archived_at is null) order by pos desc limit $4`,
-      [req.workspaceId, cursorPos(q.page) ?? null, q.include_archived ?? false, q.limit + 1],
+      [req.workspaceId, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q.limit + 1],
     );
-    return toPage(rows, q.limit, toEnvironment);
+    return toPage(rows, q.limit, toEnvironment, filters);
   });
 
   app.post('/v1/environments/:environment_id/archive', { schema: { operationId: 'archiveEnvironment', params: EnvPathSchema, response: { 200: EnvironmentSchema } } }, async (req) => {

@@ -45,6 +45,12 @@ function fieldOf(context: string | undefined, instancePath: string): string {
   return path ? `${where} parameter ${path}` : where;
 }
 
+/** What a request sent that the route does not take, by name: `foo is not a parameter this endpoint takes`. */
+function unknownKeys(keys: string[], noun: 'parameter' | 'field'): string {
+  const shown = keys.slice(0, 5).map((k) => JSON.stringify(k.slice(0, 64)).slice(1, -1));
+  return `${shown.join(', ')}${keys.length > 5 ? ` and ${keys.length - 5} more` : ''} ${keys.length === 1 ? `is not a ${noun}` : `are not ${noun}s`} this endpoint takes`;
+}
+
 function presentedKey(headers: Record<string, string | string[] | undefined>): string | undefined {
   const x = headers['x-api-key'];
   if (typeof x === 'string' && x) return x.trim();
@@ -90,7 +96,8 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     req.requestId = req.id;
     reply.header('request-id', req.id);
     const path = req.url.split('?')[0];
-    if (path === OPENAPI_PATH || !path.startsWith('/v1/')) return;
+    // A route that does not exist is a 404 whatever the request carries: the not-found handler answers it unchecked.
+    if (req.is404 || path === OPENAPI_PATH || !path.startsWith('/v1/')) return;
     const key = presentedKey(req.headers);
     const who = key ? await authenticate(deps.db, key) : undefined;
     if (!who) throw new ApiError(401, 'authentication_error', key ? 'invalid API key' : 'an API key is required: send it as x-api-key or Authorization: Bearer');
@@ -115,6 +122,18 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     }
   });
 
+  // A route without a query or body schema takes none: what it would ignore is refused instead.
+  app.addHook('preValidation', async (req) => {
+    if (req.is404 || !req.url.startsWith('/v1/')) return;
+    const schema = req.routeOptions.schema;
+    const keys = Object.keys((req.query ?? {}) as object);
+    if (!schema?.querystring && keys.length > 0) throw new ApiError(400, 'invalid_request_error', `query: ${unknownKeys(keys, 'parameter')}`);
+    const body = req.body as unknown;
+    if (!schema?.body && body !== undefined && body !== null && !(typeof body === 'object' && Object.keys(body).length === 0)) {
+      throw new ApiError(400, 'invalid_request_error', `body: ${req.method} ${req.routeOptions.url} takes no body`);
+    }
+  });
+
   app.setErrorHandler((err: FastifyError, req, reply) => {
     let status: number;
     let type: ErrorType;
@@ -130,7 +149,7 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
       type = 'invalid_request_error';
       message = err.validation
         .slice(0, 5)
-        .map((v) => `${fieldOf(err.validationContext, v.instancePath)}: ${v.message}`)
+        .map((v) => `${fieldOf(err.validationContext, v.instancePath)}: ${v.keyword === 'unrecognized_keys' ? unknownKeys((v.params as { keys?: string[] }).keys ?? [], err.validationContext === 'querystring' ? 'parameter' : 'field') : v.message}`)
         .join('; ');
     } else if (down) {
       // Temporal or the database is unreachable: nothing was done, and the same request may succeed later.

@@ -7,7 +7,7 @@ import { BRANCH_NAME_RE } from '../tools/git';
 import { repoTokenBinding } from '../hands/repo-tokens';
 import { sealSecret } from '../vault/sealed';
 import type { Queryable } from '../storage/db';
-import { IdSchema, iso, newId } from './common';
+import { IdSchema, PageQuerySchema, cursorPos, iso, newId } from './common';
 import type { ApiApp, ApiDeps } from './context';
 import { badRequest, notFound } from './errors';
 import { refuseAtTheDoor } from './egress-door';
@@ -169,13 +169,14 @@ export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId
       schema: {
         operationId: 'listSessionResources',
         params: z.object({ session_id: IdSchema }),
-        querystring: z.object({ limit: z.coerce.number({ error: 'limit must be an integer' }).int().min(1).max(1000).optional(), page: z.string().max(200).optional() }),
+        querystring: PageQuerySchema,
         response: { 200: z.object({ data: z.array(ResourceSchema), next_page: z.string().nullable() }) },
       },
     },
     async (req) => {
       const s = await session(req.workspaceId, req.params.session_id);
-      // A session holds at most one resource, so one page holds them all.
+      // A session holds at most one resource, so the first page holds them all and no cursor is ever returned.
+      if (cursorPos(req.query.page) !== undefined) return { data: [], next_page: null };
       return { data: await resourcesOf(db, s.id), next_page: null };
     },
   );

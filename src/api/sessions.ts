@@ -8,7 +8,7 @@ import type { Usage } from '../session/events';
 import { endSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../session/contract';
 import { agentFileFor } from './agent-file';
 import { SessionAgentSchema, getAgent, type ApiAgent } from './agents';
-import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId } from './common';
+import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, iso, isoOrNull, newId } from './common';
 import type { ApiApp, ApiDeps, SessionDeps } from './context';
 import { getEnvironment } from './environments';
 import { ApiError, badRequest, conflict, notFound } from './errors';
@@ -19,6 +19,8 @@ import { eventsPerSend, withSessionSlot } from './quotas';
 import { streamRoute } from './session-stream';
 import { interruptAck, recordSessionUpdate } from './session-log-writes';
 import { liveRoute } from './session-live';
+import { STATUSES, sessionListRoute, type ApiStatus } from './session-list';
+import { eventListRoute } from './session-event-list';
 import { StreamRelay } from '../stream/relay';
 import { deleteSession, resumeDeletes } from './session-delete';
 import { ResourceSchema, ResourcesSchema, deleteResources, insertResources, planResources, resourceRoutes, resourcesOf } from './session-resources';
@@ -60,8 +62,6 @@ const SessionCreateSchema = z.strictObject({
   budget: z.null({ error: 'budget is not supported yet' }).optional(),
 });
 
-const STATUSES = ['rescheduling', 'running', 'idle', 'terminated'] as const;
-type ApiStatus = (typeof STATUSES)[number];
 
 export const SessionSchema = z
   .object({
@@ -186,13 +186,6 @@ const opError = (e: unknown): never => {
 };
 
 const SessionPath = z.object({ session_id: IdSchema });
-const EventsQuerySchema = z.object({
-  limit: z.coerce.number({ error: 'limit must be an integer' }).int().min(1).max(1000).default(1000),
-  page: z.string().max(200).optional(),
-  order: z.enum(['asc', 'desc']).default('asc'),
-  'types[]': z.union([z.string(), z.array(z.string())]).optional(),
-});
-
 export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps, log: (m: string) => void = () => undefined): void {
   const { db } = deps;
   // The session's log, projected once per process and kept up to date; the projector maps call event ids back to the model's ids.
@@ -273,55 +266,7 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
     },
   );
 
-  app.get(
-    '/v1/sessions',
-    {
-      schema: {
-        operationId: 'listSessions',
-        querystring: z.object({
-          limit: z.coerce.number({ error: 'limit must be an integer' }).int().min(1).max(100).default(20),
-          page: z.string().max(200).optional(),
-          order: z.enum(['asc', 'desc']).default('desc'),
-          agent_id: IdSchema.optional(),
-          include_archived: z.enum(['true', 'false']).optional(),
-          'statuses[]': z.union([z.enum(STATUSES), z.array(z.enum(STATUSES))]).optional(),
-        }),
-        response: { 200: z.object({ data: z.array(SessionSchema), next_page: z.string().nullable(), prev_page: z.string().nullable() }) },
-      },
-    },
-    async (req) => {
-      const q = req.query;
-      const statuses = q['statuses[]'] === undefined ? undefined : new Set([q['statuses[]']].flat());
-      // Status lives in the workflow, not the index: with a filter, rows are read in batches until a page fills.
-      let after = cursorPos(q.page);
-      const data: ApiSession[] = [];
-      let more = false;
-      for (;;) {
-        const batch = statuses ? 100 : q.limit + 1;
-        const rows = await db.query<SessionRow>(
-          `select ${COLUMNS} from sessions where workspace_id = $1 and deleted_at is null and ($2::text is null or agent_id = $2)
-            and ($3::boolean or archived_at is null) and ($4::int is null or (case when $5 = 'asc' then pos > $4 else pos < $4 end))
-            order by case when $5 = 'asc' then pos end asc, case when $5 = 'desc' then pos end desc limit $6`,
-          [req.workspaceId, q.agent_id ?? null, q.include_archived === 'true', after ?? null, q.order, batch],
-        );
-        for (const r of rows) {
-          const session = await toSession(deps, sessions, req.workspaceId, r);
-          if (statuses && !statuses.has(session.status)) {
-            after = r.pos;
-            continue;
-          }
-          if (data.length === q.limit) {
-            more = true;
-            break;
-          }
-          data.push(session);
-          after = r.pos;
-        }
-        if (more || rows.length < batch) break;
-      }
-      return { data, next_page: more && after !== undefined ? Buffer.from(JSON.stringify({ p: after })).toString('base64url') : null, prev_page: null };
-    },
-  );
+  sessionListRoute(app, { db, columns: COLUMNS, response: SessionSchema, toSession: (workspaceId, r: SessionRow) => toSession(deps, sessions, workspaceId, r) });
 
   app.post('/v1/sessions/:session_id/archive', { schema: { operationId: 'archiveSession', params: SessionPath, response: { 200: SessionSchema } } }, async (req) => {
     const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
@@ -342,18 +287,7 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
     },
   );
 
-  app.get('/v1/sessions/:session_id/events', { schema: { operationId: 'listSessionEvents', params: SessionPath, querystring: EventsQuerySchema } }, async (req) => {
-    const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
-    const q = req.query;
-    const wanted = q['types[]'] === undefined ? undefined : new Set([q['types[]']].flat());
-    let events = (await feeds.get(row.id)).events.filter((e) => !wanted || wanted.has(e.type));
-    if (q.order === 'desc') events = events.reverse();
-    // The cursor is the offset into the projected list (plus one, as cursors are positive).
-    const from = (cursorPos(q.page) ?? 1) - 1;
-    const page = events.slice(from, from + q.limit);
-    const next = from + q.limit < events.length ? Buffer.from(JSON.stringify({ p: from + q.limit + 1 })).toString('base64url') : null;
-    return { data: page, next_page: next };
-  });
+  eventListRoute(app, feeds, (workspaceId, id) => sessionRow(deps, workspaceId, id));
 
   app.post(
     '/v1/sessions/:session_id/events',

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../storage/db';
 import { sealSecret } from '../vault/sealed';
-import { IdSchema, MetadataPatchSchema, MetadataSchema, PageQuerySchema, applyMetadataPatch, cursorPos, iso, isoOrNull, newId, pageSchema, toPage } from './common';
+import { IdSchema, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './common';
 import type { ApiApp, ApiDeps } from './context';
 import { refuseAtTheDoor } from './egress-door';
 import { badRequest, conflict, notFound } from './errors';
@@ -217,13 +217,14 @@ export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
     },
   );
 
-  app.get('/v1/vaults', { schema: { operationId: 'listVaults', querystring: PageQuerySchema, response: { 200: pageSchema(VaultSchema) } } }, async (req) => {
+  app.get('/v1/vaults', { schema: { operationId: 'listVaults', querystring: ArchivableQuerySchema, response: { 200: pageSchema(VaultSchema) } } }, async (req) => {
     const q = req.query;
+    const filters = filterDigest({ include_archived: q.include_archived ?? false });
     const rows = await db.query<VaultRow>(
       `select ${VAULT_COLUMNS} from vaults where workspace_id = $1 and ($2::int is null or pos < $2) and ($3::boolean or archived_at is null) order by pos desc limit $4`,
-      [req.workspaceId, cursorPos(q.page) ?? null, q.include_archived ?? false, q.limit + 1],
+      [req.workspaceId, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q.limit + 1],
     );
-    return toPage(rows, q.limit, toVault);
+    return toPage(rows, q.limit, toVault, filters);
   });
 
   app.post('/v1/vaults/:vault_id/archive', { schema: { operationId: 'archiveVault', params: VaultPath, response: { 200: VaultSchema } } }, async (req) => {
@@ -354,15 +355,16 @@ export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
 
   app.get(
     '/v1/vaults/:vault_id/credentials',
-    { schema: { operationId: 'listCredentials', params: VaultPath, querystring: PageQuerySchema, response: { 200: pageSchema(CredentialSchema) } } },
+    { schema: { operationId: 'listCredentials', params: VaultPath, querystring: ArchivableQuerySchema, response: { 200: pageSchema(CredentialSchema) } } },
     async (req) => {
       const q = req.query;
       const vault = await getVault(db, req.workspaceId, req.params.vault_id);
+      const filters = filterDigest({ include_archived: q.include_archived ?? false });
       const rows = await db.query<CredentialRow>(
         `select ${CREDENTIAL_COLUMNS} from credentials where vault_id = $1 and ($2::int is null or pos < $2) and ($3::boolean or archived_at is null) order by pos desc limit $4`,
-        [vault.id, cursorPos(q.page) ?? null, q.include_archived ?? false, q.limit + 1],
+        [vault.id, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q.limit + 1],
       );
-      return toPage(rows, q.limit, toCredential);
+      return toPage(rows, q.limit, toCredential, filters);
     },
   );
 

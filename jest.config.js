@@ -3,6 +3,7 @@ const base = {
   preset: 'ts-jest',
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: { warnOnly: false } }] },
+  setupFiles: ['<rootDir>/test/setup-env.ts'],
 };
 module.exports = {
   testTimeout: 120_000,

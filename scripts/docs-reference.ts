@@ -168,6 +168,9 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
     about: 'What the egress gate opens for connections made on a tenant\'s behalf (MCP servers, OAuth token endpoints, repositories): comma-separated `host` (any port), `host:port` or CIDR (`10.1.0.0/16`, `fd00::/8`) entries, e.g. `mcp.internal:8080,10.1.2.3`. See [security](../security.md#egress).',
     default: 'unset: loopback, link-local, private, CGNAT, multicast, reserved and the platform\'s own addresses are refused',
   },
+  EGRESS_DNS: {
+    about: '`off`: the egress gate looks up no name, so a tenant URL must name an address (`localhost` names are loopback, refused unless opened). For closed networks; the test suites run with it, so they send no DNS query. See [security](../security.md#egress).',
+  },
   LOG_LEVEL: { about: 'Worker log level; lines are JSON on stderr.' },
   AGENTS_OTEL: { about: '`1` turns on OpenTelemetry tracing over OTLP/HTTP (`http://localhost:4318` unless an endpoint is set).', default: 'unset: no tracing' },
   OTEL_EXPORTER_OTLP_ENDPOINT: { about: 'An OTLP/HTTP endpoint; setting it turns tracing on.', default: 'unset' },

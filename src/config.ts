@@ -114,6 +114,11 @@ export const ConfigSchema = z.object({
   EGRESS_ALLOW: optional.superRefine((v, ctx) => {
     for (const problem of parseAllowList(v).problems) ctx.addIssue({ code: 'custom', message: problem });
   }),
+  /**
+   * `off`: the egress gate looks up no name (no DNS query), so a tenant URL must name an address; for closed
+   * networks, and the test suites, which send no traffic past loopback.
+   */
+  EGRESS_DNS: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   /** Worker log level; lines are JSON on stderr. */
   LOG_LEVEL: z.enum(LOG_LEVELS).default('INFO'),
   /** `1` turns on OpenTelemetry tracing (OTLP/HTTP to localhost:4318 unless an endpoint is set). */
@@ -152,17 +157,17 @@ const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES', 
 const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
 const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', 'DATABASE_URL', 'BRAIN_WORKFLOW_CACHE', 'BRAIN_WORKFLOW_HEAP_MB', 'BRAIN_WORKFLOW_STACK_TRACES', 'BRAIN_PEER_WATCH', ...STREAM];
 // DATABASE_URL: the vault's named secrets, the API's credentials and sessions' repository tokens, in PostgreSQL.
-const HANDS: ConfigKey[] = ['VAULT_KEY', 'DATABASE_URL', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', 'EGRESS_ALLOW', 'SANDBOX_QUOTA', ...STREAM];
+const HANDS: ConfigKey[] = ['VAULT_KEY', 'DATABASE_URL', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', 'EGRESS_ALLOW', 'EGRESS_DNS', 'SANDBOX_QUOTA', ...STREAM];
 
 /** The variables each role reads; anything else set for it is a mistake (a typo, or a secret it must not hold). */
 export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
   brain: [...COMMON, ...BRAIN],
   hands: [...COMMON, ...HANDS],
-  tools: [...COMMON, 'VAULT_KEY', 'DATABASE_URL', 'MCP_STDIO_JAIL', 'EGRESS_ALLOW'],
+  tools: [...COMMON, 'VAULT_KEY', 'DATABASE_URL', 'MCP_STDIO_JAIL', 'EGRESS_ALLOW', 'EGRESS_DNS'],
   all: [...COMMON, ...BRAIN, ...HANDS, 'MCP_STDIO_JAIL'],
   'codec-server': ['TEMPORAL_NAMESPACE', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'DATA_DIR', 'KEY_FILES'],
   // Never VAULT_KEY: the API seals credentials to the public half and cannot open them.
-  api: [...COMMON, 'DATABASE_URL', 'API_LISTEN', 'VAULT_PUBLIC_KEY', 'EGRESS_ALLOW', 'API_RATE_LIMIT', 'API_SESSION_QUOTA', 'API_EVENTS_PER_SEND'],
+  api: [...COMMON, 'DATABASE_URL', 'API_LISTEN', 'VAULT_PUBLIC_KEY', 'EGRESS_ALLOW', 'EGRESS_DNS', 'API_RATE_LIMIT', 'API_SESSION_QUOTA', 'API_EVENTS_PER_SEND'],
   cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
 };
 

@@ -1,6 +1,6 @@
 // The egress gate's decision, over every spelling of an address and every refused range. Pure: nothing here
 // connects anywhere, and names resolve through a resolver the test gives.
-import { checkAddress, checkUrl, makePolicy, parseAllowList, EgressGate, EgressRefusedError } from '../src/egress';
+import { checkAddress, checkUrl, egressGate, makePolicy, parseAllowList, EgressGate, EgressRefusedError } from '../src/egress';
 import { ConfigError, loadConfig } from '../src/config';
 
 const open = makePolicy(undefined);
@@ -164,5 +164,14 @@ describe('resolution through the gate', () => {
     expect(pinned.args).toEqual(expect.arrayContaining(['http.followRedirects=false', 'http.curloptResolve=public.test:443:93.184.216.34', 'http.curloptResolve=public.test.:443:93.184.216.34']));
     await expect(gate.gitArgs('http://0x7f000001/repo.git')).rejects.toMatchObject({ rule: 'loopback' });
     await expect(gate.gitArgs('file:///srv/repo.git')).rejects.toMatchObject({ rule: 'scheme' });
+  });
+
+  it('with EGRESS_DNS=off looks up no name: a name is unresolvable, localhost stays loopback, an opened address passes', async () => {
+    const gate = await egressGate({ EGRESS_DNS: 'off', EGRESS_ALLOW: '203.0.113.9:8080', TEMPORAL_ADDRESS: 'localhost:7233' });
+    await expect(gate.addresses('tracker.internal', 443)).rejects.toMatchObject({ rule: 'unresolvable', message: expect.stringContaining('EGRESS_DNS=off') });
+    await expect(gate.addresses('localhost', 80)).rejects.toMatchObject({ rule: 'loopback' });
+    await expect(gate.addresses('203.0.113.9', 8080)).resolves.toEqual(['203.0.113.9']);
+    expect(loadConfig({ EGRESS_DNS: 'off' }).EGRESS_DNS).toBe('off');
+    expect(() => loadConfig({ EGRESS_DNS: 'sometimes' })).toThrow(ConfigError);
   });
 });

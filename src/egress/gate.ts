@@ -35,6 +35,15 @@ export function systemResolver(timeoutMs = RESOLVE_TIMEOUT_MS): Resolver {
   };
 }
 
+/**
+ * A resolver that sends no DNS query (EGRESS_DNS=off): `localhost` names are loopback, as the gate refuses them
+ * anyway, and every other name is unresolvable, so a tenant URL must name an address EGRESS_ALLOW opens.
+ */
+export const noLookupResolver: Resolver = async (host) => {
+  if (/(^|\.)localhost\.?$/i.test(host)) return ['127.0.0.1', '::1'];
+  throw new Error('EGRESS_DNS=off: no name is looked up');
+};
+
 const shown = (host: string, port: number) => `${net.isIP(host) === 6 ? `[${host}]` : host}:${port}`;
 
 export class EgressGate {

@@ -1,10 +1,10 @@
 // The egress gate: one door for every connection made on behalf of what arrived through the API (docs/security.md).
 import type { Config } from '../config';
-import { EgressGate, EgressRefusedError, systemResolver, type Resolver } from './gate';
+import { EgressGate, EgressRefusedError, noLookupResolver, systemResolver, type Resolver } from './gate';
 import { canonicalIp } from './ranges';
 import { interfaceAddresses, makePolicy, ownAddress, type EgressPolicy, type OwnAddress } from './policy';
 
-export { EgressGate, EgressRefusedError, systemResolver, type Resolver } from './gate';
+export { EgressGate, EgressRefusedError, noLookupResolver, systemResolver, type Resolver } from './gate';
 export { checkAddress, checkUrl, makePolicy, parseAllowList, type Decision, type EgressPolicy, type EgressRule, type UrlDecision } from './policy';
 export { canonicalIp } from './ranges';
 
@@ -26,9 +26,11 @@ export function ownAddresses(config: Partial<Config>): OwnAddress[] {
 
 /**
  * The gate for this process: EGRESS_ALLOW, the platform's own addresses (names among them resolved once, here, so
- * their addresses are refused too), and this host's interface addresses.
+ * their addresses are refused too), and this host's interface addresses. With EGRESS_DNS=off it looks up no name.
  */
 export async function egressGate(config: Partial<Config>, resolver: Resolver = systemResolver(3000)): Promise<EgressGate> {
+  const noDns = config.EGRESS_DNS === 'off';
+  if (noDns) resolver = noLookupResolver;
   const own = ownAddresses(config);
   const policy: EgressPolicy = makePolicy(config.EGRESS_ALLOW, own, interfaceAddresses());
   for (const o of own) {
@@ -36,7 +38,7 @@ export async function egressGate(config: Partial<Config>, resolver: Resolver = s
     const resolved = await resolver(o.host).catch(() => [] as string[]);
     for (const address of resolved) policy.own.push({ ...o, host: canonicalIp(address) ?? address });
   }
-  return new EgressGate(policy);
+  return noDns ? new EgressGate(policy, noLookupResolver) : new EgressGate(policy);
 }
 
 /** Whether an error is the gate's refusal. */

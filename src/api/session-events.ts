@@ -79,7 +79,7 @@ export class SessionProjector {
   private running = false;
   private nextSeq = 0;
   /** The session's usage so far, as `sessions.retrieve` reports it: every model request's, its children's included. */
-  private readonly usage = { input: 0, output: 0, cacheRead: 0, cacheCreation: 0 };
+  private readonly usage = { input: 0, output: 0, cacheRead: 0, cacheCreation: 0, cacheCreation1h: 0 };
 
   constructor(readonly sessionId: string) {}
 
@@ -142,6 +142,7 @@ export class SessionProjector {
     this.usage.output += u.outputTokens;
     this.usage.cacheRead += u.cacheReadInputTokens;
     this.usage.cacheCreation += u.cacheCreationInputTokens;
+    this.usage.cacheCreation1h += u.cacheCreation1hInputTokens ?? 0;
   }
 
   /** The cumulative snapshot after a model request, in the fields `sessions.retrieve` reports. */
@@ -155,7 +156,7 @@ export class SessionProjector {
         input_tokens: u.input,
         output_tokens: u.output,
         cache_read_input_tokens: u.cacheRead,
-        cache_creation: { ephemeral_5m_input_tokens: u.cacheCreation, ephemeral_1h_input_tokens: 0 },
+        cache_creation: { ephemeral_5m_input_tokens: u.cacheCreation - u.cacheCreation1h, ephemeral_1h_input_tokens: u.cacheCreation1h },
       },
       budget: null,
     };

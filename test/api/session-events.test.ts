@@ -22,19 +22,19 @@ it('projects a turn from session.status_running to session.status_idle with span
   expect(out.every((e) => /^sevt_[A-Za-z0-9_-]{26}$/.test(e.id))).toBe(true);
 });
 
-it('reports the cumulative usage after each model request, whatever pages the log comes in', () => {
+it('reports the cumulative usage after each model request, cache writes split by TTL, whatever pages the log comes in', () => {
   const events = log(
     started(),
     { type: 'user_message', text: 'go' },
     { type: 'assistant_message', content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash', input: {} }], stopReason: 'tool_use', usage },
     { type: 'tool_use', id: 'toolu_1', name: 'bash', input: {} },
     { type: 'tool_result', toolUseId: 'toolu_1', output: 'ok', isError: false },
-    { type: 'assistant_message', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage: { inputTokens: 100, outputTokens: 7, cacheReadInputTokens: 0, cacheCreationInputTokens: 3 } },
+    { type: 'assistant_message', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage: { inputTokens: 100, outputTokens: 7, cacheReadInputTokens: 0, cacheCreationInputTokens: 3, cacheCreation1hInputTokens: 2 } },
   );
   const snapshots = projectLog('ses-u', events).filter((e) => e.type === 'session.usage');
   expect(snapshots.map((e) => (e as { usage: unknown }).usage)).toEqual([
     { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 2, cache_creation: { ephemeral_5m_input_tokens: 1, ephemeral_1h_input_tokens: 0 } },
-    { input_tokens: 110, output_tokens: 12, cache_read_input_tokens: 2, cache_creation: { ephemeral_5m_input_tokens: 4, ephemeral_1h_input_tokens: 0 } },
+    { input_tokens: 110, output_tokens: 12, cache_read_input_tokens: 2, cache_creation: { ephemeral_5m_input_tokens: 2, ephemeral_1h_input_tokens: 2 } },
   ]);
   const paged = new SessionProjector('ses-u');
   const inPages = [...paged.push(events.slice(0, 3)), ...paged.push(events.slice(3))];

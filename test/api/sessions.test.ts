@@ -89,7 +89,11 @@ it('lists, updates, archives and deletes sessions, and hides them from another w
   const archived = await client.beta.sessions.archive(s.id);
   expect(archived.archived_at).not.toBeNull();
   await eventsUntil(s.id, (events) => events.some((e) => e.type === 'session.status_terminated'));
-  expect((await client.beta.sessions.retrieve(s.id)).status).toBe('terminated');
+  const ended = await client.beta.sessions.retrieve(s.id);
+  expect(ended.status).toBe('terminated');
+  // A terminated session's duration stops at its end: it reads the same a second later.
+  await new Promise((r) => setTimeout(r, 1500));
+  expect((await client.beta.sessions.retrieve(s.id)).stats.duration_seconds).toBe(ended.stats.duration_seconds);
   const terminated = [];
   for await (const x of client.beta.sessions.list({ statuses: ['terminated'], include_archived: true, limit: 1 })) terminated.push(x);
   expect(terminated.map((x) => x.id)).toContain(s.id);

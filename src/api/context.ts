@@ -7,9 +7,17 @@ import type { SessionLog } from '../log/session-log';
 import type { PriceTable } from '../observability/pricing';
 import type { Db } from '../storage/db';
 import type { EgressGate } from '../egress';
-import type { Quotas } from './quotas';
 
 export type ApiApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
+
+/** What one workspace may use (src/api/quotas.ts). */
+export interface Quotas {
+  /** Requests per key per window; absent: unlimited. */
+  rate?: { max: number; windowMs: number };
+  /** Sessions a workspace may have open at once; absent: unlimited. */
+  sessions?: number;
+  eventsPerSend: number;
+}
 
 export interface ApiDeps {
   db: Db;

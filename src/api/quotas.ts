@@ -4,16 +4,10 @@ import rateLimit from '@fastify/rate-limit';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Queryable } from '../storage/db';
-import type { ApiApp, ApiDeps } from './context';
-import { ApiError } from './errors';
+import type { ApiApp, ApiDeps, Quotas } from './context';
 
-export interface Quotas {
-  /** Requests per key per window; absent: unlimited. */
-  rate?: { max: number; windowMs: number };
-  /** Sessions a workspace may have open at once; absent: unlimited. */
-  sessions?: number;
-  eventsPerSend: number;
-}
+export type { Quotas };
+import { ApiError } from './errors';
 
 export const DEFAULT_EVENTS_PER_SEND = 50;
 

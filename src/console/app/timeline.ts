@@ -72,8 +72,8 @@ function sandboxMarker(e: ApiEvent): Omit<MarkerItem, 'kind' | 'id' | 'at'> {
   };
 }
 
-/** Events that carry state or accounting, not a line of the conversation. */
-const SILENT = new Set(['session.status_running', 'session.status_idle', 'session.status_rescheduled', 'span.model_request_start', 'span.model_request_end']);
+/** Events that carry state or accounting, not a line of the conversation (the page's header shows status and usage). */
+const SILENT = new Set(['session.status_running', 'session.status_idle', 'session.status_rescheduled', 'session.usage', 'span.model_request_start', 'span.model_request_end']);
 
 export class Timeline {
   readonly items: Item[] = [];

@@ -65,6 +65,16 @@ describe('callModel faults', () => {
     expect(h.mock.requests(handle.workflowId).map((r) => r.status)).toEqual([529, 200]);
   });
 
+  it('logs an error when a local model call spends limits.modelRetry, and the session waits for the user', async () => {
+    const handle = await startSession(h, { agent: { limits: { modelCall: 'local', modelRetry: { maxAttempts: 2, initialIntervalMs: 50 } } } });
+    h.mock.script(handle.workflowId, { steps: [{ status: 503 }, { status: 503 }] });
+    const events = await say(handle, 'hi');
+    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'model_retry_scheduled', 'model_retry_started', 'error']);
+    expect(events.at(-1)).toMatchObject({ kind: 'model', message: expect.stringMatching(/ModelError.Server.*503/) });
+    const next = await say(handle, 'again');
+    expect(next.at(-1)).toMatchObject({ type: 'assistant_message' });
+  });
+
   it('turns a 400 into an error event, then answers the next user message', async () => {
     const handle = await startSession(h);
     h.mock.script(handle.workflowId, { steps: [{ status: 400, message: 'prompt is malformed' }] });

@@ -4,6 +4,7 @@
 // not retryable, so each comes back to the workflow at once. The workflow logs model_retry_scheduled, waits on a
 // timer (the server's retry-after, else the policy's backoff), logs model_retry_started and calls again. A call
 // lost with its worker (a heartbeat or start-to-close timeout) is still retried by Temporal, unseen.
+import { RetryState } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, sleep } from '@temporalio/workflow';
 import type { Agent } from '../session/agent';
 import type { NewEvent } from '../session/events';
@@ -41,6 +42,15 @@ export function backoffMs(policy: Agent['limits']['modelRetry'], attempt: number
 }
 
 /**
+ * A local call (callModel) that fails with one of its policy's non-retryable types comes back as the activity's own
+ * ApplicationFailure, not wrapped: wrapped here, it reads (and is logged by the turn) as any activity's failure.
+ */
+function asActivityFailure(err: unknown): unknown {
+  if (!(err instanceof ApplicationFailure)) return err;
+  return new ActivityFailure(err.message, 'callModel', undefined, RetryState.NON_RETRYABLE_FAILURE, undefined, err);
+}
+
+/**
  * Runs `call` until it returns, fails with anything but a transient failure, or has failed
  * `policy.maxAttempts` times; each retry is logged and waited for in `rescheduling`.
  */
@@ -48,7 +58,8 @@ export async function withLoggedRetries<T>(call: () => Promise<T>, rs: RunState,
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
-    } catch (err) {
+    } catch (raw) {
+      const err = asActivityFailure(raw);
       const failure = transientFailure(err);
       if (!failure || attempt >= policy.maxAttempts) throw err;
       const waitMs = Math.max(1, Math.round(failure.retryAfterMs ?? backoffMs(policy, attempt)));

@@ -99,6 +99,8 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
   interrupted: 'The turn in flight was stopped (`agents interrupt`, the `interrupt` signal), or, through the `interruptAck` update (the API\'s `user.interrupt`), an interrupt arrived while no turn ran.',
   session_updated: '`sessions.update` changed the title (`title`) or set metadata (`metadata`, the whole new bag); the API shows it as `session.updated`.',
   error: 'A failure the session survives. `kind` is `model` (a model call failed past its retry budget; the session waits for the user), `mcp` (a server could not be listed), `session` (a restart by `agents wake`), `limit` (`limits.maxToolRoundsPerTurn`), `sandbox`, `archive` or `subagent`.',
+  model_retry_scheduled: 'A model call (or a compaction) failed with a transient error (`error.type`: rate limited, overloaded, a 5xx, a dropped or stalled stream) and is tried again at `retryAt`: the server\'s retry-after, else `limits.modelRetry`\'s backoff. `attempt` is the attempt that failed. The session reads `rescheduling` until the retry starts; the API shows it as `session.error` (`retry_status: retrying`) and `session.status_rescheduled`.',
+  model_retry_started: 'The wait is over and attempt `attempt` goes ahead; the API shows it as `session.status_running`.',
   session_ended: 'The last event: `end` with its reason, `answered` for a child that answered its task, `cancelled` for a cancelled workflow.',
 };
 

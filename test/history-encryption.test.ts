@@ -145,15 +145,21 @@ describe('encrypted history', () => {
     const searchAttribute = /^\.upsertWorkflowSearchAttributesEventAttributes\.searchAttributes\.indexedFields\./;
     expect(shown.filter(([at]) => !searchAttribute.test(at))).toEqual([
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'search-attributes' }],
+      ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'model-retry-event' }],
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'model-tail-digest' }],
       ['.workflowExecutionSignaledEventAttributes.input.payloads[0]', { text: PLAIN_TEXT }],
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'session-archive' }],
     ]);
     const allowed: Record<string, unknown[]> = {
-      TemporalChangeVersion: [['search-attributes'], ['model-tail-digest', 'search-attributes'], ['model-tail-digest', 'search-attributes', 'session-archive']],
+      TemporalChangeVersion: [
+        ['search-attributes'],
+        ['model-retry-event', 'search-attributes'],
+        ['model-retry-event', 'model-tail-digest', 'search-attributes'],
+        ['model-retry-event', 'model-tail-digest', 'search-attributes', 'session-archive'],
+      ],
       AgentName: ['test'],
       AgentModel: ['claude-test'],
-      AgentSessionState: ['waiting_for_user', 'running', 'requires_action', 'ended'],
+      AgentSessionState: ['waiting_for_user', 'running', 'rescheduling', 'requires_action', 'ended'],
     };
     for (const [at, value] of shown.filter(([a]) => searchAttribute.test(a))) {
       const name = at.replace(searchAttribute, '');
@@ -167,8 +173,8 @@ describe('encrypted history', () => {
       'workflowExecutionSignaledEventAttributes.input.payloads[]',
       'workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest.input.args.payloads[]',
       'workflowExecutionUpdateCompletedEventAttributes.outcome.success.payloads[]',
+      // Both failed attempts (the logged retry's 500 and the refusal); no attempt is retried inside Temporal here.
       'activityTaskFailedEventAttributes.failure.encodedAttributes',
-      'activityTaskStartedEventAttributes.lastFailure.encodedAttributes',
       'workflowExecutionCompletedEventAttributes.result.payloads[]',
       // Activity summaries (`model turn 1`, `bash: ...`) and the first-message memo are sealed like any payload.
       'userMetadata.summary',
@@ -179,9 +185,8 @@ describe('encrypted history', () => {
 
   it('records failure messages and stack traces only in encrypted form', () => {
     const failures = failuresIn(JSON.parse(rawJson));
-    expect(failures.map((f) => f.at.replace(/^\.events\[\d+\]\./, ''))).toEqual(
-      expect.arrayContaining(['activityTaskStartedEventAttributes.lastFailure', 'activityTaskFailedEventAttributes.failure']),
-    );
+    // The transient 500 and the refusal: each attempt's failure comes back to the workflow (a logged retry).
+    expect(failures.map((f) => f.at.replace(/^\.events\[\d+\]\./, ''))).toEqual(['activityTaskFailedEventAttributes.failure', 'activityTaskFailedEventAttributes.failure']);
     for (const { at, failure } of failures) {
       expect({ at, message: failure.message, stackTrace: failure.stackTrace ?? '' }).toEqual({ at, message: 'Encoded failure', stackTrace: '' });
       expect(b64text((failure.encodedAttributes as JsonPayload).metadata?.encoding)).toBe(ENCRYPTED_ENCODING);
@@ -220,7 +225,8 @@ describe('the codec server, called as the Web UI calls it', () => {
     });
     expect(arg).toMatchObject({ message: { text: `my api key is ${SECRETS.start}` }, agent: { name: 'test' } });
 
-    const failed = events.find((e) => e.activityTaskFailedEventAttributes)!;
+    // The last failed attempt: the refusal, after the logged retry of the 500.
+    const failed = events.filter((e) => e.activityTaskFailedEventAttributes).at(-1)!;
     const failure = failed.activityTaskFailedEventAttributes.failure as { encodedAttributes: JsonPayload };
     const attrs = (await (await decode({ payloads: [failure.encodedAttributes] }, { Origin: UI_ORIGIN })).json()) as { payloads: JsonPayload[] };
     expect(JSON.parse(b64text(attrs.payloads[0].data))).toMatchObject({ message: expect.stringContaining(SECRETS.failure) });

@@ -180,8 +180,10 @@ describe('the decision loop', () => {
       limits: { modelRetry: { maxAttempts: 2, initialIntervalMs: 10, backoffCoefficient: 1, maximumIntervalMs: 10 } },
     });
     let events = await say(handle, 'First.');
-    expect(typesOf(events)).toEqual(['session_started', 'user_message', 'error']);
-    expect(events[2]).toMatchObject({ kind: 'model', message: expect.stringMatching(/^ModelError\.Server: model API returned 500: .*upstream down/) });
+    // The first 500 is a logged retry; the second spends the budget.
+    expect(typesOf(events)).toEqual(['session_started', 'user_message', 'model_retry_scheduled', 'model_retry_started', 'error']);
+    expect(events[2]).toMatchObject({ attempt: 1, error: { type: 'ModelError.Server' } });
+    expect(events[4]).toMatchObject({ kind: 'model', message: expect.stringMatching(/^ModelError\.Server: model API returned 500: .*upstream down/) });
     // Both attempts sent the same conversation.
     expect(conversations(handle)).toEqual([[user('First.')], [user('First.')]]);
 
@@ -196,7 +198,7 @@ describe('the decision loop', () => {
     expect(model.requests(handle.workflowId)).toHaveLength(4);
     events = await say(handle, 'Fourth.');
     expectGapFreeAndValid(events);
-    expect(typesOf(events)).toEqual(['session_started', 'user_message', 'error', 'user_message', 'assistant_message', 'user_message', 'error', 'user_message', 'assistant_message']);
+    expect(typesOf(events)).toEqual(['session_started', 'user_message', 'model_retry_scheduled', 'model_retry_started', 'error', 'user_message', 'assistant_message', 'user_message', 'error', 'user_message', 'assistant_message']);
     expect(events.at(-1)).toMatchObject({ content: [{ type: 'text', text: 'Fine again.' }] });
   });
 

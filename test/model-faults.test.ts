@@ -16,10 +16,23 @@ describe('callModel faults', () => {
     const handle = await startSession(h);
     h.mock.script(handle.workflowId, { steps: [{ status: 429, retryAfter: 1 }, { status: 529 }, { status: 500 }, { status: 500 }, { status: 500 }] });
     const events = await say(handle, 'hello through the storm');
-    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'assistant_message']);
+    const retry = ['model_retry_scheduled', 'model_retry_started'];
+    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', ...retry, ...retry, ...retry, ...retry, ...retry, 'assistant_message']);
+    // Each retry is logged with the attempt that failed and why, and the attempt that goes ahead.
+    const scheduled = events.flatMap((e) => (e.type === 'model_retry_scheduled' ? [e] : []));
+    expect(scheduled.map((e) => [e.attempt, e.error.type])).toEqual([
+      [1, 'ModelError.RateLimited'],
+      [2, 'ModelError.Overloaded'],
+      [3, 'ModelError.Server'],
+      [4, 'ModelError.Server'],
+      [5, 'ModelError.Server'],
+    ]);
+    expect(events.flatMap((e) => (e.type === 'model_retry_started' ? [e.attempt] : []))).toEqual([2, 3, 4, 5, 6]);
+    // retry-after: 1 set the first retry a second out, although the policy's interval is 50 ms.
+    expect(Date.parse(scheduled[0].retryAt) - Date.parse(scheduled[0].time)).toBeGreaterThanOrEqual(1000);
     const requests = h.mock.requests(handle.workflowId);
     expect(requests.map((r) => r.status)).toEqual([429, 529, 500, 500, 500, 200]);
-    // retry-after: 1 held the second attempt back by at least a second, although the policy's interval is 50 ms.
+    // retry-after: 1 held the second attempt back by at least a second.
     expect(requests[1].at - requests[0].at).toBeGreaterThanOrEqual(1000);
   });
 
@@ -36,10 +49,30 @@ describe('callModel faults', () => {
     const handle = await startSession(h, { agent: { limits: { modelStreamIdleMs: 1000 } } });
     h.mock.script(handle.workflowId, { steps: [{ firstByteDelayMs: 30_000 }] });
     const events = await say(handle, 'hello to a model that hangs');
-    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'assistant_message']);
+    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'model_retry_scheduled', 'model_retry_started', 'assistant_message']);
+    expect(events[2]).toMatchObject({ attempt: 1, error: { type: 'ModelError.Timeout' } });
     // The turn finished on the retry while the stalled response had still not sent a byte.
     const requests = h.mock.requests(handle.workflowId);
     expect(requests.map((r) => r.status)).toEqual([0, 200]);
+  });
+
+  it('logs the retry of a local model call (limits.modelCall local) the same way', async () => {
+    const handle = await startSession(h, { agent: { limits: { modelCall: 'local' } } });
+    h.mock.script(handle.workflowId, { steps: [{ status: 529 }] });
+    const events = await say(handle, 'hello, locally');
+    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'model_retry_scheduled', 'model_retry_started', 'assistant_message']);
+    expect(events[2]).toMatchObject({ attempt: 1, error: { type: 'ModelError.Overloaded' } });
+    expect(h.mock.requests(handle.workflowId).map((r) => r.status)).toEqual([529, 200]);
+  });
+
+  it('logs an error when a local model call spends limits.modelRetry, and the session waits for the user', async () => {
+    const handle = await startSession(h, { agent: { limits: { modelCall: 'local', modelRetry: { maxAttempts: 2, initialIntervalMs: 50 } } } });
+    h.mock.script(handle.workflowId, { steps: [{ status: 503 }, { status: 503 }] });
+    const events = await say(handle, 'hi');
+    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'model_retry_scheduled', 'model_retry_started', 'error']);
+    expect(events.at(-1)).toMatchObject({ kind: 'model', message: expect.stringMatching(/ModelError.Server.*503/) });
+    const next = await say(handle, 'again');
+    expect(next.at(-1)).toMatchObject({ type: 'assistant_message' });
   });
 
   it('turns a 400 into an error event, then answers the next user message', async () => {
@@ -73,6 +106,8 @@ describe('callModel faults', () => {
     const events = await say(handle, 'hi');
     expect(events.at(-1)).toMatchObject({ type: 'error', kind: 'model' });
     expect(h.mock.requests(handle.workflowId)).toHaveLength(3);
+    // Two retries were logged; the third failure spent the budget.
+    expect(events.filter((e) => e.type === 'model_retry_scheduled').map((e) => e.type === 'model_retry_scheduled' && e.attempt)).toEqual([1, 2]);
     // With the script cleared, the next turn gets the built-in reply.
     h.mock.script(handle.workflowId, { steps: [] });
     const next = await say(handle, 'again');

@@ -431,6 +431,29 @@ record("records model calls run as local activities, handed their window's event
   }
 });
 
+record('records model calls whose transient failures the workflow logs and waits for, an interrupt cutting one wait (model-retry-event)', async () => {
+  const h = await startHarness();
+  try {
+    const handle = await startSession(h, { id: 'recorded-model-retry' });
+    h.mock.script(handle.workflowId, { steps: [{ status: 529 }, { status: 429, retryAfter: 1 }] });
+    await say(handle, 'Hello through the storm.');
+    h.mock.script(handle.workflowId, { steps: [{ status: 429, retryAfter: 3600 }] });
+    await handle.signal(userMessageSignal, { text: 'Wait for it.' });
+    await waitForEvents(handle, (events) => events.some((e) => e.type === 'model_retry_scheduled' && e.retryAt > new Date(Date.now() + 60_000).toISOString()));
+    await handle.signal(interruptSignal, { reason: 'too slow' });
+    await waitForEvents(handle, (events) => events.some((e) => e.type === 'interrupted'));
+    await say(handle, 'Hello again.');
+    await endAndSave(handle, 'model-retry-session.json');
+    // The same through a local model call.
+    const local = await startSession(h, { id: 'recorded-model-retry-local', agent: { limits: { modelCall: 'local' } } });
+    h.mock.script(local.workflowId, { steps: [{ status: 503 }] });
+    await say(local, 'Hello, locally.');
+    await endAndSave(local, 'model-retry-local-session.json');
+  } finally {
+    await h.stop();
+  }
+});
+
 record('records malformed sandbox tool calls, refused before any sandbox is provisioned', async () => {
   const h = await startHarness();
   try {

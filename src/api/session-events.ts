@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { BetaManagedAgentsSessionEvent } from '@anthropic-ai/sdk/resources/beta/sessions/events';
 import type { SessionEvent, Usage } from '../session/events';
+import { Failure } from '../session/failure-types';
 
 /**
  * The platform's own events, beside the hosted API's. `platform.` is a namespace the hosted API does not use, so a
@@ -65,6 +66,14 @@ function errorObject(kind: string, message: string): SessionErrorObject {
   if (kind === 'limit') return { type: 'tool_use_limit_reached_error', message, retry_status };
   // An MCP error's server is in its message only; the API's mcp_* errors need it as a field.
   return { type: 'unknown_error', message, retry_status };
+}
+
+/** A transient model failure that is being retried, by the API's error type for it. */
+function retryingError(failureType: string, message: string): SessionErrorObject {
+  const retry_status = { type: 'retrying' as const };
+  if (failureType === Failure.Model.RateLimited) return { type: 'model_rate_limited_error', message, retry_status };
+  if (failureType === Failure.Model.Overloaded) return { type: 'model_overloaded_error', message, retry_status };
+  return { type: 'model_request_failed_error', message, retry_status };
 }
 
 /**
@@ -287,6 +296,14 @@ export class SessionProjector {
           ...(e.title !== undefined ? { title: e.title } : {}),
           ...(e.metadata !== undefined && Object.keys(e.metadata).length > 0 ? { metadata: e.metadata } : {}),
         });
+        break;
+      case 'model_retry_scheduled':
+        // The error with `retrying`, then the status; the exhausted error, if it comes, is the log's `error` event.
+        out.push({ type: 'session.error', id: id(), processed_at: at, error: retryingError(e.error.type, e.error.message) });
+        out.push({ type: 'session.status_rescheduled', id: id(1), processed_at: at });
+        break;
+      case 'model_retry_started':
+        out.push({ type: 'session.status_running', id: id(), processed_at: at });
         break;
       case 'subagent_finished':
         // A child's usage counts in its parent's, as in `sessions.retrieve`; the next snapshot carries it.

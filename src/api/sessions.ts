@@ -105,7 +105,7 @@ interface SessionRow {
   archived_at: Date | null;
 }
 
-const STATE: Record<SessionState, ApiStatus> = { running: 'running', waiting_for_user: 'idle', requires_action: 'idle', ended: 'terminated' };
+const STATE: Record<SessionState, ApiStatus> = { running: 'running', rescheduling: 'rescheduling', waiting_for_user: 'idle', requires_action: 'idle', ended: 'terminated' };
 const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 
 /**

@@ -43,7 +43,8 @@ export function toModelFailure(err: unknown): ApplicationFailure {
     if (isRetryableStatus(status)) {
       const type = status === 429 ? Failure.Model.RateLimited : status === 529 ? Failure.Model.Overloaded : status >= 500 ? Failure.Model.Server : `ModelError.Status${status}`;
       const delay = retryAfterMs(err.headers);
-      return ApplicationFailure.create({ message, type, ...(delay !== undefined ? { nextRetryDelay: delay } : {}) });
+      // The delay goes in the details too: a workflow that waits for the retry itself reads it there.
+      return ApplicationFailure.create({ message, type, ...(delay !== undefined ? { nextRetryDelay: delay, details: [{ retryAfterMs: delay }] } : {}) });
     }
     return ApplicationFailure.create({ message, type: NON_RETRYABLE[status] ?? `ModelError.Status${status}`, nonRetryable: true });
   }

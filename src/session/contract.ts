@@ -51,7 +51,7 @@ export interface EventsPage {
   firstSeq?: number;
 }
 
-export const SessionStateSchema = shared('contract.SessionStateSchema', () => z.enum(['running', 'waiting_for_user', 'requires_action', 'ended']));
+export const SessionStateSchema = shared('contract.SessionStateSchema', () => z.enum(['running', 'rescheduling', 'waiting_for_user', 'requires_action', 'ended']));
 export type SessionState = z.infer<typeof SessionStateSchema>;
 export interface SandboxStatus {
   name: string;
@@ -73,7 +73,7 @@ export interface PendingAction {
   onTimeout?: 'allow' | 'deny';
 }
 export interface SessionStatus {
-  /** `requires_action` while a turn waits on `pending`. */
+  /** `requires_action` while a turn waits on `pending`; `rescheduling` while a model call waits to be tried again. */
   state: SessionState;
   lastSeq: number;
   /** The first seq of the current run; the run's number among the session's runs (1 for the first). */

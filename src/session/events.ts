@@ -151,6 +151,23 @@ export const SessionUpdatedEventSchema = shared('events.SessionUpdatedEventSchem
   title: z.string().nullable().optional(),
   metadata: z.record(z.string(), z.string()).optional(),
 }));
+/**
+ * A model call failed with a transient error (`error.type`, e.g. `ModelError.Overloaded`) and is tried again at
+ * `retryAt` (the server's retry-after, else the policy's backoff); `attempt` is the attempt that failed.
+ */
+export const ModelRetryScheduledEventSchema = shared('events.ModelRetryScheduledEventSchema', () => z.object({
+  ...base,
+  type: z.literal('model_retry_scheduled'),
+  attempt: z.number().int().positive(),
+  error: z.object({ type: z.string(), message: z.string() }),
+  retryAt: z.string(),
+}));
+/** The wait after a model_retry_scheduled is over: attempt `attempt` of the call goes ahead. */
+export const ModelRetryStartedEventSchema = shared('events.ModelRetryStartedEventSchema', () => z.object({
+  ...base,
+  type: z.literal('model_retry_started'),
+  attempt: z.number().int().positive(),
+}));
 export const SessionEndedEventSchema = shared('events.SessionEndedEventSchema', () => z.object({ ...base, type: z.literal('session_ended'), reason: z.string() }));
 
 export const SessionEventSchema = shared('events.SessionEventSchema', () => z.discriminatedUnion('type', [
@@ -171,6 +188,8 @@ export const SessionEventSchema = shared('events.SessionEventSchema', () => z.di
   InterruptedEventSchema,
   ErrorEventSchema,
   SessionUpdatedEventSchema,
+  ModelRetryScheduledEventSchema,
+  ModelRetryStartedEventSchema,
   SessionEndedEventSchema,
 ]));
 export type SessionEvent = z.infer<typeof SessionEventSchema>;

@@ -31,6 +31,10 @@ export function formatEvent(e: SessionEvent): string {
       return `${head}${e.isError ? ` [${e.error?.kind ?? 'error'}]` : ''}: ${clip(e.output, 200)}`;
     case 'error':
       return `${head} [${e.kind}]: ${e.message}`;
+    case 'model_retry_scheduled':
+      return `${head} attempt ${e.attempt} failed [${e.error.type}]: ${clip(e.error.message, 200)}; retry at ${e.retryAt}`;
+    case 'model_retry_started':
+      return `${head} attempt ${e.attempt}`;
     case 'interrupted':
     case 'session_ended':
       return `${head}: ${e.reason}`;

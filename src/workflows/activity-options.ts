@@ -6,6 +6,7 @@ import type { ToolsActivities } from '../mcp/activities';
 import type { Agent } from '../session/agent';
 import { TOOLS_TASK_QUEUE } from '../session/queues';
 import { Failure } from '../session/failure-types';
+import { TRANSIENT_MODEL_FAILURES } from './model-retry';
 
 type Activities = ReturnType<typeof createActivities>;
 
@@ -29,6 +30,12 @@ export function sessionActivities(limits: Agent['limits']) {
     startToCloseTimeout: '10 minutes',
     retry: modelRetry,
   });
+  // The same two, with the model API's transient errors handed back to the workflow, which logs and waits for each retry.
+  const seenRetry = { ...modelRetry, nonRetryableErrorTypes: [...TRANSIENT_MODEL_FAILURES] };
+  const loggedRetries = {
+    model: proxyActivities<Activities>({ startToCloseTimeout: '10 minutes', heartbeatTimeout: limits.modelHeartbeatTimeoutMs, retry: seenRetry }),
+    localModel: proxyLocalActivities<Activities>({ startToCloseTimeout: '10 minutes', retry: seenRetry }),
+  };
   const provisioner = (taskQueue: string) =>
     proxyActivities<HandsActivities>({
       taskQueue,
@@ -57,7 +64,7 @@ export function sessionActivities(limits: Agent['limits']) {
     });
   // A seal that read events other than the ones history committed (ArchiveError.Stale) is tried again, with backoff.
   const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 8, initialInterval: 500, maximumInterval: 5000 } });
-  return { model, localModel, provisioner, onHost, mcp, archive };
+  return { model, localModel, loggedRetries, provisioner, onHost, mcp, archive };
 }
 
 export type SessionActivities = ReturnType<typeof sessionActivities>;

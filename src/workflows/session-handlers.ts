@@ -182,7 +182,7 @@ export function registerSessionHandlers(p: SessionParts): void {
 
   setHandler(handoverQuery, () => ({
     agent,
-    carry: p.snapshot(rs.state === 'running' ? { round: rs.currentRound } : undefined),
+    carry: p.snapshot(rs.state === 'running' || rs.state === 'rescheduling' ? { round: rs.currentRound } : undefined),
     firstSeq: rs.baseSeq,
   }));
 

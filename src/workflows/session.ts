@@ -26,6 +26,7 @@ import { createHandoff } from './handoff';
 import { childAnswer, createSubagents, reportToParent } from './subagents';
 import { sessionActivities } from './activity-options';
 import { RunState } from './run-state';
+import { withLoggedRetries } from './model-retry';
 import { SandboxSlots } from './sandbox-slots';
 import { McpTools } from './mcp-tools';
 import { registerSessionHandlers, visibleState } from './session-handlers';
@@ -54,7 +55,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const carried: Carry | undefined = parsed.data.continued;
   const startKind = parsed.data.start;
   const acts = sessionActivities(limits);
-  const { model, localModel, archive } = acts;
+  const { archive } = acts;
 
   const rs = new RunState(sessionId, limits, carried, parsed.data.parent);
   const { events, parentRef } = rs;
@@ -223,11 +224,15 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     const fromSeq = modelReadThrough + 1;
     return { tail: { fromSeq, digest: eventsDigest(events.slice(fromSeq - rs.baseSeq, throughSeq + 1 - rs.baseSeq)) } };
   };
-  const callModel = (summary: { summary: string }, request: CallModelInput) => {
-    if (!local) return model.callModel.executeWithOptions(summary, [request]);
-    const from = Math.max(request.window?.fromSeq ?? 0, rs.baseSeq);
-    return localModel.callModel.executeWithOptions(summary, [{ ...request, events: events.slice(from - rs.baseSeq, request.throughSeq + 1 - rs.baseSeq) }]);
-  };
+  /** A model request; histories recorded before retries were logged leave every retry to Temporal, unseen. */
+  const withRetries = <T>(call: (proxies: Pick<typeof acts, 'model' | 'localModel'>) => Promise<T>): Promise<T> =>
+    patched('model-retry-event') ? withLoggedRetries(() => call(acts.loggedRetries), rs, append, limits.modelRetry) : call(acts);
+  const callModel = (summary: { summary: string }, request: CallModelInput) =>
+    withRetries((p) => {
+      if (!local) return p.model.callModel.executeWithOptions(summary, [request]);
+      const from = Math.max(request.window?.fromSeq ?? 0, rs.baseSeq);
+      return p.localModel.callModel.executeWithOptions(summary, [{ ...request, events: events.slice(from - rs.baseSeq, request.throughSeq + 1 - rs.baseSeq) }]);
+    });
   /** One model reply over the current window, compacting the window first when it is over budget; with the last seq its call read. */
   const nextReply = async (): Promise<{ reply: ModelReply; throughSeq: number }> => {
     const request = () => {
@@ -241,7 +246,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     if (first.compact === undefined) return { reply: first, throughSeq: firstRequest.throughSeq };
     const cutSeq = first.compact.cutSeq;
     const compactRequest = request();
-    const c = await model.compactContext.executeWithOptions({ summary: 'compact context' }, [{ ...compactRequest, cutSeq }]);
+    const c = await withRetries((p) => p.model.compactContext.executeWithOptions({ summary: 'compact context' }, [{ ...compactRequest, cutSeq }]));
     modelReadThrough = compactRequest.throughSeq;
     const event = append({ type: 'context_compacted', throughSeq: cutSeq - 1, summary: c.summary, tokensBefore: c.tokensBefore, tokensAfter: c.tokensAfter });
     if (event.type === 'context_compacted') rs.window = windowOf(event);

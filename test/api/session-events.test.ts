@@ -58,6 +58,42 @@ it('signals each thinking block of a reply with agent.thinking before its messag
   expect(new Set(out.map((e) => e.id)).size).toBe(out.length);
 });
 
+it('shows a logged model retry as a retrying session.error and session.status_rescheduled, and its start as session.status_running', () => {
+  const retryAt = '2026-12-01T10:00:05.000Z';
+  const out = projectLog(
+    'ses-r',
+    log(
+      started(),
+      { type: 'user_message', text: 'hi' },
+      { type: 'model_retry_scheduled', attempt: 1, error: { type: 'ModelError.RateLimited', message: 'model API returned 429: slow down' }, retryAt },
+      { type: 'model_retry_started', attempt: 2 },
+      { type: 'model_retry_scheduled', attempt: 2, error: { type: 'ModelError.Stream', message: 'model API stream error' }, retryAt },
+      { type: 'model_retry_started', attempt: 3 },
+      { type: 'assistant_message', content: [{ type: 'text', text: 'hello' }], stopReason: 'end_turn', usage },
+    ),
+  );
+  expect(types(out)).toEqual([
+    'user.message',
+    'session.status_running',
+    'session.error',
+    'session.status_rescheduled',
+    'session.status_running',
+    'session.error',
+    'session.status_rescheduled',
+    'session.status_running',
+    'span.model_request_start',
+    'agent.message',
+    'span.model_request_end',
+    'session.usage',
+    'session.status_idle',
+  ]);
+  expect(out[2]).toEqual({ type: 'session.error', id: eventId('ses-r', 2, 0), processed_at: T, error: { type: 'model_rate_limited_error', message: 'model API returned 429: slow down', retry_status: { type: 'retrying' } } });
+  expect(out[3]).toEqual({ type: 'session.status_rescheduled', id: eventId('ses-r', 2, 1), processed_at: T });
+  expect(out[4]).toEqual({ type: 'session.status_running', id: eventId('ses-r', 3, 0), processed_at: T });
+  expect(out[5]).toMatchObject({ error: { type: 'model_request_failed_error', retry_status: { type: 'retrying' } } });
+  expect(new Set(out.map((e) => e.id)).size).toBe(out.length);
+});
+
 it('shows a logged session update as session.updated with only what changed, and an interrupt between turns alone', () => {
   const out = projectLog(
     'ses-up',

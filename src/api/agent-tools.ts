@@ -147,7 +147,7 @@ export function resolveTools(tools: z.infer<typeof ToolParamsSchema>[]): Resolve
 }
 
 const WEB_WHY: Record<string, string> = {
-  web_fetch: 'no fetch through the egress gate exists',
+  web_fetch: 'the tool that would fetch through the egress gate is not built',
   web_search: 'no search backend exists',
 };
 

@@ -19,6 +19,7 @@ import { startTrackerServer, type TrackerServer } from './helpers/mcp-server';
 import { buildStdioServer } from './helpers/mcp-stdio';
 import { findSecret } from './helpers/find-secret';
 import { loadConfig } from '../src/config';
+import { NOBODY } from '../src/mcp/jail';
 import { ROOT } from './helpers/env';
 import { Client } from '@temporalio/client';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
@@ -145,7 +146,8 @@ describe('a tool that is the attacker', () => {
     expect(loot.env.MCP_ACCESS_TOKEN).toBe('***');
     expect(loot.processes.self.environ).toMatch(/MCP_ACCESS_TOKEN=\*\*\*/);
     // As an unprivileged user of its own, in a PID namespace of its own: the worker's processes are not there.
-    if (process.getuid?.() === 0) expect(loot.uid).toBe(65534);
+    // Started as root, the jail drops to nobody; started as anyone else, it cannot, and keeps the caller's uid.
+    expect(loot.uid).toBe(process.getuid?.() === 0 ? NOBODY : process.getuid?.());
     expect(loot.pids.length).toBeLessThanOrEqual(4);
     expect(loot.pids).not.toContain(String(process.pid));
     expect(loot.shadow).toMatch(/^! E/);

@@ -98,11 +98,13 @@ describe('one session over many runs', () => {
       await new Promise((r) => setTimeout(r, 60));
     }
     await Promise.all(sent);
-    await waitForEvents(hnd, (ev) => ev.filter((e) => e.type === 'user_message').length === n + 1);
+    const accepted = await waitForEvents(hnd, (ev) => ev.filter((e) => e.type === 'user_message').length === n + 1);
     expect((await hnd.query(statusQuery)).run).toBeGreaterThan(1);
-    // Retries of earlier messages, now in a later run.
+    const firstM0 = accepted.find((e) => e.type === 'user_message' && e.messageId === 'm0');
+    expect(firstM0?.type).toBe('user_message');
+    // Retries of earlier messages, now in a later run: a retried update answers the seq its first delivery got.
     await hnd.signal(userMessageSignal, { text: 'loop', messageId: 'm-loop' });
-    expect((await hnd.executeUpdate(sendMessageUpdate, { args: [{ text: 'update 0', messageId: 'm0' }] })).seq).toBeGreaterThan(0);
+    expect((await hnd.executeUpdate(sendMessageUpdate, { args: [{ text: 'update 0', messageId: 'm0' }] })).seq).toBe(firstM0?.seq);
     const { seq } = await hnd.executeUpdate(sendMessageUpdate, { args: [{ text: 'last' }] });
     const events = await waitForEvents(hnd, turnDone(seq), 120_000);
     expectOneLog(events);

@@ -40,7 +40,11 @@ it('answers 401 with the error envelope without a key, with a wrong one, and wit
 it('takes the key as x-api-key as well as a bearer token', async () => {
   const key = await api.key();
   const viaHeader = new Anthropic({ apiKey: null, authToken: null, baseURL: api.url, maxRetries: 0, defaultHeaders: { 'x-api-key': key } });
-  expect((await viaHeader.beta.environments.list()).data).toBeDefined();
+  const made = await viaHeader.beta.environments.create({ name: `via-header-${Date.now()}` });
+  const listed = await viaHeader.beta.environments.list();
+  expect(listed.data.map((e) => e.id)).toContain(made.id);
+  // The same workspace as the bearer-token client's.
+  expect((await (await api.client()).beta.environments.retrieve(made.id)).name).toBe(made.name);
 });
 
 it('refuses a request without the managed-agents beta', async () => {

@@ -5,7 +5,7 @@ import type Docker from 'dockerode';
 import { Client, Connection } from '@temporalio/client';
 import { resolveDockerHost } from '../src/infra/docker-host';
 import { startDevServer, type DevServer } from '../src/infra/temporal-cli';
-import { MockModelServer } from '../src/model/mock-server';
+import { MockModelServer } from '../src/dev/model-server';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import type { RunningWorker } from '../src/worker';
 import { sessionWorkflow } from '../src/workflows';

@@ -8,7 +8,7 @@ import { CodecServer } from '../src/codec/server';
 import { EncryptionCodec, parseCodecKeys } from '../src/codec';
 import { startDevServer, type DevServer } from '../src/infra/temporal-cli';
 import { chromiumPath } from '../src/infra/chromium';
-import { MockModelServer } from '../src/model/mock-server';
+import { MockModelServer } from '../src/dev/model-server';
 import { startSessionRun } from '../src/session-ops';
 import { installRuntime, type RunningWorker } from '../src/worker';
 import { endSignal } from '../src/session/contract';

@@ -118,7 +118,7 @@ export function modelServerCommand(program: Command): void {
     .option('--port <n>', 'port', nonNegativeInt, 0)
     .option('--json', 'print {"url"} on stdout')
     .action(async (opts: { port: number; json?: boolean }) => {
-      const { MockModelServer } = await import('../model/mock-server');
+      const { MockModelServer } = await import('../dev/model-server');
       const server = new MockModelServer();
       const url = await server.start(opts.port);
       out(opts.json ? JSON.stringify({ url }) : url);

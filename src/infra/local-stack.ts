@@ -4,7 +4,7 @@ import path from 'node:path';
 import { EncryptionCodec, createDataConverter, parseCodecKeys } from '../codec';
 import { CodecServer } from '../codec/server';
 import type { Config } from '../config';
-import { MockModelServer } from '../model/mock-server';
+import { MockModelServer } from '../dev/model-server';
 import { startApiServer, type RunningApi } from '../api/server';
 import { authenticate, createApiKey } from '../api/keys';
 import type { Db } from '../storage/db';

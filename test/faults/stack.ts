@@ -8,7 +8,7 @@ import { clientInterceptors } from '../../src/log/query-retry';
 import { startDevServer, type DevServer } from '../../src/infra/temporal-cli';
 import { resolveDockerHost, sandboxImage } from '../../src/infra/docker-host';
 import { restartProjectDaemon } from '../../src/infra/dockerd';
-import { MockModelServer } from '../../src/model/mock-server';
+import { MockModelServer } from '../../src/dev/model-server';
 import { DockerSandboxProvider, LABEL } from '../../src/sandbox/docker';
 import { spawnWorker, type ChildWorker } from '../helpers/child-worker';
 import { freePort, temporalCliPath, testDataConverter } from '../helpers/env';

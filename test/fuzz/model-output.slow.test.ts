@@ -7,7 +7,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
 import { AnthropicModelClient } from '../../src/model/client';
 import { toModelFailure } from '../../src/model/errors';
-import { validateRequest } from '../../src/model/api-validation';
+import { validateRequest } from '../../src/dev/request-checks';
 import { ContentBlockSchema } from '../../src/session/events';
 import { readRunEvents } from '../../src/tools/session-events';
 import { sendMessageUpdate } from '../../src/session/contract';

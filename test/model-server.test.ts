@@ -1,6 +1,6 @@
 // The local Messages API server, driven by the real Anthropic SDK: what it accepts, rejects and injects.
 import Anthropic, { APIError } from '@anthropic-ai/sdk';
-import { MockModelServer } from '../src/model/mock-server';
+import { MockModelServer } from '../src/dev/model-server';
 
 let mock: MockModelServer;
 let client: Anthropic;

@@ -1,6 +1,6 @@
 // Prompt-cache accounting for the local server: which part of a request's prefix is read from or written to the cache.
 import { createHash } from 'node:crypto';
-import { blocksOf, type Msg } from './api-validation';
+import { blocksOf, type Msg } from './request-checks';
 
 /** Minimum cacheable prefix (Sonnet and Opus models), how far back a breakpoint looks, and the cache's life. */
 export const CACHE_MIN_TOKENS = 1024;

@@ -1,12 +1,12 @@
 // A local server that speaks the Anthropic Messages API over HTTP: plain and SSE replies, count_tokens,
 // per-session scripts keyed by metadata.user_id (set in-process or by POST /_mock/script), and fault injection.
-// The conversation checks are in api-validation.ts, the built-in replies in mock-brain.ts.
+// The conversation checks are in request-checks.ts, the built-in replies in model-replies.ts.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { closeServer, httpUrl, listen } from '../infra/http';
-import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from './api-validation';
-import { compactionReply, defaultReply, isCompactionRequest } from './mock-brain';
-import { completeReply, MockScripts, type MockBlock, type MockSessionScript, type MockStep } from './mock-script';
+import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from './request-checks';
+import { compactionReply, defaultReply, isCompactionRequest } from './model-replies';
+import { completeReply, MockScripts, type MockBlock, type MockSessionScript, type MockStep } from './model-script';
 import { PromptCache } from './prompt-cache';
 
 export interface RecordedRequest {

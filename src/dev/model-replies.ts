@@ -1,7 +1,7 @@
 // The local server's built-in replies: a summariser for compaction calls and a brain that is deterministic in the conversation.
 import { COMPACTION_MARKER } from '../session/context-builder';
-import { blocksOf, combineTurns, type Msg } from './api-validation';
-import type { MockBlock } from './mock-script';
+import { blocksOf, combineTurns, type Msg } from './request-checks';
+import type { MockBlock } from './model-script';
 import { lostToInfrastructure } from '../session/model-sentences';
 
 function systemText(body: Record<string, unknown>): string {

@@ -2,11 +2,11 @@
 import { z } from 'zod';
 import fs from 'node:fs';
 import path from 'node:path';
-import { codecKeyProblem } from './codec/keys';
+import { codecKeyProblem } from './codec/codec-keys';
 import { LOG_LEVELS } from './observability/log-levels';
 import { parsePriceTable } from './observability/pricing';
 import { SandboxRuntimePreferenceSchema } from './sandbox/runtime';
-import { parseAllowList } from './egress/policy';
+import { parseAllowList } from './egress/egress-policy';
 
 const optional = z
   .string()

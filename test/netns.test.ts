@@ -3,7 +3,7 @@ import net from 'node:net';
 import os from 'node:os';
 import type Docker from 'dockerode';
 import { Client, Connection } from '@temporalio/client';
-import { resolveDockerHost } from '../src/infra/docker-host';
+import { resolveDockerHost } from '../src/host/docker-host';
 import { startDevServer, type DevServer } from '../src/infra/temporal-cli';
 import { MockModelServer } from '../src/dev/model-server';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';

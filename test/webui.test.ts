@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { Client, Connection } from '@temporalio/client';
-import { CodecServer } from '../src/codec/server';
+import { CodecServer } from '../src/codec/codec-server';
 import { EncryptionCodec, parseCodecKeys } from '../src/codec';
 import { startDevServer, type DevServer } from '../src/infra/temporal-cli';
 import { chromiumPath } from '../src/infra/chromium';

@@ -3,7 +3,7 @@
 // The conversation checks are in request-checks.ts, the built-in replies in model-replies.ts.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
-import { closeServer, httpUrl, listen } from '../infra/http';
+import { closeServer, httpUrl, listen } from '../http/listen';
 import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from './request-checks';
 import { compactionReply, defaultReply, isCompactionRequest } from './model-replies';
 import { completeReply, MockScripts, type MockBlock, type MockSessionScript, type MockStep } from './model-script';

@@ -2,10 +2,10 @@
 import type { Config } from '../config';
 import { EgressGate, EgressRefusedError, noLookupResolver, systemResolver, type Resolver } from './gate';
 import { canonicalIp } from './ranges';
-import { interfaceAddresses, makePolicy, ownAddress, type EgressPolicy, type OwnAddress } from './policy';
+import { interfaceAddresses, makePolicy, ownAddress, type EgressPolicy, type OwnAddress } from './egress-policy';
 
 export { EgressGate, EgressRefusedError, noLookupResolver, systemResolver, type Resolver } from './gate';
-export { checkAddress, checkUrl, makePolicy, parseAllowList, type Decision, type EgressPolicy, type EgressRule, type UrlDecision } from './policy';
+export { checkAddress, checkUrl, makePolicy, parseAllowList, type Decision, type EgressPolicy, type EgressRule, type UrlDecision } from './egress-policy';
 export { canonicalIp } from './ranges';
 
 /** The platform's own listen addresses, as this process's configuration names them. */

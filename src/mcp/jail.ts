@@ -6,7 +6,7 @@
 // The network is shared: MCP servers exist to reach services.
 import fs from 'node:fs';
 import path from 'node:path';
-import { onPath } from '../infra/which';
+import { onPath } from '../host/which';
 import type { McpServer } from '../session/agent';
 
 type StdioServer = Extract<McpServer, { transport: 'stdio' }>;

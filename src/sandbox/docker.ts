@@ -10,7 +10,7 @@ import { loosenings } from '../session/agent';
 import { EXEC_KILL, EXEC_WRAPPER } from './scripts';
 import { LIVE_DELAY_MS, startLiveCopy, type LiveCopy } from './live-copy';
 import type { EgressGate } from '../egress';
-import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror, upstreamOf } from './git';
+import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror, upstreamOf } from './host-git';
 import { resourceName } from './names';
 import { hostLimits, RuntimeSelector, runtimeOf, type SandboxRuntimePreference } from './runtime';
 

@@ -2,7 +2,7 @@
 // StreamFrame per event, starting with the session's streams in progress; `GET /v1/sessions/<id>/log`, on a brain
 // worker, each workflow task's new events (src/stream/log-hub.ts). `GET /healthz` answers ok.
 import http from 'node:http';
-import { closeServer, httpUrl, listen } from '../infra/http';
+import { closeServer, httpUrl, listen } from '../http/listen';
 import os from 'node:os';
 import type { StreamHub } from './hub';
 import type { LogPushHub } from './log-hub';

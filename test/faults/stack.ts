@@ -6,7 +6,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { clientInterceptors } from '../../src/log/query-retry';
 import { startDevServer, type DevServer } from '../../src/infra/temporal-cli';
-import { resolveDockerHost, sandboxImage } from '../../src/infra/docker-host';
+import { resolveDockerHost, sandboxImage } from '../../src/host/docker-host';
 import { restartProjectDaemon } from '../../src/infra/dockerd';
 import { MockModelServer } from '../../src/dev/model-server';
 import { DockerSandboxProvider, LABEL } from '../../src/sandbox/docker';

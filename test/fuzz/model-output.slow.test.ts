@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ApplicationFailure } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
 import { AnthropicModelClient } from '../../src/model/client';
-import { toModelFailure } from '../../src/model/errors';
+import { toModelFailure } from '../../src/model/model-errors';
 import { validateRequest } from '../../src/dev/request-checks';
 import { ContentBlockSchema } from '../../src/session/events';
 import { readRunEvents } from '../../src/tools/session-events';

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { Config } from '../config';
 import { clientConnectionOptions } from '../temporal-connection';
 import { createDataConverter } from '../codec';
-import { loadCodecKey } from '../infra/keys';
+import { loadCodecKey } from '../key-files';
 import { formatIssues } from '../session/agent';
 import { UserMessageSchema, type UserMessage } from '../session/contract';
 import { sessionArchive, type SessionArchive } from '../archive';

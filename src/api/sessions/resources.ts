@@ -2,15 +2,15 @@
 // sealed to the vault public key at create (the API can write it, never read it back) and the agent file names it
 // only as `resource:<id>`, so it is in no history, event or sandbox; git_push and git_pull use it on the host.
 import { z } from 'zod';
-import type { SandboxRecipe } from '../session/agent';
-import { BRANCH_NAME_RE } from '../tools/git';
-import { repoTokenBinding } from '../hands/repo-tokens';
-import { sealSecret } from '../vault/sealed';
-import type { Queryable } from '../storage/db';
-import { IdSchema, PageQuerySchema, cursorPos, iso, newId } from './common';
-import type { ApiApp, ApiDeps } from './context';
-import { badRequest, notFound } from './errors';
-import { refuseAtTheDoor } from './egress-door';
+import type { SandboxRecipe } from '../../session/agent';
+import { BRANCH_NAME_RE } from '../../tools/git';
+import { repoTokenBinding } from '../../hands/repo-tokens';
+import { sealSecret } from '../../vault/sealed';
+import type { Queryable } from '../../storage/db';
+import { IdSchema, PageQuerySchema, cursorPos, iso, newId } from '../shared-fields';
+import type { ApiApp, ApiDeps } from '../route-context';
+import { badRequest, notFound } from '../api-error';
+import { refuseAtTheDoor } from '../egress-door';
 
 const WORKDIR = '/workspace';
 const PATH_PART = /^[A-Za-z0-9._-]+$/;

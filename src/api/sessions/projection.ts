@@ -4,8 +4,8 @@
 // Event ids are derived from (session id, seq, part), so any API process projects the same ids.
 import { createHash } from 'node:crypto';
 import type { BetaManagedAgentsSessionEvent } from '@anthropic-ai/sdk/resources/beta/sessions/events';
-import type { SessionEvent, Usage } from '../session/events';
-import { Failure } from '../session/failure-types';
+import type { SessionEvent, Usage } from '../../session/events';
+import { Failure } from '../../session/failure-types';
 
 /**
  * The platform's own events, beside the hosted API's. `platform.` is a namespace the hosted API does not use, so a

@@ -1,7 +1,7 @@
 // The API key commands of `agents`: create, list and revoke the keys of the Managed Agents API.
 import type { Command } from 'commander';
 import { loadConfig } from '../config';
-import { CliError, err, out } from './common';
+import { CliError, err, out } from './cli-common';
 
 /** Runs `fn` on the API's database (DATABASE_URL, else the embedded one under DATA_DIR), closed after. */
 export async function withApiDb<T>(fn: (db: import('../storage/db').Db) => Promise<T>): Promise<T> {
@@ -29,7 +29,7 @@ export function apiKeysCommands(program: Command): void {
     .requiredOption('--workspace <name>', 'workspace name, e.g. default or team-a')
     .option('--json', 'print {"key","workspace"} on stdout')
     .action(async (opts: { workspace: string; json?: boolean }) => {
-      const { createApiKey, WorkspaceNameSchema } = await import('../api/keys');
+      const { createApiKey, WorkspaceNameSchema } = await import('../api/workspace-keys');
       const name = WorkspaceNameSchema.safeParse(opts.workspace);
       if (!name.success) throw new CliError(`--workspace: ${name.error.issues[0].message}`);
       const made = await withApiDb((db) => createApiKey(db, name.data));
@@ -41,7 +41,7 @@ export function apiKeysCommands(program: Command): void {
     .description('list keys (their ids, workspaces and first characters; never the keys)')
     .option('--json', 'one JSON object per line')
     .action(async (opts: { json?: boolean }) => {
-      const { listApiKeys } = await import('../api/keys');
+      const { listApiKeys } = await import('../api/workspace-keys');
       for (const k of await withApiDb(listApiKeys)) out(opts.json ? JSON.stringify(k) : `${k.id}\t${k.workspace}\t${k.hint}\t${k.created_at}${k.revoked_at ? `\trevoked ${k.revoked_at}` : ''}`);
     });
   apiKeys
@@ -50,7 +50,7 @@ export function apiKeysCommands(program: Command): void {
     .argument('<id>', 'key id, as api-keys list shows it')
     .option('--json', 'print {"id","revoked"} on stdout')
     .action(async (id: string, opts: { json?: boolean }) => {
-      const { revokeApiKey } = await import('../api/keys');
+      const { revokeApiKey } = await import('../api/workspace-keys');
       if (!(await withApiDb((db) => revokeApiKey(db, id)))) throw new CliError(`no live key ${id}`);
       if (opts.json) out(JSON.stringify({ id, revoked: true }));
       err(`revoked ${id}`);

@@ -5,8 +5,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-import { withLock } from './lock';
-import { logTail, run, type Log } from './run';
+import { withLock } from '../host/lock';
+import { logTail, run, type Log } from '../host/run';
 import { aptInstall, isRoot, systemPath } from './system-tools';
 
 /** The loopback port the project's cluster listens on; `MANAGED_AGENTS_PG_PORT` moves it. */

@@ -3,10 +3,10 @@
 // event has in `events.list` and the stream. The log stays the only source of events: every API process projects
 // the same ids from it.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { interruptUpdate, updateSessionUpdate, type SessionUpdate } from '../session/contract';
-import { badRequest, conflict } from './errors';
-import type { SessionFeeds } from './session-feed';
-import { eventId } from './session-events';
+import { interruptUpdate, updateSessionUpdate, type SessionUpdate } from '../../session/contract';
+import { badRequest, conflict } from '../api-error';
+import type { SessionFeeds } from './feed';
+import { eventId } from './projection';
 
 /** A workflow that has ended (or is gone) takes no more events. */
 const ended = (e: unknown) =>

@@ -2,16 +2,16 @@
 // projected incrementally (the projector's state is kept at the seq it reached, so neither a list nor a stream
 // refolds from seq 0), and, while anyone streams it, one follower that reads the tail when the session's history
 // changes (src/log/history-doorbell.ts) and fans the new events out. With the codec key, the follower takes the
-// events of each completed workflow task from the batch its brain worker pushed (src/api/log-push.ts) when that
+// events of each completed workflow task from the batch its brain worker pushed (src/api/sessions/log-batches.ts) when that
 // batch provably continues the log, and reads the log otherwise: the log stays the only source of events.
 import type { Client } from '@temporalio/client';
-import { followHistory, type CompletedTask } from '../log/history-doorbell';
-import type { SessionEvent } from '../session/events';
-import { streamUrlOf } from '../stream/token';
-import { PushedLog, pushedEvents } from './log-push';
-import type { EventsPage } from '../session/contract';
-import type { SessionLog } from '../log/session-log';
-import { SessionProjector, type ApiSessionEvent } from './session-events';
+import { followHistory, type CompletedTask } from '../../log/history-doorbell';
+import type { SessionEvent } from '../../session/events';
+import { streamUrlOf } from '../../stream/token';
+import { PushedLog, pushedEvents } from './log-batches';
+import type { EventsPage } from '../../session/contract';
+import type { SessionLog } from '../../log/session-log';
+import { SessionProjector, type ApiSessionEvent } from './projection';
 
 /** Polling interval when the server cannot be long-polled (an old server, a permission refused). */
 const FALLBACK_POLL_MS = 150;

@@ -1,13 +1,13 @@
 // GET /v1/sessions/{id}/events/stream: the session's log as Server-Sent Events, in the API's vocabulary, resumable
 // with Last-Event-ID, and with `event_deltas` previews of model replies for a client that asks for them.
 import { z } from 'zod';
-import type { StreamRelay } from '../stream/relay';
-import { IdSchema } from './common';
-import type { ApiApp, ApiDeps } from './context';
-import { badRequest } from './errors';
-import type { SessionFeed, SessionFeeds } from './session-feed';
-import { eventId, type ApiSessionEvent } from './session-events';
-import { PreviewMapper, type PreviewEvent } from './session-previews';
+import type { StreamRelay } from '../../stream/relay';
+import { IdSchema } from '../shared-fields';
+import type { ApiApp, ApiDeps } from '../route-context';
+import { badRequest } from '../api-error';
+import type { SessionFeed, SessionFeeds } from './feed';
+import { eventId, type ApiSessionEvent } from './projection';
+import { PreviewMapper, type PreviewEvent } from './previews';
 
 const SessionPath = z.object({ session_id: IdSchema });
 const STREAM_PING_MS = 15_000;
@@ -35,7 +35,7 @@ function startOf(feed: SessionFeed, lastEventId: string | undefined): number {
 
 /**
  * Server-Sent Events as the SDK parses them (`event: <type>`, `data: <json>`), carrying durable events from the
- * log: every stream of a session shares the session's feed (src/api/session-feed.ts), which reads whichever run
+ * log: every stream of a session shares the session's feed (src/api/sessions/feed.ts), which reads whichever run
  * holds the tail each time the session's history changes, so it survives any worker's death and any handover.
  * Every frame carries `id:`, the id of the last durable event the connection has sent through (the session's id
  * before any), and a reconnect that sends it back as `Last-Event-ID` resumes right after that event. Without it a

@@ -5,7 +5,7 @@ import { loadConfig } from '../config';
 import { formatIssues } from '../session/agent';
 import { ResolveToolUseSchema, SubmitToolResultSchema } from '../session/contract';
 import { resolveToolUse, submitToolResult } from '../session-ops';
-import { CliError, connect, err, opError, out, sessionId } from './common';
+import { CliError, connect, err, opError, out, sessionId } from './cli-common';
 
 /** `agents approve` and `agents deny`: the decision on a tool call waiting for approval. */
 export function approvalCommands(program: Command): void {

@@ -6,9 +6,9 @@ import { randomUUID } from 'node:crypto';
 import YAML from 'yaml';
 import { loadConfig, type Config } from '../config';
 import { parseCodecKeys } from '../codec';
-import { colorEnabled, styles } from '../infra/term';
+import { colorEnabled, styles } from '../host/term';
 import { SessionWatcher } from '../stream/watch';
-import { loadCodecKey } from '../infra/keys';
+import { loadCodecKey } from '../key-files';
 import { AgentSchema, DEFAULT_MODEL, formatIssues, type Agent } from '../session/agent';
 import type { SessionEvent } from '../session/events';
 import { formatEvent } from '../session/format';
@@ -19,7 +19,7 @@ import { forkSession, startSessionRun, wakeSession } from '../session-ops';
 import { parsePriceTable } from '../observability/pricing';
 import { formatDuration, sessionCost, sessionStats } from '../observability/session-stats';
 import { AGENT_MODEL_KEY, AGENT_NAME_KEY, SESSION_STATE_KEY } from '../session/search-attributes';
-import { CliError, connect, err, nonNegativeInt, opError, out, parseMessage, positiveInt, sessionId, sessionLog, uiLink, update, withSession } from './common';
+import { CliError, connect, err, nonNegativeInt, opError, out, parseMessage, positiveInt, sessionId, sessionLog, uiLink, update, withSession } from './cli-common';
 
 export function loadAgent(file: string | undefined, overrides: { system?: string; model?: string }, config: Config): Agent {
   let raw: Record<string, unknown> = {};

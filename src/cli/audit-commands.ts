@@ -1,7 +1,7 @@
 // `agents audit`: the operator's view of the audit trail (which key changed what, and when) in the API's database.
 import type { Command } from 'commander';
-import { CliError, out, positiveInt } from './common';
-import { withApiDb } from './api-keys';
+import { CliError, out, positiveInt } from './cli-common';
+import { withApiDb } from './api-key-commands';
 
 export function auditCommand(program: Command): void {
   program
@@ -11,7 +11,7 @@ export function auditCommand(program: Command): void {
     .option('--limit <n>', 'the newest N records (default 100)', positiveInt)
     .option('--json', 'one JSON object per line')
     .action(async (opts: { workspace?: string; limit?: number; json?: boolean }) => {
-      const { WorkspaceNameSchema } = await import('../api/keys');
+      const { WorkspaceNameSchema } = await import('../api/workspace-keys');
       const { listAudit } = await import('../api/audit');
       const name = opts.workspace === undefined ? undefined : WorkspaceNameSchema.safeParse(opts.workspace);
       if (name && !name.success) throw new CliError(`--workspace: ${name.error.issues[0].message}`);

@@ -3,9 +3,9 @@
 // which makes the id a 404 on every other route at once and lets the work be finished after a crash: a retried
 // delete finds the marked row and carries on, and each API process finishes the marked rows it finds at start.
 import type { Client } from '@temporalio/client';
-import type { SessionArchive } from '../archive';
-import { purgeSession } from '../session-purge';
-import type { Db, Queryable } from '../storage/db';
+import type { SessionArchive } from '../../archive';
+import { purgeSession } from '../../session-purge';
+import type { Db, Queryable } from '../../storage/db';
 
 export interface DeleteDeps {
   db: Db;

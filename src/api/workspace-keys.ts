@@ -4,7 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Db } from '../storage/db';
 import { recordAudit } from './audit';
-import { iso, isoOrNull, newId } from './common';
+import { iso, isoOrNull, newId } from './shared-fields';
 
 export const WorkspaceNameSchema = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'workspace names are 1-63 lowercase letters, digits, dot, dash or underscore');
 

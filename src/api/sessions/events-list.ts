@@ -3,11 +3,11 @@
 // the event's id, so events appended between pages are neither repeated nor skipped, whichever the order.
 import { z } from 'zod';
 import type { BetaManagedAgentsSessionEventType } from '@anthropic-ai/sdk/resources/beta/sessions/events';
-import { IdSchema, PageQuerySchema, TimeQuerySchema, decodeCursor, repeated, encodeCursor, filterDigest, type Cursor } from './common';
-import type { ApiApp } from './context';
-import { badRequest } from './errors';
-import type { SessionFeeds } from './session-feed';
-import type { ApiSessionEvent } from './session-events';
+import { IdSchema, PageQuerySchema, TimeQuerySchema, decodeCursor, repeated, encodeCursor, filterDigest, type Cursor } from '../shared-fields';
+import type { ApiApp } from '../route-context';
+import { badRequest } from '../api-error';
+import type { SessionFeeds } from './feed';
+import type { ApiSessionEvent } from './projection';
 
 /** Every event type of the SDK's union, checked against it both ways so the list cannot drift from the SDK. */
 const SDK_EVENT_TYPES = [

@@ -1,7 +1,7 @@
 // The remote codec endpoint the Temporal Web UI and CLI call (POST /encode, /decode), so people can read
 // encrypted histories without the keys ever reaching the Temporal server.
 import http from 'node:http';
-import { closeServer, httpUrl, listen } from '../infra/http';
+import { closeServer, httpUrl, listen } from '../http/listen';
 import { timingSafeEqual } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { JSONToPayload, payloadToJSON, type JSONPayload } from '@temporalio/common/lib/proto-utils';

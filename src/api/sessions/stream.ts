@@ -2,9 +2,9 @@
 // workers producing them (src/stream/relay.ts), in the frames `agents watch` reads from a worker directly. Behind
 // the API key like every /v1 route: a session of another workspace is a 404. Nothing here is durable.
 import { z } from 'zod';
-import type { StreamRelay } from '../stream/relay';
-import { IdSchema } from './common';
-import type { ApiApp } from './context';
+import type { StreamRelay } from '../../stream/relay';
+import { IdSchema } from '../shared-fields';
+import type { ApiApp } from '../route-context';
 
 const SessionPath = z.object({ session_id: IdSchema });
 const KEEPALIVE_MS = 15_000;

@@ -1,7 +1,7 @@
 // What every resource shares: ids, timestamps, metadata with its patch semantics, and cursor pages.
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { badRequest } from './errors';
+import { badRequest } from './api-error';
 
 const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghijkmnopqrstuvwxyz';
 

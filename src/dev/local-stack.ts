@@ -2,15 +2,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { EncryptionCodec, createDataConverter, parseCodecKeys } from '../codec';
-import { CodecServer } from '../codec/server';
+import { CodecServer } from '../codec/codec-server';
 import type { Config } from '../config';
-import { MockModelServer } from '../dev/model-server';
+import { MockModelServer } from './model-server';
 import { startApiServer, type RunningApi } from '../api/server';
-import { authenticate, createApiKey } from '../api/keys';
+import { authenticate, createApiKey } from '../api/workspace-keys';
 import type { Db } from '../storage/db';
 import { installRuntime, startWorker, type RunningWorker } from '../worker';
-import { ensureKeys } from './keys';
-import { ensureTemporalCli, portInUse, startDevServer, type DevServer } from './temporal-cli';
+import { ensureKeys } from '../key-files';
+import { ensureTemporalCli, portInUse, startDevServer, type DevServer } from '../infra/temporal-cli';
 
 export interface LocalStack {
   address: string;

@@ -3,10 +3,10 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import path from 'node:path';
 import { loadConfig } from '../config';
-import { loadCodecKey } from '../infra/keys';
+import { loadCodecKey } from '../key-files';
 import { WORKER_ROLES, type WorkerRole } from '../session/queues';
 import { CHECKS, formatDoctor, runDoctor, type CheckName } from '../doctor';
-import { CliError, err, nonNegativeInt, out } from './common';
+import { CliError, err, nonNegativeInt, out } from './cli-common';
 import type { RunningWorker } from '../worker';
 import { threadHeaps } from '../brain/thread-heaps';
 
@@ -101,7 +101,7 @@ export function devCommand(program: Command): void {
     .option('--json', 'print {"address","uiUrl","codecUrl","modelUrl","apiUrl"} on stdout once everything is up')
     .action(async (opts: { json?: boolean }) => {
       const config = loadConfig();
-      const { startLocalStack } = await import('../infra/local-stack');
+      const { startLocalStack } = await import('../dev/local-stack');
       const stack = await startLocalStack(config, err);
       if (opts.json) out(JSON.stringify({ address: stack.address, uiUrl: stack.uiUrl ?? null, codecUrl: stack.codecUrl, modelUrl: stack.modelUrl ?? null, apiUrl: stack.apiUrl ?? null }));
       err(`Temporal at ${stack.address}${stack.uiUrl ? `, Web UI at ${stack.uiUrl}` : ''}${stack.apiUrl ? `, API at ${stack.apiUrl}, console at ${stack.apiUrl}/console` : ''}; Ctrl-C stops everything`);
@@ -139,7 +139,7 @@ export function codecServerCommand(program: Command): void {
     .option('--json', 'print {"url"} on stdout')
     .action(async (opts: { port: number; host: string; origin?: string[]; json?: boolean }) => {
       const config = loadConfig(process.env, 'codec-server');
-      const { CodecServer, DEFAULT_UI_ORIGIN, parseOrigin } = await import('../codec/server');
+      const { CodecServer, DEFAULT_UI_ORIGIN, parseOrigin } = await import('../codec/codec-server');
       const { EncryptionCodec, parseCodecKeys } = await import('../codec');
       let origins: string[];
       try {

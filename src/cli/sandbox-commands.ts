@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import { loadConfig } from '../config';
 import { MAX_FILE_BYTES } from '../session/paths';
 import { getFileUpdate, handoffSandboxUpdate, putFileUpdate } from '../session/contract';
-import { CliError, connect, err, out, sessionId, update, withSession } from './common';
+import { CliError, connect, err, out, sessionId, update, withSession } from './cli-common';
 
 /** `agents files put` and `agents files get`. */
 export function filesCommands(program: Command): void {

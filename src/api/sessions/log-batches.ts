@@ -4,11 +4,11 @@
 // completed its task, and together they continue the feed's log exactly where it stands; otherwise the feed
 // reads the log as before. So nothing is delivered that the log does not hold, in another order, or twice.
 import type http from 'node:http';
-import type { CompletedTask } from '../log/history-doorbell';
-import type { SessionEvent } from '../session/events';
-import { parseLogBatch, reattempts, type LogBatch } from '../session/log-push';
-import { openFrameStream } from '../stream/frames';
-import { streamToken } from '../stream/token';
+import type { CompletedTask } from '../../log/history-doorbell';
+import type { SessionEvent } from '../../session/events';
+import { parseLogBatch, reattempts, type LogBatch } from '../../session/log-push';
+import { openFrameStream } from '../../stream/frames';
+import { streamToken } from '../../stream/token';
 
 /** Batches a feed keeps (a worker sends a session's last few when a feed subscribes). */
 const KEEP = 32;

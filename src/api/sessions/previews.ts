@@ -3,8 +3,8 @@
 // event will carry: a reply to the call that read the log through seq T is appended at seq T + 1 unless the log
 // took something else meanwhile, and event ids derive from (session, seq, part). Best effort, never stored.
 import type { BetaManagedAgentsDeltaEvent, BetaManagedAgentsDeltaType, BetaManagedAgentsStartEvent } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
-import type { StreamFrame, StreamPart } from '../stream/hub';
-import { MESSAGE_PART, eventId, thinkingPart, type ApiSessionEvent } from './session-events';
+import type { StreamFrame, StreamPart } from '../../stream/hub';
+import { MESSAGE_PART, eventId, thinkingPart, type ApiSessionEvent } from './projection';
 
 export type PreviewEvent = BetaManagedAgentsStartEvent | BetaManagedAgentsDeltaEvent;
 

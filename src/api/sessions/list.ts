@@ -2,10 +2,10 @@
 // honoured, with `next_page` and `prev_page` cursors keyed by `pos`. A session's status lives in its workflow, not in
 // the index, so with a status filter rows are read in batches until a page fills.
 import { z } from 'zod';
-import type { Db } from '../storage/db';
-import { IdSchema, PageQuerySchema, TimeQuerySchema, booleanQuery, repeated, decodeCursor, encodeCursor, filterDigest, type Cursor, type Order } from './common';
-import type { ApiApp } from './context';
-import { badRequest } from './errors';
+import type { Db } from '../../storage/db';
+import { IdSchema, PageQuerySchema, TimeQuerySchema, booleanQuery, repeated, decodeCursor, encodeCursor, filterDigest, type Cursor, type Order } from '../shared-fields';
+import type { ApiApp } from '../route-context';
+import { badRequest } from '../api-error';
 
 export const STATUSES = ['rescheduling', 'running', 'idle', 'terminated'] as const;
 export type ApiStatus = (typeof STATUSES)[number];

@@ -3,8 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { codecKeyProblem } from '../codec/keys';
-import type { Config } from '../config';
+import { codecKeyProblem } from './codec/codec-keys';
+import type { Config } from './config';
 
 export class KeyFileError extends Error {}
 
@@ -89,7 +89,7 @@ export function ensureKeys(dataDir: string, env: NodeJS.ProcessEnv = process.env
  * DATA_DIR/keys/vault.pub, derived once from the local vault key file and written beside it.
  */
 export async function loadVaultPublicKey(config: Pick<Config, 'VAULT_PUBLIC_KEY' | 'VAULT_KEY' | 'dataDir' | 'KEY_FILES'>): Promise<string> {
-  const { publicKeyProblem, vaultPublicKey } = await import('../vault/sealed');
+  const { publicKeyProblem, vaultPublicKey } = await import('./vault/sealed');
   const fromEnv = config.VAULT_PUBLIC_KEY?.trim();
   if (fromEnv) {
     const problem = publicKeyProblem(fromEnv);

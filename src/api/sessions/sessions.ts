@@ -1,29 +1,29 @@
 // /v1/sessions: a session is a sessionWorkflow started from an agent version and an environment, indexed here by
-// workspace. Its events are the log projected onto the API's vocabulary (session-events.ts); input goes to the
+// workspace. Its events are the log projected onto the API's vocabulary (projection.ts); input goes to the
 // workflow through the same signals and updates the command line uses.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
-import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../session-ops';
-import type { Usage } from '../session/events';
-import { endSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../session/contract';
-import { agentFileFor } from './agent-file';
-import { SessionAgentSchema, getAgent, type ApiAgent } from './agents';
-import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, iso, isoOrNull, newId } from './common';
-import type { ApiApp, ApiDeps, SessionDeps } from './context';
-import { getEnvironment } from './environments';
-import { ApiError, badRequest, conflict, notFound } from './errors';
-import { SessionFeeds } from './session-feed';
-import { eventId } from './session-events';
-import { getVault } from './vaults';
-import { eventsPerSend, withSessionSlot } from './quotas';
-import { streamRoute } from './session-stream';
-import { interruptAck, recordSessionUpdate } from './session-log-writes';
-import { liveRoute } from './session-live';
-import { STATUSES, sessionListRoute, type ApiStatus } from './session-list';
-import { eventListRoute } from './session-event-list';
-import { StreamRelay } from '../stream/relay';
-import { deleteSession, resumeDeletes } from './session-delete';
-import { ResourceSchema, ResourcesSchema, deleteResources, insertResources, planResources, resourceRoutes, resourcesOf } from './session-resources';
+import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../../session-ops';
+import type { Usage } from '../../session/events';
+import { endSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../../session/contract';
+import { agentFileFor } from '../agent-file';
+import { SessionAgentSchema, getAgent, type ApiAgent } from '../agents';
+import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, iso, isoOrNull, newId } from '../shared-fields';
+import type { ApiApp, ApiDeps, SessionDeps } from '../route-context';
+import { getEnvironment } from '../environments';
+import { ApiError, badRequest, conflict, notFound } from '../api-error';
+import { SessionFeeds } from './feed';
+import { eventId } from './projection';
+import { getVault } from '../vaults';
+import { eventsPerSend, withSessionSlot } from '../quotas';
+import { streamRoute } from './events-stream';
+import { interruptAck, recordSessionUpdate } from './log-writes';
+import { liveRoute } from './stream';
+import { STATUSES, sessionListRoute, type ApiStatus } from './list';
+import { eventListRoute } from './events-list';
+import { StreamRelay } from '../../stream/relay';
+import { deleteSession, resumeDeletes } from './delete';
+import { ResourceSchema, ResourcesSchema, deleteResources, insertResources, planResources, resourceRoutes, resourcesOf } from './resources';
 
 export type { SessionDeps };
 

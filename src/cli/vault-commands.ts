@@ -1,7 +1,7 @@
 // The vault commands of `agents`: store, list and remove secrets, and print the vault's public key.
 import type { Command } from 'commander';
 import { loadConfig } from '../config';
-import { CliError, err, out, secretName } from './common';
+import { CliError, err, out, secretName } from './cli-common';
 
 /** `agents vault put`, `list`, `rm` and `public-key`. */
 export function vaultCommands(program: Command): void {
@@ -10,7 +10,7 @@ export function vaultCommands(program: Command): void {
   const withVault = async <T>(fn: (v: import('../vault').SecretVault) => Promise<T>): Promise<T> => {
     const config = loadConfig();
     const { secretVault } = await import('../vault/open');
-    const { loadVaultKey } = await import('../infra/keys');
+    const { loadVaultKey } = await import('../key-files');
     const key = loadVaultKey(config);
     if (!config.DATABASE_URL) return fn(secretVault(config.dataDir, key));
     const { openDb } = await import('../storage/db');
@@ -62,7 +62,7 @@ export function vaultCommands(program: Command): void {
     .description("print the public half of VAULT_KEY, which the API seals credentials to (set it as the API's VAULT_PUBLIC_KEY)")
     .option('--json', 'print {"publicKey"} on stdout')
     .action(async (opts: { json?: boolean }) => {
-      const { loadVaultKey } = await import('../infra/keys');
+      const { loadVaultKey } = await import('../key-files');
       const { vaultPublicKey } = await import('../vault/sealed');
       const key = await vaultPublicKey(loadVaultKey(loadConfig()));
       out(opts.json ? JSON.stringify({ publicKey: key }) : key);

@@ -103,7 +103,7 @@ export const ConfigSchema = z.object({
   BRAIN_WORKFLOW_STACK_TRACES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('off'),
   /**
    * Brain: `on` follows the other brain workers' running activities and retries those of one that exits at once
-   * (src/stream/peers.ts); `off` leaves a dead worker's calls to their heartbeat timeout. Needs STREAM_LISTEN.
+   * (src/brain/peer-liveness.ts); `off` leaves a dead worker's calls to their heartbeat timeout. Needs STREAM_LISTEN.
    */
   BRAIN_PEER_WATCH: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   /**

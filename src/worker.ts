@@ -36,9 +36,10 @@ import { openDb, type Db } from './storage/db';
 import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';
 import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
 import { parseCodecKeys, type CodecKeys } from './codec';
-import { StreamHub, StreamServer, identityWithStream } from './stream';
-import { LogPushHub } from './stream/log-hub';
-import { InflightActivities, PeerWatch, type PeerWatchStatus } from './stream/peers';
+import { StreamHub, identityWithStream } from './stream';
+import { StreamServer } from './worker-endpoint';
+import { LogPushHub } from './log/log-push-hub';
+import { InflightActivities, PeerWatch, type PeerWatchStatus } from './brain/peer-liveness';
 import type { WorkflowInfo } from '@temporalio/workflow';
 import type { SessionEvent } from './session/events';
 import { activityLogInterceptor, jsonLogLine } from './observability/logger';
@@ -203,7 +204,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   // A brain also pushes each workflow task's new events to the API feeds that follow its sessions.
   if (streams && roles.includes('brain')) streams.server.log = streams.log = new LogPushHub(identity);
   // A brain shows the activities it runs to the other brain workers, and follows theirs: a brain that dies has its
-  // calls retried at once by a survivor, not after their heartbeat timeout (src/stream/peers.ts).
+  // calls retried at once by a survivor, not after their heartbeat timeout (src/brain/peer-liveness.ts).
   const running = streams && roles.includes('brain') ? (streams.server.activities = new InflightActivities(identity)) : undefined;
   const peers = running && config.BRAIN_PEER_WATCH === 'on'
     ? new PeerWatch({ client, namespace: opts.namespace, taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE, self: running, key: codecKeys().current.key, log })

@@ -7,7 +7,7 @@ import YAML from 'yaml';
 import { loadConfig, type Config } from '../config';
 import { parseCodecKeys } from '../codec';
 import { colorEnabled, styles } from '../host/term';
-import { SessionWatcher } from '../stream/watch';
+import { SessionWatcher } from './session-watch';
 import { loadCodecKey } from '../key-files';
 import { AgentSchema, DEFAULT_MODEL, formatIssues, type Agent } from '../session/agent';
 import type { SessionEvent } from '../session/events';

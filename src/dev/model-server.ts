@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { closeServer, httpUrl, listen } from '../http/listen';
+import { openSse } from '../http/sse';
 import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from './request-checks';
 import { compactionReply, defaultReply, isCompactionRequest } from './model-replies';
 import { completeReply, MockScripts, type MockBlock, type MockSessionScript, type MockStep } from './model-script';
@@ -134,7 +135,7 @@ export class MockModelServer {
       }
       if (step.rawSse !== undefined) {
         record.status = 200;
-        res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_mock_${Date.now()}` });
+        openSse(res, { headers: { 'request-id': `req_mock_${Date.now()}` } });
         return void res.end(step.rawSse);
       }
       const reply = step.reply ?? (compaction ? compactionReply(body) : defaultReply(body, { reissueLostTools: this.reissueLostTools }));
@@ -177,8 +178,8 @@ export class MockModelServer {
       return this.sendJson(res, 200, message);
     }
     if (record) record.firstByteAt = Date.now();
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'request-id': `req_mock_${Date.now()}` });
-    const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    const sse = openSse(res, { headers: { 'request-id': `req_mock_${Date.now()}` } });
+    const send = (event: string, data: unknown) => sse.send({ event, data });
     send('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...message.usage, output_tokens: 1 } } });
     send('ping', { type: 'ping' });
     for (const [index, block] of content.entries()) {

@@ -1,6 +1,7 @@
 // GET /v1/sessions/{id}/events/stream: the session's log as Server-Sent Events, in the API's vocabulary, resumable
 // with Last-Event-ID, and with `event_deltas` previews of model replies for a client that asks for them.
 import { z } from 'zod';
+import { openSse, sseFrame } from '../../http/sse';
 import type { StreamRelay } from '../../stream/relay';
 import { IdSchema } from '../shared-fields';
 import type { ApiApp, ApiDeps } from '../route-context';
@@ -19,8 +20,9 @@ const StreamQuerySchema = z.strictObject({
   'event_deltas[]': z.union([z.enum(DELTA_TYPES), z.array(z.enum(DELTA_TYPES))]).optional(),
 });
 
-const frame = (e: ApiSessionEvent) => `id: ${e.id}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
-const previewFrame = (cursor: string, e: PreviewEvent) => `id: ${cursor}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
+const frame = (e: ApiSessionEvent) => sseFrame({ id: e.id, event: e.type, data: e });
+const previewFrame = (cursor: string, e: PreviewEvent) => sseFrame({ id: cursor, event: e.type, data: e });
+const pingFrame = (cursor: string) => sseFrame({ id: cursor, event: 'ping', data: {} });
 
 /**
  * Where a stream starts in the feed's events: after the event `lastEventId` names, or (without one) at the end.
@@ -63,14 +65,12 @@ export function streamRoute(
       let cursor = backlog.length > 0 ? backlog[backlog.length - 1].id : (lastEventId ?? feed.events[feed.events.length - 1]?.id ?? row.id);
       reply.hijack();
       const res = reply.raw;
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'request-id': req.id });
-      res.write(': stream open\n\n');
-      if (backlog.length > 0) res.write(backlog.map(frame).join(''));
+      const sse = openSse(res, { headers: { 'request-id': req.id }, greeting: 'stream open' });
+      if (backlog.length > 0) sse.write(backlog.map(frame).join(''));
       // An ended session's stream is its backlog (nothing at all without Last-Event-ID).
       if (feed.ended) return void res.end();
       let done!: () => void;
-      const closed = new Promise<void>((resolve) => (done = resolve));
-      res.on('close', done);
+      const closed = Promise.race([sse.closed, new Promise<void>((resolve) => (done = resolve))]);
       const known = (id: string) => {
         for (let i = feed.events.length - 1; i >= Math.max(0, feed.events.length - KNOWN_WINDOW); i--) if (feed.events[i].id === id) return true;
         return false;
@@ -79,7 +79,7 @@ export function streamRoute(
       previews?.durable(backlog);
       const unsubscribe = feed.subscribe((events) => {
         // One write per batch: with many streams of one session, the fan-out is a write per connection.
-        res.write(events.map(frame).join(''));
+        sse.write(events.map(frame).join(''));
         cursor = events[events.length - 1].id;
         previews?.durable(events);
         if (events.some((e) => e.type === 'session.status_terminated')) done();
@@ -88,18 +88,18 @@ export function streamRoute(
         previews && relay
           ? relay.subscribe(row.id, (f) => {
               const out = previews.frame(f);
-              if (out.length > 0) res.write(out.map((e) => previewFrame(cursor, e)).join(''));
+              if (out.length > 0) sse.write(out.map((e) => previewFrame(cursor, e)).join(''));
             })
           : undefined;
       const ping = setInterval(() => {
         void deps.db.query('select 1 from sessions where id = $1 and deleted_at is not null', [row.id]).then(
           ([gone]) => {
             if (gone) {
-              res.write(frame({ type: 'session.deleted', id: eventId(row.id, feed.seq, 9), processed_at: new Date().toISOString() }));
+              sse.write(frame({ type: 'session.deleted', id: eventId(row.id, feed.seq, 9), processed_at: new Date().toISOString() }));
               done();
-            } else res.write(`id: ${cursor}\nevent: ping\ndata: {}\n\n`);
+            } else sse.write(pingFrame(cursor));
           },
-          () => res.write(`id: ${cursor}\nevent: ping\ndata: {}\n\n`),
+          () => sse.write(pingFrame(cursor)),
         );
       }, STREAM_PING_MS);
       await closed;

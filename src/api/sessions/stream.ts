@@ -2,6 +2,7 @@
 // workers producing them (src/stream/relay.ts), in the frames `agents watch` reads from a worker directly. Behind
 // the API key like every /v1 route: a session of another workspace is a 404. Nothing here is durable.
 import { z } from 'zod';
+import { openSse } from '../../http/sse';
 import type { StreamRelay } from '../../stream/relay';
 import { IdSchema } from '../shared-fields';
 import type { ApiApp } from '../route-context';
@@ -13,14 +14,8 @@ export function liveRoute(app: ApiApp, relay: StreamRelay, sessionRow: (workspac
   app.get('/v1/sessions/:session_id/stream', { schema: { operationId: 'streamSessionPreviews', params: SessionPath } }, async (req, reply) => {
     const row = await sessionRow(req.workspaceId, req.params.session_id);
     reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'request-id': req.id });
-    res.write(': stream open\n\n');
-    const unsubscribe = relay.subscribe(row.id, (frame) => res.write(`data: ${JSON.stringify(frame)}\n\n`));
-    const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
-    res.on('close', () => {
-      clearInterval(keepalive);
-      unsubscribe();
-    });
+    const sse = openSse(reply.raw, { headers: { 'request-id': req.id }, greeting: 'stream open', keepaliveMs: KEEPALIVE_MS });
+    const unsubscribe = relay.subscribe(row.id, (frame) => sse.send({ data: frame }));
+    void sse.closed.then(unsubscribe);
   });
 }

@@ -1,13 +1,14 @@
 // The worker's stream endpoint: `GET /v1/sessions/<id>/stream` answers Server-Sent Events, one JSON
 // StreamFrame per event, starting with the session's streams in progress; `GET /v1/sessions/<id>/log`, on a brain
-// worker, each workflow task's new events (src/stream/log-hub.ts). `GET /healthz` answers ok.
+// worker, each workflow task's new events (src/log/log-push-hub.ts). `GET /healthz` answers ok.
 import http from 'node:http';
-import { closeServer, httpUrl, listen } from '../http/listen';
+import { closeServer, httpUrl, listen } from './http/listen';
+import { openSse } from './http/sse';
 import os from 'node:os';
-import type { StreamHub } from './hub';
-import type { LogPushHub } from './log-hub';
-import { tokenMatches } from './token';
-import { PEER_STREAM_PATH, PEER_TOKEN_SCOPE, type InflightActivities } from './peers';
+import type { StreamHub } from './stream/hub';
+import type { LogPushHub } from './log/log-push-hub';
+import { tokenMatches } from './stream/token';
+import { PEER_STREAM_PATH, PEER_TOKEN_SCOPE, type InflightActivities } from './brain/peer-liveness';
 
 const SESSION_PATH = /^\/v1\/sessions\/([A-Za-z0-9._-]{1,200})\/(stream|log)$/;
 const KEEPALIVE_MS = 15_000;
@@ -27,7 +28,7 @@ export class StreamServer {
   url = '';
   /** A brain worker's pushed log batches, served once set (the hub needs the identity, which needs this server's URL). */
   log?: LogPushHub;
-  /** A brain worker's running activities, for its peers (src/stream/peers.ts); served once set. */
+  /** A brain worker's running activities, for its peers (src/brain/peer-liveness.ts); served once set. */
   activities?: InflightActivities;
 
   constructor(private readonly opts: StreamServerOptions) {}
@@ -74,14 +75,8 @@ export class StreamServer {
       res.writeHead(401, { 'content-type': 'text/plain' });
       return void res.end(scope === PEER_TOKEN_SCOPE ? 'a peer token is required\n' : 'a stream token for this session is required\n');
     }
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    res.flushHeaders();
-    const send = (frame: unknown) => res.write(`data: ${JSON.stringify(frame)}\n\n`);
-    const unsubscribe = subscribe(send);
-    const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS);
-    res.on('close', () => {
-      clearInterval(keepalive);
-      unsubscribe();
-    });
+    const sse = openSse(res, { keepaliveMs: KEEPALIVE_MS });
+    const unsubscribe = subscribe((frame) => sse.send({ data: frame }));
+    void sse.closed.then(unsubscribe);
   }
 }

@@ -4,7 +4,7 @@
 import type { WorkflowInfo } from '@temporalio/workflow';
 import type { SessionEvent } from '../session/events';
 import { reattempts, type LogBatch } from '../session/log-push';
-import { SessionSubscribers } from './subscribers';
+import { SessionSubscribers } from '../stream/subscribers';
 
 /** The batches a session keeps, for the feed that subscribes just after the task it wants. */
 const KEEP_BATCHES = 8;

@@ -16,8 +16,8 @@ import { temporal } from '@temporalio/proto';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import { z } from 'zod';
 import { Failure } from '../session/failure-types';
-import { openFrameStream } from './frames';
-import { streamToken, streamUrlOf } from './token';
+import { openFrameStream } from '../stream/frames';
+import { streamToken, streamUrlOf } from '../stream/token';
 
 export const PEER_STREAM_PATH = '/v1/worker/activities';
 /** What the peers' token is made for: not a session id (those have no colon), so no session's token opens it. */

@@ -7,10 +7,10 @@ import { MANAGED_AGENTS_BETA } from '../api/beta';
 import type { SessionLog } from '../log/session-log';
 import type { SessionEvent } from '../session/events';
 import { formatEvent } from '../session/format';
-import { streamingWorkers } from './discover';
-import { openFrameStream } from './frames';
-import type { StreamFrame, StreamItem } from './hub';
-import { streamToken } from './token';
+import { streamingWorkers } from '../stream/discover';
+import { openFrameStream } from '../stream/frames';
+import type { StreamFrame, StreamItem } from '../stream/hub';
+import { streamToken } from '../stream/token';
 
 export type WatchMode = 'json' | 'tty' | 'plain';
 

@@ -30,7 +30,7 @@ import { egressGate, type EgressGate } from './egress';
 import { clientConnectionOptions, temporalConnectionOptions } from './temporal-connection';
 import { loadCodecKey, loadVaultKey } from './key-files';
 import type { SecretVault } from './vault';
-import { ApiCredentials } from './vault/api-credentials';
+import { ApiCredentials } from './mcp/api-credentials';
 import { secretVault } from './vault/open';
 import { openDb, type Db } from './storage/db';
 import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';

@@ -4,7 +4,7 @@
 import { projectLog } from '../src/api/sessions/projection';
 import type { SessionEvent } from '../src/session/events';
 import { Timeline, idleReason, type ApiEvent, type CallItem } from '../src/console/app/timeline';
-import { parseFrames } from '../src/console/app/sse';
+import { parseFrames } from '../src/console/app/event-stream';
 import { FOLD_LINES, cost, dollars, folded } from '../src/console/app/formatters';
 
 const T = '2026-12-01T10:00:00.000Z';

@@ -5,7 +5,7 @@ import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError, jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../config';
 import { egressGate } from '../egress';
-import { consoleRoutes } from '../console/serve';
+import { consoleRoutes } from './console-routes';
 import { closeServer, httpUrl } from '../http/listen';
 import { loadVaultPublicKey } from '../key-files';
 import { parsePriceTable } from '../observability/pricing';

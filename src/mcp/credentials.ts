@@ -94,7 +94,7 @@ export interface CredentialSource {
 /** The API's vaults a session is bound to, as its agent file carries them on each MCP server. */
 export type ApiVaultBinding = NonNullable<Extract<McpServer, { transport: 'http' }>['apiVaults']>;
 
-/** Finds a session's credential for an MCP server among its API vaults (src/vault/api-credentials.ts). */
+/** Finds a session's credential for an MCP server among its API vaults (src/mcp/api-credentials.ts). */
 export interface ApiCredentialLookup {
   /** The credential for `url` in the first of the binding's vaults that holds one, or undefined. */
   sourceFor(binding: ApiVaultBinding, url: string): Promise<CredentialSource | undefined>;

@@ -2,8 +2,8 @@
 // (in its own workspace only), opens its sealed secrets with VAULT_KEY, and writes a refreshed token set back sealed
 // to the public key in the same transaction that locked the row. Only tools and hands workers use this.
 import type { Db, Queryable } from '../storage/db';
-import { McpCredentialError, expiresAtMs, type ApiCredentialLookup, type ApiVaultBinding, type CredentialSource, type McpCredential } from '../mcp/credentials';
-import { openSecret, sealSecret, vaultPublicKey } from './sealed';
+import { McpCredentialError, expiresAtMs, type ApiCredentialLookup, type ApiVaultBinding, type CredentialSource, type McpCredential } from './credentials';
+import { openSecret, sealSecret, vaultPublicKey } from '../vault/sealed';
 import { EgressRefusedError, type EgressGate } from '../egress';
 
 const refuseAll = (url: string | URL | Request): Promise<Response> =>

@@ -5,9 +5,9 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ApiApp } from '../api/route-context';
+import type { ApiApp } from './route-context';
 import { DEFAULT_PRICES, type PriceTable } from '../observability/pricing';
-import { CONSOLE_STATIC } from './bundle-paths';
+import { CONSOLE_STATIC } from '../console/bundle-paths';
 
 export const CONSOLE_PATH = '/console';
 

@@ -7,6 +7,7 @@ import { LOG_LEVELS } from './observability/log-levels';
 import { parsePriceTable } from './observability/pricing';
 import { SandboxRuntimePreferenceSchema } from './sandbox/runtime';
 import { parseAllowList } from './egress/egress-policy';
+import { PlatformError } from './platform-error';
 
 const optional = z
   .string()
@@ -222,7 +223,7 @@ function resolveSecretFiles(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; p
   return { env: resolved, problems };
 }
 
-export class ConfigError extends Error {
+export class ConfigError extends PlatformError {
   constructor(readonly problems: Problem[]) {
     super(`invalid configuration: ${problems.map((p) => `${p.variable} ${p.message}`).join('; ')}`);
   }

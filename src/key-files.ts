@@ -5,8 +5,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { codecKeyProblem } from './codec/codec-keys';
 import type { Config } from './config';
+import { PlatformError } from './platform-error';
 
-export class KeyFileError extends Error {}
+export class KeyFileError extends PlatformError {}
 
 type KeyName = 'VAULT_KEY' | 'CODEC_KEY';
 

@@ -103,7 +103,7 @@ const FLOORS: string[][] = [
   ['archive', 'temporal-connection'],
   ['config'],
   ['sandbox', 'vault', 'model', 'codec', 'observability', 'egress', 'stream'],
-  ['storage', 'host', 'http'],
+  ['storage', 'host', 'http', 'platform-error'],
   ['session', 'tools'],
 ];
 const floorOf = (room: string) => {
@@ -168,6 +168,12 @@ describe('src/', () => {
       return from < to && edges.has(`${to} -> ${from}`) && !(from === 'session' && to === 'tools');
     });
     expect(mutual).toEqual([]);
+  });
+
+  it('has every room, and only those, in the tree of docs/design/layout.md', () => {
+    const doc = fs.readFileSync(path.resolve(__dirname, '../docs/design/layout.md'), 'utf8');
+    const listed = [...doc.matchAll(/^ {2}([a-z][a-z0-9.-]*?)(\/|\.ts)? /gm)].map((m) => m[1]).sort();
+    expect(listed).toEqual([...new Set(files.map(roomOf))].sort());
   });
 
   it('has every room on a floor', () => {

@@ -1,5 +1,6 @@
 // The API's errors: one class the routes throw, and the envelope every error answers with.
 import { z } from 'zod';
+import { PlatformError } from '../platform-error';
 
 export const ERROR_TYPES = [
   'invalid_request_error',
@@ -20,7 +21,7 @@ export const ErrorEnvelopeSchema = z
   })
   .meta({ id: 'ErrorResponse' });
 
-export class ApiError extends Error {
+export class ApiError extends PlatformError {
   constructor(
     readonly status: number,
     readonly type: ErrorType,

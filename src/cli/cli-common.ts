@@ -14,8 +14,9 @@ import { sessionArchive, type SessionArchive } from '../archive';
 import { ArchivedSessionLog, LiveSessionLog, type SessionLog } from '../log/session-log';
 import { clientInterceptors } from '../log/query-retry';
 import { SessionOpError } from '../session-ops';
+import { PlatformError } from '../platform-error';
 
-export class CliError extends Error {}
+export class CliError extends PlatformError {}
 
 const SessionIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'session ids are 1-200 letters, digits, dot, dash or underscore');
 

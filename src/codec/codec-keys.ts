@@ -1,6 +1,7 @@
 // CODEC_KEY parsing: one base64 key, or `id:base64,...` with the encrypting key first and older keys after it.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { PlatformError } from '../platform-error';
 
 export interface CodecKey {
   id: string;
@@ -83,7 +84,7 @@ export const CodecKeysSchema = z
     return { current: entries[0], byId };
   });
 
-export class CodecKeyError extends Error {}
+export class CodecKeyError extends PlatformError {}
 
 /** Parses a CODEC_KEY value; the error names CODEC_KEY and never repeats the key material. */
 export function parseCodecKeys(raw: string): CodecKeys {

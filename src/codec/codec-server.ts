@@ -6,6 +6,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { JSONToPayload, payloadToJSON, type JSONPayload } from '@temporalio/common/lib/proto-utils';
 import { z } from 'zod';
+import { PlatformError } from '../platform-error';
 
 /** The Web UI of `temporal server start-dev`. */
 export const DEFAULT_UI_ORIGIN = 'http://localhost:8233';
@@ -27,7 +28,7 @@ export function parseOrigin(raw: string): string {
   return r.data;
 }
 
-class HttpError extends Error {
+class HttpError extends PlatformError {
   constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
     super(message);
   }

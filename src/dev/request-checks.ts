@@ -1,4 +1,5 @@
 // The conversation checks the real Messages API makes, with its error messages and error types, and its token count estimate.
+import { PlatformError } from '../platform-error';
 
 const ERROR_TYPES: Record<number, string> = {
   400: 'invalid_request_error',
@@ -18,7 +19,7 @@ export function errorTypeOf(status: number): string {
 }
 
 /** What validateRequest throws: the API answers it with 400 invalid_request_error and this message. */
-export class InvalidRequest extends Error {}
+export class InvalidRequest extends PlatformError {}
 
 /** A message of a request body, unchecked. */
 export type Msg = { role: string; content: string | Array<Record<string, unknown>> };

@@ -8,6 +8,7 @@ import { isAlive, withLock } from '../host/lock';
 import { isMountPoint } from './mounts';
 import { defaultLog, logTail, readFrom, run, type Log } from '../host/run';
 import { ensureTool, isRoot, systemPath } from './system-tools';
+import { PlatformError } from '../platform-error';
 
 const RUN_DIR = '/run/managed-agents';
 const DATA_ROOT = '/var/lib/managed-agents-docker';
@@ -148,7 +149,7 @@ async function chooseStorageDriver(log: Log): Promise<'overlay2' | 'vfs'> {
   return 'vfs';
 }
 
-class DaemonStartError extends Error {
+class DaemonStartError extends PlatformError {
   constructor(
     message: string,
     readonly logTail: string,

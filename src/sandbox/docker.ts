@@ -26,6 +26,7 @@ import {
   type SandboxProvider,
   type SandboxRef,
 } from './provider';
+import { PlatformError } from '../platform-error';
 
 export const LABEL = {
   managed: 'managed-agents',
@@ -365,7 +366,7 @@ export class DockerSandboxProvider implements SandboxProvider {
   }
 }
 
-export class SetupFailedError extends Error {}
+export class SetupFailedError extends PlatformError {}
 
 const META = Buffer.from('\n\0MA-META ');
 const CUT = Buffer.from('\n\0MA-CUT\0\n');

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { redact } from '../vault';
 import { resourceName } from './names';
 import { EgressRefusedError, type EgressGate } from '../egress';
+import { PlatformError } from '../platform-error';
 
 export interface GitResult {
   code: number;
@@ -59,7 +60,7 @@ export async function hostGit(args: string[], opts: { cwd?: string; token?: stri
   }
 }
 
-export class GitError extends Error {}
+export class GitError extends PlatformError {}
 
 /** git's own words, led by a plain statement when upstream refused the credential. */
 export function explain(r: GitResult): string {

@@ -4,12 +4,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { PlatformError } from '../platform-error';
 
 const EntrySchema = z.object({ owner: z.string(), name: z.string(), since: z.number() }).strict();
 const FileSchema = z.record(z.string(), EntrySchema);
 export type OwnerEntry = z.infer<typeof EntrySchema>;
 
-export class OwnershipError extends Error {}
+export class OwnershipError extends PlatformError {}
 
 export class OwnershipRegistry {
   constructor(readonly file: string) {}

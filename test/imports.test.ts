@@ -100,7 +100,7 @@ const FLOORS: string[][] = [
   ['workflows'],
   ['brain', 'hands', 'mcp'],
   ['log'],
-  ['archive', 'temporal-connection'],
+  ['archive', 'temporal-connection', 'temporal-errors'],
   ['config'],
   ['sandbox', 'vault', 'model', 'codec', 'observability', 'egress', 'stream'],
   ['storage', 'host', 'http', 'platform-error'],

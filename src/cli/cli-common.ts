@@ -1,7 +1,7 @@
 // What every `agents` command shares: its error type, output, argument parsers, and the connection to Temporal
 // and the session log.
 import { InvalidArgumentError } from 'commander';
-import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Client, Connection, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import { z } from 'zod';
 import type { Config } from '../config';
@@ -15,6 +15,7 @@ import { ArchivedSessionLog, LiveSessionLog, type SessionLog } from '../log/sess
 import { clientInterceptors } from '../log/query-retry';
 import { SessionOpError } from '../session-ops';
 import { PlatformError } from '../platform-error';
+import { isWorkflowNotFound } from '../temporal-errors';
 
 export class CliError extends PlatformError {}
 
@@ -79,7 +80,7 @@ export async function withSession<T>(id: string, fn: () => Promise<T>): Promise<
   try {
     return await fn();
   } catch (e) {
-    if (e instanceof WorkflowNotFoundError || (e as Error)?.name === 'WorkflowNotFoundError' || /workflow not found|not found for ID/i.test((e as Error)?.message ?? '')) {
+    if (isWorkflowNotFound(e)) {
       throw new CliError(`unknown session ${id}`);
     }
     throw e;

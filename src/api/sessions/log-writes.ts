@@ -2,15 +2,15 @@
 // `session.updated`), and `user.interrupt` through the acknowledged interrupt, so its echo carries the id the
 // event has in `events.list` and the stream. The log stays the only source of events: every API process projects
 // the same ids from it.
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { interruptUpdate, updateSessionUpdate, type SessionUpdate } from '../../session/contract';
 import { badRequest, conflict } from '../api-error';
 import type { SessionFeeds } from './feed';
 import { eventId } from './projection';
+import { isSessionClosed } from '../../temporal-errors';
 
 /** A workflow that has ended (or is gone) takes no more events. */
-const ended = (e: unknown) =>
-  e instanceof WorkflowNotFoundError || (e instanceof WorkflowUpdateFailedError && /ended/i.test(e.cause?.message ?? e.message)) || /not found|completed|closed/i.test((e as Error).message);
+const ended = isSessionClosed;
 
 /** How long an interrupt's echo waits for a handover in progress to append it, at most. */
 const HANDOVER_WAIT_MS = 10_000;

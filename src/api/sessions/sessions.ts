@@ -24,6 +24,7 @@ import { eventListRoute } from './events-list';
 import { StreamRelay } from '../../stream/relay';
 import { deleteSession, resumeDeletes } from './delete';
 import { ResourceSchema, ResourcesSchema, deleteResources, insertResources, planResources, resourceRoutes, resourcesOf } from './resources';
+import { isSessionClosed } from '../../temporal-errors';
 
 export type { SessionDeps };
 
@@ -119,8 +120,7 @@ async function liveStatus(client: Client, id: string): Promise<{ status: ApiStat
     const s = await handle.query(statusQuery);
     return { status: STATE[s.state], usage: s.usage, ...(s.state === 'ended' ? { endedAt: await closedAt() } : {}) };
   } catch (e) {
-    if (e instanceof WorkflowNotFoundError) return { status: 'terminated', usage: NO_USAGE };
-    if (/not found|completed|closed/i.test((e as Error).message)) return { status: 'terminated', usage: NO_USAGE, endedAt: await closedAt() };
+    if (isSessionClosed(e)) return { status: 'terminated', usage: NO_USAGE, ...(e instanceof WorkflowNotFoundError ? {} : { endedAt: await closedAt() }) };
     throw e;
   }
 }
@@ -317,7 +317,7 @@ async function endSession(client: Client, id: string, reason: string): Promise<v
   try {
     await client.workflow.getHandle(id).signal(endSignal, { reason });
   } catch (e) {
-    if (!(e instanceof WorkflowNotFoundError) && !/not found|completed|closed/i.test((e as Error).message)) throw e;
+    if (!isSessionClosed(e)) throw e;
   }
 }
 

@@ -13,7 +13,7 @@ import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { MANAGED_AGENTS_BETA } from '../src/api/server';
-import { feedStats } from '../src/api/session-feed';
+import { feedStats } from '../src/api/sessions/feed';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
 import { doorbellStats } from '../src/log/history-doorbell';
 import { queryRetryInterceptor } from '../src/log/query-retry';

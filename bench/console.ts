@@ -7,7 +7,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import Anthropic from '@anthropic-ai/sdk';
 import { chromium, type Page } from 'playwright-core';
-import { CONSOLE_STATIC } from '../src/console/paths';
+import { CONSOLE_STATIC } from '../src/console/bundle-paths';
 import { chromiumPath } from '../src/infra/chromium';
 import { ArchivedSessionLog, LiveSessionLog } from '../src/log/session-log';
 import { sendMessageUpdate } from '../src/session/contract';

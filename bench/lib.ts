@@ -8,7 +8,7 @@ import { Client, type WorkflowHandle } from '@temporalio/client';
 import { clientInterceptors } from '../src/log/query-retry';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createTestEnv, doorbell, freePort, removeHostSandboxes, startTestWorker, testDataConverter, turnDone, ROOT } from '../test/helpers/env';
-import { MockModelServer } from '../src/model/mock-server';
+import { MockModelServer } from '../src/dev/model-server';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
 import type { RunningWorker, WorkerStatus } from '../src/worker';
 import type { ChildWorker } from '../test/helpers/child-worker';

@@ -1,7 +1,7 @@
 // What gVisor costs: provisioning a hardened sandbox and execute() round trips under runsc against runc,
 // the two arms interleaved on the same engine, as ratios.
 import { randomUUID } from 'node:crypto';
-import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
+import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { SandboxRecipeSchema } from '../src/session/agent';
 import { uniqueId } from '../test/helpers/env';

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { SessionEvent } from '../src/session/events';
 import { temporal } from '@temporalio/proto';
 import { uniqueId, testAgent } from '../test/helpers/env';
-import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
+import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { AnthropicModelClient } from '../src/model/client';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { SandboxRecipeSchema } from '../src/session/agent';

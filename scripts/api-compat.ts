@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { SdkContract, SdkMethod } from './sdk-contract';
 import { buildApiServer } from '../src/api/server';
-import type { ApiRoute, SessionDeps } from '../src/api/context';
+import type { ApiRoute, SessionDeps } from '../src/api/route-context';
 import type { Db } from '../src/storage/db';
 
 const ROOT = path.join(__dirname, '..');

@@ -14,7 +14,7 @@ import { createGenerator } from 'ts-json-schema-generator';
 const ROOT = path.join(__dirname, '..');
 const SDK = path.join(ROOT, 'node_modules/@anthropic-ai/sdk');
 export const CONTRACT_FILE = path.join(ROOT, 'dist/sdk-contract.json');
-const PLATFORM_EVENTS = path.join(ROOT, 'src/api/session-events.ts');
+const PLATFORM_EVENTS = path.join(ROOT, 'src/api/sessions/projection.ts');
 
 /**
  * The resources whose responses get schemas: the Managed Agents API of DESIGN.md. The rest of `client.beta`

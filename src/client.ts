@@ -2,16 +2,16 @@
 // The `agents` command line: start and drive sessions, read and follow their logs, run workers and the dev stack.
 // The commands are defined in src/cli/; this file puts them together into one program and runs it.
 import { Command } from 'commander';
-import { colorEnabled, styles } from './infra/term';
-import { addExamples, PROGRAM_HELP } from './cli/help';
-import { CliError, err } from './cli/common';
-import { approvalCommands, submitCommand } from './cli/approvals';
-import { apiKeysCommands } from './cli/api-keys';
-import { auditCommand } from './cli/audit';
-import { filesCommands, handoffCommand } from './cli/sandboxes';
-import { apiCommand, codecServerCommand, devCommand, doctorCommand, modelServerCommand, workerCommand } from './cli/services';
-import { eventsCommand, forkCommand, listCommand, loadAgent, sendCommand, signalCommands, startCommand, statusCommand, wakeCommand, watchCommand } from './cli/sessions';
-import { vaultCommands } from './cli/vault';
+import { colorEnabled, styles } from './host/term';
+import { addExamples, PROGRAM_HELP } from './cli/help-examples';
+import { CliError, err } from './cli/cli-common';
+import { approvalCommands, submitCommand } from './cli/approval-commands';
+import { apiKeysCommands } from './cli/api-key-commands';
+import { auditCommand } from './cli/audit-commands';
+import { filesCommands, handoffCommand } from './cli/sandbox-commands';
+import { apiCommand, codecServerCommand, devCommand, doctorCommand, modelServerCommand, workerCommand } from './cli/service-commands';
+import { eventsCommand, forkCommand, listCommand, loadAgent, sendCommand, signalCommands, startCommand, statusCommand, wakeCommand, watchCommand } from './cli/session-commands';
+import { vaultCommands } from './cli/vault-commands';
 
 export { CliError, loadAgent };
 

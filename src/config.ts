@@ -2,11 +2,12 @@
 import { z } from 'zod';
 import fs from 'node:fs';
 import path from 'node:path';
-import { codecKeyProblem } from './codec/keys';
+import { codecKeyProblem } from './codec/codec-keys';
 import { LOG_LEVELS } from './observability/log-levels';
 import { parsePriceTable } from './observability/pricing';
 import { SandboxRuntimePreferenceSchema } from './sandbox/runtime';
-import { parseAllowList } from './egress/policy';
+import { parseAllowList } from './egress/egress-policy';
+import { PlatformError } from './platform-error';
 
 const optional = z
   .string()
@@ -103,7 +104,7 @@ export const ConfigSchema = z.object({
   BRAIN_WORKFLOW_STACK_TRACES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('off'),
   /**
    * Brain: `on` follows the other brain workers' running activities and retries those of one that exits at once
-   * (src/stream/peers.ts); `off` leaves a dead worker's calls to their heartbeat timeout. Needs STREAM_LISTEN.
+   * (src/brain/peer-liveness.ts); `off` leaves a dead worker's calls to their heartbeat timeout. Needs STREAM_LISTEN.
    */
   BRAIN_PEER_WATCH: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   /**
@@ -222,7 +223,7 @@ function resolveSecretFiles(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; p
   return { env: resolved, problems };
 }
 
-export class ConfigError extends Error {
+export class ConfigError extends PlatformError {
   constructor(readonly problems: Problem[]) {
     super(`invalid configuration: ${problems.map((p) => `${p.variable} ${p.message}`).join('; ')}`);
   }

@@ -19,8 +19,9 @@ import {
   type SubmitToolResult,
   type UserMessage,
 } from './session/contract';
+import { PlatformError } from './platform-error';
 
-export class SessionOpError extends Error {}
+export class SessionOpError extends PlatformError {}
 
 /** Statuses a run can be woken from: it stopped without ending the session. */
 const WAKEABLE = new Set(['TERMINATED', 'FAILED', 'TIMED_OUT', 'CANCELLED']);

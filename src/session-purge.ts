@@ -1,9 +1,10 @@
 // Removing a session for good: every run of its workflow and their histories in Temporal, its sealed archive
 // segments, and the same for each child session (sub-agent) it started. Each step is idempotent, so a purge cut
 // short by a crash is finished by running it again.
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { SessionArchive } from './archive';
 import { endSignal } from './session/contract';
+import { isSessionClosed, isWorkflowNotFound } from './temporal-errors';
 
 /** How long a session has to end on its own (destroying its sandboxes, sealing its log) before it is terminated. */
 const END_GRACE_MS = 15_000;
@@ -12,7 +13,6 @@ const POLL_MS = 200;
 const RESIGNAL_MS = 2_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const isNotFound = (e: unknown) => e instanceof WorkflowNotFoundError || (e as { code?: number }).code === 5 || /not found/i.test((e as Error).message ?? '');
 const quoted = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 /** The status of a session's latest run, or undefined when Temporal has none. */
@@ -20,7 +20,7 @@ async function latestStatus(client: Client, id: string): Promise<string | undefi
   try {
     return (await client.workflow.getHandle(id).describe()).status.name;
   } catch (e) {
-    if (isNotFound(e)) return undefined;
+    if (isWorkflowNotFound(e)) return undefined;
     throw e;
   }
 }
@@ -38,14 +38,14 @@ export async function stopSession(client: Client, id: string, reason = 'deleted'
   while ((await latestStatus(client, id)) === 'RUNNING') {
     if (Date.now() >= deadline) {
       await handle.terminate(`session ${reason}`).catch((e: unknown) => {
-        if (!isNotFound(e) && !/already completed|not running/i.test((e as Error).message ?? '')) throw e;
+        if (!isWorkflowNotFound(e)) throw e;
       });
       return;
     }
     if (Date.now() - signalled >= RESIGNAL_MS) {
       signalled = Date.now();
       await handle.signal(endSignal, { reason }).catch((e: unknown) => {
-        if (!isNotFound(e) && !/completed|closed/i.test((e as Error).message ?? '')) throw e;
+        if (!isSessionClosed(e)) throw e;
       });
     }
     await sleep(POLL_MS);
@@ -60,7 +60,7 @@ async function runsOf(client: Client, id: string): Promise<string[]> {
   try {
     runs.add((await client.workflow.getHandle(id).describe()).runId);
   } catch (e) {
-    if (!isNotFound(e)) throw e;
+    if (!isWorkflowNotFound(e)) throw e;
   }
   return [...runs];
 }
@@ -76,7 +76,7 @@ async function childrenOf(client: Client, archive: SessionArchive, id: string, r
     try {
       history = await client.workflow.getHandle(id, runId).fetchHistory();
     } catch (e) {
-      if (isNotFound(e)) continue;
+      if (isWorkflowNotFound(e)) continue;
       throw e;
     }
     for (const ev of history.events ?? []) {
@@ -98,7 +98,7 @@ async function deleteRun(client: Client, workflowId: string, runId: string): Pro
   try {
     await client.workflowService.deleteWorkflowExecution({ namespace: client.options.namespace, workflowExecution: { workflowId, runId } });
   } catch (e) {
-    if (!isNotFound(e)) throw e;
+    if (!isWorkflowNotFound(e)) throw e;
   }
 }
 

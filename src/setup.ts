@@ -4,9 +4,9 @@ import { ensureSandboxImage } from './infra/sandbox-image';
 import { ensureTool } from './infra/system-tools';
 import { ensureSandboxRuntime } from './infra/gvisor';
 import { ensureTemporalCli } from './infra/temporal-cli';
-import { progress } from './infra/term';
+import { progress } from './host/term';
 import { ensureChromium } from './infra/chromium';
-import { ensurePostgres } from './infra/postgres';
+import { ensurePostgres } from './infra/postgres-server';
 
 const USAGE = 'usage: setup [--temporal-only]';
 

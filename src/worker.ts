@@ -12,7 +12,7 @@ import { createToolsActivities } from './mcp/activities';
 import { createSubagentActivities } from './brain/subagent-activities';
 import { McpClientPool, McpCredentials } from './mcp';
 import { findJail } from './mcp/jail';
-import { resolveDockerHost, sandboxImage } from './infra/docker-host';
+import { resolveDockerHost, sandboxImage } from './host/docker-host';
 import { ArchivedSessionLog, CachedSessionLog, LiveSessionLog } from './log/session-log';
 import { clientInterceptors } from './log/query-retry';
 import { PostgresSessionArchive, sessionArchive, type SessionArchive } from './archive';
@@ -20,7 +20,7 @@ import { AnthropicModelClient, type ModelClient } from './model/client';
 import { DockerSandboxProvider } from './sandbox/docker';
 import type { SandboxProvider } from './sandbox/provider';
 import { reapOrphans } from './sandbox/reaper';
-import { OwnershipRegistry } from './sandbox/registry';
+import { OwnershipRegistry } from './sandbox/ownership';
 import { BRAIN_TASK_QUEUE, TOOLS_TASK_QUEUE, type WorkerRole } from './session/queues';
 import { HostIdSchema } from './session/identifiers';
 import type { DataConverter } from '@temporalio/common';
@@ -28,22 +28,23 @@ import { createDataConverter } from './codec';
 import { loadConfig } from './config';
 import { egressGate, type EgressGate } from './egress';
 import { clientConnectionOptions, temporalConnectionOptions } from './temporal-connection';
-import { loadCodecKey, loadVaultKey } from './infra/keys';
+import { loadCodecKey, loadVaultKey } from './key-files';
 import type { SecretVault } from './vault';
-import { ApiCredentials } from './vault/api-credentials';
+import { ApiCredentials } from './mcp/api-credentials';
 import { secretVault } from './vault/open';
 import { openDb, type Db } from './storage/db';
 import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';
 import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
 import { parseCodecKeys, type CodecKeys } from './codec';
-import { StreamHub, StreamServer, identityWithStream } from './stream';
-import { LogPushHub } from './stream/log-hub';
-import { InflightActivities, PeerWatch, type PeerWatchStatus } from './stream/peers';
+import { StreamHub, identityWithStream } from './stream';
+import { StreamServer } from './worker-endpoint';
+import { LogPushHub } from './log/log-push-hub';
+import { InflightActivities, PeerWatch, type PeerWatchStatus } from './brain/peer-liveness';
 import type { WorkflowInfo } from '@temporalio/workflow';
 import type { SessionEvent } from './session/events';
 import { activityLogInterceptor, jsonLogLine } from './observability/logger';
 import type { LogLevelName } from './observability/log-levels';
-import { ensureSearchAttributes } from './observability/search-attributes';
+import { ensureSearchAttributes } from './observability/search-attribute-setup';
 import { startTracing, tracingEnabled } from './observability/tracing';
 import type { ThreadHeap } from './brain/thread-heaps';
 
@@ -203,7 +204,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   // A brain also pushes each workflow task's new events to the API feeds that follow its sessions.
   if (streams && roles.includes('brain')) streams.server.log = streams.log = new LogPushHub(identity);
   // A brain shows the activities it runs to the other brain workers, and follows theirs: a brain that dies has its
-  // calls retried at once by a survivor, not after their heartbeat timeout (src/stream/peers.ts).
+  // calls retried at once by a survivor, not after their heartbeat timeout (src/brain/peer-liveness.ts).
   const running = streams && roles.includes('brain') ? (streams.server.activities = new InflightActivities(identity)) : undefined;
   const peers = running && config.BRAIN_PEER_WATCH === 'on'
     ? new PeerWatch({ client, namespace: opts.namespace, taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE, self: running, key: codecKeys().current.key, log })

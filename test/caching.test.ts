@@ -1,5 +1,5 @@
 // Prompt caching, measured on the local Messages API server, which counts cache reads as Anthropic documents.
-import { PromptCache, CACHE_MIN_TOKENS } from '../src/model/prompt-cache';
+import { PromptCache, CACHE_MIN_TOKENS } from '../src/dev/prompt-cache';
 import { withCacheBreakpoints } from '../src/model/caching';
 import { statusQuery } from '../src/session/contract';
 import { say, startHarness, startSession, type Harness } from './helpers/env';

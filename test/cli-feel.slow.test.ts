@@ -2,7 +2,7 @@
 // only on a terminal (never with NO_COLOR), progress on stderr.
 import { execFileSync, spawn } from 'node:child_process';
 import path from 'node:path';
-import { colorEnabled, progress } from '../src/infra/term';
+import { colorEnabled, progress } from '../src/host/term';
 import { ROOT, startHarness, uniqueId, type Harness } from './helpers/env';
 import { runAgents, type Run } from './helpers/cli';
 

@@ -12,9 +12,9 @@ import {
   loadDataConverter,
 } from '@temporalio/common/lib/internal-non-workflow';
 import { ENCRYPTED_ENCODING, EncryptionCodec, KEY_ID_METADATA, createDataConverter, keyIdOf, parseCodecKeys } from '../src/codec';
-import { CodecServer } from '../src/codec/server';
+import { CodecServer } from '../src/codec/codec-server';
 import { loadConfig } from '../src/config';
-import { ensureKeys, loadCodecKey, loadVaultKey } from '../src/infra/keys';
+import { ensureKeys, loadCodecKey, loadVaultKey } from '../src/key-files';
 
 const key = () => randomBytes(32).toString('base64');
 const text = (b: Uint8Array | null | undefined) => Buffer.from(b ?? new Uint8Array()).toString('utf8');

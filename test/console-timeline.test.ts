@@ -1,11 +1,11 @@
 // The console's fold of API events, fed the API's own projection of a log: calls carry their results and verdicts,
 // what waits on the user is known, each event counts once however the stream and the list overlap; and the SSE
 // frame splitter, folding of long text and cost.
-import { projectLog } from '../src/api/session-events';
+import { projectLog } from '../src/api/sessions/projection';
 import type { SessionEvent } from '../src/session/events';
 import { Timeline, idleReason, type ApiEvent, type CallItem } from '../src/console/app/timeline';
-import { parseFrames } from '../src/console/app/sse';
-import { FOLD_LINES, cost, dollars, folded } from '../src/console/app/format';
+import { parseFrames } from '../src/console/app/event-stream';
+import { FOLD_LINES, cost, dollars, folded } from '../src/console/app/formatters';
 
 const T = '2026-12-01T10:00:00.000Z';
 const usage = { inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { chromiumPath } from '../src/infra/chromium';
-import { resolveDockerHost } from '../src/infra/docker-host';
+import { resolveDockerHost } from '../src/host/docker-host';
 import { ArchivedSessionLog, LiveSessionLog } from '../src/log/session-log';
 import { startTestApi, type TestApi } from './helpers/api';
 import { startHarness, testArchive, type Harness } from './helpers/env';

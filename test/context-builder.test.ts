@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { buildContext, chooseCut, compactionRequest, cutPoints, FULL_WINDOW, KEEP_SHARE, MODEL_TEXT_LIMIT, estimateTokens, windowAfter } from '../src/session/context-builder';
 import type { SessionEvent } from '../src/session/events';
 import { logArb } from './helpers/logs';
-import { validateRequest } from '../src/model/api-validation';
+import { validateRequest } from '../src/dev/request-checks';
 import { TOOL_SPECS } from '../src/tools/registry';
 
 const t = '2026-01-01T00:00:00.000Z';

@@ -3,8 +3,8 @@ import fc from 'fast-check';
 import Anthropic from '@anthropic-ai/sdk';
 import { buildMessages, causalOrder, CONTINUE_NOTE } from '../src/session/context';
 import type { SessionEvent } from '../src/session/events';
-import { retryAfterMs, toModelFailure } from '../src/model/errors';
-import { validateRequest } from '../src/model/api-validation';
+import { retryAfterMs, toModelFailure } from '../src/model/model-errors';
+import { validateRequest } from '../src/dev/request-checks';
 import { logArb, sessionArb } from './helpers/logs';
 
 const t = '2026-01-01T00:00:00.000Z';

@@ -5,7 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { RUN_AHEAD_MARKER } from '../src/session/run-ahead';
 import type { SessionEvent } from '../src/session/events';
 import { endSignal, eventsQuery, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/session/contract';
-import type { MockStep } from '../src/model/mock-script';
+import type { MockStep } from '../src/dev/model-script';
 import { readLogStep } from './helpers/actions';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { allEvents, say, startHarness, startSession, testDataConverter, waitForEvents, workflowBundle, type Harness } from './helpers/env';

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { findDebianMirror } from '../src/infra/debian-mirror';
-import { dockerEnv, resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
+import { dockerEnv, resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { ensureDockerEngine } from '../src/infra/dockerd';
 import { ensureSandboxImage, imageId, type SandboxImage } from '../src/infra/sandbox-image';
 

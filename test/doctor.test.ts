@@ -5,7 +5,7 @@ import path from 'node:path';
 import { spawnWorker } from './helpers/child-worker';
 import { runAgents, type Run } from './helpers/cli';
 import { startHarness, uniqueId, type Harness } from './helpers/env';
-import { resolveDockerHost } from '../src/infra/docker-host';
+import { resolveDockerHost } from '../src/host/docker-host';
 import type { DoctorReport } from '../src/doctor';
 
 let h: Harness;

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { EgressGate, makePolicy } from '../src/egress';
-import { syncMirror, upstreamOf, GitError } from '../src/sandbox/git';
+import { syncMirror, upstreamOf, GitError } from '../src/sandbox/host-git';
 import type { RunningWorker } from '../src/worker';
 import { startApiOn, type TestApi } from './helpers/api';
 import { startHarness, startTestWorker, type Harness } from './helpers/env';

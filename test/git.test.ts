@@ -7,7 +7,7 @@ import path from 'node:path';
 import { endSignal } from '../src/session/contract';
 import { FileVault } from '../src/vault';
 import { loadConfig } from '../src/config';
-import { mirrorPath } from '../src/sandbox/git';
+import { mirrorPath } from '../src/sandbox/host-git';
 import { allEvents, startHarness, startSession, type Harness } from './helpers/env';
 import { bash, callTool } from './helpers/hands';
 import { startGitServer, type GitServer } from './helpers/git-server';

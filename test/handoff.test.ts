@@ -2,10 +2,10 @@
 // host's registry names the new owner, the old owner's calls are denied, and the reaper asks the registry.
 import type Docker from 'dockerode';
 import { loadConfig } from '../src/config';
-import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
+import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { reapOrphans } from '../src/sandbox/reaper';
-import { OwnershipRegistry } from '../src/sandbox/registry';
+import { OwnershipRegistry } from '../src/sandbox/ownership';
 import { childSessionId } from '../src/workflows/subagents';
 import { endSignal, statusQuery } from '../src/session/contract';
 import { expectOneLineError, runAgents } from './helpers/cli';

@@ -1,7 +1,7 @@
 // HANDS_HOST_ID=compose: a hands replica's id from its compose labels, read through the real Docker engine, so
 // `--scale hands=N` gives N hosts whose ids outlive a recreate of their containers.
 import { composeHostId } from '../src/hands/host-id';
-import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
+import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { dockerFromHost } from '../src/sandbox/docker';
 
 let host: string | undefined;

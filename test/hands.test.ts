@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { endSignal, statusQuery } from '../src/session/contract';
 import { allEvents, logOf, say, startHarness, startSession, testAgent, testArchive, uniqueId, waitForEvents, type Harness } from './helpers/env';
-import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
+import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { forkSession } from '../src/session-ops';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';

@@ -11,7 +11,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils';
 import { WorkflowFailedError } from '@temporalio/client';
 import { createDataConverter, failureConverterPath } from '../src/codec';
 import { EMPTY_REPLY_NUDGE } from '../src/session/harness';
-import type { MockStep } from '../src/model/mock-script';
+import type { MockStep } from '../src/dev/model-script';
 import { sendMessageUpdate } from '../src/session/contract';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';

@@ -8,7 +8,7 @@ import { Client, Connection } from '@temporalio/client';
 import { historyFromJSON, historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { Worker } from '@temporalio/worker';
 import { ENCRYPTED_ENCODING, EncryptionCodec, parseCodecKeys } from '../src/codec';
-import { CodecServer } from '../src/codec/server';
+import { CodecServer } from '../src/codec/codec-server';
 import { endSignal, statusQuery, userMessageSignal } from '../src/session/contract';
 import { allEvents, say, startHarness, startSession, temporalCliPath, testDataConverter, waitForEvents, workflowBundle, type Harness } from './helpers/env';
 import { TEST_CODEC_KEY } from './helpers/test-keys';

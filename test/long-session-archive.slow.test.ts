@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
 import type { WorkflowHandle } from '@temporalio/client';
-import type { MockStep } from '../src/model/mock-script';
+import type { MockStep } from '../src/dev/model-script';
 import type { SessionEvent } from '../src/session/events';
 import { sendMessageUpdate, statusQuery, userMessageSignal } from '../src/session/contract';
 import { allEvents, conversationOf, runsOf as runsOfSession, say, startHarness, startSession, temporalCliPath, turnDone, uniqueId, waitForEvents, withoutTimes, type Harness } from './helpers/env';

@@ -8,7 +8,7 @@ import { sendMessageUpdate, statusQuery } from '../src/session/contract';
 import type { SessionEvent } from '../src/session/events';
 import { allEvents, runsOf as runsOfSession, startHarness, startSession, temporalCliPath, doorbell, type Doorbell, type Harness } from './helpers/env';
 import { runAgents } from './helpers/cli';
-import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
+import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 
 const TURNS = 1000;

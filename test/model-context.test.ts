@@ -8,7 +8,7 @@ import { startHarness, startSession, waitForEvents, type Harness } from './helpe
 import { toolStep } from './helpers/actions';
 import type { SessionEvent } from '../src/session/events';
 import { temporal } from '@temporalio/proto';
-import type { MockStep } from '../src/model/mock-script';
+import type { MockStep } from '../src/dev/model-script';
 import type { AgentInput } from '../src/session/agent';
 
 jest.setTimeout(120_000);

@@ -5,7 +5,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type Docker from 'dockerode';
-import { resolveDockerHost } from '../src/infra/docker-host';
+import { resolveDockerHost } from '../src/host/docker-host';
 import { endSignal } from '../src/session/contract';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { runAgents } from './helpers/cli';

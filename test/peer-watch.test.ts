@@ -5,7 +5,7 @@ import http from 'node:http';
 import { temporal } from '@temporalio/proto';
 import { parseCodecKeys } from '../src/codec';
 import { sendMessageUpdate } from '../src/session/contract';
-import { PEER_STREAM_PATH, PEER_TOKEN_SCOPE } from '../src/stream/peers';
+import { PEER_STREAM_PATH, PEER_TOKEN_SCOPE } from '../src/brain/peer-liveness';
 import { streamToken } from '../src/stream/token';
 import type { RunningWorker } from '../src/worker';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';

@@ -5,7 +5,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { MockStep } from '../src/model/mock-script';
+import type { MockStep } from '../src/dev/model-script';
 import { PostgresSessionArchive } from '../src/archive';
 import { ArchivedSessionLog, LiveSessionLog, readEvents } from '../src/log/session-log';
 import { openDb, type Db } from '../src/storage/db';

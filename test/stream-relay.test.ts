@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { MANAGED_AGENTS_BETA } from '../src/api/beta';
 import { startDevServer, type DevServer } from '../src/infra/temporal-cli';
-import { MockModelServer } from '../src/model/mock-server';
+import { MockModelServer } from '../src/dev/model-server';
 import { endSignal } from '../src/session/contract';
 import { SessionEventSchema, type SessionEvent } from '../src/session/events';
 import type { ChildWorker } from './helpers/child-worker';

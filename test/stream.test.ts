@@ -2,8 +2,9 @@
 // gets the text so far, and a preview never grows past its cap.
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { MAX_PREVIEW_CHARS, StreamHub, StreamServer, identityWithStream, streamToken, streamUrlOf, type StreamFrame } from '../src/stream';
-import { printable } from '../src/stream/watch';
+import { MAX_PREVIEW_CHARS, StreamHub, identityWithStream, streamToken, streamUrlOf, type StreamFrame } from '../src/stream';
+import { StreamServer } from '../src/worker-endpoint';
+import { printable } from '../src/cli/session-watch';
 
 const oldKey = randomBytes(32);
 const newKey = randomBytes(32);

@@ -11,7 +11,7 @@ import { allEvents, runsOf, say, startHarness, startSession, testArchive, turnDo
 import { wakeSession } from '../src/session-ops';
 import { docker, sessionContainers } from './helpers/hands';
 import { ofType, resultOf, spawn, turn } from './helpers/subagents';
-import type { MockBlock } from '../src/model/mock-script';
+import type { MockBlock } from '../src/dev/model-script';
 
 let h: Harness;
 let d: Docker;

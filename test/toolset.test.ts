@@ -3,7 +3,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type Docker from 'dockerode';
 import { createHandsActivities, type ExecuteInput, type ToolOutput } from '../src/hands/activities';
-import { resolveDockerHost, sandboxImage } from '../src/infra/docker-host';
+import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { SandboxRecipeSchema } from '../src/session/agent';
 import { endSignal, interruptSignal, statusQuery } from '../src/session/contract';

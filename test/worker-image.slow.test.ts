@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import YAML from 'yaml';
-import { dockerEnv, resolveDockerHost } from '../src/infra/docker-host';
+import { dockerEnv, resolveDockerHost } from '../src/host/docker-host';
 import { buildWorkerImage } from '../src/infra/worker-image';
 import { ROOT, allEvents, removeHostSandboxes, startHarness, startSession, turnDone, waitForEvents, type Harness } from './helpers/env';
 import { bash } from './helpers/hands';

@@ -4,7 +4,7 @@ import { AgentSchema, formatIssues, type Agent, type ClientTool, type SandboxRec
 import type { ToolPolicy } from '../session/policy';
 import type { ApiAgent, TOOLSET_TOOLS } from './agents';
 import { recipeNetwork, type ApiEnvironment } from './environments';
-import { badRequest } from './errors';
+import { badRequest } from './api-error';
 
 type Policy = { type: 'always_allow' | 'always_ask' | 'auto' };
 

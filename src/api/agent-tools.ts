@@ -3,7 +3,7 @@
 // disabled, and enabling one is refused with a 400 that says why.
 import type { BetaManagedAgentsUserLocation } from '@anthropic-ai/sdk/resources/beta/agents/agents';
 import { z } from 'zod';
-import { badRequest } from './errors';
+import { badRequest } from './api-error';
 
 export const TOOLSET_TOOLS = ['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const;
 

@@ -2,9 +2,9 @@
 // anything) and takes an optimistic `version`; a stale one is a 409 the SDK must not retry.
 import { z } from 'zod';
 import type { Queryable } from '../storage/db';
-import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, PageQuerySchema, TimeQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './common';
-import type { ApiApp, ApiDeps } from './context';
-import { ApiError, badRequest, conflict, notFound } from './errors';
+import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, PageQuerySchema, TimeQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './shared-fields';
+import type { ApiApp, ApiDeps } from './route-context';
+import { ApiError, badRequest, conflict, notFound } from './api-error';
 import { refuseAtTheDoor } from './egress-door';
 import { ResolvedToolSchema, ToolParamsSchema, resolveTools, withWebToolsOff } from './agent-tools';
 

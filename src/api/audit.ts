@@ -3,8 +3,8 @@
 // the action and the resource type only: never a request body, a key, a token or any other secret.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db, Queryable } from '../storage/db';
-import { iso } from './common';
-import type { ApiApp } from './context';
+import { iso } from './shared-fields';
+import type { ApiApp } from './route-context';
 
 export const AUDIT_ACTIONS = ['created', 'updated', 'archived', 'deleted', 'events_sent', 'revoked'] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];

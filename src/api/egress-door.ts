@@ -2,8 +2,8 @@
 // workers would refuse to connect to is refused here first, with a 400 naming the field and the rule. A name that
 // does not resolve from here is let through (it may resolve where the workers run) and meets the gate at run time.
 import { EgressGate, makePolicy } from '../egress';
-import type { ApiDeps } from './context';
-import { badRequest } from './errors';
+import type { ApiDeps } from './route-context';
+import { badRequest } from './api-error';
 
 /** Names reserved for documentation and testing (RFC 2606, RFC 6761): never looked up at the door. */
 const RESERVED_NAME = /(^|\.)(example|invalid|test|example\.(com|net|org))\.?$/i;

@@ -2,9 +2,9 @@
 // recipe's bridge network (recorded as a loosening when a sandbox starts); `limited` with no allowed hosts is no
 // network at all. What the platform cannot honour yet (allowed hosts, package managers, packages, self-hosted) is a 400.
 import { z } from 'zod';
-import { IdSchema, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './common';
-import type { ApiApp, ApiDeps } from './context';
-import { ApiError, badRequest, conflict } from './errors';
+import { IdSchema, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './shared-fields';
+import type { ApiApp, ApiDeps } from './route-context';
+import { ApiError, badRequest, conflict } from './api-error';
 import type { Queryable } from '../storage/db';
 
 const PACKAGE_MANAGERS = ['apt', 'cargo', 'gem', 'go', 'npm', 'pip'] as const;

@@ -4,10 +4,10 @@ import rateLimit from '@fastify/rate-limit';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Queryable } from '../storage/db';
-import type { ApiApp, ApiDeps, Quotas } from './context';
+import type { ApiApp, ApiDeps, Quotas } from './route-context';
 
 export type { Quotas };
-import { ApiError } from './errors';
+import { ApiError } from './api-error';
 
 export const DEFAULT_EVENTS_PER_SEND = 50;
 

@@ -5,21 +5,21 @@ import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError, jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Config } from '../config';
 import { egressGate } from '../egress';
-import { consoleRoutes } from '../console/serve';
-import { closeServer, httpUrl } from '../infra/http';
-import { loadVaultPublicKey } from '../infra/keys';
+import { consoleRoutes } from './console-routes';
+import { closeServer, httpUrl } from '../http/listen';
+import { loadVaultPublicKey } from '../key-files';
 import { parsePriceTable } from '../observability/pricing';
 import { openDb, type Db } from '../storage/db';
 import { agentRoutes } from './agents';
-import { newId } from './common';
-import type { ApiApp, ApiDeps, ApiRoute } from './context';
+import { newId } from './shared-fields';
+import type { ApiApp, ApiDeps, ApiRoute } from './route-context';
 import { environmentRoutes } from './environments';
-import { ApiError, badRequest, type ErrorType } from './errors';
-import { authenticate } from './keys';
+import { ApiError, badRequest, type ErrorType } from './api-error';
+import { authenticate } from './workspace-keys';
 import { auditHook } from './audit';
 import { quotasFrom, registerRateLimit } from './quotas';
 import { vaultRoutes } from './vaults';
-import { sessionRoutes, type SessionDeps } from './sessions';
+import { sessionRoutes, type SessionDeps } from './sessions/sessions';
 import { findUnstorable, unstorableMessage } from './storable-text';
 
 import { MANAGED_AGENTS_BETA } from './beta';
@@ -205,7 +205,7 @@ export interface RunningApi {
 async function sessionDepsFor(config: Config, db: Db): Promise<SessionDeps> {
   const { Client, Connection } = await import('@temporalio/client');
   const { createDataConverter, parseCodecKeys } = await import('../codec');
-  const { loadCodecKey } = await import('../infra/keys');
+  const { loadCodecKey } = await import('../key-files');
   const { clientConnectionOptions } = await import('../temporal-connection');
   const { sessionArchive } = await import('../archive');
   const { ArchivedSessionLog, LiveSessionLog } = await import('../log/session-log');

@@ -3,10 +3,10 @@
 import { z } from 'zod';
 import type { Queryable } from '../storage/db';
 import { sealSecret } from '../vault/sealed';
-import { IdSchema, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './common';
-import type { ApiApp, ApiDeps } from './context';
+import { IdSchema, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './shared-fields';
+import type { ApiApp, ApiDeps } from './route-context';
 import { refuseAtTheDoor } from './egress-door';
-import { badRequest, conflict, notFound } from './errors';
+import { badRequest, conflict, notFound } from './api-error';
 
 export const VaultSchema = z
   .object({

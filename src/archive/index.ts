@@ -5,11 +5,11 @@ import type { DataConverter } from '@temporalio/common';
 import type { Config } from '../config';
 import type { Db } from '../storage/db';
 import { FileSessionArchive } from './file';
-import { PostgresSessionArchive } from './postgres';
+import { PostgresSessionArchive } from './postgres-archive';
 import type { SessionArchive } from './segment';
 
 export { FileSessionArchive } from './file';
-export { PostgresSessionArchive } from './postgres';
+export { PostgresSessionArchive } from './postgres-archive';
 export type { Segment, SessionArchive } from './segment';
 
 /**

@@ -8,7 +8,7 @@ import { readEvents, type CachedSessionLog, type LogTail } from '../log/session-
 import type { ModelClient, ModelDelta, ModelReply } from '../model/client';
 import type { Publisher, StreamHub } from '../stream';
 import type { StreamPart } from '../stream/hub';
-import { toModelFailure } from '../model/errors';
+import { toModelFailure } from '../model/model-errors';
 import { buildContext, compactionRequest, FULL_WINDOW, type ContextWindow } from '../session/context-builder';
 import { ContentBlockSchema, type SessionEvent } from '../session/events';
 import { eventsDigest } from '../session/digest';

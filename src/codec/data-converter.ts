@@ -1,7 +1,7 @@
 // The DataConverter every client and worker uses: encrypted payloads and encrypted failure messages.
 import type { DataConverter } from '@temporalio/common';
 import { EncryptionCodec } from './encryption-codec';
-import { parseCodecKeys, type CodecKeys } from './keys';
+import { parseCodecKeys, type CodecKeys } from './codec-keys';
 
 /**
  * The failure converter goes by path, not by object: a worker bundles that module into the workflow sandbox,

@@ -2,7 +2,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { ApplicationFailure, type Payload, type PayloadCodec } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import type { CodecKeys } from './keys';
+import type { CodecKeys } from './codec-keys';
 import { Failure } from '../session/failure-types';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';

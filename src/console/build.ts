@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { build } from 'esbuild';
-import { CONSOLE_SOURCE, CONSOLE_STATIC } from './paths';
+import { CONSOLE_SOURCE, CONSOLE_STATIC } from './bundle-paths';
 
 export interface ConsoleBundle {
   /** Bytes of each file written, by name. */

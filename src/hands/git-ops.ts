@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { SandboxProvider } from '../sandbox/provider';
-import { bundleBranch, explain, mirrorPath, pushBundle, revParse, syncMirror, upstreamOf, GitError } from '../sandbox/git';
+import { bundleBranch, explain, mirrorPath, pushBundle, revParse, syncMirror, upstreamOf, GitError } from '../sandbox/host-git';
 import type { EgressGate } from '../egress';
 import { BRANCH_NAME_RE, type GitInput } from '../tools/git';
 import { redact } from '../vault';

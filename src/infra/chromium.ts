@@ -1,7 +1,7 @@
 // Finds Debian's Chromium for the browser test, and installs it with apt when missing and allowed.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import { onPath } from './which';
+import { onPath } from '../host/which';
 
 const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
 

@@ -3,11 +3,12 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dockerEnv, pingDocker, PROJECT_DOCKER_HOST, resolveDockerHost, SYSTEM_DOCKER_HOST } from './docker-host';
-import { isAlive, withLock } from './lock';
+import { dockerEnv, pingDocker, PROJECT_DOCKER_HOST, resolveDockerHost, SYSTEM_DOCKER_HOST } from '../host/docker-host';
+import { isAlive, withLock } from '../host/lock';
 import { isMountPoint } from './mounts';
-import { defaultLog, logTail, readFrom, run, type Log } from './run';
+import { defaultLog, logTail, readFrom, run, type Log } from '../host/run';
 import { ensureTool, isRoot, systemPath } from './system-tools';
+import { PlatformError } from '../platform-error';
 
 const RUN_DIR = '/run/managed-agents';
 const DATA_ROOT = '/var/lib/managed-agents-docker';
@@ -148,7 +149,7 @@ async function chooseStorageDriver(log: Log): Promise<'overlay2' | 'vfs'> {
   return 'vfs';
 }
 
-class DaemonStartError extends Error {
+class DaemonStartError extends PlatformError {
   constructor(
     message: string,
     readonly logTail: string,

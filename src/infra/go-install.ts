@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { progress } from './term';
+import { progress } from '../host/term';
 
 /** Builds `goPackage` (path@version) into `dir` and returns the path of `binary` there. */
 export async function goInstall(goPackage: string, dir: string, binary: string, what: string, env: NodeJS.ProcessEnv = {}): Promise<string> {

@@ -6,11 +6,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
-import { dockerEnv, PROJECT_DOCKER_HOST } from './docker-host';
+import { dockerEnv, PROJECT_DOCKER_HOST } from '../host/docker-host';
 import { localDaemon, PROJECT_DAEMON_CONFIG } from './dockerd';
 import { goInstall } from './go-install';
-import type { Log } from './run';
-import { onPath } from './which';
+import type { Log } from '../host/run';
+import { onPath } from '../host/which';
 
 /** A build of gVisor's master branch that boots on these machines (kernel 6.x, systrap, cgroup v1 and v2). */
 export const RUNSC_VERSION = 'v0.0.0-20260905035102-160fafc42237';

@@ -6,10 +6,10 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { findDebianMirror, SUITE } from './debian-mirror';
-import { dockerEnv, sandboxImage } from './docker-host';
-import { withLock } from './lock';
+import { dockerEnv, sandboxImage } from '../host/docker-host';
+import { withLock } from '../host/lock';
 import { mountsUnder } from './mounts';
-import { defaultLog, logTail, mustRun, OUTPUT_KEEP, readFrom, run, type Log, type RunResult } from './run';
+import { defaultLog, logTail, mustRun, OUTPUT_KEEP, readFrom, run, type Log, type RunResult } from '../host/run';
 import { ensureTool, isRoot, systemPath } from './system-tools';
 
 const REGISTRY_PROBE_URL = 'https://registry-1.docker.io/v2/';

@@ -1,7 +1,7 @@
 // System tools for setup: the sbin directories a non-login shell misses, root, and installing Debian packages with apt-get.
 import path from 'node:path';
-import { mustRun, run, type Log } from './run';
-import { onPath } from './which';
+import { mustRun, run, type Log } from '../host/run';
+import { onPath } from '../host/which';
 
 // Non-login root shells (npm scripts, CI) often lack the sbin directories where dockerd and debootstrap live.
 export const SYSTEM_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];

@@ -5,7 +5,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { goInstall } from './go-install';
-import { onPath } from './which';
+import { onPath } from '../host/which';
 
 export const TEMPORAL_CLI_VERSION = 'v1.5.1';
 const GO_PACKAGE = `github.com/temporalio/cli/cmd/temporal@${TEMPORAL_CLI_VERSION}`;

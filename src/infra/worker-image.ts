@@ -3,9 +3,9 @@
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dockerEnv, sandboxImage } from './docker-host';
+import { dockerEnv, sandboxImage } from '../host/docker-host';
 import { ensureDockerEngine } from './dockerd';
-import type { Log } from './run';
+import type { Log } from '../host/run';
 import { ensureSandboxImage } from './sandbox-image';
 
 export const WORKER_IMAGE_DEFAULT = 'managed-agents/worker:latest';

@@ -13,7 +13,7 @@ export const doorbellStats = { historyPolls: 0, rings: 0 };
 
 export type Ring = 'changed' | 'ended';
 
-/** A workflow task that completed: what a pushed batch of its events is checked against (src/api/log-push.ts). */
+/** A workflow task that completed: what a pushed batch of its events is checked against (src/api/sessions/log-batches.ts). */
 export interface CompletedTask {
   runId: string;
   /** Its WorkflowTaskStarted event id. */

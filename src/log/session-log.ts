@@ -5,6 +5,7 @@ import { eventsQuery, type EventsPage } from '../session/contract';
 import type { SessionArchive } from '../archive';
 import type { SessionEvent } from '../session/events';
 import { eventsDigest } from '../session/digest';
+import { PlatformError } from '../platform-error';
 
 /** The minimal contract: read events [from, from+limit) of a session. Events never change once appended. */
 export interface SessionLog {
@@ -29,7 +30,7 @@ export class LiveSessionLog implements SessionLog {
   }
 }
 
-export class MissingEventsError extends Error {}
+export class MissingEventsError extends PlatformError {}
 
 /** The archive first, then the live run. */
 export class ArchivedSessionLog implements SessionLog {

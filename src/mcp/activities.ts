@@ -6,7 +6,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { z } from 'zod';
 import { McpClientPool, isServerAnswer, type McpTarget } from './pool';
 import { McpCredentials, type ApiCredentialLookup } from './credentials';
-import { isPermanent, mcpErrorMessage, toMcpFailure } from './errors';
+import { isPermanent, mcpErrorMessage, toMcpFailure } from './mcp-errors';
 import { mcpToolName } from './naming';
 import type { McpServer } from '../session/agent';
 import { capOutput, type ToolSpec } from '../tools/kind';

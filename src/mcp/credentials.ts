@@ -5,9 +5,10 @@ import { z } from 'zod';
 import type { McpServer } from '../session/agent';
 import { refName, type SecretVault } from '../vault';
 import { EgressRefusedError } from '../egress';
+import { PlatformError } from '../platform-error';
 
 /** Errors here never carry a secret in their message; callers still redact, in case a server echoes one. */
-export class McpCredentialError extends Error {
+export class McpCredentialError extends PlatformError {
   constructor(message: string, readonly permanent: boolean) {
     super(message);
   }
@@ -94,7 +95,7 @@ export interface CredentialSource {
 /** The API's vaults a session is bound to, as its agent file carries them on each MCP server. */
 export type ApiVaultBinding = NonNullable<Extract<McpServer, { transport: 'http' }>['apiVaults']>;
 
-/** Finds a session's credential for an MCP server among its API vaults (src/vault/api-credentials.ts). */
+/** Finds a session's credential for an MCP server among its API vaults (src/mcp/api-credentials.ts). */
 export interface ApiCredentialLookup {
   /** The credential for `url` in the first of the binding's vaults that holds one, or undefined. */
   sourceFor(binding: ApiVaultBinding, url: string): Promise<CredentialSource | undefined>;

@@ -2,4 +2,4 @@
 export { McpClientPool, type McpTarget } from './pool';
 export { McpCredentials, McpCredentialError, parseCredential } from './credentials';
 export { mcpToolName, MCP_PREFIX } from './naming';
-export { toMcpFailure } from './errors';
+export { toMcpFailure } from './mcp-errors';

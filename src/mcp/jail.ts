@@ -6,8 +6,9 @@
 // The network is shared: MCP servers exist to reach services.
 import fs from 'node:fs';
 import path from 'node:path';
-import { onPath } from '../infra/which';
+import { onPath } from '../host/which';
 import type { McpServer } from '../session/agent';
+import { PlatformError } from '../platform-error';
 
 type StdioServer = Extract<McpServer, { transport: 'stdio' }>;
 
@@ -23,7 +24,7 @@ export interface JailOptions {
   hidden: string[];
 }
 
-export class JailError extends Error {}
+export class JailError extends PlatformError {}
 
 const SYSTEM_DIRS = ['/usr', '/etc', '/opt'];
 const TOP_LINKS = ['/bin', '/sbin', '/lib', '/lib32', '/lib64', '/libx32'];

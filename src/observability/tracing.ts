@@ -4,7 +4,6 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { OpenTelemetryPlugin } from '@temporalio/interceptors-opentelemetry';
-import type { Config } from '../config';
 
 export interface Tracing {
   plugin: OpenTelemetryPlugin;
@@ -12,7 +11,8 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
-export function tracingEnabled(config: Config): boolean {
+/** Whether the settings (src/config.ts) ask for tracing. */
+export function tracingEnabled(config: Partial<Record<'AGENTS_OTEL' | 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', string>>): boolean {
   return config.AGENTS_OTEL === '1' || config.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined;
 }
 

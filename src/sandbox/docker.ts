@@ -10,7 +10,7 @@ import { loosenings } from '../session/agent';
 import { EXEC_KILL, EXEC_WRAPPER } from './scripts';
 import { LIVE_DELAY_MS, startLiveCopy, type LiveCopy } from './live-copy';
 import type { EgressGate } from '../egress';
-import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror, upstreamOf } from './git';
+import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror, upstreamOf } from './host-git';
 import { resourceName } from './names';
 import { hostLimits, RuntimeSelector, runtimeOf, type SandboxRuntimePreference } from './runtime';
 
@@ -26,6 +26,7 @@ import {
   type SandboxProvider,
   type SandboxRef,
 } from './provider';
+import { PlatformError } from '../platform-error';
 
 export const LABEL = {
   managed: 'managed-agents',
@@ -365,7 +366,7 @@ export class DockerSandboxProvider implements SandboxProvider {
   }
 }
 
-export class SetupFailedError extends Error {}
+export class SetupFailedError extends PlatformError {}
 
 const META = Buffer.from('\n\0MA-META ');
 const CUT = Buffer.from('\n\0MA-CUT\0\n');

@@ -1,5 +1,6 @@
 // SandboxProvider: the minimal contract the hands need from a place that runs commands.
 import type { SandboxRecipe } from '../session/agent';
+import { PlatformError } from '../platform-error';
 
 export interface SandboxRef {
   sessionId: string;
@@ -84,4 +85,4 @@ export interface SandboxProvider {
   copyIn(sandboxId: string, dir: string, name: string, content: Buffer): Promise<void>;
 }
 
-export class SandboxLostError extends Error {}
+export class SandboxLostError extends PlatformError {}

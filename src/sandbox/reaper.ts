@@ -2,7 +2,7 @@
 import type { Client } from '@temporalio/client';
 import { statusQuery } from '../session/contract';
 import type { SandboxProvider } from './provider';
-import type { OwnershipRegistry } from './registry';
+import type { OwnershipRegistry } from './ownership';
 
 export interface ReapResult {
   removed: string[];

@@ -4,6 +4,7 @@
 import type Docker from 'dockerode';
 import { z } from 'zod';
 import type { SandboxRecipe } from '../session/agent';
+import { PlatformError } from '../platform-error';
 
 /** `auto`: runsc when the engine has it, else runc (loosened). `runsc`: required. `runc`: chosen (loosened). */
 export const SandboxRuntimePreferenceSchema = z.enum(['auto', 'runsc', 'runc'], { error: 'must be auto, runsc or runc' });
@@ -25,7 +26,7 @@ const RUNSC_PIDS = (pids: number) => 2 * pids + 64;
 /** The sentry and gofer live in the sandbox's memory cgroup. */
 const RUNSC_MEMORY_HEADROOM_MB = 64;
 
-export class RuntimeUnavailableError extends Error {}
+export class RuntimeUnavailableError extends PlatformError {}
 
 export class RuntimeSelector {
   private cached?: { at: number; names: Promise<string[]> };

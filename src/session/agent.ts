@@ -93,7 +93,7 @@ export const SandboxRecipeSchema = shared('agent.SandboxRecipeSchema', () => z
           .refine((p) => !p.split('/').some((part) => part === '.' || part === '..'), 'path must not contain . or .. parts')
           .optional(),
         /**
-         * Set by the API (src/api/session-resources.ts): the URL came from a tenant, so every git connection to it
+         * Set by the API (src/api/sessions/resources.ts): the URL came from a tenant, so every git connection to it
          * passes the egress gate (src/egress). An operator's agent file leaves it out and is trusted.
          */
         tenant: z.literal(true).optional(),

@@ -1,7 +1,7 @@
 // The push of each workflow task's new events, from the brain worker that ran the task to the API's feeds: a way
 // past the `events` query for a reader that follows the tail. The sink the workflow calls, and the frame on the
 // wire. The log stays the truth: a feed delivers a pushed batch only once the history holds its task's completion
-// by the worker that pushed it, and only where it continues what the feed already holds (src/api/log-push.ts).
+// by the worker that pushed it, and only where it continues what the feed already holds (src/api/sessions/log-batches.ts).
 import type { Sinks } from '@temporalio/workflow';
 import { z } from 'zod';
 import { SessionEventSchema, type SessionEvent } from './events';

@@ -149,7 +149,7 @@ export const MIGRATIONS: readonly Migration[] = [
     version: 4,
     name: 'session archive',
     up: [
-      // Sealed segments of session logs (src/archive/postgres.ts): written once, never updated, never overlapping.
+      // Sealed segments of session logs (src/archive/postgres-archive.ts): written once, never updated, never overlapping.
       // An `events` row's payload is one Temporal payload encoded by the history's codec (encrypted under CODEC_KEY);
       // a `link` row (a fork) names the session whose events [0, through_seq] it shares, and has no payload.
       `create table archive_segments (

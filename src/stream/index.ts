@@ -1,6 +1,4 @@
-// Live streaming of work in progress: the worker-side hub and SSE endpoint, the API's relay, and the watcher that follows them.
+// Live previews of work in progress: the worker-side hub, the frames and tokens of the SSE transport, and the API's relay.
 export { MAX_PREVIEW_CHARS, StreamHub, streamKey, type Publisher, type StreamFrame, type StreamItem } from './hub';
 export { StreamRelay } from './relay';
-export { StreamServer, type StreamServerOptions } from './server';
 export { identityWithStream, streamToken, streamUrlOf } from './token';
-export { SessionWatcher, type WatchMode, type WatchOptions } from './watch';

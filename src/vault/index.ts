@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 
-import { withLockFile } from '../infra/lock';
+import { withLockFile } from '../host/lock';
 import { SecretNameSchema, VaultRefSchema } from '../session/identifiers';
 import { SecretSealer, VaultError, type SealedEntry } from './secret-sealer';
 

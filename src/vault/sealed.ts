@@ -4,8 +4,9 @@
 import crypto from 'node:crypto';
 import sodium from 'libsodium-wrappers';
 import { z } from 'zod';
+import { PlatformError } from '../platform-error';
 
-export class SealError extends Error {}
+export class SealError extends PlatformError {}
 
 const INFO = 'managed-agents credential sealing v1';
 

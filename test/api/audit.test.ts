@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { listAudit, type AuditRecord } from '../../src/api/audit';
-import { createApiKey } from '../../src/api/keys';
+import { createApiKey } from '../../src/api/workspace-keys';
 import { startApiOn, type TestApi } from '../helpers/api';
 import { runAgents } from '../helpers/cli';
 import { startHarness, type Harness } from '../helpers/env';

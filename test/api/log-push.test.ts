@@ -1,8 +1,8 @@
 // The log push: a brain worker pushes each workflow task's new events to the API feeds that follow its sessions,
 // and a feed delivers them in place of reading the log only where the history proves them: the task completed,
 // by the worker that pushed the batch, and the batches continue the feed's log exactly where it stands.
-import { feedStats } from '../../src/api/session-feed';
-import { pushedEvents, type PushedBatch } from '../../src/api/log-push';
+import { feedStats } from '../../src/api/sessions/feed';
+import { pushedEvents, type PushedBatch } from '../../src/api/sessions/log-batches';
 import type { CompletedTask } from '../../src/log/history-doorbell';
 import type { SessionEvent } from '../../src/session/events';
 import { streamToken } from '../../src/stream/token';

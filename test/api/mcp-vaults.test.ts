@@ -10,7 +10,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { openDb, type Db } from '../../src/storage/db';
 import type { RunningWorker } from '../../src/worker';
 import { REDACTED } from '../../src/vault';
-import { NO_DATABASE, credentialForServer } from '../../src/vault/api-credentials';
+import { NO_DATABASE, credentialForServer } from '../../src/mcp/api-credentials';
 import { startApiOn, type TestApi } from '../helpers/api';
 import { startHarness, startTestWorker, type Harness } from '../helpers/env';
 import { startTrackerServer, type TrackerServer } from '../helpers/mcp-server';

@@ -3,7 +3,7 @@
 // PostgreSQL database, and the events one events.send may carry.
 import Anthropic from '@anthropic-ai/sdk';
 import { startApiServer, MANAGED_AGENTS_BETA, type RunningApi } from '../../src/api/server';
-import { createApiKey } from '../../src/api/keys';
+import { createApiKey } from '../../src/api/workspace-keys';
 import { loadConfig } from '../../src/config';
 import { endSignal } from '../../src/session/contract';
 import { vaultPublicKey } from '../../src/vault/sealed';

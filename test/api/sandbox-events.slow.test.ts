@@ -3,8 +3,8 @@
 // turns gives platform.sandbox_lost on the next call and platform.sandbox_provisioned for the new one.
 import Anthropic from '@anthropic-ai/sdk';
 import type Docker from 'dockerode';
-import { resolveDockerHost } from '../../src/infra/docker-host';
-import type { PlatformEvent } from '../../src/api/session-events';
+import { resolveDockerHost } from '../../src/host/docker-host';
+import type { PlatformEvent } from '../../src/api/sessions/projection';
 import { startApiOn, type TestApi } from '../helpers/api';
 import { startHarness, type Harness } from '../helpers/env';
 import { docker, sessionContainers } from '../helpers/hands';

@@ -2,7 +2,7 @@
 // sandbox (the session goes on, idle, not failed), another workspace is unaffected, and a sandbox given back when
 // its session ends frees the place for the next call.
 import Anthropic from '@anthropic-ai/sdk';
-import { resolveDockerHost } from '../../src/infra/docker-host';
+import { resolveDockerHost } from '../../src/host/docker-host';
 import type { RunningWorker } from '../../src/worker';
 import { startApiOn, type TestApi } from '../helpers/api';
 import { startHarness, startTestWorker, removeHostSandboxes, type Harness } from '../helpers/env';

@@ -14,10 +14,10 @@ import type { ErrorResponse } from '@anthropic-ai/sdk/resources/shared';
 import type { ApiAgent, AgentSchema } from '../../src/api/agents';
 import type { ApiEnvironment } from '../../src/api/environments';
 import type { CredentialSchema, VaultSchema } from '../../src/api/vaults';
-import type { SessionSchema } from '../../src/api/sessions';
-import type { ApiResource } from '../../src/api/session-resources';
-import type { ApiSessionEvent, PlatformEvent } from '../../src/api/session-events';
-import type { pageSchema } from '../../src/api/common';
+import type { SessionSchema } from '../../src/api/sessions/sessions';
+import type { ApiResource } from '../../src/api/sessions/resources';
+import type { ApiSessionEvent, PlatformEvent } from '../../src/api/sessions/projection';
+import type { pageSchema } from '../../src/api/shared-fields';
 
 /** Compiles only when `T` is assignable to `U`. */
 type Assignable<T extends U, U> = [T, U];

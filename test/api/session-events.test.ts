@@ -1,7 +1,7 @@
 // The projection of the session log onto the API's events: a turn's shape, tool calls by kind, confirmations and
 // custom tools by event id, errors, interrupts and the end; ids stable and unique however the log is paged.
 import fc from 'fast-check';
-import { SessionProjector, eventId, projectLog } from '../../src/api/session-events';
+import { SessionProjector, eventId, projectLog } from '../../src/api/sessions/projection';
 import type { SessionEvent } from '../../src/session/events';
 
 const T = '2026-12-01T10:00:00.000Z';

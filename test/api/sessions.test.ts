@@ -2,7 +2,7 @@
 // session from an agent version, its turn read as API events, input through events.send, and its lifecycle.
 import Anthropic from '@anthropic-ai/sdk';
 import { startApiOn, type TestApi } from '../helpers/api';
-import { resolveDockerHost } from '../../src/infra/docker-host';
+import { resolveDockerHost } from '../../src/host/docker-host';
 import { toolStep } from '../helpers/actions';
 import { startHarness, type Harness } from '../helpers/env';
 import { WORKSPACE_KEY } from '../../src/session/search-attributes';

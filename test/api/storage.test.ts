@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { openDb } from '../../src/storage/db';
 import { MIGRATIONS } from '../../src/storage/migrations';
-import { ensurePostgres, withDatabase } from '../../src/infra/postgres';
+import { ensurePostgres, withDatabase } from '../../src/infra/postgres-server';
 import { vaultPublicKey } from '../../src/vault/sealed';
 import { freshPostgresDatabase, startTestApi } from '../helpers/api';
 import { runAgents } from '../helpers/cli';

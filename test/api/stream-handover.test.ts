@@ -3,8 +3,8 @@
 // created through the API hands over every few turns with no field of the public API involved. Two streams open
 // on the session keep delivering through every handover: every event once, in order, the same on both.
 import type { BetaManagedAgentsStreamSessionEvents } from '@anthropic-ai/sdk/resources/beta/sessions/events';
-import { projectLog } from '../../src/api/session-events';
-import { feedStats } from '../../src/api/session-feed';
+import { projectLog } from '../../src/api/sessions/projection';
+import { feedStats } from '../../src/api/sessions/feed';
 import { doorbellStats } from '../../src/log/history-doorbell';
 import { ArchivedSessionLog, LiveSessionLog, readEvents } from '../../src/log/session-log';
 import { statusQuery } from '../../src/session/contract';

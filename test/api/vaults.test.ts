@@ -1,7 +1,7 @@
 // client.beta.vaults and their credentials: secrets are sealed to the vault public key, never returned, and open
 // only with VAULT_KEY (what a tools worker holds), matched to an MCP server by URL within one workspace.
 import Anthropic from '@anthropic-ai/sdk';
-import { credentialForServer } from '../../src/vault/api-credentials';
+import { credentialForServer } from '../../src/mcp/api-credentials';
 import { STORAGES, startTestApi, type TestApi } from '../helpers/api';
 
 // The token endpoints these credentials name are on loopback: the egress gate refuses them unless opened.

@@ -4,7 +4,7 @@
 // one tool_result per tool_use id, an exact side-effect counter, no orphan container and no failed workflow task.
 import { WorkflowHandle } from '@temporalio/client';
 import { ArchivedSessionLog, LiveSessionLog, readEvents } from '../../src/log/session-log';
-import type { MockStep } from '../../src/model/mock-script';
+import type { MockStep } from '../../src/dev/model-script';
 import { reapOrphans } from '../../src/sandbox/reaper';
 import type { SessionEvent } from '../../src/session/events';
 import { BRAIN_TASK_QUEUE } from '../../src/session/queues';

@@ -1,6 +1,6 @@
 // Helpers for sessions that wait on approvals and client tools.
 import type { WorkflowHandle } from '@temporalio/client';
-import type { MockStep } from '../../src/model/mock-script';
+import type { MockStep } from '../../src/dev/model-script';
 import { statusQuery, userMessageSignal, type PendingAction, type SessionStatus } from '../../src/session/contract';
 
 /** Polls the status query until `pred` holds for it. */

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { MockStep } from '../../src/model/mock-script';
+import type { MockStep } from '../../src/dev/model-script';
 import type { SessionEvent } from '../../src/session/events';
 import { freshPostgresDatabase } from './api';
 import { spawnWorker, type ChildWorker } from './child-worker';

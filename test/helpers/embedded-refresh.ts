@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { McpCredentials } from '../../src/mcp/credentials';
 import type { McpServer } from '../../src/session/agent';
 import { openDb } from '../../src/storage/db';
-import { ApiCredentials, credentialForServer } from '../../src/vault/api-credentials';
+import { ApiCredentials, credentialForServer } from '../../src/mcp/api-credentials';
 import { sealSecret, vaultPublicKey } from '../../src/vault/sealed';
 import { EgressGate, makePolicy } from '../../src/egress';
 

@@ -7,9 +7,9 @@ import { Client, Connection, type WorkflowExecutionInfo, type WorkflowHandle } f
 import { grpcInterceptors } from '../../src/temporal-connection';
 import path from 'node:path';
 import { findTemporalCli } from '../../src/infra/temporal-cli';
-import { MockModelServer } from '../../src/model/mock-server';
+import { MockModelServer } from '../../src/dev/model-server';
 import type { ModelClient } from '../../src/model/client';
-import { resolveDockerHost, sandboxImage } from '../../src/infra/docker-host';
+import { resolveDockerHost, sandboxImage } from '../../src/host/docker-host';
 import { DockerSandboxProvider } from '../../src/sandbox/docker';
 import type { SandboxProvider } from '../../src/sandbox/provider';
 import type { SecretVault } from '../../src/vault';

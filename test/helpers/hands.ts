@@ -1,7 +1,7 @@
 // Helpers for sandbox tests: drive tool calls through the model, and look at containers on the engine.
 import Docker from 'dockerode';
 import type { WorkflowHandle } from '@temporalio/client';
-import { resolveDockerHost } from '../../src/infra/docker-host';
+import { resolveDockerHost } from '../../src/host/docker-host';
 import { LABEL } from '../../src/sandbox/docker';
 import type { EventOf } from '../../src/session/events';
 import { sendMessageUpdate } from '../../src/session/contract';

@@ -4,8 +4,8 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { withLockFile } from '../../src/infra/lock';
-import { onPath } from '../../src/infra/which';
+import { withLockFile } from '../../src/host/lock';
+import { onPath } from '../../src/host/which';
 import { ROOT } from './env';
 
 export const SCHEMATHESIS_VERSION = '4.32.5';

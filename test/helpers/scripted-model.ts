@@ -2,15 +2,15 @@
 // session id, records every request it gets, and checks each one as the real Messages API would, so that a
 // malformed conversation fails the test instead of passing silently. No HTTP: a worker takes it as `model`.
 //
-// Steps follow the local server's (src/model/mock-script.ts): consumed in order, one a call, with a reply,
+// Steps follow the local server's (src/dev/model-script.ts): consumed in order, one a call, with a reply,
 // an API error of a status, or a gate that holds the call until the test releases it. A compaction call is
 // answered by the local server's summariser and leaves the script alone, as there.
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
-import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from '../../src/model/api-validation';
+import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from '../../src/dev/request-checks';
 import type { ModelCallOptions, ModelClient, ModelReply, ModelRequest } from '../../src/model/client';
-import { compactionReply, isCompactionRequest } from '../../src/model/mock-brain';
-import { completeReply, Gates, type MockBlock, type MockStep } from '../../src/model/mock-script';
+import { compactionReply, isCompactionRequest } from '../../src/dev/model-replies';
+import { completeReply, Gates, type MockBlock, type MockStep } from '../../src/dev/model-script';
 import type { ContentBlock, Usage } from '../../src/session/events';
 
 /** One scripted call. An error (`error`, else `status`) takes precedence over `reply`; a step needs one of them. */

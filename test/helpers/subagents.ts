@@ -1,7 +1,7 @@
 // Helpers for sub-agent and hand-off tests: scripted turns of a parent, and picking events out of a log.
 import type { WorkflowHandle } from '@temporalio/client';
 import type { EventOf, SessionEvent } from '../../src/session/events';
-import type { MockBlock } from '../../src/model/mock-script';
+import type { MockBlock } from '../../src/dev/model-script';
 import { sendMessageUpdate } from '../../src/session/contract';
 import { turnDone, waitForEvents, type Harness } from './env';
 

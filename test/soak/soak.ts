@@ -10,8 +10,8 @@ import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { temporal } from '@temporalio/proto';
 import { ArchivedSessionLog, LiveSessionLog, MissingEventsError, readEvents } from '../../src/log/session-log';
-import { validateRequest } from '../../src/model/api-validation';
-import type { MockStep } from '../../src/model/mock-script';
+import { validateRequest } from '../../src/dev/request-checks';
+import type { MockStep } from '../../src/dev/model-script';
 import type { SessionEvent } from '../../src/session/events';
 import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
 import {

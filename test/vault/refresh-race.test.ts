@@ -14,7 +14,7 @@ import { createToolsActivities, type CallMcpToolInput, type CallMcpToolOutput, t
 import type { McpServer } from '../../src/session/agent';
 import { openDb, type Db } from '../../src/storage/db';
 import { FileVault, type SecretVault } from '../../src/vault';
-import { ApiCredentials, NO_DATABASE, credentialForServer } from '../../src/vault/api-credentials';
+import { ApiCredentials, NO_DATABASE, credentialForServer } from '../../src/mcp/api-credentials';
 import { PostgresVault } from '../../src/vault/pg-vault';
 import { startTestApi, type TestApi } from '../helpers/api';
 import { startTrackerServer, type TrackerServer } from '../helpers/mcp-server';

@@ -1,7 +1,7 @@
 // The console's client of the public API, as the SDK calls it: the key travels in the x-api-key header (never in a
 // URL), every error is the API's envelope, and the event stream is read with fetch() because EventSource cannot
 // send headers.
-import { parseFrames } from './sse';
+import { parseFrames } from './event-stream';
 
 export const BETA = 'managed-agents-2026-04-01';
 const KEY_SLOT = 'managed-agents.console.key';

@@ -2,7 +2,7 @@
 // or an error; calls waiting on the user carry their controls (Allow / Deny, or a custom tool's result form).
 import { Component, type ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { folded } from './format';
+import { folded } from './formatters';
 import type { CallItem, Item } from './timeline';
 
 export interface Steer {

@@ -3,7 +3,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call, keyStore, whenUnauthorized } from './api';
-import type { Prices } from './format';
+import type { Prices } from './formatters';
 import { NewSession } from './new-session';
 import { BASE, Link, navigate, useRoute } from './router';
 import { SessionPage } from './session-page';

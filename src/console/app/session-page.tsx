@@ -2,7 +2,7 @@
 // with the steering controls. Every action is a POST /v1/sessions/{id}/events, as any other client sends it.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, call, followStream, listAll } from './api';
-import { tokens } from './format';
+import { tokens } from './formatters';
 import { StableItem, type Steer } from './items';
 import { Timeline, idleReason, type ApiEvent } from './timeline';
 import type { Session } from './types';

@@ -2,7 +2,7 @@
 // session waits for), age, usage and cost; filtered by agent and status through the list route's own parameters.
 import { useEffect, useState } from 'preact/hooks';
 import { call, listAll, withQuery, type Page } from './api';
-import { age, cost, dollars, tokens, type Prices } from './format';
+import { age, cost, dollars, tokens, type Prices } from './formatters';
 import { Link, sessionPath } from './router';
 import { idleReason, type ApiEvent } from './timeline';
 import type { Agent, Session } from './types';

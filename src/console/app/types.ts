@@ -1,5 +1,5 @@
 // The API's resources as the console reads them (the fields it shows; the SDK's types have the rest).
-import type { Usage } from './format';
+import type { Usage } from './formatters';
 
 export interface Agent {
   id: string;

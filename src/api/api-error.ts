@@ -1,0 +1,38 @@
+// The API's errors: one class the routes throw, and the envelope every error answers with.
+import { z } from 'zod';
+import { PlatformError } from '../platform-error';
+
+export const ERROR_TYPES = [
+  'invalid_request_error',
+  'authentication_error',
+  'permission_error',
+  'not_found_error',
+  'rate_limit_error',
+  'api_error',
+  'overloaded_error',
+] as const;
+export type ErrorType = (typeof ERROR_TYPES)[number];
+
+export const ErrorEnvelopeSchema = z
+  .object({
+    type: z.literal('error'),
+    error: z.object({ type: z.string(), message: z.string(), details: z.object({ error_code: z.string() }).optional() }),
+    request_id: z.string(),
+  })
+  .meta({ id: 'ErrorResponse' });
+
+export class ApiError extends PlatformError {
+  constructor(
+    readonly status: number,
+    readonly type: ErrorType,
+    message: string,
+    readonly extra: { errorCode?: string; headers?: Record<string, string> } = {},
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (message: string, errorCode?: string) => new ApiError(400, 'invalid_request_error', message, { errorCode });
+export const notFound = (what: string, id: string) => new ApiError(404, 'not_found_error', `${what} ${id} not found`);
+/** A real conflict: the SDK must not resend it, so `x-should-retry: false`. */
+export const conflict = (message: string) => new ApiError(409, 'invalid_request_error', message, { headers: { 'x-should-retry': 'false' } });

@@ -1,0 +1,68 @@
+// DELETE /v1/sessions/{id} removes a session permanently: its runs and histories in Temporal, its archive, its
+// children, its sandboxes (through the workflow's own end), and every row that names it. The row is marked first,
+// which makes the id a 404 on every other route at once and lets the work be finished after a crash: a retried
+// delete finds the marked row and carries on, and each API process finishes the marked rows it finds at start.
+import type { Client } from '@temporalio/client';
+import type { SessionArchive } from '../../archive';
+import { purgeSession } from '../../session-purge';
+import type { Db, Queryable } from '../../storage/db';
+
+export interface DeleteDeps {
+  db: Db;
+  client: Client;
+  archive: SessionArchive;
+}
+
+/**
+ * Every table that holds rows of a session, each with the statement that removes them (the session's own row
+ * last, as the others reference it). A new table keyed by a session adds its statement here. The audit trail
+ * (`audit_log`) is the one table that keeps the id: it records that a key created and deleted the session, by
+ * id, action and time only, and holds nothing of the session itself.
+ */
+const SESSION_ROWS: readonly string[] = [
+  'delete from session_resources where session_id = $1',
+  'delete from sandbox_leases where session_id = $1',
+  'delete from sessions where id = $1',
+];
+
+async function deleteRows(tx: Queryable, id: string): Promise<void> {
+  for (const sql of SESSION_ROWS) await tx.query(sql, [id]);
+}
+
+/** Deletes session `id` of the workspace; false when it has no such session (or it is deleted already). */
+export async function deleteSession(deps: DeleteDeps, workspaceId: string, id: string): Promise<boolean> {
+  // A row marked by an earlier attempt is found again, so a retry finishes what that one started.
+  const [row] = await deps.db.query<{ id: string }>('update sessions set deleted_at = coalesce(deleted_at, now()), updated_at = now() where id = $1 and workspace_id = $2 returning id', [
+    id,
+    workspaceId,
+  ]);
+  if (!row) return false;
+  await finish(deps, id);
+  return true;
+}
+
+/** The steps after the mark, in the order that keeps each repeatable: what is found through the row goes last. */
+async function finish(deps: DeleteDeps, id: string): Promise<void> {
+  await purgeSession(deps.client, deps.archive, id);
+  // Files scoped to a session (the Files API's session-scoped uploads, once it stores any) are removed here.
+  await deps.db.transaction((tx) => deleteRows(tx, id));
+}
+
+/**
+ * Finishes the deletes that a stopped process left marked, one at a time in the background. Returns a stop
+ * function that lets the delete under way finish and starts no other.
+ */
+export function resumeDeletes(deps: DeleteDeps, log: (m: string) => void): () => Promise<void> {
+  let stopped = false;
+  const run = (async () => {
+    const rows = await deps.db.query<{ id: string }>('select id from sessions where deleted_at is not null order by pos');
+    for (const { id } of rows) {
+      if (stopped) return;
+      await finish(deps, id).catch((e: unknown) => log(`could not finish deleting session ${id} (the next start tries again): ${(e as Error).message}`));
+    }
+  })().catch((e: unknown) => log(`could not look for unfinished session deletes: ${(e as Error).message}`));
+  return async () => {
+    stopped = true;
+    await run;
+  };
+}

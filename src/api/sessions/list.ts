@@ -1,0 +1,131 @@
+// GET /v1/sessions: the workspace's sessions by creation (their index row's `pos`), each filter the SDK can send
+// honoured, with `next_page` and `prev_page` cursors keyed by `pos`. A session's status lives in its workflow, not in
+// the index, so with a status filter rows are read in batches until a page fills.
+import { z } from 'zod';
+import type { Db } from '../../storage/db';
+import { IdSchema, PageQuerySchema, TimeQuerySchema, booleanQuery, repeated, decodeCursor, encodeCursor, filterDigest, type Cursor, type Order } from '../shared-fields';
+import type { ApiApp } from '../route-context';
+import { badRequest } from '../api-error';
+
+export const STATUSES = ['rescheduling', 'running', 'idle', 'terminated'] as const;
+export type ApiStatus = (typeof STATUSES)[number];
+
+const StatusSchema = z.enum(STATUSES, { error: `must be one of ${STATUSES.join(', ')}` });
+
+export const SessionListQuerySchema = PageQuerySchema.extend({
+  limit: z.coerce.number({ error: 'limit must be an integer' }).int('limit must be an integer').min(1, 'limit must be at least 1').max(100, 'limit must be at most 100').default(20),
+  order: z.enum(['asc', 'desc'], { error: 'must be asc or desc' }).default('desc'),
+  agent_id: IdSchema.optional(),
+  agent_version: z.coerce.number({ error: 'agent_version must be an integer' }).int('agent_version must be an integer').min(1, 'agent_version must be at least 1').max(2 ** 31 - 1).optional(),
+  'created_at[gt]': TimeQuerySchema.optional(),
+  'created_at[gte]': TimeQuerySchema.optional(),
+  'created_at[lt]': TimeQuerySchema.optional(),
+  'created_at[lte]': TimeQuerySchema.optional(),
+  deployment_id: IdSchema.optional(),
+  memory_store_id: IdSchema.optional(),
+  include_archived: booleanQuery.optional(),
+  'statuses[]': repeated(StatusSchema, STATUSES.length * 4).optional(),
+});
+type SessionListQuery = z.infer<typeof SessionListQuerySchema>;
+
+interface Row {
+  pos: number;
+}
+
+export interface SessionListDeps<R extends Row, S extends { status: ApiStatus }> {
+  db: Db;
+  /** The index columns `toSession` reads. */
+  columns: string;
+  toSession(workspaceId: string, row: R): Promise<S>;
+  response: z.ZodType;
+}
+
+/** Rows past `key` (exclusive) in `order`, the first `limit` of them. */
+async function rows<R extends Row>(db: Db, columns: string, workspaceId: string, q: SessionListQuery, key: number | undefined, order: Order, limit: number): Promise<R[]> {
+  return db.query<R>(
+    // Times compare at the millisecond precision the API shows them in, so a returned created_at bounds exactly.
+    `select ${columns} from sessions cross join lateral (select date_trunc('milliseconds', created_at) as ms) t where workspace_id = $1 and deleted_at is null
+      and ($2::text is null or agent_id = $2) and ($3::int is null or agent_version = $3)
+      and ($4::boolean or archived_at is null)
+      and ($5::timestamptz is null or ms > $5) and ($6::timestamptz is null or ms >= $6) and ($7::timestamptz is null or ms < $7) and ($8::timestamptz is null or ms <= $8)
+      and ($9::int is null or (case when $10 = 'asc' then pos > $9 else pos < $9 end))
+      order by case when $10 = 'asc' then pos end asc, case when $10 = 'desc' then pos end desc limit $11`,
+    [workspaceId, q.agent_id ?? null, q.agent_version ?? null, q.include_archived ?? false, q['created_at[gt]'] ?? null, q['created_at[gte]'] ?? null, q['created_at[lt]'] ?? null, q['created_at[lte]'] ?? null, key ?? null, order, limit],
+  );
+}
+
+const flip = (o: Order): Order => (o === 'asc' ? 'desc' : 'asc');
+/** The key one step before `key` in `order`: a cursor past it includes `key` itself. */
+const before = (key: number, order: Order) => (order === 'asc' ? key - 1 : key + 1);
+
+export function sessionListRoute<R extends Row, S extends { status: ApiStatus }>(app: ApiApp, deps: SessionListDeps<R, S>): void {
+  app.get(
+    '/v1/sessions',
+    {
+      schema: {
+        operationId: 'listSessions',
+        querystring: SessionListQuerySchema,
+        response: { 200: z.object({ data: z.array(deps.response), next_page: z.string().nullable(), prev_page: z.string().nullable() }) },
+      },
+    },
+    async (req) => {
+      const q = req.query;
+      if (q.agent_version !== undefined && q.agent_id === undefined) throw badRequest('agent_version filters by a version of agent_id: give agent_id with it');
+      const statuses = q['statuses[]'] === undefined ? undefined : new Set(q['statuses[]']);
+      const filters = filterDigest({
+        agent_id: q.agent_id,
+        agent_version: q.agent_version,
+        gt: q['created_at[gt]'],
+        gte: q['created_at[gte]'],
+        lt: q['created_at[lt]'],
+        lte: q['created_at[lte]'],
+        deployment_id: q.deployment_id,
+        memory_store_id: q.memory_store_id,
+        include_archived: q.include_archived ?? false,
+        statuses: statuses && [...statuses].sort(),
+      });
+      const cursor = decodeCursor(q.page, q.order, filters);
+      // No session is created by a deployment or mounts a memory store (both are refused at create), so either filter matches none.
+      if (q.deployment_id !== undefined || q.memory_store_id !== undefined) return { data: [], next_page: null, prev_page: null };
+
+      // A prev_page reads backwards from its key, then shows the rows in the list's order.
+      const scan = cursor?.back ? flip(q.order) : q.order;
+      let key = cursor?.key;
+      const data: { row: R; session: S }[] = [];
+      let more = false;
+      for (;;) {
+        const batch = statuses ? 100 : q.limit + 1;
+        const got = await rows<R>(deps.db, deps.columns, req.workspaceId, q, key, scan, batch);
+        for (const r of got) {
+          const session = await deps.toSession(req.workspaceId, r);
+          if (statuses && !statuses.has(session.status)) {
+            key = r.pos;
+            continue;
+          }
+          if (data.length === q.limit) {
+            more = true;
+            break;
+          }
+          data.push({ row: r, session });
+          key = r.pos;
+        }
+        if (more || got.length < batch) break;
+      }
+      if (cursor?.back) data.reverse();
+      const first = data[0]?.row.pos;
+      const last = data[data.length - 1]?.row.pos;
+      const cur = (c: Cursor) => encodeCursor(c, q.order, filters);
+      let next: string | null;
+      let prev: string | null;
+      if (!cursor?.back) {
+        next = more && last !== undefined ? cur({ key: last, back: false }) : null;
+        // The first page has nothing before it; a later one points back at the rows before its first.
+        prev = !cursor ? null : cur({ key: first ?? before(cursor.key, flip(q.order)), back: true });
+      } else {
+        prev = more && first !== undefined ? cur({ key: first, back: true }) : null;
+        next = cur({ key: last ?? before(cursor.key, q.order), back: false });
+      }
+      return { data: data.map((d) => d.session), next_page: next, prev_page: prev };
+    },
+  );
+}

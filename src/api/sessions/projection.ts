@@ -1,0 +1,328 @@
+// The session log (src/session/events.ts) in the API's event vocabulary: a pure projection, so every recorded
+// history still replays and the log keeps what the API has no place for (hand-offs, summaries). A sandbox's
+// provisioning and loss have no event in the hosted API; they go out as the platform's own `platform.*` events.
+// Event ids are derived from (session id, seq, part), so any API process projects the same ids.
+import { createHash } from 'node:crypto';
+import type { BetaManagedAgentsSessionEvent } from '@anthropic-ai/sdk/resources/beta/sessions/events';
+import type { SessionEvent, Usage } from '../../session/events';
+import { Failure } from '../../session/failure-types';
+
+/**
+ * The platform's own events, beside the hosted API's. `platform.` is a namespace the hosted API does not use, so a
+ * later hosted event cannot collide with them; the SDK passes an event type it does not know through unchanged.
+ */
+export interface PlatformSandboxProvisionedEvent {
+  type: 'platform.sandbox_provisioned';
+  id: string;
+  processed_at: string;
+  /** The sandbox's name in the agent (`main` for the API's sessions). */
+  sandbox_name: string;
+  sandbox_id: string;
+  /** A stopped sandbox started again, its files intact, rather than a new one. */
+  resumed: boolean;
+  duration_ms: number;
+  /** `runsc` (gVisor) or `runc`; null in logs written before it was recorded. */
+  runtime: string | null;
+  /** The hardening its recipe turned off, such as `network: bridge`. */
+  loosened: string[];
+}
+
+export interface PlatformSandboxLostEvent {
+  type: 'platform.sandbox_lost';
+  id: string;
+  processed_at: string;
+  sandbox_name: string;
+  sandbox_id: string;
+  reason: string;
+}
+
+export type PlatformEvent = PlatformSandboxProvisionedEvent | PlatformSandboxLostEvent;
+export type ApiSessionEvent = BetaManagedAgentsSessionEvent | PlatformEvent;
+
+/** The id of part `part` of log event `seq` in `sessionId`'s log. */
+export function eventId(sessionId: string, seq: number, part = 0): string {
+  return `sevt_${createHash('sha256').update(`${sessionId}\0${seq}\0${part}`).digest('base64url').slice(0, 26)}`;
+}
+
+/**
+ * The parts of an `assistant_message`: 0 `span.model_request_start`, 1 `agent.message`, 2 `span.model_request_end`,
+ * 3 `session.status_idle`, 5 `session.usage`, and 10 + k the `agent.thinking` of its k-th thinking block. The parts
+ * are fixed, not counted, so an id never changes when a later version projects more of the same event.
+ */
+export const MESSAGE_PART = 1;
+const USAGE_PART = 5;
+export const thinkingPart = (k: number) => 10 + k;
+
+const MCP_NAME = /^mcp__(.+?)__(.+)$/;
+
+type ToolKind = { kind: 'tool' } | { kind: 'custom' } | { kind: 'mcp'; server: string; tool: string };
+
+type SessionErrorObject = Extract<ApiSessionEvent, { type: 'session.error' }>['error'];
+
+/** A logged error as the API's: the log records errors once retries are spent, so each is `exhausted`. */
+function errorObject(kind: string, message: string): SessionErrorObject {
+  const retry_status = { type: 'exhausted' as const };
+  if (kind === 'model') return { type: 'model_request_failed_error', message, retry_status };
+  if (kind === 'limit') return { type: 'tool_use_limit_reached_error', message, retry_status };
+  // An MCP error's server is in its message only; the API's mcp_* errors need it as a field.
+  return { type: 'unknown_error', message, retry_status };
+}
+
+/** A transient model failure that is being retried, by the API's error type for it. */
+function retryingError(failureType: string, message: string): SessionErrorObject {
+  const retry_status = { type: 'retrying' as const };
+  if (failureType === Failure.Model.RateLimited) return { type: 'model_rate_limited_error', message, retry_status };
+  if (failureType === Failure.Model.Overloaded) return { type: 'model_overloaded_error', message, retry_status };
+  return { type: 'model_request_failed_error', message, retry_status };
+}
+
+/**
+ * Folds log events, in seq order from 0, into API events. Feed it pages as they arrive (`push`); it keeps what
+ * later events need: which tool each call was, which calls wait on the user, and whether a turn is running.
+ */
+export class SessionProjector {
+  private customTools = new Set<string>();
+  private readonly uses = new Map<string, { eventId: string; kind: ToolKind }>();
+  private readonly byEventId = new Map<string, string>();
+  private readonly waiting = new Set<string>();
+  private running = false;
+  private nextSeq = 0;
+  /** The session's usage so far, as `sessions.retrieve` reports it: every model request's, its children's included. */
+  private readonly usage = { input: 0, output: 0, cacheRead: 0, cacheCreation: 0, cacheCreation1h: 0 };
+
+  constructor(readonly sessionId: string) {}
+
+  /** The model's `toolu_…` id behind an `agent.*_use` event id, for confirmations and custom tool results. */
+  toolUseIdOf(apiEventId: string): string | undefined {
+    return this.byEventId.get(apiEventId);
+  }
+
+  /** The next seq this projector expects. */
+  get seq(): number {
+    return this.nextSeq;
+  }
+
+  push(events: readonly SessionEvent[]): ApiSessionEvent[] {
+    const out: ApiSessionEvent[] = [];
+    for (const e of events) {
+      if (e.seq !== this.nextSeq) throw new Error(`projection of ${this.sessionId} expected seq ${this.nextSeq}, got ${e.seq}`);
+      this.nextSeq++;
+      out.push(...this.one(e));
+    }
+    return out;
+  }
+
+  private kindOf(name: string): ToolKind {
+    if (this.customTools.has(name)) return { kind: 'custom' };
+    const m = MCP_NAME.exec(name);
+    return m ? { kind: 'mcp', server: m[1], tool: m[2] } : { kind: 'tool' };
+  }
+
+  private startTurn(e: SessionEvent, part: number, out: ApiSessionEvent[]): void {
+    if (this.running) return;
+    this.running = true;
+    out.push({ type: 'session.status_running', id: eventId(this.sessionId, e.seq, part), processed_at: e.time });
+  }
+
+  private idle(e: SessionEvent, part: number, stop: 'end_turn' | 'retries_exhausted' | 'requires_action', out: ApiSessionEvent[]): void {
+    const id = eventId(this.sessionId, e.seq, part);
+    if (stop === 'requires_action') {
+      out.push({ type: 'session.status_idle', id, processed_at: e.time, stop_reason: { type: 'requires_action', event_ids: [...this.waiting] }, stop_details: null });
+      return;
+    }
+    this.running = false;
+    out.push({ type: 'session.status_idle', id, processed_at: e.time, stop_reason: { type: stop }, stop_details: null });
+  }
+
+  private wait(useEventId: string, e: SessionEvent, out: ApiSessionEvent[]): void {
+    this.waiting.add(useEventId);
+    this.idle(e, 1, 'requires_action', out);
+  }
+
+  /** A call that waited was settled: with nothing else waiting, the turn runs again. */
+  private settle(useEventId: string | undefined, e: SessionEvent, part: number, out: ApiSessionEvent[]): void {
+    if (!useEventId || !this.waiting.delete(useEventId)) return;
+    if (this.waiting.size > 0) this.idle(e, part, 'requires_action', out);
+    else out.push({ type: 'session.status_running', id: eventId(this.sessionId, e.seq, part), processed_at: e.time });
+  }
+
+  private addUsage(u: Usage): void {
+    this.usage.input += u.inputTokens;
+    this.usage.output += u.outputTokens;
+    this.usage.cacheRead += u.cacheReadInputTokens;
+    this.usage.cacheCreation += u.cacheCreationInputTokens;
+    this.usage.cacheCreation1h += u.cacheCreation1hInputTokens ?? 0;
+  }
+
+  /** The cumulative snapshot after a model request, in the fields `sessions.retrieve` reports. */
+  private usageEvent(id: string, at: string): ApiSessionEvent {
+    const u = this.usage;
+    return {
+      type: 'session.usage',
+      id,
+      processed_at: at,
+      usage: {
+        input_tokens: u.input,
+        output_tokens: u.output,
+        cache_read_input_tokens: u.cacheRead,
+        cache_creation: { ephemeral_5m_input_tokens: u.cacheCreation - u.cacheCreation1h, ephemeral_1h_input_tokens: u.cacheCreation1h },
+      },
+      budget: null,
+    };
+  }
+
+  private one(e: SessionEvent): ApiSessionEvent[] {
+    const id = (part = 0) => eventId(this.sessionId, e.seq, part);
+    const at = e.time;
+    const out: ApiSessionEvent[] = [];
+    switch (e.type) {
+      case 'session_started': {
+        const tools = (e.agent as { clientTools?: { name?: unknown }[] }).clientTools ?? [];
+        this.customTools = new Set(tools.map((t) => t.name).filter((n): n is string => typeof n === 'string'));
+        break;
+      }
+      case 'user_message':
+        // The harness's own nudges are not the user's words.
+        if (e.source === 'harness') break;
+        out.push({ type: 'user.message', id: id(), processed_at: at, content: [{ type: 'text', text: e.text }] });
+        this.startTurn(e, 1, out);
+        break;
+      case 'assistant_message': {
+        const start = id(0);
+        out.push({ type: 'span.model_request_start', id: start, processed_at: at });
+        // One progress signal per thinking block; the thinking itself is not carried, as hosted.
+        let thinking = 0;
+        for (const b of e.content) if (b.type === 'thinking' || b.type === 'redacted_thinking') out.push({ type: 'agent.thinking', id: id(thinkingPart(thinking++)), processed_at: at });
+        const text = e.content.flatMap((b) => (b.type === 'text' && typeof b.text === 'string' && b.text !== '' ? [{ type: 'text' as const, text: b.text }] : []));
+        if (text.length > 0) out.push({ type: 'agent.message', id: id(MESSAGE_PART), processed_at: at, content: text });
+        out.push({
+          type: 'span.model_request_end',
+          id: id(2),
+          processed_at: at,
+          model_request_start_id: start,
+          is_error: false,
+          model_usage: {
+            input_tokens: e.usage.inputTokens,
+            output_tokens: e.usage.outputTokens,
+            cache_read_input_tokens: e.usage.cacheReadInputTokens,
+            cache_creation_input_tokens: e.usage.cacheCreationInputTokens,
+          },
+        });
+        this.addUsage(e.usage);
+        out.push(this.usageEvent(id(USAGE_PART), at));
+        if (e.stopReason !== 'tool_use' && this.waiting.size === 0) this.idle(e, 3, 'end_turn', out);
+        break;
+      }
+      case 'tool_use': {
+        const kind = this.kindOf(e.name);
+        const useId = id();
+        this.uses.set(e.id, { eventId: useId, kind });
+        this.byEventId.set(useId, e.id);
+        const input = (typeof e.input === 'object' && e.input !== null && !Array.isArray(e.input) ? e.input : {}) as Record<string, unknown>;
+        if (kind.kind === 'custom') {
+          out.push({ type: 'agent.custom_tool_use', id: useId, processed_at: at, name: e.name, input });
+          this.wait(useId, e, out);
+        } else if (kind.kind === 'mcp') out.push({ type: 'agent.mcp_tool_use', id: useId, processed_at: at, mcp_server_name: kind.server, name: kind.tool, input });
+        else out.push({ type: 'agent.tool_use', id: useId, processed_at: at, name: e.name, input });
+        break;
+      }
+      case 'approval_requested': {
+        const use = this.uses.get(e.toolUseId);
+        if (use) this.wait(use.eventId, e, out);
+        break;
+      }
+      case 'approval_resolved': {
+        const use = this.uses.get(e.toolUseId);
+        if (!use) break;
+        out.push({
+          type: 'user.tool_confirmation',
+          id: id(),
+          processed_at: at,
+          tool_use_id: use.eventId,
+          result: e.allow ? 'allow' : 'deny',
+          ...(!e.allow && e.reason ? { deny_message: e.reason } : {}),
+        });
+        this.settle(use.eventId, e, 1, out);
+        break;
+      }
+      case 'tool_result': {
+        const use = this.uses.get(e.toolUseId);
+        const content = [{ type: 'text' as const, text: e.output === '' ? '(no output)' : e.output }];
+        const useId = use?.eventId ?? eventId(this.sessionId, -1, 0);
+        if (use?.kind.kind === 'custom') {
+          out.push({ type: 'user.custom_tool_result', id: id(), processed_at: at, custom_tool_use_id: useId, content, is_error: e.isError });
+          this.settle(useId, e, 1, out);
+        } else {
+          if (use?.kind.kind === 'mcp') out.push({ type: 'agent.mcp_tool_result', id: id(), processed_at: at, mcp_tool_use_id: useId, content, is_error: e.isError });
+          else out.push({ type: 'agent.tool_result', id: id(), processed_at: at, tool_use_id: useId, content, is_error: e.isError });
+          // An interrupt or end closes waiting calls with error results; they wait no longer.
+          if (use) this.waiting.delete(use.eventId);
+        }
+        break;
+      }
+      case 'context_compacted':
+        out.push({ type: 'agent.thread_context_compacted', id: id(), processed_at: at });
+        break;
+      case 'interrupted':
+        out.push({ type: 'user.interrupt', id: id(), processed_at: at });
+        this.waiting.clear();
+        if (this.running) this.idle(e, 1, 'end_turn', out);
+        break;
+      case 'error':
+        out.push({ type: 'session.error', id: id(), processed_at: at, error: errorObject(e.kind, e.message) });
+        if (this.running) this.idle(e, 1, 'retries_exhausted', out);
+        break;
+      case 'sandbox_provisioned':
+        out.push({
+          type: 'platform.sandbox_provisioned',
+          id: id(),
+          processed_at: at,
+          sandbox_name: e.name,
+          sandbox_id: e.sandboxId,
+          resumed: e.resumed,
+          duration_ms: e.ms,
+          runtime: e.runtime ?? null,
+          loosened: e.loosened,
+        });
+        break;
+      case 'sandbox_lost':
+        out.push({ type: 'platform.sandbox_lost', id: id(), processed_at: at, sandbox_name: e.name, sandbox_id: e.sandboxId, reason: e.reason });
+        break;
+      case 'session_updated':
+        out.push({
+          type: 'session.updated',
+          id: id(),
+          processed_at: at,
+          ...(e.title !== undefined ? { title: e.title } : {}),
+          ...(e.metadata !== undefined && Object.keys(e.metadata).length > 0 ? { metadata: e.metadata } : {}),
+        });
+        break;
+      case 'model_retry_scheduled':
+        // The error with `retrying`, then the status; the exhausted error, if it comes, is the log's `error` event.
+        out.push({ type: 'session.error', id: id(), processed_at: at, error: retryingError(e.error.type, e.error.message) });
+        out.push({ type: 'session.status_rescheduled', id: id(1), processed_at: at });
+        break;
+      case 'model_retry_started':
+        out.push({ type: 'session.status_running', id: id(), processed_at: at });
+        break;
+      case 'subagent_finished':
+        // A child's usage counts in its parent's, as in `sessions.retrieve`; the next snapshot carries it.
+        if (e.usage) this.addUsage(e.usage);
+        break;
+      case 'session_ended':
+        this.waiting.clear();
+        this.running = false;
+        out.push({ type: 'session.status_terminated', id: id(), processed_at: at });
+        break;
+      default:
+        // sandbox_handed_off/_received, subagent_*: the API's sessions have no hand-off or spawn_agent tool.
+        break;
+    }
+    return out;
+  }
+}
+
+/** The whole log, projected. */
+export function projectLog(sessionId: string, events: readonly SessionEvent[]): ApiSessionEvent[] {
+  return new SessionProjector(sessionId).push(events);
+}

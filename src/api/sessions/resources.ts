@@ -1,0 +1,213 @@
+// A session's resources: github_repository, cloned by the hands host into the sandbox's workspace. The token is
+// sealed to the vault public key at create (the API can write it, never read it back) and the agent file names it
+// only as `resource:<id>`, so it is in no history, event or sandbox; git_push and git_pull use it on the host.
+import { z } from 'zod';
+import type { SandboxRecipe } from '../../session/agent';
+import { BRANCH_NAME_RE } from '../../tools/git';
+import { repoTokenBinding } from '../../hands/repo-tokens';
+import { sealSecret } from '../../vault/sealed';
+import type { Queryable } from '../../storage/db';
+import { IdSchema, PageQuerySchema, cursorPos, iso, newId } from '../shared-fields';
+import type { ApiApp, ApiDeps } from '../route-context';
+import { badRequest, notFound } from '../api-error';
+import { refuseAtTheDoor } from '../egress-door';
+
+const WORKDIR = '/workspace';
+const PATH_PART = /^[A-Za-z0-9._-]+$/;
+
+const CheckoutSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('branch'), name: z.string().regex(BRANCH_NAME_RE, 'checkout.name must be a plain branch name') }),
+  z.strictObject({ type: z.literal('commit'), sha: z.string().regex(/^[0-9a-f]{40}$/, 'checkout.sha is a full 40-character commit SHA') }),
+]);
+
+const GitHubRepositoryParamsSchema = z.strictObject({
+  type: z.literal('github_repository'),
+  url: z
+    .url({ protocol: /^https?$/, error: 'url must be an http(s) URL of a git repository' })
+    .max(2000)
+    .refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), 'url must not carry credentials; give authorization_token'),
+  authorization_token: z.string().min(1).max(8192).optional(),
+  checkout: CheckoutSchema.nullish(),
+  mount_path: z.string().max(500).nullish(),
+});
+
+const unsupported = <T extends string>(type: T, why: string) => z.looseObject({ type: z.literal(type) }).refine(() => false, `${type} resources are not supported yet: ${why}`);
+
+export const ResourceParamsSchema = z.discriminatedUnion('type', [
+  GitHubRepositoryParamsSchema,
+  unsupported('file', 'there is no Files API'),
+  unsupported('memory_store', 'there are no memory stores'),
+]);
+export type ResourceParams = z.infer<typeof ResourceParamsSchema>;
+
+/** At most one repository: a session has one sandbox with one repo for now. */
+export const ResourcesSchema = z.array(ResourceParamsSchema).max(1, 'a session mounts at most one repository for now');
+
+export const ResourceSchema = z
+  .object({
+    id: z.string(),
+    type: z.literal('github_repository'),
+    url: z.string(),
+    mount_path: z.string(),
+    checkout: CheckoutSchema.nullable(),
+    created_at: z.string(),
+    updated_at: z.string(),
+  })
+  .meta({ id: 'SessionResource' });
+export type ApiResource = z.infer<typeof ResourceSchema>;
+
+/** Where in the workspace a repository goes, relative to it: `mount_path`, or /workspace/<repo-name>. */
+function relativeMountPath(url: string, mountPath: string | null | undefined, i: number): string | undefined {
+  if (mountPath === null || mountPath === undefined) {
+    const name = (new URL(url).pathname.split('/').filter(Boolean).pop() ?? 'repo').replace(/\.git$/, '').replace(/[^A-Za-z0-9._-]/g, '_');
+    return name === '' || name === '.' || name === '..' ? 'repo' : name;
+  }
+  const normal = mountPath.replace(/\/+$/, '');
+  if (normal === WORKDIR) return undefined;
+  const rel = normal.startsWith(`${WORKDIR}/`) ? normal.slice(WORKDIR.length + 1) : undefined;
+  const parts = rel?.split('/') ?? [];
+  if (!rel || parts.some((p) => !PATH_PART.test(p) || p === '.' || p === '..')) {
+    throw badRequest(`resources.${i}.mount_path: a repository mounts at ${WORKDIR} or a plain directory under it, such as ${WORKDIR}/app`);
+  }
+  return rel;
+}
+
+/** A resource the session will be created with: its row-to-be and the repo of the sandbox recipe. */
+export interface PlannedResource {
+  id: string;
+  params: Extract<ResourceParams, { type: 'github_repository' }>;
+  mountPath: string;
+  repo: NonNullable<SandboxRecipe['repo']>;
+}
+
+/**
+ * The resources a session will be created with, or a 400 naming the first that cannot be: its URL is past the
+ * egress gate (the hands host checks it again before git connects), and its repo is marked as a tenant's.
+ */
+export async function planResources(deps: ApiDeps, resources: readonly ResourceParams[]): Promise<PlannedResource[]> {
+  const planned = resources.map((params, i) => {
+    if (params.type !== 'github_repository') throw badRequest(`resources.${i}: ${params.type} resources are not supported yet`);
+    const id = newId('sesrsc');
+    const path = relativeMountPath(params.url, params.mount_path, i);
+    const checkout = params.checkout ?? undefined;
+    return {
+      id,
+      params,
+      mountPath: path ? `${WORKDIR}/${path}` : WORKDIR,
+      repo: {
+        url: params.url,
+        ...(checkout?.type === 'branch' ? { ref: checkout.name } : {}),
+        ...(checkout?.type === 'commit' ? { commit: checkout.sha } : {}),
+        ...(params.authorization_token ? { credential: `resource:${id}` } : {}),
+        ...(path ? { path } : {}),
+        tenant: true as const,
+      },
+    };
+  });
+  for (const [i, r] of planned.entries()) await refuseAtTheDoor(deps, `resources.${i}.url`, r.params.url);
+  return planned;
+}
+
+/** Stores the planned resources of a new session, their tokens sealed; nothing here ever reads a token back. */
+export async function insertResources(db: Queryable, deps: ApiDeps, sessionId: string, workspaceId: string, planned: readonly PlannedResource[]): Promise<void> {
+  for (const r of planned) {
+    const token = r.params.authorization_token;
+    const sealed = token ? await sealSecret(deps.vaultPublicKey, repoTokenBinding(r.id, sessionId), token) : null;
+    await db.query(
+      `insert into session_resources (id, session_id, workspace_id, type, url, mount_path, checkout, sealed_token, created_at, updated_at)
+       values ($1, $2, $3, 'github_repository', $4, $5, $6, $7, now(), now())`,
+      [r.id, sessionId, workspaceId, r.params.url, r.mountPath, r.params.checkout ? JSON.stringify(r.params.checkout) : null, sealed],
+    );
+  }
+}
+
+interface ResourceRow {
+  id: string;
+  url: string;
+  mount_path: string;
+  checkout: z.infer<typeof CheckoutSchema> | null;
+  created_at: Date;
+  updated_at: Date;
+}
+const COLUMNS = 'id, url, mount_path, checkout, created_at, updated_at';
+
+const toResource = (r: ResourceRow): ApiResource => ({
+  id: r.id,
+  type: 'github_repository',
+  url: r.url,
+  mount_path: r.mount_path,
+  checkout: r.checkout ?? null,
+  created_at: iso(r.created_at),
+  updated_at: iso(r.updated_at),
+});
+
+/** A session's resources, oldest first. */
+export async function resourcesOf(db: Queryable, sessionId: string): Promise<ApiResource[]> {
+  return (await db.query<ResourceRow>(`select ${COLUMNS} from session_resources where session_id = $1 order by pos`, [sessionId])).map(toResource);
+}
+
+export const deleteResources = (db: Queryable, sessionId: string) => db.query('delete from session_resources where session_id = $1', [sessionId]);
+
+const ResourcePath = z.object({ session_id: IdSchema, resource_id: IdSchema });
+
+/**
+ * `client.beta.sessions.resources`: list, retrieve, and update (token rotation: the hands host reads the token at
+ * each clone, push and pull, so the next one uses the new token). `session` finds the caller's own session or 404s.
+ */
+export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId: string, id: string) => Promise<{ id: string; archived_at: Date | null }>): void {
+  const { db } = deps;
+  /** One resource of the caller's own session (looked up first, so another workspace's answers 404). */
+  const one = async (sessionId: string, resourceId: string): Promise<ResourceRow> => {
+    const [row] = await db.query<ResourceRow>(`select ${COLUMNS} from session_resources where id = $1 and session_id = $2`, [resourceId, sessionId]);
+    if (!row) throw notFound('resource', resourceId);
+    return row;
+  };
+
+  app.get(
+    '/v1/sessions/:session_id/resources',
+    {
+      schema: {
+        operationId: 'listSessionResources',
+        params: z.object({ session_id: IdSchema }),
+        querystring: PageQuerySchema,
+        response: { 200: z.object({ data: z.array(ResourceSchema), next_page: z.string().nullable() }) },
+      },
+    },
+    async (req) => {
+      const s = await session(req.workspaceId, req.params.session_id);
+      // A session holds at most one resource, so the first page holds them all and no cursor is ever returned.
+      if (cursorPos(req.query.page) !== undefined) return { data: [], next_page: null };
+      return { data: await resourcesOf(db, s.id), next_page: null };
+    },
+  );
+
+  app.get('/v1/sessions/:session_id/resources/:resource_id', { schema: { operationId: 'retrieveSessionResource', params: ResourcePath, response: { 200: ResourceSchema } } }, async (req) =>
+    toResource(await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id)),
+  );
+
+  app.post(
+    '/v1/sessions/:session_id/resources/:resource_id',
+    { schema: { operationId: 'updateSessionResource', params: ResourcePath, body: z.strictObject({ authorization_token: z.string().min(1).max(8192) }), response: { 200: ResourceSchema } } },
+    async (req) => {
+      const s = await session(req.workspaceId, req.params.session_id);
+      if (s.archived_at) throw badRequest(`session ${s.id} is archived and read-only`);
+      const row = await one(s.id, req.params.resource_id);
+      const sealed = await sealSecret(deps.vaultPublicKey, repoTokenBinding(row.id, s.id), req.body.authorization_token);
+      const [updated] = await db.query<ResourceRow>(`update session_resources set sealed_token = $2, updated_at = now() where id = $1 returning ${COLUMNS}`, [row.id, sealed]);
+      return toResource(updated);
+    },
+  );
+
+  // Refused routes carry their reason in `config.refused`, which docs/api.md's compatibility table shows.
+  const noAdd = 'resources can be given only when a session is created, for now';
+  app.post('/v1/sessions/:session_id/resources', { schema: { operationId: 'addSessionResource', params: z.object({ session_id: IdSchema }) }, config: { refused: noAdd } }, async (req) => {
+    await session(req.workspaceId, req.params.session_id);
+    throw badRequest(noAdd);
+  });
+
+  const noRemove = 'a repository cannot be removed from a session yet';
+  app.delete('/v1/sessions/:session_id/resources/:resource_id', { schema: { operationId: 'deleteSessionResource', params: ResourcePath }, config: { refused: noRemove } }, async (req) => {
+    await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id);
+    throw badRequest(noRemove);
+  });
+}

@@ -1,0 +1,354 @@
+// /v1/sessions: a session is a sessionWorkflow started from an agent version and an environment, indexed here by
+// workspace. Its events are the log projected onto the API's vocabulary (projection.ts); input goes to the
+// workflow through the same signals and updates the command line uses.
+import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import { z } from 'zod';
+import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../../session-ops';
+import type { Usage } from '../../session/events';
+import { endSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../../session/contract';
+import { agentFileFor } from '../agent-file';
+import { SessionAgentSchema, getAgent, type ApiAgent } from '../agents';
+import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, iso, isoOrNull, newId } from '../shared-fields';
+import type { ApiApp, ApiDeps, SessionDeps } from '../route-context';
+import { getEnvironment } from '../environments';
+import { ApiError, badRequest, conflict, notFound } from '../api-error';
+import { SessionFeeds } from './feed';
+import { eventId } from './projection';
+import { getVault } from '../vaults';
+import { eventsPerSend, withSessionSlot } from '../quotas';
+import { streamRoute } from './events-stream';
+import { interruptAck, recordSessionUpdate } from './log-writes';
+import { liveRoute } from './stream';
+import { STATUSES, sessionListRoute, type ApiStatus } from './list';
+import { eventListRoute } from './events-list';
+import { StreamRelay } from '../../stream/relay';
+import { deleteSession, resumeDeletes } from './delete';
+import { ResourceSchema, ResourcesSchema, deleteResources, insertResources, planResources, resourceRoutes, resourcesOf } from './resources';
+import { isSessionClosed } from '../../temporal-errors';
+
+export type { SessionDeps };
+
+const TextBlockSchema = z.strictObject({ type: z.literal('text'), text: z.string().min(1, 'text must not be empty').max(1_000_000) });
+const ContentSchema = z
+  .array(z.looseObject({ type: z.string() }))
+  .min(1, 'content must not be empty')
+  .max(100)
+  .superRefine((blocks, ctx) => {
+    blocks.forEach((b, i) => {
+      if (b.type !== 'text') ctx.addIssue({ code: 'custom', path: [i, 'type'], message: `${b.type} blocks are not supported yet; send text` });
+      else if (!TextBlockSchema.safeParse(b).success) ctx.addIssue({ code: 'custom', path: [i], message: 'a text block is {type: "text", text} with non-empty text' });
+    });
+  });
+const UserMessageSchema = z.strictObject({ type: z.literal('user.message'), content: ContentSchema });
+const InboundEventSchema = z.discriminatedUnion('type', [
+  UserMessageSchema,
+  z.strictObject({ type: z.literal('user.interrupt'), session_thread_id: z.string().nullish() }),
+  z.strictObject({ type: z.literal('user.tool_confirmation'), tool_use_id: IdSchema, result: z.enum(['allow', 'deny']), deny_message: z.string().max(10_000).nullish(), session_thread_id: z.string().nullish() }),
+  z.strictObject({ type: z.literal('user.custom_tool_result'), custom_tool_use_id: IdSchema, content: z.array(TextBlockSchema).max(100).nullish(), is_error: z.boolean().nullish(), session_thread_id: z.string().nullish() }),
+]);
+type InboundEvent = z.infer<typeof InboundEventSchema>;
+
+const textOf = (content: { type: string; text?: unknown }[]) => content.map((b) => String(b.text ?? '')).join('\n\n');
+
+const AgentRefSchema = z.union([IdSchema, z.strictObject({ type: z.literal('agent'), id: IdSchema, version: z.number().int().min(1).max(INT4_MAX).optional() })]);
+
+const SessionCreateSchema = z.strictObject({
+  agent: AgentRefSchema,
+  environment_id: IdSchema,
+  initial_events: z.array(UserMessageSchema).max(50).optional(),
+  vault_ids: z.array(IdSchema).max(20).optional(),
+  title: z.string().max(500).nullish(),
+  metadata: MetadataSchema.optional(),
+  resources: ResourcesSchema.optional(),
+  budget: z.null({ error: 'budget is not supported yet' }).optional(),
+});
+
+
+export const SessionSchema = z
+  .object({
+    id: z.string(),
+    type: z.literal('session'),
+    agent: SessionAgentSchema,
+    environment_id: z.string(),
+    status: z.enum(STATUSES),
+    title: z.string().nullable(),
+    metadata: z.record(z.string(), z.string()),
+    resources: z.array(ResourceSchema),
+    vault_ids: z.array(z.string()),
+    usage: z.object({
+      input_tokens: z.number(),
+      output_tokens: z.number(),
+      cache_read_input_tokens: z.number(),
+      cache_creation: z.object({ ephemeral_5m_input_tokens: z.number(), ephemeral_1h_input_tokens: z.number() }),
+    }),
+    stats: z.object({ duration_seconds: z.number().optional() }),
+    budget: z.null(),
+    outcome_evaluations: z.array(z.never()),
+    deployment_id: z.null(),
+    created_at: z.string(),
+    updated_at: z.string(),
+    archived_at: z.string().nullable(),
+  })
+  .meta({ id: 'Session' });
+type ApiSession = z.infer<typeof SessionSchema>;
+
+interface SessionRow {
+  id: string;
+  pos: number;
+  agent_id: string;
+  agent_version: number;
+  environment_id: string;
+  title: string | null;
+  metadata: Record<string, string>;
+  vault_ids: string[];
+  created_at: Date;
+  updated_at: Date;
+  archived_at: Date | null;
+}
+
+const STATE: Record<SessionState, ApiStatus> = { running: 'running', rescheduling: 'rescheduling', waiting_for_user: 'idle', requires_action: 'idle', ended: 'terminated' };
+const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
+
+/**
+ * The workflow's state and usage; a run that is gone (ended, past retention) reads as terminated. `endedAt` is when
+ * a terminated session's last run closed, where Temporal still knows it.
+ */
+async function liveStatus(client: Client, id: string): Promise<{ status: ApiStatus; usage: Usage; endedAt?: Date }> {
+  const handle = client.workflow.getHandle(id);
+  const closedAt = async () => (await handle.describe().catch(() => undefined))?.closeTime;
+  try {
+    const s = await handle.query(statusQuery);
+    return { status: STATE[s.state], usage: s.usage, ...(s.state === 'ended' ? { endedAt: await closedAt() } : {}) };
+  } catch (e) {
+    if (isSessionClosed(e)) return { status: 'terminated', usage: NO_USAGE, ...(e instanceof WorkflowNotFoundError ? {} : { endedAt: await closedAt() }) };
+    throw e;
+  }
+}
+
+/** Cache writes by TTL, as the model's usage reported them. */
+function cacheCreation(u: Usage): { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number } {
+  const oneHour = u.cacheCreation1hInputTokens ?? 0;
+  return { ephemeral_5m_input_tokens: u.cacheCreationInputTokens - oneHour, ephemeral_1h_input_tokens: oneHour };
+}
+
+/** Seconds since creation; a terminated session's is frozen at its end (its last run's close, else the row's last update). */
+function durationSeconds(r: SessionRow, live: { status: ApiStatus; endedAt?: Date }): number {
+  const end = live.status !== 'terminated' ? new Date() : (live.endedAt ?? r.updated_at);
+  return Math.max(0, Math.round((new Date(end).getTime() - new Date(r.created_at).getTime()) / 1000));
+}
+
+function snapshot(agent: ApiAgent): z.infer<typeof SessionAgentSchema> {
+  const { created_at: _c, updated_at: _u, archived_at: _a, metadata: _m, ...rest } = agent;
+  return rest;
+}
+
+async function toSession(deps: ApiDeps, sessions: SessionDeps, workspaceId: string, r: SessionRow): Promise<ApiSession> {
+  const agent = await getAgent(deps.db, workspaceId, r.agent_id, r.agent_version);
+  const live = await liveStatus(sessions.client, r.id);
+  return {
+    id: r.id,
+    type: 'session',
+    agent: snapshot(agent),
+    environment_id: r.environment_id,
+    status: live.status,
+    title: r.title,
+    metadata: r.metadata,
+    resources: await resourcesOf(deps.db, r.id),
+    vault_ids: r.vault_ids,
+    usage: {
+      // The API counts uncached input apart from cache reads and writes, as the Messages API does.
+      input_tokens: live.usage.inputTokens,
+      output_tokens: live.usage.outputTokens,
+      cache_read_input_tokens: live.usage.cacheReadInputTokens,
+      cache_creation: cacheCreation(live.usage),
+    },
+    stats: { duration_seconds: durationSeconds(r, live) },
+    budget: null,
+    outcome_evaluations: [],
+    deployment_id: null,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+    archived_at: isoOrNull(r.archived_at),
+  };
+}
+
+const COLUMNS = 'id, pos, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at, archived_at';
+
+async function sessionRow(deps: ApiDeps, workspaceId: string, id: string): Promise<SessionRow> {
+  const [row] = await deps.db.query<SessionRow>(`select ${COLUMNS} from sessions where id = $1 and workspace_id = $2 and deleted_at is null`, [id, workspaceId]);
+  if (!row) throw notFound('session', id);
+  return row;
+}
+
+const opError = (e: unknown): never => {
+  if (e instanceof SessionOpError) throw badRequest(e.message);
+  throw e;
+};
+
+const SessionPath = z.object({ session_id: IdSchema });
+export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps, log: (m: string) => void = () => undefined): void {
+  const { db } = deps;
+  // The session's log, projected once per process and kept up to date; the projector maps call event ids back to the model's ids.
+  const feeds = new SessionFeeds(sessions.log, sessions.client, log, sessions.streamKey);
+  app.addHook('onClose', async () => feeds.close());
+  // The live previews' relay, shared by the previews route and the event stream's `event_deltas`.
+  const relay = sessions.streamKey ? new StreamRelay(sessions.client, sessions.streamKey) : undefined;
+  streamRoute(app, deps, feeds, (workspaceId, id) => sessionRow(deps, workspaceId, id), relay);
+  if (relay) {
+    app.addHook('onClose', async () => relay.close());
+    liveRoute(app, relay, (workspaceId, id) => sessionRow(deps, workspaceId, id));
+  }
+  resourceRoutes(app, deps, (workspaceId, id) => sessionRow(deps, workspaceId, id));
+  // Deletes a stopped process left half done are finished in the background.
+  let stopResuming: (() => Promise<void>) | undefined;
+  app.addHook('onReady', async () => void (stopResuming = resumeDeletes({ db, client: sessions.client, archive: sessions.archive }, log)));
+  app.addHook('onClose', async () => stopResuming?.());
+
+  app.post('/v1/sessions', { schema: { operationId: 'createSession', body: SessionCreateSchema, response: { 200: SessionSchema } } }, async (req) => {
+    const p = req.body;
+    const ref = typeof p.agent === 'string' ? { id: p.agent, version: undefined } : p.agent;
+    const agent = await getAgent(db, req.workspaceId, ref.id, ref.version);
+    if (agent.archived_at) throw badRequest(`agent ${agent.id} is archived; new sessions cannot use it`);
+    const environment = await getEnvironment(db, req.workspaceId, p.environment_id);
+    if (environment.archived_at) throw badRequest(`environment ${environment.id} is archived; new sessions cannot use it`, 'environment_archived');
+    // A session may use only its own workspace's vaults.
+    for (const v of p.vault_ids ?? []) await getVault(db, req.workspaceId, v);
+    const planned = await planResources(deps, p.resources ?? []);
+    const file = agentFileFor(agent, environment, { workspaceId: req.workspaceId, vaultIds: p.vault_ids ?? [] }, planned[0]?.repo);
+    const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
+    const id = newId('sesn');
+    // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
+    await withSessionSlot(deps, sessions.client, req.workspaceId, (tx) =>
+      tx.query(
+        'insert into sessions (id, workspace_id, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, now(), now())',
+        [id, req.workspaceId, agent.id, agent.version, environment.id, p.title ?? null, p.metadata ?? {}, JSON.stringify(p.vault_ids ?? [])],
+      ),
+    );
+    try {
+      await insertResources(db, deps, id, req.workspaceId, planned);
+      const handle = await startSessionRun(sessions.client, { workflowId: id, input: { agent: file, ...(first ? { message: first } : {}) }, agent: file, firstMessage: first?.text, workspace: req.workspace });
+      for (const m of rest) await handle.signal(userMessageSignal, m);
+    } catch (e) {
+      await deleteResources(db, id);
+      await db.query('delete from sessions where id = $1', [id]);
+      throw e;
+    }
+    return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, id));
+  });
+
+  app.get('/v1/sessions/:session_id', { schema: { operationId: 'retrieveSession', params: SessionPath, response: { 200: SessionSchema } } }, async (req) =>
+    toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, req.params.session_id)),
+  );
+
+  app.post(
+    '/v1/sessions/:session_id',
+    {
+      schema: {
+        operationId: 'updateSession',
+        params: SessionPath,
+        body: z.strictObject({
+          title: z.string().max(500).nullish(),
+          metadata: MetadataPatchSchema.nullish(),
+          vault_ids: z.undefined({ error: 'vault_ids cannot change after create' }).optional(),
+          agent: z.undefined({ error: 'agent cannot change yet' }).optional(),
+          budget: z.undefined({ error: 'budget is not supported yet' }).optional(),
+        }),
+        response: { 200: SessionSchema },
+      },
+    },
+    async (req) => {
+      const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
+      if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
+      const after = { title: req.body.title === undefined ? row.title : req.body.title, metadata: applyMetadataPatch(row.metadata, req.body.metadata) };
+      await db.query('update sessions set title = $2, metadata = $3, updated_at = now() where id = $1', [row.id, after.title, after.metadata]);
+      await recordSessionUpdate(sessions.client, row.id, row, after, { title: req.body.title !== undefined, metadata: req.body.metadata != null });
+      return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
+    },
+  );
+
+  sessionListRoute(app, { db, columns: COLUMNS, response: SessionSchema, toSession: (workspaceId, r: SessionRow) => toSession(deps, sessions, workspaceId, r) });
+
+  app.post('/v1/sessions/:session_id/archive', { schema: { operationId: 'archiveSession', params: SessionPath, response: { 200: SessionSchema } } }, async (req) => {
+    const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
+    if (!row.archived_at) {
+      await endSession(sessions.client, row.id, 'archived');
+      await db.query('update sessions set archived_at = now(), updated_at = now() where id = $1', [row.id]);
+    }
+    return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
+  });
+
+  app.delete(
+    '/v1/sessions/:session_id',
+    { schema: { operationId: 'deleteSession', params: SessionPath, response: { 200: z.object({ id: z.string(), type: z.literal('session_deleted') }) } } },
+    async (req) => {
+      const id = req.params.session_id;
+      if (!(await deleteSession({ db, client: sessions.client, archive: sessions.archive }, req.workspaceId, id))) throw notFound('session', id);
+      return { id, type: 'session_deleted' as const };
+    },
+  );
+
+  eventListRoute(app, feeds, (workspaceId, id) => sessionRow(deps, workspaceId, id));
+
+  app.post(
+    '/v1/sessions/:session_id/events',
+    { schema: { operationId: 'sendSessionEvents', params: SessionPath, body: z.strictObject({ events: z.array(InboundEventSchema).min(1, 'events must not be empty').max(eventsPerSend(deps), `at most ${eventsPerSend(deps)} events per send (API_EVENTS_PER_SEND)`) }) } },
+    async (req) => {
+      const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
+      if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
+      // All or nothing: every reference is resolved before anything is sent. A user.message needs no read of the log.
+      const resolved: { e: InboundEvent; toolUseId?: string }[] = [];
+      for (const [i, e] of req.body.events.entries()) {
+        if (e.type === 'user.tool_confirmation' || e.type === 'user.custom_tool_result') {
+          const ref = e.type === 'user.tool_confirmation' ? e.tool_use_id : e.custom_tool_use_id;
+          const toolUseId = await feeds.toolUseIdOf(row.id, ref);
+          if (!toolUseId) throw badRequest(`events.${i}.${e.type === 'user.tool_confirmation' ? 'tool_use_id' : 'custom_tool_use_id'}: no tool call ${ref} in this session`);
+          resolved.push({ e, toolUseId });
+        } else resolved.push({ e });
+      }
+      const echoed: Record<string, unknown>[] = [];
+      const handle = sessions.client.workflow.getHandle(row.id);
+      for (const { e, toolUseId } of resolved) echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds));
+      return { data: echoed };
+    },
+  );
+}
+
+async function endSession(client: Client, id: string, reason: string): Promise<void> {
+  try {
+    await client.workflow.getHandle(id).signal(endSignal, { reason });
+  } catch (e) {
+    if (!isSessionClosed(e)) throw e;
+  }
+}
+
+async function deliver(client: Client, handle: ReturnType<Client['workflow']['getHandle']>, sessionId: string, e: InboundEvent, toolUseId: string | undefined, feeds: SessionFeeds): Promise<Record<string, unknown>> {
+  const now = new Date().toISOString();
+  try {
+    switch (e.type) {
+      case 'user.message': {
+        const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: textOf(e.content) }] });
+        return { ...e, id: eventId(sessionId, seq), processed_at: now };
+      }
+      case 'user.interrupt':
+        return { ...e, id: await interruptAck(client, feeds, sessionId), processed_at: now };
+      case 'user.tool_confirmation': {
+        const { seq } = await resolveToolUse(client, sessionId, { toolUseId: toolUseId!, allow: e.result === 'allow', ...(e.deny_message ? { reason: e.deny_message } : {}) }).catch(opError);
+        return { ...e, id: eventId(sessionId, seq), processed_at: now };
+      }
+      case 'user.custom_tool_result': {
+        const output = (e.content ?? []).map((b) => b.text).join('\n\n');
+        const { seq } = await submitToolResult(client, sessionId, { toolUseId: toolUseId!, output, isError: e.is_error ?? false }).catch(opError);
+        return { ...e, id: eventId(sessionId, seq), processed_at: now };
+      }
+    }
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    // The workflow's validators refuse what it cannot take (an ended session, an over-long message) and append nothing.
+    if (err instanceof WorkflowUpdateFailedError) {
+      const why = (err.cause?.message ?? err.message).split('\n')[0];
+      throw /ended/i.test(why) ? conflict(`session ${sessionId} refused the event: ${why}`) : badRequest(`session ${sessionId} refused the event: ${why}`);
+    }
+    if (err instanceof WorkflowNotFoundError) throw conflict(`session ${sessionId} has ended`);
+    throw err;
+  }
+}

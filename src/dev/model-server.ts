@@ -1,0 +1,227 @@
+// A local server that speaks the Anthropic Messages API over HTTP: plain and SSE replies, count_tokens,
+// per-session scripts keyed by metadata.user_id (set in-process or by POST /_mock/script), and fault injection.
+// The conversation checks are in request-checks.ts, the built-in replies in model-replies.ts.
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import { closeServer, httpUrl, listen } from '../http/listen';
+import { openSse } from '../http/sse';
+import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from './request-checks';
+import { compactionReply, defaultReply, isCompactionRequest } from './model-replies';
+import { completeReply, MockScripts, type MockBlock, type MockSessionScript, type MockStep } from './model-script';
+import { PromptCache } from './prompt-cache';
+
+export interface RecordedRequest {
+  sessionId: string;
+  path: string;
+  body: Record<string, unknown>;
+  status: number;
+  at: number;
+  /** When the server wrote the first byte of its response (headers included), after any first-byte delay. */
+  firstByteAt?: number;
+  /** When each streamed text delta was written (ms since the epoch, sub-millisecond), in order. */
+  textDeltaAt?: number[];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class MockModelServer {
+  private server?: http.Server;
+  private readonly scripts = new MockScripts();
+  private readonly log: RecordedRequest[] = [];
+  private readonly cache = new PromptCache();
+  private inFlightCount = 0;
+  url = '';
+  /** The built-in brain makes a tool call again when its sandbox was lost (off: it reports the error). */
+  reissueLostTools = false;
+  /** Accept a conversation ending on an assistant turn, as models with prefill do (off: refused, as current models do). */
+  allowPrefill = false;
+
+  async start(port = 0, host = '127.0.0.1'): Promise<string> {
+    this.server = http.createServer((req, res) => {
+      this.handle(req, res).catch((err) => {
+        if (!res.headersSent) this.sendError(res, 500, `mock server error: ${(err as Error).message}`);
+        else res.destroy();
+      });
+    });
+    this.url = httpUrl(host, await listen(this.server, port, host));
+    return this.url;
+  }
+
+  async stop(): Promise<void> {
+    await closeServer(this.server);
+  }
+
+  /** Scripts the next responses of one session (keyed by `metadata.user_id`). Steps are consumed in order. */
+  script(sessionId: string, script: MockSessionScript): void {
+    this.scripts.set(sessionId, script);
+  }
+
+  /** Lets every response held at `gate` go on, and any later one pass straight through. */
+  release(gate: string): void {
+    this.scripts.release(gate);
+  }
+
+  requests(sessionId?: string): RecordedRequest[] {
+    return this.log.filter((r) => sessionId === undefined || r.sessionId === sessionId);
+  }
+
+  /** Requests whose response has not finished. */
+  get inFlight(): number {
+    return this.inFlightCount;
+  }
+
+  private async readBody(req: http.IncomingMessage): Promise<string> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    return Buffer.concat(chunks).toString('utf8');
+  }
+
+  private sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
+    res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_mock_${Date.now()}`, ...headers });
+    res.end(JSON.stringify(body));
+  }
+
+  private sendError(res: http.ServerResponse, status: number, message: string, headers: Record<string, string> = {}) {
+    this.sendJson(res, status, { type: 'error', error: { type: errorTypeOf(status), message } }, headers);
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://mock');
+    const raw = await this.readBody(req);
+    if (req.method === 'POST' && url.pathname === '/_mock/script') {
+      const { sessionId, ...script } = JSON.parse(raw) as MockSessionScript & { sessionId: string };
+      this.script(sessionId, script);
+      return this.sendJson(res, 200, { ok: true });
+    }
+    if (req.method !== 'POST' || (url.pathname !== '/v1/messages' && url.pathname !== '/v1/messages/count_tokens')) {
+      return this.sendError(res, 404, `no route for ${req.method} ${url.pathname}`);
+    }
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(raw) as Record<string, unknown>;
+    } catch {
+      return this.sendError(res, 400, 'request body is not valid JSON');
+    }
+    const sessionId = String((body.metadata as { user_id?: string } | undefined)?.user_id ?? 'anonymous');
+    const record: RecordedRequest = { sessionId, path: url.pathname, body, status: 0, at: Date.now() };
+    this.log.push(record);
+    const countTokens = url.pathname.endsWith('/count_tokens');
+    const script = this.scripts.get(sessionId);
+    try {
+      validateRequest(body, { countTokens, allowPrefill: script?.allowPrefill ?? this.allowPrefill });
+    } catch (err) {
+      if (!(err instanceof InvalidRequest)) throw err;
+      record.status = 400;
+      return this.sendError(res, 400, err.message);
+    }
+    if (countTokens) {
+      record.status = 200;
+      return this.sendJson(res, 200, { input_tokens: estimateTokens(body) });
+    }
+
+    // Compaction calls are answered by the built-in summariser and leave a session's script alone.
+    const compaction = isCompactionRequest(body);
+    const step: MockStep = compaction ? {} : this.scripts.next(sessionId);
+    this.inFlightCount++;
+    try {
+      const delay = step.firstByteDelayMs ?? script?.firstByteDelayMs ?? 0;
+      if (delay > 0) await sleep(delay);
+      if (step.gate !== undefined) await this.scripts.opened(step.gate);
+      if (step.status !== undefined && step.status >= 400) {
+        record.status = step.status;
+        record.firstByteAt = Date.now();
+        const headers: Record<string, string> = step.retryAfter !== undefined ? { 'retry-after': String(step.retryAfter) } : {};
+        return this.sendError(res, step.status, step.message ?? `injected ${step.status}`, headers);
+      }
+      if (step.rawSse !== undefined) {
+        record.status = 200;
+        openSse(res, { headers: { 'request-id': `req_mock_${Date.now()}` } });
+        return void res.end(step.rawSse);
+      }
+      const reply = step.reply ?? (compaction ? compactionReply(body) : defaultReply(body, { reissueLostTools: this.reissueLostTools }));
+      record.status = 200;
+      await this.sendMessage(res, body, reply, sessionId, step.dropMidStream === true, record, step.chunkDelayMs ?? script?.chunkDelayMs ?? 0, step.errorMidStream, step.midGate);
+    } finally {
+      this.inFlightCount--;
+    }
+  }
+
+  private async sendMessage(
+    res: http.ServerResponse,
+    body: Record<string, unknown>,
+    reply: { content: MockBlock[]; stopReason?: string },
+    sessionId: string,
+    drop: boolean,
+    record?: RecordedRequest,
+    chunkDelayMs = 0,
+    errorMidStream?: number,
+    midGate?: string,
+  ): Promise<void> {
+    const messages = body.messages as Msg[];
+    const idBase = createHash('sha256').update(sessionId).digest('hex').slice(0, 8);
+    const { content, stopReason } = completeReply(reply, messages.length);
+    const usage = this.cache.account(body);
+    const outputTokens = Math.max(1, Math.ceil(JSON.stringify(content).length / 4));
+    const message = {
+      id: `msg_mock_${idBase}_${messages.length}`,
+      type: 'message',
+      role: 'assistant',
+      model: body.model,
+      content,
+      stop_reason: stopReason,
+      stop_sequence: null,
+      usage: { ...usage, output_tokens: outputTokens },
+    };
+    if (body.stream !== true) {
+      if (drop) return void res.socket?.destroy();
+      if (record) record.firstByteAt = Date.now();
+      return this.sendJson(res, 200, message);
+    }
+    if (record) record.firstByteAt = Date.now();
+    const sse = openSse(res, { headers: { 'request-id': `req_mock_${Date.now()}` } });
+    const send = (event: string, data: unknown) => sse.send({ event, data });
+    send('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...message.usage, output_tokens: 1 } } });
+    send('ping', { type: 'ping' });
+    for (const [index, block] of content.entries()) {
+      if (block.type === 'text') {
+        send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+        const words = block.text.match(/\S+\s*|\s+/g) ?? [block.text];
+        for (const [k, w] of words.entries()) {
+          if (midGate !== undefined && k === Math.floor(words.length / 2)) await this.scripts.opened(midGate);
+          send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: w } });
+          if (record) (record.textDeltaAt ??= []).push(performance.timeOrigin + performance.now());
+          if (chunkDelayMs > 0) await sleep(chunkDelayMs);
+          if (drop && k === 0) {
+            await sleep(20);
+            return void res.socket?.destroy();
+          }
+          if (errorMidStream !== undefined && k === 0) {
+            const type = errorTypeOf(errorMidStream);
+            send('error', { type: 'error', error: { type, message: `injected ${type} mid-stream` } });
+            return void res.end();
+          }
+        }
+      } else if (block.type === 'thinking') {
+        send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: block.thinking } });
+        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: block.signature } });
+        if (chunkDelayMs > 0) await sleep(chunkDelayMs);
+      } else {
+        send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
+        const json = JSON.stringify(block.input);
+        const half = Math.ceil(json.length / 2);
+        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(0, half) } });
+        if (drop) {
+          await sleep(20);
+          return void res.socket?.destroy();
+        }
+        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(half) } });
+        if (chunkDelayMs > 0) await sleep(chunkDelayMs);
+      }
+      send('content_block_stop', { type: 'content_block_stop', index });
+    }
+    send('message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } });
+    send('message_stop', { type: 'message_stop' });
+    res.end();
+  }
+}

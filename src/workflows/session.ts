@@ -9,7 +9,7 @@ import type { ModelReply } from '../model/client';
 import type { CallModelInput } from '../brain/activities';
 import { boundTools, buildToolSpecs } from '../tools/offer';
 import { toolError, type ToolOutcome } from '../tools/kind';
-import { SessionEventsInputSchema, readRunEvents } from '../tools/session-events';
+import { readRunEvents, readsArchive } from '../tools/session-events';
 import { createToolGate } from './approvals';
 import { shouldReprompt } from './harness';
 import { EMPTY_REPLY_NUDGE } from '../session/harness';
@@ -193,8 +193,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
       return subagents.result(use.id);
     }
     if (bound.kind === 'handoff_sandbox') return handoff.tool(use.input);
-    const from = SessionEventsInputSchema.safeParse(use.input ?? {}).data?.from;
-    if (from !== undefined && from < rs.baseSeq) {
+    if (readsArchive(use.input, rs.baseSeq)) {
       // An older slice lives in the archive: read it there.
       try {
         return await archive.readSessionEvents({ sessionId, input: use.input });

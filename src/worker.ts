@@ -9,6 +9,7 @@ import { PRELOADED_MODULES, WORKFLOW_BUNDLE_OPTIONS, WORKFLOW_INTERCEPTOR_MODULE
 import { HANDS_TASK_QUEUE, createHandsActivities, hostTaskQueue } from './hands/activities';
 import { createSandboxQuota } from './hands/sandbox-quota';
 import { createToolsActivities } from './mcp/activities';
+import { createWebActivities } from './egress/web-fetch';
 import { createSubagentActivities } from './brain/subagent-activities';
 import { McpClientPool, McpCredentials } from './mcp';
 import { findJail } from './mcp/jail';
@@ -341,7 +342,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const egress = await gate();
     const api = new ApiCredentials(apiDb, vaultKey(), egress);
     mcpPool = new McpClientPool(new McpCredentials({ vault, api }), { log, jail, egress });
-    const activities = createToolsActivities({ vault, api, pool: mcpPool, log });
+    // web_fetch, too, reaches tenants' URLs only through the gate.
+    const activities = { ...createToolsActivities({ vault, api, pool: mcpPool, log }), ...createWebActivities({ egress }) };
     workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities, interceptors, plugins }));
   }
 

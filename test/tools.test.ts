@@ -1,5 +1,7 @@
 // The tool registry: one definition per kind, consistent with the lists the agent file accepts.
 import { BUILTIN_TOOLS, SANDBOX_TOOLS, TOOL_KINDS, TOOL_SPECS, toolSummary } from '../src/tools/registry';
+import { inputJsonSchema } from '../src/tools/kind';
+import { TOOL_RUNNERS } from '../src/hands/tool-runners';
 
 describe('the tool registry', () => {
   it('defines every kind the agent file accepts once, under its own name, running where its list says', () => {
@@ -11,6 +13,30 @@ describe('the tool registry', () => {
       expect(kind.runs).toBe((SANDBOX_TOOLS as readonly string[]).includes(name) ? 'sandbox' : 'workflow');
     }
     expect(Object.entries(TOOL_KINDS).filter(([, k]) => k.needsRepo).map(([n]) => n)).toEqual(['git_push', 'git_pull']);
+    expect(Object.keys(TOOL_RUNNERS).sort()).toEqual([...SANDBOX_TOOLS].sort());
+  });
+
+  it('offers each kind the JSON schema of the zod schema its calls are parsed with', () => {
+    for (const kind of Object.values(TOOL_KINDS)) {
+      expect(kind.spec.input_schema).toEqual(inputJsonSchema(kind.input));
+      expect(JSON.stringify(kind.spec.input_schema)).not.toMatch(/\$schema|9007199254740991/);
+    }
+    // The shapes of Anthropic's bash and text editor tools.
+    const bash = TOOL_SPECS.bash.input_schema;
+    expect(Object.keys(bash.properties)).toEqual(['command', 'restart']);
+    expect(bash.properties.command).toMatchObject({ type: 'string', description: 'the bash command to run' });
+    expect(bash.required).toBeUndefined();
+    const editor = TOOL_SPECS.str_replace_based_edit_tool.input_schema;
+    expect(editor.required).toEqual(['command', 'path']);
+    expect(editor.properties.command).toEqual({ type: 'string', enum: ['view', 'create', 'str_replace', 'insert'] });
+    expect(editor.properties.insert_line).toEqual({ type: 'integer', minimum: 0 });
+    expect(editor.properties.view_range).toMatchObject({ type: 'array', minItems: 2, maxItems: 2 });
+    // What the spec says is what the parse takes: an integer timeout, no force for a pull.
+    expect(TOOL_SPECS.shell.input_schema.properties.timeout_ms).toMatchObject({ type: 'integer', minimum: 0 });
+    expect(TOOL_KINDS.shell.input.safeParse({ command: 'ls', timeout_ms: 1.5 }).success).toBe(false);
+    expect(Object.keys(TOOL_SPECS.git_pull.input_schema.properties)).toEqual(['branch']);
+    expect(TOOL_KINDS.git_pull.input.safeParse({ force: true }).success).toBe(false);
+    expect(TOOL_SPECS.session_events.input_schema.properties.limit).toEqual({ default: 50, type: 'integer', minimum: 1, maximum: 200, description: 'how many events to return' });
   });
 
   it('names each call in one summary line by its model-facing name', () => {

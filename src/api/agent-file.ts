@@ -10,7 +10,7 @@ type Policy = { type: 'always_allow' | 'always_ask' | 'auto' };
 
 /**
  * The tool entry each toolset tool runs as, under the toolset's name: `bash` is the persistent shell, the others
- * their own kinds. web_fetch and web_search run on Anthropic's servers and are not offered.
+ * their own kinds. web_fetch is the agent file's `webFetch`, run on a tools worker; web_search is never enabled.
  */
 const TOOLSET_ENTRIES: Partial<Record<(typeof TOOLSET_TOOLS)[number], ToolEntry>> = {
   bash: { name: 'bash', tool: 'shell', sandbox: 'main' },
@@ -38,6 +38,7 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, vault
   const tools: Agent['tools'] = [];
   const policies: Record<string, ToolPolicy> = {};
   const clientTools: ClientTool[] = [];
+  let webFetch: Agent['webFetch'];
   const apiVaults = vaults && vaults.vaultIds.length > 0 ? { apiVaults: { workspaceId: vaults.workspaceId, vaultIds: vaults.vaultIds } } : {};
   const mcpServers: Record<string, { transport: 'http'; url: string; apiVaults?: VaultBinding; tenant: true }> = {};
   const servers = new Map(agent.mcp_servers.map((s) => [s.name, s.url]));
@@ -45,6 +46,15 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, vault
   for (const t of agent.tools) {
     if (t.type === 'agent_toolset_20260401') {
       for (const c of t.configs) {
+        if (c.name === 'web_fetch' && c.enabled) {
+          webFetch = {
+            ...(c.allowed_domains ? { allowedDomains: c.allowed_domains } : {}),
+            ...(c.blocked_domains ? { blockedDomains: c.blocked_domains } : {}),
+            ...(typeof c.max_content_tokens === 'number' ? { maxContentTokens: c.max_content_tokens } : {}),
+          };
+          policies[c.name] = policyOf(c.permission_policy as Policy);
+          continue;
+        }
         const entry = TOOLSET_ENTRIES[c.name];
         if (!c.enabled || !entry) continue;
         tools.push(entry);
@@ -76,6 +86,7 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, vault
     clientTools,
     mcpServers,
     policies,
+    ...(webFetch ? { webFetch } : {}),
     sandboxes: { main: { network: recipeNetwork(environment.config), ...(repo ? { repo } : {}) } },
   });
   if (!parsed.success) throw badRequest(`agent ${agent.id} version ${agent.version} cannot run here yet: ${formatIssues(parsed.error)}`);

@@ -1,6 +1,6 @@
 // An agent's tools: the built-in toolset, MCP toolsets and custom tools, as given (params) and as resolved (stored
-// and returned). web_fetch and web_search are in the toolset's shape but not offered to the model: they resolve
-// disabled, and enabling one is refused with a 400 that says why.
+// and returned). web_fetch follows the toolset's default like the sandbox tools and runs on a tools worker through
+// the egress gate; web_search stays disabled, and enabling it is refused with a 400 that says why.
 import type { BetaManagedAgentsUserLocation } from '@anthropic-ai/sdk/resources/beta/agents/agents';
 import { z } from 'zod';
 import { badRequest } from './api-error';
@@ -14,7 +14,10 @@ const DefaultConfigParamsSchema = z.strictObject({ enabled: z.boolean().nullish(
 
 const SANDBOX_TOOLS = ['bash', 'edit', 'read', 'write', 'glob', 'grep'] as const;
 const WEB_TOOLS = new Set<string>(['web_fetch', 'web_search']);
-const DomainsSchema = z.array(z.string().min(1).max(253)).min(1, 'an empty list is refused; leave the field out').max(64);
+const DomainsSchema = z
+  .array(z.string().min(1).max(253).regex(/^(?=.*[a-z0-9])[a-z0-9.-]+$/i, 'each entry is a plain hostname such as docs.example.com, with no scheme, port or path'))
+  .min(1, 'an empty list is refused; leave the field out')
+  .max(64);
 const UrlSourceAllNone = z.union([z.enum(['all', 'none']), z.strictObject({ type: z.enum(['all', 'none']) })]);
 const ToolReferenceSchema = z.strictObject({ type: z.literal('tool_reference'), name: z.string().min(1).max(128) });
 const UrlSourceFilter = z.union([UrlSourceAllNone, z.strictObject({ type: z.enum(['only', 'except']), tools: z.array(ToolReferenceSchema).min(1).max(128) })]);
@@ -135,21 +138,24 @@ export function resolveTools(tools: z.infer<typeof ToolParamsSchema>[]): Resolve
         const { c, j } = given.get(name) ?? {};
         const permission_policy = c?.permission_policy ?? default_config.permission_policy;
         if (!WEB_TOOLS.has(name)) return { name, type: name, enabled: c?.enabled ?? default_config.enabled, permission_policy } as ResolvedToolConfig;
-        // Not offered to the model: web_fetch would reach tenant-chosen URLs past the egress gate, and web_search has no backend.
-        // They stay disabled whatever default_config says, and enabling one by name is refused.
-        if (c?.enabled === true) throw badRequest(`tools.${i}.configs.${j}.enabled: ${name} is not offered to the model on this platform yet (${WEB_WHY[name]}); leave it disabled`);
+        const at = `tools.${i}.configs.${j ?? TOOLSET_TOOLS.indexOf(name)}`;
+        // web_search has no backend here: it stays disabled whatever default_config says, and enabling it by name is refused.
+        if (name === 'web_search' && c?.enabled === true) throw badRequest(`${at}.enabled: web_search is not offered to the model on this platform (no search backend exists); leave it disabled`);
+        const enabled = name === 'web_fetch' ? (c?.enabled ?? default_config.enabled) : false;
         const { enabled: _e, permission_policy: _p, type: _t, ...settings } = c ?? { name };
+        if ('allowed_domains' in settings && 'blocked_domains' in settings && settings.allowed_domains && settings.blocked_domains) {
+          throw badRequest(`${at}.blocked_domains: allowed_domains and blocked_domains cannot be combined`);
+        }
         const { url_sources, ...rest } = 'url_sources' in settings ? settings : { ...settings, url_sources: undefined };
-        return { ...rest, name, type: name, enabled: false, permission_policy, ...(name === 'web_fetch' ? { url_sources: resolveUrlSources(url_sources) } : {}) } as ResolvedToolConfig;
+        // This web_fetch is not limited to URLs the conversation has shown: the egress gate and the domain lists bound it.
+        if (enabled && url_sources !== undefined && url_sources !== null) {
+          throw badRequest(`${at}.url_sources: web_fetch here does not limit itself to URLs the conversation has shown, so url_sources cannot be honoured; leave it out and bound it with allowed_domains or blocked_domains`);
+        }
+        return { ...rest, name, type: name, enabled, permission_policy, ...(name === 'web_fetch' ? { url_sources: resolveUrlSources(url_sources) } : {}) } as ResolvedToolConfig;
       }),
     };
   });
 }
-
-const WEB_WHY: Record<string, string> = {
-  web_fetch: 'the tool that would fetch through the egress gate is not built',
-  web_search: 'no search backend exists',
-};
 
 type ToolConfigParams = z.infer<typeof ToolConfigParamsSchema>;
 type UrlSourcesParams = Extract<ToolConfigParams, { name: 'web_fetch' }>['url_sources'];
@@ -163,12 +169,11 @@ function resolveUrlSources(p: UrlSourcesParams): z.infer<typeof ResolvedUrlSourc
   return r;
 }
 
-/** Web tools as they are now resolved, also in versions stored before: disabled, and web_fetch with its `url_sources`. */
-export function withWebToolsOff(tools: ResolvedTool[]): ResolvedTool[] {
+/** Web tools as they are now resolved, also in versions stored before: web_search disabled, and web_fetch with its `url_sources`. */
+export function withWebToolsResolved(tools: ResolvedTool[]): ResolvedTool[] {
   return tools.map((t) =>
     t.type !== 'agent_toolset_20260401'
       ? t
-      : { ...t, configs: t.configs.map((c) => (c.name === 'web_fetch' ? { ...c, enabled: false, url_sources: c.url_sources ?? null } : c.name === 'web_search' ? { ...c, enabled: false } : c)) },
+      : { ...t, configs: t.configs.map((c) => (c.name === 'web_fetch' ? { ...c, url_sources: c.url_sources ?? null } : c.name === 'web_search' ? { ...c, enabled: false } : c)) },
   );
 }
-

@@ -6,7 +6,7 @@ import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, ArchivableQuer
 import type { ApiApp, ApiDeps } from './route-context';
 import { ApiError, badRequest, conflict, notFound } from './api-error';
 import { refuseAtTheDoor } from './egress-door';
-import { ResolvedToolSchema, ToolParamsSchema, resolveTools, withWebToolsOff } from './agent-tools';
+import { ResolvedToolSchema, ToolParamsSchema, resolveTools, withWebToolsResolved } from './agent-tools';
 
 export { TOOLSET_TOOLS } from './agent-tools';
 
@@ -146,7 +146,7 @@ interface AgentRow {
 function toAgent(r: AgentRow, latest: boolean): ApiAgent {
   return {
     ...r.body,
-    tools: withWebToolsOff(r.body.tools),
+    tools: withWebToolsResolved(r.body.tools),
     id: r.id,
     type: 'agent',
     version: r.version,

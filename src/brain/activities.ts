@@ -12,8 +12,8 @@ import { toModelFailure } from '../model/model-errors';
 import { buildContext, compactionRequest, FULL_WINDOW, type ContextWindow } from '../session/context-builder';
 import { ContentBlockSchema, type SessionEvent } from '../session/events';
 import { eventsDigest } from '../session/digest';
-import { capOutput, type ToolSpec } from '../tools/kind';
-import { SessionEventsInputSchema } from '../tools/session-events';
+import type { ToolSpec } from '../tools/kind';
+import { parseSessionEvents, sliceOutcome } from '../tools/session-events';
 import { Failure } from '../session/failure-types';
 
 export interface CallModelInput {
@@ -244,9 +244,10 @@ export function createActivities(deps: ActivityDeps) {
 
     /** The session_events tool for slices that start before the current run: read through the archive. */
     async readSessionEvents(input: { sessionId: string; input: unknown }): Promise<{ output: string; isError: boolean }> {
-      const args = SessionEventsInputSchema.parse(input.input ?? {});
-      const events = await readEvents(deps.log.inner, input.sessionId, args.from, args.limit);
-      return { output: capOutput(JSON.stringify({ events, nextSeq: args.from + events.length })), isError: false };
+      const p = parseSessionEvents('session_events', input.input);
+      if (!p.ok) return p.outcome;
+      const { output, isError } = sliceOutcome(p.slice.from, await readEvents(deps.log.inner, input.sessionId, p.slice.from, p.slice.limit));
+      return { output, isError };
     },
   };
 }

@@ -3,24 +3,18 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { formatIssues } from '../session/agent';
 import { LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './contract';
-import { BashInputSchema } from '../tools/bash';
-import { EditorInputSchema } from '../tools/editor';
-import { GitInputSchema } from '../tools/git';
 import { MAX_TOOL_OUTPUT_CHARS } from '../tools/kind';
 import { redact, type SecretVault } from '../vault';
 import { GitError } from '../sandbox/host-git';
 import { createGitOps } from './git-ops';
 import type { EgressGate } from '../egress';
 import { MAX_FILE_BYTES } from '../session/paths';
-import { SandboxLostError, type ExecRequest, type ExecResult, type SandboxProvider } from '../sandbox/provider';
+import { SandboxLostError, type SandboxProvider } from '../sandbox/provider';
 import { RuntimeUnavailableError } from '../sandbox/runtime';
 import { SetupFailedError } from '../sandbox/docker';
 import { OwnershipError, type OwnershipRegistry } from '../sandbox/ownership';
-import { EDITOR_PY } from '../sandbox/scripts';
-import { FILE_TOOLS_PY } from '../sandbox/file-tools';
-import { SHELL_PY } from '../sandbox/shell-program';
-import { ShellInputSchema } from '../tools/shell';
-import { TOOL_KINDS } from '../tools/registry';
+import { toolKind } from '../tools/registry';
+import { TOOL_RUNNERS, type RunContext, type ToolRunner } from './tool-runners';
 import type { StreamHub } from '../stream';
 import { StringDecoder } from 'node:string_decoder';
 import { Failure } from '../session/failure-types';
@@ -28,6 +22,7 @@ import { RepoTokenError, type RepoTokens } from './repo-tokens';
 import { SealError } from '../vault/sealed';
 import { SandboxQuotaError, leaseIsLive, type SandboxQuota } from './sandbox-quota';
 
+export { formatBashOutput } from './tool-runners';
 export { HANDS_TASK_QUEUE, LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type GitContext, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './contract';
 
 export interface HandsDeps {
@@ -68,24 +63,6 @@ function lost(err: unknown): never {
   if (err instanceof SandboxLostError) throw ApplicationFailure.create({ message: err.message, type: Failure.Sandbox.Lost, nonRetryable: true });
   throw err;
 }
-
-export function formatBashOutput(output: string, exitCode: number, timedOut: boolean, timeoutSeconds: number): string {
-  let text = output;
-  if (text.length > 0 && !text.endsWith('\n')) text += '\n';
-  if (timedOut) text += `[timed out after ${timeoutSeconds} s]\n`;
-  return `${text}[exit ${exitCode}]`;
-}
-
-/** A tool's result from a command's, naming the file that holds the whole output when it was cut. */
-function withOutputRef(r: ExecResult, output: string): ToolOutput {
-  return { output, isError: r.exitCode !== 0, ...(r.fullOutputPath ? { outputRef: { path: r.fullOutputPath, bytes: r.outputBytes } } : {}) };
-}
-
-/** How much longer than its own timeout a shell call's wrapper waits for the shell server. */
-const SHELL_GRACE_SECONDS = 15;
-
-/** The tools FILE_TOOLS_PY runs. */
-const FILE_TOOLS = new Set<string>(['read', 'write', 'edit', 'glob', 'grep']);
 
 export function createHandsActivities(deps: HandsDeps) {
   const { provider, hostId } = deps;
@@ -158,70 +135,41 @@ export function createHandsActivities(deps: HandsDeps) {
 
     async execute(input: ExecuteInput): Promise<ToolOutput> {
       checkOwner(input.sandboxId, input);
+      const kind = toolKind(input.tool);
+      const runner = kind?.runs === 'sandbox' ? (TOOL_RUNNERS[input.tool] as ToolRunner<unknown> | undefined) : undefined;
+      if (!kind || !runner) return { output: `unknown sandbox tool: ${String(input.tool).slice(0, 100)}`, isError: true };
+      const parsed = kind.input.safeParse(input.input ?? {});
+      if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
       // The run-once key: tool_use ids are unique within a session, and a handed-off sandbox serves several.
       const key = input.sessionId !== undefined ? `${input.sessionId}.${input.toolUseId}` : input.toolUseId;
-      if (input.tool === 'git_push' || input.tool === 'git_pull') {
-        const parsed = GitInputSchema.safeParse(input.input ?? {});
-        if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
-        if (!input.git) return { output: `${input.tool} needs a repo on this sandbox`, isError: true };
-        const token = await credential(input.git.sessionId, input.git.vault, input.git.repo.credential);
-        const run = input.tool === 'git_push' ? git.push : git.pull;
-        return heartbeating(() => run(input.sandboxId, key, input.git!, parsed.data, token)).catch(lost);
-      }
-      /** Runs one command once per key, its output published live for `agents watch`. */
-      const streamed = (req: Omit<ExecRequest, 'key' | 'maxOutputBytes' | 'onOutput' | 'liveBytes'>) => {
-        const info = Context.current().info;
-        const sessionId = info.workflowExecution?.workflowId;
-        const live = sessionId ? deps.stream?.open(sessionId, { kind: 'tool', toolUseId: input.toolUseId, tool: input.tool }, info.attempt) : undefined;
-        const utf8 = new StringDecoder('utf8');
-        const onOutput = live && ((chunk: Buffer) => live.write(utf8.write(chunk)));
-        return heartbeating((signal) => provider.execute(input.sandboxId, { ...req, key, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS, onOutput, liveBytes: LIVE_OUTPUT_BYTES }, signal))
-          .catch(lost)
-          .finally(() => live?.close());
+      const ctx: RunContext = {
+        call: input,
+        streamed(req) {
+          const info = Context.current().info;
+          const sessionId = info.workflowExecution?.workflowId;
+          const live = sessionId ? deps.stream?.open(sessionId, { kind: 'tool', toolUseId: input.toolUseId, tool: input.tool }, info.attempt) : undefined;
+          const utf8 = new StringDecoder('utf8');
+          const onOutput = live && ((chunk: Buffer) => live.write(utf8.write(chunk)));
+          return heartbeating((signal) => provider.execute(input.sandboxId, { ...req, key, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS, onOutput, liveBytes: LIVE_OUTPUT_BYTES }, signal))
+            .catch(lost)
+            .finally(() => live?.close());
+        },
+        python: (program, env, stdin) =>
+          heartbeating((signal) =>
+            provider.execute(
+              input.sandboxId,
+              { key, script: `exec python3 -c "$${program}"`, env, stdin: Buffer.from(JSON.stringify(stdin)), timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS },
+              signal,
+            ),
+          ).catch(lost),
+        async git(op, gitInput) {
+          if (!input.git) return { output: `${input.tool} needs a repo on this sandbox`, isError: true };
+          const token = await credential(input.git.sessionId, input.git.vault, input.git.repo.credential);
+          const run = op === 'push' ? git.push : git.pull;
+          return heartbeating(() => run(input.sandboxId, key, input.git!, gitInput, token)).catch(lost);
+        },
       };
-      if (input.tool === 'bash') {
-        const parsed = BashInputSchema.safeParse(input.input);
-        if (!parsed.success) return { output: `invalid input for bash: ${formatIssues(parsed.error)}`, isError: true };
-        if (parsed.data.command === undefined) return { output: 'tool has been restarted.', isError: false };
-        const r = await streamed({ script: parsed.data.command, timeoutSeconds: input.timeoutSeconds });
-        return withOutputRef(r, formatBashOutput(r.output, r.exitCode, r.timedOut, input.timeoutSeconds));
-      }
-      if (input.tool === 'shell') {
-        const parsed = ShellInputSchema.safeParse(input.input);
-        if (!parsed.success) return { output: `invalid input for shell: ${formatIssues(parsed.error)}`, isError: true };
-        // timeout_ms may shorten the sandbox's command timeout, never lengthen it: the activity's own timeout follows that one.
-        const limitMs = input.timeoutSeconds * 1000;
-        const timeoutMs = parsed.data.timeout_ms ? Math.min(Math.ceil(parsed.data.timeout_ms), limitMs) : limitMs;
-        const { command, restart } = parsed.data;
-        const r = await streamed({
-          script: 'exec python3 -c "$MA_SHELL"',
-          env: { MA_SHELL: SHELL_PY },
-          stdin: Buffer.from(JSON.stringify({ command, restart, timeout_ms: timeoutMs })),
-          // The shell server enforces timeoutMs; the wrapper's timeout only catches a server that stops answering.
-          timeoutSeconds: Math.ceil(timeoutMs / 1000) + SHELL_GRACE_SECONDS,
-        });
-        if (command === undefined) return { output: r.output, isError: r.exitCode !== 0 };
-        return withOutputRef(r, formatBashOutput(r.output, r.exitCode, false, 0));
-      }
-      /** Runs a python3 program from `env` once per key, its input as JSON on stdin. */
-      const python = (program: string, env: Record<string, string>, stdin: unknown) =>
-        heartbeating((signal) =>
-          provider.execute(
-            input.sandboxId,
-            { key, script: `exec python3 -c "$${program}"`, env, stdin: Buffer.from(JSON.stringify(stdin)), timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS },
-            signal,
-          ),
-        ).catch(lost);
-      if (FILE_TOOLS.has(input.tool)) {
-        const parsed = TOOL_KINDS[input.tool].input.safeParse(input.input);
-        if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
-        const r = await python('MA_FILES', { MA_FILES: FILE_TOOLS_PY }, { tool: input.tool, input: parsed.data });
-        return withOutputRef(r, r.timedOut ? `${r.output}\n[timed out after ${input.timeoutSeconds} s]` : r.output);
-      }
-      const parsed = EditorInputSchema.safeParse(input.input);
-      if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
-      const r = await python('MA_EDITOR', { MA_EDITOR: EDITOR_PY }, parsed.data);
-      return { output: r.output.replace(/\n$/, ''), isError: r.exitCode !== 0 };
+      return runner(ctx, parsed.data);
     },
 
     async stopSandbox(input: { sandboxId: string } & Caller): Promise<void> {

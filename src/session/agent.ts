@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { HARNESSES, harnessOf } from './harness';
 import { ToolPolicySchema } from './policy';
 
+import { WebFetchConfigSchema } from '../tools/web-fetch';
 import { BUILTIN_TOOLS, SANDBOX_TOOLS, TOOL_KINDS, type BuiltinToolKind, type SandboxToolKind } from '../tools/registry';
 import { formatIssues } from './issues';
 import { RepoCredentialSchema, TaskQueueSchema, ToolNameSchema, VaultNameSchema, VaultRefSchema } from './identifiers';
@@ -258,6 +259,8 @@ export const AgentSchema = shared('agent.AgentSchema', () => z
     clientTools: z.array(ClientToolSchema).max(100).default([]),
     /** Per-tool approval policies, keyed by the name the model calls (an `mcp__<server>__<tool>` name too). */
     policies: z.record(z.string(), ToolPolicySchema).default({}),
+    /** Offers web_fetch, run on a tools worker through the egress gate; absent: not offered. */
+    webFetch: WebFetchConfigSchema.optional(),
   })
   .strict()
   .superRefine((agent, ctx) => {
@@ -275,6 +278,10 @@ export const AgentSchema = shared('agent.AgentSchema', () => z
       else if (TOOL_KINDS[bound.kind].needsRepo && !agent.sandboxes[bound.sandbox!].repo)
         ctx.addIssue({ code: 'custom', path: ['tools', i], message: `tool ${bound.name} needs a repo on sandbox ${bound.sandbox}` });
     });
+    if (agent.webFetch) {
+      if (names.has('web_fetch')) ctx.addIssue({ code: 'custom', path: ['webFetch'], message: 'tool web_fetch is declared twice' });
+      names.add('web_fetch');
+    }
     agent.clientTools.forEach((t, i) => {
       if (names.has(t.name)) ctx.addIssue({ code: 'custom', path: ['clientTools', i, 'name'], message: `tool ${t.name} is declared twice` });
       if (t.name.startsWith('mcp__')) ctx.addIssue({ code: 'custom', path: ['clientTools', i, 'name'], message: 'mcp__ names belong to MCP servers' });

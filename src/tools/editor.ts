@@ -1,6 +1,6 @@
 // str_replace_based_edit_tool: view, create and edit files in the session's sandbox.
 import { z } from 'zod';
-import { field, oneLine, type ToolKind } from './kind';
+import { defineTool, field, oneLine } from './kind';
 import { shared } from '../session/shared';
 
 export const EditorInputSchema = shared('editor.EditorInputSchema', () => z
@@ -17,30 +17,13 @@ export const EditorInputSchema = shared('editor.EditorInputSchema', () => z
   .strict());
 export type EditorInput = z.infer<typeof EditorInputSchema>;
 
-export const editor: ToolKind<EditorInput> = {
+export const editor = defineTool({
   kind: 'str_replace_based_edit_tool',
   runs: 'sandbox',
   input: EditorInputSchema,
   summary: (name, input) => oneLine(`${name}: ${field(input, 'command') ?? ''} ${field(input, 'path') ?? ''}`),
-  spec: {
-    name: 'str_replace_based_edit_tool',
-    description:
-      'Views, creates and edits files in your sandbox. view shows a file with line numbers (or lists a directory); ' +
-      'create writes file_text; str_replace replaces old_str, which must occur exactly once, with new_str; ' +
-      'insert puts insert_text after line insert_line (0 for the top). Relative paths are inside the workspace.',
-    input_schema: {
-      type: 'object',
-      properties: {
-        command: { type: 'string', enum: ['view', 'create', 'str_replace', 'insert'] },
-        path: { type: 'string' },
-        file_text: { type: 'string' },
-        old_str: { type: 'string' },
-        new_str: { type: 'string' },
-        insert_line: { type: 'integer', minimum: 0 },
-        insert_text: { type: 'string' },
-        view_range: { type: 'array', items: { type: 'integer' }, minItems: 2, maxItems: 2 },
-      },
-      required: ['command', 'path'],
-    },
-  },
-};
+  description:
+    'Views, creates and edits files in your sandbox. view shows a file with line numbers (or lists a directory); ' +
+    'create writes file_text; str_replace replaces old_str, which must occur exactly once, with new_str; ' +
+    'insert puts insert_text after line insert_line (0 for the top). Relative paths are inside the workspace.',
+});

@@ -1,26 +1,63 @@
 // What every tool kind is made of, and what a tool call gives back. One file per kind in this folder defines
-// its name, the spec the model is offered, the zod schema its input is parsed with, where it runs, and the
-// summary line the Web UI shows; registry.ts lists them. See docs/design/architecture.md.
-import type { z } from 'zod';
+// its name, the zod schema its input is parsed with (and the JSON schema the model is offered is derived from),
+// where it runs, and the summary line the Web UI shows; registry.ts lists them. See docs/design/architecture.md.
+import { z } from 'zod';
 import { formatIssues } from '../session/issues';
 
 /** A tool as the Messages API offers it to the model. */
 export interface ToolSpec {
   name: string;
   description: string;
-  input_schema: { type: 'object'; properties: Record<string, unknown>; required?: string[] };
+  input_schema: { type: 'object'; properties: Record<string, unknown>; required?: string[]; [key: string]: unknown };
 }
 
-export interface ToolKind<Input = unknown> {
-  kind: string;
+/** `sandbox`: on the hands host, in the sandbox the call is bound to; `workflow`: the session runs it itself. */
+export type ToolRuns = 'sandbox' | 'workflow';
+
+export interface ToolKind<Input = unknown, Kind extends string = string, Runs extends ToolRuns = ToolRuns> {
+  kind: Kind;
   spec: ToolSpec;
   input: z.ZodType<Input, unknown>;
-  /** `sandbox`: on the hands host, in the sandbox the call is bound to; `workflow`: the session runs it itself. */
-  runs: 'sandbox' | 'workflow';
+  runs: Runs;
   /** A sandbox tool that needs a repo declared on its sandbox. */
   needsRepo?: boolean;
   /** The activity summary the Web UI shows for a call, named by the model-facing tool name. */
   summary(name: string, input: unknown): string;
+}
+
+/** Integer bounds zod adds to every `.int()`; they say nothing to the model. */
+const SAFE_INT_BOUND = Number.MAX_SAFE_INTEGER;
+
+/** Drops what JSON Schema output adds that the model needs not see: `$schema`, and the safe-integer bounds of `.int()`. */
+function forModel(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(forModel);
+  if (!node || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) {
+    if (k === '$schema') continue;
+    if ((k === 'minimum' || k === 'maximum') && Math.abs(v as number) === SAFE_INT_BOUND) continue;
+    out[k] = forModel(v);
+  }
+  return out;
+}
+
+/** The JSON schema of a tool's input, as the model is offered it: derived from the schema the call is parsed with. */
+export function inputJsonSchema(input: z.ZodType): ToolSpec['input_schema'] {
+  const schema = forModel(z.toJSONSchema(input, { io: 'input', unrepresentable: 'any' })) as ToolSpec['input_schema'];
+  return { ...schema, type: 'object', properties: schema.properties ?? {} };
+}
+
+/** A tool kind from its parts; its spec's input_schema is derived from `input` (field descriptions from `.describe()`). */
+export function defineTool<Input, Kind extends string, Runs extends ToolRuns>(def: {
+  kind: Kind;
+  runs: Runs;
+  needsRepo?: boolean;
+  input: z.ZodType<Input, unknown>;
+  description: string;
+  summary(name: string, input: unknown): string;
+}): ToolKind<Input, Kind, Runs> {
+  const { description, ...rest } = def;
+  return { ...rest, spec: { name: def.kind, description, input_schema: inputJsonSchema(def.input) } };
 }
 
 /** What a tool call gives back: the tool_result's output, and why it failed if it did. */

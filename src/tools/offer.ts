@@ -3,6 +3,7 @@
 import { resolveTool, type Agent, type BoundTool } from '../session/agent';
 import type { ToolSpec } from './kind';
 import { TOOL_SPECS } from './registry';
+import { webFetchSpec } from './web-fetch';
 
 export function boundTools(agent: Agent): Map<string, BoundTool> {
   return new Map(agent.tools.map((t) => resolveTool(t)).map((b) => [b.name, b]));
@@ -14,6 +15,8 @@ export function buildToolSpecs(agent: Agent): ToolSpec[] {
     const where = b.sandbox !== undefined && Object.keys(agent.sandboxes).length > 1 ? ` Runs in the sandbox "${b.sandbox}".` : '';
     return { ...spec, name: b.name, description: spec.description + where };
   });
+  // web_fetch runs on a tools worker, through the egress gate.
+  const web = agent.webFetch ? [webFetchSpec] : [];
   // Client tools are offered as declared; the calling application runs them.
-  return [...own, ...agent.clientTools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema as ToolSpec['input_schema'] }))];
+  return [...own, ...web, ...agent.clientTools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema as ToolSpec['input_schema'] }))];
 }

@@ -9,7 +9,7 @@ import type { ModelReply } from '../model/client';
 import type { CallModelInput } from '../brain/activities';
 import { boundTools, buildToolSpecs } from '../tools/offer';
 import { toolError, type ToolOutcome } from '../tools/kind';
-import { SessionEventsInputSchema, readRunEvents } from '../tools/session-events';
+import { readRunEvents, readsArchive } from '../tools/session-events';
 import { createToolGate } from './approvals';
 import { shouldReprompt } from './harness';
 import { EMPTY_REPLY_NUDGE } from '../session/harness';
@@ -29,6 +29,7 @@ import { RunState } from './run-state';
 import { withLoggedRetries } from './model-retry';
 import { SandboxSlots } from './sandbox-slots';
 import { McpTools } from './mcp-tools';
+import { WebTools } from './web-tools';
 import { registerSessionHandlers, visibleState } from './session-handlers';
 import { Failure } from '../session/failure-types';
 
@@ -66,6 +67,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const tools = boundTools(agent);
   const toolSpecs = buildToolSpecs(agent);
   const mcpTools = new McpTools(sessionId, agent, acts.mcp, append, toolSpecs, tools, carried?.mcpTools);
+  const webTools = new WebTools(sessionId, agent);
   const handoff = createHandoff({ sessionId, append, slots, closed });
   const subagents = createSubagents({ sessionId, agent, append, usage: rs.usage, handoff, carried, closed });
 
@@ -185,7 +187,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
 
   const runTool = async (use: { id: string; name: string; input: unknown }): Promise<ToolOutcome> => {
     const bound = tools.get(use.name);
-    if (!bound) return mcpTools.run(use) ?? toolError(`unknown tool: ${use.name}`);
+    if (!bound) return webTools.run(use) ?? mcpTools.run(use) ?? toolError(`unknown tool: ${use.name}`);
     if (bound.sandbox !== undefined) return slots.runTool(use, bound);
     if (bound.kind === 'spawn_agent') {
       // A call that waited for approval starts its child only now.
@@ -193,8 +195,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
       return subagents.result(use.id);
     }
     if (bound.kind === 'handoff_sandbox') return handoff.tool(use.input);
-    const from = SessionEventsInputSchema.safeParse(use.input ?? {}).data?.from;
-    if (from !== undefined && from < rs.baseSeq) {
+    if (readsArchive(use.input, rs.baseSeq)) {
       // An older slice lives in the archive: read it there.
       try {
         return await archive.readSessionEvents({ sessionId, input: use.input });

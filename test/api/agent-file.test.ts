@@ -98,3 +98,13 @@ it('refuses, with a 400, what the agent file cannot hold yet', () => {
     agentFileFor(agent([{ type: 'mcp_toolset', mcp_server_name: 'a__b', default_config: { enabled: true, permission_policy: policy('always_ask') }, configs: [] }], [{ type: 'url', name: 'a__b', url: 'http://h/mcp' }]), noNetwork),
   ).toThrow(/a__b cannot run here yet/);
 });
+
+it("offers web_fetch as the agent file's webFetch, with its domains, token cap and policy, and not when disabled", () => {
+  const on = toolset({ web_fetch: { permission_policy: policy('always_ask') } });
+  const wf = on.configs.find((c) => c.name === 'web_fetch')!;
+  Object.assign(wf, { allowed_domains: ['docs.example.com'], max_content_tokens: 500 });
+  const a = agentFileFor(agent([on]), noNetwork);
+  expect(a.webFetch).toEqual({ allowedDomains: ['docs.example.com'], maxContentTokens: 500 });
+  expect(a.policies.web_fetch).toBe('always_ask');
+  expect(agentFileFor(agent([toolset({ web_fetch: { enabled: false } })]), noNetwork).webFetch).toBeUndefined();
+});

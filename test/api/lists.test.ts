@@ -154,13 +154,13 @@ describe('routing before the beta check', () => {
 });
 
 describe('web tools', () => {
-  it('accepts the default toolset with web_fetch and web_search disabled, and web_fetch in the SDK shape', async () => {
+  it('resolves the default toolset with web_fetch enabled and web_search disabled, web_fetch in the SDK shape', async () => {
     const agent = await client.beta.agents.create({ name: 'w', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401' }] });
     const toolset = agent.tools[0] as Anthropic.Beta.BetaManagedAgentsAgentToolset20260401;
     expect(toolset.default_config.enabled).toBe(true);
     const byName = Object.fromEntries(toolset.configs.map((c) => [c.name, c]));
     expect(byName.bash.enabled).toBe(true);
-    expect(byName.web_fetch).toEqual({ name: 'web_fetch', type: 'web_fetch', enabled: false, permission_policy: { type: 'always_allow' }, url_sources: null });
+    expect(byName.web_fetch).toEqual({ name: 'web_fetch', type: 'web_fetch', enabled: true, permission_policy: { type: 'always_allow' }, url_sources: null });
     expect(byName.web_search).toEqual({ name: 'web_search', type: 'web_search', enabled: false, permission_policy: { type: 'always_allow' } });
   });
 
@@ -174,13 +174,19 @@ describe('web tools', () => {
     expect(fetchConfig).toMatchObject({ enabled: false, allowed_domains: ['docs.example.com'], url_sources: { user_input: { type: 'none' }, client_tool_results: null, server_tool_results: null } });
   });
 
-  it('refuses enabling web_fetch or web_search with a 400 naming the config, on create and on update', async () => {
-    await expect(client.beta.agents.create({ name: 'w3', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'bash' }, { name: 'web_fetch', enabled: true }] }] })).rejects.toThrow(
-      /tools\.0\.configs\.1\.enabled: web_fetch is not offered to the model.*egress gate/,
-    );
+  it('refuses enabling web_search, and web_fetch settings it cannot honour, with a 400 naming the config, on create and on update', async () => {
     const a = await client.beta.agents.create({ name: 'w4', model: 'claude-test' });
     await expect(client.beta.agents.update(a.id, { version: 1, tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'web_search', enabled: true }] }] })).rejects.toThrow(
-      /tools\.0\.configs\.0\.enabled: web_search is not offered/,
+      /tools\.0\.configs\.0\.enabled: web_search is not offered to the model on this platform \(no search backend exists\)/,
+    );
+    await expect(client.beta.agents.create({ name: 'w3', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'bash' }, { name: 'web_fetch', url_sources: { user_input: 'none' } }] }] })).rejects.toThrow(
+      /tools\.0\.configs\.1\.url_sources: .*cannot be honoured/,
+    );
+    await expect(
+      client.beta.agents.create({ name: 'w3', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'web_fetch', allowed_domains: ['a.example'], blocked_domains: ['b.example'] }] }] }),
+    ).rejects.toThrow(/tools\.0\.configs\.0\.blocked_domains: allowed_domains and blocked_domains cannot be combined/);
+    await expect(client.beta.agents.create({ name: 'w3', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'web_fetch', allowed_domains: ['https://a.example/x'] }] }] })).rejects.toThrow(
+      /allowed_domains.*plain hostname/,
     );
     await expect(client.beta.agents.create({ name: 'w5', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'web_fetch', colour: 'red' } as never] }] })).rejects.toThrow(/colour is not a field/);
     expect((await client.beta.agents.retrieve(a.id)).version).toBe(1);

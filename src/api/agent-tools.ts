@@ -138,7 +138,8 @@ export function resolveTools(tools: z.infer<typeof ToolParamsSchema>[]): Resolve
         const { c, j } = given.get(name) ?? {};
         const permission_policy = c?.permission_policy ?? default_config.permission_policy;
         if (!WEB_TOOLS.has(name)) return { name, type: name, enabled: c?.enabled ?? default_config.enabled, permission_policy } as ResolvedToolConfig;
-        const at = `tools.${i}.configs.${j ?? TOOLSET_TOOLS.indexOf(name)}`;
+        // Each refusal below is of a config given by name, so `j` is its index.
+        const at = `tools.${i}.configs.${j}`;
         // web_search has no backend here: it stays disabled whatever default_config says, and enabling it by name is refused.
         if (name === 'web_search' && c?.enabled === true) throw badRequest(`${at}.enabled: web_search is not offered to the model on this platform (no search backend exists); leave it disabled`);
         const enabled = name === 'web_fetch' ? (c?.enabled ?? default_config.enabled) : false;

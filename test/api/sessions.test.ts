@@ -221,8 +221,8 @@ it("runs every tool of the built-in toolset in a real sandbox, bash as one shell
     [false, '[exit 0]'],
     [false, '/workspace/notes\nkept\nalpha\nTODO: gamma\n[exit 0]'],
   ]);
-  // The model was offered the toolset's tools under their own names, and the web tools not at all.
+  // The model was offered the toolset's tools under their own names, web_fetch (run on a tools worker) last, and web_search not at all.
   const offered = h.mock.requests(s.id)[0].body.tools as { name: string; description: string }[];
-  expect(offered.map((t) => t.name)).toEqual(['bash', 'edit', 'read', 'write', 'glob', 'grep']);
+  expect(offered.map((t) => t.name)).toEqual(['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch']);
   expect(offered[0].description).toMatch(/persistent shell/);
 });

@@ -9,7 +9,7 @@ import { PRELOADED_MODULES, WORKFLOW_BUNDLE_OPTIONS, WORKFLOW_INTERCEPTOR_MODULE
 import { HANDS_TASK_QUEUE, createHandsActivities, hostTaskQueue } from './hands/activities';
 import { createSandboxQuota } from './hands/sandbox-quota';
 import { createToolsActivities } from './mcp/activities';
-import { createWebActivities } from './egress/web-fetch';
+import { createWebActivities } from './egress/page-fetch';
 import { createSubagentActivities } from './brain/subagent-activities';
 import { McpClientPool, McpCredentials } from './mcp';
 import { findJail } from './mcp/jail';

@@ -1,4 +1,4 @@
-// web_fetch: a web page's text, fetched on a tools worker through the egress gate (src/egress/web-fetch.ts). It is
+// web_fetch: a web page's text, fetched on a tools worker through the egress gate (src/egress/page-fetch.ts). It is
 // no tool kind of registry.ts (it runs neither in a sandbox nor in the workflow): an agent offers it when its
 // `webFetch` is set, as an API agent's toolset does when web_fetch is enabled.
 import { z } from 'zod';

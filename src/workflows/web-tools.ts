@@ -1,8 +1,8 @@
 // web_fetch for a session whose agent offers it: the call's input parsed here, the page fetched on the tools
-// queue (src/egress/web-fetch.ts) through the egress gate.
+// queue (src/egress/page-fetch.ts) through the egress gate.
 import { isCancellation, proxyActivities } from '@temporalio/workflow';
 import type { Agent } from '../session/agent';
-import type { WebActivities } from '../egress/web-fetch';
+import type { WebActivities } from '../egress/page-fetch';
 import { TOOLS_TASK_QUEUE } from '../session/queues';
 import { failureMessage } from './failures';
 import { invalidInput, toolError, type ToolOutcome } from '../tools/kind';

@@ -11,6 +11,7 @@ import type { SessionEvent } from './session/events';
 import { formatEvent } from './session/format';
 import { BRAIN_TASK_QUEUE } from './session/queues';
 import { endSignal, eventsQuery, sendMessageUpdate, type SessionWorkflow } from './session/contract';
+import { endsTurn } from './session/turn';
 
 const TURNS = [
   'Hello! Who are you?',
@@ -42,10 +43,10 @@ async function main() {
     };
     for (const text of TURNS) {
       await handle.executeUpdate(sendMessageUpdate, { args: [{ text }] });
-      // Print events as they arrive until the turn's final assistant message (or an error) shows up.
+      // Print events as they arrive until the turn is over.
       for (let done = false; !done; ) {
         const fresh = await printNew();
-        done = fresh.some((e) => (e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error');
+        done = fresh.some(endsTurn);
         if (!done) await new Promise((r) => setTimeout(r, 200));
       }
     }

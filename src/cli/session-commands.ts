@@ -20,6 +20,7 @@ import { parsePriceTable } from '../observability/pricing';
 import { formatDuration, sessionCost, sessionStats } from '../observability/session-stats';
 import { AGENT_MODEL_KEY, AGENT_NAME_KEY, SESSION_STATE_KEY } from '../session/search-attributes';
 import { CliError, connect, err, nonNegativeInt, opError, out, parseMessage, positiveInt, sessionId, sessionLog, uiLink, update, withSession } from './cli-common';
+import { endsTurn } from '../session/turn';
 
 export function loadAgent(file: string | undefined, overrides: { system?: string; model?: string }, config: Config): Agent {
   let raw: Record<string, unknown> = {};
@@ -60,8 +61,7 @@ async function* readEvents(log: SessionLog, id: string, from: number, limit?: nu
 }
 
 /** The end of a turn: its final reply, an error, or an interrupt after event `afterSeq`. */
-const endsTurn = (afterSeq: number) => (e: SessionEvent) =>
-  e.seq > afterSeq && ((e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error' || e.type === 'interrupted' || e.type === 'session_ended');
+const endsTurnAfter = (afterSeq: number) => (e: SessionEvent) => e.seq > afterSeq && endsTurn(e);
 
 /** The API relaying live previews, when AGENTS_API_URL names one; it goes with a key. */
 function previewRelay(config: Config): { url: string; apiKey: string } | undefined {
@@ -138,7 +138,7 @@ export function startCommand(program: Command): void {
       }
       err(`Web UI: ${uiLink(config, id)}`);
       // The turn streams on stderr (a terminal redraws it in place), so stdout still holds only the id.
-      if (opts.wait && first) await follow(client, config, id, { from: 0, stream: true, toStderr: true, until: endsTurn(1) });
+      if (opts.wait && first) await follow(client, config, id, { from: 0, stream: true, toStderr: true, until: endsTurnAfter(1) });
       if (opts.json) out(JSON.stringify({ sessionId: id }));
       else out(id);
     });

@@ -11,6 +11,7 @@ import { streamingWorkers } from '../stream/discover';
 import { openFrameStream } from '../stream/frames';
 import type { StreamFrame, StreamItem } from '../stream/hub';
 import { streamToken } from '../stream/token';
+import { endsTurn } from '../session/turn';
 
 export type WatchMode = 'json' | 'tty' | 'plain';
 
@@ -147,7 +148,7 @@ export class SessionWatcher {
     if (e.type === 'tool_use') this.toolUses.add(e.id);
     if (e.type === 'tool_result') this.toolResults.add(e.toolUseId);
     if (e.type === 'user_message' || e.type === 'tool_use') this.turnOpen = true;
-    if ((e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error' || e.type === 'interrupted' || e.type === 'session_ended') this.turnOpen = false;
+    if (endsTurn(e)) this.turnOpen = false;
     if (this.o.mode === 'json') return this.write(`${JSON.stringify(e)}\n`);
     if (this.o.mode === 'tty') this.eraseRegion();
     else if (!this.atLineStart) this.write('\n');

@@ -15,18 +15,14 @@ import {
   type PendingTool,
 } from '../session/contract';
 import { toolError, type ToolOutcome } from '../tools/kind';
+import type { SessionRun } from './session-run';
 import { Failure, refusal } from '../session/failure-types';
 
 export interface ToolGateDeps {
   agent: Agent;
-  append: (e: NewEvent) => SessionEvent;
-  /** This run's events, to tell a repeated decision or answer from an unknown id. */
-  events: readonly SessionEvent[];
+  /** The run: its log (to tell a repeated decision or answer from an unknown id), whether it should hand over, whether it is open. */
+  run: SessionRun;
   runTool: (use: { id: string; name: string; input: unknown }) => Promise<ToolOutcome>;
-  /** Asked while waiting: when it holds, the wait ends and the round is carried to the next run. */
-  shouldHandOver: () => boolean;
-  /** Throws the session's "has ended" refusal. */
-  assertOpen: () => void;
   /** The round a previous run handed over in the middle of. */
   carried?: PendingTool[];
   /**
@@ -83,11 +79,11 @@ export class ToolGate {
   }
 
   private lastOf<T extends SessionEvent['type']>(type: T, id: string) {
-    return [...this.deps.events].reverse().find((e) => e.type === type && (e as { toolUseId?: string }).toolUseId === id) as Extract<SessionEvent, { type: T }> | undefined;
+    return [...this.deps.run.events].reverse().find((e) => e.type === type && (e as { toolUseId?: string }).toolUseId === id) as Extract<SessionEvent, { type: T }> | undefined;
   }
 
   private decide(t: PendingTool, allow: boolean, by: string, reason?: string): number {
-    const event = this.deps.append({ type: 'approval_resolved', toolUseId: t.id, allow, by, ...(reason !== undefined ? { reason } : {}) });
+    const event = this.deps.run.append({ type: 'approval_resolved', toolUseId: t.id, allow, by, ...(reason !== undefined ? { reason } : {}) });
     t.decision = { allow, by, ...(reason !== undefined ? { reason } : {}) };
     return event.seq;
   }
@@ -96,7 +92,7 @@ export class ToolGate {
   private async waitFor(t: PendingTool, done: () => boolean, timeoutMs?: number): Promise<boolean | 'timeout'> {
     this.waitingOn = t;
     try {
-      const ready = () => done() || this.deps.shouldHandOver();
+      const ready = () => done() || this.deps.run.shouldHandOver();
       if (timeoutMs === undefined) await condition(ready);
       else if (!(await condition(ready, Math.max(1, timeoutMs)))) return 'timeout';
       return done();
@@ -113,7 +109,7 @@ export class ToolGate {
 
   /** One call through the gate: approval, then the client or the tool itself. */
   private async runOne(t: PendingTool): Promise<'done' | 'handover'> {
-    const { append } = this.deps;
+    const append = (e: NewEvent) => this.deps.run.append(e);
     if (this.clientTools.has(t.name) && this.missingRequired(t).length > 0) {
       append({ type: 'tool_result', toolUseId: t.id, ...toolError(`invalid input for ${t.name}: missing ${this.missingRequired(t).join(', ')}`) });
       return 'done';
@@ -167,7 +163,7 @@ export class ToolGate {
         validator: (raw) => {
           const r = ResolveToolUseSchema.safeParse(raw);
           if (!r.success) throw refusal(`invalid resolveToolUse: ${formatIssues(r.error)}`, Failure.Approval.Invalid);
-          deps.assertOpen();
+          deps.run.assertOpen();
           const id = r.data.toolUseId;
           const t = this.round.find((x) => x.id === id);
           if (t?.approval && !t.decision) return;
@@ -184,7 +180,7 @@ export class ToolGate {
       (raw) => {
         const req = SubmitToolResultSchema.parse(raw);
         this.answered.add(req.toolUseId);
-        const event = deps.append({
+        const event = deps.run.append({
           type: 'tool_result',
           toolUseId: req.toolUseId,
           output: req.output,
@@ -197,7 +193,7 @@ export class ToolGate {
         validator: (raw) => {
           const r = SubmitToolResultSchema.safeParse(raw);
           if (!r.success) throw refusal(`invalid submitToolResult: ${formatIssues(r.error)}`, Failure.ClientTool.Invalid);
-          deps.assertOpen();
+          deps.run.assertOpen();
           const id = r.data.toolUseId;
           const result = this.lastOf('tool_result', id);
           if (result) throw refusal(`tool use ${id} already has a result (event ${result.seq}); this answer is refused`, Failure.ClientTool.AlreadyAnswered);
@@ -239,7 +235,7 @@ export class ToolGate {
 
   /** The round's calls whose result is not in the log yet. */
   openIds(): string[] {
-    const resulted = new Set(this.deps.events.flatMap((e) => (e.type === 'tool_result' ? [e.toolUseId] : [])));
+    const resulted = new Set(this.deps.run.events.flatMap((e) => (e.type === 'tool_result' ? [e.toolUseId] : [])));
     return this.round.filter((t) => !this.answered.has(t.id) && !resulted.has(t.id)).map((t) => t.id);
   }
 

@@ -53,11 +53,8 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const dispatch = new ToolDispatch({ run, tools, slots, mcpTools, subagents, handoff, archive: acts.archive });
   const gate = new ToolGate({
     agent,
-    append,
-    events: run.events,
+    run,
     runTool: (use) => dispatch.run(use),
-    shouldHandOver: () => run.shouldHandOver(),
-    assertOpen: () => run.assertOpen(),
     carried: start === 'continued' ? carriedRound(carried, tools) : undefined,
     awaitExternal: (id) => subagents.awaitResult(id, () => run.shouldHandOver()),
   });

@@ -23,7 +23,7 @@ export interface ToolUse {
 /** Where a bound tool runs: in its sandbox, or in the workflow by its built-in kind. */
 export type ToolPlace = 'sandbox' | BuiltinToolKind;
 
-/** Each runner is one async step, so a result settles as it did when the dispatch was one function. */
+/** Each runner is an async function: a result settles after the same microtask steps, whatever the kind (replay is sensitive to the order of commands). */
 type Runner = (use: ToolUse, bound: BoundTool) => Promise<ToolOutcome>;
 
 export interface ToolDispatchParts {

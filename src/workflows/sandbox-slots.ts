@@ -1,6 +1,6 @@
 // The hands of one run: its sandboxes by name, provisioned on first use, replaced when lost, stopped when idle,
 // destroyed at the end. Tool calls, file copies, hand-off and sub-agents all reach sandboxes through this object.
-import { ApplicationFailure, isCancellation, log, patched } from '@temporalio/workflow';
+import { ApplicationFailure, condition, isCancellation, log, patched } from '@temporalio/workflow';
 import type { ProvisionOutput } from '../hands/activities';
 import type { Agent, BoundTool } from '../session/agent';
 import type { NewEvent } from '../session/events';
@@ -170,6 +170,19 @@ export class SandboxSlots {
       } catch (err) {
         this.markLost(slot, `could not stop idle sandbox: ${failureMessage(err)}`);
       }
+    }
+  }
+
+  /** Waits until `ready` holds, stopping each running sandbox as it falls idle meanwhile. */
+  async idleUntil(ready: () => boolean): Promise<void> {
+    for (;;) {
+      const deadline = this.nextIdleDeadline();
+      if (deadline === undefined) {
+        await condition(ready);
+        break;
+      }
+      if (await condition(ready, Math.max(1, deadline - Date.now()))) break;
+      await this.stopIdle();
     }
   }
 

@@ -5,7 +5,7 @@
 // parts live in their own files: SessionRun (the run's state and its transitions), Turn (model calls and tool
 // rounds), ModelCaller, ToolDispatch, the tool gate (approvals, client tools), Sealing (the archive, the
 // handover and the end), SandboxSlots, McpTools, Handoff and Subagents; every handler is in session-handlers.ts.
-import { ApplicationFailure, CancellationScope, condition, patched, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, patched, workflowInfo } from '@temporalio/workflow';
 import { boundTools, buildToolSpecs } from '../tools/offer';
 import { AgentSchema, formatIssues, type Agent } from '../session/agent';
 import { SessionInputSchema, type SessionInput, type SessionResult, type SessionWorkflow } from '../session/contract';
@@ -84,6 +84,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     trackVisibility(agent, () => visibleState({ run, gate }), firstUserText);
   }
   registerSessionHandlers({ agent, run, slots, gate, handoff, subagents, carry: (inTurn) => sealing.carry(inTurn) });
+  // Built after the handlers: ModelCaller asks patched('model-local-activity') as it is built, in history's order.
   const turn = new Turn({ agent, run, tools, mcpTools, model: new ModelCaller(agent, acts, run, toolSpecs), gate, subagents, sealing });
 
   if (agent.provision === 'eager' && (start === 'new' || start === 'forked')) await slots.provisionAll();
@@ -99,16 +100,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     const step = run.next();
     switch (step.kind) {
       case 'wait':
-        // Idle sandboxes stop while the session waits.
-        for (;;) {
-          const deadline = slots.nextIdleDeadline();
-          if (deadline === undefined) {
-            await condition(() => run.hasInput());
-            break;
-          }
-          if (await condition(() => run.hasInput(), Math.max(1, deadline - Date.now()))) break;
-          await slots.stopIdle();
-        }
+        await slots.idleUntil(() => run.hasInput());
         break;
       case 'turn':
         await turn.run(step.round);

@@ -2,7 +2,7 @@
 // says so, hands client tools to the calling application, and runs the rest. Its state (the round's calls still
 // without a result) is carried across continue-as-new, so a pending approval or client call survives a handover.
 import { condition, setHandler } from '@temporalio/workflow';
-import { formatIssues, type Agent } from '../session/agent';
+import { formatIssues, type Agent, type BoundTool } from '../session/agent';
 import type { NewEvent, SessionEvent } from '../session/events';
 import { evaluatePolicy } from '../session/policy';
 import {
@@ -10,22 +10,19 @@ import {
   SubmitToolResultSchema,
   resolveToolUseUpdate,
   submitToolResultUpdate,
+  type Carry,
   type PendingAction,
   type PendingTool,
 } from '../session/contract';
 import { toolError, type ToolOutcome } from '../tools/kind';
+import type { SessionRun } from './session-run';
 import { Failure, refusal } from '../session/failure-types';
 
 export interface ToolGateDeps {
   agent: Agent;
-  append: (e: NewEvent) => SessionEvent;
-  /** This run's events, to tell a repeated decision or answer from an unknown id. */
-  events: readonly SessionEvent[];
+  /** The run: its log (to tell a repeated decision or answer from an unknown id), whether it should hand over, whether it is open. */
+  run: SessionRun;
   runTool: (use: { id: string; name: string; input: unknown }) => Promise<ToolOutcome>;
-  /** Asked while waiting: when it holds, the wait ends and the round is carried to the next run. */
-  shouldHandOver: () => boolean;
-  /** Throws the session's "has ended" refusal. */
-  assertOpen: () => void;
   /** The round a previous run handed over in the middle of. */
   carried?: PendingTool[];
   /**
@@ -35,85 +32,90 @@ export interface ToolGateDeps {
   awaitExternal?: (toolUseId: string) => Promise<boolean> | undefined;
 }
 
-export interface ToolGate {
-  /** Registers the gate's update handlers (the session registers all its handlers in one place). */
-  register(): void;
-  /** Whether the policy asks for a person's decision before this call runs. */
-  asks(use: { id: string; name: string; input: unknown }): boolean;
-  /** Starts a round with the model's tool calls (their tool_use events already appended). */
-  startRound(uses: { id: string; name: string; input: unknown }[]): void;
-  /** Finishes the round's calls in order; `handover` when the run should hand over while one still waits. */
-  runRound(): Promise<'done' | 'handover'>;
-  /** Forgets the round (an interrupt closed its calls). */
-  clear(): void;
-  /** The round's calls whose result is not in the log yet. */
-  openIds(): string[];
-  /** The round's calls still without a result, for the next run. */
-  carry(): PendingTool[] | undefined;
-  /** True while the turn waits on a person or the calling application. */
-  waiting(): boolean;
-  pending(): PendingAction[];
+/**
+ * The round a previous run handed over in the middle of. A run recorded before the gate carried only the
+ * spawn_agent calls still waiting for their children (`waiting`); they pass the gate as already allowed.
+ */
+export function carriedRound(carried: Carry | undefined, tools: ReadonlyMap<string, BoundTool>): PendingTool[] | undefined {
+  const inTurn = carried?.inTurn;
+  if (inTurn?.tools || !inTurn?.waiting) return inTurn?.tools;
+  const spawnName = [...tools].find(([, t]) => t.kind === 'spawn_agent')?.[0] ?? 'spawn_agent';
+  return inTurn.waiting.map((id) => ({ id, name: spawnName, input: {}, decision: { allow: true, by: 'policy' } }));
 }
 
-export function createToolGate(deps: ToolGateDeps): ToolGate {
-  const { agent, append, events } = deps;
-  const clientTools = new Map(agent.clientTools.map((t) => [t.name, t]));
-  let round: PendingTool[] = (deps.carried ?? []).map((t) => ({ ...t }));
-  let waitingOn: PendingTool | undefined;
+type Use = { id: string; name: string; input: unknown };
+
+export class ToolGate {
+  private readonly clientTools: Map<string, Agent['clientTools'][number]>;
+  /** The round's calls still without a result through the gate. */
+  private round: PendingTool[];
+  private waitingOn: PendingTool | undefined;
   /** Client calls answered by `submitToolResult`: their tool_result is in the log. */
-  const answered = new Set<string>();
-
+  private readonly answered = new Set<string>();
   /** Each call's policy verdict, evaluated once per tool use (the policy is a pure function of name and input). */
-  const verdicts = new Map<string, ReturnType<typeof evaluatePolicy>>();
+  private readonly verdicts = new Map<string, ReturnType<typeof evaluatePolicy>>();
+
+  constructor(private readonly deps: ToolGateDeps) {
+    this.clientTools = new Map(deps.agent.clientTools.map((t) => [t.name, t]));
+    this.round = (deps.carried ?? []).map((t) => ({ ...t }));
+  }
+
   /** An MCP tool without a policy of its own takes its server's, `mcp__<server>__*` (server names hold no `__`). */
-  const policyFor = (name: string) => {
+  private policyFor(name: string) {
+    const { policies } = this.deps.agent;
     const server = /^mcp__(.+?)__/.exec(name)?.[1];
-    return agent.policies[name] ?? (server !== undefined ? agent.policies[`mcp__${server}__*`] : undefined);
-  };
-  const verdictOf = (t: { id: string; name: string; input: unknown }) => {
-    let v = verdicts.get(t.id);
-    if (!v) verdicts.set(t.id, (v = evaluatePolicy(t.name, policyFor(t.name), t.input)));
+    return policies[name] ?? (server !== undefined ? policies[`mcp__${server}__*`] : undefined);
+  }
+
+  private verdictOf(t: Use) {
+    let v = this.verdicts.get(t.id);
+    if (!v) this.verdicts.set(t.id, (v = evaluatePolicy(t.name, this.policyFor(t.name), t.input)));
     return v;
-  };
+  }
+
   /** Whether the call may run (or be handed to the client) without a decision still to come. */
-  const cleared = (t: PendingTool) => (t.decision ? t.decision.allow : t.approval === undefined && !verdictOf(t).ask);
+  private cleared(t: PendingTool): boolean {
+    return t.decision ? t.decision.allow : t.approval === undefined && !this.verdictOf(t).ask;
+  }
 
-  const lastOf = <T extends SessionEvent['type']>(type: T, id: string) =>
-    [...events].reverse().find((e) => e.type === type && (e as { toolUseId?: string }).toolUseId === id) as Extract<SessionEvent, { type: T }> | undefined;
+  private lastOf<T extends SessionEvent['type']>(type: T, id: string) {
+    return [...this.deps.run.events].reverse().find((e) => e.type === type && (e as { toolUseId?: string }).toolUseId === id) as Extract<SessionEvent, { type: T }> | undefined;
+  }
 
-  const decide = (t: PendingTool, allow: boolean, by: string, reason?: string) => {
-    const event = append({ type: 'approval_resolved', toolUseId: t.id, allow, by, ...(reason !== undefined ? { reason } : {}) });
+  private decide(t: PendingTool, allow: boolean, by: string, reason?: string): number {
+    const event = this.deps.run.append({ type: 'approval_resolved', toolUseId: t.id, allow, by, ...(reason !== undefined ? { reason } : {}) });
     t.decision = { allow, by, ...(reason !== undefined ? { reason } : {}) };
     return event.seq;
-  };
+  }
 
   /** Waits until `done` holds; false when the run should hand over first. */
-  const waitFor = async (t: PendingTool, done: () => boolean, timeoutMs?: number): Promise<boolean | 'timeout'> => {
-    waitingOn = t;
+  private async waitFor(t: PendingTool, done: () => boolean, timeoutMs?: number): Promise<boolean | 'timeout'> {
+    this.waitingOn = t;
     try {
-      const ready = () => done() || deps.shouldHandOver();
+      const ready = () => done() || this.deps.run.shouldHandOver();
       if (timeoutMs === undefined) await condition(ready);
       else if (!(await condition(ready, Math.max(1, timeoutMs)))) return 'timeout';
       return done();
     } finally {
-      waitingOn = undefined;
+      this.waitingOn = undefined;
     }
-  };
+  }
 
-  const missingRequired = (t: PendingTool): string[] => {
-    const required = clientTools.get(t.name)?.input_schema.required ?? [];
+  private missingRequired(t: PendingTool): string[] {
+    const required = this.clientTools.get(t.name)?.input_schema.required ?? [];
     const input = (t.input ?? {}) as Record<string, unknown>;
     return required.filter((k) => !(k in input));
-  };
+  }
 
   /** One call through the gate: approval, then the client or the tool itself. */
-  const runOne = async (t: PendingTool): Promise<'done' | 'handover'> => {
-    if (clientTools.has(t.name) && missingRequired(t).length > 0) {
-      append({ type: 'tool_result', toolUseId: t.id, ...toolError(`invalid input for ${t.name}: missing ${missingRequired(t).join(', ')}`) });
+  private async runOne(t: PendingTool): Promise<'done' | 'handover'> {
+    const append = (e: NewEvent) => this.deps.run.append(e);
+    if (this.clientTools.has(t.name) && this.missingRequired(t).length > 0) {
+      append({ type: 'tool_result', toolUseId: t.id, ...toolError(`invalid input for ${t.name}: missing ${this.missingRequired(t).join(', ')}`) });
       return 'done';
     }
     if (!t.decision && !t.approval) {
-      const verdict = verdictOf(t);
+      const verdict = this.verdictOf(t);
       if (verdict.ask) {
         append({ type: 'approval_requested', toolUseId: t.id, policy: verdict.rule });
         t.approval = {
@@ -125,9 +127,9 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
     }
     if (t.approval && !t.decision) {
       const expiresAt = t.approval.expiresAt;
-      const r = await waitFor(t, () => t.decision !== undefined, expiresAt === undefined ? undefined : expiresAt - Date.now());
+      const r = await this.waitFor(t, () => t.decision !== undefined, expiresAt === undefined ? undefined : expiresAt - Date.now());
       if (r === 'timeout') {
-        decide(t, t.approval.onTimeout === 'allow', 'timeout', `no decision before the approval timed out; the policy's default (${t.approval.onTimeout}) applies`);
+        this.decide(t, t.approval.onTimeout === 'allow', 'timeout', `no decision before the approval timed out; the policy's default (${t.approval.onTimeout}) applies`);
       } else if (!r) return 'handover';
     }
     if (t.decision && !t.decision.allow) {
@@ -136,37 +138,38 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
       append({ type: 'tool_result', toolUseId: t.id, ...toolError(message, 'denied') });
       return 'done';
     }
-    if (clientTools.has(t.name)) {
-      if (answered.has(t.id)) return 'done';
-      return (await waitFor(t, () => answered.has(t.id))) ? 'done' : 'handover';
+    if (this.clientTools.has(t.name)) {
+      if (this.answered.has(t.id)) return 'done';
+      return (await this.waitFor(t, () => this.answered.has(t.id))) ? 'done' : 'handover';
     }
-    const external = deps.awaitExternal?.(t.id);
+    const external = this.deps.awaitExternal?.(t.id);
     if (external && !(await external)) return 'handover';
-    const result = await deps.runTool(t);
+    const result = await this.deps.runTool(t);
     append({ type: 'tool_result', toolUseId: t.id, ...result });
     return 'done';
-  };
+  }
 
-  /** The gate's updates: approve or deny a call, answer a client tool call. */
-  const register = () => {
+  /** Registers the gate's updates (approve or deny a call, answer a client tool call); the session registers all its handlers in one place. */
+  register(): void {
+    const { deps, clientTools } = this;
     setHandler(
       resolveToolUseUpdate,
       (raw) => {
         const req = ResolveToolUseSchema.parse(raw);
-        const t = round.find((x) => x.id === req.toolUseId)!;
-        return { seq: decide(t, req.allow, req.by ?? 'user', req.reason) };
+        const t = this.round.find((x) => x.id === req.toolUseId)!;
+        return { seq: this.decide(t, req.allow, req.by ?? 'user', req.reason) };
       },
       {
         validator: (raw) => {
           const r = ResolveToolUseSchema.safeParse(raw);
           if (!r.success) throw refusal(`invalid resolveToolUse: ${formatIssues(r.error)}`, Failure.Approval.Invalid);
-          deps.assertOpen();
+          deps.run.assertOpen();
           const id = r.data.toolUseId;
-          const t = round.find((x) => x.id === id);
+          const t = this.round.find((x) => x.id === id);
           if (t?.approval && !t.decision) return;
-          const resolved = lastOf('approval_resolved', id);
+          const resolved = this.lastOf('approval_resolved', id);
           if (resolved) throw refusal(`tool use ${id} was already ${resolved.allow ? 'approved' : 'denied'} (event ${resolved.seq}, by ${resolved.by})`, Failure.Approval.AlreadyDecided);
-          if (t) throw refusal(`tool use ${id} has no approval pending${cleared(t) ? ': its policy allows it' : ' yet: it waits for an earlier call of its round'}`, Failure.Approval.NotPending);
+          if (t) throw refusal(`tool use ${id} has no approval pending${this.cleared(t) ? ': its policy allows it' : ' yet: it waits for an earlier call of its round'}`, Failure.Approval.NotPending);
           throw refusal(`no approval is pending for tool use ${id}`, Failure.Approval.Unknown);
         },
       },
@@ -176,8 +179,8 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
       submitToolResultUpdate,
       (raw) => {
         const req = SubmitToolResultSchema.parse(raw);
-        answered.add(req.toolUseId);
-        const event = append({
+        this.answered.add(req.toolUseId);
+        const event = deps.run.append({
           type: 'tool_result',
           toolUseId: req.toolUseId,
           output: req.output,
@@ -190,65 +193,80 @@ export function createToolGate(deps: ToolGateDeps): ToolGate {
         validator: (raw) => {
           const r = SubmitToolResultSchema.safeParse(raw);
           if (!r.success) throw refusal(`invalid submitToolResult: ${formatIssues(r.error)}`, Failure.ClientTool.Invalid);
-          deps.assertOpen();
+          deps.run.assertOpen();
           const id = r.data.toolUseId;
-          const result = lastOf('tool_result', id);
+          const result = this.lastOf('tool_result', id);
           if (result) throw refusal(`tool use ${id} already has a result (event ${result.seq}); this answer is refused`, Failure.ClientTool.AlreadyAnswered);
-          const t = round.find((x) => x.id === id);
+          const t = this.round.find((x) => x.id === id);
           if (!t) throw refusal(`no client tool call ${id} is waiting for a result`, Failure.ClientTool.Unknown);
           if (!clientTools.has(t.name)) throw refusal(`tool use ${id} is a ${t.name} call, which the session runs itself`, Failure.ClientTool.NotClientTool);
-          if (!cleared(t)) throw refusal(`tool use ${id} waits for approval first`, Failure.ClientTool.NotApproved);
+          if (!this.cleared(t)) throw refusal(`tool use ${id} waits for approval first`, Failure.ClientTool.NotApproved);
         },
       },
     );
-  };
+  }
 
-  return {
-    register,
-    asks: (use) => verdictOf(use).ask,
-    startRound(uses) {
-      round = uses.map((u) => ({ id: u.id, name: u.name, input: u.input }));
-      // Verdicts of earlier rounds are not asked for again.
-      for (const id of verdicts.keys()) if (!round.some((t) => t.id === id)) verdicts.delete(id);
-    },
-    async runRound() {
-      // On cancellation the round stays, so the session can close its calls (closeDanglingToolUses, then clear).
-      while (round.length > 0) {
-        if ((await runOne(round[0])) === 'handover') return 'handover';
-        round.shift();
+  /** Whether the policy asks for a person's decision before this call runs. */
+  asks(use: Use): boolean {
+    return this.verdictOf(use).ask;
+  }
+
+  /** Starts a round with the model's tool calls (their tool_use events already appended). */
+  startRound(uses: Use[]): void {
+    this.round = uses.map((u) => ({ id: u.id, name: u.name, input: u.input }));
+    // Verdicts of earlier rounds are not asked for again.
+    for (const id of this.verdicts.keys()) if (!this.round.some((t) => t.id === id)) this.verdicts.delete(id);
+  }
+
+  /** Finishes the round's calls in order; `handover` when the run should hand over while one still waits. */
+  async runRound(): Promise<'done' | 'handover'> {
+    // On cancellation the round stays, so the session can close its calls (Sealing.closeOpenCalls, then clear).
+    while (this.round.length > 0) {
+      if ((await this.runOne(this.round[0])) === 'handover') return 'handover';
+      this.round.shift();
+    }
+    return 'done';
+  }
+
+  /** Forgets the round (an interrupt closed its calls). */
+  clear(): void {
+    this.round = [];
+  }
+
+  /** The round's calls whose result is not in the log yet. */
+  openIds(): string[] {
+    const resulted = new Set(this.deps.run.events.flatMap((e) => (e.type === 'tool_result' ? [e.toolUseId] : [])));
+    return this.round.filter((t) => !this.answered.has(t.id) && !resulted.has(t.id)).map((t) => t.id);
+  }
+
+  /** The round's calls still without a result, for the next run. */
+  carry(): PendingTool[] | undefined {
+    const open = this.round.filter((t) => !this.answered.has(t.id));
+    return open.length > 0 ? open.map((t) => ({ ...t })) : undefined;
+  }
+
+  /** True while the turn waits on a person or the calling application. */
+  waiting(): boolean {
+    return this.waitingOn !== undefined;
+  }
+
+  pending(): PendingAction[] {
+    const out: PendingAction[] = [];
+    for (const t of this.round) {
+      if (t.approval && !t.decision) {
+        out.push({
+          kind: 'approval',
+          toolUseId: t.id,
+          name: t.name,
+          input: t.input,
+          policy: t.approval.policy,
+          onTimeout: t.approval.onTimeout,
+          ...(t.approval.expiresAt !== undefined ? { expiresAt: new Date(t.approval.expiresAt).toISOString() } : {}),
+        });
+      } else if (this.clientTools.has(t.name) && !this.answered.has(t.id) && this.cleared(t)) {
+        out.push({ kind: 'client_tool', toolUseId: t.id, name: t.name, input: t.input });
       }
-      return 'done';
-    },
-    clear() {
-      round = [];
-    },
-    openIds() {
-      const resulted = new Set(events.flatMap((e) => (e.type === 'tool_result' ? [e.toolUseId] : [])));
-      return round.filter((t) => !answered.has(t.id) && !resulted.has(t.id)).map((t) => t.id);
-    },
-    carry() {
-      const open = round.filter((t) => !answered.has(t.id));
-      return open.length > 0 ? open.map((t) => ({ ...t })) : undefined;
-    },
-    waiting: () => waitingOn !== undefined,
-    pending() {
-      const out: PendingAction[] = [];
-      for (const t of round) {
-        if (t.approval && !t.decision) {
-          out.push({
-            kind: 'approval',
-            toolUseId: t.id,
-            name: t.name,
-            input: t.input,
-            policy: t.approval.policy,
-            onTimeout: t.approval.onTimeout,
-            ...(t.approval.expiresAt !== undefined ? { expiresAt: new Date(t.approval.expiresAt).toISOString() } : {}),
-          });
-        } else if (clientTools.has(t.name) && !answered.has(t.id) && cleared(t)) {
-          out.push({ kind: 'client_tool', toolUseId: t.id, name: t.name, input: t.input });
-        }
-      }
-      return out;
-    },
-  };
+    }
+    return out;
+  }
 }

@@ -7,9 +7,8 @@
 import { RetryState } from '@temporalio/common';
 import { ActivityFailure, ApplicationFailure, sleep } from '@temporalio/workflow';
 import type { Agent } from '../session/agent';
-import type { NewEvent } from '../session/events';
 import { Failure } from '../session/failure-types';
-import type { RunState } from './run-state';
+import type { SessionRun } from './session-run';
 
 /** The failure types (src/model/errors.ts) of a model call that a later attempt may well not meet. */
 export const TRANSIENT_MODEL_FAILURES: readonly string[] = [
@@ -54,7 +53,7 @@ function asActivityFailure(err: unknown): unknown {
  * Runs `call` until it returns, fails with anything but a transient failure, or has failed
  * `policy.maxAttempts` times; each retry is logged and waited for in `rescheduling`.
  */
-export async function withLoggedRetries<T>(call: () => Promise<T>, rs: RunState, append: (e: NewEvent) => unknown, policy: Agent['limits']['modelRetry']): Promise<T> {
+export async function withLoggedRetries<T>(call: () => Promise<T>, run: SessionRun, policy: Agent['limits']['modelRetry']): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
@@ -63,16 +62,10 @@ export async function withLoggedRetries<T>(call: () => Promise<T>, rs: RunState,
       const failure = transientFailure(err);
       if (!failure || attempt >= policy.maxAttempts) throw err;
       const waitMs = Math.max(1, Math.round(failure.retryAfterMs ?? backoffMs(policy, attempt)));
-      append({ type: 'model_retry_scheduled', attempt, error: { type: failure.type, message: failure.message }, retryAt: new Date(Date.now() + waitMs).toISOString() });
-      const before = rs.state;
-      rs.state = 'rescheduling';
-      try {
-        await sleep(waitMs);
-      } finally {
-        // An interrupt or the end cuts the wait; the turn's end sets the state from here.
-        if (rs.state === 'rescheduling') rs.state = before;
-      }
-      append({ type: 'model_retry_started', attempt: attempt + 1 });
+      run.append({ type: 'model_retry_scheduled', attempt, error: { type: failure.type, message: failure.message }, retryAt: new Date(Date.now() + waitMs).toISOString() });
+      // An interrupt or the end cuts the wait.
+      await run.rescheduled(() => sleep(waitMs));
+      run.append({ type: 'model_retry_started', attempt: attempt + 1 });
     }
   }
 }

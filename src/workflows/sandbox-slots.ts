@@ -1,6 +1,6 @@
 // The hands of one run: its sandboxes by name, provisioned on first use, replaced when lost, stopped when idle,
 // destroyed at the end. Tool calls, file copies, hand-off and sub-agents all reach sandboxes through this object.
-import { ApplicationFailure, isCancellation, log, patched } from '@temporalio/workflow';
+import { ApplicationFailure, condition, isCancellation, log, patched } from '@temporalio/workflow';
 import type { ProvisionOutput } from '../hands/activities';
 import type { Agent, BoundTool } from '../session/agent';
 import type { NewEvent } from '../session/events';
@@ -9,15 +9,15 @@ import { lostWhileRunning, notProvisioned } from '../session/model-sentences';
 import { TOOL_KINDS, toolSummary } from '../tools/registry';
 import { HANDS_POOL, type SessionActivities } from './activity-options';
 import { failureMessage, failureType } from './failures';
-import type { SandboxSlot } from '../session/contract';
+import type { HandedSandbox, SandboxSlot } from '../session/contract';
 import { invalidInput, toolError, type ToolOutcome } from '../tools/kind';
 import { Failure } from '../session/failure-types';
 
 export class SandboxSlots {
   /** The sandboxes this run holds, by name (a slot handed to another session stays, marked). */
-  readonly byName: Map<string, SandboxSlot>;
+  private readonly byName: Map<string, SandboxSlot>;
   /** The host a lost sandbox lived on: its replacement goes there first, to mount the same workspace. */
-  readonly lastHost: Map<string, string>;
+  private readonly lastHost: Map<string, string>;
   private readonly provisioning = new Map<string, Promise<SandboxSlot>>();
   readonly onHost: SessionActivities['onHost'];
 
@@ -33,9 +33,42 @@ export class SandboxSlots {
     this.onHost = activities.onHost;
   }
 
+  /** The slot held under `name`, if any (handed off or not). */
+  held(name: string): SandboxSlot | undefined {
+    return this.byName.get(name);
+  }
+
+  /** Every slot held, in the order they were taken. */
+  all(): SandboxSlot[] {
+    return [...this.byName.values()];
+  }
+
+  /** Takes a sandbox another session passed here, replacing any slot of that name; returns the replaced slot. */
+  receive(sandbox: HandedSandbox, lentBy?: string): SandboxSlot | undefined {
+    const previous = this.byName.get(sandbox.name);
+    this.byName.set(sandbox.name, { ...sandbox, lastUsed: Date.now(), ...(lentBy ? { lentBy } : {}) });
+    return previous;
+  }
+
+  /** The slot now belongs to session `to` (undefined: back to this one); the slot stays so its calls are denied. */
+  handTo(slot: SandboxSlot, to: string | undefined): void {
+    slot.handedTo = to;
+  }
+
   /** Whether this session's agent declares a sandbox of that name. */
   declares(name: string): boolean {
     return name in this.agent.sandboxes;
+  }
+
+  /** Provisions every declared sandbox now (provision 'eager'); one that fails is an error event. */
+  async provisionAll(): Promise<void> {
+    for (const name of Object.keys(this.agent.sandboxes)) {
+      try {
+        await this.ensure(name);
+      } catch (err) {
+        this.append({ type: 'error', kind: 'sandbox', message: notProvisioned(name, failureMessage(err)) });
+      }
+    }
   }
 
   /** One provisioning per sandbox at a time, shared by tool calls and file copies. */
@@ -137,6 +170,19 @@ export class SandboxSlots {
       } catch (err) {
         this.markLost(slot, `could not stop idle sandbox: ${failureMessage(err)}`);
       }
+    }
+  }
+
+  /** Waits until `ready` holds, stopping each running sandbox as it falls idle meanwhile. */
+  async idleUntil(ready: () => boolean): Promise<void> {
+    for (;;) {
+      const deadline = this.nextIdleDeadline();
+      if (deadline === undefined) {
+        await condition(ready);
+        break;
+      }
+      if (await condition(ready, Math.max(1, deadline - Date.now()))) break;
+      await this.stopIdle();
     }
   }
 

@@ -1,10 +1,10 @@
 // The session's API as the workflow serves it: every signal, update and query, registered in one place and in
 // one order (a handler set late receives what arrived before it, in registration order).
-import { ApplicationFailure, CancellationScope, condition, log, setHandler, uuid4 } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, log, setHandler, uuid4 } from '@temporalio/workflow';
 import { formatIssues, type Agent } from '../session/agent';
 import { MAX_FILE_BYTES } from '../session/paths';
 import type { ToolGate } from './approvals';
-import type { createHandoff } from './handoff';
+import type { Handoff } from './handoff';
 import {
   EventsQueryArgsSchema,
   GetFileSchema,
@@ -25,36 +25,32 @@ import {
   userMessageSignal,
   type Carry,
 } from '../session/contract';
-import type { RunState } from './run-state';
+import type { SessionRun } from './session-run';
 import type { SandboxSlots } from './sandbox-slots';
-import type { createSubagents } from './subagents';
+import type { Subagents } from './subagents';
 import { Failure } from '../session/failure-types';
 
 export interface SessionParts {
   agent: Agent;
-  rs: RunState;
+  run: SessionRun;
   slots: SandboxSlots;
   gate: ToolGate;
-  handoff: ReturnType<typeof createHandoff>;
-  subagents: ReturnType<typeof createSubagents>;
+  handoff: Handoff;
+  subagents: Subagents;
   /** The Carry a handover would give the next run now. */
-  snapshot: (inTurn?: { round: number }) => Carry;
+  carry: (inTurn?: { round: number }) => Carry;
 }
 
 /** The state a client sees: `requires_action` while a turn waits on a person or the calling application. */
-export const visibleState = (p: Pick<SessionParts, 'rs' | 'gate'>) => (p.rs.state === 'running' && p.gate.waiting() ? ('requires_action' as const) : p.rs.state);
+export const visibleState = (p: Pick<SessionParts, 'run' | 'gate'>) => (p.run.state === 'running' && p.gate.waiting() ? ('requires_action' as const) : p.run.state);
 
 export function registerSessionHandlers(p: SessionParts): void {
-  const { agent, rs, slots, gate, handoff, subagents } = p;
-  const assertOpen = () => rs.assertOpen();
+  const { agent, run, slots, gate, handoff, subagents } = p;
+  const assertOpen = () => run.assertOpen();
 
   handoff.register(assertOpen);
   subagents.register();
-  CancellationScope.current().cancelRequested.catch(() => {
-    if (rs.endReason !== undefined) return;
-    rs.endReason = 'cancelled';
-    rs.turn?.scope.cancel();
-  });
+  CancellationScope.current().cancelRequested.catch(() => run.requestEnd('cancelled'));
 
   setHandler(userMessageSignal, (raw) => {
     const result = UserMessageSchema.safeParse(raw);
@@ -62,14 +58,14 @@ export function registerSessionHandlers(p: SessionParts): void {
       log.warn('userMessage signal rejected', { error: formatIssues(result.error) });
       return;
     }
-    if (rs.endReason !== undefined) {
+    if (run.endReason !== undefined) {
       log.warn('userMessage signal ignored: session has ended');
       return;
     }
-    rs.acceptUserMessage(result.data);
+    run.acceptUserMessage(result.data);
   });
 
-  setHandler(sendMessageUpdate, (raw) => ({ seq: rs.acceptUserMessage(UserMessageSchema.parse(raw)) }), {
+  setHandler(sendMessageUpdate, (raw) => ({ seq: run.acceptUserMessage(UserMessageSchema.parse(raw)) }), {
     validator: (raw) => {
       const result = UserMessageSchema.safeParse(raw);
       if (!result.success) throw ApplicationFailure.nonRetryable(`invalid message: ${formatIssues(result.error)}`, Failure.Session.InvalidMessage);
@@ -82,7 +78,7 @@ export function registerSessionHandlers(p: SessionParts): void {
     async (raw) => {
       const req = PutFileSchema.parse(raw);
       const path = slots.fileTarget(req.sandbox, req.path);
-      const r = await slots.onFileSandbox(req.sandbox, Failure.Files.Put, (host, sandboxId) => host.putFile({ sessionId: rs.sessionId, sandboxId, key: `put-${uuid4()}`, path, contentBase64: req.contentBase64 }));
+      const r = await slots.onFileSandbox(req.sandbox, Failure.Files.Put, (host, sandboxId) => host.putFile({ sessionId: run.sessionId, sandboxId, key: `put-${uuid4()}`, path, contentBase64: req.contentBase64 }));
       return { path, bytes: r.bytes };
     },
     {
@@ -102,7 +98,7 @@ export function registerSessionHandlers(p: SessionParts): void {
     async (raw) => {
       const req = GetFileSchema.parse(raw);
       const path = slots.fileTarget(req.sandbox, req.path);
-      const r = await slots.onFileSandbox(req.sandbox, Failure.Files.Get, (host, sandboxId) => host.getFile({ sessionId: rs.sessionId, sandboxId, key: `get-${uuid4()}`, path }));
+      const r = await slots.onFileSandbox(req.sandbox, Failure.Files.Get, (host, sandboxId) => host.getFile({ sessionId: run.sessionId, sandboxId, key: `get-${uuid4()}`, path }));
       return { path, ...r };
     },
     {
@@ -120,35 +116,14 @@ export function registerSessionHandlers(p: SessionParts): void {
   setHandler(interruptSignal, (raw) => {
     const parsedReason = ReasonSchema.safeParse(raw ?? {});
     const reason = (parsedReason.success && parsedReason.data.reason) || 'interrupted by user';
-    if (rs.handover) rs.handover.interruptReason = reason;
-    if (!rs.turn) return;
-    rs.turn.interruptReason = reason;
-    rs.turn.scope.cancel();
+    run.interrupt(reason);
   });
 
   // The interrupt with an acknowledgement. It cannot wait for a handover in progress (which waits for every
   // handler to finish first); that run appends the interrupt before it hands over.
   setHandler(
     interruptUpdate,
-    async (raw) => {
-      const reason = ReasonSchema.parse(raw ?? {}).reason || 'interrupted by user';
-      const from = rs.nextSeq();
-      if (rs.handover) rs.handover.interruptReason = reason;
-      const turn = rs.turn;
-      if (turn) {
-        turn.interruptReason = reason;
-        turn.scope.cancel();
-        await condition(() => rs.lastInterruptedSeq >= from || rs.turn !== turn || rs.endReason !== undefined);
-        if (rs.lastInterruptedSeq >= from) return { seq: rs.lastInterruptedSeq, after: from };
-        if (rs.endReason !== undefined) throw ApplicationFailure.nonRetryable('session has ended', Failure.Session.Ended);
-      }
-      if (rs.handover) {
-        rs.handover.interruptReason = reason;
-        return { seq: null, after: from };
-      }
-      // No turn runs (or it ended on its own meanwhile): the interrupt is recorded all the same.
-      return { seq: rs.append({ type: 'interrupted', reason }).seq, after: from };
-    },
+    (raw) => run.interruptAcknowledged(ReasonSchema.parse(raw ?? {}).reason || 'interrupted by user'),
     {
       validator: (raw) => {
         const r = ReasonSchema.safeParse(raw ?? {});
@@ -158,7 +133,7 @@ export function registerSessionHandlers(p: SessionParts): void {
     },
   );
 
-  setHandler(updateSessionUpdate, (raw) => ({ seq: rs.append({ type: 'session_updated', ...SessionUpdateSchema.parse(raw) }).seq }), {
+  setHandler(updateSessionUpdate, (raw) => ({ seq: run.append({ type: 'session_updated', ...SessionUpdateSchema.parse(raw) }).seq }), {
     validator: (raw) => {
       const r = SessionUpdateSchema.safeParse(raw);
       if (!r.success) throw ApplicationFailure.nonRetryable(`invalid session update: ${formatIssues(r.error)}`, Failure.Session.InvalidMessage);
@@ -167,32 +142,31 @@ export function registerSessionHandlers(p: SessionParts): void {
   });
 
   setHandler(endSignal, (raw) => {
-    if (rs.endReason !== undefined) return;
+    if (run.endReason !== undefined) return;
     const reason = ReasonSchema.safeParse(raw ?? {});
-    rs.endReason = (reason.success && reason.data.reason) || 'ended by user';
-    rs.turn?.scope.cancel();
+    run.requestEnd((reason.success && reason.data.reason) || 'ended by user');
   });
 
   setHandler(eventsQuery, (raw) => {
     const parsedArgs = EventsQueryArgsSchema.safeParse(raw ?? {});
     // A readable refusal (see READABLE_FAILURE_TYPES): a query's failure reaches a client as its message alone.
     if (!parsedArgs.success) throw ApplicationFailure.nonRetryable(`invalid events query: ${formatIssues(parsedArgs.error)}`, Failure.Session.InvalidQuery);
-    return rs.eventsPage(parsedArgs.data);
+    return run.eventsPage(parsedArgs.data);
   });
 
   setHandler(handoverQuery, () => ({
     agent,
-    carry: p.snapshot(rs.state === 'running' || rs.state === 'rescheduling' ? { round: rs.currentRound } : undefined),
-    firstSeq: rs.baseSeq,
+    carry: p.carry(run.state === 'running' || run.state === 'rescheduling' ? { round: run.currentRound } : undefined),
+    firstSeq: run.baseSeq,
   }));
 
   setHandler(statusQuery, () => ({
     state: visibleState(p),
-    lastSeq: rs.nextSeq() - 1,
-    firstSeq: rs.baseSeq,
-    run: rs.run,
+    lastSeq: run.nextSeq() - 1,
+    firstSeq: run.baseSeq,
+    run: run.run,
     sandboxes: slots.status(),
-    usage: { ...rs.usage },
+    usage: { ...run.usage },
     subagents: subagents.status(),
     pending: gate.pending(),
   }));

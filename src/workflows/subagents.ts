@@ -95,47 +95,53 @@ export interface SubagentContext {
   closed: () => boolean;
 }
 
-export function createSubagents(ctx: SubagentContext) {
+export class Subagents {
   /** Children whose spawn_agent result is not in the log yet, by tool_use id. */
-  const running = new Map<string, SubagentRef>((ctx.carried?.subagents ?? []).map((r) => [r.toolUseId, { ...r }]));
+  private readonly running: Map<string, SubagentRef>;
   /** spawn_agent calls refused before a child started. */
-  const refused = new Map<string, ToolOutcome>();
-  const fromChildren: Usage = { ...(ctx.carried?.subagentUsage ?? zeroUsage()) };
+  private readonly refused = new Map<string, ToolOutcome>();
+  private readonly fromChildren: Usage;
   /** Children started by this run, whose close this run sees; others were carried over from an earlier run. */
-  const watched = new Set<string>();
-  const checks = proxyActivities<SubagentActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 3, initialInterval: 1000 } });
+  private readonly watched = new Set<string>();
+  private readonly checks = proxyActivities<SubagentActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 3, initialInterval: 1000 } });
 
-  const outcomeOf = (ref: SubagentRef): ToolOutcome => {
+  constructor(private readonly ctx: SubagentContext) {
+    this.running = new Map<string, SubagentRef>((ctx.carried?.subagents ?? []).map((r) => [r.toolUseId, { ...r }]));
+    this.fromChildren = { ...(ctx.carried?.subagentUsage ?? zeroUsage()) };
+  }
+
+  private outcomeOf(ref: SubagentRef): ToolOutcome {
     const r = ref.result!;
     return r.isError ? toolError(r.output, 'tool') : { output: r.output, isError: false };
-  };
+  }
 
   /** A child closed without a report (it failed, or was terminated): its crash stays with it. */
-  const onChildClosed = async (toolUseId: string, childId: string, why: string) => {
-    const ref = running.get(toolUseId);
+  private async onChildClosed(toolUseId: string, childId: string, why: string): Promise<void> {
+    const ref = this.running.get(toolUseId);
     if (!ref || ref.result) return;
-    await ctx.handoff.reclaimFrom(childId);
-    ctx.append({ type: 'subagent_finished', sessionId: childId, toolUseId, isError: true });
+    await this.ctx.handoff.reclaimFrom(childId);
+    this.ctx.append({ type: 'subagent_finished', sessionId: childId, toolUseId, isError: true });
     ref.result = { output: `the sub-agent session ${childId} stopped without answering: ${why}`, isError: true };
-  };
+  }
 
   /**
    * Waits until `ready` holds. A child carried over from an earlier run may close without a word (terminated,
    * failed): it reports before it closes, so a closed child with no report has crashed.
    */
-  const waitFor = async (ref: SubagentRef, ready: () => boolean): Promise<void> => {
-    if (watched.has(ref.toolUseId) || !patched('subagent-close-check')) return condition(ready);
-    while (!(await condition(ready, ctx.agent.limits.subagentCheckMs))) {
-      const closed = await checks.closedSessions({ sessionIds: [ref.sessionId] }).catch((err): string[] => {
+  private async waitFor(ref: SubagentRef, ready: () => boolean): Promise<void> {
+    if (this.watched.has(ref.toolUseId) || !patched('subagent-close-check')) return condition(ready);
+    while (!(await condition(ready, this.ctx.agent.limits.subagentCheckMs))) {
+      const closed = await this.checks.closedSessions({ sessionIds: [ref.sessionId] }).catch((err): string[] => {
         if (isCancellation(err)) throw err;
         return [];
       });
-      if (closed.includes(ref.sessionId)) await onChildClosed(ref.toolUseId, ref.sessionId, 'its session closed without a report');
+      if (closed.includes(ref.sessionId)) await this.onChildClosed(ref.toolUseId, ref.sessionId, 'its session closed without a report');
     }
-  };
+  }
 
-  const start = async (use: { id: string; input: unknown }): Promise<void> => {
-    const refuse = (message: string, kind: 'tool' | 'infra' = 'tool') => void refused.set(use.id, toolError(message, kind));
+  private async start(use: { id: string; input: unknown }): Promise<void> {
+    const { ctx } = this;
+    const refuse = (message: string, kind: 'tool' | 'infra' = 'tool') => void this.refused.set(use.id, toolError(message, kind));
     const input = SpawnAgentInputSchema.safeParse(use.input ?? {});
     if (!input.success) return refuse(`invalid input for spawn_agent: ${formatIssues(input.error)}`);
     const { task, agent: name, sandboxes: lend = [] } = input.data;
@@ -172,108 +178,105 @@ export function createSubagents(ctx: SubagentContext) {
     }
     ctx.append({ type: 'subagent_started', sessionId: childId, toolUseId: use.id, ...(name !== undefined ? { agent: name } : {}) });
     for (const slot of slots) ctx.handoff.markHandedOff(slot, childId);
-    running.set(use.id, { toolUseId: use.id, sessionId: childId, lent: slots.map((s) => s.name) });
-    watched.add(use.id);
+    this.running.set(use.id, { toolUseId: use.id, sessionId: childId, lent: slots.map((s) => s.name) });
+    this.watched.add(use.id);
     // Within this run the child's close is seen directly; a child that reported has closed normally after it.
     void handle.result().then(
-      () => onChildClosed(use.id, childId, 'it ended without a report'),
-      (err) => onChildClosed(use.id, childId, failureMessage(err)),
+      () => this.onChildClosed(use.id, childId, 'it ended without a report'),
+      (err) => this.onChildClosed(use.id, childId, failureMessage(err)),
     );
-  };
+  }
 
-  const api = {
-    register(): void {
-      setHandler(subagentFinishedSignal, (raw) => api.onReport(raw));
-    },
+  register(): void {
+    setHandler(subagentFinishedSignal, (raw) => this.onReport(raw));
+  }
 
-    /** Starts a child for each spawn_agent call of one reply, in order; they then run in parallel. */
-    async startAll(uses: readonly { id: string; input: unknown }[]): Promise<void> {
-      for (const use of uses) await start(use);
-    },
+  /** Starts a child for each spawn_agent call of one reply, in order; they then run in parallel. */
+  async startAll(uses: readonly { id: string; input: unknown }[]): Promise<void> {
+    for (const use of uses) await this.start(use);
+  }
 
-    /** The spawn_agent result for `toolUseId`, once its child has answered. */
-    async result(toolUseId: string): Promise<ToolOutcome> {
-      const early = refused.get(toolUseId);
-      if (early) {
-        refused.delete(toolUseId);
-        return early;
-      }
-      const ref = running.get(toolUseId);
-      if (!ref) return toolError('this sub-agent is no longer tracked by the session', 'infra');
-      await waitFor(ref, () => ref.result !== undefined);
-      running.delete(toolUseId);
-      return outcomeOf(ref);
-    },
+  /** The spawn_agent result for `toolUseId`, once its child has answered. */
+  async result(toolUseId: string): Promise<ToolOutcome> {
+    const early = this.refused.get(toolUseId);
+    if (early) {
+      this.refused.delete(toolUseId);
+      return early;
+    }
+    const ref = this.running.get(toolUseId);
+    if (!ref) return toolError('this sub-agent is no longer tracked by the session', 'infra');
+    await this.waitFor(ref, () => ref.result !== undefined);
+    this.running.delete(toolUseId);
+    return this.outcomeOf(ref);
+  }
 
-    /** Whether this run knows the spawn_agent call: its child runs, or it was refused before one started. */
-    tracks(toolUseId: string): boolean {
-      return running.has(toolUseId) || refused.has(toolUseId);
-    },
+  /** Whether this run knows the spawn_agent call: its child runs, or it was refused before one started. */
+  tracks(toolUseId: string): boolean {
+    return this.running.has(toolUseId) || this.refused.has(toolUseId);
+  }
 
-    /**
-     * For a call whose child still runs: resolves true once the child has answered, false as soon as
-     * `handOverNow` holds first. Undefined for any other call.
-     */
-    awaitResult(toolUseId: string, handOverNow: () => boolean): Promise<boolean> | undefined {
-      const ref = running.get(toolUseId);
-      if (!ref || ref.result) return undefined;
-      return waitFor(ref, () => ref.result !== undefined || handOverNow()).then(() => ref.result !== undefined);
-    },
+  /**
+   * For a call whose child still runs: resolves true once the child has answered, false as soon as
+   * `handOverNow` holds first. Undefined for any other call.
+   */
+  awaitResult(toolUseId: string, handOverNow: () => boolean): Promise<boolean> | undefined {
+    const ref = this.running.get(toolUseId);
+    if (!ref || ref.result) return undefined;
+    return this.waitFor(ref, () => ref.result !== undefined || handOverNow()).then(() => ref.result !== undefined);
+  }
 
-    /** The subagentFinished signal: a child's answer, its usage and the sandboxes it hands back. */
-    async onReport(raw: unknown): Promise<void> {
-      const parsed = SubagentReportSchema.safeParse(raw);
-      if (!parsed.success) {
-        log.warn('subagentFinished signal rejected', { error: formatIssues(parsed.error) });
-        return;
-      }
-      const report = parsed.data;
-      if (ctx.closed()) {
-        log.warn('subagentFinished signal ignored: session has ended', { sessionId: report.sessionId });
-        return;
-      }
-      if (childSessionId(ctx.sessionId, report.toolUseId) !== report.sessionId) {
-        log.warn('subagentFinished signal ignored: not from a child of this session', { sessionId: report.sessionId });
-        return;
-      }
-      addUsage(ctx.usage, report.usage);
-      addUsage(fromChildren, report.usage);
-      ctx.append({ type: 'subagent_finished', sessionId: report.sessionId, toolUseId: report.toolUseId, isError: report.isError, usage: report.usage });
-      for (const s of report.returned) await ctx.handoff.receive(report.sessionId, s);
-      ctx.handoff.forgetHeldBy(report.sessionId, `session ${report.sessionId} ended without handing it back`);
-      const ref = running.get(report.toolUseId);
-      if (ref && !ref.result) ref.result = { output: report.output, isError: report.isError };
-    },
+  /** The subagentFinished signal: a child's answer, its usage and the sandboxes it hands back. */
+  async onReport(raw: unknown): Promise<void> {
+    const { ctx } = this;
+    const parsed = SubagentReportSchema.safeParse(raw);
+    if (!parsed.success) {
+      log.warn('subagentFinished signal rejected', { error: formatIssues(parsed.error) });
+      return;
+    }
+    const report = parsed.data;
+    if (ctx.closed()) {
+      log.warn('subagentFinished signal ignored: session has ended', { sessionId: report.sessionId });
+      return;
+    }
+    if (childSessionId(ctx.sessionId, report.toolUseId) !== report.sessionId) {
+      log.warn('subagentFinished signal ignored: not from a child of this session', { sessionId: report.sessionId });
+      return;
+    }
+    addUsage(ctx.usage, report.usage);
+    addUsage(this.fromChildren, report.usage);
+    ctx.append({ type: 'subagent_finished', sessionId: report.sessionId, toolUseId: report.toolUseId, isError: report.isError, usage: report.usage });
+    for (const s of report.returned) await ctx.handoff.receive(report.sessionId, s);
+    ctx.handoff.forgetHeldBy(report.sessionId, `session ${report.sessionId} ended without handing it back`);
+    const ref = this.running.get(report.toolUseId);
+    if (ref && !ref.result) ref.result = { output: report.output, isError: report.isError };
+  }
 
-    /** Cancels every child still running; returns the tool_use ids whose results will not be appended. */
-    async cancelRunning(): Promise<string[]> {
-      const ids: string[] = [];
-      for (const ref of [...running.values()]) {
-        running.delete(ref.toolUseId);
-        ids.push(ref.toolUseId);
-        if (ref.result) continue;
-        await getExternalWorkflowHandle(ref.sessionId)
-          .cancel()
-          .catch((err) => log.warn('could not cancel a sub-agent', { sessionId: ref.sessionId, error: failureMessage(err) }));
-      }
-      return ids;
-    },
+  /** Cancels every child still running; returns the tool_use ids whose results will not be appended. */
+  async cancelRunning(): Promise<string[]> {
+    const ids: string[] = [];
+    for (const ref of [...this.running.values()]) {
+      this.running.delete(ref.toolUseId);
+      ids.push(ref.toolUseId);
+      if (ref.result) continue;
+      await getExternalWorkflowHandle(ref.sessionId)
+        .cancel()
+        .catch((err) => log.warn('could not cancel a sub-agent', { sessionId: ref.sessionId, error: failureMessage(err) }));
+    }
+    return ids;
+  }
 
-    /** What the next run carries. */
-    snapshot(): Pick<Carry, 'subagents' | 'subagentUsage'> {
-      return running.size || fromChildren.inputTokens || fromChildren.outputTokens
-        ? { subagents: [...running.values()].map((r) => ({ ...r })), subagentUsage: { ...fromChildren } }
-        : {};
-    },
+  /** What the next run carries. */
+  snapshot(): Pick<Carry, 'subagents' | 'subagentUsage'> {
+    const { running, fromChildren } = this;
+    return running.size || fromChildren.inputTokens || fromChildren.outputTokens
+      ? { subagents: [...running.values()].map((r) => ({ ...r })), subagentUsage: { ...fromChildren } }
+      : {};
+  }
 
-    status() {
-      return { running: [...running.values()].filter((r) => !r.result).map((r) => ({ sessionId: r.sessionId, toolUseId: r.toolUseId })), usage: { ...fromChildren } };
-    },
-  };
-  return api;
+  status() {
+    return { running: [...this.running.values()].filter((r) => !r.result).map((r) => ({ sessionId: r.sessionId, toolUseId: r.toolUseId })), usage: { ...this.fromChildren } };
+  }
 }
-
-export type Subagents = ReturnType<typeof createSubagents>;
 
 /** A child session's last act: its answer, usage and the lent sandboxes, to the parent's current run. */
 export async function reportToParent(parent: ParentRef, report: { sessionId: string; output: string; isError: boolean; usage: Usage; returned: HandedSandbox[] }): Promise<string | undefined> {

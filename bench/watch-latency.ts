@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT, testAgent, uniqueId } from '../test/helpers/env';
-import { AnthropicModelClient } from '../src/model/client';
+import { AnthropicModelClient } from '../src/model/model-client';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { endSignal, sendMessageUpdate } from '../src/session/contract';

@@ -11,7 +11,7 @@ import type { SessionEvent } from './session/events';
 import { formatEvent } from './session/format';
 import { BRAIN_TASK_QUEUE } from './session/queues';
 import { endSignal, eventsQuery, sendMessageUpdate, type SessionWorkflow } from './session/contract';
-import { endsTurn } from './session/turn';
+import { endsTurn } from './session/turn-end';
 
 const TURNS = [
   'Hello! Who are you?',

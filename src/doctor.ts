@@ -6,7 +6,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { Connection } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ConfigError, loadConfig, type Config } from './config';
-import { HANDS_TASK_QUEUE, hostTaskQueue } from './hands/activities';
+import { HANDS_TASK_QUEUE, hostTaskQueue } from './hands/hands-activities';
 import { pingDocker, resolveDockerHost, sandboxImage } from './host/docker-host';
 import { keySource } from './key-files';
 import { dockerFromHost } from './sandbox/docker';

@@ -2,7 +2,7 @@
 // and the reaper removes containers nobody owns any more.
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type Docker from 'dockerode';
-import { createHandsActivities, type ExecuteInput, type ToolOutput } from '../src/hands/activities';
+import { createHandsActivities, type ExecuteInput, type ToolOutput } from '../src/hands/hands-activities';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { reapOrphans } from '../src/sandbox/reaper';

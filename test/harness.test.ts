@@ -126,7 +126,7 @@ describe('retiring the default@2 workaround', () => {
   };
 
   it('deleting the workaround outright breaks the replay of default@2 histories', async () => {
-    const errors = await replay(await bundleWith('./harness', require.resolve('./fixtures/harness-workaround-removed')));
+    const errors = await replay(await bundleWith('./harness-rules', require.resolve('./fixtures/harness-workaround-removed')));
     expect(errors['harness-v1-session.json']).toBeUndefined();
     expect(errors['harness-v2-session.json']).toBeInstanceOf(DeterminismViolationError);
   });

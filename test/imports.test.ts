@@ -119,7 +119,7 @@ const roomOf = (file: string) => {
  * File names that repeat outside index.ts: each pair has one file in src/workflows/ or src/hands/ (or is imported by
  * them under that name), which the session rewrite moves.
  */
-const SHARED_NAMES = ['activities.ts', 'contract.ts', 'harness.ts', 'client.ts'];
+const SHARED_NAMES: string[] = [];
 
 describe('src/', () => {
   const files = sources(SRC);
@@ -181,7 +181,7 @@ describe('src/', () => {
     expect(rooms.filter((r) => floorOf(r) < 0)).toEqual([]);
   });
 
-  it('has no two files of one name, but index.ts (and the names the workflow rewrite still holds)', () => {
+  it('has no two files of one name, but index.ts', () => {
     const byName = new Map<string, string[]>();
     for (const f of files) byName.set(path.basename(f), [...(byName.get(path.basename(f)) ?? []), path.relative(SRC, f)]);
     const repeated = [...byName].filter(([name, at]) => at.length > 1 && name !== 'index.ts' && !SHARED_NAMES.includes(name));

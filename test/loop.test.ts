@@ -9,7 +9,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowHandle } from '@temporalio/client';
 import Anthropic from '@anthropic-ai/sdk';
 import { PREFILL_REFUSAL } from '../src/dev/request-checks';
-import type { ModelRequest } from '../src/model/client';
+import type { ModelRequest } from '../src/model/model-client';
 import type { AgentInput } from '../src/session/agent';
 import type { EventOf, SessionEvent } from '../src/session/events';
 import { EMPTY_REPLY_NUDGE } from '../src/session/harness';

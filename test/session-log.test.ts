@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { FileSessionArchive } from '../src/archive';
-import { createActivities } from '../src/brain/activities';
+import { createActivities } from '../src/brain/brain-activities';
 import { ArchivedSessionLog, CachedSessionLog, MissingEventsError, readEvents, type SessionLog } from '../src/log/session-log';
 import { eventsDigest } from '../src/session/digest';
 import type { SessionEvent } from '../src/session/events';

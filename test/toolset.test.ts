@@ -2,7 +2,7 @@
 // and grep in the workspace, refusing paths that leave it, and the persistent shell the toolset calls bash.
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type Docker from 'dockerode';
-import { createHandsActivities, type ExecuteInput, type ToolOutput } from '../src/hands/activities';
+import { createHandsActivities, type ExecuteInput, type ToolOutput } from '../src/hands/hands-activities';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { SandboxRecipeSchema } from '../src/session/agent';

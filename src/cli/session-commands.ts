@@ -20,7 +20,7 @@ import { parsePriceTable } from '../observability/pricing';
 import { formatDuration, sessionCost, sessionStats } from '../observability/session-stats';
 import { AGENT_MODEL_KEY, AGENT_NAME_KEY, SESSION_STATE_KEY } from '../session/search-attributes';
 import { CliError, connect, err, nonNegativeInt, opError, out, parseMessage, positiveInt, sessionId, sessionLog, uiLink, update, withSession } from './cli-common';
-import { endsTurn } from '../session/turn';
+import { endsTurn } from '../session/turn-end';
 
 export function loadAgent(file: string | undefined, overrides: { system?: string; model?: string }, config: Config): Agent {
   let raw: Record<string, unknown> = {};

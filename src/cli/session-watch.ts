@@ -11,7 +11,7 @@ import { streamingWorkers } from '../stream/discover';
 import { openFrameStream } from '../stream/frames';
 import type { StreamFrame, StreamItem } from '../stream/hub';
 import { streamToken } from '../stream/token';
-import { endsTurn } from '../session/turn';
+import { endsTurn } from '../session/turn-end';
 
 export type WatchMode = 'json' | 'tty' | 'plain';
 

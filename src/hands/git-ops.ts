@@ -8,7 +8,7 @@ import { bundleBranch, explain, mirrorPath, pushBundle, revParse, syncMirror, up
 import type { EgressGate } from '../egress';
 import { BRANCH_NAME_RE, type GitInput } from '../tools/git';
 import { redact } from '../vault';
-import type { GitContext, ToolOutput } from './contract';
+import type { GitContext, ToolOutput } from './hands-contract';
 
 const BUNDLE_DIR = '/tmp/.ma-git';
 

@@ -4,7 +4,7 @@
 import type { ExecRequest, ExecResult } from '../sandbox/provider';
 import type { ToolKind } from '../tools/kind';
 import type { SandboxToolKind, TOOL_KINDS } from '../tools/registry';
-import type { ExecuteInput, ToolOutput } from './contract';
+import type { ExecuteInput, ToolOutput } from './hands-contract';
 import type { GitInput } from '../tools/git';
 import { EDITOR_PY } from '../sandbox/scripts';
 import { FILE_TOOLS_PY } from '../sandbox/file-tools';

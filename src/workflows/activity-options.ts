@@ -1,8 +1,8 @@
 // Every activity the session workflow calls, with its queue, timeouts and retry policy, in one place.
 import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
-import type { createActivities } from '../brain/activities';
-import type { HandsActivities } from '../hands/activities';
-import type { ToolsActivities } from '../mcp/activities';
+import type { createActivities } from '../brain/brain-activities';
+import type { HandsActivities } from '../hands/hands-activities';
+import type { ToolsActivities } from '../mcp/mcp-activities';
 import type { Agent } from '../session/agent';
 import { TOOLS_TASK_QUEUE } from '../session/queues';
 import { Failure } from '../session/failure-types';

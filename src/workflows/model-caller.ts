@@ -6,8 +6,8 @@
 // - the query: the worker reads the events it lacks from the run (a run's first call, and after a long stretch);
 // - the local activity (limits.modelCall 'local'): the call is handed the run's events of its window itself.
 import { patched } from '@temporalio/workflow';
-import type { ModelReply } from '../model/client';
-import type { CallModelInput, CallModelResult } from '../brain/activities';
+import type { ModelReply } from '../model/model-client';
+import type { CallModelInput, CallModelResult } from '../brain/brain-activities';
 import type { Agent } from '../session/agent';
 import { eventsDigest } from '../session/digest';
 import { modelSummary } from '../session/summaries';

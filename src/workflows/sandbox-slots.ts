@@ -1,7 +1,7 @@
 // The hands of one run: its sandboxes by name, provisioned on first use, replaced when lost, stopped when idle,
 // destroyed at the end. Tool calls, file copies, hand-off and sub-agents all reach sandboxes through this object.
 import { ApplicationFailure, condition, isCancellation, log, patched } from '@temporalio/workflow';
-import type { ProvisionOutput } from '../hands/activities';
+import type { ProvisionOutput } from '../hands/hands-activities';
 import type { Agent, BoundTool } from '../session/agent';
 import type { NewEvent } from '../session/events';
 import { resolveWorkspacePath } from '../session/paths';

@@ -1,12 +1,12 @@
 // A turn: model calls and tool rounds, from a user message until the model stops calling tools. It runs in a
 // scope that an interrupt or the end cancels; it ends idle, or hands over between two rounds.
 import { ActivityFailure, isCancellation } from '@temporalio/workflow';
-import type { ModelReply } from '../model/client';
+import type { ModelReply } from '../model/model-client';
 import type { Agent, BoundTool } from '../session/agent';
 import { EMPTY_REPLY_NUDGE } from '../session/harness';
 import type { ToolGate } from './approvals';
 import { failureMessage } from './failures';
-import { shouldReprompt } from './harness';
+import { shouldReprompt } from './harness-rules';
 import type { McpTools } from './mcp-tools';
 import type { ModelCaller } from './model-caller';
 import type { Sealing } from './sealing';

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { z } from 'zod';
 import { ApplicationFailure } from '@temporalio/common';
 import type { WorkflowHandle } from '@temporalio/client';
-import { AnthropicModelClient } from '../../src/model/client';
+import { AnthropicModelClient } from '../../src/model/model-client';
 import { toModelFailure } from '../../src/model/model-errors';
 import { validateRequest } from '../../src/dev/request-checks';
 import { ContentBlockSchema } from '../../src/session/events';

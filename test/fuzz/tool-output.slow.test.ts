@@ -2,7 +2,7 @@
 // Docker sandbox. The output reaches the log and the model as a well-formed string (invalid bytes become
 // U+FFFD, everything else is kept), and no workflow task fails. The 10 MB case is in test/payload-limits.test.ts.
 import fc from 'fast-check';
-import { formatBashOutput } from '../../src/hands/activities';
+import { formatBashOutput } from '../../src/hands/hands-activities';
 import { parseWrapperOutput } from '../../src/sandbox/docker';
 import { sendMessageUpdate } from '../../src/session/contract';
 import { conversationOf, startHarness, startSession, turnDone, waitForEvents, type Harness } from '../helpers/env';

@@ -8,7 +8,7 @@ import { grpcInterceptors } from '../../src/temporal-connection';
 import path from 'node:path';
 import { findTemporalCli } from '../../src/infra/temporal-cli';
 import { MockModelServer } from '../../src/dev/model-server';
-import type { ModelClient } from '../../src/model/client';
+import type { ModelClient } from '../../src/model/model-client';
 import { resolveDockerHost, sandboxImage } from '../../src/host/docker-host';
 import { DockerSandboxProvider } from '../../src/sandbox/docker';
 import type { SandboxProvider } from '../../src/sandbox/provider';

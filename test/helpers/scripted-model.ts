@@ -8,7 +8,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
 import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from '../../src/dev/request-checks';
-import type { ModelCallOptions, ModelClient, ModelReply, ModelRequest } from '../../src/model/client';
+import type { ModelCallOptions, ModelClient, ModelReply, ModelRequest } from '../../src/model/model-client';
 import { compactionReply, isCompactionRequest } from '../../src/dev/model-replies';
 import { completeReply, Gates, type MockBlock, type MockStep } from '../../src/dev/model-script';
 import type { ContentBlock, Usage } from '../../src/session/events';

@@ -10,7 +10,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type Anthropic from '@anthropic-ai/sdk';
 import { McpClientPool } from '../../src/mcp/pool';
 import { McpCredentials, type ApiCredentialLookup } from '../../src/mcp/credentials';
-import { createToolsActivities, type CallMcpToolInput, type CallMcpToolOutput, type ListMcpToolsOutput } from '../../src/mcp/activities';
+import { createToolsActivities, type CallMcpToolInput, type CallMcpToolOutput, type ListMcpToolsOutput } from '../../src/mcp/mcp-activities';
 import type { McpServer } from '../../src/session/agent';
 import { openDb, type Db } from '../../src/storage/db';
 import { FileVault, type SecretVault } from '../../src/vault';

@@ -2,7 +2,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { formatIssues } from '../session/agent';
-import { LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './contract';
+import { LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './hands-contract';
 import { MAX_TOOL_OUTPUT_CHARS } from '../tools/kind';
 import { redact, type SecretVault } from '../vault';
 import { GitError } from '../sandbox/host-git';
@@ -23,7 +23,7 @@ import { SealError } from '../vault/sealed';
 import { SandboxQuotaError, leaseIsLive, type SandboxQuota } from './sandbox-quota';
 
 export { formatBashOutput } from './tool-runners';
-export { HANDS_TASK_QUEUE, LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type GitContext, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './contract';
+export { HANDS_TASK_QUEUE, LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type GitContext, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './hands-contract';
 
 export interface HandsDeps {
   provider: SandboxProvider;

@@ -5,7 +5,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { z } from 'zod';
 import type { SessionArchive } from '../archive';
 import { readEvents, type CachedSessionLog, type LogTail } from '../log/session-log';
-import type { ModelClient, ModelDelta, ModelReply } from '../model/client';
+import type { ModelClient, ModelDelta, ModelReply } from '../model/model-client';
 import type { Publisher, StreamHub } from '../stream';
 import type { StreamPart } from '../stream/hub';
 import { toModelFailure } from '../model/model-errors';

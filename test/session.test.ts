@@ -59,6 +59,21 @@ describe('sessionWorkflow', () => {
     expect(status.usage.inputTokens).toBeGreaterThan(0);
   });
 
+  it('offers every session of one worker the same tool specs, field descriptions included', async () => {
+    // Each session evaluates the tool modules anew, while their schemas are built once per worker.
+    const specs: unknown[] = [];
+    for (let i = 0; i < 3; i++) {
+      const handle = await startSession(h);
+      await say(handle, `Hello ${i}`);
+      specs.push(h.mock.requests(handle.workflowId)[0].body.tools);
+      await handle.signal(endSignal, {});
+    }
+    expect(specs[1]).toEqual(specs[0]);
+    expect(specs[2]).toEqual(specs[0]);
+    const bash = (specs[0] as { name: string; input_schema: { properties: Record<string, { description?: string }> } }[]).find((t) => t.name === 'bash');
+    expect(bash?.input_schema.properties.command.description).toBe('the bash command to run');
+  });
+
   it('accepts input by signal, by update and by a plain-JSON signal from the Temporal CLI', async () => {
     const handle = await startSession(h);
     await handle.signal(userMessageSignal, { text: 'by signal' });

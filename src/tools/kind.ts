@@ -3,6 +3,7 @@
 // where it runs, and the summary line the Web UI shows; registry.ts lists them. See docs/design/architecture.md.
 import { z } from 'zod';
 import { formatIssues } from '../session/issues';
+import { shared } from '../session/shared';
 
 /** A tool as the Messages API offers it to the model. */
 export interface ToolSpec {
@@ -57,7 +58,10 @@ export function defineTool<Input, Kind extends string, Runs extends ToolRuns>(de
   summary(name: string, input: unknown): string;
 }): ToolKind<Input, Kind, Runs> {
   const { description, ...rest } = def;
-  return { ...rest, spec: { name: def.kind, description, input_schema: inputJsonSchema(def.input) } };
+  // Derived once per process: zod keeps `.describe()` in a registry of the evaluation that built the (shared)
+  // schema, so a later session's evaluation would derive the schema without its field descriptions.
+  const spec = shared(`kind.spec.${def.kind}`, () => ({ name: def.kind, description, input_schema: inputJsonSchema(def.input) }));
+  return { ...rest, spec };
 }
 
 /** What a tool call gives back: the tool_result's output, and why it failed if it did. */

@@ -41,11 +41,11 @@ export const WebFetchConfigSchema = shared('web-fetch.WebFetchConfigSchema', () 
   .refine((c) => !(c.allowedDomains && c.blockedDomains), 'allowedDomains and blockedDomains cannot be combined'));
 export type WebFetchConfig = z.infer<typeof WebFetchConfigSchema>;
 
-export const webFetchSpec: ToolSpec = {
+export const webFetchSpec: ToolSpec = shared('web-fetch.webFetchSpec', () => ({
   name: 'web_fetch',
   description:
     'Fetches a web page or text document over http(s) and returns its text (HTML converted to plain text), after a header ' +
     'with its URL, title and content type. Only text content is supported. Private, loopback and platform addresses are ' +
     'refused, as are hosts outside the allowed domains; a refused URL is an error saying why.',
   input_schema: inputJsonSchema(WebFetchInputSchema),
-};
+}));

@@ -14,7 +14,7 @@ import { RuntimeUnavailableError } from '../sandbox/runtime';
 import { SetupFailedError } from '../sandbox/docker';
 import { OwnershipError, type OwnershipRegistry } from '../sandbox/ownership';
 import { toolKind } from '../tools/registry';
-import { TOOL_RUNNERS, type RunContext, type ToolRunner } from './tool-runners';
+import { sandboxRunner, type RunContext } from './tool-runners';
 import type { StreamHub } from '../stream';
 import { StringDecoder } from 'node:string_decoder';
 import { Failure } from '../session/failure-types';
@@ -136,7 +136,7 @@ export function createHandsActivities(deps: HandsDeps) {
     async execute(input: ExecuteInput): Promise<ToolOutput> {
       checkOwner(input.sandboxId, input);
       const kind = toolKind(input.tool);
-      const runner = kind?.runs === 'sandbox' ? (TOOL_RUNNERS[input.tool] as ToolRunner<unknown> | undefined) : undefined;
+      const runner = sandboxRunner(kind);
       if (!kind || !runner) return { output: `unknown sandbox tool: ${String(input.tool).slice(0, 100)}`, isError: true };
       const parsed = kind.input.safeParse(input.input ?? {});
       if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };

@@ -1,8 +1,9 @@
-// How the hands host runs each sandbox tool kind, keyed by kind: a kind without a runner here is a type error,
-// and a call naming no kind of this table is refused. Each runner gets the call's input already parsed with its
-// kind's schema (src/tools/), so a tool's input is parsed once on this side.
+// How the hands host runs each sandbox tool kind. A kind that declares its command (`exec`, in src/tools/) runs it
+// as bash runs a command; every other sandbox kind has its runner in TOOL_RUNNERS, keyed by kind: a kind with
+// neither is a type error, and a call naming no kind is refused. Each runner gets the call's input already parsed
+// with its kind's schema, so a tool's input is parsed once on this side.
 import type { ExecRequest, ExecResult } from '../sandbox/provider';
-import type { ToolKind } from '../tools/kind';
+import type { ExecOf, SandboxExec, ToolKind, ToolRuns } from '../tools/kind';
 import type { SandboxToolKind, TOOL_KINDS } from '../tools/registry';
 import type { ExecuteInput, ToolOutput } from './hands-contract';
 import type { GitInput } from '../tools/git';
@@ -23,6 +24,11 @@ export interface RunContext {
 
 /** The input of a kind, as its schema parses it. */
 type InputOf<K extends SandboxToolKind> = (typeof TOOL_KINDS)[K] extends ToolKind<infer I, string, 'sandbox'> ? I : never;
+
+/** Sandbox kinds that describe their command themselves, and so have no entry in TOOL_RUNNERS. */
+type ExecKind = { [K in SandboxToolKind]: (typeof TOOL_KINDS)[K] extends { exec: (input: never) => SandboxExec } ? K : never }[SandboxToolKind];
+/** Sandbox kinds whose runner TOOL_RUNNERS must hold. */
+export type RunnerKind = Exclude<SandboxToolKind, ExecKind>;
 
 export type ToolRunner<I> = (ctx: RunContext, input: I) => Promise<ToolOutput>;
 
@@ -49,12 +55,18 @@ const fileTool =
     return withOutputRef(r, r.timedOut ? `${r.output}\n[timed out after ${ctx.call.timeoutSeconds} s]` : r.output);
   };
 
-export const TOOL_RUNNERS: { [K in SandboxToolKind]: ToolRunner<InputOf<K>> } = {
+/** Runs a command as bash does: once per tool_use, streamed, within the call's timeout, then `[exit N]`. */
+export async function runExec(ctx: RunContext, exec: SandboxExec): Promise<ToolOutput> {
+  const timeoutSeconds = ctx.call.timeoutSeconds;
+  const { script, env, stdin } = exec;
+  const r = await ctx.streamed({ script, timeoutSeconds, ...(env ? { env } : {}), ...(stdin !== undefined ? { stdin: Buffer.from(stdin) } : {}) });
+  return withOutputRef(r, formatBashOutput(r.output, r.exitCode, r.timedOut, timeoutSeconds));
+}
+
+export const TOOL_RUNNERS: { [K in RunnerKind]: ToolRunner<InputOf<K>> } = {
   async bash(ctx, input) {
     if (input.command === undefined) return { output: 'tool has been restarted.', isError: false };
-    const timeoutSeconds = ctx.call.timeoutSeconds;
-    const r = await ctx.streamed({ script: input.command, timeoutSeconds });
-    return withOutputRef(r, formatBashOutput(r.output, r.exitCode, r.timedOut, timeoutSeconds));
+    return runExec(ctx, { script: input.command });
   },
 
   async shell(ctx, input) {
@@ -87,3 +99,14 @@ export const TOOL_RUNNERS: { [K in SandboxToolKind]: ToolRunner<InputOf<K>> } = 
   glob: fileTool('glob'),
   grep: fileTool('grep'),
 };
+
+/**
+ * The runner of a sandbox kind: its own `exec`, or its entry in TOOL_RUNNERS. None for a kind that does not run in
+ * a sandbox, or that has neither; there is no catch-all.
+ */
+export function sandboxRunner(kind: { kind: string; runs: ToolRuns; exec?: ExecOf<never> } | undefined): ToolRunner<unknown> | undefined {
+  if (kind?.runs !== 'sandbox') return undefined;
+  const exec = kind.exec as ExecOf<unknown> | undefined;
+  if (exec) return (ctx, input) => runExec(ctx, exec(input));
+  return Object.hasOwn(TOOL_RUNNERS, kind.kind) ? (TOOL_RUNNERS[kind.kind as RunnerKind] as ToolRunner<unknown>) : undefined;
+}

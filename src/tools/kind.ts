@@ -15,6 +15,20 @@ export interface ToolSpec {
 /** `sandbox`: on the hands host, in the sandbox the call is bound to; `workflow`: the session runs it itself. */
 export type ToolRuns = 'sandbox' | 'workflow';
 
+/**
+ * A command a sandbox kind runs for a call: bash source run in the workspace directory, once per tool_use, its
+ * output streamed live and returned as bash's is (then a last line `[exit N]`), within the call's timeout.
+ */
+export interface SandboxExec {
+  script: string;
+  env?: Record<string, string>;
+  /** Written to the command's stdin, as UTF-8. */
+  stdin?: string;
+}
+
+/** How a sandbox kind runs, as a pure and deterministic function of its parsed input (this folder is workflow code). */
+export type ExecOf<Input> = (input: Input) => SandboxExec;
+
 export interface ToolKind<Input = unknown, Kind extends string = string, Runs extends ToolRuns = ToolRuns> {
   kind: Kind;
   spec: ToolSpec;
@@ -22,6 +36,8 @@ export interface ToolKind<Input = unknown, Kind extends string = string, Runs ex
   runs: Runs;
   /** A sandbox tool that needs a repo declared on its sandbox. */
   needsRepo?: boolean;
+  /** A sandbox tool's command, if the kind describes it itself; without it, its runner is in hands/tool-runners.ts. */
+  exec?: ExecOf<Input>;
   /** The activity summary the Web UI shows for a call, named by the model-facing tool name. */
   summary(name: string, input: unknown): string;
 }
@@ -48,15 +64,22 @@ export function inputJsonSchema(input: z.ZodType): ToolSpec['input_schema'] {
   return { ...schema, type: 'object', properties: schema.properties ?? {} };
 }
 
-/** A tool kind from its parts; its spec's input_schema is derived from `input` (field descriptions from `.describe()`). */
-export function defineTool<Input, Kind extends string, Runs extends ToolRuns>(def: {
+interface ToolDef<Input, Kind extends string, Runs extends ToolRuns> {
   kind: Kind;
   runs: Runs;
   needsRepo?: boolean;
   input: z.ZodType<Input, unknown>;
   description: string;
   summary(name: string, input: unknown): string;
-}): ToolKind<Input, Kind, Runs> {
+}
+
+/**
+ * A tool kind from its parts; its spec's input_schema is derived from `input` (field descriptions from `.describe()`).
+ * A sandbox kind given `exec` runs that command and needs no entry in TOOL_RUNNERS; its type says it has one.
+ */
+export function defineTool<Input, Kind extends string>(def: ToolDef<Input, Kind, 'sandbox'> & { exec: ExecOf<Input> }): ToolKind<Input, Kind, 'sandbox'> & { exec: ExecOf<Input> };
+export function defineTool<Input, Kind extends string, Runs extends ToolRuns>(def: ToolDef<Input, Kind, Runs>): ToolKind<Input, Kind, Runs>;
+export function defineTool<Input, Kind extends string, Runs extends ToolRuns>(def: ToolDef<Input, Kind, Runs> & { exec?: ExecOf<Input> }): ToolKind<Input, Kind, Runs> {
   const { description, ...rest } = def;
   // Derived once per process: zod keeps `.describe()` in a registry of the evaluation that built the (shared)
   // schema, so a later session's evaluation would derive the schema without its field descriptions.

@@ -21,11 +21,11 @@ export const WebFetchInputSchema = shared('web-fetch.WebFetchInputSchema', () =>
 export type WebFetchInput = z.infer<typeof WebFetchInputSchema>;
 
 /** A plain hostname such as docs.example.com: no scheme, port or path. */
-const DomainSchema = z
+const DomainSchema = shared('web-fetch.DomainSchema', () => z
   .string()
   .min(1)
   .max(253)
-  .regex(/^(?=.*[a-z0-9])[a-z0-9.-]+$/i, 'a domain is a plain hostname such as docs.example.com, with no scheme, port or path');
+  .regex(/^(?=.*[a-z0-9])[a-z0-9.-]+$/i, 'a domain is a plain hostname such as docs.example.com, with no scheme, port or path'));
 
 /** The agent file's `webFetch`: which hosts it may fetch from, and how much of a page's text reaches the model. */
 export const WebFetchConfigSchema = shared('web-fetch.WebFetchConfigSchema', () => z

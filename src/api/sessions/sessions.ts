@@ -14,7 +14,7 @@ import { getEnvironment } from '../environments';
 import { ApiError, badRequest, conflict, notFound } from '../api-error';
 import { SessionFeeds } from './feed';
 import { eventId } from './projection';
-import { getVault } from '../vaults';
+import { getVault } from '../vaults/vaults';
 import { eventsPerSend, withSessionSlot } from '../quotas';
 import { streamRoute } from './events-stream';
 import { interruptAck, recordSessionUpdate } from './log-writes';

@@ -2,6 +2,7 @@
 // anything) and takes an optimistic `version`; a stale one is a 409 the SDK must not retry.
 import { z } from 'zod';
 import type { Queryable } from '../storage/db';
+import { agentExists, archiveAgent, findAgent, insertAgent, insertAgentVersion, listAgentVersions, listAgents, type AgentRow } from '../storage/repos/agents-repo';
 import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, PageQuerySchema, TimeQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './shared-fields';
 import type { ApiApp, ApiDeps } from './route-context';
 import { ApiError, badRequest, conflict, notFound } from './api-error';
@@ -132,18 +133,7 @@ function checkBody(body: AgentBody): void {
   }
 }
 
-interface AgentRow {
-  id: string;
-  pos: number;
-  version: number;
-  created_at: Date;
-  updated_at: Date;
-  archived_at: Date | null;
-  body: AgentBody;
-  version_created_at: Date;
-}
-
-function toAgent(r: AgentRow, latest: boolean): ApiAgent {
+function toAgent(r: AgentRow<AgentBody>, latest: boolean): ApiAgent {
   return {
     ...r.body,
     tools: withWebToolsResolved(r.body.tools),
@@ -156,22 +146,16 @@ function toAgent(r: AgentRow, latest: boolean): ApiAgent {
   };
 }
 
-const SELECT = `select a.id, a.pos, v.version, a.created_at, a.updated_at, a.archived_at, v.body, v.created_at as version_created_at
-  from agents a join agent_versions v on v.agent_id = a.id`;
-
 /** One agent of the workspace at `version` (default: the latest), or a 404. */
 export async function getAgent(db: Queryable, workspaceId: string, id: string, version?: number, lock = false): Promise<ApiAgent> {
-  const rows = await db.query<AgentRow>(
-    `${SELECT} where a.id = $1 and a.workspace_id = $2 and v.version = coalesce($3::int, a.version)${lock ? ' for update of a' : ''}`,
-    [id, workspaceId, version ?? null],
-  );
-  if (rows.length === 0) {
-    if (version !== undefined && (await db.query('select 1 from agents where id = $1 and workspace_id = $2', [id, workspaceId])).length > 0) {
+  const row = await findAgent<AgentBody>(db, workspaceId, id, version ?? null, lock);
+  if (!row) {
+    if (version !== undefined && (await agentExists(db, workspaceId, id))) {
       throw new ApiError(404, 'not_found_error', `agent ${id} has no version ${version}`);
     }
     throw notFound('agent', id);
   }
-  return toAgent(rows[0], version === undefined);
+  return toAgent(row, version === undefined);
 }
 
 const AgentListQuerySchema = ArchivableQuerySchema.extend({
@@ -206,10 +190,7 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
     await checkServerUrls(deps, body.mcp_servers);
     const id = newId('agent');
     const now = new Date();
-    await db.transaction(async (tx) => {
-      await tx.query('insert into agents (id, workspace_id, version, created_at, updated_at) values ($1, $2, 1, $3, $3)', [id, req.workspaceId, now]);
-      await tx.query('insert into agent_versions (agent_id, version, body, created_at) values ($1, 1, $2, $3)', [id, body, now]);
-    });
+    await insertAgent(db, req.workspaceId, id, body, now);
     return getAgent(db, req.workspaceId, id);
   });
 
@@ -254,8 +235,7 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
       if (JSON.stringify(before) === JSON.stringify(AgentBodySchema.parse(next))) return current;
       const now = new Date();
       const version = current.version + 1;
-      await tx.query('insert into agent_versions (agent_id, version, body, created_at) values ($1, $2, $3, $4)', [id, version, next, now]);
-      await tx.query('update agents set version = $2, updated_at = $3 where id = $1', [id, version, now]);
+      await insertAgentVersion(tx, id, version, next, now);
       return getAgent(tx, req.workspaceId, id);
     });
   });
@@ -263,20 +243,20 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
   app.get('/v1/agents', { schema: { operationId: 'listAgents', querystring: AgentListQuerySchema, response: { 200: pageSchema(AgentSchema) } } }, async (req) => {
     const q = req.query;
     const filters = filterDigest({ include_archived: q.include_archived ?? false, gte: q['created_at[gte]'], lte: q['created_at[lte]'] });
-    const rows = await db.query<AgentRow>(
-      `${SELECT} and v.version = a.version where a.workspace_id = $1 and ($2::int is null or a.pos < $2)
-        and ($3::boolean or a.archived_at is null)
-        and ($4::timestamptz is null or date_trunc('milliseconds', a.created_at) >= $4) and ($5::timestamptz is null or date_trunc('milliseconds', a.created_at) <= $5)
-        order by a.pos desc limit $6`,
-      [req.workspaceId, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q['created_at[gte]'] ?? null, q['created_at[lte]'] ?? null, q.limit + 1],
-    );
+    const rows = await listAgents<AgentBody>(db, req.workspaceId, {
+      before: cursorPos(q.page, filters) ?? null,
+      includeArchived: q.include_archived ?? false,
+      createdGte: q['created_at[gte]'] ?? null,
+      createdLte: q['created_at[lte]'] ?? null,
+      limit: q.limit + 1,
+    });
     return toPage(rows, q.limit, (r) => toAgent(r, true), filters);
   });
 
   app.post('/v1/agents/:agent_id/archive', { schema: { operationId: 'archiveAgent', params: AgentPathSchema, response: { 200: AgentSchema } } }, async (req) => {
     const id = req.params.agent_id;
     await getAgent(db, req.workspaceId, id);
-    await db.query('update agents set archived_at = coalesce(archived_at, now()), updated_at = case when archived_at is null then now() else updated_at end where id = $1 and workspace_id = $2', [id, req.workspaceId]);
+    await archiveAgent(db, req.workspaceId, id);
     return getAgent(db, req.workspaceId, id);
   });
 
@@ -288,12 +268,7 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
       const id = req.params.agent_id;
       await getAgent(db, req.workspaceId, id);
       // Versions page by version number, newest first; the cursor's position is the last version shown.
-      const rows = await db.query<AgentRow>(
-        `select a.id, v.version as pos, v.version, a.created_at, a.updated_at, a.archived_at, v.body, v.created_at as version_created_at
-          from agents a join agent_versions v on v.agent_id = a.id
-          where a.id = $1 and a.workspace_id = $2 and ($3::int is null or v.version < $3) order by v.version desc limit $4`,
-        [id, req.workspaceId, cursorPos(q.page) ?? null, q.limit + 1],
-      );
+      const rows = await listAgentVersions<AgentBody>(db, req.workspaceId, id, cursorPos(q.page) ?? null, q.limit + 1);
       return toPage(rows, q.limit, (r) => toAgent(r, false));
     },
   );

@@ -3,6 +3,7 @@
 // the action and the resource type only: never a request body, a key, a token or any other secret.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db, Queryable } from '../storage/db';
+import { insertAuditRow, listAuditRows } from '../storage/repos/audit-repo';
 import { iso } from './shared-fields';
 import type { ApiApp } from './route-context';
 
@@ -35,15 +36,7 @@ export interface AuditRecord {
 }
 
 export async function recordAudit(q: Queryable, e: AuditEntry): Promise<void> {
-  await q.query('insert into audit_log (workspace_id, api_key_id, action, resource_type, resource_id, parent_id, request_id) values ($1, $2, $3, $4, $5, $6, $7)', [
-    e.workspaceId,
-    e.apiKeyId,
-    e.action,
-    e.resourceType,
-    e.resourceId,
-    e.parentId ?? null,
-    e.requestId ?? null,
-  ]);
+  await insertAuditRow(q, { ...e, parentId: e.parentId ?? null, requestId: e.requestId ?? null });
 }
 
 /** A collection segment's resource type. */
@@ -112,13 +105,6 @@ export function auditHook(app: ApiApp, db: Db, log: (m: string) => void): void {
 
 /** The newest `limit` records, in the order they happened, of one workspace (by name) or all. */
 export async function listAudit(db: Queryable, opts: { workspace?: string; limit: number }): Promise<AuditRecord[]> {
-  const rows = await db.query<Omit<AuditRecord, 'at' | 'workspace'> & { at: Date; workspace: string | null }>(
-    `select * from (
-       select a.seq, a.at, w.name as workspace, a.workspace_id, a.api_key_id, a.action, a.resource_type, a.resource_id, a.parent_id, a.request_id
-         from audit_log a left join workspaces w on w.id = a.workspace_id
-        where ($1::text is null or w.name = $1) order by a.seq desc limit $2
-     ) newest order by seq`,
-    [opts.workspace ?? null, opts.limit],
-  );
+  const rows = await listAuditRows(db, opts.workspace ?? null, opts.limit);
   return rows.map((r) => ({ ...r, at: iso(r.at), workspace: r.workspace ?? r.workspace_id }));
 }

@@ -6,6 +6,7 @@ import { IdSchema, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, a
 import type { ApiApp, ApiDeps } from './route-context';
 import { ApiError, badRequest, conflict } from './api-error';
 import type { Queryable } from '../storage/db';
+import { archiveEnvironment, deleteEnvironment, environmentInUse, findEnvironment, insertEnvironment, listEnvironments, updateEnvironment, type EnvironmentRow } from '../storage/repos/environments-repo';
 
 const PACKAGE_MANAGERS = ['apt', 'cargo', 'gem', 'go', 'npm', 'pip'] as const;
 
@@ -97,19 +98,7 @@ export function recipeNetwork(config: CloudConfig): 'none' | 'bridge' {
   return config.networking.type === 'unrestricted' ? 'bridge' : 'none';
 }
 
-interface EnvRow {
-  id: string;
-  pos: number;
-  name: string;
-  description: string | null;
-  config: CloudConfig;
-  metadata: Record<string, string>;
-  created_at: Date;
-  updated_at: Date;
-  archived_at: Date | null;
-}
-
-function toEnvironment(r: EnvRow): ApiEnvironment {
+function toEnvironment(r: EnvironmentRow<CloudConfig>): ApiEnvironment {
   return {
     id: r.id,
     type: 'environment',
@@ -124,10 +113,8 @@ function toEnvironment(r: EnvRow): ApiEnvironment {
   };
 }
 
-const COLUMNS = 'id, pos, name, description, config, metadata, created_at, updated_at, archived_at';
-
 export async function getEnvironment(db: Queryable, workspaceId: string, id: string): Promise<ApiEnvironment> {
-  const [row] = await db.query<EnvRow>(`select ${COLUMNS} from environments where id = $1 and workspace_id = $2`, [id, workspaceId]);
+  const row = await findEnvironment<CloudConfig>(db, workspaceId, id);
   if (!row) throw new ApiError(404, 'not_found_error', `environment ${id} not found`, { errorCode: 'environment_not_found' });
   return toEnvironment(row);
 }
@@ -160,15 +147,7 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
       const id = newId('env');
       const now = new Date();
       try {
-        await db.query('insert into environments (id, workspace_id, name, description, config, metadata, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $7)', [
-          id,
-          req.workspaceId,
-          p.name,
-          p.description ?? null,
-          config,
-          p.metadata ?? {},
-          now,
-        ]);
+        await insertEnvironment(db, req.workspaceId, id, { name: p.name, description: p.description ?? null, config, metadata: p.metadata ?? {} }, now);
       } catch (e) {
         if (isUniqueViolation(e)) throw duplicateName(p.name);
         throw e;
@@ -205,14 +184,12 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
       if (p.config?.type === 'self_hosted') throw badRequest('config.type cannot change from cloud to self_hosted', 'invalid_config_type_change');
       const name = p.name ?? current.name;
       try {
-        await db.query('update environments set name = $3, description = $4, config = $5, metadata = $6, updated_at = now() where id = $1 and workspace_id = $2', [
-          id,
-          req.workspaceId,
+        await updateEnvironment(db, req.workspaceId, id, {
           name,
-          p.description === undefined ? current.description : p.description,
-          resolveConfig(p.config, current.config),
-          applyMetadataPatch(current.metadata, p.metadata, true),
-        ]);
+          description: p.description === undefined ? current.description : p.description,
+          config: resolveConfig(p.config, current.config),
+          metadata: applyMetadataPatch(current.metadata, p.metadata, true),
+        });
       } catch (e) {
         if (isUniqueViolation(e)) throw duplicateName(name);
         throw e;
@@ -224,17 +201,14 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
   app.get('/v1/environments', { schema: { operationId: 'listEnvironments', querystring: ArchivableQuerySchema, response: { 200: pageSchema(EnvironmentSchema) } } }, async (req) => {
     const q = req.query;
     const filters = filterDigest({ include_archived: q.include_archived ?? false });
-    const rows = await db.query<EnvRow>(
-      `select ${COLUMNS} from environments where workspace_id = $1 and ($2::int is null or pos < $2) and ($3::boolean or archived_at is null) order by pos desc limit $4`,
-      [req.workspaceId, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q.limit + 1],
-    );
+    const rows = await listEnvironments<CloudConfig>(db, req.workspaceId, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q.limit + 1);
     return toPage(rows, q.limit, toEnvironment, filters);
   });
 
   app.post('/v1/environments/:environment_id/archive', { schema: { operationId: 'archiveEnvironment', params: EnvPathSchema, response: { 200: EnvironmentSchema } } }, async (req) => {
     const id = req.params.environment_id;
     await getEnvironment(db, req.workspaceId, id);
-    await db.query('update environments set archived_at = now(), updated_at = now() where id = $1 and workspace_id = $2 and archived_at is null', [id, req.workspaceId]);
+    await archiveEnvironment(db, req.workspaceId, id);
     return getEnvironment(db, req.workspaceId, id);
   });
 
@@ -244,14 +218,10 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
     async (req) => {
       const id = req.params.environment_id;
       await getEnvironment(db, req.workspaceId, id);
-      if ((await db.query('select 1 from sessions where environment_id = $1 and deleted_at is null limit 1', [id])).length > 0) {
+      if (await environmentInUse(db, id)) {
         throw conflict(`environment ${id} is used by sessions; archive it instead`);
       }
-      await db.transaction(async (tx) => {
-        // A deleted session keeps its row (and so its reference) until it is purged; it no longer needs the environment.
-        await tx.query('update sessions set environment_id = null where environment_id = $1 and deleted_at is not null', [id]);
-        await tx.query('delete from environments where id = $1 and workspace_id = $2', [id, req.workspaceId]);
-      });
+      await deleteEnvironment(db, req.workspaceId, id);
       return { id, type: 'environment_deleted' as const };
     },
   );

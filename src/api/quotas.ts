@@ -4,6 +4,7 @@ import rateLimit from '@fastify/rate-limit';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Queryable } from '../storage/db';
+import { countOpenSessions, lockSessionCount, markSessionsEnded, openSessions } from '../storage/repos/sessions-repo';
 import type { ApiApp, ApiDeps, Quotas } from './route-context';
 
 export type { Quotas };
@@ -47,12 +48,8 @@ export async function registerRateLimit(app: ApiApp, quotas: Quotas | undefined)
   });
 }
 
-// The first key of the two-key advisory lock: which kind of count the second key (the workspace) is locked for.
-const SESSION_LOCK = 0x73657373;
 /** A session row whose workflow is not found is one still starting, unless it is older than this. */
 const STARTING_GRACE_SECONDS = 60;
-
-const OPEN = 'workspace_id = $1 and ended_at is null and archived_at is null and deleted_at is null';
 
 /**
  * Runs `insert` (the new session's row) only if the workspace has a free slot, in one transaction holding the
@@ -64,11 +61,11 @@ export async function withSessionSlot<T>(deps: ApiDeps, client: Client, workspac
   const quota = deps.quotas?.sessions;
   if (!quota) return insert(deps.db);
   return deps.db.transaction(async (tx) => {
-    await tx.query('select pg_advisory_xact_lock($1, hashtext($2))', [SESSION_LOCK, workspaceId]);
-    let open = await countOpen(tx, workspaceId);
+    await lockSessionCount(tx, workspaceId);
+    let open = await countOpenSessions(tx, workspaceId);
     if (open >= quota) {
       await markEnded(tx, client, workspaceId);
-      open = await countOpen(tx, workspaceId);
+      open = await countOpenSessions(tx, workspaceId);
     }
     if (open >= quota) {
       throw new ApiError(429, 'rate_limit_error', `this workspace has ${open} open sessions, its quota (API_SESSION_QUOTA ${quota}); end, archive or delete one first`, {
@@ -79,14 +76,9 @@ export async function withSessionSlot<T>(deps: ApiDeps, client: Client, workspac
   });
 }
 
-async function countOpen(tx: Queryable, workspaceId: string): Promise<number> {
-  const [row] = await tx.query<{ n: number }>(`select count(*)::int as n from sessions where ${OPEN}`, [workspaceId]);
-  return row.n;
-}
-
 /** Marks ended the open sessions whose workflows Temporal reports closed (or, past the grace, not found). */
 async function markEnded(tx: Queryable, client: Client, workspaceId: string): Promise<void> {
-  const rows = await tx.query<{ id: string; old: boolean }>(`select id, created_at < now() - make_interval(secs => $2) as old from sessions where ${OPEN}`, [workspaceId, STARTING_GRACE_SECONDS]);
+  const rows = await openSessions(tx, workspaceId, STARTING_GRACE_SECONDS);
   const ended = (
     await Promise.all(
       rows.map(async (r) => {
@@ -99,5 +91,5 @@ async function markEnded(tx: Queryable, client: Client, workspaceId: string): Pr
       }),
     )
   ).filter((id): id is string => id !== undefined);
-  if (ended.length > 0) await tx.query('update sessions set ended_at = now() where id = any($1::text[]) and ended_at is null', [ended]);
+  if (ended.length > 0) await markSessionsEnded(tx, ended);
 }

@@ -18,7 +18,8 @@ import { ApiError, badRequest, type ErrorType } from './api-error';
 import { authenticate } from './workspace-keys';
 import { auditHook } from './audit';
 import { quotasFrom, registerRateLimit } from './quotas';
-import { vaultRoutes } from './vaults';
+import { vaultRoutes } from './vaults/vaults';
+import { credentialRoutes } from './vaults/vault-credentials';
 import { sessionRoutes, type SessionDeps } from './sessions/sessions';
 import { findUnstorable, unstorableMessage } from './storable-text';
 
@@ -183,6 +184,7 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
   agentRoutes(app, deps);
   environmentRoutes(app, deps);
   vaultRoutes(app, deps);
+  credentialRoutes(app, deps);
   if (sessions) sessionRoutes(app, deps, sessions, log);
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());

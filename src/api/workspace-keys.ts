@@ -3,6 +3,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Db } from '../storage/db';
+import { ensureWorkspace, findLiveKey, insertApiKey, listApiKeyRows, revokeApiKeyRow } from '../storage/repos/api-keys-repo';
 import { recordAudit } from './audit';
 import { iso, isoOrNull, newId } from './shared-fields';
 
@@ -26,28 +27,25 @@ export async function createApiKey(db: Db, workspace: string): Promise<{ key: st
   const key = `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
   const id = newId('apikey');
   const workspaceId = await db.transaction(async (tx) => {
-    await tx.query('insert into workspaces (id, name) values ($1, $2) on conflict (name) do nothing', [newId('wrkspc'), name]);
-    const [ws] = await tx.query<{ id: string }>('select id from workspaces where name = $1', [name]);
-    await tx.query('insert into api_keys (id, workspace_id, hash, hint) values ($1, $2, $3, $4)', [id, ws.id, hashOf(key), key.slice(0, KEY_PREFIX.length + 4)]);
-    await recordAudit(tx, { workspaceId: ws.id, apiKeyId: null, action: 'created', resourceType: 'api_key', resourceId: id });
-    return ws.id;
+    const wsId = await ensureWorkspace(tx, newId('wrkspc'), name);
+    await insertApiKey(tx, id, wsId, hashOf(key), key.slice(0, KEY_PREFIX.length + 4));
+    await recordAudit(tx, { workspaceId: wsId, apiKeyId: null, action: 'created', resourceType: 'api_key', resourceId: id });
+    return wsId;
   });
   return { key, id, workspace: name, workspace_id: workspaceId };
 }
 
 export async function listApiKeys(db: Db): Promise<ApiKeyInfo[]> {
-  const rows = await db.query<{ id: string; name: string; hint: string; created_at: Date; revoked_at: Date | null }>(
-    'select k.id, w.name, k.hint, k.created_at, k.revoked_at from api_keys k join workspaces w on w.id = k.workspace_id order by k.created_at, k.id',
-  );
+  const rows = await listApiKeyRows(db);
   return rows.map((r) => ({ id: r.id, workspace: r.name, hint: `${r.hint}…`, created_at: iso(r.created_at), revoked_at: isoOrNull(r.revoked_at) }));
 }
 
 /** Revokes a key by id; false if there is no such live key. */
 export async function revokeApiKey(db: Db, id: string): Promise<boolean> {
   return db.transaction(async (tx) => {
-    const rows = await tx.query<{ workspace_id: string }>('update api_keys set revoked_at = now() where id = $1 and revoked_at is null returning workspace_id', [id]);
-    if (rows.length === 0) return false;
-    await recordAudit(tx, { workspaceId: rows[0].workspace_id, apiKeyId: null, action: 'revoked', resourceType: 'api_key', resourceId: id });
+    const workspaceId = await revokeApiKeyRow(tx, id);
+    if (workspaceId === undefined) return false;
+    await recordAudit(tx, { workspaceId, apiKeyId: null, action: 'revoked', resourceType: 'api_key', resourceId: id });
     return true;
   });
 }
@@ -55,9 +53,6 @@ export async function revokeApiKey(db: Db, id: string): Promise<boolean> {
 /** The workspace a live key belongs to, or undefined. */
 export async function authenticate(db: Db, key: string): Promise<{ workspaceId: string; workspace: string; keyId: string } | undefined> {
   if (!key.startsWith(KEY_PREFIX) || key.length > 200) return undefined;
-  const [row] = await db.query<{ id: string; name: string; key_id: string }>(
-    'select w.id, w.name, k.id as key_id from api_keys k join workspaces w on w.id = k.workspace_id where k.hash = $1 and k.revoked_at is null',
-    [hashOf(key)],
-  );
+  const row = await findLiveKey(db, hashOf(key));
   return row ? { workspaceId: row.id, workspace: row.name, keyId: row.key_id } : undefined;
 }

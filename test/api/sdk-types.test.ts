@@ -13,7 +13,8 @@ import type { BetaManagedAgentsGitHubRepositoryResource } from '@anthropic-ai/sd
 import type { ErrorResponse } from '@anthropic-ai/sdk/resources/shared';
 import type { ApiAgent, AgentSchema } from '../../src/api/agents';
 import type { ApiEnvironment } from '../../src/api/environments';
-import type { CredentialSchema, VaultSchema } from '../../src/api/vaults';
+import type { VaultSchema } from '../../src/api/vaults/vaults';
+import type { CredentialSchema } from '../../src/api/vaults/vault-credentials';
 import type { SessionSchema } from '../../src/api/sessions/sessions';
 import type { ApiResource } from '../../src/api/sessions/resources';
 import type { ApiSessionEvent, PlatformEvent } from '../../src/api/sessions/projection';

@@ -5,7 +5,8 @@
 import type { Client } from '@temporalio/client';
 import type { SessionArchive } from '../../archive';
 import { purgeSession } from '../../session-purge';
-import type { Db, Queryable } from '../../storage/db';
+import type { Db } from '../../storage/db';
+import { deleteSessionRows, deletedSessionIds, markSessionDeleted } from '../../storage/repos/sessions-repo';
 
 export interface DeleteDeps {
   db: Db;
@@ -13,30 +14,10 @@ export interface DeleteDeps {
   archive: SessionArchive;
 }
 
-/**
- * Every table that holds rows of a session, each with the statement that removes them (the session's own row
- * last, as the others reference it). A new table keyed by a session adds its statement here. The audit trail
- * (`audit_log`) is the one table that keeps the id: it records that a key created and deleted the session, by
- * id, action and time only, and holds nothing of the session itself.
- */
-const SESSION_ROWS: readonly string[] = [
-  'delete from session_resources where session_id = $1',
-  'delete from sandbox_leases where session_id = $1',
-  'delete from sessions where id = $1',
-];
-
-async function deleteRows(tx: Queryable, id: string): Promise<void> {
-  for (const sql of SESSION_ROWS) await tx.query(sql, [id]);
-}
-
 /** Deletes session `id` of the workspace; false when it has no such session (or it is deleted already). */
 export async function deleteSession(deps: DeleteDeps, workspaceId: string, id: string): Promise<boolean> {
   // A row marked by an earlier attempt is found again, so a retry finishes what that one started.
-  const [row] = await deps.db.query<{ id: string }>('update sessions set deleted_at = coalesce(deleted_at, now()), updated_at = now() where id = $1 and workspace_id = $2 returning id', [
-    id,
-    workspaceId,
-  ]);
-  if (!row) return false;
+  if (!(await markSessionDeleted(deps.db, workspaceId, id))) return false;
   await finish(deps, id);
   return true;
 }
@@ -45,7 +26,7 @@ export async function deleteSession(deps: DeleteDeps, workspaceId: string, id: s
 async function finish(deps: DeleteDeps, id: string): Promise<void> {
   await purgeSession(deps.client, deps.archive, id);
   // Files scoped to a session (the Files API's session-scoped uploads, once it stores any) are removed here.
-  await deps.db.transaction((tx) => deleteRows(tx, id));
+  await deleteSessionRows(deps.db, id);
 }
 
 /**
@@ -55,8 +36,7 @@ async function finish(deps: DeleteDeps, id: string): Promise<void> {
 export function resumeDeletes(deps: DeleteDeps, log: (m: string) => void): () => Promise<void> {
   let stopped = false;
   const run = (async () => {
-    const rows = await deps.db.query<{ id: string }>('select id from sessions where deleted_at is not null order by pos');
-    for (const { id } of rows) {
+    for (const id of await deletedSessionIds(deps.db)) {
       if (stopped) return;
       await finish(deps, id).catch((e: unknown) => log(`could not finish deleting session ${id} (the next start tries again): ${(e as Error).message}`));
     }

@@ -5,6 +5,7 @@ import { openSse, sseFrame } from '../../http/sse';
 import type { StreamRelay } from '../../stream/relay';
 import { IdSchema } from '../shared-fields';
 import type { ApiApp, ApiDeps } from '../route-context';
+import { sessionDeleted } from '../../storage/repos/sessions-repo';
 import { badRequest } from '../api-error';
 import type { SessionFeed, SessionFeeds } from './feed';
 import { eventId, type ApiSessionEvent } from './projection';
@@ -92,8 +93,8 @@ export function streamRoute(
             })
           : undefined;
       const ping = setInterval(() => {
-        void deps.db.query('select 1 from sessions where id = $1 and deleted_at is not null', [row.id]).then(
-          ([gone]) => {
+        void sessionDeleted(deps.db, row.id).then(
+          (gone) => {
             if (gone) {
               sse.write(frame({ type: 'session.deleted', id: eventId(row.id, feed.seq, 9), processed_at: new Date().toISOString() }));
               done();

@@ -3,6 +3,7 @@
 // the index, so with a status filter rows are read in batches until a page fills.
 import { z } from 'zod';
 import type { Db } from '../../storage/db';
+import { listSessions, type SessionRow } from '../../storage/repos/sessions-repo';
 import { IdSchema, PageQuerySchema, TimeQuerySchema, booleanQuery, repeated, decodeCursor, encodeCursor, filterDigest, type Cursor, type Order } from '../shared-fields';
 import type { ApiApp } from '../route-context';
 import { badRequest } from '../api-error';
@@ -28,37 +29,31 @@ export const SessionListQuerySchema = PageQuerySchema.extend({
 });
 type SessionListQuery = z.infer<typeof SessionListQuerySchema>;
 
-interface Row {
-  pos: number;
-}
-
-export interface SessionListDeps<R extends Row, S extends { status: ApiStatus }> {
+export interface SessionListDeps<S extends { status: ApiStatus }> {
   db: Db;
-  /** The index columns `toSession` reads. */
-  columns: string;
-  toSession(workspaceId: string, row: R): Promise<S>;
+  toSession(workspaceId: string, row: SessionRow): Promise<S>;
   response: z.ZodType;
 }
 
 /** Rows past `key` (exclusive) in `order`, the first `limit` of them. */
-async function rows<R extends Row>(db: Db, columns: string, workspaceId: string, q: SessionListQuery, key: number | undefined, order: Order, limit: number): Promise<R[]> {
-  return db.query<R>(
-    // Times compare at the millisecond precision the API shows them in, so a returned created_at bounds exactly.
-    `select ${columns} from sessions cross join lateral (select date_trunc('milliseconds', created_at) as ms) t where workspace_id = $1 and deleted_at is null
-      and ($2::text is null or agent_id = $2) and ($3::int is null or agent_version = $3)
-      and ($4::boolean or archived_at is null)
-      and ($5::timestamptz is null or ms > $5) and ($6::timestamptz is null or ms >= $6) and ($7::timestamptz is null or ms < $7) and ($8::timestamptz is null or ms <= $8)
-      and ($9::int is null or (case when $10 = 'asc' then pos > $9 else pos < $9 end))
-      order by case when $10 = 'asc' then pos end asc, case when $10 = 'desc' then pos end desc limit $11`,
-    [workspaceId, q.agent_id ?? null, q.agent_version ?? null, q.include_archived ?? false, q['created_at[gt]'] ?? null, q['created_at[gte]'] ?? null, q['created_at[lt]'] ?? null, q['created_at[lte]'] ?? null, key ?? null, order, limit],
-  );
+function rows(db: Db, workspaceId: string, q: SessionListQuery, key: number | undefined, order: Order, limit: number): Promise<SessionRow[]> {
+  const filter = {
+    agentId: q.agent_id ?? null,
+    agentVersion: q.agent_version ?? null,
+    includeArchived: q.include_archived ?? false,
+    createdGt: q['created_at[gt]'] ?? null,
+    createdGte: q['created_at[gte]'] ?? null,
+    createdLt: q['created_at[lt]'] ?? null,
+    createdLte: q['created_at[lte]'] ?? null,
+  };
+  return listSessions(db, workspaceId, filter, key ?? null, order, limit);
 }
 
 const flip = (o: Order): Order => (o === 'asc' ? 'desc' : 'asc');
 /** The key one step before `key` in `order`: a cursor past it includes `key` itself. */
 const before = (key: number, order: Order) => (order === 'asc' ? key - 1 : key + 1);
 
-export function sessionListRoute<R extends Row, S extends { status: ApiStatus }>(app: ApiApp, deps: SessionListDeps<R, S>): void {
+export function sessionListRoute<S extends { status: ApiStatus }>(app: ApiApp, deps: SessionListDeps<S>): void {
   app.get(
     '/v1/sessions',
     {
@@ -91,11 +86,11 @@ export function sessionListRoute<R extends Row, S extends { status: ApiStatus }>
       // A prev_page reads backwards from its key, then shows the rows in the list's order.
       const scan = cursor?.back ? flip(q.order) : q.order;
       let key = cursor?.key;
-      const data: { row: R; session: S }[] = [];
+      const data: { row: SessionRow; session: S }[] = [];
       let more = false;
       for (;;) {
         const batch = statuses ? 100 : q.limit + 1;
-        const got = await rows<R>(deps.db, deps.columns, req.workspaceId, q, key, scan, batch);
+        const got = await rows(deps.db, req.workspaceId, q, key, scan, batch);
         for (const r of got) {
           const session = await deps.toSession(req.workspaceId, r);
           if (statuses && !statuses.has(session.status)) {

@@ -7,6 +7,7 @@ import { BRANCH_NAME_RE } from '../../tools/git';
 import { repoTokenBinding } from '../../hands/repo-tokens';
 import { sealSecret } from '../../vault/sealed';
 import type { Queryable } from '../../storage/db';
+import { findResource, insertResource, listResources, updateResourceToken, type ResourceRow } from '../../storage/repos/session-resources-repo';
 import { IdSchema, PageQuerySchema, cursorPos, iso, newId } from '../shared-fields';
 import type { ApiApp, ApiDeps } from '../route-context';
 import { badRequest, notFound } from '../api-error';
@@ -113,25 +114,13 @@ export async function insertResources(db: Queryable, deps: ApiDeps, sessionId: s
   for (const r of planned) {
     const token = r.params.authorization_token;
     const sealed = token ? await sealSecret(deps.vaultPublicKey, repoTokenBinding(r.id, sessionId), token) : null;
-    await db.query(
-      `insert into session_resources (id, session_id, workspace_id, type, url, mount_path, checkout, sealed_token, created_at, updated_at)
-       values ($1, $2, $3, 'github_repository', $4, $5, $6, $7, now(), now())`,
-      [r.id, sessionId, workspaceId, r.params.url, r.mountPath, r.params.checkout ? JSON.stringify(r.params.checkout) : null, sealed],
-    );
+    await insertResource(db, { id: r.id, sessionId, workspaceId, url: r.params.url, mountPath: r.mountPath, checkout: r.params.checkout, sealedToken: sealed });
   }
 }
 
-interface ResourceRow {
-  id: string;
-  url: string;
-  mount_path: string;
-  checkout: z.infer<typeof CheckoutSchema> | null;
-  created_at: Date;
-  updated_at: Date;
-}
-const COLUMNS = 'id, url, mount_path, checkout, created_at, updated_at';
+type Checkout = z.infer<typeof CheckoutSchema>;
 
-const toResource = (r: ResourceRow): ApiResource => ({
+const toResource = (r: ResourceRow<Checkout>): ApiResource => ({
   id: r.id,
   type: 'github_repository',
   url: r.url,
@@ -143,10 +132,8 @@ const toResource = (r: ResourceRow): ApiResource => ({
 
 /** A session's resources, oldest first. */
 export async function resourcesOf(db: Queryable, sessionId: string): Promise<ApiResource[]> {
-  return (await db.query<ResourceRow>(`select ${COLUMNS} from session_resources where session_id = $1 order by pos`, [sessionId])).map(toResource);
+  return (await listResources<Checkout>(db, sessionId)).map(toResource);
 }
-
-export const deleteResources = (db: Queryable, sessionId: string) => db.query('delete from session_resources where session_id = $1', [sessionId]);
 
 const ResourcePath = z.object({ session_id: IdSchema, resource_id: IdSchema });
 
@@ -157,8 +144,8 @@ const ResourcePath = z.object({ session_id: IdSchema, resource_id: IdSchema });
 export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId: string, id: string) => Promise<{ id: string; archived_at: Date | null }>): void {
   const { db } = deps;
   /** One resource of the caller's own session (looked up first, so another workspace's answers 404). */
-  const one = async (sessionId: string, resourceId: string): Promise<ResourceRow> => {
-    const [row] = await db.query<ResourceRow>(`select ${COLUMNS} from session_resources where id = $1 and session_id = $2`, [resourceId, sessionId]);
+  const one = async (sessionId: string, resourceId: string): Promise<ResourceRow<Checkout>> => {
+    const row = await findResource<Checkout>(db, sessionId, resourceId);
     if (!row) throw notFound('resource', resourceId);
     return row;
   };
@@ -193,7 +180,7 @@ export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId
       if (s.archived_at) throw badRequest(`session ${s.id} is archived and read-only`);
       const row = await one(s.id, req.params.resource_id);
       const sealed = await sealSecret(deps.vaultPublicKey, repoTokenBinding(row.id, s.id), req.body.authorization_token);
-      const [updated] = await db.query<ResourceRow>(`update session_resources set sealed_token = $2, updated_at = now() where id = $1 returning ${COLUMNS}`, [row.id, sealed]);
+      const updated = await updateResourceToken<Checkout>(db, row.id, sealed);
       return toResource(updated);
     },
   );

@@ -14,7 +14,7 @@ import { getEnvironment } from '../environments';
 import { ApiError, badRequest, conflict, notFound } from '../api-error';
 import { SessionFeeds } from './feed';
 import { eventId } from './projection';
-import { getVault } from '../vaults';
+import { getVault } from '../vaults/vaults';
 import { eventsPerSend, withSessionSlot } from '../quotas';
 import { streamRoute } from './events-stream';
 import { interruptAck, recordSessionUpdate } from './log-writes';
@@ -23,8 +23,10 @@ import { STATUSES, sessionListRoute, type ApiStatus } from './list';
 import { eventListRoute } from './events-list';
 import { StreamRelay } from '../../stream/relay';
 import { deleteSession, resumeDeletes } from './delete';
-import { ResourceSchema, ResourcesSchema, deleteResources, insertResources, planResources, resourceRoutes, resourcesOf } from './resources';
+import { ResourceSchema, ResourcesSchema, insertResources, planResources, resourceRoutes, resourcesOf } from './resources';
 import { isSessionClosed } from '../../temporal-errors';
+import { deleteResources } from '../../storage/repos/session-resources-repo';
+import { archiveSessionRow, findSession, insertSession, removeSessionRow, updateSessionFields, type SessionRow } from '../../storage/repos/sessions-repo';
 
 export type { SessionDeps };
 
@@ -92,20 +94,6 @@ export const SessionSchema = z
   .meta({ id: 'Session' });
 type ApiSession = z.infer<typeof SessionSchema>;
 
-interface SessionRow {
-  id: string;
-  pos: number;
-  agent_id: string;
-  agent_version: number;
-  environment_id: string;
-  title: string | null;
-  metadata: Record<string, string>;
-  vault_ids: string[];
-  created_at: Date;
-  updated_at: Date;
-  archived_at: Date | null;
-}
-
 const STATE: Record<SessionState, ApiStatus> = { running: 'running', rescheduling: 'rescheduling', waiting_for_user: 'idle', requires_action: 'idle', ended: 'terminated' };
 const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 
@@ -172,10 +160,8 @@ async function toSession(deps: ApiDeps, sessions: SessionDeps, workspaceId: stri
   };
 }
 
-const COLUMNS = 'id, pos, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at, archived_at';
-
 async function sessionRow(deps: ApiDeps, workspaceId: string, id: string): Promise<SessionRow> {
-  const [row] = await deps.db.query<SessionRow>(`select ${COLUMNS} from sessions where id = $1 and workspace_id = $2 and deleted_at is null`, [id, workspaceId]);
+  const row = await findSession(deps.db, workspaceId, id);
   if (!row) throw notFound('session', id);
   return row;
 }
@@ -219,10 +205,16 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
     const id = newId('sesn');
     // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
     await withSessionSlot(deps, sessions.client, req.workspaceId, (tx) =>
-      tx.query(
-        'insert into sessions (id, workspace_id, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, now(), now())',
-        [id, req.workspaceId, agent.id, agent.version, environment.id, p.title ?? null, p.metadata ?? {}, JSON.stringify(p.vault_ids ?? [])],
-      ),
+      insertSession(tx, {
+        id,
+        workspaceId: req.workspaceId,
+        agentId: agent.id,
+        agentVersion: agent.version,
+        environmentId: environment.id,
+        title: p.title ?? null,
+        metadata: p.metadata ?? {},
+        vaultIds: p.vault_ids ?? [],
+      }),
     );
     try {
       await insertResources(db, deps, id, req.workspaceId, planned);
@@ -230,7 +222,7 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
       for (const m of rest) await handle.signal(userMessageSignal, m);
     } catch (e) {
       await deleteResources(db, id);
-      await db.query('delete from sessions where id = $1', [id]);
+      await removeSessionRow(db, id);
       throw e;
     }
     return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, id));
@@ -260,19 +252,19 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
       const after = { title: req.body.title === undefined ? row.title : req.body.title, metadata: applyMetadataPatch(row.metadata, req.body.metadata) };
-      await db.query('update sessions set title = $2, metadata = $3, updated_at = now() where id = $1', [row.id, after.title, after.metadata]);
+      await updateSessionFields(db, row.id, after.title, after.metadata);
       await recordSessionUpdate(sessions.client, row.id, row, after, { title: req.body.title !== undefined, metadata: req.body.metadata != null });
       return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
     },
   );
 
-  sessionListRoute(app, { db, columns: COLUMNS, response: SessionSchema, toSession: (workspaceId, r: SessionRow) => toSession(deps, sessions, workspaceId, r) });
+  sessionListRoute(app, { db, response: SessionSchema, toSession: (workspaceId, r: SessionRow) => toSession(deps, sessions, workspaceId, r) });
 
   app.post('/v1/sessions/:session_id/archive', { schema: { operationId: 'archiveSession', params: SessionPath, response: { 200: SessionSchema } } }, async (req) => {
     const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
     if (!row.archived_at) {
       await endSession(sessions.client, row.id, 'archived');
-      await db.query('update sessions set archived_at = now(), updated_at = now() where id = $1', [row.id]);
+      await archiveSessionRow(db, row.id);
     }
     return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
   });

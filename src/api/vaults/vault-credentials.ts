@@ -1,27 +1,15 @@
-// /v1/vaults and their credentials. A credential's secrets are sealed to the vault public key before they are
-// stored: this process can write them but holds nothing that opens them, and no response ever carries one.
+// /v1/vaults/{id}/credentials. A credential's secrets are sealed to the vault public key before they are stored:
+// this process can write them but holds nothing that opens them, and no response ever carries one.
 import { z } from 'zod';
-import type { Queryable } from '../storage/db';
-import { sealSecret } from '../vault/sealed';
-import { IdSchema, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './shared-fields';
-import type { ApiApp, ApiDeps } from './route-context';
-import { refuseAtTheDoor } from './egress-door';
-import { badRequest, conflict, notFound } from './api-error';
+import type { Queryable } from '../../storage/db';
+import { archiveCredential, deleteCredential, findCredential, insertCredentialUnlessClash, listCredentials, updateCredential, type CredentialRow } from '../../storage/repos/credentials-repo';
+import { sealSecret } from '../../vault/sealed';
+import { IdSchema, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from '../shared-fields';
+import type { ApiApp, ApiDeps } from '../route-context';
+import { refuseAtTheDoor } from '../egress-door';
+import { badRequest, conflict, notFound } from '../api-error';
+import { VaultPath, getVault } from './vaults';
 
-export const VaultSchema = z
-  .object({
-    id: z.string(),
-    type: z.literal('vault'),
-    display_name: z.string(),
-    metadata: z.record(z.string(), z.string()),
-    created_at: z.string(),
-    updated_at: z.string(),
-    archived_at: z.string().nullable(),
-  })
-  .meta({ id: 'Vault' });
-type ApiVault = z.infer<typeof VaultSchema>;
-
-const DisplayNameSchema = z.string().min(1, 'display_name must not be empty').max(255, 'display_name is at most 255 characters');
 const SecretSchema = (name: string) => z.string().min(1, `${name} must not be empty`).max(16_384);
 const FutureTimeSchema = z.iso
   .datetime({ offset: true, error: 'must be an RFC 3339 time' })
@@ -106,37 +94,7 @@ export const CredentialSchema = z
   .meta({ id: 'VaultCredential' });
 type ApiCredential = z.infer<typeof CredentialSchema>;
 
-interface VaultRow {
-  id: string;
-  pos: number;
-  display_name: string;
-  metadata: Record<string, string>;
-  created_at: Date;
-  updated_at: Date;
-  archived_at: Date | null;
-}
-interface CredentialRow {
-  id: string;
-  pos: number;
-  vault_id: string;
-  display_name: string | null;
-  auth: PublicAuth;
-  metadata: Record<string, string>;
-  created_at: Date;
-  updated_at: Date;
-  archived_at: Date | null;
-}
-
-const toVault = (r: VaultRow): ApiVault => ({
-  id: r.id,
-  type: 'vault',
-  display_name: r.display_name,
-  metadata: r.metadata,
-  created_at: iso(r.created_at),
-  updated_at: iso(r.updated_at),
-  archived_at: isoOrNull(r.archived_at),
-});
-const toCredential = (r: CredentialRow): ApiCredential => ({
+const toCredential = (r: CredentialRow<PublicAuth>): ApiCredential => ({
   id: r.id,
   type: 'vault_credential',
   vault_id: r.vault_id,
@@ -148,18 +106,9 @@ const toCredential = (r: CredentialRow): ApiCredential => ({
   archived_at: isoOrNull(r.archived_at),
 });
 
-const VAULT_COLUMNS = 'id, pos, display_name, metadata, created_at, updated_at, archived_at';
-const CREDENTIAL_COLUMNS = 'id, pos, vault_id, display_name, auth, metadata, created_at, updated_at, archived_at';
-
-export async function getVault(db: Queryable, workspaceId: string, id: string): Promise<ApiVault> {
-  const [row] = await db.query<VaultRow>(`select ${VAULT_COLUMNS} from vaults where id = $1 and workspace_id = $2`, [id, workspaceId]);
-  if (!row) throw notFound('vault', id);
-  return toVault(row);
-}
-
 async function getCredential(db: Queryable, workspaceId: string, vaultId: string, id: string): Promise<ApiCredential> {
   await getVault(db, workspaceId, vaultId);
-  const [row] = await db.query<CredentialRow>(`select ${CREDENTIAL_COLUMNS} from credentials where id = $1 and vault_id = $2 and workspace_id = $3`, [id, vaultId, workspaceId]);
+  const row = await findCredential<PublicAuth>(db, workspaceId, vaultId, id);
   if (!row) throw notFound('credential', id);
   return toCredential(row);
 }
@@ -173,82 +122,10 @@ export const MCP_OAUTH_VALIDATE_REFUSAL =
 
 const refuseEnvVar = () => badRequest('auth.type environment_variable is not supported yet: no secret enters a sandbox; use static_bearer or mcp_oauth');
 
-const VaultPath = z.object({ vault_id: IdSchema });
 const CredentialPath = z.object({ vault_id: IdSchema, credential_id: IdSchema });
 
-export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
+export function credentialRoutes(app: ApiApp, deps: ApiDeps): void {
   const { db, vaultPublicKey } = deps;
-  app.post(
-    '/v1/vaults',
-    { schema: { operationId: 'createVault', body: z.strictObject({ display_name: DisplayNameSchema, metadata: MetadataSchema.optional() }), response: { 200: VaultSchema } } },
-    async (req) => {
-      const id = newId('vlt');
-      await db.query('insert into vaults (id, workspace_id, display_name, metadata, created_at, updated_at) values ($1, $2, $3, $4, now(), now())', [
-        id,
-        req.workspaceId,
-        req.body.display_name,
-        req.body.metadata ?? {},
-      ]);
-      return getVault(db, req.workspaceId, id);
-    },
-  );
-
-  app.get('/v1/vaults/:vault_id', { schema: { operationId: 'retrieveVault', params: VaultPath, response: { 200: VaultSchema } } }, async (req) => getVault(db, req.workspaceId, req.params.vault_id));
-
-  app.post(
-    '/v1/vaults/:vault_id',
-    {
-      schema: {
-        operationId: 'updateVault',
-        params: VaultPath,
-        body: z.strictObject({ display_name: DisplayNameSchema.nullish(), metadata: MetadataPatchSchema.nullish() }),
-        response: { 200: VaultSchema },
-      },
-    },
-    async (req) => {
-      const current = await getVault(db, req.workspaceId, req.params.vault_id);
-      if (current.archived_at) throw badRequest(`vault ${current.id} is archived and cannot be changed`);
-      await db.query('update vaults set display_name = $2, metadata = $3, updated_at = now() where id = $1', [
-        current.id,
-        req.body.display_name ?? current.display_name,
-        applyMetadataPatch(current.metadata, req.body.metadata),
-      ]);
-      return getVault(db, req.workspaceId, current.id);
-    },
-  );
-
-  app.get('/v1/vaults', { schema: { operationId: 'listVaults', querystring: ArchivableQuerySchema, response: { 200: pageSchema(VaultSchema) } } }, async (req) => {
-    const q = req.query;
-    const filters = filterDigest({ include_archived: q.include_archived ?? false });
-    const rows = await db.query<VaultRow>(
-      `select ${VAULT_COLUMNS} from vaults where workspace_id = $1 and ($2::int is null or pos < $2) and ($3::boolean or archived_at is null) order by pos desc limit $4`,
-      [req.workspaceId, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q.limit + 1],
-    );
-    return toPage(rows, q.limit, toVault, filters);
-  });
-
-  app.post('/v1/vaults/:vault_id/archive', { schema: { operationId: 'archiveVault', params: VaultPath, response: { 200: VaultSchema } } }, async (req) => {
-    const current = await getVault(db, req.workspaceId, req.params.vault_id);
-    await db.transaction(async (tx) => {
-      await tx.query('update vaults set archived_at = now(), updated_at = now() where id = $1 and archived_at is null', [current.id]);
-      await tx.query('update credentials set archived_at = now(), updated_at = now() where vault_id = $1 and archived_at is null', [current.id]);
-    });
-    return getVault(db, req.workspaceId, current.id);
-  });
-
-  app.delete(
-    '/v1/vaults/:vault_id',
-    { schema: { operationId: 'deleteVault', params: VaultPath, response: { 200: z.object({ id: z.string(), type: z.literal('vault_deleted') }) } } },
-    async (req) => {
-      const current = await getVault(db, req.workspaceId, req.params.vault_id);
-      await db.transaction(async (tx) => {
-        await tx.query('delete from credentials where vault_id = $1', [current.id]);
-        await tx.query('delete from vaults where id = $1', [current.id]);
-      });
-      return { id: current.id, type: 'vault_deleted' as const };
-    },
-  );
-
   app.post(
     '/v1/vaults/:vault_id/credentials',
     {
@@ -287,15 +164,8 @@ export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
         if (r) sealed.refresh_token = await seal('refresh_token', r.refresh_token);
         if (r && r.token_endpoint_auth.type !== 'none') sealed.client_secret = await seal('client_secret', r.token_endpoint_auth.client_secret);
       }
-      await db.transaction(async (tx) => {
-        await tx.query('select 1 from vaults where id = $1 for update', [vault.id]);
-        const clash = await tx.query(`select id from credentials where vault_id = $1 and archived_at is null and auth->>'mcp_server_url' = $2`, [vault.id, auth.mcp_server_url]);
-        if (clash.length > 0) throw conflict(`auth.mcp_server_url: vault ${vault.id} already holds a credential for ${auth.mcp_server_url}`);
-        await tx.query(
-          'insert into credentials (id, workspace_id, vault_id, display_name, auth, sealed, metadata, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, now(), now())',
-          [id, req.workspaceId, vault.id, req.body.display_name ?? null, auth, sealed, req.body.metadata ?? {}],
-        );
-      });
+      const inserted = await insertCredentialUnlessClash(db, { id, workspaceId: req.workspaceId, vaultId: vault.id, displayName: req.body.display_name ?? null, auth, sealed, metadata: req.body.metadata ?? {} });
+      if (!inserted) throw conflict(`auth.mcp_server_url: vault ${vault.id} already holds a credential for ${auth.mcp_server_url}`);
       return getCredential(db, req.workspaceId, vault.id, id);
     },
   );
@@ -342,13 +212,7 @@ export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
           auth = { ...auth, refresh };
         }
       }
-      await db.query('update credentials set display_name = $2, auth = $3, sealed = sealed || $4::jsonb, metadata = $5, updated_at = now() where id = $1', [
-        id,
-        req.body.display_name === undefined ? current.display_name : req.body.display_name,
-        auth,
-        JSON.stringify(replaced),
-        applyMetadataPatch(current.metadata, req.body.metadata),
-      ]);
+      await updateCredential(db, id, req.body.display_name === undefined ? current.display_name : req.body.display_name, auth, replaced, applyMetadataPatch(current.metadata, req.body.metadata));
       return getCredential(db, req.workspaceId, vaultId, id);
     },
   );
@@ -360,17 +224,14 @@ export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
       const q = req.query;
       const vault = await getVault(db, req.workspaceId, req.params.vault_id);
       const filters = filterDigest({ include_archived: q.include_archived ?? false });
-      const rows = await db.query<CredentialRow>(
-        `select ${CREDENTIAL_COLUMNS} from credentials where vault_id = $1 and ($2::int is null or pos < $2) and ($3::boolean or archived_at is null) order by pos desc limit $4`,
-        [vault.id, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q.limit + 1],
-      );
+      const rows = await listCredentials<PublicAuth>(db, vault.id, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q.limit + 1);
       return toPage(rows, q.limit, toCredential, filters);
     },
   );
 
   app.post('/v1/vaults/:vault_id/credentials/:credential_id/archive', { schema: { operationId: 'archiveCredential', params: CredentialPath, response: { 200: CredentialSchema } } }, async (req) => {
     const c = await getCredential(db, req.workspaceId, req.params.vault_id, req.params.credential_id);
-    await db.query('update credentials set archived_at = now(), updated_at = now() where id = $1 and archived_at is null', [c.id]);
+    await archiveCredential(db, c.id);
     return getCredential(db, req.workspaceId, c.vault_id, c.id);
   });
 
@@ -389,7 +250,7 @@ export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
     { schema: { operationId: 'deleteCredential', params: CredentialPath, response: { 200: z.object({ id: z.string(), type: z.literal('vault_credential_deleted') }) } } },
     async (req) => {
       const c = await getCredential(db, req.workspaceId, req.params.vault_id, req.params.credential_id);
-      await db.query('delete from credentials where id = $1', [c.id]);
+      await deleteCredential(db, c.id);
       return { id: c.id, type: 'vault_credential_deleted' as const };
     },
   );

@@ -27,38 +27,42 @@ function open(cfg: Config, index: number, id: string): Promise<void> {
   const first = !primary.has(index);
   primary.add(index);
   return new Promise((resolve, reject) => {
-    const req = http.get(`${cfg.url}/v1/sessions/${id}/events/stream`, { headers: { 'x-api-key': cfg.key, 'anthropic-beta': cfg.beta, accept: 'text/event-stream' }, agent: false }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`stream of ${id}: HTTP ${res.statusCode}`));
-      res.setEncoding('utf8');
-      let buf = '';
-      let opened = false;
-      res.on('data', (chunk: string) => {
-        const at = Date.now();
-        buf += chunk;
-        let cut: number;
-        while ((cut = buf.indexOf('\n\n')) >= 0) {
-          const frame = buf.slice(0, cut);
-          buf = buf.slice(cut + 2);
-          if (!opened && frame.startsWith(':')) {
-            opened = true;
-            resolve();
-            continue;
+    const req = http.get(
+      `${cfg.url}/v1/sessions/${id}/events/stream`,
+      { headers: { 'x-api-key': cfg.key, 'anthropic-beta': cfg.beta, accept: 'text/event-stream' }, agent: false },
+      (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`stream of ${id}: HTTP ${res.statusCode}`));
+        res.setEncoding('utf8');
+        let buf = '';
+        let opened = false;
+        res.on('data', (chunk: string) => {
+          const at = Date.now();
+          buf += chunk;
+          let cut: number;
+          while ((cut = buf.indexOf('\n\n')) >= 0) {
+            const frame = buf.slice(0, cut);
+            buf = buf.slice(cut + 2);
+            if (!opened && frame.startsWith(':')) {
+              opened = true;
+              resolve();
+              continue;
+            }
+            const data = /^data: (.*)$/m.exec(frame)?.[1];
+            const type = /^event: (.*)$/m.exec(frame)?.[1];
+            if (!data || !type || type === 'ping') continue;
+            const e = JSON.parse(data) as { type: string; processed_at?: string };
+            if (e.processed_at) {
+              const ms = at - Date.parse(e.processed_at);
+              if (first) records.push([index, Date.parse(e.processed_at), at]);
+              latencies.push(ms);
+              (byType[e.type] ??= []).push(ms);
+            }
+            events++;
+            if (e.type === 'session.status_idle') out(`idle ${index}`);
           }
-          const data = /^data: (.*)$/m.exec(frame)?.[1];
-          const type = /^event: (.*)$/m.exec(frame)?.[1];
-          if (!data || !type || type === 'ping') continue;
-          const e = JSON.parse(data) as { type: string; processed_at?: string };
-          if (e.processed_at) {
-            const ms = at - Date.parse(e.processed_at);
-            if (first) records.push([index, Date.parse(e.processed_at), at]);
-            latencies.push(ms);
-            (byType[e.type] ??= []).push(ms);
-          }
-          events++;
-          if (e.type === 'session.status_idle') out(`idle ${index}`);
-        }
-      });
-    });
+        });
+      },
+    );
     req.on('error', reject);
     sockets.push(req);
   });
@@ -70,7 +74,8 @@ async function main() {
   const cfg = JSON.parse((await lines.next()).value as string) as Config;
   // Opened a few dozen at a time, as clients arriving would.
   const todo = cfg.sessions.flatMap((s, i) => Array.from({ length: s.streams }, () => [i, s.id] as const));
-  for (let i = 0; i < todo.length; i += 50) await Promise.all(todo.slice(i, i + 50).map(([idx, id]) => open(cfg, idx, id)));
+  for (let i = 0; i < todo.length; i += 50)
+    await Promise.all(todo.slice(i, i + 50).map(([idx, id]) => open(cfg, idx, id)));
   out('ready');
   for (let next = await lines.next(); !next.done; next = await lines.next()) {
     const line = next.value as string;

@@ -30,7 +30,10 @@ const now = () => performance.timeOrigin + performance.now();
 const { EventType } = temporal.api.enums.v1;
 
 /** The API in this process, on `client`'s server, counting the queries its sessions make. */
-async function startApi(client: Client, log: (m: string) => void): Promise<{ api: TestApi; sdk: Anthropic; key: string; client: Client; queries: () => number }> {
+async function startApi(
+  client: Client,
+  log: (m: string) => void,
+): Promise<{ api: TestApi; sdk: Anthropic; key: string; client: Client; queries: () => number }> {
   let queries = 0;
   const counting: WorkflowClientInterceptor = {
     query(input, next) {
@@ -38,8 +41,18 @@ async function startApi(client: Client, log: (m: string) => void): Promise<{ api
       return next(input);
     },
   };
-  const sessions = new Client({ connection: client.connection, namespace: client.options.namespace, dataConverter: testDataConverter(), interceptors: { workflow: [counting, queryRetryInterceptor] } });
-  const api = await startTestApi('postgres', ['default'], { ...testSessionDeps(sessions), log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(sessions)) }, log);
+  const sessions = new Client({
+    connection: client.connection,
+    namespace: client.options.namespace,
+    dataConverter: testDataConverter(),
+    interceptors: { workflow: [counting, queryRetryInterceptor] },
+  });
+  const api = await startTestApi(
+    'postgres',
+    ['default'],
+    { ...testSessionDeps(sessions), log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(sessions)) },
+    log,
+  );
   const key = await api.key();
   return { api, sdk: await api.client(), key, client: sessions, queries: () => queries };
 }
@@ -49,7 +62,11 @@ async function createSessions(sdk: Anthropic, n: number): Promise<string[]> {
   const environment = await sdk.beta.environments.create({ name: uniqueId('env') });
   const ids: string[] = [];
   for (let i = 0; i < n; i += 20) {
-    const batch = await Promise.all(Array.from({ length: Math.min(20, n - i) }, () => sdk.beta.sessions.create({ agent: agent.id, environment_id: environment.id })));
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(20, n - i) }, () =>
+        sdk.beta.sessions.create({ agent: agent.id, environment_id: environment.id }),
+      ),
+    );
     ids.push(...batch.map((s) => s.id));
   }
   return ids;
@@ -62,14 +79,19 @@ interface Report {
   records: [number, number, number][];
 }
 
-const eventMs = (e: temporal.api.history.v1.IHistoryEvent | undefined) => (e?.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : NaN);
+const eventMs = (e: temporal.api.history.v1.IHistoryEvent | undefined) =>
+  e?.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : NaN;
 
 /**
  * Splits each delivery at the commit of the workflow task that appended the event: an event's processed_at is its
  * workflow task's start, and the task's WorkflowTaskCompleted in the history is when it reached the log. Returns the
  * worker's share (start to commit) and the API's (commit to arrival), for the events of the sessions' first streams.
  */
-async function splitAtCommit(client: Client, ids: string[], records: Report['records']): Promise<{ workerMs: number[]; apiMs: number[] }> {
+async function splitAtCommit(
+  client: Client,
+  ids: string[],
+  records: Report['records'],
+): Promise<{ workerMs: number[]; apiMs: number[] }> {
   const workerMs: number[] = [];
   const apiMs: number[] = [];
   const bySession = new Map<number, [number, number][]>();
@@ -79,8 +101,15 @@ async function splitAtCommit(client: Client, ids: string[], records: Report['rec
     const commits: [number, number][] = [];
     for (let k = 0; k < events.length; k++) {
       if (events[k].eventType !== EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED) continue;
-      const done = events.slice(k + 1).find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED || e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED);
-      if (done?.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) commits.push([eventMs(events[k]), eventMs(done)]);
+      const done = events
+        .slice(k + 1)
+        .find(
+          (e) =>
+            e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED ||
+            e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+        );
+      if (done?.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
+        commits.push([eventMs(events[k]), eventMs(done)]);
     }
     for (const [p, at] of recs) {
       const c = commits.find(([started]) => Math.abs(started - p) <= 1);
@@ -100,7 +129,11 @@ class StreamClients {
   private idleWaiters: Array<() => void> = [];
 
   constructor(url: string, key: string, sessions: { id: string; streams: number }[]) {
-    this.child = spawn(process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(__dirname, 'api-stream-clients.ts')], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn(
+      process.execPath,
+      [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(__dirname, 'api-stream-clients.ts')],
+      { stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     this.child.stderr.on('data', (d: Buffer) => process.stderr.write(d));
     readline.createInterface({ input: this.child.stdout }).on('line', (line) => {
       if (line.startsWith('idle ')) {
@@ -133,7 +166,8 @@ class StreamClients {
   async idled(index: number, count: number, streams: number, timeoutMs = 120_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while ((this.idles.get(index) ?? 0) < count * streams) {
-      if (Date.now() > deadline) throw new Error(`session ${index}: ${this.idles.get(index) ?? 0} of ${count * streams} idles on its streams`);
+      if (Date.now() > deadline)
+        throw new Error(`session ${index}: ${this.idles.get(index) ?? 0} of ${count * streams} idles on its streams`);
       await Promise.race([new Promise<void>((r) => this.idleWaiters.push(r)), sleep(1000)]);
     }
   }
@@ -157,7 +191,8 @@ class StreamClients {
   }
 }
 
-const say = (sdk: Anthropic, id: string, text: string) => sdk.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+const say = (sdk: Anthropic, id: string, text: string) =>
+  sdk.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
 
 /** The events of one SDK stream as they arrive, each with its arrival time. */
 class Tap {
@@ -205,7 +240,7 @@ async function directTurn(client: Client, id: string, text: string): Promise<num
   const t0 = now();
   const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text }] });
   let first: number | undefined;
-  for (let from = seq + 1; ; ) {
+  for (let from = seq + 1; ;) {
     const page = await handle.query(eventsQuery, { from, limit: 1000 });
     for (const e of page.events) {
       if (e.type === 'assistant_message' && first === undefined) first = now() - t0;
@@ -216,12 +251,20 @@ async function directTurn(client: Client, id: string, text: string): Promise<num
   }
 }
 
-async function sendToFirstMessage(ctx: Ctx, client: Client, sdk: Anthropic): Promise<Record<'direct' | 'api', number[]>> {
+async function sendToFirstMessage(
+  ctx: Ctx,
+  client: Client,
+  sdk: Anthropic,
+): Promise<Record<'direct' | 'api', number[]>> {
   const [apiId] = await createSessions(sdk, 1);
   // The direct session runs the very agent file the API made for its session.
   const { agent } = await client.workflow.getHandle(apiId).query(handoverQuery);
   const directId = uniqueId('bench-api-direct');
-  const direct = await startSessionRun(client, { workflowId: directId, input: { agent }, agent: { name: 'chat', model: 'claude-test' } });
+  const direct = await startSessionRun(client, {
+    workflowId: directId,
+    input: { agent },
+    agent: { name: 'chat', model: 'claude-test' },
+  });
   ctx.stack.model(apiId);
   ctx.stack.model(directId);
   const tap = new Tap(await sdk.beta.sessions.events.stream(apiId));
@@ -230,7 +273,8 @@ async function sendToFirstMessage(ctx: Ctx, client: Client, sdk: Anthropic): Pro
       ['direct', 'api'],
       ctx.quick ? 12 : 30,
       2,
-      (arm, round) => (arm === 'api' ? apiTurn(sdk, tap, apiId, `round ${round}`) : directTurn(client, directId, `round ${round}`)),
+      (arm, round) =>
+        arm === 'api' ? apiTurn(sdk, tap, apiId, `round ${round}`) : directTurn(client, directId, `round ${round}`),
       (m) => ctx.log(`  send->agent.message ${m}`),
     );
   } finally {
@@ -275,11 +319,22 @@ interface Phase {
  * session idles for `idleS` seconds, then each phase in turn over the same streams, the next phase's turns on the
  * sessions after the last one's.
  */
-async function delivery(ctx: Ctx, api: Awaited<ReturnType<typeof startApi>>, sessions: number, streams: number, idleS: number, phases: Phase[]): Promise<Record<string, Delivery>> {
+async function delivery(
+  ctx: Ctx,
+  api: Awaited<ReturnType<typeof startApi>>,
+  sessions: number,
+  streams: number,
+  idleS: number,
+  phases: Phase[],
+): Promise<Record<string, Delivery>> {
   const ids = await createSessions(api.sdk, sessions);
   ctx.log(`  ${sessions} x ${streams}: ${sessions} sessions created; opening ${sessions * streams} streams`);
   for (const id of ids) ctx.stack.model(id);
-  const clients = new StreamClients(api.api.url, api.key, ids.map((id) => ({ id, streams })));
+  const clients = new StreamClients(
+    api.api.url,
+    api.key,
+    ids.map((id) => ({ id, streams })),
+  );
   const done = new Map<number, number>();
   const out: Record<string, Delivery> = {};
   try {
@@ -298,7 +353,14 @@ async function delivery(ctx: Ctx, api: Awaited<ReturnType<typeof startApi>>, ses
       feedStats.readMs.length = 0;
       feedStats.ringLagMs.length = 0;
       feedStats.ringToDeliverMs.length = 0;
-      const busy0 = { q: api.queries(), p: doorbellStats.historyPolls, t: now(), pushed: feedStats.pushedRings, reads: feedStats.logReads, waits: feedStats.pushWaits };
+      const busy0 = {
+        q: api.queries(),
+        p: doorbellStats.historyPolls,
+        t: now(),
+        pushed: feedStats.pushedRings,
+        reads: feedStats.logReads,
+        waits: feedStats.pushWaits,
+      };
       const sendToIdle: number[] = [];
       const base = first;
       // Lane j drives turns j, j + active, ...: a session never has two turns at once.
@@ -345,10 +407,24 @@ async function delivery(ctx: Ctx, api: Awaited<ReturnType<typeof startApi>>, ses
   } finally {
     await clients.stop();
     // Followers outlive their streams by 15 s; ended while followed, every session would be read once more.
-    for (const end = Date.now() + 30_000; feedStats.followers > 0 && Date.now() < end; ) await sleep(500);
-    await Promise.all(ids.map((id) => api.client.workflow.getHandle(id).signal(endSignal, { reason: 'benchmark' }).catch(() => undefined)));
+    for (const end = Date.now() + 30_000; feedStats.followers > 0 && Date.now() < end;) await sleep(500);
+    await Promise.all(
+      ids.map((id) =>
+        api.client.workflow
+          .getHandle(id)
+          .signal(endSignal, { reason: 'benchmark' })
+          .catch(() => undefined),
+      ),
+    );
     // The next arm starts once the worker has closed them all.
-    await Promise.all(ids.map((id) => api.client.workflow.getHandle(id).result().catch(() => undefined)));
+    await Promise.all(
+      ids.map((id) =>
+        api.client.workflow
+          .getHandle(id)
+          .result()
+          .catch(() => undefined),
+      ),
+    );
   }
 }
 
@@ -374,8 +450,16 @@ export async function handovers(ctx: Ctx): Promise<Record<'no_streams' | 'stream
   let api: Awaited<ReturnType<typeof startApi>> | undefined;
   const clients: StreamClients[] = [];
   try {
-    env = await createTestEnv([...DEV_SERVER_DYNAMIC_CONFIG, '--dynamic-config-value', 'limit.historyCount.suggestContinueAsNew=40']);
-    worker = await spawnWorker({ TEMPORAL_ADDRESS: env.address, ANTHROPIC_BASE_URL: ctx.stack.mock.url, ANTHROPIC_API_KEY: 'test-key' });
+    env = await createTestEnv([
+      ...DEV_SERVER_DYNAMIC_CONFIG,
+      '--dynamic-config-value',
+      'limit.historyCount.suggestContinueAsNew=40',
+    ]);
+    worker = await spawnWorker({
+      TEMPORAL_ADDRESS: env.address,
+      ANTHROPIC_BASE_URL: ctx.stack.mock.url,
+      ANTHROPIC_API_KEY: 'test-key',
+    });
     api = await startApi(env.client, ctx.log);
     const [quiet, watched] = await createSessions(api.sdk, 2);
     ctx.stack.model(quiet);
@@ -395,7 +479,7 @@ export async function handovers(ctx: Ctx): Promise<Record<'no_streams' | 'stream
         for (let t = 0; t < 4; t++) {
           await say(a.sdk, id, `turn ${turns++}`);
           const handle = env!.client.workflow.getHandle(id);
-          for (const end = Date.now() + 60_000; ; ) {
+          for (const end = Date.now() + 60_000; ;) {
             const s = await handle.query(statusQuery);
             if (s.state !== 'running') break;
             if (Date.now() > end) throw new Error(`session ${id}: turn did not end`);
@@ -406,8 +490,12 @@ export async function handovers(ctx: Ctx): Promise<Record<'no_streams' | 'stream
       },
       (m) => ctx.log(`  handovers ${m}`),
     );
-    for (const id of [quiet, watched]) ctx.log(`  handovers: ${id} ran ${(await runsOf(env.client, id)).map((r) => r.status.name).join(', ')}`);
-    return { no_streams: await handoverTimes(env.client, quiet), streams_100: await handoverTimes(env.client, watched) };
+    for (const id of [quiet, watched])
+      ctx.log(`  handovers: ${id} ran ${(await runsOf(env.client, id)).map((r) => r.status.name).join(', ')}`);
+    return {
+      no_streams: await handoverTimes(env.client, quiet),
+      streams_100: await handoverTimes(env.client, watched),
+    };
   } finally {
     for (const c of clients) await c.stop();
     await api?.api.stop().catch(() => undefined);
@@ -425,7 +513,10 @@ export async function runApiStream(ctx: Ctx): Promise<BenchResult[]> {
     const first = await sendToFirstMessage(ctx, ctx.stack.client, api.sdk);
     const direct = armStats(first.direct);
     const viaApi = armStats(first.api);
-    const added = { p50Ms: Math.round((viaApi.p50Ms - direct.p50Ms) * 10) / 10, p95Ms: Math.round((viaApi.p95Ms - direct.p95Ms) * 10) / 10 };
+    const added = {
+      p50Ms: Math.round((viaApi.p50Ms - direct.p50Ms) * 10) / 10,
+      p95Ms: Math.round((viaApi.p95Ms - direct.p95Ms) * 10) / 10,
+    };
     results.push({
       name: 'api_first_message',
       arms: { direct, api: viaApi },
@@ -441,8 +532,24 @@ export async function runApiStream(ctx: Ctx): Promise<BenchResult[]> {
     const q = ctx.quick;
     const plan: { sessions: number; streams: number; idleS: number; phases: Phase[] }[] = [
       { sessions: 1, streams: 1, idleS: 2, phases: [{ name: 'steady', active: 1, turns: q ? 20 : 40 }] },
-      { sessions: q ? 300 : 1000, streams: 1, idleS: q ? 10 : 25, phases: [{ name: 'steady', active: 1, turns: q ? 20 : 60 }, { name: 'busy', active: q ? 20 : 25, turns: q ? 100 : 250 }] },
-      { sessions: 10, streams: 100, idleS: q ? 10 : 25, phases: [{ name: 'steady', active: 1, turns: q ? 20 : 40 }, { name: 'busy', active: 10, turns: q ? 30 : 60 }] },
+      {
+        sessions: q ? 300 : 1000,
+        streams: 1,
+        idleS: q ? 10 : 25,
+        phases: [
+          { name: 'steady', active: 1, turns: q ? 20 : 60 },
+          { name: 'busy', active: q ? 20 : 25, turns: q ? 100 : 250 },
+        ],
+      },
+      {
+        sessions: 10,
+        streams: 100,
+        idleS: q ? 10 : 25,
+        phases: [
+          { name: 'steady', active: 1, turns: q ? 20 : 40 },
+          { name: 'busy', active: 10, turns: q ? 30 : 60 },
+        ],
+      },
     ];
     const arms: BenchResult['arms'] = {};
     const ratioTo: Record<string, string> = {};
@@ -459,9 +566,13 @@ export async function runApiStream(ctx: Ctx): Promise<BenchResult[]> {
         arms[`${arm}_from_commit`] = rest.apiShare;
         detail[arm] = rest;
         if (arm !== '1x1') ratioTo[arm] = ph.name === 'steady' ? '1x1' : shape;
-        described.push(`${arm}: ${ph.active} session(s) taking turns at a time, ${ph.turns} turns; the worker's share (processed_at to its task's commit) p50 ${rest.workerShare.p50Ms} / p95 ${rest.workerShare.p95Ms} ms; the Temporal server saw ${rest.queriesPerS} queries/s and ${rest.historyPollsPerS} history long polls/s meanwhile`);
+        described.push(
+          `${arm}: ${ph.active} session(s) taking turns at a time, ${ph.turns} turns; the worker's share (processed_at to its task's commit) p50 ${rest.workerShare.p50Ms} / p95 ${rest.workerShare.p95Ms} ms; the Temporal server saw ${rest.queriesPerS} queries/s and ${rest.historyPollsPerS} history long polls/s meanwhile`,
+        );
       }
-      described.push(`${shape} idle: ${byPhase[p.phases[0].name].idleQueriesPerS} queries/s, ${byPhase[p.phases[0].name].idleHistoryPollsPerS} long polls/s over ${p.idleS} s with every session idle and every stream open`);
+      described.push(
+        `${shape} idle: ${byPhase[p.phases[0].name].idleQueriesPerS} queries/s, ${byPhase[p.phases[0].name].idleHistoryPollsPerS} long polls/s over ${p.idleS} s with every session idle and every stream open`,
+      );
     }
     const open1000 = plan.filter((p) => p.sessions * p.streams >= 1000).map((p) => `${p.sessions}x${p.streams}`);
     const met = open1000.every((a) => arms[a].p95Ms < 100);

@@ -19,10 +19,43 @@ function sessionEvents(from: number, n: number): SessionEvent[] {
   const out: SessionEvent[] = [];
   for (let seq = from; seq < from + n; seq++) {
     const k = seq % 4;
-    if (k === 0) out.push({ seq, time: t, type: 'user_message', text: `message ${seq}: look at the build again and fix what fails` });
-    else if (k === 1) out.push({ seq, time: t, type: 'assistant_message', content: [{ type: 'text', text: `Round ${seq}: ${'I will read the failing test and the code it covers. '.repeat(4)}` }], stopReason: 'tool_use', usage, throughSeq: seq - 1 });
-    else if (k === 2) out.push({ seq, time: t, type: 'tool_use', id: `toolu_${seq}`, name: 'bash', input: { command: `npm test -- --grep case-${seq}` } });
-    else out.push({ seq, time: t, type: 'tool_result', toolUseId: `toolu_${seq - 1}`, output: `${`test output line of case ${seq}: ok\n`.repeat(60)}`, isError: false });
+    if (k === 0)
+      out.push({
+        seq,
+        time: t,
+        type: 'user_message',
+        text: `message ${seq}: look at the build again and fix what fails`,
+      });
+    else if (k === 1)
+      out.push({
+        seq,
+        time: t,
+        type: 'assistant_message',
+        content: [
+          { type: 'text', text: `Round ${seq}: ${'I will read the failing test and the code it covers. '.repeat(4)}` },
+        ],
+        stopReason: 'tool_use',
+        usage,
+        throughSeq: seq - 1,
+      });
+    else if (k === 2)
+      out.push({
+        seq,
+        time: t,
+        type: 'tool_use',
+        id: `toolu_${seq}`,
+        name: 'bash',
+        input: { command: `npm test -- --grep case-${seq}` },
+      });
+    else
+      out.push({
+        seq,
+        time: t,
+        type: 'tool_result',
+        toolUseId: `toolu_${seq - 1}`,
+        output: `${`test output line of case ${seq}: ok\n`.repeat(60)}`,
+        isError: false,
+      });
   }
   return out;
 }
@@ -40,20 +73,38 @@ export async function runArchive(ctx: Ctx): Promise<BenchResult[]> {
   try {
     // One long session in each archive, sealed segment by segment as its handovers would.
     const id = 'bench-long-session';
-    const stores = { postgres: new PostgresSessionArchive(db, dc), disk: new FileSessionArchive(path.join(dir, 'archive'), dc) };
+    const stores = {
+      postgres: new PostgresSessionArchive(db, dc),
+      disk: new FileSessionArchive(path.join(dir, 'archive'), dc),
+    };
     for (let s = 0; s < segmentsPerSession; s++) {
       const batch = sessionEvents(s * segmentEvents, segmentEvents);
       await stores.postgres.seal(id, batch);
       await stores.disk.seal(id, batch);
     }
-    const segmentBytes = (await db.query<{ n: number }>('select octet_length(payload)::int as n from archive_segments where session_id = $1 and from_seq = 0', [id]))[0].n;
-    ctx.log(`  archive: ${segmentsPerSession * segmentEvents} events in ${segmentsPerSession} segments of ${segmentEvents} (${(segmentBytes / 1024).toFixed(0)} KiB encrypted each)`);
+    const segmentBytes = (
+      await db.query<{ n: number }>(
+        'select octet_length(payload)::int as n from archive_segments where session_id = $1 and from_seq = 0',
+        [id],
+      )
+    )[0].n;
+    ctx.log(
+      `  archive: ${segmentsPerSession * segmentEvents} events in ${segmentsPerSession} segments of ${segmentEvents} (${(segmentBytes / 1024).toFixed(0)} KiB encrypted each)`,
+    );
     // Each read is a reader that has not seen the session (an `agents events` process; a fresh archive has no
     // cache), over an open pool; each seal is a new session's first segment of the same size.
-    const fresh = (arm: string): SessionArchive => (arm.endsWith('postgres') ? new PostgresSessionArchive(db, dc) : new FileSessionArchive(path.join(dir, 'archive'), dc));
+    const fresh = (arm: string): SessionArchive =>
+      arm.endsWith('postgres')
+        ? new PostgresSessionArchive(db, dc)
+        : new FileSessionArchive(path.join(dir, 'archive'), dc);
     const toSeal = sessionEvents(0, segmentEvents);
     let sealed = 0;
-    const arms = ['read_oldest_1000_postgres', 'read_oldest_1000_disk', 'seal_segment_postgres', 'seal_segment_disk'] as const;
+    const arms = [
+      'read_oldest_1000_postgres',
+      'read_oldest_1000_disk',
+      'seal_segment_postgres',
+      'seal_segment_disk',
+    ] as const;
     const samples = await interleave(arms, rounds, 2, async (arm) => {
       const archive = fresh(arm);
       const t0 = performance.now();
@@ -65,7 +116,10 @@ export async function runArchive(ctx: Ctx): Promise<BenchResult[]> {
       }
       return performance.now() - t0;
     });
-    const stats = Object.fromEntries(arms.map((a) => [a, armStats(samples[a])])) as Record<(typeof arms)[number], ReturnType<typeof armStats>>;
+    const stats = Object.fromEntries(arms.map((a) => [a, armStats(samples[a])])) as Record<
+      (typeof arms)[number],
+      ReturnType<typeof armStats>
+    >;
     const read = ratio(stats.read_oldest_1000_postgres, stats.read_oldest_1000_disk);
     const seal = ratio(stats.seal_segment_postgres, stats.seal_segment_disk);
     const notes = [

@@ -8,11 +8,21 @@ async function toPng(spec: Record<string, unknown>): Promise<Buffer> {
   // ESM only, and its types need a newer moduleResolution than the project's: typed here by what is used.
   const vl = (await import('vega-lite' as string)) as { compile(spec: unknown): { spec: import('vega').Spec } };
   const { Resvg } = await import('@resvg/resvg-js');
-  const compiled = vl.compile({ $schema: 'https://vega.github.io/schema/vega-lite/v6.json', background: 'white', ...spec }).spec;
+  const compiled = vl.compile({
+    $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
+    background: 'white',
+    ...spec,
+  }).spec;
   const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
   const svg = await view.toSVG();
   await view.finalize();
-  return new Resvg(svg, { fitTo: { mode: 'zoom', value: 2 }, font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' }, background: 'white' }).render().asPng();
+  return new Resvg(svg, {
+    fitTo: { mode: 'zoom', value: 2 },
+    font: { loadSystemFonts: true, defaultFontFamily: 'DejaVu Sans' },
+    background: 'white',
+  })
+    .render()
+    .asPng();
 }
 
 /** p50 and p95 of each arm, side by side. */

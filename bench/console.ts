@@ -20,7 +20,8 @@ const UPDATE_ARMS = ['update_1000', 'update_100'] as const;
 
 /** Files of the bundle with their raw and gzip sizes, as the server sends them (it does not compress). */
 function bundleSizes(): Record<string, { bytes: number; gzipBytes: number }> {
-  if (!fs.existsSync(path.join(CONSOLE_STATIC, 'index.html'))) throw new Error('the console is not built: run npm run build');
+  if (!fs.existsSync(path.join(CONSOLE_STATIC, 'index.html')))
+    throw new Error('the console is not built: run npm run build');
   return Object.fromEntries(
     fs.readdirSync(CONSOLE_STATIC).map((f) => {
       const body = fs.readFileSync(path.join(CONSOLE_STATIC, f));
@@ -34,7 +35,9 @@ async function grow(client: Anthropic, ctx: Ctx, id: string, events: number): Pr
   const handle = ctx.stack.client.workflow.getHandle(id);
   // A turn is six API events: user.message, status_running, the model request's span start, agent.message, span end, status_idle.
   for (let t = 1; t <= Math.ceil(events / 6); t++) {
-    const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: `turn ${t}: please answer with a short line` }] });
+    const { seq } = await handle.executeUpdate(sendMessageUpdate, {
+      args: [{ text: `turn ${t}: please answer with a short line` }],
+    });
     await waitLive(handle, (ev) => ev.some((e) => e.seq > seq && e.type === 'assistant_message'), 60_000, 5, seq);
     if (t % 50 === 0) ctx.log(`${id}: ${t} turns`);
   }
@@ -45,13 +48,21 @@ async function grow(client: Anthropic, ctx: Ctx, id: string, events: number): Pr
 
 /** How many events the page shows. A function, not a string (the console's CSP refuses eval); no DOM types here. */
 const shownEvents = () => {
-  const doc = (globalThis as unknown as { document: { querySelector(s: string): { getAttribute(a: string): string | null } | null } }).document;
+  const doc = (
+    globalThis as unknown as {
+      document: { querySelector(s: string): { getAttribute(a: string): string | null } | null };
+    }
+  ).document;
   return Number(doc.querySelector('ol.log')?.getAttribute('data-events') ?? 0);
 };
 
 async function untilShown(page: Page, count: number): Promise<void> {
   const atLeast = (n: number) => {
-    const doc = (globalThis as unknown as { document: { querySelector(s: string): { getAttribute(a: string): string | null } | null } }).document;
+    const doc = (
+      globalThis as unknown as {
+        document: { querySelector(s: string): { getAttribute(a: string): string | null } | null };
+      }
+    ).document;
     return Number(doc.querySelector('ol.log')?.getAttribute('data-events') ?? 0) >= n;
   };
   await page.waitForFunction(atLeast, count, { polling: 'raf', timeout: 60_000 });
@@ -77,7 +88,11 @@ async function signIn(page: Page, url: string, key: string): Promise<void> {
 export async function runConsole(ctx: Ctx): Promise<BenchResult[]> {
   const { stack, quick } = ctx;
   const worker = await stack.worker({ role: 'brain' });
-  const api = await startTestApi('postgres', ['default'], { client: stack.client, archive: testArchive(), log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(stack.client)) });
+  const api = await startTestApi('postgres', ['default'], {
+    client: stack.client,
+    archive: testArchive(),
+    log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(stack.client)),
+  });
   const browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
   try {
     const client = await api.client();
@@ -85,7 +100,12 @@ export async function runConsole(ctx: Ctx): Promise<BenchResult[]> {
     const env = await client.beta.environments.create({ name: 'bench-console' });
     const sizes: Record<string, number> = {};
     const ids: Record<string, string> = {};
-    for (const [arm, n] of [['big', 1000], ['small', 100], ['bigLive', 1000], ['smallLive', 100]] as const) {
+    for (const [arm, n] of [
+      ['big', 1000],
+      ['small', 100],
+      ['bigLive', 1000],
+      ['smallLive', 100],
+    ] as const) {
       const s = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, title: `bench ${n}` });
       // The log's size is the point, not the model's latency: it answers at once.
       stack.mock.script(s.id, { firstByteDelayMs: 0 });
@@ -137,16 +157,24 @@ export async function runConsole(ctx: Ctx): Promise<BenchResult[]> {
         await tab.bringToFront();
         const before = await tab.evaluate(shownEvents);
         const t0 = performance.now();
-        await client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text: `update ${++sent}` }] }] });
+        await client.beta.sessions.events.send(id, {
+          events: [{ type: 'user.message', content: [{ type: 'text', text: `update ${++sent}` }] }],
+        });
         // A turn is six events; the reply's agent.message is the fourth.
         await untilShown(tab, before + 6);
         return performance.now() - t0;
       },
       ctx.log,
     );
-    const arms = Object.fromEntries([...ARMS.map((a) => [a, armStats(samples[a])] as const), ...UPDATE_ARMS.map((a) => [a, armStats(updates[a])] as const)]);
+    const arms = Object.fromEntries([
+      ...ARMS.map((a) => [a, armStats(samples[a])] as const),
+      ...UPDATE_ARMS.map((a) => [a, armStats(updates[a])] as const),
+    ]);
     const bundle = bundleSizes();
-    const total = Object.values(bundle).reduce((a, b) => ({ bytes: a.bytes + b.bytes, gzipBytes: a.gzipBytes + b.gzipBytes }), { bytes: 0, gzipBytes: 0 });
+    const total = Object.values(bundle).reduce(
+      (a, b) => ({ bytes: a.bytes + b.bytes, gzipBytes: a.gzipBytes + b.gzipBytes }),
+      { bytes: 0, gzipBytes: 0 },
+    );
     const scaling = ratio(arms.page_1000, arms.page_100);
     const overList = ratio(arms.page_1000, arms.list_1000);
     const updateScaling = ratio(arms.update_1000, arms.update_100);
@@ -159,9 +187,17 @@ export async function runConsole(ctx: Ctx): Promise<BenchResult[]> {
         bundle,
         bundleBytes: total.bytes,
         bundleGzipBytes: total.gzipBytes,
-        ratios: { page1000OverPage100: scaling, page1000OverList1000: overList, update1000OverUpdate100: updateScaling },
+        ratios: {
+          page1000OverPage100: scaling,
+          page1000OverList1000: overList,
+          update1000OverUpdate100: updateScaling,
+        },
         notes:
-          `bundle ${(total.bytes / 1024).toFixed(1)} KiB (${(total.gzipBytes / 1024).toFixed(1)} KiB gzipped: ${Object.entries(bundle).map(([f, s]) => `${f} ${s.bytes} B`).join(', ')}); ` +
+          `bundle ${(total.bytes / 1024).toFixed(1)} KiB (${(total.gzipBytes / 1024).toFixed(1)} KiB gzipped: ${Object.entries(
+            bundle,
+          )
+            .map(([f, s]) => `${f} ${s.bytes} B`)
+            .join(', ')}); ` +
           `first render of a session page with ${sizes.big} events ${arms.page_1000.p50Ms} ms at p50 (${arms.page_1000.p95Ms} ms p95), ${scaling.p50}× one of ${sizes.small}; ` +
           `listing those events alone takes ${arms.list_1000.p50Ms} ms in the same browser (page / list ${overList.p50} at p50). ` +
           `A sent message's reply (a turn of six events) shows on a page of ${sizes.bigLive} events in ${arms.update_1000.p50Ms} ms at p50, ${updateScaling.p50}× on one of ${sizes.smallLive}. Chromium headless, 1280×800.`,

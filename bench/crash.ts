@@ -6,7 +6,21 @@ import { spawnWorker, type ChildWorker } from '../test/helpers/child-worker';
 import { removeHostSandboxes, testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
-import { SETTINGS, armStats, cpuSeconds, endSession, interleave, metricSum, ratio, turnFinished, waitLive, waitRung, workerStatus, type BenchResult, type Ctx } from './lib';
+import {
+  SETTINGS,
+  armStats,
+  cpuSeconds,
+  endSession,
+  interleave,
+  metricSum,
+  ratio,
+  turnFinished,
+  waitLive,
+  waitRung,
+  workerStatus,
+  type BenchResult,
+  type Ctx,
+} from './lib';
 import { LimitsSchema } from '../src/session/agent';
 import { sendMessageUpdate } from '../src/session/contract';
 
@@ -14,7 +28,10 @@ type Arm = 'standby' | 'standby_heartbeat' | 'cold' | 'standby_previous';
 /** Brain workers that leave a dead peer's calls to their heartbeat timeout. */
 const PEER_WATCH_OFF = { BRAIN_PEER_WATCH: 'off' };
 /** The defaults before recovery was bounded: a 10 s heartbeat timeout, the first retry after 1 s. */
-const PREVIOUS_LIMITS = { modelHeartbeatTimeoutMs: 10_000, modelRetry: { maxAttempts: 10, initialIntervalMs: 1000, backoffCoefficient: 2, maximumIntervalMs: 60_000 } };
+const PREVIOUS_LIMITS = {
+  modelHeartbeatTimeoutMs: 10_000,
+  modelRetry: { maxAttempts: 10, initialIntervalMs: 1000, backoffCoefficient: 2, maximumIntervalMs: 60_000 },
+};
 /** What a session gets with no limits of its own (testAgent's own test settings are overridden with these). */
 const DEFAULTS = LimitsSchema.parse({});
 const DEFAULT_LIMITS = { modelHeartbeatTimeoutMs: DEFAULTS.modelHeartbeatTimeoutMs, modelRetry: DEFAULTS.modelRetry };
@@ -69,16 +86,30 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
               workflowId: id,
               // A first turn provisions the sandbox: many provisions at once spread over seconds on a loaded
               // machine, so the command the kill interrupts starts in a second turn, in every session at once.
-              args: [{ agent: testAgent({ limits: { handsHeartbeatTimeoutMs: HANDS_HEARTBEAT_MS } }), message: { text: 'please run `true`' } }],
+              args: [
+                {
+                  agent: testAgent({ limits: { handsHeartbeatTimeoutMs: HANDS_HEARTBEAT_MS } }),
+                  message: { text: 'please run `true`' },
+                },
+              ],
             });
             handles.push(handle);
             return handle;
           }),
         );
         await Promise.all(round.map((h) => waitLive(h, turnFinished(0), 180_000, 100)));
-        const seqs = await Promise.all(round.map(async (h) => (await h.executeUpdate(sendMessageUpdate, { args: [{ text: `please run \`${COMMAND}\`` }] })).seq));
+        const seqs = await Promise.all(
+          round.map(
+            async (h) =>
+              (await h.executeUpdate(sendMessageUpdate, { args: [{ text: `please run \`${COMMAND}\`` }] })).seq,
+          ),
+        );
         // The command under way: the execute activity is running on the doomed worker.
-        await Promise.all(round.map((h, i) => waitLive(h, (ev) => ev.some((e) => e.seq > seqs[i] && e.type === 'tool_use'), 120_000, 50, seqs[i])));
+        await Promise.all(
+          round.map((h, i) =>
+            waitLive(h, (ev) => ev.some((e) => e.seq > seqs[i] && e.type === 'tool_use'), 120_000, 50, seqs[i]),
+          ),
+        );
         const running = Date.now();
         let killedAt: number;
         let replacement: ChildWorker;
@@ -96,7 +127,13 @@ async function handsCrash(ctx: Ctx): Promise<{ standby: number[]; cold: number[]
         live.delete(doomed);
         const times = await Promise.all(
           round.map(async (h, i) => {
-            const events = await waitRung(stack.client, h, (ev) => ev.some((e) => e.seq > seqs[i] && e.type === 'tool_result'), 120_000, seqs[i]);
+            const events = await waitRung(
+              stack.client,
+              h,
+              (ev) => ev.some((e) => e.seq > seqs[i] && e.type === 'tool_result'),
+              120_000,
+              seqs[i],
+            );
             const result = events.find((e) => e.seq > seqs[i] && e.type === 'tool_result')!;
             if (result.type === 'tool_result' && result.error) infra++;
             return Date.parse(result.time) - killedAt;
@@ -127,7 +164,10 @@ async function following(worker: ChildWorker, calls: number): Promise<void> {
   for (;;) {
     const status = await workerStatus(worker);
     if (status?.peers?.peers.some((p) => p.activities >= calls)) return;
-    if (Date.now() > deadline) throw new Error(`crash: the standby does not follow the doomed worker's ${calls} calls within 30 s: ${JSON.stringify(status?.peers)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `crash: the standby does not follow the doomed worker's ${calls} calls within 30 s: ${JSON.stringify(status?.peers)}`,
+      );
     await sleep(100);
   }
 }
@@ -167,7 +207,12 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
             taskQueue: BRAIN_TASK_QUEUE,
             workflowId: id,
             // The defaults a user gets, or (standby_previous) the ones before them.
-            args: [{ agent: testAgent({ limits: arm === 'standby_previous' ? PREVIOUS_LIMITS : DEFAULT_LIMITS }), message: { text: 'hello' } }],
+            args: [
+              {
+                agent: testAgent({ limits: arm === 'standby_previous' ? PREVIOUS_LIMITS : DEFAULT_LIMITS }),
+                message: { text: 'hello' },
+              },
+            ],
           });
           handles.push(handle);
           return handle;
@@ -178,10 +223,16 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
         if (Date.now() > deadline) {
           for (const h of round) {
             const d = await h.describe();
-            if (d.status.name !== 'RUNNING') ctx.log(`session ${h.workflowId} ${d.status.name}: ${await h.result().then(String, (e: Error) => `${e.message} ${(e.cause as Error | undefined)?.message}`)}`);
+            if (d.status.name !== 'RUNNING')
+              ctx.log(
+                `session ${h.workflowId} ${d.status.name}: ${await h.result().then(String, (e: Error) => `${e.message} ${(e.cause as Error | undefined)?.message}`)}`,
+              );
           }
         }
-        if (Date.now() > deadline) throw new Error(`crash: model calls not in flight within 60 s; worker stderr: ${doomed.w.stderr().slice(-2000)}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `crash: model calls not in flight within 60 s; worker stderr: ${doomed.w.stderr().slice(-2000)}`,
+          );
         await sleep(20);
       }
       // The log before the kill: the user message only.
@@ -202,7 +253,9 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
       spawnMs.push(replacement.ms);
       // A session whose first call was already retried before the kill (a heartbeat missed on a loaded
       // machine) did not lose its call to the kill: it is left out and counted.
-      const callsAtKill = round.map((h) => stack.mock.requests(h.workflowId).filter((r) => r.path === '/v1/messages' && r.at <= killedAt).length);
+      const callsAtKill = round.map(
+        (h) => stack.mock.requests(h.workflowId).filter((r) => r.path === '/v1/messages' && r.at <= killedAt).length,
+      );
       const recovered = await Promise.all(
         round.map(async (h, i) => {
           const lastSeq = before[i][before[i].length - 1].seq;
@@ -254,9 +307,21 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
     return [
       {
         name: 'crash_recovery',
-        arms: { standby, standby_heartbeat: heartbeat, cold, standby_previous: previous, hands_standby: armStats(hands.standby), hands_cold: armStats(hands.cold) },
+        arms: {
+          standby,
+          standby_heartbeat: heartbeat,
+          cold,
+          standby_previous: previous,
+          hands_standby: armStats(hands.standby),
+          hands_cold: armStats(hands.cold),
+        },
         notes,
-        ratioTo: { standby_heartbeat: 'standby', cold: 'standby', standby_previous: 'standby', hands_cold: 'hands_standby' },
+        ratioTo: {
+          standby_heartbeat: 'standby',
+          cold: 'standby',
+          standby_previous: 'standby',
+          hands_cold: 'hands_standby',
+        },
         excludedSessions: excluded,
         heartbeatTimeoutMs: DEFAULTS.modelHeartbeatTimeoutMs,
         previousHeartbeatTimeoutMs: PREVIOUS_LIMITS.modelHeartbeatTimeoutMs,
@@ -275,15 +340,27 @@ export async function runCrash(ctx: Ctx): Promise<BenchResult[]> {
  * brain workers (100 calls each), with the default heartbeat timeout and with the previous one; over a quiet window, the server's
  * CPU (from /proc) and its heartbeat calls (from its metrics).
  */
-async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ notes: string; figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number; retried: number }> }> {
+async function heartbeatCost(
+  ctx: Ctx,
+  log: (m: string) => void,
+): Promise<{
+  notes: string;
+  figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number; retried: number }>;
+}> {
   const { stack } = ctx;
   const sessions = ctx.quick ? 300 : 1000;
   const windowMs = 10_000;
   const serverPid = stack.serverPid();
-  const figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number; retried: number }> = {};
-  for (const [arm, limits] of [['default', DEFAULT_LIMITS], ['previous', PREVIOUS_LIMITS]] as const) {
+  const figures: Record<string, { heartbeatsPerS: number; serverCores: number; workerCores: number; retried: number }> =
+    {};
+  for (const [arm, limits] of [
+    ['default', DEFAULT_LIMITS],
+    ['previous', PREVIOUS_LIMITS],
+  ] as const) {
     // A worker runs at most 100 activities at once (the SDK's default slots): ten workers hold the calls.
-    const workers = await Promise.all(Array.from({ length: Math.ceil(sessions / 100) }, () => spawnWorker(stack.childEnv(), 'brain')));
+    const workers = await Promise.all(
+      Array.from({ length: Math.ceil(sessions / 100) }, () => spawnWorker(stack.childEnv(), 'brain')),
+    );
     const workerCpu = () => workers.reduce((n, w) => n + cpuSeconds(w.process.pid!), 0);
     const handles: WorkflowHandle[] = [];
     try {
@@ -292,24 +369,41 @@ async function heartbeatCost(ctx: Ctx, log: (m: string) => void): Promise<{ note
         await Promise.all(
           ids.slice(i, i + 50).map(async (id) => {
             stack.model(id, [{ firstByteDelayMs: 600_000 }]);
-            handles.push(await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: testAgent({ limits }), message: { text: 'hello' } }] }));
+            handles.push(
+              await stack.client.workflow.start(sessionWorkflow, {
+                taskQueue: BRAIN_TASK_QUEUE,
+                workflowId: id,
+                args: [{ agent: testAgent({ limits }), message: { text: 'hello' } }],
+              }),
+            );
           }),
         );
       }
       const deadline = Date.now() + 300_000;
       while (!ids.every((id) => stack.mock.requests(id).some((r) => r.path === '/v1/messages'))) {
-        if (Date.now() > deadline) throw new Error(`heartbeat cost: ${sessions} model calls not in flight within 300 s`);
+        if (Date.now() > deadline)
+          throw new Error(`heartbeat cost: ${sessions} model calls not in flight within 300 s`);
         await sleep(500);
       }
       await sleep(2000);
-      const beats = () => (stack.metricsUrl ? metricSum(stack.metricsUrl, 'service_requests', ['operation="RecordActivityTaskHeartbeat"']) : Promise.resolve(NaN));
+      const beats = () =>
+        stack.metricsUrl
+          ? metricSum(stack.metricsUrl, 'service_requests', ['operation="RecordActivityTaskHeartbeat"'])
+          : Promise.resolve(NaN);
       const [b0, s0, w0, t0] = [await beats(), serverPid ? cpuSeconds(serverPid) : NaN, workerCpu(), Date.now()];
       await sleep(windowMs);
       const [b1, s1, w1, t1] = [await beats(), serverPid ? cpuSeconds(serverPid) : NaN, workerCpu(), Date.now()];
       const secs = (t1 - t0) / 1000;
       // A call the server gave up on while its worker lived (a heartbeat too late) shows as a second request.
-      const retried = ids.filter((id) => stack.mock.requests(id).filter((r) => r.path === '/v1/messages').length > 1).length;
-      figures[arm] = { heartbeatsPerS: Math.round((b1 - b0) / secs), serverCores: Math.round(((s1 - s0) / secs) * 1000) / 1000, workerCores: Math.round(((w1 - w0) / secs) * 1000) / 1000, retried };
+      const retried = ids.filter(
+        (id) => stack.mock.requests(id).filter((r) => r.path === '/v1/messages').length > 1,
+      ).length;
+      figures[arm] = {
+        heartbeatsPerS: Math.round((b1 - b0) / secs),
+        serverCores: Math.round(((s1 - s0) / secs) * 1000) / 1000,
+        workerCores: Math.round(((w1 - w0) / secs) * 1000) / 1000,
+        retried,
+      };
       log(`${arm}: ${JSON.stringify(figures[arm])}`);
     } finally {
       await Promise.all(handles.map((h) => h.terminate('benchmark over').catch(() => undefined)));

@@ -21,7 +21,12 @@ export async function runExecute(ctx: Ctx): Promise<BenchResult[]> {
   if (!dockerHost) throw new Error('no Docker engine');
   const provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage() });
   const d = await docker();
-  const { sandboxId } = await provider.provision({ sessionId: uniqueId('bench-exec'), name: 'main', recipe: SandboxRecipeSchema.parse({}), hostId: ctx.stack.hostId });
+  const { sandboxId } = await provider.provision({
+    sessionId: uniqueId('bench-exec'),
+    name: 'main',
+    recipe: SandboxRecipeSchema.parse({}),
+    hostId: ctx.stack.hostId,
+  });
   const container = d.getContainer(sandboxId);
   const rounds = ctx.quick ? 20 : 40;
   const results: BenchResult[] = [];
@@ -37,11 +42,21 @@ export async function runExecute(ctx: Ctx): Promise<BenchResult[]> {
           const t0 = performance.now();
           let bytes: number;
           if (arm === 'execute') {
-            const r = await provider.execute(sandboxId, { key: randomUUID(), script, timeoutSeconds: 60, maxOutputBytes: 32 * 1024 });
+            const r = await provider.execute(sandboxId, {
+              key: randomUUID(),
+              script,
+              timeoutSeconds: 60,
+              maxOutputBytes: 32 * 1024,
+            });
             if (r.exitCode !== 0) throw new Error(`execute exited ${r.exitCode}: ${r.output.slice(0, 200)}`);
             bytes = r.outputBytes;
           } else if (arm === 'dockerode') {
-            const exec = await container.exec({ Cmd: ['bash', '-c', script], AttachStdout: true, AttachStderr: true, User: '1000' });
+            const exec = await container.exec({
+              Cmd: ['bash', '-c', script],
+              AttachStdout: true,
+              AttachStderr: true,
+              User: '1000',
+            });
             const stream = await exec.start({ hijack: true, stdin: false });
             const chunks: Buffer[] = [];
             await new Promise<void>((resolve, reject) => {
@@ -54,7 +69,10 @@ export async function runExecute(ctx: Ctx): Promise<BenchResult[]> {
             // Multiplexed frames: an 8-byte header per frame.
             bytes = demuxedLength(Buffer.concat(chunks));
           } else {
-            const r = await run('docker', ['-H', dockerHost, 'exec', '-u', '1000', sandboxId, 'bash', '-c', script], { maxBuffer: 4 * ONE_MB, encoding: 'buffer' });
+            const r = await run('docker', ['-H', dockerHost, 'exec', '-u', '1000', sandboxId, 'bash', '-c', script], {
+              maxBuffer: 4 * ONE_MB,
+              encoding: 'buffer',
+            });
             bytes = r.stdout.length;
           }
           if (bytes !== expected) throw new Error(`${arm} ${label}: ${bytes} bytes of output, expected ${expected}`);
@@ -86,7 +104,18 @@ export async function runExecute(ctx: Ctx): Promise<BenchResult[]> {
       `Ratios execute/dockerode p50 ${ratios.execute_over_dockerode.p50} (1 MB: ${ratios.execute_over_dockerode_1mb.p50}), execute/docker_cli p50 ${ratios.execute_over_docker_cli.p50} (1 MB: ${ratios.execute_over_docker_cli_1mb.p50}).`,
       `execute's extra over a bare exec is the inspect round trip and the wrapper's own work in the sandbox (mkdir, writing the record, a second bash).`,
     ].join(' ');
-    results.push({ name: 'execute_roundtrip', arms, notes, ratios, ratioTo: { dockerode: 'execute', docker_cli: 'execute', dockerode_1mb: 'execute_1mb', docker_cli_1mb: 'execute_1mb' } });
+    results.push({
+      name: 'execute_roundtrip',
+      arms,
+      notes,
+      ratios,
+      ratioTo: {
+        dockerode: 'execute',
+        docker_cli: 'execute',
+        dockerode_1mb: 'execute_1mb',
+        docker_cli_1mb: 'execute_1mb',
+      },
+    });
   } finally {
     await provider.destroy(sandboxId).catch(() => undefined);
   }
@@ -95,7 +124,7 @@ export async function runExecute(ctx: Ctx): Promise<BenchResult[]> {
 
 function demuxedLength(buf: Buffer): number {
   let n = 0;
-  for (let i = 0; i + 8 <= buf.length; ) {
+  for (let i = 0; i + 8 <= buf.length;) {
     const size = buf.readUInt32BE(i + 4);
     n += size;
     i += 8 + size;

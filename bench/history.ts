@@ -32,7 +32,10 @@ async function replayTimes(histories: temporal.api.history.v1.IHistory[], workfl
     }
   }
   const times: number[] = [];
-  for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), dataConverter: testDataConverter() }, feed())) {
+  for await (const r of Worker.runReplayHistories(
+    { workflowBundle: await workflowBundle(), dataConverter: testDataConverter() },
+    feed(),
+  )) {
     times.push(performance.now() - t0);
     if (r.error) throw r.error;
   }
@@ -50,18 +53,32 @@ export async function runHistory(ctx: Ctx): Promise<BenchResult[]> {
   let handle: WorkflowHandle | undefined;
   const checkpoints: Checkpoint[] = [];
   try {
-    handle = await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: testAgent() }] });
+    handle = await stack.client.workflow.start(sessionWorkflow, {
+      taskQueue: BRAIN_TASK_QUEUE,
+      workflowId: id,
+      args: [{ agent: testAgent() }],
+    });
     const started = Date.now();
     for (let t = 1; t <= turns; t++) {
-      const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: `turn ${t}: a short message of about this length` }] });
+      const { seq } = await handle.executeUpdate(sendMessageUpdate, {
+        args: [{ text: `turn ${t}: a short message of about this length` }],
+      });
       // From the turn's own seq: after a handover the current run holds only the events from its first seq on.
       await waitLive(handle, (ev) => ev.some((e) => e.seq > seq && e.type === 'assistant_message'), 60_000, 5, seq);
       if (t % every === 0) {
         const h = stack.client.workflow.getHandle(id);
         const status = await h.query(statusQuery);
         const history = await h.fetchHistory();
-        checkpoints.push({ turns: t, run: status.run ?? 1, runEvents: history.events?.length ?? 0, runBytes: temporal.api.history.v1.History.encode(history).finish().length, history });
-        ctx.log(`  history: ${t} turns, run ${status.run ?? 1}, ${history.events?.length} events, ${checkpoints[checkpoints.length - 1].runBytes} bytes (${((Date.now() - started) / t).toFixed(0)} ms/turn)`);
+        checkpoints.push({
+          turns: t,
+          run: status.run ?? 1,
+          runEvents: history.events?.length ?? 0,
+          runBytes: temporal.api.history.v1.History.encode(history).finish().length,
+          history,
+        });
+        ctx.log(
+          `  history: ${t} turns, run ${status.run ?? 1}, ${history.events?.length} events, ${checkpoints[checkpoints.length - 1].runBytes} bytes (${((Date.now() - started) / t).toFixed(0)} ms/turn)`,
+        );
       }
     }
   } finally {
@@ -74,7 +91,10 @@ export async function runHistory(ctx: Ctx): Promise<BenchResult[]> {
   const last = checkpoints.reduce((a, b) => (b.run === last0(checkpoints).run && b.turns > a.turns ? b : a), first);
   const ARM_ROUNDS = 20;
   const armOrder = Array.from({ length: ARM_ROUNDS }, (_, i) => (i % 2 === 0 ? [first, last] : [last, first])).flat();
-  const times = await replayTimes([first.history, ...checkpoints.map((c) => c.history), ...armOrder.map((c) => c.history)], id);
+  const times = await replayTimes(
+    [first.history, ...checkpoints.map((c) => c.history), ...armOrder.map((c) => c.history)],
+    id,
+  );
   const series: { x: number; y: number; series: string }[] = [];
   checkpoints.forEach((c, i) => {
     c.replayP50Ms = Math.round(times[1 + i] * 10) / 10;
@@ -82,14 +102,20 @@ export async function runHistory(ctx: Ctx): Promise<BenchResult[]> {
     series.push({ x: c.turns, y: c.runBytes / 1024, series: 'run history KiB' });
   });
   const armTimes = times.slice(1 + checkpoints.length);
-  const samples = { first: armTimes.filter((_, i) => armOrder[i] === first), last: armTimes.filter((_, i) => armOrder[i] === last) };
+  const samples = {
+    first: armTimes.filter((_, i) => armOrder[i] === first),
+    last: armTimes.filter((_, i) => armOrder[i] === last),
+  };
   const sameRun = checkpoints.filter((c) => c.run === 1);
   const a = sameRun[0];
   const b = sameRun[sameRun.length - 1];
   const bytesPerTurn = b && b !== a ? (b.runBytes - a.runBytes) / (b.turns - a.turns) : b.runBytes / b.turns;
   const eventsPerTurn = b && b !== a ? (b.runEvents - a.runEvents) / (b.turns - a.turns) : b.runEvents / b.turns;
   const runs = checkpoints[checkpoints.length - 1].run;
-  const arms = { [`replay_turns_${first.turns}`]: armStats(samples.first), [`replay_turns_${last.turns}_run${last.run}`]: armStats(samples.last) };
+  const arms = {
+    [`replay_turns_${first.turns}`]: armStats(samples.first),
+    [`replay_turns_${last.turns}_run${last.run}`]: armStats(samples.last),
+  };
   const notes = [
     `One session of ${turns} plain-text turns (model answers at once; history does not depend on its latency), checkpoints every ${every} turns.`,
     `In run 1: ${bytesPerTurn.toFixed(0)} history bytes and ${eventsPerTurn.toFixed(1)} history events per turn, constant (linear growth: no activity input carries the transcript).`,
@@ -108,7 +134,12 @@ export async function runHistory(ctx: Ctx): Promise<BenchResult[]> {
       ratioTo: { [Object.keys(arms)[1]]: Object.keys(arms)[0] },
       checkpoints: checkpoints.map(({ history: _h, ...c }) => c),
       series,
-      chart: { title: 'history_growth', subtitle: 'per run: history KiB and replay ms against session turns', x: 'session turns', y: 'KiB / ms' },
+      chart: {
+        title: 'history_growth',
+        subtitle: 'per run: history KiB and replay ms against session turns',
+        x: 'session turns',
+        y: 'KiB / ms',
+      },
     },
   ];
 }

@@ -7,7 +7,16 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, type WorkflowHandle } from '@temporalio/client';
 import { clientInterceptors } from '../src/log/query-retry';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { createTestEnv, doorbell, freePort, removeHostSandboxes, startTestWorker, testDataConverter, turnDone, ROOT } from '../test/helpers/env';
+import {
+  createTestEnv,
+  doorbell,
+  freePort,
+  removeHostSandboxes,
+  startTestWorker,
+  testDataConverter,
+  turnDone,
+  ROOT,
+} from '../test/helpers/env';
 import { MockModelServer } from '../src/dev/model-server';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
 import type { RunningWorker, WorkerStatus } from '../src/worker';
@@ -91,7 +100,9 @@ export async function interleave<A extends string>(
       const v = await sample(arm, i);
       const values = Array.isArray(v) ? v : [v];
       if (i >= warmup) out[arm].push(...values);
-      log?.(`${i < warmup ? 'warm-up' : `${i - warmup + 1}/${rounds}`} ${arm}: ${values.map((x) => x.toFixed(1)).join(' ')}`);
+      log?.(
+        `${i < warmup ? 'warm-up' : `${i - warmup + 1}/${rounds}`} ${arm}: ${values.map((x) => x.toFixed(1)).join(' ')}`,
+      );
     }
   }
   return out;
@@ -100,7 +111,10 @@ export async function interleave<A extends string>(
 export function commit(): string {
   try {
     const sha = execFileSync('git', ['-C', ROOT, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
+    const dirty =
+      execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], {
+        encoding: 'utf8',
+      }).trim() !== '';
     return dirty ? `${sha}-dirty` : sha;
   } catch {
     return 'unknown';
@@ -135,14 +149,27 @@ export class Stack {
     readonly namespace = 'default',
     readonly hostId = `bench-${process.pid}`,
   ) {
-    this.client = namespace === 'default' ? env.client : new Client({ connection: env.connection, namespace, dataConverter: testDataConverter(), interceptors: clientInterceptors });
+    this.client =
+      namespace === 'default'
+        ? env.client
+        : new Client({
+            connection: env.connection,
+            namespace,
+            dataConverter: testDataConverter(),
+            interceptors: clientInterceptors,
+          });
   }
 
   static async start(namespaces: string[] = []): Promise<Stack> {
     // The platform's own dev server settings (eager activity execution), and a namespace per benchmark.
     // The server's Prometheus metrics on a known port: the crash benchmark counts heartbeat calls there.
     const metricsPort = await freePort();
-    const env = await createTestEnv([...DEV_SERVER_DYNAMIC_CONFIG, '--metrics-port', String(metricsPort), ...namespaces.flatMap((n) => ['--namespace', n])]);
+    const env = await createTestEnv([
+      ...DEV_SERVER_DYNAMIC_CONFIG,
+      '--metrics-port',
+      String(metricsPort),
+      ...namespaces.flatMap((n) => ['--namespace', n]),
+    ]);
     const mock = new MockModelServer();
     await mock.start();
     const stack = new Stack(env, mock);
@@ -174,16 +201,31 @@ export class Stack {
 
   /** An in-process worker of every role (brain, hands on this stack's host id, tools). */
   worker(opts: { role?: 'all' | 'brain' | 'hands'; hostId?: string } = {}): Promise<RunningWorker> {
-    return startTestWorker(this.env.address, this.mock.url, { role: opts.role ?? 'all', hostId: opts.hostId ?? this.hostId, reapIntervalMs: 0, namespace: this.namespace });
+    return startTestWorker(this.env.address, this.mock.url, {
+      role: opts.role ?? 'all',
+      hostId: opts.hostId ?? this.hostId,
+      reapIntervalMs: 0,
+      namespace: this.namespace,
+    });
   }
 
   /** The environment of a child worker (`agents worker`) on this stack. */
   childEnv(extra: Record<string, string> = {}): Record<string, string> {
-    return { TEMPORAL_ADDRESS: this.env.address, TEMPORAL_NAMESPACE: this.namespace, ANTHROPIC_BASE_URL: this.mock.url, ANTHROPIC_API_KEY: 'test-key', ...extra };
+    return {
+      TEMPORAL_ADDRESS: this.env.address,
+      TEMPORAL_NAMESPACE: this.namespace,
+      ANTHROPIC_BASE_URL: this.mock.url,
+      ANTHROPIC_API_KEY: 'test-key',
+      ...extra,
+    };
   }
 
   /** Scripts the pinned model latency for a session (plus any steps). */
-  model(sessionId: string, steps: Parameters<MockModelServer['script']>[1]['steps'] = [], firstByteDelayMs = SETTINGS.modelFirstByteMs) {
+  model(
+    sessionId: string,
+    steps: Parameters<MockModelServer['script']>[1]['steps'] = [],
+    firstByteDelayMs = SETTINGS.modelFirstByteMs,
+  ) {
     this.mock.script(sessionId, { steps, firstByteDelayMs, chunkDelayMs: SETTINGS.modelChunkDelayMs });
   }
 
@@ -216,14 +258,23 @@ export async function liveEvents(handle: WorkflowHandle, from = 0): Promise<Sess
 }
 
 /** Polls the current run's log until `pred` holds. */
-export async function waitLive(handle: WorkflowHandle, pred: (events: SessionEvent[]) => boolean, timeoutMs = 120_000, pollMs = 25, from = 0): Promise<SessionEvent[]> {
+export async function waitLive(
+  handle: WorkflowHandle,
+  pred: (events: SessionEvent[]) => boolean,
+  timeoutMs = 120_000,
+  pollMs = 25,
+  from = 0,
+): Promise<SessionEvent[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const events = await liveEvents(handle, from).catch(() => [] as SessionEvent[]);
     const failed = events.find((e) => e.type === 'error');
     if (failed) throw new Error(`session ${handle.workflowId} logged an error: ${JSON.stringify(failed)}`);
     if (pred(events)) return events;
-    if (Date.now() > deadline) throw new Error(`session ${handle.workflowId}: condition not met within ${timeoutMs} ms; log: ${events.map((e) => e.type).join(',')}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `session ${handle.workflowId}: condition not met within ${timeoutMs} ms; log: ${events.map((e) => e.type).join(',')}`,
+      );
     await sleep(pollMs);
   }
 }
@@ -232,7 +283,13 @@ export async function waitLive(handle: WorkflowHandle, pred: (events: SessionEve
  * As waitLive, reading the log only when its history rings (a completed workflow task): no query load on the
  * worker between events, which matters when one worker holds thousands of sessions.
  */
-export async function waitRung(client: Client, handle: WorkflowHandle, pred: (events: SessionEvent[]) => boolean, timeoutMs = 120_000, from = 0): Promise<SessionEvent[]> {
+export async function waitRung(
+  client: Client,
+  handle: WorkflowHandle,
+  pred: (events: SessionEvent[]) => boolean,
+  timeoutMs = 120_000,
+  from = 0,
+): Promise<SessionEvent[]> {
   let events: SessionEvent[] = [];
   const bell = doorbell(client, handle.workflowId);
   try {
@@ -293,7 +350,10 @@ export async function endSession(handle: WorkflowHandle): Promise<void> {
 /** A local git repository of `files` files of `bytes` bytes each, for recipes that clone. */
 export function makeRepo(files: number, bytes: number): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-repo-'));
-  const git = (...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=bench', '-c', 'user.email=bench@example.com', ...args], { stdio: 'ignore' });
+  const git = (...args: string[]) =>
+    execFileSync('git', ['-C', dir, '-c', 'user.name=bench', '-c', 'user.email=bench@example.com', ...args], {
+      stdio: 'ignore',
+    });
   git('init', '-q', '-b', 'main');
   for (let i = 0; i < files; i++) {
     const sub = path.join(dir, `src/m${i % 20}`);
@@ -311,7 +371,11 @@ export async function workerStatus(worker: ChildWorker): Promise<WorkerStatus | 
   worker.process.kill('SIGUSR2');
   for (let i = 0; i < 40; i++) {
     await sleep(50);
-    const line = worker.stderr().slice(before).split('\n').find((l) => l.includes('"worker status"'));
+    const line = worker
+      .stderr()
+      .slice(before)
+      .split('\n')
+      .find((l) => l.includes('"worker status"'));
     if (line) return JSON.parse(line) as WorkerStatus;
   }
   return undefined;

@@ -10,7 +10,10 @@ import { runTtft } from './ttft';
 
 type Runner = (ctx: Ctx) => Promise<BenchResult[]>;
 
-const lazyImport = <K extends string>(file: string, fn: K): Runner => async (ctx) => ((await import(file)) as Record<K, Runner>)[fn](ctx);
+const lazyImport =
+  <K extends string>(file: string, fn: K): Runner =>
+  async (ctx) =>
+    ((await import(file)) as Record<K, Runner>)[fn](ctx);
 
 /** `alone`: it times a few milliseconds of overhead and never overlaps another benchmark. */
 const BENCHMARKS: { key: string; run: Runner; alone?: boolean }[] = [
@@ -28,7 +31,19 @@ const BENCHMARKS: { key: string; run: Runner; alone?: boolean }[] = [
 ];
 
 /** The order benchmarks run in: those that run alone, then the others, the longest first. */
-const ORDER = ['turn_overhead', 'workflow_cpu', 'execute', 'runtime', 'archive', 'console', 'api_stream', 'ttft', 'crash', 'scale', 'history'];
+const ORDER = [
+  'turn_overhead',
+  'workflow_cpu',
+  'execute',
+  'runtime',
+  'archive',
+  'console',
+  'api_stream',
+  'ttft',
+  'crash',
+  'scale',
+  'history',
+];
 /** How many benchmarks run at once by default: a quick run overlaps three, a full run none. */
 const QUICK_PARALLEL = 3;
 
@@ -39,20 +54,36 @@ function parseArgs(argv: string[]) {
   // How many benchmarks run at once, each in its own namespace: `--parallel N`; quick 3, full 1.
   const parallelArg = argv.find((a) => a.startsWith('--parallel'));
   const parallelIdx = argv.indexOf('--parallel');
-  const parallelRaw = parallelArg?.includes('=') ? parallelArg.split('=')[1] : parallelIdx >= 0 ? argv[parallelIdx + 1] : undefined;
+  const parallelRaw = parallelArg?.includes('=')
+    ? parallelArg.split('=')[1]
+    : parallelIdx >= 0
+      ? argv[parallelIdx + 1]
+      : undefined;
   const parallel = parallelRaw === undefined ? (quick ? QUICK_PARALLEL : 1) : Number(parallelRaw);
-  if (!Number.isInteger(parallel) || parallel < 1 || parallel > BENCHMARKS.length) throw new Error(`--parallel takes 1 to ${BENCHMARKS.length}, not ${parallelRaw}`);
+  if (!Number.isInteger(parallel) || parallel < 1 || parallel > BENCHMARKS.length)
+    throw new Error(`--parallel takes 1 to ${BENCHMARKS.length}, not ${parallelRaw}`);
   const onlyArg = argv.find((a) => a.startsWith('--only'));
   const onlyIdx = argv.indexOf('--only');
   const only = onlyArg?.includes('=') ? onlyArg.split('=')[1] : onlyIdx >= 0 ? argv[onlyIdx + 1] : undefined;
   const keys = only ? only.split(',') : BENCHMARKS.map((b) => b.key);
-  for (const k of keys) if (!BENCHMARKS.some((b) => b.key === k)) throw new Error(`unknown benchmark ${k}; one of ${BENCHMARKS.map((b) => b.key).join(', ')}`);
+  for (const k of keys)
+    if (!BENCHMARKS.some((b) => b.key === k))
+      throw new Error(`unknown benchmark ${k}; one of ${BENCHMARKS.map((b) => b.key).join(', ')}`);
   return { quick, keys, merge, parallel };
 }
 
 const fmt = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(1));
 
-export function markdown(out: { commit: string; machine: ReturnType<typeof machine> & { loadavgAtEnd?: number[] }; mode: string; parallel?: number; date: string; durationS: number; settings: typeof SETTINGS; benchmarks: BenchResult[] }): string {
+export function markdown(out: {
+  commit: string;
+  machine: ReturnType<typeof machine> & { loadavgAtEnd?: number[] };
+  mode: string;
+  parallel?: number;
+  date: string;
+  durationS: number;
+  settings: typeof SETTINGS;
+  benchmarks: BenchResult[];
+}): string {
   const m = out.machine;
   const lines = [
     `# Benchmark results (${out.mode})`,
@@ -68,8 +99,12 @@ export function markdown(out: { commit: string; machine: ReturnType<typeof machi
     const ratioTo = (b.ratioTo ?? {}) as Record<string, string>;
     for (const [i, [arm, s]] of Object.entries(b.arms).entries()) {
       const base = ratioTo[arm] ? b.arms[ratioTo[arm]] : undefined;
-      const r = base ? [`${arm} / ${ratioTo[arm]}`, (s.p50Ms / base.p50Ms).toFixed(3), (s.p95Ms / base.p95Ms).toFixed(3)] : ['', '', ''];
-      lines.push(`| ${i === 0 ? b.name : ''} | ${arm} | ${s.n} | ${fmt(s.p50Ms)} | ${fmt(s.p95Ms)} | ${r.join(' | ')} |`);
+      const r = base
+        ? [`${arm} / ${ratioTo[arm]}`, (s.p50Ms / base.p50Ms).toFixed(3), (s.p95Ms / base.p95Ms).toFixed(3)]
+        : ['', '', ''];
+      lines.push(
+        `| ${i === 0 ? b.name : ''} | ${arm} | ${s.n} | ${fmt(s.p50Ms)} | ${fmt(s.p95Ms)} | ${r.join(' | ')} |`,
+      );
     }
   }
   lines.push('');
@@ -81,7 +116,8 @@ export function markdown(out: { commit: string; machine: ReturnType<typeof machi
 async function main() {
   const { quick, keys, merge, parallel } = parseArgs(process.argv.slice(2));
   const started = Date.now();
-  const log = (msg: string) => process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${msg}\n`);
+  const log = (msg: string) =>
+    process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${msg}\n`);
   const info = machine();
   log(`bench: ${quick ? 'quick' : 'full'} run of ${keys.join(', ')} on ${info.cores} cores, ${parallel} at a time`);
   // Each benchmark in its own namespace, with its own hands host id: none sees another's workers or sandboxes.
@@ -125,11 +161,32 @@ async function main() {
     await stack.stop();
   }
   // Results in the suite's order, whichever lane finished first.
-  const order = (name: string) => ['ttft_lazy_vs_eager', 'turn_overhead', 'workflow_task_cpu', 'execute_roundtrip', 'sandbox_runtime', 'archive', 'api_first_message', 'api_stream_delivery', 'api_stream_handover', 'crash_recovery', 'scale', 'history_growth', 'console'].indexOf(name);
+  const order = (name: string) =>
+    [
+      'ttft_lazy_vs_eager',
+      'turn_overhead',
+      'workflow_task_cpu',
+      'execute_roundtrip',
+      'sandbox_runtime',
+      'archive',
+      'api_first_message',
+      'api_stream_delivery',
+      'api_stream_handover',
+      'crash_recovery',
+      'scale',
+      'history_growth',
+      'console',
+    ].indexOf(name);
   results.sort((x, y) => order(x.name) - order(y.name));
   const dir = path.join(__dirname, 'results');
   fs.mkdirSync(dir, { recursive: true });
-  const previous = merge && fs.existsSync(path.join(dir, 'latest.json')) ? (JSON.parse(fs.readFileSync(path.join(dir, 'latest.json'), 'utf8')) as { durationS: number; benchmarks: BenchResult[] }) : undefined;
+  const previous =
+    merge && fs.existsSync(path.join(dir, 'latest.json'))
+      ? (JSON.parse(fs.readFileSync(path.join(dir, 'latest.json'), 'utf8')) as {
+          durationS: number;
+          benchmarks: BenchResult[];
+        })
+      : undefined;
   if (previous) {
     const kept = previous.benchmarks.filter((b) => !results.some((r) => r.name === b.name));
     results.unshift(...kept);
@@ -147,10 +204,15 @@ async function main() {
   fs.writeFileSync(path.join(dir, 'latest.json'), `${JSON.stringify(out, null, 2)}\n`);
   fs.writeFileSync(path.join(dir, 'latest.md'), markdown(out));
   for (const b of results) {
-    await armsChart(b, path.join(dir, `${b.name}.png`)).catch((err) => log(`chart ${b.name} failed: ${(err as Error).message}`));
+    await armsChart(b, path.join(dir, `${b.name}.png`)).catch((err) =>
+      log(`chart ${b.name} failed: ${(err as Error).message}`),
+    );
     const series = b.series as { x: number; y: number; series: string }[] | undefined;
     const chart = b.chart as { title: string; subtitle?: string; x: string; y: string } | undefined;
-    if (series && chart) await lineChart(series, path.join(dir, `${b.name}_series.png`), chart).catch((err) => log(`chart ${b.name} series failed: ${(err as Error).message}`));
+    if (series && chart)
+      await lineChart(series, path.join(dir, `${b.name}_series.png`), chart).catch((err) =>
+        log(`chart ${b.name} series failed: ${(err as Error).message}`),
+      );
   }
   process.stdout.write(markdown(out));
   log(`bench: wrote ${path.relative(process.cwd(), dir)}/latest.json, latest.md and charts in ${out.durationS} s`);

@@ -29,7 +29,12 @@ export async function runRuntime(ctx: Ctx): Promise<BenchResult[]> {
       2,
       async (arm) => {
         const t0 = performance.now();
-        const r = await providers[arm].provision({ sessionId: uniqueId(`bench-rt-${arm}`), name: 'main', recipe, hostId: ctx.stack.hostId });
+        const r = await providers[arm].provision({
+          sessionId: uniqueId(`bench-rt-${arm}`),
+          name: 'main',
+          recipe,
+          hostId: ctx.stack.hostId,
+        });
         const ms = performance.now() - t0;
         if (r.runtime !== arm) throw new Error(`asked for ${arm}, got ${r.runtime}`);
         await providers[arm].destroy(r.sandboxId);
@@ -40,11 +45,19 @@ export async function runRuntime(ctx: Ctx): Promise<BenchResult[]> {
     // execute(): one running sandbox per runtime, the same commands.
     const sandboxes: Record<Arm, string> = { runc: '', runsc: '' };
     for (const arm of ARMS) {
-      const r = await providers[arm].provision({ sessionId: uniqueId(`bench-rt-exec-${arm}`), name: 'main', recipe, hostId: ctx.stack.hostId });
+      const r = await providers[arm].provision({
+        sessionId: uniqueId(`bench-rt-exec-${arm}`),
+        name: 'main',
+        recipe,
+        hostId: ctx.stack.hostId,
+      });
       sandboxes[arm] = r.sandboxId;
       created.push({ arm, id: r.sandboxId });
     }
-    const commands = { true: 'true', work: 'git init -q /tmp/g-$$ && cd /tmp/g-$$ && for i in $(seq 20); do echo $i > f$i; done && git add . && git -c user.name=b -c user.email=b@b commit -qm x && ls -la > /dev/null && cd / && rm -rf /tmp/g-$$' } as const;
+    const commands = {
+      true: 'true',
+      work: 'git init -q /tmp/g-$$ && cd /tmp/g-$$ && for i in $(seq 20); do echo $i > f$i; done && git add . && git -c user.name=b -c user.email=b@b commit -qm x && ls -la > /dev/null && cd / && rm -rf /tmp/g-$$',
+    } as const;
     const exec: Record<string, Record<Arm, number[]>> = {};
     for (const [label, script] of Object.entries(commands)) {
       exec[label] = await interleave(
@@ -53,7 +66,12 @@ export async function runRuntime(ctx: Ctx): Promise<BenchResult[]> {
         3,
         async (arm) => {
           const t0 = performance.now();
-          const r = await providers[arm].execute(sandboxes[arm], { key: randomUUID(), script, timeoutSeconds: 60, maxOutputBytes: 32 * 1024 });
+          const r = await providers[arm].execute(sandboxes[arm], {
+            key: randomUUID(),
+            script,
+            timeoutSeconds: 60,
+            maxOutputBytes: 32 * 1024,
+          });
           if (r.exitCode !== 0) throw new Error(`${arm} ${label} exited ${r.exitCode}: ${r.output.slice(0, 200)}`);
           return performance.now() - t0;
         },
@@ -79,7 +97,19 @@ export async function runRuntime(ctx: Ctx): Promise<BenchResult[]> {
       `execute: ${execRounds} samples per arm after 3 warm-ups on one running sandbox per runtime, for \`true\` and for a small git job (init, 20 files, add, commit, ls -la).`,
       `Ratios runsc/runc p50: provision ${ratios.provision_runsc_over_runc.p50}, execute ${ratios.execute_runsc_over_runc.p50}, execute git ${ratios.execute_git_runsc_over_runc.p50}.`,
     ].join(' ');
-    return [{ name: 'sandbox_runtime', arms, notes, ratios, ratioTo: { provision_runsc: 'provision_runc', execute_runsc: 'execute_runc', execute_git_runsc: 'execute_git_runc' } }];
+    return [
+      {
+        name: 'sandbox_runtime',
+        arms,
+        notes,
+        ratios,
+        ratioTo: {
+          provision_runsc: 'provision_runc',
+          execute_runsc: 'execute_runc',
+          execute_git_runsc: 'execute_git_runc',
+        },
+      },
+    ];
   } finally {
     for (const c of created) await providers[c.arm].destroy(c.id).catch(() => undefined);
   }

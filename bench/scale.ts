@@ -9,7 +9,18 @@ import { testAgent, uniqueId } from '../test/helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { sendMessageUpdate } from '../src/session/contract';
-import { SETTINGS, armStats, cpuSeconds, endSession, ratio, threadCpuSeconds, waitRung, workerStatus, type BenchResult, type Ctx } from './lib';
+import {
+  SETTINGS,
+  armStats,
+  cpuSeconds,
+  endSession,
+  ratio,
+  threadCpuSeconds,
+  waitRung,
+  workerStatus,
+  type BenchResult,
+  type Ctx,
+} from './lib';
 import { DEFAULT_WORKFLOW_CACHE } from '../src/worker';
 
 function rssBytes(pid: number): number {
@@ -61,10 +72,24 @@ interface CpuSplit {
   busiestThreadShare: number;
 }
 
-async function cpuSplit<T extends unknown[]>(workerPid: number, serverPid: number | undefined, run: () => Promise<T>): Promise<{ result: T; cpu: CpuSplit }> {
-  const [w0, s0, b0, t0] = [threadCpuSeconds(workerPid), serverPid ? cpuSeconds(serverPid) : NaN, process.cpuUsage(), performance.now()];
+async function cpuSplit<T extends unknown[]>(
+  workerPid: number,
+  serverPid: number | undefined,
+  run: () => Promise<T>,
+): Promise<{ result: T; cpu: CpuSplit }> {
+  const [w0, s0, b0, t0] = [
+    threadCpuSeconds(workerPid),
+    serverPid ? cpuSeconds(serverPid) : NaN,
+    process.cpuUsage(),
+    performance.now(),
+  ];
   const result = await run();
-  const [w1, s1, b1, t1] = [threadCpuSeconds(workerPid), serverPid ? cpuSeconds(serverPid) : NaN, process.cpuUsage(b0), performance.now()];
+  const [w1, s1, b1, t1] = [
+    threadCpuSeconds(workerPid),
+    serverPid ? cpuSeconds(serverPid) : NaN,
+    process.cpuUsage(b0),
+    performance.now(),
+  ];
   const deltas = [...w1].map(([tid, sec]) => sec - (w0.get(tid) ?? 0));
   const wallS = (t1 - t0) / 1000;
   const turns = result.length;
@@ -75,7 +100,12 @@ async function cpuSplit<T extends unknown[]>(workerPid: number, serverPid: numbe
     cpu: {
       wallS: Math.round(wallS * 10) / 10,
       turns,
-      perTurnMs: { worker: per(deltas.reduce((a, b) => a + b, 0)), busiestThread: per(busiest), server: per(s1 - s0), bench: per((b1.user + b1.system) / 1e6) },
+      perTurnMs: {
+        worker: per(deltas.reduce((a, b) => a + b, 0)),
+        busiestThread: per(busiest),
+        server: per(s1 - s0),
+        bench: per((b1.user + b1.system) / 1e6),
+      },
       busiestThreadShare: Math.round((busiest / wallS) * 100) / 100,
     },
   };
@@ -85,7 +115,9 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
   const { stack } = ctx;
   const big = Number(process.env.BENCH_SCALE_SESSIONS ?? (ctx.quick ? 1000 : 10_000));
   const active = 50;
-  const cacheSize = process.env.BRAIN_WORKFLOW_CACHE ? Number(process.env.BRAIN_WORKFLOW_CACHE) : DEFAULT_WORKFLOW_CACHE;
+  const cacheSize = process.env.BRAIN_WORKFLOW_CACHE
+    ? Number(process.env.BRAIN_WORKFLOW_CACHE)
+    : DEFAULT_WORKFLOW_CACHE;
   const held: WorkflowHandle[] = [];
   let worker: ChildWorker | undefined;
   /**
@@ -96,9 +128,14 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     pool(Array.from({ length: n }), firstMessage ? 24 : 32, async () => {
       const id = uniqueId(`bench-scale-${tag}`);
       stack.model(id, [], 0);
-      const h = await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: testAgent(), ...(firstMessage ? { message: { text: 'hello' } } : {}) }] });
+      const h = await stack.client.workflow.start(sessionWorkflow, {
+        taskQueue: BRAIN_TASK_QUEUE,
+        workflowId: id,
+        args: [{ agent: testAgent(), ...(firstMessage ? { message: { text: 'hello' } } : {}) }],
+      });
       held.push(h);
-      if (firstMessage) await waitRung(stack.client, h, (ev) => ev.some((e) => e.type === 'assistant_message'), 600_000);
+      if (firstMessage)
+        await waitRung(stack.client, h, (ev) => ev.some((e) => e.type === 'assistant_message'), 600_000);
       else await firstTask(stack.client, h.workflowId);
       stack.model(id);
       return h;
@@ -106,7 +143,13 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
   const turn = async (h: WorkflowHandle, i: number) => {
     const t0 = Date.now();
     const { seq } = await h.executeUpdate(sendMessageUpdate, { args: [{ text: `turn ${i}` }] });
-    const ev = await waitRung(stack.client, h, (e) => e.some((x) => x.seq > seq && x.type === 'assistant_message'), 120_000, seq);
+    const ev = await waitRung(
+      stack.client,
+      h,
+      (e) => e.some((x) => x.seq > seq && x.type === 'assistant_message'),
+      120_000,
+      seq,
+    );
     return Date.parse(ev.find((x) => x.seq > seq && x.type === 'assistant_message')!.time) - t0;
   };
   const rounds = async (set: WorkflowHandle[], from: number, n: number) => {
@@ -130,13 +173,17 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     const rss10 = await settledRss(pid);
     const serverPid = stack.serverPid();
     const { result: lat10, cpu: cpu10 } = await cpuSplit(pid, serverPid, () => rounds(small, 1, 3));
-    ctx.log(`  scale: 10 sessions, rss ${MiB(rss10)} MiB (baseline ${MiB(baseline)} MiB), p95 turn ${armStats(lat10).p95Ms} ms`);
+    ctx.log(
+      `  scale: 10 sessions, rss ${MiB(rss10)} MiB (baseline ${MiB(baseline)} MiB), p95 turn ${armStats(lat10).p95Ms} ms`,
+    );
 
     // Up to `big` sessions held, 50 of them active.
     const t0 = Date.now();
     // Grown in tenths, with the worker's RSS after each: the memory chart.
     const rest: WorkflowHandle[] = [];
-    const series: { x: number; y: number; series: string }[] = [{ x: 10, y: rss10 / 2 ** 20, series: 'worker RSS MiB' }];
+    const series: { x: number; y: number; series: string }[] = [
+      { x: 10, y: rss10 / 2 ** 20, series: 'worker RSS MiB' },
+    ];
     const step = Math.ceil((big - small.length) / 10);
     while (rest.length < big - small.length) {
       rest.push(...(await startIdle(Math.min(step, big - small.length - rest.length), 'idle', false)));
@@ -152,7 +199,10 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     const threadHeap = (s: typeof statusBig) => s?.threads?.reduce((a, t) => a + t.usedBytes, 0);
     const heapBase = threadHeap(statusBase);
     const heapBig = threadHeap(statusBig);
-    const heapPerCached = heapBase !== undefined && heapBig !== undefined && statusBig?.cachedWorkflows ? (heapBig - heapBase) / statusBig.cachedWorkflows : undefined;
+    const heapPerCached =
+      heapBase !== undefined && heapBig !== undefined && statusBig?.cachedWorkflows
+        ? (heapBig - heapBase) / statusBig.cachedWorkflows
+        : undefined;
     // The active set: sessions that take turn after turn, so the cache keeps them; one round first brings back
     // those the population's growth evicted.
     const activeSet = rest.slice(-active);
@@ -164,7 +214,9 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     const rssAfter = await settledRss(pid);
     const perSession10 = (rss10 - baseline) / 10;
     const perSessionBig = (rssBig - baseline) / big;
-    ctx.log(`  scale: ${big} sessions, rss ${MiB(rssBig)} MiB, ${(perSessionBig / 1024).toFixed(0)} KiB per session, p95 turn ${armStats(latBig).p95Ms} ms, evicted ${armStats(latEvicted).p95Ms} ms`);
+    ctx.log(
+      `  scale: ${big} sessions, rss ${MiB(rssBig)} MiB, ${(perSessionBig / 1024).toFixed(0)} KiB per session, p95 turn ${armStats(latBig).p95Ms} ms, evicted ${armStats(latEvicted).p95Ms} ms`,
+    );
     const s10 = armStats(lat10);
     const sBig = armStats(latBig);
     const sEvicted = armStats(latEvicted);
@@ -177,7 +229,14 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
       `Turn latency = sendMessage update to the workflow time of the reply (model first byte ${SETTINGS.modelFirstByteMs} ms); the client reads the log when the run's history changes (a long poll on the server), not by polling the worker. The arms run one after the other (holding 10, then growing to ${big}), not interleaved: a population of ${big} cannot be built and torn down per round.`,
       `Worker RSS: baseline ${MiB(baseline)} MiB; ${MiB(rss10)} MiB with 10 (${(perSession10 / 1024).toFixed(0)} KiB per session); ${MiB(rssBig)} MiB with ${big} (${(perSessionBig / 1024).toFixed(1)} KiB per session held), ${statusBig ? `main-thread heap ${MiB(statusBig.heapUsedBytes)} MiB, ${statusBig.cachedWorkflows} sessions cached` : 'no status report'}${heapBig !== undefined ? `, workflow thread heap ${MiB(heapBig)} MiB in use (${MiB(heapBase ?? 0)} MiB at the baseline${heapPerCached !== undefined ? `, ${(heapPerCached / 1024).toFixed(0)} KiB per cached session` : ''})` : ''}; ${MiB(rssAfter)} MiB after the measured turns.`,
       `p95 turn latency ${big}/10: ${r.p95} (p50 ${r.p50}); the big arm also has 5x the concurrent turns. Evicted/10: p95 ${re.p95} (p50 ${re.p50}).`,
-      `CPU per turn (ms; worker = every thread of the brain worker, busiest = its busiest thread, the workflow thread; server = the Temporal dev server; bench = this process: the model server and the clients) and the busiest thread's share of the wall time: ${Object.entries(cpu).map(([arm, x]) => `${arm}: worker ${x.perTurnMs.worker}, busiest ${x.perTurnMs.busiestThread}, server ${x.perTurnMs.server}, bench ${x.perTurnMs.bench}, busiest share ${x.busiestThreadShare}`).join('; ')}.`,
+      `CPU per turn (ms; worker = every thread of the brain worker, busiest = its busiest thread, the workflow thread; server = the Temporal dev server; bench = this process: the model server and the clients) and the busiest thread's share of the wall time: ${Object.entries(
+        cpu,
+      )
+        .map(
+          ([arm, x]) =>
+            `${arm}: worker ${x.perTurnMs.worker}, busiest ${x.perTurnMs.busiestThread}, server ${x.perTurnMs.server}, bench ${x.perTurnMs.bench}, busiest share ${x.busiestThreadShare}`,
+        )
+        .join('; ')}.`,
     ].join(' ');
     return [
       {
@@ -196,7 +255,12 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
         startSeconds: Math.round(startS),
         ratioTo: { [bigArm]: 'sessions_10', evicted: 'sessions_10' },
         series,
-        chart: { title: 'scale: brain worker RSS by sessions held', subtitle: `workflow cache ${cacheSize} sessions`, x: 'sessions held', y: 'MiB' },
+        chart: {
+          title: 'scale: brain worker RSS by sessions held',
+          subtitle: `workflow cache ${cacheSize} sessions`,
+          x: 'sessions held',
+          y: 'MiB',
+        },
         notes,
       },
     ];

@@ -41,7 +41,12 @@ class InProcessLoop {
   }
 
   async provision() {
-    const r = await this.provider.provision({ sessionId: this.id, name: 'main', recipe: SandboxRecipeSchema.parse({}), hostId: this.ctx.stack.hostId });
+    const r = await this.provider.provision({
+      sessionId: this.id,
+      name: 'main',
+      recipe: SandboxRecipeSchema.parse({}),
+      hostId: this.ctx.stack.hostId,
+    });
     this.sandboxId = r.sandboxId;
   }
 
@@ -50,19 +55,39 @@ class InProcessLoop {
     for (let round = 0; round < 10; round++) {
       const tModel = performance.now();
       const reply = await this.model.createMessage(
-        { sessionId: this.id, model: 'claude-test', system: 'You are a test agent.', messages: this.messages, tools: [TOOL_SPECS.bash], maxTokens: 8192 },
+        {
+          sessionId: this.id,
+          model: 'claude-test',
+          system: 'You are a test agent.',
+          messages: this.messages,
+          tools: [TOOL_SPECS.bash],
+          maxTokens: 8192,
+        },
         {},
       );
       this.modelMs.push(performance.now() - tModel);
       this.messages.push({ role: 'assistant', content: reply.content } as ApiMessage);
-      const uses = reply.content.filter((b) => b.type === 'tool_use') as { type: 'tool_use'; id: string; input: { command: string } }[];
+      const uses = reply.content.filter((b) => b.type === 'tool_use') as {
+        type: 'tool_use';
+        id: string;
+        input: { command: string };
+      }[];
       if (uses.length === 0) return;
       const results = [];
       for (const use of uses) {
         const tExec = performance.now();
-        const r = await this.provider.execute(this.sandboxId, { key: use.id, script: use.input.command, timeoutSeconds: 300, maxOutputBytes: 32 * 1024 });
+        const r = await this.provider.execute(this.sandboxId, {
+          key: use.id,
+          script: use.input.command,
+          timeoutSeconds: 300,
+          maxOutputBytes: 32 * 1024,
+        });
         this.executeMs.push(performance.now() - tExec);
-        results.push({ type: 'tool_result', tool_use_id: use.id, content: formatBashOutput(r.output, r.exitCode, r.timedOut, 300) });
+        results.push({
+          type: 'tool_result',
+          tool_use_id: use.id,
+          content: formatBashOutput(r.output, r.exitCode, r.timedOut, 300),
+        });
       }
       this.messages.push({ role: 'user', content: results } as ApiMessage);
     }
@@ -85,7 +110,8 @@ async function profile(handle: WorkflowHandle, turns: number) {
   const history = await handle.fetchHistory();
   const at = new Map<string, number>();
   const typeOf = new Map<string, string>();
-  const ms = (t: temporal.api.history.v1.IHistoryEvent) => Number(t.eventTime?.seconds ?? 0) * 1000 + (t.eventTime?.nanos ?? 0) / 1e6;
+  const ms = (t: temporal.api.history.v1.IHistoryEvent) =>
+    Number(t.eventTime?.seconds ?? 0) * 1000 + (t.eventTime?.nanos ?? 0) / 1e6;
   const acc = {
     activityScheduleToStart: [] as number[],
     callModelRun: [] as number[],
@@ -103,9 +129,13 @@ async function profile(handle: WorkflowHandle, turns: number) {
   for (const e of events) {
     const id = String(e.eventId);
     at.set(id, ms(e));
-    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED) typeOf.set(id, e.activityTaskScheduledEventAttributes?.activityType?.name ?? '');
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+      typeOf.set(id, e.activityTaskScheduledEventAttributes?.activityType?.name ?? '');
     if (Number(e.eventId) < fromId) continue;
-    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED) acc.activityScheduleToStart.push(ms(e) - (at.get(String(e.activityTaskStartedEventAttributes?.scheduledEventId)) ?? ms(e)));
+    if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED)
+      acc.activityScheduleToStart.push(
+        ms(e) - (at.get(String(e.activityTaskStartedEventAttributes?.scheduledEventId)) ?? ms(e)),
+      );
     if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED) {
       pendingActivityDone = ms(e);
       const a = e.activityTaskCompletedEventAttributes;
@@ -116,14 +146,23 @@ async function profile(handle: WorkflowHandle, turns: number) {
     }
     if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
       workflowTasks++;
-      acc.workflowTaskScheduleToStart.push(ms(e) - (at.get(String(e.workflowTaskStartedEventAttributes?.scheduledEventId)) ?? ms(e)));
-      if (pendingActivityDone !== undefined) acc.activityCompletedToNextWorkflowTaskStart.push(ms(e) - pendingActivityDone);
+      acc.workflowTaskScheduleToStart.push(
+        ms(e) - (at.get(String(e.workflowTaskStartedEventAttributes?.scheduledEventId)) ?? ms(e)),
+      );
+      if (pendingActivityDone !== undefined)
+        acc.activityCompletedToNextWorkflowTaskStart.push(ms(e) - pendingActivityDone);
       pendingActivityDone = undefined;
     }
-    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) acc.workflowTaskRun.push(ms(e) - (at.get(String(e.workflowTaskCompletedEventAttributes?.startedEventId)) ?? ms(e)));
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
+      acc.workflowTaskRun.push(
+        ms(e) - (at.get(String(e.workflowTaskCompletedEventAttributes?.startedEventId)) ?? ms(e)),
+      );
   }
   const med = (v: number[]) => Math.round(percentile(v, 0.5) * 10) / 10;
-  return { ...(Object.fromEntries(Object.entries(acc).map(([k, v]) => [k, med(v)])) as Record<keyof typeof acc, number>), workflowTasksPerTurn: Math.round((workflowTasks / turns) * 10) / 10 };
+  return {
+    ...(Object.fromEntries(Object.entries(acc).map(([k, v]) => [k, med(v)])) as Record<keyof typeof acc, number>),
+    workflowTasksPerTurn: Math.round((workflowTasks / turns) * 10) / 10,
+  };
 }
 
 /**
@@ -139,14 +178,19 @@ async function platformTurn(stack: Ctx['stack'], handle: WorkflowHandle, text: s
   const deadline = Date.now() + 120_000;
   for (;;) {
     const c = calls();
-    if (c.length >= before + MODEL_CALLS_PER_TURN && c[before + MODEL_CALLS_PER_TURN - 1].firstByteAt !== undefined) break;
-    if (Date.now() > deadline) throw new Error(`platform turn: the model server saw ${c.length - before} of ${MODEL_CALLS_PER_TURN} calls within 120 s`);
+    if (c.length >= before + MODEL_CALLS_PER_TURN && c[before + MODEL_CALLS_PER_TURN - 1].firstByteAt !== undefined)
+      break;
+    if (Date.now() > deadline)
+      throw new Error(
+        `platform turn: the model server saw ${c.length - before} of ${MODEL_CALLS_PER_TURN} calls within 120 s`,
+      );
     await sleep(10);
   }
   const final = (e: SessionEvent) => e.seq > seq && e.type === 'assistant_message' && e.stopReason !== 'tool_use';
   const events = await waitRung(stack.client, handle, (ev) => ev.some(final), 120_000, seq);
   const last = events.find(final)!;
-  if (!events.some((e) => e.seq > seq && e.type === 'tool_result')) throw new Error(`platform turn without a tool call: ${JSON.stringify(events.slice(-4))}`);
+  if (!events.some((e) => e.seq > seq && e.type === 'tool_result'))
+    throw new Error(`platform turn without a tool call: ${JSON.stringify(events.slice(-4))}`);
   // The workflow's own time for the reply, free of the polling interval.
   return Date.parse(last.time) - t0;
 }
@@ -170,9 +214,17 @@ export async function runTurnOverhead(ctx: Ctx): Promise<BenchResult[]> {
   let localHandle: WorkflowHandle | undefined;
   try {
     await loop.provision();
-    handle = await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: testAgent({ system: 'You are a test agent.' }) }] });
+    handle = await stack.client.workflow.start(sessionWorkflow, {
+      taskQueue: BRAIN_TASK_QUEUE,
+      workflowId: id,
+      args: [{ agent: testAgent({ system: 'You are a test agent.' }) }],
+    });
     const localAgent = testAgent({ system: 'You are a test agent.' });
-    localHandle = await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: localId, args: [{ agent: { ...localAgent, limits: { ...localAgent.limits, modelCall: 'local' } } }] });
+    localHandle = await stack.client.workflow.start(sessionWorkflow, {
+      taskQueue: BRAIN_TASK_QUEUE,
+      workflowId: localId,
+      args: [{ agent: { ...localAgent, limits: { ...localAgent.limits, modelCall: 'local' } } }],
+    });
     const h = handle;
     const lh = localHandle;
     const samples = await interleave<Arm>(
@@ -197,7 +249,9 @@ export async function runTurnOverhead(ctx: Ctx): Promise<BenchResult[]> {
     const addedP50 = platform.p50Ms - inprocess.p50Ms;
     const addedP95 = platform.p95Ms - inprocess.p95Ms;
     const perActivity = addedP50 / ACTIVITIES_PER_TURN;
-    const prof = await profile(h, TURNS_RUN).catch((err: Error) => ctx.log(`  turn_overhead: no profile: ${err.message}`) ?? undefined);
+    const prof = await profile(h, TURNS_RUN).catch(
+      (err: Error) => ctx.log(`  turn_overhead: no profile: ${err.message}`) ?? undefined,
+    );
     const inModel = percentile(loop.modelMs.slice(-MODEL_CALLS_PER_TURN * TURNS_RUN), 0.5);
     const inExecute = percentile(loop.executeMs.slice(-TURNS_RUN), 0.5);
     const notes = [
@@ -207,13 +261,36 @@ export async function runTurnOverhead(ctx: Ctx): Promise<BenchResult[]> {
       prof
         ? `Profile (medians, ms, from the session's history over the measured turns; in-process times from the loop): activity scheduled->started ${prof.activityScheduleToStart}; callModel ran ${prof.callModelRun} against ${inModel.toFixed(1)} for the loop's model call (+${(prof.callModelRun - inModel).toFixed(1)} each, x${MODEL_CALLS_PER_TURN}); execute ran ${prof.executeRun} against ${inExecute.toFixed(1)} (+${(prof.executeRun - inExecute).toFixed(1)}); ${prof.workflowTasksPerTurn} workflow tasks per turn, each ${prof.workflowTaskScheduleToStart} scheduled->started and ${prof.workflowTaskRun} started->completed; activity completed->next workflow task started ${prof.activityCompletedToNextWorkflowTaskStart}.`
         : 'No profile (the history could not be read).',
-      modelContext ? `Model calls whose context came from the worker's cache, checked against the tail digest their input carries: ${modelContext.cached} of ${modelContext.cached + modelContext.read} (the rest read it by query).` : '',
-      perActivity > 30 ? `Above the 30 ms per activity target; README (bench) explains where it goes.` : 'Within the 30 ms per activity target.',
+      modelContext
+        ? `Model calls whose context came from the worker's cache, checked against the tail digest their input carries: ${modelContext.cached} of ${modelContext.cached + modelContext.read} (the rest read it by query).`
+        : '',
+      perActivity > 30
+        ? `Above the 30 ms per activity target; README (bench) explains where it goes.`
+        : 'Within the 30 ms per activity target.',
       `platform_local: the same session with limits.modelCall 'local' (the model call as a local activity, run inside the workflow task by the worker holding the session, handed the window's events instead of reading them): added per turn p50 ${(platformLocal.p50Ms - inprocess.p50Ms).toFixed(1)} ms, p95 ${(platformLocal.p95Ms - inprocess.p95Ms).toFixed(1)} ms, ${localPerActivity.toFixed(1)} ms per activity at p50${localProf ? `, ${localProf.workflowTasksPerTurn} workflow tasks per turn` : ''}; its price is in docs/guide/scaling.md (the task stays open during the call, so input waits for it, and a dead worker is noticed by the workflow task timeout).`,
     ]
       .filter(Boolean)
       .join(' ');
-    return [{ name: 'turn_overhead', arms: { inprocess, platform, platform_local: platformLocal }, notes, ratioTo: { platform: 'inprocess', platform_local: 'inprocess' }, addedPerActivityLocalMs: localPerActivity, profileMs: prof ? { ...prof, inprocessModelCall: Math.round(inModel * 10) / 10, inprocessExecute: Math.round(inExecute * 10) / 10 } : undefined, addedPerTurnMs: { p50: addedP50, p95: addedP95 }, modelContext, addedPerActivityMs: perActivity, activitiesPerTurn: ACTIVITIES_PER_TURN }];
+    return [
+      {
+        name: 'turn_overhead',
+        arms: { inprocess, platform, platform_local: platformLocal },
+        notes,
+        ratioTo: { platform: 'inprocess', platform_local: 'inprocess' },
+        addedPerActivityLocalMs: localPerActivity,
+        profileMs: prof
+          ? {
+              ...prof,
+              inprocessModelCall: Math.round(inModel * 10) / 10,
+              inprocessExecute: Math.round(inExecute * 10) / 10,
+            }
+          : undefined,
+        addedPerTurnMs: { p50: addedP50, p95: addedP95 },
+        modelContext,
+        addedPerActivityMs: perActivity,
+        activitiesPerTurn: ACTIVITIES_PER_TURN,
+      },
+    ];
   } finally {
     if (handle) await endSession(handle);
     if (localHandle) await endSession(localHandle);

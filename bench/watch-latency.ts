@@ -28,7 +28,12 @@ function script(stack: Stack, id: string, text: string) {
 }
 
 /** Chunk k's latency: from its write to the first arrival whose cumulative text reaches its end. */
-function latencies(chunks: string[], sentAt: number[], arrivals: Arrival[], only: (a: Arrival) => boolean = () => true): number[] {
+function latencies(
+  chunks: string[],
+  sentAt: number[],
+  arrivals: Arrival[],
+  only: (a: Arrival) => boolean = () => true,
+): number[] {
   let end = 0;
   return chunks.flatMap((c, k) => {
     end += c.length;
@@ -54,13 +59,22 @@ async function direct(stack: Stack, text: string): Promise<number[]> {
   const client = new AnthropicModelClient({ apiKey: 'bench', baseURL: stack.mock.url });
   const arrivals: Arrival[] = [];
   let length = 0;
-  await client.createMessage({ sessionId: id, model: 'claude-test', messages: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }], tools: [], maxTokens: 1000 }, {
-    onProgress: (d) => {
-      if (d?.type !== 'text') return;
-      length += d.text.length;
-      arrivals.push({ length, at: now() });
+  await client.createMessage(
+    {
+      sessionId: id,
+      model: 'claude-test',
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'go' }] }],
+      tools: [],
+      maxTokens: 1000,
     },
-  });
+    {
+      onProgress: (d) => {
+        if (d?.type !== 'text') return;
+        length += d.text.length;
+        arrivals.push({ length, at: now() });
+      },
+    },
+  );
   const rec = stack.mock.requests(id)[0];
   return latencies(text.match(/\S+\s*|\s+/g)!, rec.textDeltaAt!, arrivals);
 }
@@ -68,8 +82,15 @@ async function direct(stack: Stack, text: string): Promise<number[]> {
 async function watched(stack: Stack, text: string): Promise<number[]> {
   const id = uniqueId('bench-watch');
   script(stack, id, text);
-  const handle = await stack.client.workflow.start(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: testAgent() }] });
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), 'watch', id, '--json'], { env: { ...process.env, TEMPORAL_ADDRESS: stack.env.address }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const handle = await stack.client.workflow.start(sessionWorkflow, {
+    taskQueue: BRAIN_TASK_QUEUE,
+    workflowId: id,
+    args: [{ agent: testAgent() }],
+  });
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), 'watch', id, '--json'], {
+    env: { ...process.env, TEMPORAL_ADDRESS: stack.env.address },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const arrivals: Arrival[] = [];
   let streamed = '';
   let partial = '';
@@ -117,7 +138,10 @@ async function main() {
     });
     const arms = { direct: armStats(samples.direct), watch: armStats(samples.watch) };
     const first = { direct: armStats(firsts.direct), watch: armStats(firsts.watch) };
-    const added = { p50Ms: Math.round((arms.watch.p50Ms - arms.direct.p50Ms) * 10) / 10, p95Ms: Math.round((arms.watch.p95Ms - arms.direct.p95Ms) * 10) / 10 };
+    const added = {
+      p50Ms: Math.round((arms.watch.p50Ms - arms.direct.p50Ms) * 10) / 10,
+      p95Ms: Math.round((arms.watch.p95Ms - arms.direct.p95Ms) * 10) / 10,
+    };
     const result = {
       name: 'watch_latency',
       commit: commit(),
@@ -130,13 +154,20 @@ async function main() {
       addedByWatch: added,
       // Includes the warm-up round's tokens: a small share of the samples.
       watchOnceSubscribed: armStats(subscribed),
-      notes: 'Per streamed text delta: model server write -> reader has it. direct: the Anthropic SDK reading the stream in-process. watch: the brain worker publishes each delta over SSE; `agents watch --json` (a child process) finds the worker through the activity’s worker identity, subscribes, and prints it; read from its stdout. A watcher subscribes when it sees the model call running (it polls every 300 ms), so the first tokens of a reply wait for that and arrive together in its first frame.',
+      notes:
+        'Per streamed text delta: model server write -> reader has it. direct: the Anthropic SDK reading the stream in-process. watch: the brain worker publishes each delta over SSE; `agents watch --json` (a child process) finds the worker through the activity’s worker identity, subscribes, and prints it; read from its stdout. A watcher subscribes when it sees the model call running (it polls every 300 ms), so the first tokens of a reply wait for that and arrive together in its first frame.',
     };
     const out = path.join(__dirname, 'results', 'watch-latency.json');
     fs.writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
-    log(`all tokens: direct p50 ${arms.direct.p50Ms} ms, p95 ${arms.direct.p95Ms} ms; watch p50 ${arms.watch.p50Ms} ms, p95 ${arms.watch.p95Ms} ms (n=${arms.watch.n})`);
-    log(`first token: direct p50 ${first.direct.p50Ms} ms, p95 ${first.direct.p95Ms} ms; watch p50 ${first.watch.p50Ms} ms, p95 ${first.watch.p95Ms} ms`);
-    log(`once subscribed: watch p50 ${result.watchOnceSubscribed.p50Ms} ms, p95 ${result.watchOnceSubscribed.p95Ms} ms (n=${result.watchOnceSubscribed.n})`);
+    log(
+      `all tokens: direct p50 ${arms.direct.p50Ms} ms, p95 ${arms.direct.p95Ms} ms; watch p50 ${arms.watch.p50Ms} ms, p95 ${arms.watch.p95Ms} ms (n=${arms.watch.n})`,
+    );
+    log(
+      `first token: direct p50 ${first.direct.p50Ms} ms, p95 ${first.direct.p95Ms} ms; watch p50 ${first.watch.p50Ms} ms, p95 ${first.watch.p95Ms} ms`,
+    );
+    log(
+      `once subscribed: watch p50 ${result.watchOnceSubscribed.p50Ms} ms, p95 ${result.watchOnceSubscribed.p95Ms} ms (n=${result.watchOnceSubscribed.n})`,
+    );
     log(`wrote ${out}`);
   } finally {
     await worker.shutdown().catch(() => undefined);

@@ -25,9 +25,13 @@ async function main() {
       yield* histories;
     }
   }
-  for await (const r of Worker.runReplayHistories({ workflowBundle: { codePath: BUNDLE }, dataConverter: createDataConverter(FIXTURE_CODEC_KEY) }, feed())) {
+  for await (const r of Worker.runReplayHistories(
+    { workflowBundle: { codePath: BUNDLE }, dataConverter: createDataConverter(FIXTURE_CODEC_KEY) },
+    feed(),
+  )) {
     if (r.error) throw new Error(`${r.workflowId}: ${r.error.message}`);
-    if (--left === 0) process.stdout.write(`${JSON.stringify({ ms: performance.now() - passStart, histories: histories.length })}\n`);
+    if (--left === 0)
+      process.stdout.write(`${JSON.stringify({ ms: performance.now() - passStart, histories: histories.length })}\n`);
   }
 }
 

@@ -19,10 +19,14 @@ class ReplayChild {
   histories = 0;
 
   constructor(stackTraces: 'on' | 'off') {
-    this.child = spawn(process.execPath, [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(__dirname, 'workflow-cpu-child.ts')], {
-      env: { ...process.env, BRAIN_WORKFLOW_STACK_TRACES: stackTraces },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    this.child = spawn(
+      process.execPath,
+      [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(__dirname, 'workflow-cpu-child.ts')],
+      {
+        env: { ...process.env, BRAIN_WORKFLOW_STACK_TRACES: stackTraces },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      },
+    );
     this.child.stderr.on('data', (d: Buffer) => (this.stderr += d.toString()));
     this.answers = readline.createInterface({ input: this.child.stdout })[Symbol.asyncIterator]();
   }
@@ -43,12 +47,19 @@ class ReplayChild {
 }
 
 export async function runWorkflowCpu(ctx: Ctx): Promise<BenchResult[]> {
-  if (!fs.existsSync(path.join(ROOT, 'dist', 'workflow-bundle.js'))) throw new Error('dist/workflow-bundle.js is missing: run `npm run build`');
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'workflow-bundle.js')))
+    throw new Error('dist/workflow-bundle.js is missing: run `npm run build`');
   const rounds = ctx.quick ? 8 : 20;
   const warmup = 2;
   const children = { stack_traces_on: new ReplayChild('on'), stack_traces_off: new ReplayChild('off') };
   try {
-    const samples = await interleave<Arm>(['stack_traces_on', 'stack_traces_off'], rounds, warmup, (arm) => children[arm].pass(), (m) => ctx.log(`  workflow_cpu ${m}`));
+    const samples = await interleave<Arm>(
+      ['stack_traces_on', 'stack_traces_off'],
+      rounds,
+      warmup,
+      (arm) => children[arm].pass(),
+      (m) => ctx.log(`  workflow_cpu ${m}`),
+    );
     const on = armStats(samples.stack_traces_on);
     const off = armStats(samples.stack_traces_off);
     const n = children.stack_traces_off.histories;

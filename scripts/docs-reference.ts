@@ -66,11 +66,16 @@ function fieldText(name: string, schema: z.ZodType): string {
   if (d.type === 'object') return `${label} ${objectText(s)}`;
   if (d.type === 'array') return `${label.replace(/\?$/, '')}[]${optional ? '?' : ''}`;
   if (d.type === 'literal') return `${label}: ${d.values!.map((v) => JSON.stringify(v)).join(' | ')}`;
-  if (d.type === 'enum') return `${label}: ${Object.values(d.entries!).map((v) => JSON.stringify(v)).join(' | ')}${dflt}`;
+  if (d.type === 'enum')
+    return `${label}: ${Object.values(d.entries!)
+      .map((v) => JSON.stringify(v))
+      .join(' | ')}${dflt}`;
   return `${label}${dflt}`;
 }
 function objectText(schema: z.ZodType): string {
-  return `{${Object.entries(shapeOf(schema)).map(([k, v]) => fieldText(k, v)).join(', ')}}`;
+  return `{${Object.entries(shapeOf(schema))
+    .map(([k, v]) => fieldText(k, v))
+    .join(', ')}}`;
 }
 const fieldList = (schema: z.ZodType, skip: string[] = []) =>
   Object.entries(shapeOf(schema))
@@ -82,38 +87,55 @@ const describedBy = (s: z.ZodType) => (s as unknown as { description?: string })
 // ---------------------------------------------------------------- events
 
 const EVENT_NOTES: Record<SessionEventType, string> = {
-  session_started: 'The first event of a session, and the first of a fork\'s own events. `agent` is the resolved agent file; `forkedFrom` is set in a fork (`agents fork`), `parent` in a child session (the spawn_agent call it answers).',
-  user_message: 'User input, by signal or update. A repeated `messageId` is appended once. `source: "harness"` marks a message the harness wrote (default@2\'s nudge after an empty reply).',
-  assistant_message: 'A model reply: Anthropic content blocks, the stop reason, and the call\'s token usage (cache reads and writes included). `throughSeq` is the last seq the call read: input appended after it comes after this reply in the conversation and is answered next ([causal order](../design/causal-order.md)).',
-  tool_use: 'A tool call from the model\'s reply.',
-  tool_result: 'A tool call\'s result. `error.kind` tells the tool\'s own failure (`tool`) from ours (`infra`: a lost sandbox, host or MCP server) and from a refusal (`denied`: a denied approval, or a sandbox handed to another session). `outputRef` says where the whole output is kept when `output` was cut.',
+  session_started:
+    "The first event of a session, and the first of a fork's own events. `agent` is the resolved agent file; `forkedFrom` is set in a fork (`agents fork`), `parent` in a child session (the spawn_agent call it answers).",
+  user_message:
+    'User input, by signal or update. A repeated `messageId` is appended once. `source: "harness"` marks a message the harness wrote (default@2\'s nudge after an empty reply).',
+  assistant_message:
+    "A model reply: Anthropic content blocks, the stop reason, and the call's token usage (cache reads and writes included). `throughSeq` is the last seq the call read: input appended after it comes after this reply in the conversation and is answered next ([causal order](../design/causal-order.md)).",
+  tool_use: "A tool call from the model's reply.",
+  tool_result:
+    "A tool call's result. `error.kind` tells the tool's own failure (`tool`) from ours (`infra`: a lost sandbox, host or MCP server) and from a refusal (`denied`: a denied approval, or a sandbox handed to another session). `outputRef` says where the whole output is kept when `output` was cut.",
   approval_requested: 'A tool call waits for approval; `policy` is the rule that asked, e.g. `bash: ask "git push*"`.',
-  approval_resolved: 'The decision on it; `by` is who decided (default `user`), or `timeout` when the policy\'s `onTimeout` applied.',
-  sandbox_provisioned: 'A sandbox was made, or a stopped one started again (`resumed`), in `ms` on `host`; `loosened` lists the hardening its recipe turned off. The API shows it as `platform.sandbox_provisioned`.',
-  sandbox_lost: 'A sandbox\'s container or host died; the next call provisions a new one. The API shows it as `platform.sandbox_lost`.',
+  approval_resolved:
+    "The decision on it; `by` is who decided (default `user`), or `timeout` when the policy's `onTimeout` applied.",
+  sandbox_provisioned:
+    'A sandbox was made, or a stopped one started again (`resumed`), in `ms` on `host`; `loosened` lists the hardening its recipe turned off. The API shows it as `platform.sandbox_provisioned`.',
+  sandbox_lost:
+    "A sandbox's container or host died; the next call provisions a new one. The API shows it as `platform.sandbox_lost`.",
   sandbox_handed_off: 'This session passed its sandbox `name` to session `to`; its later calls to it are denied.',
-  sandbox_received: 'Session `from` passed this session a sandbox, which stays on `host` and is now this session\'s.',
-  subagent_started: 'A spawn_agent call started the child session `sessionId`; `agent` names the sub-agent entry when one was given.',
-  subagent_finished: 'The child answered (`isError: false`) or failed; `usage` is the child\'s whole usage, its own children\'s included.',
-  context_compacted: 'The context window\'s older part, through `throughSeq`, was replaced by `summary`; the raw events stay in the log.',
-  interrupted: 'The turn in flight was stopped (`agents interrupt`, the `interrupt` signal), or, through the `interruptAck` update (the API\'s `user.interrupt`), an interrupt arrived while no turn ran.',
-  session_updated: '`sessions.update` changed the title (`title`) or set metadata (`metadata`, the whole new bag); the API shows it as `session.updated`.',
-  error: 'A failure the session survives. `kind` is `model` (a model call failed past its retry budget; the session waits for the user), `mcp` (a server could not be listed), `session` (a restart by `agents wake`), `limit` (`limits.maxToolRoundsPerTurn`), `sandbox`, `archive` or `subagent`.',
-  model_retry_scheduled: 'A model call (or a compaction) failed with a transient error (`error.type`: rate limited, overloaded, a 5xx, a dropped or stalled stream) and is tried again at `retryAt`: the server\'s retry-after, else `limits.modelRetry`\'s backoff. `attempt` is the attempt that failed. The session reads `rescheduling` until the retry starts; the API shows it as `session.error` (`retry_status: retrying`) and `session.status_rescheduled`.',
-  model_retry_started: 'The wait is over and attempt `attempt` goes ahead; the API shows it as `session.status_running`.',
-  session_ended: 'The last event: `end` with its reason, `answered` for a child that answered its task, `cancelled` for a cancelled workflow.',
+  sandbox_received: "Session `from` passed this session a sandbox, which stays on `host` and is now this session's.",
+  subagent_started:
+    'A spawn_agent call started the child session `sessionId`; `agent` names the sub-agent entry when one was given.',
+  subagent_finished:
+    "The child answered (`isError: false`) or failed; `usage` is the child's whole usage, its own children's included.",
+  context_compacted:
+    "The context window's older part, through `throughSeq`, was replaced by `summary`; the raw events stay in the log.",
+  interrupted:
+    "The turn in flight was stopped (`agents interrupt`, the `interrupt` signal), or, through the `interruptAck` update (the API's `user.interrupt`), an interrupt arrived while no turn ran.",
+  session_updated:
+    '`sessions.update` changed the title (`title`) or set metadata (`metadata`, the whole new bag); the API shows it as `session.updated`.',
+  error:
+    'A failure the session survives. `kind` is `model` (a model call failed past its retry budget; the session waits for the user), `mcp` (a server could not be listed), `session` (a restart by `agents wake`), `limit` (`limits.maxToolRoundsPerTurn`), `sandbox`, `archive` or `subagent`.',
+  model_retry_scheduled:
+    "A model call (or a compaction) failed with a transient error (`error.type`: rate limited, overloaded, a 5xx, a dropped or stalled stream) and is tried again at `retryAt`: the server's retry-after, else `limits.modelRetry`'s backoff. `attempt` is the attempt that failed. The session reads `rescheduling` until the retry starts; the API shows it as `session.error` (`retry_status: retrying`) and `session.status_rescheduled`.",
+  model_retry_started:
+    'The wait is over and attempt `attempt` goes ahead; the API shows it as `session.status_running`.',
+  session_ended:
+    'The last event: `end` with its reason, `answered` for a child that answered its task, `cancelled` for a cancelled workflow.',
 };
 
 export function eventsReference(): string {
   const rows = SessionEventSchema.options.map((o) => {
     const type = o.shape.type.value as SessionEventType;
     const note = describedBy(o) ?? EVENT_NOTES[type];
-    if (!note) throw new Error(`event type ${type} has no description: add it to EVENT_NOTES in scripts/docs-reference.ts`);
+    if (!note)
+      throw new Error(`event type ${type} has no description: add it to EVENT_NOTES in scripts/docs-reference.ts`);
     return `| \`${type}\` | ${cell(fieldList(o, ['seq', 'time', 'type']))} | ${cell(note)} |`;
   });
   return (
     header('Session events', '`SessionEventSchema` in src/session/events.ts') +
-    'Every event has `seq` (0, 1, 2, … with no gaps across all of a session\'s runs), `type` and `time` (workflow time, ISO 8601). ' +
+    "Every event has `seq` (0, 1, 2, … with no gaps across all of a session's runs), `type` and `time` (workflow time, ISO 8601). " +
     '`name?` is optional; `{…}` is an object, `[]` an array.\n\n' +
     '| type | fields | what it records |\n|---|---|---|\n' +
     rows.join('\n') +
@@ -126,58 +148,163 @@ export function eventsReference(): string {
 type ConfigKey = keyof typeof ConfigSchema.shape;
 /** `default` only where the schema has none (the value is decided elsewhere, e.g. probed). */
 const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
-  TEMPORAL_ADDRESS: { about: 'The Temporal frontend, `HOST:PORT`: a dev server, a cluster (`temporal.internal:7233`) or Temporal Cloud (`NS.ACCT.tmprl.cloud:7233` with mTLS, `REGION.PROVIDER.api.temporal.io:7233` with an API key).' },
+  TEMPORAL_ADDRESS: {
+    about:
+      'The Temporal frontend, `HOST:PORT`: a dev server, a cluster (`temporal.internal:7233`) or Temporal Cloud (`NS.ACCT.tmprl.cloud:7233` with mTLS, `REGION.PROVIDER.api.temporal.io:7233` with an API key).',
+  },
   TEMPORAL_NAMESPACE: { about: 'The namespace, e.g. `NS.ACCT` on Temporal Cloud.' },
-  TEMPORAL_TLS: { about: '`true` for TLS with the system CAs; implied by any client certificate, CA, server name or API key.', default: 'off' },
+  TEMPORAL_TLS: {
+    about: '`true` for TLS with the system CAs; implied by any client certificate, CA, server name or API key.',
+    default: 'off',
+  },
   TEMPORAL_TLS_CLIENT_CERT_PATH: { about: 'mTLS client certificate (PEM file); goes with the key.', default: 'unset' },
   TEMPORAL_TLS_CLIENT_KEY_PATH: { about: 'mTLS client key (PEM file); goes with the certificate.', default: 'unset' },
-  TEMPORAL_TLS_SERVER_CA_CERT_PATH: { about: 'A private CA for a self-hosted cluster (PEM file).', default: 'system CAs' },
-  TEMPORAL_TLS_SERVER_NAME: { about: 'SNI and verification name when it differs from the address.', default: 'the address\'s host' },
+  TEMPORAL_TLS_SERVER_CA_CERT_PATH: {
+    about: 'A private CA for a self-hosted cluster (PEM file).',
+    default: 'system CAs',
+  },
+  TEMPORAL_TLS_SERVER_NAME: {
+    about: 'SNI and verification name when it differs from the address.',
+    default: "the address's host",
+  },
   TEMPORAL_API_KEY: { about: 'A Temporal Cloud API key; turns TLS on.', default: 'unset' },
-  ANTHROPIC_API_KEY: { about: 'A real key sends model calls to Anthropic\'s API.', default: 'unset: `agents dev` and `npm start` run the local model server' },
-  ANTHROPIC_BASE_URL: { about: 'Any other server that speaks the Messages API (read by the SDK itself), such as `agents model-server`.', default: 'Anthropic\'s API' },
+  ANTHROPIC_API_KEY: {
+    about: "A real key sends model calls to Anthropic's API.",
+    default: 'unset: `agents dev` and `npm start` run the local model server',
+  },
+  ANTHROPIC_BASE_URL: {
+    about: 'Any other server that speaks the Messages API (read by the SDK itself), such as `agents model-server`.',
+    default: "Anthropic's API",
+  },
   AGENT_MODEL: { about: 'The model of the built-in default agent.', default: `\`${DEFAULT_MODEL}\`` },
-  DOCKER_HOST: { about: 'The Docker engine of a hands host.', default: 'probed: `/var/run/docker.sock`, then `/run/managed-agents/docker.sock`' },
+  DOCKER_HOST: {
+    about: 'The Docker engine of a hands host.',
+    default: 'probed: `/var/run/docker.sock`, then `/run/managed-agents/docker.sock`',
+  },
   SANDBOX_IMAGE: { about: 'The image of a recipe without `image`.', default: '`managed-agents/sandbox:latest`' },
-  SANDBOX_RUNTIME: { about: 'The container runtime of sandboxes: `runsc` (gVisor), `runc`, or `auto` (gVisor where the engine has it, else runc, recorded in `loosened`); see [isolation](../isolation.md).' },
-  MCP_STDIO_JAIL: { about: 'How stdio MCP servers run: `bwrap` (a bubblewrap jail as an unprivileged user, with no view of the worker) or `off` (bare, as the worker).' },
-  HANDS_HOST_ID: { about: 'A hands worker serves queue `hands.<id>`. `compose`: `<project>-<service>-<number>` of its docker compose container, read through the Docker socket (one id per replica, kept when the container is recreated).', default: 'the hostname' },
-  VAULT_KEY: { about: 'Base64 of 32 bytes; seals the vault. Only hands and tools workers hold it.', default: 'development: generated once into `DATA_DIR/keys/`' },
-  CODEC_KEY: { about: 'Base64 of 32 bytes, or `id:base64,...` whose first key encrypts and the others still decrypt (rotation). Encrypts history, the archive and the stream tokens.', default: 'development: generated once into `DATA_DIR/keys/codec.key`' },
-  CODEC_SERVER_TOKEN: { about: 'Set: the codec server requires `Authorization: Bearer <token>`.', default: 'unset: the codec server trusts only its allowed browser origins' },
-  VAULT_PUBLIC_KEY: { about: 'Base64 of the public half of `VAULT_KEY` (`agents vault public-key`): the API seals credentials to it and cannot open them.', default: 'development: `DATA_DIR/keys/vault.pub`, derived once from the vault key file' },
+  SANDBOX_RUNTIME: {
+    about:
+      'The container runtime of sandboxes: `runsc` (gVisor), `runc`, or `auto` (gVisor where the engine has it, else runc, recorded in `loosened`); see [isolation](../isolation.md).',
+  },
+  MCP_STDIO_JAIL: {
+    about:
+      'How stdio MCP servers run: `bwrap` (a bubblewrap jail as an unprivileged user, with no view of the worker) or `off` (bare, as the worker).',
+  },
+  HANDS_HOST_ID: {
+    about:
+      'A hands worker serves queue `hands.<id>`. `compose`: `<project>-<service>-<number>` of its docker compose container, read through the Docker socket (one id per replica, kept when the container is recreated).',
+    default: 'the hostname',
+  },
+  VAULT_KEY: {
+    about: 'Base64 of 32 bytes; seals the vault. Only hands and tools workers hold it.',
+    default: 'development: generated once into `DATA_DIR/keys/`',
+  },
+  CODEC_KEY: {
+    about:
+      'Base64 of 32 bytes, or `id:base64,...` whose first key encrypts and the others still decrypt (rotation). Encrypts history, the archive and the stream tokens.',
+    default: 'development: generated once into `DATA_DIR/keys/codec.key`',
+  },
+  CODEC_SERVER_TOKEN: {
+    about: 'Set: the codec server requires `Authorization: Bearer <token>`.',
+    default: 'unset: the codec server trusts only its allowed browser origins',
+  },
+  VAULT_PUBLIC_KEY: {
+    about:
+      'Base64 of the public half of `VAULT_KEY` (`agents vault public-key`): the API seals credentials to it and cannot open them.',
+    default: 'development: `DATA_DIR/keys/vault.pub`, derived once from the vault key file',
+  },
   DATABASE_URL: {
-    about: 'PostgreSQL (`postgres://…`) for every piece of state hosts share: the API\'s agents, environments, vaults, credentials, keys and session index, the session archive (brains, the CLI and the API), and the vault\'s named secrets (hands, tools, `agents vault`); nothing of these under `DATA_DIR` then. Created and migrated at start-up.',
-    default: 'unset: embedded PGlite under `DATA_DIR/api-db`, the archive under `DATA_DIR/archive`, the vault under `DATA_DIR/vaults`',
+    about:
+      "PostgreSQL (`postgres://…`) for every piece of state hosts share: the API's agents, environments, vaults, credentials, keys and session index, the session archive (brains, the CLI and the API), and the vault's named secrets (hands, tools, `agents vault`); nothing of these under `DATA_DIR` then. Created and migrated at start-up.",
+    default:
+      'unset: embedded PGlite under `DATA_DIR/api-db`, the archive under `DATA_DIR/archive`, the vault under `DATA_DIR/vaults`',
   },
   API_LISTEN: { about: 'Where `agents api` serves the Managed Agents API (`HOST:PORT`; port 0 picks one).' },
-  API_RATE_LIMIT: { about: 'Requests a minute per API key (`600`), or per a window of S seconds (`20/10s`); `0` or `off` disables it. Past it: 429 `rate_limit_error` with `retry-after`. Counted in each API process (see docs/security.md#quotas).' },
-  API_SESSION_QUOTA: { about: 'Sessions a workspace may have open (running or idle) at once, counted in the database across every API process; `0` or `off` disables it. Past it, `sessions.create` answers 429 `rate_limit_error`.' },
+  API_RATE_LIMIT: {
+    about:
+      'Requests a minute per API key (`600`), or per a window of S seconds (`20/10s`); `0` or `off` disables it. Past it: 429 `rate_limit_error` with `retry-after`. Counted in each API process (see docs/security.md#quotas).',
+  },
+  API_SESSION_QUOTA: {
+    about:
+      'Sessions a workspace may have open (running or idle) at once, counted in the database across every API process; `0` or `off` disables it. Past it, `sessions.create` answers 429 `rate_limit_error`.',
+  },
   API_EVENTS_PER_SEND: { about: 'Events one `events.send` may carry, 1 to 1000; more is a 400 naming the limit.' },
-  SANDBOX_QUOTA: { about: 'Sandboxes a workspace may have running at once, counted in the API database (`DATABASE_URL`) across every hands host; `0` or `off` disables it. Past it, the tool call that needed a sandbox gets an error result saying so.' },
-  DATA_DIR: { about: 'Local state: the dev server\'s SQLite file, keys, vaults, the session archive (without `DATABASE_URL`), hands registries and git mirrors (docs/design/state.md).' },
-  KEY_FILES: { about: '`on`: an absent `CODEC_KEY`/`VAULT_KEY` comes from (or is generated into) `DATA_DIR/keys`. `off` (the worker image): keys only from the environment, and a role missing one refuses to start.' },
-  TEMPORAL_CLI: { about: 'Path to a `temporal` binary.', default: '`temporal` on PATH, then the cache, then `go install`' },
-  STREAM_LISTEN: { about: 'Where brain and hands workers serve live deltas for `agents watch` (`HOST:PORT`; port 0 picks one); `off` turns streaming off.' },
-  STREAM_URL: { about: 'The URL watchers reach the worker\'s stream endpoint at, e.g. `http://brain-1:7400`.', default: 'the listen address (the hostname when listening on `0.0.0.0`)' },
-  AGENTS_API_URL: { about: 'The Managed Agents API `agents watch` and `start --wait` take live previews from (relayed by `agents api`, so only the API need be reachable, not each worker), with `AGENTS_API_KEY`.', default: 'unset: previews straight from each worker' },
-  AGENTS_API_KEY: { about: 'An API key of the session\'s workspace, for `AGENTS_API_URL` (or `AGENTS_API_KEY_FILE`).', default: 'unset' },
-  BRAIN_WORKFLOW_CACHE: { about: 'Brain: sessions a worker keeps in its workflow cache. A session out of the cache holds no memory in the worker; its next workflow task replays its current run (bounded by handovers). See docs/guide/scaling.md.', default: '150' },
-  BRAIN_PEER_WATCH: { about: 'Brain: `on` follows the other brain workers (through their stream endpoints) and, when one exits, fails its running activities by id so the server retries them on a live worker at once instead of after their heartbeat timeout. Needs STREAM_LISTEN. See docs/guide/scaling.md.' },
-  BRAIN_WORKFLOW_HEAP_MB: { about: 'Brain: heap limit, in MiB, of the thread that runs cached sessions; past it V8 collects evicted sessions instead of growing the heap. A `--max-old-space-size` in NODE_OPTIONS wins.', default: '320 + 2 per cached session (620 with the default cache)' },
-  BRAIN_WORKFLOW_STACK_TRACES: { about: "Brain: `on` records a stack for every promise a session's workflow code creates, for the Temporal Web UI's Stack Trace tab (the `__stack_trace` query), at about 1.5 times the workflow code's CPU; `off` refuses that query. Errors keep their stacks either way. See docs/guide/scaling.md." },
+  SANDBOX_QUOTA: {
+    about:
+      'Sandboxes a workspace may have running at once, counted in the API database (`DATABASE_URL`) across every hands host; `0` or `off` disables it. Past it, the tool call that needed a sandbox gets an error result saying so.',
+  },
+  DATA_DIR: {
+    about:
+      "Local state: the dev server's SQLite file, keys, vaults, the session archive (without `DATABASE_URL`), hands registries and git mirrors (docs/design/state.md).",
+  },
+  KEY_FILES: {
+    about:
+      '`on`: an absent `CODEC_KEY`/`VAULT_KEY` comes from (or is generated into) `DATA_DIR/keys`. `off` (the worker image): keys only from the environment, and a role missing one refuses to start.',
+  },
+  TEMPORAL_CLI: {
+    about: 'Path to a `temporal` binary.',
+    default: '`temporal` on PATH, then the cache, then `go install`',
+  },
+  STREAM_LISTEN: {
+    about:
+      'Where brain and hands workers serve live deltas for `agents watch` (`HOST:PORT`; port 0 picks one); `off` turns streaming off.',
+  },
+  STREAM_URL: {
+    about: "The URL watchers reach the worker's stream endpoint at, e.g. `http://brain-1:7400`.",
+    default: 'the listen address (the hostname when listening on `0.0.0.0`)',
+  },
+  AGENTS_API_URL: {
+    about:
+      'The Managed Agents API `agents watch` and `start --wait` take live previews from (relayed by `agents api`, so only the API need be reachable, not each worker), with `AGENTS_API_KEY`.',
+    default: 'unset: previews straight from each worker',
+  },
+  AGENTS_API_KEY: {
+    about: "An API key of the session's workspace, for `AGENTS_API_URL` (or `AGENTS_API_KEY_FILE`).",
+    default: 'unset',
+  },
+  BRAIN_WORKFLOW_CACHE: {
+    about:
+      'Brain: sessions a worker keeps in its workflow cache. A session out of the cache holds no memory in the worker; its next workflow task replays its current run (bounded by handovers). See docs/guide/scaling.md.',
+    default: '150',
+  },
+  BRAIN_PEER_WATCH: {
+    about:
+      'Brain: `on` follows the other brain workers (through their stream endpoints) and, when one exits, fails its running activities by id so the server retries them on a live worker at once instead of after their heartbeat timeout. Needs STREAM_LISTEN. See docs/guide/scaling.md.',
+  },
+  BRAIN_WORKFLOW_HEAP_MB: {
+    about:
+      'Brain: heap limit, in MiB, of the thread that runs cached sessions; past it V8 collects evicted sessions instead of growing the heap. A `--max-old-space-size` in NODE_OPTIONS wins.',
+    default: '320 + 2 per cached session (620 with the default cache)',
+  },
+  BRAIN_WORKFLOW_STACK_TRACES: {
+    about:
+      "Brain: `on` records a stack for every promise a session's workflow code creates, for the Temporal Web UI's Stack Trace tab (the `__stack_trace` query), at about 1.5 times the workflow code's CPU; `off` refuses that query. Errors keep their stacks either way. See docs/guide/scaling.md.",
+  },
   EGRESS_ALLOW: {
-    about: 'What the egress gate opens for connections made on a tenant\'s behalf (MCP servers, OAuth token endpoints, repositories): comma-separated `host` (any port), `host:port` or CIDR (`10.1.0.0/16`, `fd00::/8`) entries, e.g. `mcp.internal:8080,10.1.2.3`. See [security](../security.md#egress).',
-    default: 'unset: loopback, link-local, private, CGNAT, multicast, reserved and the platform\'s own addresses are refused',
+    about:
+      "What the egress gate opens for connections made on a tenant's behalf (MCP servers, OAuth token endpoints, repositories): comma-separated `host` (any port), `host:port` or CIDR (`10.1.0.0/16`, `fd00::/8`) entries, e.g. `mcp.internal:8080,10.1.2.3`. See [security](../security.md#egress).",
+    default:
+      "unset: loopback, link-local, private, CGNAT, multicast, reserved and the platform's own addresses are refused",
   },
   EGRESS_DNS: {
-    about: '`off`: the egress gate looks up no name, so a tenant URL must name an address (`localhost` names are loopback, refused unless opened). For closed networks; the test suites run with it, so they send no DNS query. See [security](../security.md#egress).',
+    about:
+      '`off`: the egress gate looks up no name, so a tenant URL must name an address (`localhost` names are loopback, refused unless opened). For closed networks; the test suites run with it, so they send no DNS query. See [security](../security.md#egress).',
   },
   LOG_LEVEL: { about: 'Worker log level; lines are JSON on stderr.' },
-  AGENTS_OTEL: { about: '`1` turns on OpenTelemetry tracing over OTLP/HTTP (`http://localhost:4318` unless an endpoint is set).', default: 'unset: no tracing' },
+  AGENTS_OTEL: {
+    about: '`1` turns on OpenTelemetry tracing over OTLP/HTTP (`http://localhost:4318` unless an endpoint is set).',
+    default: 'unset: no tracing',
+  },
   OTEL_EXPORTER_OTLP_ENDPOINT: { about: 'An OTLP/HTTP endpoint; setting it turns tracing on.', default: 'unset' },
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: { about: 'The traces endpoint alone; setting it turns tracing on.', default: 'unset' },
-  MODEL_PRICES: { about: 'JSON price table merged over the built-in one, US dollars per million tokens: `{"model": {"input", "output", "cacheRead", "cacheWrite"}}`.', default: 'the built-in table' },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+    about: 'The traces endpoint alone; setting it turns tracing on.',
+    default: 'unset',
+  },
+  MODEL_PRICES: {
+    about:
+      'JSON price table merged over the built-in one, US dollars per million tokens: `{"model": {"input", "output", "cacheRead", "cacheWrite"}}`.',
+    default: 'the built-in table',
+  },
 };
 
 /** The roles shown as columns; `all` is brain, hands and tools together, and `cli` reads every variable. */
@@ -193,7 +320,11 @@ function formatText(schema: z.ZodType): string {
   let s = schema;
   while (['default', 'optional'].includes(defOf(s).type)) s = defOf(s).innerType!;
   const d = defOf(s);
-  return d.type === 'enum' ? Object.values(d.entries!).map((v) => `\`${String(v)}\``).join(', ') : '';
+  return d.type === 'enum'
+    ? Object.values(d.entries!)
+        .map((v) => `\`${String(v)}\``)
+        .join(', ')
+    : '';
 }
 
 export function configurationReference(): string {
@@ -201,7 +332,8 @@ export function configurationReference(): string {
   const rows = keys.map((key) => {
     const schema = ConfigSchema.shape[key] as z.ZodType;
     const note = CONFIG_NOTES[key];
-    if (!note) throw new Error(`variable ${key} has no description: add it to CONFIG_NOTES in scripts/docs-reference.ts`);
+    if (!note)
+      throw new Error(`variable ${key} has no description: add it to CONFIG_NOTES in scripts/docs-reference.ts`);
     const fromSchema = defaultText(schema);
     if (fromSchema && note.default) throw new Error(`${key}: the schema gives its default; drop it from CONFIG_NOTES`);
     const values = formatText(schema);
@@ -265,26 +397,91 @@ export function cliReference(): string {
 
 type MessageDef = { type: 'signal' | 'update' | 'query'; name: string };
 const isMessage = (v: unknown): v is MessageDef =>
-  typeof v === 'object' && v !== null && ['signal', 'update', 'query'].includes((v as MessageDef).type) && typeof (v as MessageDef).name === 'string';
+  typeof v === 'object' &&
+  v !== null &&
+  ['signal', 'update', 'query'].includes((v as MessageDef).type) &&
+  typeof (v as MessageDef).name === 'string';
 
 /** The argument schema, the result (types only, so written here) and what each message is for. */
 const MESSAGE_NOTES: Record<string, { args?: z.ZodType; returns?: string; about: string }> = {
-  userMessage: { args: messages.UserMessageSchema, about: 'User input. An invalid one is dropped with a warning in the worker log and appends nothing.' },
-  interrupt: { args: messages.ReasonSchema, about: 'Stops the turn in flight: cancels the model call and appends `interrupted` (`agents interrupt`).' },
+  userMessage: {
+    args: messages.UserMessageSchema,
+    about: 'User input. An invalid one is dropped with a warning in the worker log and appends nothing.',
+  },
+  interrupt: {
+    args: messages.ReasonSchema,
+    about: 'Stops the turn in flight: cancels the model call and appends `interrupted` (`agents interrupt`).',
+  },
   end: { args: messages.ReasonSchema, about: 'Ends the session (`agents end`).' },
-  subagentFinished: { args: messages.SubagentReportSchema, about: 'A child session\'s report to its parent, sent to the parent\'s session id so whichever run is current gets it.' },
-  sandboxReceived: { args: messages.SandboxGiftSchema, about: 'Another session handed this one a sandbox; the host\'s registry already names this session the owner.' },
-  sendMessage: { args: messages.UserMessageSchema, returns: '{seq}', about: 'User input with an acknowledgement: the seq it was appended at (`agents send`). The validator refuses bad input (empty, over 1 MB, wrong types) with a clear error and appends nothing.' },
-  interruptAck: { args: messages.ReasonSchema, returns: '{seq, after}', about: 'An interrupt with an acknowledgement: the seq of its `interrupted` event, the cut turn\'s or one appended at once when no turn runs (the API\'s `user.interrupt`). `seq` is null while a handover is in progress; that run appends it after `after` before handing over.' },
-  updateSession: { args: messages.SessionUpdateSchema, returns: '{seq}', about: 'Records what `sessions.update` changed as `session_updated`; answers its seq.' },
-  handoffSandbox: { args: messages.HandoffRequestSchema, returns: '{sandboxId}', about: 'Passes one of the session\'s sandboxes to session `to` (`agents handoff FROM SANDBOX TO`).' },
-  putFile: { args: messages.PutFileSchema, returns: '{path, bytes}', about: 'Writes a file into a sandbox, provisioning it if needed (`agents files put`). Paths outside the workspace are refused; files are limited to 1 MB.' },
-  getFile: { args: messages.GetFileSchema, returns: '{path, bytes, contentBase64}', about: 'Reads a file out of a sandbox (`agents files get`).' },
-  resolveToolUse: { args: messages.ResolveToolUseSchema, returns: '{seq}', about: 'Approves or denies a tool call waiting for approval; answers the seq of `approval_resolved` (`agents approve`, `agents deny`).' },
-  submitToolResult: { args: messages.SubmitToolResultSchema, returns: '{seq}', about: 'The calling application\'s answer to a client tool call; answers the seq of its `tool_result` (`agents submit`).' },
-  events: { args: messages.EventsQueryArgsSchema, returns: '{events, nextSeq, firstSeq?}', about: 'A slice of the live run\'s events, paged by size (about 1 MB); events before `firstSeq` are in the session archive.' },
-  status: { returns: '{state, lastSeq, firstSeq?, run?, sandboxes, usage, subagents?, pending?}', about: '`state` is `running`, `waiting_for_user`, `requires_action` (waiting on `pending`: approvals and client tool calls) or `ended`.' },
-  handover: { returns: '{agent, carry, firstSeq}', about: 'The state a new run would start from if this one handed over now; `agents wake` reads it from a dead run.' },
+  subagentFinished: {
+    args: messages.SubagentReportSchema,
+    about:
+      "A child session's report to its parent, sent to the parent's session id so whichever run is current gets it.",
+  },
+  sandboxReceived: {
+    args: messages.SandboxGiftSchema,
+    about: "Another session handed this one a sandbox; the host's registry already names this session the owner.",
+  },
+  sendMessage: {
+    args: messages.UserMessageSchema,
+    returns: '{seq}',
+    about:
+      'User input with an acknowledgement: the seq it was appended at (`agents send`). The validator refuses bad input (empty, over 1 MB, wrong types) with a clear error and appends nothing.',
+  },
+  interruptAck: {
+    args: messages.ReasonSchema,
+    returns: '{seq, after}',
+    about:
+      "An interrupt with an acknowledgement: the seq of its `interrupted` event, the cut turn's or one appended at once when no turn runs (the API's `user.interrupt`). `seq` is null while a handover is in progress; that run appends it after `after` before handing over.",
+  },
+  updateSession: {
+    args: messages.SessionUpdateSchema,
+    returns: '{seq}',
+    about: 'Records what `sessions.update` changed as `session_updated`; answers its seq.',
+  },
+  handoffSandbox: {
+    args: messages.HandoffRequestSchema,
+    returns: '{sandboxId}',
+    about: "Passes one of the session's sandboxes to session `to` (`agents handoff FROM SANDBOX TO`).",
+  },
+  putFile: {
+    args: messages.PutFileSchema,
+    returns: '{path, bytes}',
+    about:
+      'Writes a file into a sandbox, provisioning it if needed (`agents files put`). Paths outside the workspace are refused; files are limited to 1 MB.',
+  },
+  getFile: {
+    args: messages.GetFileSchema,
+    returns: '{path, bytes, contentBase64}',
+    about: 'Reads a file out of a sandbox (`agents files get`).',
+  },
+  resolveToolUse: {
+    args: messages.ResolveToolUseSchema,
+    returns: '{seq}',
+    about:
+      'Approves or denies a tool call waiting for approval; answers the seq of `approval_resolved` (`agents approve`, `agents deny`).',
+  },
+  submitToolResult: {
+    args: messages.SubmitToolResultSchema,
+    returns: '{seq}',
+    about:
+      "The calling application's answer to a client tool call; answers the seq of its `tool_result` (`agents submit`).",
+  },
+  events: {
+    args: messages.EventsQueryArgsSchema,
+    returns: '{events, nextSeq, firstSeq?}',
+    about:
+      "A slice of the live run's events, paged by size (about 1 MB); events before `firstSeq` are in the session archive.",
+  },
+  status: {
+    returns: '{state, lastSeq, firstSeq?, run?, sandboxes, usage, subagents?, pending?}',
+    about:
+      '`state` is `running`, `waiting_for_user`, `requires_action` (waiting on `pending`: approvals and client tool calls) or `ended`.',
+  },
+  handover: {
+    returns: '{agent, carry, firstSeq}',
+    about: 'The state a new run would start from if this one handed over now; `agents wake` reads it from a dead run.',
+  },
 };
 
 export function messagesReference(): string {
@@ -295,7 +492,8 @@ export function messagesReference(): string {
       .sort((a, b) => a.name.localeCompare(b.name))
       .map((d) => {
         const note = MESSAGE_NOTES[d.name];
-        if (!note) throw new Error(`${kind} ${d.name} has no description: add it to MESSAGE_NOTES in scripts/docs-reference.ts`);
+        if (!note)
+          throw new Error(`${kind} ${d.name} has no description: add it to MESSAGE_NOTES in scripts/docs-reference.ts`);
         const args = note.args ? `\`${cell(objectText(note.args))}\`` : '';
         return `| \`${d.name}\` | ${args} | ${note.returns ? `\`${note.returns}\`` : ''} | ${cell(note.about)} |`;
       });
@@ -308,7 +506,7 @@ export function messagesReference(): string {
     'A session is driven by Temporal signals, updates and queries, each defined once in `src/session/contract.ts` and imported from there by the CLI and the tests. ' +
     'Every argument is plain JSON, so any Temporal client can drive a session, e.g. ' +
     '`temporal workflow signal --workflow-id ID --name userMessage --input \'{"text":"hi"}\'`. ' +
-    'Each argument is checked by its zod schema; an update\'s validator refuses bad input with a one-line reason and appends nothing. ' +
+    "Each argument is checked by its zod schema; an update's validator refuses bad input with a one-line reason and appends nothing. " +
     'Fields with `= value` have that default.\n\n' +
     table('Signals', 'signal') +
     '\n' +

@@ -20,7 +20,17 @@ const PLATFORM_EVENTS = path.join(ROOT, 'src/api/sessions/projection.ts');
  * The resources whose responses get schemas: the Managed Agents API of DESIGN.md. The rest of `client.beta`
  * (messages, models, organization, ...) is listed in the contract's methods without schemas.
  */
-const SCHEMA_RESOURCES = ['agents', 'environments', 'sessions', 'deployments', 'deploymentRuns', 'vaults', 'memoryStores', 'files', 'skills'];
+const SCHEMA_RESOURCES = [
+  'agents',
+  'environments',
+  'sessions',
+  'deployments',
+  'deploymentRuns',
+  'vaults',
+  'memoryStores',
+  'files',
+  'skills',
+];
 
 export type ResultKind = 'json' | 'page' | 'stream' | 'binary' | 'local';
 export interface SdkMethod {
@@ -51,7 +61,11 @@ function sdkFiles(): string[] {
     for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
       const p = path.join(dir, e.name);
       if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.d.ts') || (e.name.endsWith('.js') && dir.includes(`${path.sep}resources${path.sep}beta`))) out.push(p);
+      else if (
+        e.name.endsWith('.d.ts') ||
+        (e.name.endsWith('.js') && dir.includes(`${path.sep}resources${path.sep}beta`))
+      )
+        out.push(p);
     }
   };
   walk(path.join(SDK, 'resources'));
@@ -62,7 +76,8 @@ function sdkFiles(): string[] {
 /** A hash of the SDK's declarations and JavaScript under resources/ and core/, of the platform's events, and of this script. */
 export function contractHash(): string {
   const h = createHash('sha256');
-  for (const f of [...sdkFiles(), __filename, PLATFORM_EVENTS]) h.update(path.relative(ROOT, f)).update(fs.readFileSync(f));
+  for (const f of [...sdkFiles(), __filename, PLATFORM_EVENTS])
+    h.update(path.relative(ROOT, f)).update(fs.readFileSync(f));
   return h.digest('hex');
 }
 
@@ -87,7 +102,8 @@ function routesOf(jsFile: string, className: string): Map<string, { verb: SdkMet
   const heads = [...body.matchAll(new RegExp(`^ {${indent}}(?:async )?([a-zA-Z_]\\w*)\\([^)]*\\) \\{$`, 'gm'))];
   for (let i = 0; i < heads.length; i++) {
     const chunk = body.slice(heads[i].index, heads[i + 1]?.index ?? body.length);
-    const call = /this\._client\.(get|post|delete|put|patch|getAPIList)\((?:\(0, path_1\.path\) ?)?[`']([^`']+)[`']/.exec(chunk);
+    const call =
+      /this\._client\.(get|post|delete|put|patch|getAPIList)\((?:\(0, path_1\.path\) ?)?[`']([^`']+)[`']/.exec(chunk);
     const verb = call?.[1];
     // The tracing span's route when there is one, else the path the call is made to (`${id}` as `{id}`).
     const route = /\broute: '([^']+)'/.exec(chunk)?.[1] ?? call?.[2].replace(/\$\{(\w+)\}/g, '{$1}');
@@ -100,20 +116,30 @@ function routesOf(jsFile: string, className: string): Map<string, { verb: SdkMet
 /** Every method of `client.beta`, depth first in declaration order. */
 function walkMethods(): Found[] {
   const betaDts = path.join(SDK, 'resources/beta/beta.d.ts');
-  const program = ts.createProgram([betaDts], { skipLibCheck: true, noEmit: true, types: [], lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'] });
+  const program = ts.createProgram([betaDts], {
+    skipLibCheck: true,
+    noEmit: true,
+    types: [],
+    lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
+  });
   const checker = program.getTypeChecker();
   const sf = program.getSourceFile(betaDts)!;
-  const beta = sf.statements.find((s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === 'Beta')!;
+  const beta = sf.statements.find(
+    (s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === 'Beta',
+  )!;
   const named = (t: ts.Type) => {
     const sym = t.aliasSymbol ?? t.getSymbol();
     const decl = sym?.declarations?.[0];
     return sym && decl ? { name: sym.getName(), file: decl.getSourceFile().fileName } : undefined;
   };
-  const args = (t: ts.Type) => (t.aliasTypeArguments ?? checker.getTypeArguments(t as ts.TypeReference)) as readonly ts.Type[];
+  const args = (t: ts.Type) =>
+    (t.aliasTypeArguments ?? checker.getTypeArguments(t as ts.TypeReference)) as readonly ts.Type[];
   const out: Found[] = [];
   const visit = (type: ts.Type, prefix: string, seen: Set<ts.Symbol>) => {
     const decl = type.getSymbol()?.declarations?.find(ts.isClassDeclaration);
-    const routes = decl ? routesOf(decl.getSourceFile().fileName.replace(/\.d\.ts$/, '.js'), decl.name!.text) : new Map();
+    const routes = decl
+      ? routesOf(decl.getSourceFile().fileName.replace(/\.d\.ts$/, '.js'), decl.name!.text)
+      : new Map();
     for (const prop of checker.getPropertiesOfType(type)) {
       const pname = prop.getName();
       if (pname.startsWith('_') || !prop.declarations?.length) continue;
@@ -182,7 +208,9 @@ function entryModule(methods: Found[]): { text: string; names: string[] } {
   props.push(`  $errorDetails: ${alias({ name: 'ErrorDetails', file: path.join(SDK, 'resources/shared.d.ts') })};`);
   // The platform's own events (docs/api.md), outside the SDK's union by design, checked against our declaration.
   props.push(`  $platformEvent: ${alias({ name: 'PlatformEvent', file: PLATFORM_EVENTS })};`);
-  const lines = [...imports].map(([file, m]) => `import type { ${[...m].map(([n, a]) => `${n} as ${a}`).join(', ')} } from ${JSON.stringify(file)};`);
+  const lines = [...imports].map(
+    ([file, m]) => `import type { ${[...m].map(([n, a]) => `${n} as ${a}`).join(', ')} } from ${JSON.stringify(file)};`,
+  );
   return { text: `${lines.join('\n')}\n\nexport interface SdkContract {\n${props.join('\n')}\n}\n`, names };
 }
 
@@ -193,11 +221,33 @@ export function generateContract(): SdkContract {
   try {
     const file = path.join(dir, 'entry.ts');
     fs.writeFileSync(file, entry.text);
-    const generator = createGenerator({ path: file, type: 'SdkContract', skipTypeCheck: true, expose: 'all', topRef: false, jsDoc: 'none', additionalProperties: false });
+    const generator = createGenerator({
+      path: file,
+      type: 'SdkContract',
+      skipTypeCheck: true,
+      expose: 'all',
+      topRef: false,
+      jsDoc: 'none',
+      additionalProperties: false,
+    });
     const schema = generator.createSchema('SdkContract') as SdkContract['schema'];
-    const sdkVersion = (JSON.parse(fs.readFileSync(path.join(SDK, 'package.json'), 'utf8')) as { version: string }).version;
-    const methods: SdkMethod[] = found.map((m) => ({ name: m.name, verb: m.verb, route: m.route, kind: m.kind, type: m.type?.name, page: m.page, schema: entry.names.includes(m.name) }));
-    return { sdkVersion, hash: contractHash(), methods, schema: { properties: schema.properties, definitions: schema.definitions } };
+    const sdkVersion = (JSON.parse(fs.readFileSync(path.join(SDK, 'package.json'), 'utf8')) as { version: string })
+      .version;
+    const methods: SdkMethod[] = found.map((m) => ({
+      name: m.name,
+      verb: m.verb,
+      route: m.route,
+      kind: m.kind,
+      type: m.type?.name,
+      page: m.page,
+      schema: entry.names.includes(m.name),
+    }));
+    return {
+      sdkVersion,
+      hash: contractHash(),
+      methods,
+      schema: { properties: schema.properties, definitions: schema.definitions },
+    };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -220,5 +270,7 @@ if (require.main === module) {
   const t0 = Date.now();
   const { contract, generated } = ensureContract(process.argv.includes('--force'));
   const n = contract.methods.filter((m) => m.schema).length;
-  process.stderr.write(`sdk contract: ${contract.methods.length} methods of client.beta (SDK ${contract.sdkVersion}), ${n} with schemas, ${generated ? `generated in ${Date.now() - t0} ms` : 'unchanged'}\n`);
+  process.stderr.write(
+    `sdk contract: ${contract.methods.length} methods of client.beta (SDK ${contract.sdkVersion}), ${n} with schemas, ${generated ? `generated in ${Date.now() - t0} ms` : 'unchanged'}\n`,
+  );
 }

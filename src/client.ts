@@ -9,8 +9,26 @@ import { approvalCommands, submitCommand } from './cli/approval-commands';
 import { apiKeysCommands } from './cli/api-key-commands';
 import { auditCommand } from './cli/audit-commands';
 import { filesCommands, handoffCommand } from './cli/sandbox-commands';
-import { apiCommand, codecServerCommand, devCommand, doctorCommand, modelServerCommand, workerCommand } from './cli/service-commands';
-import { eventsCommand, forkCommand, listCommand, loadAgent, sendCommand, signalCommands, startCommand, statusCommand, wakeCommand, watchCommand } from './cli/session-commands';
+import {
+  apiCommand,
+  codecServerCommand,
+  devCommand,
+  doctorCommand,
+  modelServerCommand,
+  workerCommand,
+} from './cli/service-commands';
+import {
+  eventsCommand,
+  forkCommand,
+  listCommand,
+  loadAgent,
+  sendCommand,
+  signalCommands,
+  startCommand,
+  statusCommand,
+  wakeCommand,
+  watchCommand,
+} from './cli/session-commands';
 import { vaultCommands } from './cli/vault-commands';
 
 export { CliError, loadAgent };
@@ -21,7 +39,10 @@ export function buildProgram(): Command {
     .name('agents')
     .description('Run long-lived AI agent sessions durably on Temporal')
     // A parse error is one line, like every other refusal: commander puts its suggestion on a line of its own.
-    .configureOutput({ writeErr: (s) => process.stderr.write(s), outputError: (s, write) => write(`${s.trimEnd().replace(/\s*\n\s*/g, ' ')}\n`) });
+    .configureOutput({
+      writeErr: (s) => process.stderr.write(s),
+      outputError: (s, write) => write(`${s.trimEnd().replace(/\s*\n\s*/g, ' ')}\n`),
+    });
 
   // In the order `agents --help` lists them.
   startCommand(program);
@@ -75,4 +96,3 @@ if (require.main === module) {
     },
   );
 }
-

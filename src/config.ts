@@ -14,7 +14,10 @@ const optional = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
-const base64Key = optional.refine((v) => v === undefined || Buffer.from(v, 'base64').length === 32, 'must be base64 of 32 bytes');
+const base64Key = optional.refine(
+  (v) => v === undefined || Buffer.from(v, 'base64').length === 32,
+  'must be base64 of 32 bytes',
+);
 
 const readableFile = optional.refine((v) => v === undefined || isReadableFile(v), 'must name a readable file');
 
@@ -28,7 +31,10 @@ function isReadableFile(file: string): boolean {
 }
 
 export const ConfigSchema = z.object({
-  TEMPORAL_ADDRESS: z.string().regex(/^[^:\s]+:\d+$/, 'must be HOST:PORT').default('localhost:7233'),
+  TEMPORAL_ADDRESS: z
+    .string()
+    .regex(/^[^:\s]+:\d+$/, 'must be HOST:PORT')
+    .default('localhost:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   // A Temporal cluster or Temporal Cloud: TLS (mTLS with a client pair) and/or an API key (which implies TLS).
   TEMPORAL_TLS: optional.refine((v) => v === undefined || /^(true|false|1|0)$/.test(v), 'must be true or false'),
@@ -46,7 +52,10 @@ export const ConfigSchema = z.object({
   SANDBOX_RUNTIME: SandboxRuntimePreferenceSchema.default('auto'),
   /** `bwrap`: stdio MCP servers run in a bubblewrap jail as an unprivileged user; `off` runs them as the worker. */
   MCP_STDIO_JAIL: z.enum(['bwrap', 'off'], { error: 'must be bwrap or off' }).default('bwrap'),
-  HANDS_HOST_ID: optional.refine((v) => v === undefined || /^[A-Za-z0-9._-]{1,100}$/.test(v), 'must be 1-100 letters, digits, dot, dash or underscore'),
+  HANDS_HOST_ID: optional.refine(
+    (v) => v === undefined || /^[A-Za-z0-9._-]{1,100}$/.test(v),
+    'must be 1-100 letters, digits, dot, dash or underscore',
+  ),
   VAULT_KEY: base64Key,
   /** The public half of VAULT_KEY (`agents vault public-key`): the API seals credentials to it and cannot open them. */
   VAULT_PUBLIC_KEY: base64Key,
@@ -60,20 +69,36 @@ export const ConfigSchema = z.object({
   /** PostgreSQL for the API's resources and the session archive, shared by every host; unset, an embedded database (PGlite) under DATA_DIR/api-db and the archive under DATA_DIR/archive. */
   DATABASE_URL: optional.refine((v) => v === undefined || /^postgres(ql)?:\/\//.test(v), 'must be a postgres:// URL'),
   /** Where `agents api` listens. */
-  API_LISTEN: z.string().regex(/^[^\s]+:\d{1,5}$/, 'must be HOST:PORT (port 0 picks a free one)').default('127.0.0.1:8480'),
+  API_LISTEN: z
+    .string()
+    .regex(/^[^\s]+:\d{1,5}$/, 'must be HOST:PORT (port 0 picks a free one)')
+    .default('127.0.0.1:8480'),
   // `off`: keys come only from the environment; nothing is generated into or read from DATA_DIR/keys. Set in
   // containers, where each replica generating its own key would leave workers unable to read each other's payloads.
   /** Requests per key per window: `N` a minute, or `N/Ss` per S seconds (`20/10s`); `0` or `off` disables it. Counted per API process. */
   API_RATE_LIMIT: z
     .string()
-    .regex(/^(off|\d{1,7}(\/\d{1,5}s)?)$/, 'must be a number of requests a minute, N/Ss (requests per S seconds), or off')
+    .regex(
+      /^(off|\d{1,7}(\/\d{1,5}s)?)$/,
+      'must be a number of requests a minute, N/Ss (requests per S seconds), or off',
+    )
     .default('600'),
   /** Sessions a workspace may have open (running or idle) at once, across every API process; `0` or `off` disables it. */
-  API_SESSION_QUOTA: z.string().regex(/^(off|\d{1,7})$/, 'must be a whole number, or off').default('100'),
+  API_SESSION_QUOTA: z
+    .string()
+    .regex(/^(off|\d{1,7})$/, 'must be a whole number, or off')
+    .default('100'),
   /** Events one `events.send` may carry. */
-  API_EVENTS_PER_SEND: z.string().regex(/^\d{1,4}$/, 'must be a whole number from 1 to 1000').refine((v) => Number(v) >= 1 && Number(v) <= 1000, 'must be a whole number from 1 to 1000').default('50'),
+  API_EVENTS_PER_SEND: z
+    .string()
+    .regex(/^\d{1,4}$/, 'must be a whole number from 1 to 1000')
+    .refine((v) => Number(v) >= 1 && Number(v) <= 1000, 'must be a whole number from 1 to 1000')
+    .default('50'),
   /** Sandboxes a workspace may have running at once, across every hands host that reaches the API's database; `0` or `off` disables it. */
-  SANDBOX_QUOTA: z.string().regex(/^(off|\d{1,7})$/, 'must be a whole number, or off').default('20'),
+  SANDBOX_QUOTA: z
+    .string()
+    .regex(/^(off|\d{1,7})$/, 'must be a whole number, or off')
+    .default('20'),
   KEY_FILES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   TEMPORAL_CLI: optional,
   // Brain and hands workers publish live deltas for `agents watch` here; `off` turns it off.
@@ -81,21 +106,33 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^(off|[^\s]+:\d{1,5})$/, 'must be HOST:PORT (port 0 picks a free one) or off')
     .default('127.0.0.1:0'),
-  STREAM_URL: optional.refine((v) => v === undefined || /^https?:\/\/[^\s/]+\/?$/.test(v), 'must be an http(s) URL with no path, e.g. http://brain-1:7400'),
+  STREAM_URL: optional.refine(
+    (v) => v === undefined || /^https?:\/\/[^\s/]+\/?$/.test(v),
+    'must be an http(s) URL with no path, e.g. http://brain-1:7400',
+  ),
   /** The Managed Agents API (`agents api`) the CLI takes live previews from, relayed, instead of from each worker. */
-  AGENTS_API_URL: optional.refine((v) => v === undefined || /^https?:\/\/[^\s/]+\/?$/.test(v), 'must be an http(s) URL with no path, e.g. http://127.0.0.1:8480'),
+  AGENTS_API_URL: optional.refine(
+    (v) => v === undefined || /^https?:\/\/[^\s/]+\/?$/.test(v),
+    'must be an http(s) URL with no path, e.g. http://127.0.0.1:8480',
+  ),
   /** An API key of the session's workspace, for AGENTS_API_URL. */
   AGENTS_API_KEY: optional,
   /**
    * Brain: how many sessions a worker keeps in its workflow cache. A session out of the cache costs no memory; its
    * next task replays its current run's history, which handovers bound. Unset: 150.
    */
-  BRAIN_WORKFLOW_CACHE: optional.refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 2 && Number(v) <= 100_000), 'must be a whole number from 2 to 100000'),
+  BRAIN_WORKFLOW_CACHE: optional.refine(
+    (v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 2 && Number(v) <= 100_000),
+    'must be a whole number from 2 to 100000',
+  ),
   /**
    * Brain: the heap limit of the thread that runs the cached sessions, in MiB; past it, garbage is collected
    * rather than the heap grown. Unset: 320 + 2 MiB per cached session.
    */
-  BRAIN_WORKFLOW_HEAP_MB: optional.refine((v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 256 && Number(v) <= 1_000_000), 'must be a whole number of MiB, at least 256'),
+  BRAIN_WORKFLOW_HEAP_MB: optional.refine(
+    (v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 256 && Number(v) <= 1_000_000),
+    'must be a whole number of MiB, at least 256',
+  ),
   /**
    * Brain: `on` records a stack for every promise a session's workflow code creates, which the Temporal Web UI's
    * Stack Trace tab (the `__stack_trace` query) shows; the workflow code then takes about 1.5 times as long. `off`:
@@ -124,8 +161,14 @@ export const ConfigSchema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).default('INFO'),
   /** `1` turns on OpenTelemetry tracing (OTLP/HTTP to localhost:4318 unless an endpoint is set). */
   AGENTS_OTEL: z.enum(['0', '1']).optional(),
-  OTEL_EXPORTER_OTLP_ENDPOINT: optional.refine((v) => v === undefined || /^https?:\/\//.test(v), 'must be an http(s) URL'),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional.refine((v) => v === undefined || /^https?:\/\//.test(v), 'must be an http(s) URL'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional.refine(
+    (v) => v === undefined || /^https?:\/\//.test(v),
+    'must be an http(s) URL',
+  ),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: optional.refine(
+    (v) => v === undefined || /^https?:\/\//.test(v),
+    'must be an http(s) URL',
+  ),
   /** JSON price table merged over the built-in one: {"model": {"input": USD per Mtok, "output": ..., "cacheRead": ..., "cacheWrite": ...}}. */
   MODEL_PRICES: optional.superRefine((v, ctx) => {
     const r = parsePriceTable(v);
@@ -138,7 +181,16 @@ type ConfigKey = keyof z.infer<typeof ConfigSchema>;
 
 /** Secrets that may come from a file named by `NAME_FILE` (a compose or Kubernetes secret) instead of `NAME`. */
 // VAULT_PUBLIC_KEY is not secret, but a deployment hands it over the same way, as a file.
-export const SECRET_VARIABLES = ['ANTHROPIC_API_KEY', 'VAULT_KEY', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'TEMPORAL_API_KEY', 'DATABASE_URL', 'VAULT_PUBLIC_KEY', 'AGENTS_API_KEY'] as const;
+export const SECRET_VARIABLES = [
+  'ANTHROPIC_API_KEY',
+  'VAULT_KEY',
+  'CODEC_KEY',
+  'CODEC_SERVER_TOKEN',
+  'TEMPORAL_API_KEY',
+  'DATABASE_URL',
+  'VAULT_PUBLIC_KEY',
+  'AGENTS_API_KEY',
+] as const;
 
 /** What runs in a process, as deployed: each worker role, the codec endpoint, the API, or the operator's `agents` command. */
 export const SERVICE_ROLES = ['brain', 'hands', 'tools', 'all', 'codec-server', 'api', 'cli'] as const;
@@ -154,11 +206,41 @@ const TEMPORAL: ConfigKey[] = [
   'TEMPORAL_TLS_SERVER_NAME',
   'TEMPORAL_API_KEY',
 ];
-const COMMON: ConfigKey[] = [...TEMPORAL, 'CODEC_KEY', 'DATA_DIR', 'KEY_FILES', 'LOG_LEVEL', 'AGENTS_OTEL', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
+const COMMON: ConfigKey[] = [
+  ...TEMPORAL,
+  'CODEC_KEY',
+  'DATA_DIR',
+  'KEY_FILES',
+  'LOG_LEVEL',
+  'AGENTS_OTEL',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+];
 const STREAM: ConfigKey[] = ['STREAM_LISTEN', 'STREAM_URL'];
-const BRAIN: ConfigKey[] = ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'AGENT_MODEL', 'DATABASE_URL', 'BRAIN_WORKFLOW_CACHE', 'BRAIN_WORKFLOW_HEAP_MB', 'BRAIN_WORKFLOW_STACK_TRACES', 'BRAIN_PEER_WATCH', ...STREAM];
+const BRAIN: ConfigKey[] = [
+  'ANTHROPIC_API_KEY',
+  'ANTHROPIC_BASE_URL',
+  'AGENT_MODEL',
+  'DATABASE_URL',
+  'BRAIN_WORKFLOW_CACHE',
+  'BRAIN_WORKFLOW_HEAP_MB',
+  'BRAIN_WORKFLOW_STACK_TRACES',
+  'BRAIN_PEER_WATCH',
+  ...STREAM,
+];
 // DATABASE_URL: the vault's named secrets, the API's credentials and sessions' repository tokens, in PostgreSQL.
-const HANDS: ConfigKey[] = ['VAULT_KEY', 'DATABASE_URL', 'DOCKER_HOST', 'SANDBOX_IMAGE', 'SANDBOX_RUNTIME', 'HANDS_HOST_ID', 'EGRESS_ALLOW', 'EGRESS_DNS', 'SANDBOX_QUOTA', ...STREAM];
+const HANDS: ConfigKey[] = [
+  'VAULT_KEY',
+  'DATABASE_URL',
+  'DOCKER_HOST',
+  'SANDBOX_IMAGE',
+  'SANDBOX_RUNTIME',
+  'HANDS_HOST_ID',
+  'EGRESS_ALLOW',
+  'EGRESS_DNS',
+  'SANDBOX_QUOTA',
+  ...STREAM,
+];
 
 /** The variables each role reads; anything else set for it is a mistake (a typo, or a secret it must not hold). */
 export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
@@ -168,7 +250,17 @@ export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
   all: [...COMMON, ...BRAIN, ...HANDS, 'MCP_STDIO_JAIL'],
   'codec-server': ['TEMPORAL_NAMESPACE', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'DATA_DIR', 'KEY_FILES'],
   // Never VAULT_KEY: the API seals credentials to the public half and cannot open them.
-  api: [...COMMON, 'DATABASE_URL', 'API_LISTEN', 'VAULT_PUBLIC_KEY', 'EGRESS_ALLOW', 'EGRESS_DNS', 'API_RATE_LIMIT', 'API_SESSION_QUOTA', 'API_EVENTS_PER_SEND'],
+  api: [
+    ...COMMON,
+    'DATABASE_URL',
+    'API_LISTEN',
+    'VAULT_PUBLIC_KEY',
+    'EGRESS_ALLOW',
+    'EGRESS_DNS',
+    'API_RATE_LIMIT',
+    'API_SESSION_QUOTA',
+    'API_EVENTS_PER_SEND',
+  ],
   cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
 };
 
@@ -190,13 +282,19 @@ function roleProblems(role: ServiceRole, env: NodeJS.ProcessEnv): Problem[] {
     if (!has(env, name)) problems.push({ variable: name, message: `is required ${why} (set ${name} or ${name}_FILE)` });
   };
   if (keysFromEnv && role !== 'cli') needs('CODEC_KEY', 'with KEY_FILES=off');
-  if (keysFromEnv && (role === 'hands' || role === 'tools' || role === 'all')) needs('VAULT_KEY', `by the ${role} role with KEY_FILES=off`);
+  if (keysFromEnv && (role === 'hands' || role === 'tools' || role === 'all'))
+    needs('VAULT_KEY', `by the ${role} role with KEY_FILES=off`);
   if (keysFromEnv && role === 'api') needs('VAULT_PUBLIC_KEY', 'by the api role with KEY_FILES=off');
   if ((role === 'brain' || role === 'all') && !has(env, 'ANTHROPIC_API_KEY') && !env.ANTHROPIC_BASE_URL?.trim()) {
-    problems.push({ variable: 'ANTHROPIC_API_KEY', message: `is missing: the ${role} role calls the model; set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as \`agents model-server\`` });
+    problems.push({
+      variable: 'ANTHROPIC_API_KEY',
+      message: `is missing: the ${role} role calls the model; set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as \`agents model-server\``,
+    });
   }
   if (!!env.TEMPORAL_TLS_CLIENT_CERT_PATH?.trim() !== !!env.TEMPORAL_TLS_CLIENT_KEY_PATH?.trim()) {
-    const missing = env.TEMPORAL_TLS_CLIENT_CERT_PATH?.trim() ? 'TEMPORAL_TLS_CLIENT_KEY_PATH' : 'TEMPORAL_TLS_CLIENT_CERT_PATH';
+    const missing = env.TEMPORAL_TLS_CLIENT_CERT_PATH?.trim()
+      ? 'TEMPORAL_TLS_CLIENT_KEY_PATH'
+      : 'TEMPORAL_TLS_CLIENT_CERT_PATH';
     problems.push({ variable: missing, message: 'is required too: a client certificate and its key go together' });
   }
   return problems;
@@ -216,7 +314,10 @@ function resolveSecretFiles(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; p
     try {
       resolved[name] = fs.readFileSync(file, 'utf8').replace(/\r?\n$/, '');
     } catch (e) {
-      problems.push({ variable: `${name}_FILE`, message: `cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): ${file}` });
+      problems.push({
+        variable: `${name}_FILE`,
+        message: `cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}): ${file}`,
+      });
     }
     delete resolved[`${name}_FILE`];
   }
@@ -237,7 +338,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, role?: ServiceR
   const files = resolveSecretFiles(env);
   const problems = [...files.problems, ...(role ? roleProblems(role, env) : [])];
   const result = ConfigSchema.safeParse(files.env);
-  if (!result.success) problems.push(...result.error.issues.map((i) => ({ variable: i.path.join('.'), message: i.message })));
+  if (!result.success)
+    problems.push(...result.error.issues.map((i) => ({ variable: i.path.join('.'), message: i.message })));
   if (problems.length > 0) throw new ConfigError(problems);
   return { ...result.data!, dataDir: path.resolve(result.data!.DATA_DIR) };
 }
@@ -252,8 +354,11 @@ export function checkRoleEnv(role: ServiceRole, env: Record<string, string>): Pr
     .filter((k) => !allowed.has(k))
     .map((k) => ({ variable: k, message: `is not read by the ${role} role` }));
   problems.push(...roleProblems(role, env));
-  const shapeOnly = Object.fromEntries(Object.entries(env).filter(([k]) => allowed.has(k) && !k.endsWith('_FILE') && !k.endsWith('_PATH')));
+  const shapeOnly = Object.fromEntries(
+    Object.entries(env).filter(([k]) => allowed.has(k) && !k.endsWith('_FILE') && !k.endsWith('_PATH')),
+  );
   const result = ConfigSchema.partial().safeParse(shapeOnly);
-  if (!result.success) problems.push(...result.error.issues.map((i) => ({ variable: i.path.join('.'), message: i.message })));
+  if (!result.success)
+    problems.push(...result.error.issues.map((i) => ({ variable: i.path.join('.'), message: i.message })));
   return problems;
 }

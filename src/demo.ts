@@ -25,13 +25,25 @@ async function main() {
   const log = (m: string) => process.stderr.write(`${m}\n`);
   const stack = await startLocalStack(config, log);
   const connection = await Connection.connect(clientConnectionOptions(config));
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: createDataConverter(loadCodecKey(config)), interceptors: clientInterceptors });
+  const client = new Client({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    dataConverter: createDataConverter(loadCodecKey(config)),
+    interceptors: clientInterceptors,
+  });
   const sessionId = `demo-${Date.now()}`;
   try {
     const handle = await client.workflow.start<SessionWorkflow>('sessionWorkflow', {
       taskQueue: BRAIN_TASK_QUEUE,
       workflowId: sessionId,
-      args: [{ agent: { ...defaultAgent(config.AGENT_MODEL), system: 'You are a concise assistant in a demo of durable agent sessions.' } }],
+      args: [
+        {
+          agent: {
+            ...defaultAgent(config.AGENT_MODEL),
+            system: 'You are a concise assistant in a demo of durable agent sessions.',
+          },
+        },
+      ],
     });
     log(`session ${sessionId} started`);
     let next = 0;
@@ -44,7 +56,7 @@ async function main() {
     for (const text of TURNS) {
       await handle.executeUpdate(sendMessageUpdate, { args: [{ text }] });
       // Print events as they arrive until the turn is over.
-      for (let done = false; !done; ) {
+      for (let done = false; !done;) {
         const fresh = await printNew();
         done = fresh.some(endsTurn);
         if (!done) await new Promise((r) => setTimeout(r, 200));
@@ -53,7 +65,9 @@ async function main() {
     await handle.signal(endSignal, { reason: 'demo finished' });
     await handle.result();
     await printNew();
-    log(`\nWeb UI: ${stack.uiUrl ?? 'http://localhost:8233'}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows/${sessionId}`);
+    log(
+      `\nWeb UI: ${stack.uiUrl ?? 'http://localhost:8233'}/namespaces/${config.TEMPORAL_NAMESPACE}/workflows/${sessionId}`,
+    );
     if (process.stdin.isTTY) {
       log('The dev server stays up so you can browse the Web UI; Ctrl-C stops it.');
       await new Promise<void>((resolve) => {

@@ -62,14 +62,18 @@ interface Queue {
 function queuesOf(role: WorkerRole | undefined, handsHostId: string): Queue[] {
   const queues: Queue[] = [];
   if (!role || role === 'brain' || role === 'all') {
-    queues.push({ name: BRAIN_TASK_QUEUE, type: 'workflow', role: 'brain' }, { name: BRAIN_TASK_QUEUE, type: 'activity', role: 'brain' });
+    queues.push(
+      { name: BRAIN_TASK_QUEUE, type: 'workflow', role: 'brain' },
+      { name: BRAIN_TASK_QUEUE, type: 'activity', role: 'brain' },
+    );
   }
   if (!role || role === 'hands' || role === 'all') {
     queues.push({ name: HANDS_TASK_QUEUE, type: 'activity', role: 'hands' });
     // A hands worker also serves its host's own queue, where its sandboxes' calls go.
     if (role) queues.push({ name: hostTaskQueue(handsHostId), type: 'activity', role: 'hands' });
   }
-  if (!role || role === 'tools' || role === 'all') queues.push({ name: TOOLS_TASK_QUEUE, type: 'activity', role: 'tools' });
+  if (!role || role === 'tools' || role === 'all')
+    queues.push({ name: TOOLS_TASK_QUEUE, type: 'activity', role: 'tools' });
   return queues;
 }
 
@@ -91,7 +95,9 @@ async function checkTemporal(config: Config): Promise<{ result: CheckResult; con
     };
   }
   try {
-    await connection.withDeadline(Date.now() + TIMEOUT_MS, () => connection.workflowService.describeNamespace({ namespace: config.TEMPORAL_NAMESPACE }));
+    await connection.withDeadline(Date.now() + TIMEOUT_MS, () =>
+      connection.workflowService.describeNamespace({ namespace: config.TEMPORAL_NAMESPACE }),
+    );
     return { result: { name: 'temporal', ok: true, detail: `reachable at ${where}` }, connection };
   } catch (e) {
     await connection.close();
@@ -105,9 +111,14 @@ async function checkTemporal(config: Config): Promise<{ result: CheckResult; con
   }
 }
 
-async function checkPollers(connection: Connection, config: Config, role: WorkerRole | undefined): Promise<CheckResult> {
+async function checkPollers(
+  connection: Connection,
+  config: Config,
+  role: WorkerRole | undefined,
+): Promise<CheckResult> {
   let handsHostId = config.HANDS_HOST_ID ?? os.hostname();
-  if (handsHostId === COMPOSE_HOST_ID && (role === 'hands' || role === 'all')) handsHostId = await composeHostId(await resolveDockerHost());
+  if (handsHostId === COMPOSE_HOST_ID && (role === 'hands' || role === 'all'))
+    handsHostId = await composeHostId(await resolveDockerHost());
   // A worker's identity is `pid@hostname`, maybe followed by ` stream=URL`; a worker checking itself looks for its own host's pollers.
   const self = role ? `@${os.hostname()}` : undefined;
   const found: string[] = [];
@@ -117,7 +128,10 @@ async function checkPollers(connection: Connection, config: Config, role: Worker
       connection.workflowService.describeTaskQueue({
         namespace: config.TEMPORAL_NAMESPACE,
         taskQueue: { name: q.name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-        taskQueueType: q.type === 'workflow' ? temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW : temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
+        taskQueueType:
+          q.type === 'workflow'
+            ? temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW
+            : temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY,
       }),
     );
     const live = (response.pollers ?? []).filter((p) => {
@@ -141,15 +155,31 @@ async function checkPollers(connection: Connection, config: Config, role: Worker
 
 async function checkDocker(): Promise<{ result: CheckResult; host?: string }> {
   const host = await resolveDockerHost();
-  const fix = 'start a Docker engine (`npm run setup` starts one) or set DOCKER_HOST; with compose, only the hands service mounts /var/run/docker.sock';
-  if (!host) return { result: { name: 'docker', ok: false, detail: 'no Docker engine answers at DOCKER_HOST, /var/run/docker.sock or /run/managed-agents/docker.sock', fix } };
-  if (!(await pingDocker(host, TIMEOUT_MS))) return { result: { name: 'docker', ok: false, detail: `no Docker engine answers at ${host}`, fix } };
+  const fix =
+    'start a Docker engine (`npm run setup` starts one) or set DOCKER_HOST; with compose, only the hands service mounts /var/run/docker.sock';
+  if (!host)
+    return {
+      result: {
+        name: 'docker',
+        ok: false,
+        detail: 'no Docker engine answers at DOCKER_HOST, /var/run/docker.sock or /run/managed-agents/docker.sock',
+        fix,
+      },
+    };
+  if (!(await pingDocker(host, TIMEOUT_MS)))
+    return { result: { name: 'docker', ok: false, detail: `no Docker engine answers at ${host}`, fix } };
   return { result: { name: 'docker', ok: true, detail: `engine answers at ${host}` }, host };
 }
 
 async function checkSandboxImage(host: string | undefined): Promise<CheckResult> {
   const image = sandboxImage();
-  if (!host) return { name: 'sandbox-image', ok: false, detail: `cannot look for ${image}: no Docker engine`, fix: 'fix the docker check first' };
+  if (!host)
+    return {
+      name: 'sandbox-image',
+      ok: false,
+      detail: `cannot look for ${image}: no Docker engine`,
+      fix: 'fix the docker check first',
+    };
   try {
     const info = await dockerFromHost(host).getImage(image).inspect();
     return { name: 'sandbox-image', ok: true, detail: `${image} present (${info.Id.slice(7, 19)})` };
@@ -183,7 +213,9 @@ function checkKeys(config: Config, role: WorkerRole | undefined): CheckResult {
       );
     } else if (s.problem) {
       problems.push(`${name} from ${s.source === 'env' ? 'the environment' : s.file} ${s.problem}`);
-      fixes.push(`fix ${name}: ${name === 'CODEC_KEY' ? 'base64 of 32 bytes, or id:base64,... for rotation' : 'base64 of 32 bytes'}`);
+      fixes.push(
+        `fix ${name}: ${name === 'CODEC_KEY' ? 'base64 of 32 bytes, or id:base64,... for rotation' : 'base64 of 32 bytes'}`,
+      );
     } else found.push(`${name} from ${s.source === 'env' ? 'the environment' : s.file}`);
   }
   if (problems.length === 0) return { name: 'keys', ok: true, detail: found.join('; ') };
@@ -192,36 +224,72 @@ function checkKeys(config: Config, role: WorkerRole | undefined): CheckResult {
 
 async function checkModel(config: Config): Promise<CheckResult> {
   if (!config.ANTHROPIC_API_KEY && !config.ANTHROPIC_BASE_URL) {
-    return { name: 'model', ok: false, detail: 'no model endpoint configured', fix: 'set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as `agents model-server`' };
+    return {
+      name: 'model',
+      ok: false,
+      detail: 'no model endpoint configured',
+      fix: 'set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL to a Messages API server such as `agents model-server`',
+    };
   }
   const model = config.AGENT_MODEL ?? DEFAULT_MODEL;
-  const client = new Anthropic({ apiKey: config.ANTHROPIC_API_KEY ?? 'offline', baseURL: config.ANTHROPIC_BASE_URL, maxRetries: 0, timeout: TIMEOUT_MS });
+  const client = new Anthropic({
+    apiKey: config.ANTHROPIC_API_KEY ?? 'offline',
+    baseURL: config.ANTHROPIC_BASE_URL,
+    maxRetries: 0,
+    timeout: TIMEOUT_MS,
+  });
   const where = config.ANTHROPIC_BASE_URL ?? 'https://api.anthropic.com';
   try {
     await client.messages.countTokens({ model, messages: [{ role: 'user', content: 'ping' }] });
     return { name: 'model', ok: true, detail: `${where} answers for ${model}` };
   } catch (e) {
     if (e instanceof Anthropic.AuthenticationError || e instanceof Anthropic.PermissionDeniedError) {
-      return { name: 'model', ok: false, detail: `${where} refused the key (${e.status})`, fix: 'set ANTHROPIC_API_KEY to a valid key' };
+      return {
+        name: 'model',
+        ok: false,
+        detail: `${where} refused the key (${e.status})`,
+        fix: 'set ANTHROPIC_API_KEY to a valid key',
+      };
     }
     if (e instanceof Anthropic.NotFoundError) {
-      return { name: 'model', ok: false, detail: `${where} does not know model ${model} or the Messages API (404)`, fix: 'set AGENT_MODEL to a model the endpoint serves, or ANTHROPIC_BASE_URL to a Messages API server' };
+      return {
+        name: 'model',
+        ok: false,
+        detail: `${where} does not know model ${model} or the Messages API (404)`,
+        fix: 'set AGENT_MODEL to a model the endpoint serves, or ANTHROPIC_BASE_URL to a Messages API server',
+      };
     }
     if (e instanceof Anthropic.APIError && e.status !== undefined) {
-      return { name: 'model', ok: false, detail: `${where} answered ${e.status}: ${firstLine(e)}`, fix: 'check the endpoint\'s status; a 5xx or 529 usually passes' };
+      return {
+        name: 'model',
+        ok: false,
+        detail: `${where} answered ${e.status}: ${firstLine(e)}`,
+        fix: "check the endpoint's status; a 5xx or 529 usually passes",
+      };
     }
-    return { name: 'model', ok: false, detail: `cannot reach ${where}: ${firstLine(e)}`, fix: 'check ANTHROPIC_BASE_URL and this host\'s network access to it' };
+    return {
+      name: 'model',
+      ok: false,
+      detail: `cannot reach ${where}: ${firstLine(e)}`,
+      fix: "check ANTHROPIC_BASE_URL and this host's network access to it",
+    };
   }
 }
 
 /** Runs the checks for a role (or the whole deployment) and reports each one. */
 export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport> {
-  const wanted = new Set<CheckName>((opts.only ?? ROLE_CHECKS[opts.role ?? 'deployment']).filter((c) => c !== 'config'));
+  const wanted = new Set<CheckName>(
+    (opts.only ?? ROLE_CHECKS[opts.role ?? 'deployment']).filter((c) => c !== 'config'),
+  );
   const checks: CheckResult[] = [];
   let config: Config;
   try {
     config = loadConfig(opts.env ?? process.env, opts.role);
-    checks.push({ name: 'config', ok: true, detail: `environment valid${opts.role ? ` for the ${opts.role} role` : ''}` });
+    checks.push({
+      name: 'config',
+      ok: true,
+      detail: `environment valid${opts.role ? ` for the ${opts.role} role` : ''}`,
+    });
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     checks.push({ name: 'config', ok: false, detail: e.message, fix: 'fix each variable named above' });
@@ -236,8 +304,18 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
       if (wanted.has('pollers')) {
         checks.push(
           connection
-            ? await checkPollers(connection, config, opts.role).catch((e) => ({ name: 'pollers' as const, ok: false, detail: `DescribeTaskQueue failed: ${firstLine(e)}`, fix: 'check the temporal check and the server\'s logs' }))
-            : { name: 'pollers', ok: false, detail: 'cannot look for pollers: Temporal unreachable', fix: 'fix the temporal check first' },
+            ? await checkPollers(connection, config, opts.role).catch((e) => ({
+                name: 'pollers' as const,
+                ok: false,
+                detail: `DescribeTaskQueue failed: ${firstLine(e)}`,
+                fix: "check the temporal check and the server's logs",
+              }))
+            : {
+                name: 'pollers',
+                ok: false,
+                detail: 'cannot look for pollers: Temporal unreachable',
+                fix: 'fix the temporal check first',
+              },
         );
       }
     }
@@ -256,7 +334,10 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
 
 /** One line per check, with what to do under each failure. */
 export function formatDoctor(report: DoctorReport): string {
-  const lines = report.checks.map((c) => `${c.ok ? 'ok  ' : 'FAIL'} ${c.name.padEnd(13)} ${c.detail}${c.fix && !c.ok ? `\n     ${''.padEnd(13)} fix: ${c.fix}` : ''}`);
+  const lines = report.checks.map(
+    (c) =>
+      `${c.ok ? 'ok  ' : 'FAIL'} ${c.name.padEnd(13)} ${c.detail}${c.fix && !c.ok ? `\n     ${''.padEnd(13)} fix: ${c.fix}` : ''}`,
+  );
   if (report.ok) lines.push('all checks passed');
   return lines.join('\n');
 }

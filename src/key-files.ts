@@ -14,7 +14,10 @@ type KeyName = 'VAULT_KEY' | 'CODEC_KEY';
 const FILES: Record<KeyName, string> = { VAULT_KEY: 'vault.key', CODEC_KEY: 'codec.key' };
 
 const PROBLEMS: Record<KeyName, (v: string) => string | undefined> = {
-  VAULT_KEY: (v) => (/^[A-Za-z0-9+/]+={0,2}$/.test(v) && Buffer.from(v, 'base64').length === 32 ? undefined : 'must be base64 of 32 bytes'),
+  VAULT_KEY: (v) =>
+    /^[A-Za-z0-9+/]+={0,2}$/.test(v) && Buffer.from(v, 'base64').length === 32
+      ? undefined
+      : 'must be base64 of 32 bytes',
   CODEC_KEY: codecKeyProblem,
 };
 
@@ -48,7 +51,8 @@ function loadKey(name: KeyName, fromEnv: string | undefined, dataDir: string, ke
     if (problem) throw new KeyFileError(`${name} ${problem}`);
     return fromEnv.trim();
   }
-  if (keyFiles === 'off') throw new KeyFileError(`${name} is not set, and KEY_FILES=off forbids a key file; set ${name} or ${name}_FILE`);
+  if (keyFiles === 'off')
+    throw new KeyFileError(`${name} is not set, and KEY_FILES=off forbids a key file; set ${name} or ${name}_FILE`);
   return keyFromFile(dataDir, name);
 }
 
@@ -65,7 +69,10 @@ export function loadVaultKey(config: KeyConfig<'VAULT_KEY'>): string {
 }
 
 /** Where a key would come from, without generating one: the environment, an existing key file, or nowhere. */
-export function keySource(name: KeyName, config: Pick<Config, KeyName | 'dataDir' | 'KEY_FILES'>): { source: 'env' | 'file' | 'missing'; file: string; problem?: string } {
+export function keySource(
+  name: KeyName,
+  config: Pick<Config, KeyName | 'dataDir' | 'KEY_FILES'>,
+): { source: 'env' | 'file' | 'missing'; file: string; problem?: string } {
   const file = path.join(config.dataDir, 'keys', FILES[name]);
   const value = config[name]?.trim();
   if (value) return { source: 'env', file, problem: PROBLEMS[name](value) };
@@ -78,7 +85,10 @@ export function keySource(name: KeyName, config: Pick<Config, KeyName | 'dataDir
 }
 
 /** Both keys, for the local stack that runs every role in one process. */
-export function ensureKeys(dataDir: string, env: NodeJS.ProcessEnv = process.env): { codecKey: string; vaultKey: string } {
+export function ensureKeys(
+  dataDir: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { codecKey: string; vaultKey: string } {
   return {
     codecKey: loadKey('CODEC_KEY', env.CODEC_KEY, dataDir),
     vaultKey: loadKey('VAULT_KEY', env.VAULT_KEY, dataDir),
@@ -89,7 +99,9 @@ export function ensureKeys(dataDir: string, env: NodeJS.ProcessEnv = process.env
  * The vault public key the API seals credentials to: VAULT_PUBLIC_KEY, else (local development, KEY_FILES=on)
  * DATA_DIR/keys/vault.pub, derived once from the local vault key file and written beside it.
  */
-export async function loadVaultPublicKey(config: Pick<Config, 'VAULT_PUBLIC_KEY' | 'VAULT_KEY' | 'dataDir' | 'KEY_FILES'>): Promise<string> {
+export async function loadVaultPublicKey(
+  config: Pick<Config, 'VAULT_PUBLIC_KEY' | 'VAULT_KEY' | 'dataDir' | 'KEY_FILES'>,
+): Promise<string> {
   const { publicKeyProblem, vaultPublicKey } = await import('./vault/sealed');
   const fromEnv = config.VAULT_PUBLIC_KEY?.trim();
   if (fromEnv) {
@@ -97,7 +109,10 @@ export async function loadVaultPublicKey(config: Pick<Config, 'VAULT_PUBLIC_KEY'
     if (problem) throw new KeyFileError(`VAULT_PUBLIC_KEY ${problem}`);
     return fromEnv;
   }
-  if (config.KEY_FILES === 'off') throw new KeyFileError('VAULT_PUBLIC_KEY is not set, and KEY_FILES=off forbids a key file; print it with `agents vault public-key` where VAULT_KEY is set');
+  if (config.KEY_FILES === 'off')
+    throw new KeyFileError(
+      'VAULT_PUBLIC_KEY is not set, and KEY_FILES=off forbids a key file; print it with `agents vault public-key` where VAULT_KEY is set',
+    );
   const file = path.join(config.dataDir, 'keys', 'vault.pub');
   if (fs.existsSync(file)) {
     const value = fs.readFileSync(file, 'utf8').trim();

@@ -7,7 +7,13 @@ import { AgentSchema, formatIssues, resolveTool, type Agent } from './session/ag
 import { windowAfter } from './session/context-builder';
 import { openToolUses } from './session/context';
 import { BRAIN_TASK_QUEUE, WORKFLOW_TYPE } from './session/queues';
-import { DEFAULT_WORKSPACE, FIRST_MESSAGE_MEMO, WORKSPACE_KEY, firstMessageMemo, sessionSearchAttributes } from './session/search-attributes';
+import {
+  DEFAULT_WORKSPACE,
+  FIRST_MESSAGE_MEMO,
+  WORKSPACE_KEY,
+  firstMessageMemo,
+  sessionSearchAttributes,
+} from './session/search-attributes';
 import {
   eventsQuery,
   handoverQuery,
@@ -31,17 +37,25 @@ const WAKEABLE = new Set(['TERMINATED', 'FAILED', 'TIMED_OUT', 'CANCELLED']);
  * (read by query, which a brain worker answers by replaying the run) and starts a new run that continues
  * the log, with the dead run's state.
  */
-export async function wakeSession(client: Client, archive: SessionArchive, sessionId: string): Promise<{ runId: string; nextSeq: number }> {
+export async function wakeSession(
+  client: Client,
+  archive: SessionArchive,
+  sessionId: string,
+): Promise<{ runId: string; nextSeq: number }> {
   let desc;
   try {
     desc = await client.workflow.getHandle(sessionId).describe();
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new SessionOpError(`unknown session ${sessionId}, or its last run is past retention`);
+    if (err instanceof WorkflowNotFoundError)
+      throw new SessionOpError(`unknown session ${sessionId}, or its last run is past retention`);
     throw err;
   }
   const status = desc.status.name;
   if (status === 'RUNNING') throw new SessionOpError(`session ${sessionId} is running; there is nothing to wake`);
-  if (!WAKEABLE.has(status)) throw new SessionOpError(`session ${sessionId} ended normally (${status.toLowerCase()}); fork it to carry on from its log`);
+  if (!WAKEABLE.has(status))
+    throw new SessionOpError(
+      `session ${sessionId} ended normally (${status.toLowerCase()}); fork it to carry on from its log`,
+    );
   const dead = client.workflow.getHandle(sessionId, desc.runId);
   const { agent, carry, firstSeq } = await dead.query(handoverQuery);
   // Seal what the dead run holds beyond the archive's end.
@@ -50,7 +64,8 @@ export async function wakeSession(client: Client, archive: SessionArchive, sessi
   if (from < carry.nextSeq) {
     const deadRun: SessionLog = { read: (_id, start, limit) => dead.query(eventsQuery, { from: start, limit }) };
     const events = await readEvents(deadRun, sessionId, from, carry.nextSeq - from);
-    if (from + events.length !== carry.nextSeq) throw new SessionOpError(`could only read events ${from} to ${from + events.length - 1} of the stopped run`);
+    if (from + events.length !== carry.nextSeq)
+      throw new SessionOpError(`could only read events ${from} to ${from + events.length - 1} of the stopped run`);
     await archive.seal(sessionId, events);
   }
   const input: SessionInput = { agent, continued: carry, start: 'woken' };
@@ -80,7 +95,12 @@ export interface ForkOptions {
  * Starts a session whose log begins with the source's events up to `at`, referenced through a link in the
  * archive rather than copied, and then runs on its own. The source's log is only read.
  */
-export async function forkSession(client: Client, archive: SessionArchive, log: SessionLog, opts: ForkOptions): Promise<{ sessionId: string; firstOwnSeq: number }> {
+export async function forkSession(
+  client: Client,
+  archive: SessionArchive,
+  log: SessionLog,
+  opts: ForkOptions,
+): Promise<{ sessionId: string; firstOwnSeq: number }> {
   if (opts.id === opts.source) throw new SessionOpError('a fork needs an id of its own');
   const exists = await client.workflow
     .getHandle(opts.id)
@@ -90,14 +110,17 @@ export async function forkSession(client: Client, archive: SessionArchive, log: 
       if (err instanceof WorkflowNotFoundError) return false;
       throw err;
     });
-  if (exists || (await archive.segments(opts.id)).length > 0) throw new SessionOpError(`session ${opts.id} already exists`);
+  if (exists || (await archive.segments(opts.id)).length > 0)
+    throw new SessionOpError(`session ${opts.id} already exists`);
   const events = await readEvents(log, opts.source, 0, opts.at + 1);
   if (events.length === 0) throw new SessionOpError(`unknown session ${opts.source}`);
-  if (events.length !== opts.at + 1) throw new SessionOpError(`session ${opts.source} has events 0 to ${events.length - 1}; cannot fork at ${opts.at}`);
+  if (events.length !== opts.at + 1)
+    throw new SessionOpError(`session ${opts.source} has events 0 to ${events.length - 1}; cannot fork at ${opts.at}`);
 
   const started = [...events].reverse().find((e) => e.type === 'session_started');
   const parsed = AgentSchema.safeParse(started?.type === 'session_started' ? started.agent : undefined);
-  if (!parsed.success) throw new SessionOpError(`the source's agent no longer validates: ${formatIssues(parsed.error)}`);
+  if (!parsed.success)
+    throw new SessionOpError(`the source's agent no longer validates: ${formatIssues(parsed.error)}`);
   const agent: Agent = opts.sandboxes ? parsed.data : withoutSandboxes(parsed.data);
 
   const lastUser = [...events].reverse().find((e) => e.type === 'user_message')?.seq ?? -1;
@@ -114,14 +137,29 @@ export async function forkSession(client: Client, archive: SessionArchive, log: 
     openToolUses: openToolUses(events),
   };
   await archive.link(opts.id, { sessionId: opts.source, throughSeq: opts.at });
-  const input: SessionInput = { agent, continued: carry, start: 'forked', forkedFrom: { sessionId: opts.source, seq: opts.at }, ...(opts.message ? { message: opts.message } : {}) };
+  const input: SessionInput = {
+    agent,
+    continued: carry,
+    start: 'forked',
+    forkedFrom: { sessionId: opts.source, seq: opts.at },
+    ...(opts.message ? { message: opts.message } : {}),
+  };
   const firstMessage = events.find((e) => e.type === 'user_message')?.text ?? opts.message?.text;
   // A fork stays in its source's workspace (the default once the source is past retention).
   const workspace = await client.workflow
     .getHandle(opts.source)
     .describe()
-    .then((d) => workspaceOf(d.typedSearchAttributes), () => DEFAULT_WORKSPACE);
-  await startSessionRun(client, { workflowId: opts.id, input, agent, workspace, ...(firstMessage !== undefined ? { firstMessage } : {}) });
+    .then(
+      (d) => workspaceOf(d.typedSearchAttributes),
+      () => DEFAULT_WORKSPACE,
+    );
+  await startSessionRun(client, {
+    workflowId: opts.id,
+    input,
+    agent,
+    workspace,
+    ...(firstMessage !== undefined ? { firstMessage } : {}),
+  });
   return { sessionId: opts.id, firstOwnSeq: opts.at + 1 };
 }
 
@@ -142,7 +180,14 @@ function withoutSandboxes(agent: Agent): Agent {
  */
 export async function startSessionRun(
   client: Client,
-  opts: { workflowId: string; input: SessionInput; agent: { name: string; model: string }; firstMessage?: string; workflowIdReusePolicy?: WorkflowIdReusePolicy; workspace?: string },
+  opts: {
+    workflowId: string;
+    input: SessionInput;
+    agent: { name: string; model: string };
+    firstMessage?: string;
+    workflowIdReusePolicy?: WorkflowIdReusePolicy;
+    workspace?: string;
+  },
 ) {
   const base = {
     taskQueue: BRAIN_TASK_QUEUE,
@@ -153,7 +198,10 @@ export async function startSessionRun(
   };
   try {
     const workspace = { key: WORKSPACE_KEY, value: opts.workspace ?? DEFAULT_WORKSPACE };
-    return await client.workflow.start(WORKFLOW_TYPE, { ...base, typedSearchAttributes: [...sessionSearchAttributes(opts.agent), workspace] });
+    return await client.workflow.start(WORKFLOW_TYPE, {
+      ...base,
+      typedSearchAttributes: [...sessionSearchAttributes(opts.agent), workspace],
+    });
   } catch (err) {
     if (!/search attribute/i.test((err as Error).message ?? '')) throw err;
     return client.workflow.start(WORKFLOW_TYPE, base);
@@ -161,7 +209,12 @@ export async function startSessionRun(
 }
 
 /** Runs a session update, turning its refusal (unknown id, already decided, bad input) into a SessionOpError. */
-async function sessionUpdate<Ret, Arg>(client: Client, sessionId: string, def: UpdateDefinition<Ret, [Arg]>, arg: Arg): Promise<Ret> {
+async function sessionUpdate<Ret, Arg>(
+  client: Client,
+  sessionId: string,
+  def: UpdateDefinition<Ret, [Arg]>,
+  arg: Arg,
+): Promise<Ret> {
   try {
     return await client.workflow.getHandle(sessionId).executeUpdate(def, { args: [arg] });
   } catch (err) {
@@ -177,6 +230,10 @@ export function resolveToolUse(client: Client, sessionId: string, decision: Reso
 }
 
 /** Answers a client tool call with the calling application's result; returns the seq of its tool_result event. */
-export function submitToolResult(client: Client, sessionId: string, result: SubmitToolResult): Promise<{ seq: number }> {
+export function submitToolResult(
+  client: Client,
+  sessionId: string,
+  result: SubmitToolResult,
+): Promise<{ seq: number }> {
   return sessionUpdate(client, sessionId, submitToolResultUpdate, result);
 }

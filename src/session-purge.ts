@@ -55,7 +55,8 @@ export async function stopSession(client: Client, id: string, reason = 'deleted'
 /** Every run of the workflow `id` Temporal still has (across continue-as-new and wakes), the latest included. */
 async function runsOf(client: Client, id: string): Promise<string[]> {
   const runs = new Set<string>();
-  for await (const wf of client.workflow.list({ query: `WorkflowId = ${quoted(id)}` })) if (wf.workflowId === id) runs.add(wf.runId);
+  for await (const wf of client.workflow.list({ query: `WorkflowId = ${quoted(id)}` }))
+    if (wf.workflowId === id) runs.add(wf.runId);
   // Visibility trails the executions a little: the latest run is also asked for by id.
   try {
     runs.add((await client.workflow.getHandle(id).describe()).runId);
@@ -69,7 +70,12 @@ async function runsOf(client: Client, id: string): Promise<string[]> {
  * The child sessions `id` started: from each run's history (every child workflow it initiated, sealed or not)
  * and from the sealed log (`subagent_started`, which outlives the histories past retention).
  */
-async function childrenOf(client: Client, archive: SessionArchive, id: string, runs: readonly string[]): Promise<Set<string>> {
+async function childrenOf(
+  client: Client,
+  archive: SessionArchive,
+  id: string,
+  runs: readonly string[],
+): Promise<Set<string>> {
   const children = new Set<string>();
   for (const runId of runs) {
     let history;
@@ -96,7 +102,10 @@ async function childrenOf(client: Client, archive: SessionArchive, id: string, r
 /** Deletes one run's execution and history. The server removes it asynchronously; a run already gone is fine. */
 async function deleteRun(client: Client, workflowId: string, runId: string): Promise<void> {
   try {
-    await client.workflowService.deleteWorkflowExecution({ namespace: client.options.namespace, workflowExecution: { workflowId, runId } });
+    await client.workflowService.deleteWorkflowExecution({
+      namespace: client.options.namespace,
+      workflowExecution: { workflowId, runId },
+    });
   } catch (e) {
     if (!isWorkflowNotFound(e)) throw e;
   }
@@ -106,7 +115,12 @@ async function deleteRun(client: Client, workflowId: string, runId: string): Pro
  * Purges session `id` and, first, every child session it started (depth first, so a retry still finds the
  * children through the parent's history and log): stops it, deletes every run Temporal holds, then its archive.
  */
-export async function purgeSession(client: Client, archive: SessionArchive, id: string, seen = new Set<string>()): Promise<void> {
+export async function purgeSession(
+  client: Client,
+  archive: SessionArchive,
+  id: string,
+  seen = new Set<string>(),
+): Promise<void> {
   if (seen.has(id)) return;
   seen.add(id);
   await stopSession(client, id);

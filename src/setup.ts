@@ -19,12 +19,18 @@ async function main(argv: string[]): Promise<number> {
   }
   try {
     const cli = await ensureTemporalCli(log);
-    log(cli.source === 'built' ? `built the Temporal CLI at ${cli.path}` : `Temporal CLI found (${cli.source}): ${cli.path}`);
+    log(
+      cli.source === 'built'
+        ? `built the Temporal CLI at ${cli.path}`
+        : `Temporal CLI found (${cli.source}): ${cli.path}`,
+    );
     if (argv.includes('--temporal-only')) return 0;
 
     // The API's storage is tested against a real server: the project's own cluster, never the system one.
     const pg = await ensurePostgres((m) => log(`postgres: ${m}`));
-    log(`postgres: ${{ running: 'answers', started: 'started', initialised: 'initialised and started' }[pg.action]} on ${new URL(pg.url).host} (data ${pg.dataDir})`);
+    log(
+      `postgres: ${{ running: 'answers', started: 'started', initialised: 'initialised and started' }[pg.action]} on ${new URL(pg.url).host} (data ${pg.dataDir})`,
+    );
 
     const dockerHost = await ensureDockerEngine((m) => log(`docker: ${m}`));
     // A build takes a minute or more: a progress line (on a terminal) shows it is alive.

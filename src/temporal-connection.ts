@@ -12,7 +12,13 @@ export interface TemporalConnectionOptions {
 
 type TlsConfig = Pick<
   Config,
-  'TEMPORAL_ADDRESS' | 'TEMPORAL_TLS' | 'TEMPORAL_TLS_CLIENT_CERT_PATH' | 'TEMPORAL_TLS_CLIENT_KEY_PATH' | 'TEMPORAL_TLS_SERVER_CA_CERT_PATH' | 'TEMPORAL_TLS_SERVER_NAME' | 'TEMPORAL_API_KEY'
+  | 'TEMPORAL_ADDRESS'
+  | 'TEMPORAL_TLS'
+  | 'TEMPORAL_TLS_CLIENT_CERT_PATH'
+  | 'TEMPORAL_TLS_CLIENT_KEY_PATH'
+  | 'TEMPORAL_TLS_SERVER_CA_CERT_PATH'
+  | 'TEMPORAL_TLS_SERVER_NAME'
+  | 'TEMPORAL_API_KEY'
 >;
 
 /** Options for `Connection.connect` and `NativeConnection.connect`. TLS is on when asked for, or implied by a cert, a CA or an API key. */
@@ -20,9 +26,13 @@ export function temporalConnectionOptions(config: TlsConfig): TemporalConnection
   const explicit = config.TEMPORAL_TLS === undefined ? undefined : /^(true|1)$/.test(config.TEMPORAL_TLS);
   const tlsConfig: TLSConfig = {};
   if (config.TEMPORAL_TLS_CLIENT_CERT_PATH && config.TEMPORAL_TLS_CLIENT_KEY_PATH) {
-    tlsConfig.clientCertPair = { crt: fs.readFileSync(config.TEMPORAL_TLS_CLIENT_CERT_PATH), key: fs.readFileSync(config.TEMPORAL_TLS_CLIENT_KEY_PATH) };
+    tlsConfig.clientCertPair = {
+      crt: fs.readFileSync(config.TEMPORAL_TLS_CLIENT_CERT_PATH),
+      key: fs.readFileSync(config.TEMPORAL_TLS_CLIENT_KEY_PATH),
+    };
   }
-  if (config.TEMPORAL_TLS_SERVER_CA_CERT_PATH) tlsConfig.serverRootCACertificate = fs.readFileSync(config.TEMPORAL_TLS_SERVER_CA_CERT_PATH);
+  if (config.TEMPORAL_TLS_SERVER_CA_CERT_PATH)
+    tlsConfig.serverRootCACertificate = fs.readFileSync(config.TEMPORAL_TLS_SERVER_CA_CERT_PATH);
   if (config.TEMPORAL_TLS_SERVER_NAME) tlsConfig.serverNameOverride = config.TEMPORAL_TLS_SERVER_NAME;
   const implied = Object.keys(tlsConfig).length > 0 || !!config.TEMPORAL_API_KEY;
   const on = explicit ?? implied;
@@ -68,6 +78,8 @@ export function grpcInterceptors(): Interceptor[] {
 }
 
 /** Options for `Connection.connect` / `Connection.lazy`: the configuration's, with the interceptors above. */
-export function clientConnectionOptions(config: TlsConfig): TemporalConnectionOptions & { interceptors: Interceptor[] } {
+export function clientConnectionOptions(
+  config: TlsConfig,
+): TemporalConnectionOptions & { interceptors: Interceptor[] } {
   return { ...temporalConnectionOptions(config), interceptors: grpcInterceptors() };
 }

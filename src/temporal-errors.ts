@@ -1,7 +1,14 @@
 // What the Temporal client's errors mean for a session, decided here once, by class and status code (never by a
 // message's text): a run that is not there, and a session whose run has closed.
 import { status } from '@grpc/grpc-js';
-import { ApplicationFailure, QueryRejectedError, ServiceError, WorkflowNotFoundError, WorkflowUpdateFailedError, isGrpcServiceError } from '@temporalio/client';
+import {
+  ApplicationFailure,
+  QueryRejectedError,
+  ServiceError,
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  isGrpcServiceError,
+} from '@temporalio/client';
 import { Failure } from './session/failure-types';
 
 /**
@@ -11,7 +18,11 @@ import { Failure } from './session/failure-types';
  */
 export function isWorkflowNotFound(e: unknown): boolean {
   if (e instanceof WorkflowNotFoundError) return true;
-  const grpc = isGrpcServiceError(e) ? e : e instanceof ServiceError && isGrpcServiceError(e.cause) ? e.cause : undefined;
+  const grpc = isGrpcServiceError(e)
+    ? e
+    : e instanceof ServiceError && isGrpcServiceError(e.cause)
+      ? e.cause
+      : undefined;
   return grpc?.code === status.NOT_FOUND;
 }
 
@@ -21,5 +32,9 @@ export function isWorkflowNotFound(e: unknown): boolean {
  */
 export function isSessionClosed(e: unknown): boolean {
   if (isWorkflowNotFound(e) || e instanceof QueryRejectedError) return true;
-  return e instanceof WorkflowUpdateFailedError && e.cause instanceof ApplicationFailure && e.cause.type === Failure.Session.Ended;
+  return (
+    e instanceof WorkflowUpdateFailedError &&
+    e.cause instanceof ApplicationFailure &&
+    e.cause.type === Failure.Session.Ended
+  );
 }

@@ -65,15 +65,24 @@ export class StreamServer {
       return void res.end('not found\n');
     }
     const sessionId = m[1];
-    this.serve(req, res, sessionId, (send) => (m[2] === 'log' ? this.log!.subscribe(sessionId, send) : this.opts.hub.subscribe(sessionId, send)));
+    this.serve(req, res, sessionId, (send) =>
+      m[2] === 'log' ? this.log!.subscribe(sessionId, send) : this.opts.hub.subscribe(sessionId, send),
+    );
   }
 
   /** Answers Server-Sent Events from `subscribe` to a request bearing the token for `scope`. */
-  private serve(req: http.IncomingMessage, res: http.ServerResponse, scope: string, subscribe: (send: (frame: unknown) => void) => () => void): void {
+  private serve(
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    scope: string,
+    subscribe: (send: (frame: unknown) => void) => () => void,
+  ): void {
     const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
     if (!token || !tokenMatches(this.opts.keys, scope, token)) {
       res.writeHead(401, { 'content-type': 'text/plain' });
-      return void res.end(scope === PEER_TOKEN_SCOPE ? 'a peer token is required\n' : 'a stream token for this session is required\n');
+      return void res.end(
+        scope === PEER_TOKEN_SCOPE ? 'a peer token is required\n' : 'a stream token for this session is required\n',
+      );
     }
     const sse = openSse(res, { keepaliveMs: KEEPALIVE_MS });
     const unsubscribe = subscribe((frame) => sse.send({ data: frame }));

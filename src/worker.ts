@@ -5,7 +5,12 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker, DefaultLogger, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { createActivities } from './brain/brain-activities';
-import { PRELOADED_MODULES, WORKFLOW_BUNDLE_OPTIONS, WORKFLOW_INTERCEPTOR_MODULES, prebuiltBundle } from './brain/workflow-bundle';
+import {
+  PRELOADED_MODULES,
+  WORKFLOW_BUNDLE_OPTIONS,
+  WORKFLOW_INTERCEPTOR_MODULES,
+  prebuiltBundle,
+} from './brain/workflow-bundle';
 import { HANDS_TASK_QUEUE, createHandsActivities, hostTaskQueue } from './hands/hands-activities';
 import { createSandboxQuota } from './hands/sandbox-quota';
 import { createToolsActivities } from './mcp/mcp-activities';
@@ -48,7 +53,6 @@ import type { LogLevelName } from './observability/log-levels';
 import { ensureSearchAttributes } from './observability/search-attribute-setup';
 import { startTracing, tracingEnabled } from './observability/tracing';
 import type { ThreadHeap } from './brain/thread-heaps';
-
 
 export interface WorkerOptions {
   role: WorkerRole;
@@ -143,10 +147,11 @@ export function workflowHeapMb(cache: number, configured?: string): number {
  * next; this process's own heap keeps its limit. A limit given on the command line or in NODE_OPTIONS wins.
  */
 function limitWorkflowHeap(mb: number) {
-  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) => a.startsWith('--max-old-space-size'));
+  const given = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((a) =>
+    a.startsWith('--max-old-space-size'),
+  );
   if (!given) v8.setFlagsFromString(`--max-old-space-size=${mb}`);
 }
-
 
 let runtimeInstalled = false;
 const NO_WORKFLOWS_WARNING = 'No workflows registered, not polling for workflow tasks';
@@ -178,7 +183,10 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   // Opened only by the hands and tools roles, and once when a process runs both. With DATABASE_URL, the vault's
   // secrets and the API's credentials are in PostgreSQL, and this process writes none of them under DATA_DIR.
   const holdsVault = roles.includes('hands') || roles.includes('tools');
-  const db = holdsVault && config.DATABASE_URL ? await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir }) : undefined;
+  const db =
+    holdsVault && config.DATABASE_URL
+      ? await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir })
+      : undefined;
   let openedVault: SecretVault | undefined;
   const vaultKey = () => opts.vaultKey ?? loadVaultKey(config);
   const sharedVault = () => (openedVault ??= opts.vault ?? secretVault(config.dataDir, vaultKey(), db));
@@ -196,20 +204,36 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   let streams: { hub: StreamHub; server: StreamServer; log?: LogPushHub } | undefined;
   if (config.STREAM_LISTEN !== 'off' && roles.some((r) => r === 'brain' || r === 'hands')) {
     const hub = new StreamHub();
-    const server = new StreamServer({ hub, keys: [...codecKeys().byId.values()], listen: config.STREAM_LISTEN, advertise: config.STREAM_URL });
+    const server = new StreamServer({
+      hub,
+      keys: [...codecKeys().byId.values()],
+      listen: config.STREAM_LISTEN,
+      advertise: config.STREAM_URL,
+    });
     hub.worker = await server.start();
     streams = { hub, server };
   }
   // The SDK's own form, pid@hostname, with the stream endpoint when there is one.
-  const identity = streams ? identityWithStream(`${process.pid}@${os.hostname()}`, streams.server.url) : `${process.pid}@${os.hostname()}`;
+  const identity = streams
+    ? identityWithStream(`${process.pid}@${os.hostname()}`, streams.server.url)
+    : `${process.pid}@${os.hostname()}`;
   // A brain also pushes each workflow task's new events to the API feeds that follow its sessions.
   if (streams && roles.includes('brain')) streams.server.log = streams.log = new LogPushHub(identity);
   // A brain shows the activities it runs to the other brain workers, and follows theirs: a brain that dies has its
   // calls retried at once by a survivor, not after their heartbeat timeout (src/brain/peer-liveness.ts).
-  const running = streams && roles.includes('brain') ? (streams.server.activities = new InflightActivities(identity)) : undefined;
-  const peers = running && config.BRAIN_PEER_WATCH === 'on'
-    ? new PeerWatch({ client, namespace: opts.namespace, taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE, self: running, key: codecKeys().current.key, log })
-    : undefined;
+  const running =
+    streams && roles.includes('brain') ? (streams.server.activities = new InflightActivities(identity)) : undefined;
+  const peers =
+    running && config.BRAIN_PEER_WATCH === 'on'
+      ? new PeerWatch({
+          client,
+          namespace: opts.namespace,
+          taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE,
+          self: running,
+          key: codecKeys().current.key,
+          log,
+        })
+      : undefined;
   if (roles.includes('brain')) {
     // Workflows upsert these; registering them first lets a fresh server or cluster index every session.
     try {
@@ -226,8 +250,12 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   // one (code run from source, or traced), the worker bundles at start with the same options.
   // Tracing's plugin adds its own workflow interceptors while bundling, so a traced worker bundles at start.
   const bundle = opts.workflowBundle ?? (tracing ? undefined : prebuiltBundle());
-  const brainActivities = { activity: running ? [...interceptors.activity, running.interceptor] : interceptors.activity };
-  const brainInterceptors = bundle ? brainActivities : { ...brainActivities, workflowModules: WORKFLOW_INTERCEPTOR_MODULES };
+  const brainActivities = {
+    activity: running ? [...interceptors.activity, running.interceptor] : interceptors.activity,
+  };
+  const brainInterceptors = bundle
+    ? brainActivities
+    : { ...brainActivities, workflowModules: WORKFLOW_INTERCEPTOR_MODULES };
   const nativeConnection = await NativeConnection.connect(connectionOptions);
   const workers: Worker[] = [];
   const timers: NodeJS.Timeout[] = [];
@@ -260,7 +288,12 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         namespace: opts.namespace,
         dataConverter,
         taskQueue: opts.taskQueue ?? BRAIN_TASK_QUEUE,
-        ...(bundle ? { workflowBundle: bundle } : { workflowsPath: WORKFLOW_BUNDLE_OPTIONS.workflowsPath, bundlerOptions: { preloadModules: PRELOADED_MODULES } }),
+        ...(bundle
+          ? { workflowBundle: bundle }
+          : {
+              workflowsPath: WORKFLOW_BUNDLE_OPTIONS.workflowsPath,
+              bundlerOptions: { preloadModules: PRELOADED_MODULES },
+            }),
         // A session's next workflow task goes to the worker that has it cached; if that worker is dead, the task
         // moves to any brain worker after this long (the SDK default, 10 s, made every brain crash cost 10 s).
         stickyQueueScheduleToStartTimeout: STICKY_TIMEOUT,
@@ -287,7 +320,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
             archive,
             log: contextLog,
             stream: streams?.hub,
-            resetSticky: ({ namespace, workflowId, runId }) => client.workflowService.resetStickyTaskQueue({ namespace, execution: { workflowId, runId } }),
+            resetSticky: ({ namespace, workflowId, runId }) =>
+              client.workflowService.resetStickyTaskQueue({ namespace, execution: { workflowId, runId } }),
           }),
           ...createSubagentActivities({ client }),
         },
@@ -298,13 +332,23 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   if (roles.includes('hands')) {
     hostId = opts.hostId ?? process.env.HANDS_HOST_ID ?? os.hostname();
     if (hostId === COMPOSE_HOST_ID) hostId = await composeHostId(opts.dockerHost ?? (await resolveDockerHost()));
-    if (!HostIdSchema.safeParse(hostId).success) throw new Error(`invalid hands host id ${hostId}: use letters, digits, dot, dash or underscore`);
+    if (!HostIdSchema.safeParse(hostId).success)
+      throw new Error(`invalid hands host id ${hostId}: use letters, digits, dot, dash or underscore`);
     const mirrorsDir = path.join(config.dataDir, 'mirrors');
     let provider = opts.sandboxes;
     if (!provider) {
       const dockerHost = opts.dockerHost ?? (await resolveDockerHost());
-      if (!dockerHost) throw new Error('no Docker engine answers (DOCKER_HOST, /var/run/docker.sock, /run/managed-agents/docker.sock); run `npm run setup`');
-      provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage(), mirrorsDir, runtime: config.SANDBOX_RUNTIME, egress: await gate() });
+      if (!dockerHost)
+        throw new Error(
+          'no Docker engine answers (DOCKER_HOST, /var/run/docker.sock, /run/managed-agents/docker.sock); run `npm run setup`',
+        );
+      provider = new DockerSandboxProvider({
+        dockerHost,
+        defaultImage: sandboxImage(),
+        mirrorsDir,
+        runtime: config.SANDBOX_RUNTIME,
+        egress: await gate(),
+      });
     }
     // Hands hosts hold VAULT_KEY (for repo credentials); brain workers never open the vault.
     const vault = sharedVault();
@@ -315,9 +359,30 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     // SANDBOX_QUOTA is counted in the API's database, so a host without it enforces none.
     const limit = opts.sandboxQuota ?? (config.SANDBOX_QUOTA === 'off' ? 0 : Number(config.SANDBOX_QUOTA));
     const quota = limit > 0 && (opts.apiDb || db) ? createSandboxQuota(apiDb, limit) : undefined;
-    const activities = createHandsActivities({ provider, hostId, vault, mirrorsDir, registry, stream: streams?.hub, repoTokens, egress: await gate(), quota });
+    const activities = createHandsActivities({
+      provider,
+      hostId,
+      vault,
+      mirrorsDir,
+      registry,
+      stream: streams?.hub,
+      repoTokens,
+      egress: await gate(),
+      quota,
+    });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
-      workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue, activities, identity, interceptors, plugins }));
+      workers.push(
+        await Worker.create({
+          connection: nativeConnection,
+          namespace: opts.namespace,
+          dataConverter,
+          taskQueue,
+          activities,
+          identity,
+          interceptors,
+          plugins,
+        }),
+      );
     }
     const interval = opts.reapIntervalMs ?? 60_000;
     if (interval > 0) {
@@ -343,8 +408,21 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const api = new ApiCredentials(apiDb, vaultKey(), egress);
     mcpPool = new McpClientPool(new McpCredentials({ vault, api }), { log, jail, egress });
     // web_fetch, too, reaches tenants' URLs only through the gate.
-    const activities = { ...createToolsActivities({ vault, api, pool: mcpPool, log }), ...createWebActivities({ egress }) };
-    workers.push(await Worker.create({ connection: nativeConnection, namespace: opts.namespace, dataConverter, taskQueue: TOOLS_TASK_QUEUE, activities, interceptors, plugins }));
+    const activities = {
+      ...createToolsActivities({ vault, api, pool: mcpPool, log }),
+      ...createWebActivities({ egress }),
+    };
+    workers.push(
+      await Worker.create({
+        connection: nativeConnection,
+        namespace: opts.namespace,
+        dataConverter,
+        taskQueue: TOOLS_TASK_QUEUE,
+        activities,
+        interceptors,
+        plugins,
+      }),
+    );
   }
 
   peers?.start();
@@ -362,7 +440,9 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
       await nativeConnection.close();
       await connection.close();
     });
-  log(`worker ready: ${roles.join(',')}${hostId ? ` (host ${hostId})` : ''}${streams ? ` (stream ${streams.server.url})` : ''}`);
+  log(
+    `worker ready: ${roles.join(',')}${hostId ? ` (host ${hostId})` : ''}${streams ? ` (stream ${streams.server.url})` : ''}`,
+  );
   return {
     roles,
     hostId,

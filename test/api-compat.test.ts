@@ -14,9 +14,21 @@ it('accounts for every SDK method: served and checked by a suite, refused with a
   expect(rows.map((r) => r.method.name)).toEqual(contract.methods.map((m) => m.name));
   expect(rows.length).toBeGreaterThan(250);
   const served = rows.filter((r) => r.status.kind === 'served');
-  expect(served.map((r) => r.method.name)).toEqual(expect.arrayContaining(['beta.agents.create', 'beta.sessions.events.stream', 'beta.vaults.credentials.list']));
-  for (const r of served) expect({ method: r.method.name, suites: r.status.kind === 'served' && r.status.suites.length > 0 }).toEqual({ method: r.method.name, suites: true });
+  expect(served.map((r) => r.method.name)).toEqual(
+    expect.arrayContaining(['beta.agents.create', 'beta.sessions.events.stream', 'beta.vaults.credentials.list']),
+  );
+  for (const r of served)
+    expect({ method: r.method.name, suites: r.status.kind === 'served' && r.status.suites.length > 0 }).toEqual({
+      method: r.method.name,
+      suites: true,
+    });
   const refused = rows.filter((r) => r.status.kind === 'refused').map((r) => r.method.name);
-  expect(refused).toEqual(expect.arrayContaining(['beta.vaults.credentials.mcpOAuthValidate', 'beta.sessions.resources.add', 'beta.sessions.resources.delete']));
+  expect(refused).toEqual(
+    expect.arrayContaining([
+      'beta.vaults.credentials.mcpOAuthValidate',
+      'beta.sessions.resources.add',
+      'beta.sessions.resources.delete',
+    ]),
+  );
   expect(fs.readFileSync(API_DOC, 'utf8')).not.toMatch(/accepted and ignored\s*\|/);
 });

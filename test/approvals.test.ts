@@ -15,7 +15,8 @@ let hands: RunningWorker;
 let brain: ChildWorker;
 const HOST = `test-approvals-${process.pid}`;
 
-const spawnBrain = () => spawnWorker({ TEMPORAL_ADDRESS: h.env.address, ANTHROPIC_BASE_URL: h.mock.url, ANTHROPIC_API_KEY: 'test-key' });
+const spawnBrain = () =>
+  spawnWorker({ TEMPORAL_ADDRESS: h.env.address, ANTHROPIC_BASE_URL: h.mock.url, ANTHROPIC_API_KEY: 'test-key' });
 
 beforeAll(async () => {
   h = await startHarness({ worker: false });
@@ -34,13 +35,18 @@ const agents = (args: string[]) => runAgents(h.env.address, args);
 const toolCall = toolStep;
 const bashCall = (command: string) => toolStep('bash', { command });
 
-const resultOf = (events: SessionEvent[], id: string) => events.find((e): e is EventOf<'tool_result'> => e.type === 'tool_result' && e.toolUseId === id);
+const resultOf = (events: SessionEvent[], id: string) =>
+  events.find((e): e is EventOf<'tool_result'> => e.type === 'tool_result' && e.toolUseId === id);
 
 /** The tool_result blocks the model was sent for `id`, across every request of the session. */
 function sentResults(sessionId: string, id: string): Record<string, unknown>[] {
   return h.mock
     .requests(sessionId)
-    .flatMap((r) => (r.body.messages as { content: unknown }[]).flatMap((m) => (Array.isArray(m.content) ? (m.content as Record<string, unknown>[]) : [])))
+    .flatMap((r) =>
+      (r.body.messages as { content: unknown }[]).flatMap((m) =>
+        Array.isArray(m.content) ? (m.content as Record<string, unknown>[]) : [],
+      ),
+    )
     .filter((b) => b.type === 'tool_result' && b.tool_use_id === id);
 }
 
@@ -55,7 +61,9 @@ describe('approvals', () => {
   it('asks before `git push` but not before `ls`; approve and deny both reach the model', async () => {
     const handle = await startSession(h, { agent: pushPolicy });
     const id = handle.workflowId;
-    h.mock.script(id, { steps: [bashCall('ls -a'), bashCall('git push origin main'), bashCall('git push --force origin main')] });
+    h.mock.script(id, {
+      steps: [bashCall('ls -a'), bashCall('git push origin main'), bashCall('git push --force origin main')],
+    });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'list the files, then push twice' }] });
 
     // `ls` ran without asking; the first push waits.
@@ -63,13 +71,28 @@ describe('approvals', () => {
     let events = await allEvents(handle);
     const [lsUse, pushUse] = events.filter((e): e is EventOf<'tool_use'> => e.type === 'tool_use');
     expect(resultOf(events, lsUse.id)).toMatchObject({ isError: false, output: expect.stringMatching(/\[exit 0\]$/) });
-    expect(events.filter((e) => e.type === 'approval_requested')).toEqual([expect.objectContaining({ toolUseId: pushUse.id, policy: 'bash: ask "git push*"' })]);
-    expect(pending.pending).toEqual([{ kind: 'approval', toolUseId: pushUse.id, name: 'bash', input: { command: 'git push origin main' }, policy: 'bash: ask "git push*"', onTimeout: 'deny' }]);
-    expect((await agents(['status', id])).stdout).toMatch(new RegExp(`state: requires_action[\\s\\S]*pending approval ${pushUse.id}: bash`));
+    expect(events.filter((e) => e.type === 'approval_requested')).toEqual([
+      expect.objectContaining({ toolUseId: pushUse.id, policy: 'bash: ask "git push*"' }),
+    ]);
+    expect(pending.pending).toEqual([
+      {
+        kind: 'approval',
+        toolUseId: pushUse.id,
+        name: 'bash',
+        input: { command: 'git push origin main' },
+        policy: 'bash: ask "git push*"',
+        onTimeout: 'deny',
+      },
+    ]);
+    expect((await agents(['status', id])).stdout).toMatch(
+      new RegExp(`state: requires_action[\\s\\S]*pending approval ${pushUse.id}: bash`),
+    );
     expect(h.mock.requests(id)).toHaveLength(2);
 
     // Approved by the update: the push runs in the sandbox and its output reaches the model.
-    const { seq } = await handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: pushUse.id, allow: true, by: 'alice' }] });
+    const { seq } = await handle.executeUpdate(resolveToolUseUpdate, {
+      args: [{ toolUseId: pushUse.id, allow: true, by: 'alice' }],
+    });
     events = await waitForEvents(handle, (ev) => ev.filter((e) => e.type === 'approval_requested').length === 2);
     expect(events[seq]).toMatchObject({ type: 'approval_resolved', toolUseId: pushUse.id, allow: true, by: 'alice' });
     const pushed = resultOf(events, pushUse.id)!;
@@ -82,44 +105,89 @@ describe('approvals', () => {
     const forceUse = events.filter((e): e is EventOf<'tool_use'> => e.type === 'tool_use')[2];
     const denied = await agents(['deny', id, forceUse.id, '--reason', 'no force pushes on main']);
     expect(denied.code).toBe(0);
-    events = await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'assistant_message' && e.seq > forceUse.seq));
+    events = await waitForEvents(handle, (ev) =>
+      ev.some((e) => e.type === 'assistant_message' && e.seq > forceUse.seq),
+    );
     expect(resultOf(events, forceUse.id)).toMatchObject({
       isError: true,
       output: 'user denied this tool call: no force pushes on main',
       error: { kind: 'denied', message: 'user denied this tool call: no force pushes on main' },
     });
-    expect(sentResults(id, forceUse.id)).toEqual([expect.objectContaining({ content: 'user denied this tool call: no force pushes on main', is_error: true })]);
+    expect(sentResults(id, forceUse.id)).toEqual([
+      expect.objectContaining({ content: 'user denied this tool call: no force pushes on main', is_error: true }),
+    ]);
     expect(events.at(-1)).toMatchObject({ type: 'assistant_message', stopReason: 'end_turn' });
     expect((await handle.query(statusQuery)).state).toBe('waiting_for_user');
 
     // A second decision, an unknown id and bad input are refused with one line each, and append nothing.
     const before = (await allEvents(handle)).length;
-    expectOneLineError(await agents(['approve', id, forceUse.id]), new RegExp(`tool use ${forceUse.id} was already denied \\(event \\d+, by user\\)`));
-    expectOneLineError(await agents(['approve', id, lsUse.id]), new RegExp(`no approval is pending for tool use ${lsUse.id}`));
+    expectOneLineError(
+      await agents(['approve', id, forceUse.id]),
+      new RegExp(`tool use ${forceUse.id} was already denied \\(event \\d+, by user\\)`),
+    );
+    expectOneLineError(
+      await agents(['approve', id, lsUse.id]),
+      new RegExp(`no approval is pending for tool use ${lsUse.id}`),
+    );
     expectOneLineError(await agents(['deny', id, 'toolu_nope', '--by', 'timeout']), /by: `timeout` is reserved/);
-    const refused = await handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: 'toolu_nope', allow: 'yes' } as never] }).catch((e: Error) => e);
+    const refused = await handle
+      .executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: 'toolu_nope', allow: 'yes' } as never] })
+      .catch((e: Error) => e);
     expect((refused as Error & { cause?: Error }).cause?.message).toMatch(/allow: allow must be true or false/);
     expect(await allEvents(handle)).toHaveLength(before);
     await endSession(handle);
   });
 
   it('applies the policy default when an approval times out', async () => {
-    const handle = await startSession(h, { agent: { tools: ['session_events'], sandboxes: {}, policies: { session_events: { default: 'ask', timeoutSeconds: 2, onTimeout: 'allow' } } } });
+    const handle = await startSession(h, {
+      agent: {
+        tools: ['session_events'],
+        sandboxes: {},
+        policies: { session_events: { default: 'ask', timeoutSeconds: 2, onTimeout: 'allow' } },
+      },
+    });
     h.mock.script(handle.workflowId, { steps: [toolCall('session_events', { from: 0, limit: 2 })] });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the first events' }] });
     const s = await statusUntil(handle, (x) => x.state === 'requires_action');
-    expect(s.pending).toEqual([expect.objectContaining({ kind: 'approval', policy: 'session_events: default ask', onTimeout: 'allow', expiresAt: expect.any(String) })]);
-    const events = await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn'));
+    expect(s.pending).toEqual([
+      expect.objectContaining({
+        kind: 'approval',
+        policy: 'session_events: default ask',
+        onTimeout: 'allow',
+        expiresAt: expect.any(String),
+      }),
+    ]);
+    const events = await waitForEvents(handle, (ev) =>
+      ev.some((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn'),
+    );
     const use = events.find((e): e is EventOf<'tool_use'> => e.type === 'tool_use')!;
-    expect(events.find((e) => e.type === 'approval_resolved')).toMatchObject({ toolUseId: use.id, allow: true, by: 'timeout' });
-    expect(resultOf(events, use.id)).toMatchObject({ isError: false, output: expect.stringContaining('"session_started"') });
+    expect(events.find((e) => e.type === 'approval_resolved')).toMatchObject({
+      toolUseId: use.id,
+      allow: true,
+      by: 'timeout',
+    });
+    expect(resultOf(events, use.id)).toMatchObject({
+      isError: false,
+      output: expect.stringContaining('"session_started"'),
+    });
 
     // With onTimeout deny (the default), the model hears that the approval timed out.
-    const strict = await startSession(h, { agent: { tools: ['session_events'], sandboxes: {}, policies: { session_events: { default: 'ask', timeoutSeconds: 1 } } } });
+    const strict = await startSession(h, {
+      agent: {
+        tools: ['session_events'],
+        sandboxes: {},
+        policies: { session_events: { default: 'ask', timeoutSeconds: 1 } },
+      },
+    });
     h.mock.script(strict.workflowId, { steps: [toolCall('session_events', {})] });
     await strict.executeUpdate(sendMessageUpdate, { args: [{ text: 'read' }] });
-    const ev2 = await waitForEvents(strict, (ev) => ev.some((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn'));
-    expect(ev2.find((e) => e.type === 'tool_result')).toMatchObject({ isError: true, error: { kind: 'denied', message: 'its approval timed out and the policy denied it' } });
+    const ev2 = await waitForEvents(strict, (ev) =>
+      ev.some((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn'),
+    );
+    expect(ev2.find((e) => e.type === 'tool_result')).toMatchObject({
+      isError: true,
+      error: { kind: 'denied', message: 'its approval timed out and the policy denied it' },
+    });
     await endSession(handle);
     await endSession(strict);
   });
@@ -135,14 +203,25 @@ describe('approvals', () => {
     expect((await handle.query(statusQuery)).pending).toEqual(pending);
     const approved = await agents(['approve', handle.workflowId, pending![0].toolUseId, '--json']);
     expect(approved.code).toBe(0);
-    const events = await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn'));
-    expect(events.filter((e) => e.type === 'approval_resolved')).toEqual([expect.objectContaining({ seq: JSON.parse(approved.stdout).seq, allow: true, by: 'user' })]);
+    const events = await waitForEvents(handle, (ev) =>
+      ev.some((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn'),
+    );
+    expect(events.filter((e) => e.type === 'approval_resolved')).toEqual([
+      expect.objectContaining({ seq: JSON.parse(approved.stdout).seq, allow: true, by: 'user' }),
+    ]);
     expect(resultOf(events, pending![0].toolUseId)!.output).toBe('pushed\n[exit 0]');
     await endSession(handle);
   });
 
   it('keeps an approval pending across continue-as-new', async () => {
-    const handle = await startSession(h, { agent: { tools: ['session_events'], sandboxes: {}, policies: { session_events: 'always_ask' }, limits: { historyEvents: 100 } } });
+    const handle = await startSession(h, {
+      agent: {
+        tools: ['session_events'],
+        sandboxes: {},
+        policies: { session_events: 'always_ask' },
+        limits: { historyEvents: 100 },
+      },
+    });
     const id = handle.workflowId;
     h.mock.script(id, { steps: [toolCall('session_events', { from: 0, limit: 1 })] });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log' }] });
@@ -153,15 +232,27 @@ describe('approvals', () => {
     expect(s).toMatchObject({ state: 'requires_action', pending });
     const live = h.env.client.workflow.getHandle(id);
     await live.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: pending![0].toolUseId, allow: true }] });
-    const events = await waitForEvents(live, (ev) => ev.some((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn'));
+    const events = await waitForEvents(live, (ev) =>
+      ev.some((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn'),
+    );
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
     expect(events.filter((e) => e.type === 'approval_requested')).toHaveLength(1);
-    expect(resultOf(events, pending![0].toolUseId)).toMatchObject({ isError: false, output: expect.stringContaining('session_started') });
+    expect(resultOf(events, pending![0].toolUseId)).toMatchObject({
+      isError: false,
+      output: expect.stringContaining('session_started'),
+    });
     await endSession(live);
   });
 
   it('closes an approval carried across a handover when the turn is interrupted, and the next turn is valid', async () => {
-    const handle = await startSession(h, { agent: { tools: ['session_events'], sandboxes: {}, policies: { session_events: 'always_ask' }, limits: { historyEvents: 100 } } });
+    const handle = await startSession(h, {
+      agent: {
+        tools: ['session_events'],
+        sandboxes: {},
+        policies: { session_events: 'always_ask' },
+        limits: { historyEvents: 100 },
+      },
+    });
     const id = handle.workflowId;
     h.mock.script(id, { steps: [toolCall('session_events', {})] });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log' }] });
@@ -171,10 +262,16 @@ describe('approvals', () => {
     await statusUntil(live, (s) => s.state === 'requires_action');
     expect((await agents(['interrupt', id, '--reason', 'changed my mind'])).code).toBe(0);
     let events = await waitForEvents(live, (ev) => ev.some((e) => e.type === 'interrupted'));
-    expect(resultOf(events, pending![0].toolUseId)).toMatchObject({ isError: true, output: 'interrupted before the tool finished' });
+    expect(resultOf(events, pending![0].toolUseId)).toMatchObject({
+      isError: true,
+      output: 'interrupted before the tool finished',
+    });
     const { seq } = await live.executeUpdate(sendMessageUpdate, { args: [{ text: 'hello again' }] });
     events = await waitForEvents(live, (ev) => ev.some((e) => e.seq > seq && e.type === 'assistant_message'));
-    expect(events.at(-1)).toMatchObject({ type: 'assistant_message', content: [{ type: 'text', text: 'You said: hello again' }] });
+    expect(events.at(-1)).toMatchObject({
+      type: 'assistant_message',
+      content: [{ type: 'text', text: 'You said: hello again' }],
+    });
     expect(h.mock.requests(id).every((r) => r.status === 200)).toBe(true);
     expectOneLineError(await agents(['approve', id, pending![0].toolUseId]), /no approval is pending for tool use/);
     await endSession(live);

@@ -41,14 +41,18 @@ function counting(db: Db): Db & { count: number } {
     kind: db.kind,
     count: 0,
     query: <T>(sql: string, params?: unknown[]) => (c.count++, db.query<T>(sql, params)),
-    transaction: <T>(fn: (tx: Parameters<Parameters<Db['transaction']>[0]>[0]) => Promise<T>) => db.transaction((tx) => fn({ query: (s, p) => (c.count++, tx.query(s, p)) })),
+    transaction: <T>(fn: (tx: Parameters<Parameters<Db['transaction']>[0]>[0]) => Promise<T>) =>
+      db.transaction((tx) => fn({ query: (s, p) => (c.count++, tx.query(s, p)) })),
     close: () => db.close(),
   };
   return c as Db & { count: number };
 }
 
 const rowsOf = async (db: Db, id: string) =>
-  db.query<{ from_seq: number; through_seq: number; kind: string; sealed_at: Date }>('select from_seq, through_seq, kind, sealed_at from archive_segments where session_id = $1 order by from_seq', [id]);
+  db.query<{ from_seq: number; through_seq: number; kind: string; sealed_at: Date }>(
+    'select from_seq, through_seq, kind, sealed_at from archive_segments where session_id = $1 order by from_seq',
+    [id],
+  );
 
 describe('PostgresSessionArchive', () => {
   it('seals segments, finds the one holding a seq, lists them in order, and pages through one', async () => {
@@ -100,13 +104,22 @@ describe('PostgresSessionArchive', () => {
       [20, 24],
       [25, 26],
     ]);
-    expect(await readEvents(new ArchivedSessionLog(new PostgresSessionArchive(db, testDataConverter()), nothingLive), 's2', 0)).toEqual(events(0, 27));
+    expect(
+      await readEvents(
+        new ArchivedSessionLog(new PostgresSessionArchive(db, testDataConverter()), nothingLive),
+        's2',
+        0,
+      ),
+    ).toEqual(events(0, 27));
     expect(await archive.seal('s2', events(0, 27))).toEqual({ kind: 'events', fromSeq: 0, throughSeq: 26 });
     expect(await rowsOf(db, 's2')).toHaveLength(5);
   });
 
   it('stores a range once when two workers seal it at the same moment', async () => {
-    const [a, b] = [new PostgresSessionArchive(await open(), testDataConverter()), new PostgresSessionArchive(await open(), testDataConverter())];
+    const [a, b] = [
+      new PostgresSessionArchive(await open(), testDataConverter()),
+      new PostgresSessionArchive(await open(), testDataConverter()),
+    ];
     const batch = events(0, 200);
     await Promise.all([a, b, a, b, a, b].map((x) => x.seal('s3', batch)));
     // Different but overlapping ranges at once still leave segments that do not overlap and hold every event.
@@ -121,7 +134,12 @@ describe('PostgresSessionArchive', () => {
   it("links a fork to its source's prefix without copying it, and reads the fork's log through the link", async () => {
     const archive = new PostgresSessionArchive(await open(), testDataConverter());
     await archive.seal('src', events(0, 20));
-    expect(await archive.link('fork', { sessionId: 'src', throughSeq: 9 })).toEqual({ kind: 'link', fromSeq: 0, throughSeq: 9, sessionId: 'src' });
+    expect(await archive.link('fork', { sessionId: 'src', throughSeq: 9 })).toEqual({
+      kind: 'link',
+      fromSeq: 0,
+      throughSeq: 9,
+      sessionId: 'src',
+    });
     await archive.link('fork', { sessionId: 'src', throughSeq: 9 });
     const own = events(10, 3, (seq) => `fork ${seq}`);
     await archive.seal('fork', own);
@@ -130,16 +148,31 @@ describe('PostgresSessionArchive', () => {
       { kind: 'events', fromSeq: 10, throughSeq: 12 },
     ]);
     expect(await archive.find('fork', 4)).toEqual({ kind: 'link', fromSeq: 0, throughSeq: 9, sessionId: 'src' });
-    await expect(archive.readSegment('fork', (await archive.find('fork', 4))!, 4, 1)).rejects.toThrow('a link segment holds no events of its own');
-    expect(await readEvents(new ArchivedSessionLog(archive, nothingLive), 'fork', 0)).toEqual([...events(0, 10), ...own]);
+    await expect(archive.readSegment('fork', (await archive.find('fork', 4))!, 4, 1)).rejects.toThrow(
+      'a link segment holds no events of its own',
+    );
+    expect(await readEvents(new ArchivedSessionLog(archive, nothingLive), 'fork', 0)).toEqual([
+      ...events(0, 10),
+      ...own,
+    ]);
   });
 
   it('keeps segments encrypted at rest under CODEC_KEY: the stored bytes never hold an event text', async () => {
     const db = await open();
     const secret = `the-plain-text-${Date.now()}`;
-    await new PostgresSessionArchive(db, testDataConverter()).seal('enc', events(0, 3, () => secret));
-    await new PostgresSessionArchive(db).seal('plain', events(0, 3, () => secret));
-    const bytes = async (id: string) => Buffer.from((await db.query<{ payload: Buffer }>('select payload from archive_segments where session_id = $1', [id]))[0].payload);
+    await new PostgresSessionArchive(db, testDataConverter()).seal(
+      'enc',
+      events(0, 3, () => secret),
+    );
+    await new PostgresSessionArchive(db).seal(
+      'plain',
+      events(0, 3, () => secret),
+    );
+    const bytes = async (id: string) =>
+      Buffer.from(
+        (await db.query<{ payload: Buffer }>('select payload from archive_segments where session_id = $1', [id]))[0]
+          .payload,
+      );
     expect((await bytes('enc')).includes(secret)).toBe(false);
     expect((await bytes('enc')).includes('binary/encrypted')).toBe(true);
     // Without a codec the same events are plain: the check above is not vacuous.
@@ -153,7 +186,9 @@ describe('PostgresSessionArchive', () => {
     const chunk = 'x'.repeat(64 * 1024 - 64);
     const big = events(0, 768, (seq) => `${seq}:${chunk}`);
     await new PostgresSessionArchive(db, testDataConverter()).seal('big', big);
-    const [row] = await db.query<{ n: number }>("select octet_length(payload)::int as n from archive_segments where session_id = 'big'");
+    const [row] = await db.query<{ n: number }>(
+      "select octet_length(payload)::int as n from archive_segments where session_id = 'big'",
+    );
     expect(row.n).toBeGreaterThan(48 * 1024 * 1024);
     const fresh = new PostgresSessionArchive(db, testDataConverter());
     const seg = (await fresh.find('big', 700))!;
@@ -162,29 +197,35 @@ describe('PostgresSessionArchive', () => {
     expect(page.map((e) => (e.type === 'user_message' ? e.text : ''))).toEqual([`700:${chunk}`, `701:${chunk}`]);
   });
 
-  it.each(['postgres', 'file'] as const)("deletes every segment of a session on %s, read or not, idempotently, and leaves other sessions' alone", async (kind) => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'archive-file-'));
-    try {
-      const archive = kind === 'postgres' ? new PostgresSessionArchive(await open(), testDataConverter()) : new FileSessionArchive(dir, testDataConverter());
-      const [gone, kept] = [`del-${kind}-gone`, `del-${kind}-kept`];
-      await archive.seal(gone, events(0, 5));
-      await archive.seal(gone, events(5, 5));
-      await archive.seal(kept, events(0, 3));
-      // Read once, so the archive's caches hold it.
-      const before = await archive.find(gone, 6);
-      expect(await archive.readSegment(gone, before!, 6, 2)).toHaveLength(2);
+  it.each(['postgres', 'file'] as const)(
+    "deletes every segment of a session on %s, read or not, idempotently, and leaves other sessions' alone",
+    async (kind) => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'archive-file-'));
+      try {
+        const archive =
+          kind === 'postgres'
+            ? new PostgresSessionArchive(await open(), testDataConverter())
+            : new FileSessionArchive(dir, testDataConverter());
+        const [gone, kept] = [`del-${kind}-gone`, `del-${kind}-kept`];
+        await archive.seal(gone, events(0, 5));
+        await archive.seal(gone, events(5, 5));
+        await archive.seal(kept, events(0, 3));
+        // Read once, so the archive's caches hold it.
+        const before = await archive.find(gone, 6);
+        expect(await archive.readSegment(gone, before!, 6, 2)).toHaveLength(2);
 
-      await archive.delete(gone);
-      await archive.delete(gone);
-      expect(await archive.segments(gone)).toEqual([]);
-      expect(await archive.find(gone, 6)).toBeUndefined();
-      expect(await archive.segments(kept)).toEqual([{ kind: 'events', fromSeq: 0, throughSeq: 2 }]);
-      if (kind === 'postgres') expect(await rowsOf(await open(), gone)).toEqual([]);
-      else expect(fs.readdirSync(dir)).toEqual([kept]);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+        await archive.delete(gone);
+        await archive.delete(gone);
+        expect(await archive.segments(gone)).toEqual([]);
+        expect(await archive.find(gone, 6)).toBeUndefined();
+        expect(await archive.segments(kept)).toEqual([{ kind: 'events', fromSeq: 0, throughSeq: 2 }]);
+        if (kind === 'postgres') expect(await rowsOf(await open(), gone)).toEqual([]);
+        else expect(fs.readdirSync(dir)).toEqual([kept]);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('opens its pool on first use and releases it on close', async () => {
     const archive = sessionArchive({ dataDir, DATABASE_URL: pg.url }, testDataConverter());
@@ -192,7 +233,9 @@ describe('PostgresSessionArchive', () => {
     await archive.seal('lazy', events(0, 2));
     expect(await archive.segments('lazy')).toHaveLength(1);
     await archive.close!();
-    expect(sessionArchive({ dataDir, DATABASE_URL: undefined }, testDataConverter())).toBeInstanceOf(FileSessionArchive);
+    expect(sessionArchive({ dataDir, DATABASE_URL: undefined }, testDataConverter())).toBeInstanceOf(
+      FileSessionArchive,
+    );
     // Nothing of the PostgreSQL archive is on local disk.
     expect(fs.readdirSync(dataDir)).toEqual([]);
   });

@@ -16,7 +16,8 @@ const SYSTEM = `You are a meticulous assistant. ${'Follow the house style guide 
 
 async function cacheShare(promptCaching: boolean): Promise<{ share: number; requests: Record<string, unknown>[] }> {
   const handle = await startSession(h, { agent: { system: SYSTEM, promptCaching } });
-  for (let i = 0; i < 50; i++) await say(handle, i % 5 === 4 ? `turn ${i}: read the log` : `turn ${i}: ${'details '.repeat(20)}`);
+  for (let i = 0; i < 50; i++)
+    await say(handle, i % 5 === 4 ? `turn ${i}: read the log` : `turn ${i}: ${'details '.repeat(20)}`);
   const { usage } = await handle.query(statusQuery);
   const input = usage.inputTokens + usage.cacheReadInputTokens + usage.cacheCreationInputTokens;
   return { share: usage.cacheReadInputTokens / input, requests: h.mock.requests(handle.workflowId).map((r) => r.body) };
@@ -36,16 +37,30 @@ describe('prompt caching', () => {
   it('places breakpoints on the last tool, the system prompt and the last block of the conversation', () => {
     const req = withCacheBreakpoints({
       system: 'sys',
-      tools: [{ name: 'a', description: 'a', input_schema: { type: 'object', properties: {} } }, { name: 'b', description: 'b', input_schema: { type: 'object', properties: {} } }],
+      tools: [
+        { name: 'a', description: 'a', input_schema: { type: 'object', properties: {} } },
+        { name: 'b', description: 'b', input_schema: { type: 'object', properties: {} } },
+      ],
       messages: [
         { role: 'user', content: [{ type: 'text', text: 'one' }] },
         { role: 'assistant', content: [{ type: 'text', text: 'two' }] },
-        { role: 'user', content: [{ type: 'text', text: 'x' }, { type: 'text', text: 'three' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'x' },
+            { type: 'text', text: 'three' },
+          ],
+        },
       ],
     });
     expect(req.tools.map((t) => 'cache_control' in t)).toEqual([false, true]);
     expect(req.system).toEqual([{ type: 'text', text: 'sys', cache_control: { type: 'ephemeral' } }]);
-    expect(req.messages.flatMap((m) => m.content.map((b) => 'cache_control' in b))).toEqual([false, false, false, true]);
+    expect(req.messages.flatMap((m) => m.content.map((b) => 'cache_control' in b))).toEqual([
+      false,
+      false,
+      false,
+      true,
+    ]);
   });
 
   it('counts reads only for a matching prefix at a breakpoint, and only past the minimum length', () => {
@@ -54,7 +69,12 @@ describe('prompt caching', () => {
     const body = (system: string, turns: string[]) => ({
       model: 'm',
       system: [{ type: 'text', text: system, cache_control: { type: 'ephemeral' } }],
-      messages: turns.map((t, i) => ({ role: i % 2 ? 'assistant' : 'user', content: [{ type: 'text', text: t, ...(i === turns.length - 1 ? { cache_control: { type: 'ephemeral' } } : {}) }] })),
+      messages: turns.map((t, i) => ({
+        role: i % 2 ? 'assistant' : 'user',
+        content: [
+          { type: 'text', text: t, ...(i === turns.length - 1 ? { cache_control: { type: 'ephemeral' } } : {}) },
+        ],
+      })),
     });
     const first = cache.account(body(long, ['hi']));
     expect(first.cache_read_input_tokens).toBe(0);

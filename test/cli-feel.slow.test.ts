@@ -22,14 +22,22 @@ function leaves(): { path: string[]; options: string[] }[] {
     const { buildProgram } = require(${JSON.stringify(path.join(ROOT, 'dist/client.js'))});
     const walk = (cmd, prefix) => cmd.commands.flatMap((c) => c.commands.length ? walk(c, [...prefix, c.name()]) : [{ path: [...prefix, c.name()], options: c.options.map((o) => o.long) }]);
     process.stdout.write(JSON.stringify(walk(buildProgram(), [])));`;
-  return JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })) as { path: string[]; options: string[] }[];
+  return JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })) as {
+    path: string[];
+    options: string[];
+  }[];
 }
 
 /** Runs `agents ARGS` with a terminal (a pty from util-linux `script`) for stdout and stderr. */
 function onTerminal(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const cmd = [process.execPath, path.join(ROOT, 'dist/client.js'), ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+  const cmd = [process.execPath, path.join(ROOT, 'dist/client.js'), ...args]
+    .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
+    .join(' ');
   return new Promise((resolve) => {
-    const child = spawn('script', ['-q', '-e', '-c', cmd, '/dev/null'], { env: { ...process.env, TEMPORAL_ADDRESS: h.env.address, TERM: 'xterm-256color', NO_COLOR: '', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('script', ['-q', '-e', '-c', cmd, '/dev/null'], {
+      env: { ...process.env, TEMPORAL_ADDRESS: h.env.address, TERM: 'xterm-256color', NO_COLOR: '', ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -42,7 +50,8 @@ describe('command-line feel', () => {
   it('offers --json on every command and examples in every --help', async () => {
     const commands = leaves();
     expect(commands.length).toBeGreaterThanOrEqual(18);
-    for (const { path: p, options } of commands) expect([p.join(' '), options.includes('--json')]).toEqual([p.join(' '), true]);
+    for (const { path: p, options } of commands)
+      expect([p.join(' '), options.includes('--json')]).toEqual([p.join(' '), true]);
     const helps = await Promise.all(commands.map(({ path: p }) => runAgents(h.env.address, [...p, '--help'])));
     helps.forEach((r, i) => {
       const name = commands[i].path.join(' ');

@@ -33,13 +33,30 @@ describe('agents CLI', () => {
 
     const events = await agents(['events', sessionId, '--json']);
     expect(events.code).toBe(0);
-    const lines = events.stdout.trim().split('\n').map((l) => SessionEventSchema.parse(JSON.parse(l)));
+    const lines = events.stdout
+      .trim()
+      .split('\n')
+      .map((l) => SessionEventSchema.parse(JSON.parse(l)));
     expect(lines.map((e) => e.seq)).toEqual(lines.map((_, i) => i));
-    expect(lines.map((e) => e.type)).toEqual(['session_started', 'user_message', 'assistant_message', 'user_message', 'assistant_message', 'tool_use', 'tool_result', 'assistant_message']);
+    expect(lines.map((e) => e.type)).toEqual([
+      'session_started',
+      'user_message',
+      'assistant_message',
+      'user_message',
+      'assistant_message',
+      'tool_use',
+      'tool_result',
+      'assistant_message',
+    ]);
     expect(lines[0]).toMatchObject({ agent: { system: 'Be brief.' } });
 
     const limited = await agents(['events', sessionId, '--from', '2', '--limit', '2', '--json']);
-    expect(limited.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { seq: number }).seq)).toEqual([2, 3]);
+    expect(
+      limited.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { seq: number }).seq),
+    ).toEqual([2, 3]);
 
     const human = await agents(['events', sessionId]);
     expect(human.stdout).toMatch(/#1 user_message: hello from the CLI/);
@@ -53,7 +70,11 @@ describe('agents CLI', () => {
     for (let i = 0; i < 50 && !listed.includes(sessionId); i++) {
       const list = await agents(['list', '--json']);
       expect(list.code).toBe(0);
-      listed = list.stdout.trim().split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { sessionId: string }).sessionId);
+      listed = list.stdout
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => (JSON.parse(l) as { sessionId: string }).sessionId);
       if (!listed.includes(sessionId)) await new Promise((r) => setTimeout(r, 200));
     }
     expect(listed).toContain(sessionId);
@@ -73,7 +94,8 @@ describe('agents CLI', () => {
     expect((await agents(['send', 'cli-interrupt', 'slow one'])).code).toBe(0);
     const handle = h.env.client.workflow.getHandle('cli-interrupt');
     const deadline = Date.now() + 20_000;
-    while (h.mock.requests('cli-interrupt').length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (h.mock.requests('cli-interrupt').length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     expect((await agents(['interrupt', 'cli-interrupt', '--reason', 'stop'])).code).toBe(0);
     const events = await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'interrupted'));
     expect(events.at(-1)).toMatchObject({ type: 'interrupted', reason: 'stop' });
@@ -83,17 +105,28 @@ describe('agents CLI', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-cli-'));
     try {
       const good = path.join(dir, 'coder.yaml');
-      fs.writeFileSync(good, 'name: coder\nmodel: claude-custom\nsystem: You are careful.\ntools: [session_events]\nlimits: { maxToolRoundsPerTurn: 5 }\n');
+      fs.writeFileSync(
+        good,
+        'name: coder\nmodel: claude-custom\nsystem: You are careful.\ntools: [session_events]\nlimits: { maxToolRoundsPerTurn: 5 }\n',
+      );
       const ok = await agents(['start', '--json', '--agent', good]);
       expect(ok.code).toBe(0);
       const id = (JSON.parse(ok.stdout) as { sessionId: string }).sessionId;
       const ev = await agents(['events', id, '--json', '--limit', '1']);
-      expect(JSON.parse(ev.stdout)).toMatchObject({ agent: { name: 'coder', model: 'claude-custom', limits: { maxToolRoundsPerTurn: 5 } } });
+      expect(JSON.parse(ev.stdout)).toMatchObject({
+        agent: { name: 'coder', model: 'claude-custom', limits: { maxToolRoundsPerTurn: 5 } },
+      });
 
       const bad = path.join(dir, 'bad.yaml');
       fs.writeFileSync(bad, 'name: coder\nmodel: m\ntools: [rm_rf]\nlimits: { maxToolRoundsPerTurn: 0 }\n');
-      expectOneLineError(await agents(['start', '--agent', bad]), /invalid agent file .*tools\.0.*limits\.maxToolRoundsPerTurn/);
-      expectOneLineError(await agents(['start', '--agent', path.join(dir, 'missing.yaml')]), /cannot read agent file .*ENOENT/);
+      expectOneLineError(
+        await agents(['start', '--agent', bad]),
+        /invalid agent file .*tools\.0.*limits\.maxToolRoundsPerTurn/,
+      );
+      expectOneLineError(
+        await agents(['start', '--agent', path.join(dir, 'missing.yaml')]),
+        /cannot read agent file .*ENOENT/,
+      );
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -106,8 +139,14 @@ describe('agents CLI', () => {
     expectOneLineError(await agents(['status', 'cli-nope']), /unknown session cli-nope/);
     expectOneLineError(await agents(['events', 'x', '--from', '-3']), /non-negative integer/);
     expectOneLineError(await agents(['send', 'bad id!', 'hi']), /session ids are/);
-    expectOneLineError(await agents(['status', 'x'], { TEMPORAL_ADDRESS: '127.0.0.1:1' }), /cannot reach Temporal at 127\.0\.0\.1:1/);
-    expectOneLineError(await agents(['status', 'x'], { TEMPORAL_ADDRESS: 'nonsense' }), /TEMPORAL_ADDRESS must be HOST:PORT/);
+    expectOneLineError(
+      await agents(['status', 'x'], { TEMPORAL_ADDRESS: '127.0.0.1:1' }),
+      /cannot reach Temporal at 127\.0\.0\.1:1/,
+    );
+    expectOneLineError(
+      await agents(['status', 'x'], { TEMPORAL_ADDRESS: 'nonsense' }),
+      /TEMPORAL_ADDRESS must be HOST:PORT/,
+    );
     const dup = await agents(['start', '--id', 'cli-dup']);
     expect(dup.code).toBe(0);
     expectOneLineError(await agents(['start', '--id', 'cli-dup']), /session cli-dup already exists/);
@@ -116,27 +155,35 @@ describe('agents CLI', () => {
     expect(unknown.stdout).toBe('');
   });
 
-  it.each(['brain', 'tools'])('runs a %s worker that reports readiness on stderr, with no warning a user cannot act on', async (role) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), 'worker', '--role', role], {
-      env: { ...process.env, TEMPORAL_ADDRESS: h.env.address, ANTHROPIC_BASE_URL: h.mock.url, ANTHROPIC_API_KEY: 'k' },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const ready = new RegExp(`worker ready: ${role}`);
-    try {
-      const deadline = Date.now() + 60_000;
-      while (!ready.test(stderr) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      expect(stderr).toMatch(ready);
-      expect(stdout).toBe('');
-      // An activity-only worker (tools, hands) polls no workflow tasks by design; the SDK's warning about it is dropped.
-      expect(stderr).not.toMatch(/No workflows registered/);
-    } finally {
-      child.kill('SIGTERM');
-      await new Promise((r) => child.once('exit', r));
-    }
-  });
+  it.each(['brain', 'tools'])(
+    'runs a %s worker that reports readiness on stderr, with no warning a user cannot act on',
+    async (role) => {
+      const child = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), 'worker', '--role', role], {
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: h.env.address,
+          ANTHROPIC_BASE_URL: h.mock.url,
+          ANTHROPIC_API_KEY: 'k',
+        },
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const ready = new RegExp(`worker ready: ${role}`);
+      try {
+        const deadline = Date.now() + 60_000;
+        while (!ready.test(stderr) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        expect(stderr).toMatch(ready);
+        expect(stdout).toBe('');
+        // An activity-only worker (tools, hands) polls no workflow tasks by design; the SDK's warning about it is dropped.
+        expect(stderr).not.toMatch(/No workflows registered/);
+      } finally {
+        child.kill('SIGTERM');
+        await new Promise((r) => child.once('exit', r));
+      }
+    },
+  );
 
   it('refuses to run a worker without a model endpoint', async () => {
     const noModel = await agents(['worker'], { ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' });

@@ -15,10 +15,19 @@ afterAll(() => c?.stop());
 
 it('carries a session across a host killed mid-turn, every event readable from a third host after Temporal forgets its first runs', async () => {
   const a = await c.brainOn(0);
-  const handle = await startSession(c.h, { agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } } });
+  const handle = await startSession(c.h, {
+    agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } },
+  });
   const id = handle.workflowId;
   const gate = `cluster-${id}`;
-  c.h.mock.script(id, { steps: [...Array.from({ length: 24 }, () => readLogStep), { gate, ...readLogStep }, ...Array.from({ length: 6 }, () => readLogStep), { reply: { content: [{ type: 'text', text: 'done' }] } }] });
+  c.h.mock.script(id, {
+    steps: [
+      ...Array.from({ length: 24 }, () => readLogStep),
+      { gate, ...readLogStep },
+      ...Array.from({ length: 6 }, () => readLogStep),
+      { reply: { content: [{ type: 'text', text: 'done' }] } },
+    ],
+  });
   const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log again and again' }] });
 
   // Host A is in the gated model call (the 25th) after handing over at least once; then it dies.
@@ -31,7 +40,8 @@ it('carries a session across a host killed mid-turn, every event readable from a
   c.h.mock.release(gate);
   let events: SessionEvent[] = [];
   for (const deadline = Date.now() + 180_000; !turnDone(seq)(events); await new Promise((r) => setTimeout(r, 300))) {
-    if (Date.now() > deadline) throw new Error(`host B did not finish the turn; last event ${JSON.stringify(events.at(-1))}`);
+    if (Date.now() > deadline)
+      throw new Error(`host B did not finish the turn; last event ${JSON.stringify(events.at(-1))}`);
     events = await c.eventsOn(2, id);
   }
   expectGapFreeAndValid(events);

@@ -17,11 +17,26 @@ it('keeps three sessions whole across two hosts killed one after the other', asy
   const first = await c.brainOn(0);
   const sessions = await Promise.all(
     [0, 1, 2].map(async () => {
-      const handle = await startSession(c.h, { agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } } });
+      const handle = await startSession(c.h, {
+        agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } },
+      });
       const id = handle.workflowId;
-      const steps = [...Array.from({ length: 20 }, () => readLogStep), { gate: `${id}-1`, ...readLogStep }, ...Array.from({ length: 20 }, () => readLogStep), { gate: `${id}-2`, ...readLogStep }];
-      c.h.mock.script(id, { steps: [...steps, ...Array.from({ length: 10 }, () => readLogStep), { reply: { content: [{ type: 'text', text: 'done' }] } }] });
-      const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log again and again' }] });
+      const steps = [
+        ...Array.from({ length: 20 }, () => readLogStep),
+        { gate: `${id}-1`, ...readLogStep },
+        ...Array.from({ length: 20 }, () => readLogStep),
+        { gate: `${id}-2`, ...readLogStep },
+      ];
+      c.h.mock.script(id, {
+        steps: [
+          ...steps,
+          ...Array.from({ length: 10 }, () => readLogStep),
+          { reply: { content: [{ type: 'text', text: 'done' }] } },
+        ],
+      });
+      const { seq } = await handle.executeUpdate(sendMessageUpdate, {
+        args: [{ text: 'read the log again and again' }],
+      });
       return { id, seq };
     }),
   );
@@ -38,8 +53,13 @@ it('keeps three sessions whole across two hosts killed one after the other', asy
 
   for (const s of sessions) {
     let events: SessionEvent[] = [];
-    for (const deadline = Date.now() + 240_000; !turnDone(s.seq)(events); await new Promise((r) => setTimeout(r, 500))) {
-      if (Date.now() > deadline) throw new Error(`session ${s.id} did not finish; last event ${JSON.stringify(events.at(-1))}`);
+    for (
+      const deadline = Date.now() + 240_000;
+      !turnDone(s.seq)(events);
+      await new Promise((r) => setTimeout(r, 500))
+    ) {
+      if (Date.now() > deadline)
+        throw new Error(`session ${s.id} did not finish; last event ${JSON.stringify(events.at(-1))}`);
       events = await c.eventsOn(3, s.id);
     }
     expectGapFreeAndValid(events);

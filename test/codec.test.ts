@@ -11,7 +11,14 @@ import {
   encodeToPayloads,
   loadDataConverter,
 } from '@temporalio/common/lib/internal-non-workflow';
-import { ENCRYPTED_ENCODING, EncryptionCodec, KEY_ID_METADATA, createDataConverter, keyIdOf, parseCodecKeys } from '../src/codec';
+import {
+  ENCRYPTED_ENCODING,
+  EncryptionCodec,
+  KEY_ID_METADATA,
+  createDataConverter,
+  keyIdOf,
+  parseCodecKeys,
+} from '../src/codec';
 import { CodecServer } from '../src/codec/codec-server';
 import { loadConfig } from '../src/config';
 import { ensureKeys, loadCodecKey, loadVaultKey } from '../src/key-files';
@@ -36,7 +43,11 @@ describe('EncryptionCodec', () => {
     expect(Buffer.from(encoded[0].data!).includes('launch code')).toBe(false);
     expect(Buffer.from(encoded[0].data!).includes('json/plain')).toBe(false);
     const decoded = await codec.decode(encoded);
-    expect(decoded.map((p) => defaultPayloadConverter.fromPayload(p))).toEqual([{ text: 'the launch code is 0000' }, 'second', undefined]);
+    expect(decoded.map((p) => defaultPayloadConverter.fromPayload(p))).toEqual([
+      { text: 'the launch code is 0000' },
+      'second',
+      undefined,
+    ]);
     expect(decoded.map((p) => text(p.metadata?.encoding))).toEqual(original.map((p) => text(p.metadata?.encoding)));
   });
 
@@ -65,7 +76,9 @@ describe('EncryptionCodec', () => {
     const after = await rotated.encode([plain('written today')]);
     expect(text(after[0].metadata?.[KEY_ID_METADATA])).toBe('new');
     // Dropping the old key makes old data unreadable, with an error that says which key is missing.
-    await expect(new EncryptionCodec(parseCodecKeys(`new:${newKey}`)).decode(before)).rejects.toThrow(/key id "old".*CODEC_KEY does not list/);
+    await expect(new EncryptionCodec(parseCodecKeys(`new:${newKey}`)).decode(before)).rejects.toThrow(
+      /key id "old".*CODEC_KEY does not list/,
+    );
   });
 
   it('names the missing key id when a payload was encrypted with an unknown key', async () => {
@@ -128,7 +141,10 @@ describe('CODEC_KEY', () => {
 describe('createDataConverter', () => {
   it('encrypts failure messages and stack traces along with payloads', async () => {
     const converter = loadDataConverter(createDataConverter(key()));
-    const failure = await encodeErrorToFailure(converter, ApplicationFailure.create({ message: 'token sk-12345 rejected', type: 'Test.Failure' }));
+    const failure = await encodeErrorToFailure(
+      converter,
+      ApplicationFailure.create({ message: 'token sk-12345 rejected', type: 'Test.Failure' }),
+    );
     expect(failure.message).toBe('Encoded failure');
     expect(failure.stackTrace).toBe('');
     expect(text(failure.encodedAttributes?.metadata?.encoding)).toBe(ENCRYPTED_ENCODING);
@@ -176,7 +192,9 @@ describe('local key files', () => {
   it('refuses a corrupt key file with an error naming it', () => {
     fs.mkdirSync(path.join(dir, 'keys'));
     fs.writeFileSync(path.join(dir, 'keys', 'codec.key'), 'garbage');
-    expect(() => loadCodecKey({ CODEC_KEY: undefined, dataDir: dir })).toThrow(/CODEC_KEY from .*codec\.key must be base64/);
+    expect(() => loadCodecKey({ CODEC_KEY: undefined, dataDir: dir })).toThrow(
+      /CODEC_KEY from .*codec\.key must be base64/,
+    );
   });
 });
 
@@ -205,7 +223,14 @@ describe('codec server', () => {
     afterAll(() => server.stop());
 
     it('answers the Web UI preflight with CORS for its origin only', async () => {
-      const ok = await call('/decode', { method: 'OPTIONS', headers: { Origin: UI, 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'content-type,x-namespace' } });
+      const ok = await call('/decode', {
+        method: 'OPTIONS',
+        headers: {
+          Origin: UI,
+          'Access-Control-Request-Method': 'POST',
+          'Access-Control-Request-Headers': 'content-type,x-namespace',
+        },
+      });
       expect(ok.status).toBe(204);
       expect(ok.headers.get('access-control-allow-origin')).toBe(UI);
       expect(ok.headers.get('access-control-allow-headers')).toBe('Content-Type, X-Namespace, Authorization');
@@ -216,7 +241,14 @@ describe('codec server', () => {
     });
 
     it('encodes and decodes proto JSON payloads for an allowed origin', async () => {
-      const input = { payloads: [{ metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from('"hello"').toString('base64') }] };
+      const input = {
+        payloads: [
+          {
+            metadata: { encoding: Buffer.from('json/plain').toString('base64') },
+            data: Buffer.from('"hello"').toString('base64'),
+          },
+        ],
+      };
       const enc = await call('/encode', { headers: { ...json, Origin: UI }, body: input });
       expect(enc.status).toBe(200);
       expect(enc.headers.get('access-control-allow-origin')).toBe(UI);
@@ -229,7 +261,17 @@ describe('codec server', () => {
 
     it('refuses requests with no origin, a foreign origin or a namespace it does not serve, with no payload data', async () => {
       const [sealed] = await codec.encode([plain('confidential')]);
-      const body = { payloads: [{ metadata: { encoding: Buffer.from(sealed.metadata!.encoding!).toString('base64'), [KEY_ID_METADATA]: Buffer.from(sealed.metadata![KEY_ID_METADATA]!).toString('base64') }, data: Buffer.from(sealed.data!).toString('base64') }] };
+      const body = {
+        payloads: [
+          {
+            metadata: {
+              encoding: Buffer.from(sealed.metadata!.encoding!).toString('base64'),
+              [KEY_ID_METADATA]: Buffer.from(sealed.metadata![KEY_ID_METADATA]!).toString('base64'),
+            },
+            data: Buffer.from(sealed.data!).toString('base64'),
+          },
+        ],
+      };
       for (const [headers, status] of [
         [json, 401],
         [{ ...json, Origin: 'http://evil.example' }, 403],
@@ -245,14 +287,23 @@ describe('codec server', () => {
     it('rejects bad requests with a clear status', async () => {
       expect((await call('/other', { headers: { ...json, Origin: UI }, body: { payloads: [] } })).status).toBe(404);
       expect((await call('/decode', { method: 'GET', headers: { Origin: UI } })).status).toBe(405);
-      expect((await call('/decode', { headers: { Origin: UI, 'X-Namespace': 'default' }, body: { payloads: [] } })).status).toBe(415);
+      expect(
+        (await call('/decode', { headers: { Origin: UI, 'X-Namespace': 'default' }, body: { payloads: [] } })).status,
+      ).toBe(415);
       const bad = await call('/decode', { headers: { ...json, Origin: UI }, body: { nope: 1 } });
       expect(bad.status).toBe(400);
       expect(bad.body).toMatch(/invalid body/);
       const unknownKey = await new EncryptionCodec(parseCodecKeys(key())).encode([plain('x')]);
       const r = await call('/decode', {
         headers: { ...json, Origin: UI },
-        body: { payloads: unknownKey.map((p) => ({ metadata: Object.fromEntries(Object.entries(p.metadata!).map(([k, v]) => [k, Buffer.from(v!).toString('base64')])), data: Buffer.from(p.data!).toString('base64') })) },
+        body: {
+          payloads: unknownKey.map((p) => ({
+            metadata: Object.fromEntries(
+              Object.entries(p.metadata!).map(([k, v]) => [k, Buffer.from(v!).toString('base64')]),
+            ),
+            data: Buffer.from(p.data!).toString('base64'),
+          })),
+        },
       });
       expect(r.status).toBe(400);
       expect(r.body).toMatch(/CODEC_KEY does not list/);
@@ -269,11 +320,15 @@ describe('codec server', () => {
 
     it('requires the bearer token; an allowed origin alone is not enough', async () => {
       const body = { payloads: [] };
-      expect((await call('/decode', { headers: { ...json, Authorization: `Bearer ${token}` }, body })).status).toBe(200);
+      expect((await call('/decode', { headers: { ...json, Authorization: `Bearer ${token}` }, body })).status).toBe(
+        200,
+      );
       const originOnly = await call('/decode', { headers: { ...json, Origin: UI }, body });
       expect(originOnly.status).toBe(401);
       expect(originOnly.headers.get('www-authenticate')).toBe('Bearer');
-      expect((await call('/decode', { headers: { ...json, Authorization: `Bearer ${token}x` }, body })).status).toBe(401);
+      expect((await call('/decode', { headers: { ...json, Authorization: `Bearer ${token}x` }, body })).status).toBe(
+        401,
+      );
     });
   });
 });

@@ -51,7 +51,8 @@ function imageConfigEnv(): Record<string, string> {
 }
 
 /** Compose's `${VAR:-default}` with nothing set in the operator's shell. */
-const interpolate = (v: string) => String(v).replace(/\$\{(\w+)(?::?-([^}]*))?\}/g, (_, _name: string, def?: string) => def ?? '');
+const interpolate = (v: string) =>
+  String(v).replace(/\$\{(\w+)(?::?-([^}]*))?\}/g, (_, _name: string, def?: string) => def ?? '');
 
 const WORKER_IMAGE = /managed-agents\/worker/;
 /** Which file secrets, and env files holding secrets, each service may have. */
@@ -87,41 +88,52 @@ function problemsOf(c: Compose): string[] {
     if (!s.healthcheck?.test?.length) problems.push(`${name}: no healthcheck`);
     for (const [dep, cond] of Object.entries(s.depends_on ?? {})) {
       if (!c.services[dep]) problems.push(`${name}: depends on unknown ${dep}`);
-      if (cond?.condition !== 'service_healthy') problems.push(`${name}: depends on ${dep} without condition service_healthy`);
+      if (cond?.condition !== 'service_healthy')
+        problems.push(`${name}: depends on ${dep} without condition service_healthy`);
     }
     // Networks are declared, and each service is on at least one.
     if (!s.networks?.length) problems.push(`${name}: on no network`);
     for (const n of s.networks ?? []) if (!(n in c.networks)) problems.push(`${name}: undeclared network ${n}`);
     // Ports only on the host's loopback.
-    for (const p of s.ports ?? []) if (!String(p).startsWith('127.0.0.1:')) problems.push(`${name}: port ${p} published beyond loopback`);
+    for (const p of s.ports ?? [])
+      if (!String(p).startsWith('127.0.0.1:')) problems.push(`${name}: port ${p} published beyond loopback`);
     // The Docker socket only on hands.
     for (const v of s.volumes ?? []) {
-      if (/docker\.sock/.test(String(v).split(':')[0]) && name !== 'hands') problems.push(`${name}: mounts the Docker socket`);
+      if (/docker\.sock/.test(String(v).split(':')[0]) && name !== 'hands')
+        problems.push(`${name}: mounts the Docker socket`);
       if (String(v).startsWith('/') && !/docker\.sock/.test(String(v))) problems.push(`${name}: mounts host path ${v}`);
     }
     // Secrets only where allowed; no secret as a literal env value.
-    for (const sec of s.secrets ?? []) if (!ALLOWED_SECRETS[sec]?.includes(name)) problems.push(`${name}: holds secret ${sec}`);
-    for (const f of s.env_file ?? []) if (!ALLOWED_ENV_FILES[f]?.includes(name)) problems.push(`${name}: reads env file ${f}`);
+    for (const sec of s.secrets ?? [])
+      if (!ALLOWED_SECRETS[sec]?.includes(name)) problems.push(`${name}: holds secret ${sec}`);
+    for (const f of s.env_file ?? [])
+      if (!ALLOWED_ENV_FILES[f]?.includes(name)) problems.push(`${name}: reads env file ${f}`);
     const env = Object.fromEntries(Object.entries(s.environment ?? {}).map(([k, v]) => [k, interpolate(v)]));
     for (const [k, v] of Object.entries(env)) {
       if (k.endsWith('_FILE')) {
         const sec = /^\/run\/secrets\/(.+)$/.exec(v)?.[1];
-        if (!sec || !(s.secrets ?? []).includes(sec)) problems.push(`${name}: ${k} points at ${v}, not one of its secrets`);
+        if (!sec || !(s.secrets ?? []).includes(sec))
+          problems.push(`${name}: ${k} points at ${v}, not one of its secrets`);
       } else if (SECRET_NAME.test(k) && v !== '') problems.push(`${name}: secret ${k} set in plain env`);
     }
     // Our services: the env they set matches their role's config schema (nothing unknown, nothing missing).
     const role = roleOf(s);
     if (s.image && WORKER_IMAGE.test(s.image)) {
       if (!role) problems.push(`${name}: runs the worker image with no known command`);
-      else for (const p of checkRoleEnv(role, { ...imageEnv, ...env })) problems.push(`${name} (${role}): ${p.variable} ${p.message}`);
+      else
+        for (const p of checkRoleEnv(role, { ...imageEnv, ...env }))
+          problems.push(`${name} (${role}): ${p.variable} ${p.message}`);
     }
     if (role && (WORKER_ROLES as readonly string[]).includes(role)) {
       // Its healthcheck is `agents doctor` for its own role, with known checks.
       const test = (s.healthcheck?.test ?? []).map(String);
       const doctor = test.indexOf('doctor');
-      if (doctor < 0 || test[test.indexOf('--role') + 1] !== role) problems.push(`${name}: healthcheck is not \`doctor --role ${role}\``);
+      if (doctor < 0 || test[test.indexOf('--role') + 1] !== role)
+        problems.push(`${name}: healthcheck is not \`doctor --role ${role}\``);
       const checks = test[test.indexOf('--check') + 1]?.split(',') ?? [];
-      for (const ch of checks) if (!(CHECKS as readonly string[]).includes(ch)) problems.push(`${name}: healthcheck names unknown check ${ch}`);
+      for (const ch of checks)
+        if (!(CHECKS as readonly string[]).includes(ch))
+          problems.push(`${name}: healthcheck names unknown check ${ch}`);
       if (!checks.includes('pollers')) problems.push(`${name}: healthcheck does not check its pollers`);
     }
   }
@@ -129,16 +141,20 @@ function problemsOf(c: Compose): string[] {
   const brain = c.services.brain;
   if (brain) {
     // Scalable with --scale: nothing that pins one container.
-    if (brain.container_name || brain.hostname || brain.ports?.length) problems.push('brain: pinned by container_name, hostname or ports, so it cannot scale');
+    if (brain.container_name || brain.hostname || brain.ports?.length)
+      problems.push('brain: pinned by container_name, hostname or ports, so it cannot scale');
   }
   const hands = c.services.hands;
-  if (hands && !(hands.volumes ?? []).some((v) => String(v).startsWith('/var/run/docker.sock:'))) problems.push('hands: no Docker socket');
-  if (hands && !hands.environment?.HANDS_HOST_ID) problems.push('hands: no fixed HANDS_HOST_ID, so a restart would orphan its sandboxes');
+  if (hands && !(hands.volumes ?? []).some((v) => String(v).startsWith('/var/run/docker.sock:')))
+    problems.push('hands: no Docker socket');
+  if (hands && !hands.environment?.HANDS_HOST_ID)
+    problems.push('hands: no fixed HANDS_HOST_ID, so a restart would orphan its sandboxes');
 
   const temporal = c.services.temporal;
   if (temporal) {
     if (!/^temporalio\/auto-setup:/.test(temporal.image ?? '')) problems.push('temporal: not the auto-setup image');
-    if (temporal.environment?.DB !== 'postgres12' || temporal.environment?.POSTGRES_SEEDS !== 'postgres') problems.push('temporal: not on the postgres service');
+    if (temporal.environment?.DB !== 'postgres12' || temporal.environment?.POSTGRES_SEEDS !== 'postgres')
+      problems.push('temporal: not on the postgres service');
     if (!temporal.depends_on?.postgres) problems.push('temporal: does not wait for postgres');
   }
   const ui = c.services['temporal-ui'];
@@ -146,27 +162,41 @@ function problemsOf(c: Compose): string[] {
   if (ui && codec) {
     const endpoint = new URL(ui.environment?.TEMPORAL_CODEC_ENDPOINT ?? 'http://none');
     const published = (codec.ports ?? []).map((p) => String(p).split(':')[1]);
-    if (!published.includes(endpoint.port)) problems.push(`temporal-ui: codec endpoint ${endpoint} is not the codec server's published port`);
+    if (!published.includes(endpoint.port))
+      problems.push(`temporal-ui: codec endpoint ${endpoint} is not the codec server's published port`);
     const uiOrigin = `http://localhost:${String(ui.ports?.[0] ?? '').split(':')[1]}`;
     const cmd = (codec.command ?? []).map(String);
-    if (cmd[cmd.indexOf('--origin') + 1] !== uiOrigin) problems.push(`codec-server: does not allow the UI's origin ${uiOrigin}`);
+    if (cmd[cmd.indexOf('--origin') + 1] !== uiOrigin)
+      problems.push(`codec-server: does not allow the UI's origin ${uiOrigin}`);
   }
 
   // Network isolation: the database only with Temporal and the API, internal networks with no way out, the codec server alone.
-  const on = (net: string) => Object.entries(c.services).filter(([, s]) => s.networks?.includes(net)).map(([n]) => n).sort();
-  if (JSON.stringify(on('db')) !== JSON.stringify(['api', 'brain', 'hands', 'postgres', 'temporal', 'tools'])) problems.push(`db network holds ${on('db').join(', ')}`);
+  const on = (net: string) =>
+    Object.entries(c.services)
+      .filter(([, s]) => s.networks?.includes(net))
+      .map(([n]) => n)
+      .sort();
+  if (JSON.stringify(on('db')) !== JSON.stringify(['api', 'brain', 'hands', 'postgres', 'temporal', 'tools']))
+    problems.push(`db network holds ${on('db').join(', ')}`);
   // A cluster: state hosts share is in PostgreSQL, never on a volume one host's containers would keep to themselves.
   for (const name of ['api', 'brain', 'hands', 'tools']) {
-    if (c.services[name] && !c.services[name].environment?.DATABASE_URL_FILE) problems.push(`${name}: no DATABASE_URL_FILE, so its shared state stays on its own disk`);
-    for (const v of c.services[name]?.volumes ?? []) if (/^(archive|vaults):/.test(String(v))) problems.push(`${name}: keeps shared state on volume ${String(v).split(':')[0]}`);
+    if (c.services[name] && !c.services[name].environment?.DATABASE_URL_FILE)
+      problems.push(`${name}: no DATABASE_URL_FILE, so its shared state stays on its own disk`);
+    for (const v of c.services[name]?.volumes ?? [])
+      if (/^(archive|vaults):/.test(String(v)))
+        problems.push(`${name}: keeps shared state on volume ${String(v).split(':')[0]}`);
   }
   const api = c.services.api;
-  if (api && (api.secrets ?? []).includes('vault_key')) problems.push('api: holds the vault key, which would let it open credentials');
+  if (api && (api.secrets ?? []).includes('vault_key'))
+    problems.push('api: holds the vault key, which would let it open credentials');
   for (const net of ['db', 'backend']) if (!c.networks[net]?.internal) problems.push(`${net} network is not internal`);
-  if (JSON.stringify(on('codec')) !== JSON.stringify(['codec-server'])) problems.push(`codec network holds ${on('codec').join(', ')}`);
-  for (const w of ['brain', 'hands', 'tools']) if (!c.services[w]?.networks?.includes('backend')) problems.push(`${w}: cannot reach Temporal`);
+  if (JSON.stringify(on('codec')) !== JSON.stringify(['codec-server']))
+    problems.push(`codec network holds ${on('codec').join(', ')}`);
+  for (const w of ['brain', 'hands', 'tools'])
+    if (!c.services[w]?.networks?.includes('backend')) problems.push(`${w}: cannot reach Temporal`);
 
-  for (const [n, sec] of Object.entries(c.secrets ?? {})) if (!sec.file?.startsWith('deploy/secrets/')) problems.push(`secret ${n} outside deploy/secrets/`);
+  for (const [n, sec] of Object.entries(c.secrets ?? {}))
+    if (!sec.file?.startsWith('deploy/secrets/')) problems.push(`secret ${n} outside deploy/secrets/`);
   return problems;
 }
 
@@ -207,7 +237,9 @@ it('writes the secret files compose mounts once, and keeps them after', () => {
     const codecKey = fs.readFileSync(path.join(dir, 'codec_key'), 'utf8');
     expect(Buffer.from(codecKey.trim(), 'base64')).toHaveLength(32);
     expect(fs.statSync(path.join(dir, 'codec_key')).mode & 0o777).toBe(0o400);
-    expect(fs.readFileSync(path.join(dir, 'postgres.env'), 'utf8')).toMatch(/^POSTGRES_PASSWORD=(\w{48})\nPOSTGRES_PWD=\1\n$/);
+    expect(fs.readFileSync(path.join(dir, 'postgres.env'), 'utf8')).toMatch(
+      /^POSTGRES_PASSWORD=(\w{48})\nPOSTGRES_PWD=\1\n$/,
+    );
     expect(writeComposeSecrets(dir, {}).written).toEqual([]);
     expect(fs.readFileSync(path.join(dir, 'codec_key'), 'utf8')).toBe(codecKey);
   } finally {
@@ -221,8 +253,12 @@ it('writes the api service its database URL and the vault public key, derived fr
     writeComposeSecrets(dir, {});
     expect((await writeApiSecrets(dir)).sort()).toEqual(['database_url', 'vault_public_key']);
     const pw = /POSTGRES_PASSWORD=(\w+)/.exec(fs.readFileSync(path.join(dir, 'postgres.env'), 'utf8'))![1];
-    expect(fs.readFileSync(path.join(dir, 'database_url'), 'utf8')).toBe(`postgres://temporal:${pw}@postgres:5432/agents_api\n`);
-    expect(fs.readFileSync(path.join(dir, 'vault_public_key'), 'utf8').trim()).toBe(await vaultPublicKey(fs.readFileSync(path.join(dir, 'vault_key'), 'utf8').trim()));
+    expect(fs.readFileSync(path.join(dir, 'database_url'), 'utf8')).toBe(
+      `postgres://temporal:${pw}@postgres:5432/agents_api\n`,
+    );
+    expect(fs.readFileSync(path.join(dir, 'vault_public_key'), 'utf8').trim()).toBe(
+      await vaultPublicKey(fs.readFileSync(path.join(dir, 'vault_key'), 'utf8').trim()),
+    );
     expect(await writeApiSecrets(dir)).toEqual([]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -9,7 +9,14 @@ import { expectOneLineError, runAgents } from './helpers/cli';
 const KEY = Buffer.alloc(32, 7).toString('base64');
 
 it('lists each bad variable with its reason in one error', () => {
-  const env = { TEMPORAL_ADDRESS: 'no-port', KEY_FILES: 'maybe', VAULT_KEY: 'c2hvcnQ=', ANTHROPIC_BASE_URL: 'ftp://x', HANDS_HOST_ID: 'has space', TEMPORAL_TLS_CLIENT_CERT_PATH: '/nonexistent/cert.pem' };
+  const env = {
+    TEMPORAL_ADDRESS: 'no-port',
+    KEY_FILES: 'maybe',
+    VAULT_KEY: 'c2hvcnQ=',
+    ANTHROPIC_BASE_URL: 'ftp://x',
+    HANDS_HOST_ID: 'has space',
+    TEMPORAL_TLS_CLIENT_CERT_PATH: '/nonexistent/cert.pem',
+  };
   let error: ConfigError | undefined;
   try {
     loadConfig(env, 'hands');
@@ -51,7 +58,13 @@ it('reads secrets from NAME_FILE, and refuses an unreadable file or both forms',
     fs.writeFileSync(path.join(dir, 'vault'), `${KEY}\n`);
     const config = loadConfig({ VAULT_KEY_FILE: path.join(dir, 'vault'), KEY_FILES: 'off', CODEC_KEY: KEY }, 'tools');
     expect(config.VAULT_KEY).toBe(KEY);
-    expect(() => loadConfig({ VAULT_KEY_FILE: path.join(dir, 'missing'), CODEC_KEY: KEY, CODEC_KEY_FILE: path.join(dir, 'vault') })).toThrow(
+    expect(() =>
+      loadConfig({
+        VAULT_KEY_FILE: path.join(dir, 'missing'),
+        CODEC_KEY: KEY,
+        CODEC_KEY_FILE: path.join(dir, 'vault'),
+      }),
+    ).toThrow(
       /^invalid configuration: VAULT_KEY_FILE cannot be read \(ENOENT\): .*missing; CODEC_KEY_FILE and CODEC_KEY are both set; set one$/,
     );
   } finally {
@@ -60,20 +73,47 @@ it('reads secrets from NAME_FILE, and refuses an unreadable file or both forms',
 });
 
 it('checks the variables a deployment gives a role: unknown ones and secrets it must not hold', () => {
-  expect(checkRoleEnv('brain', { TEMPORAL_ADDRESS: 'temporal:7233', KEY_FILES: 'off', CODEC_KEY_FILE: '/run/secrets/codec_key', ANTHROPIC_BASE_URL: 'http://model:8080' })).toEqual([]);
-  expect(checkRoleEnv('brain', { TEMPORAL_ADRESS: 'temporal:7233', VAULT_KEY_FILE: '/run/secrets/vault_key', ANTHROPIC_BASE_URL: 'http://m' }).map((p) => p.variable)).toEqual(['TEMPORAL_ADRESS', 'VAULT_KEY_FILE']);
+  expect(
+    checkRoleEnv('brain', {
+      TEMPORAL_ADDRESS: 'temporal:7233',
+      KEY_FILES: 'off',
+      CODEC_KEY_FILE: '/run/secrets/codec_key',
+      ANTHROPIC_BASE_URL: 'http://model:8080',
+    }),
+  ).toEqual([]);
+  expect(
+    checkRoleEnv('brain', {
+      TEMPORAL_ADRESS: 'temporal:7233',
+      VAULT_KEY_FILE: '/run/secrets/vault_key',
+      ANTHROPIC_BASE_URL: 'http://m',
+    }).map((p) => p.variable),
+  ).toEqual(['TEMPORAL_ADRESS', 'VAULT_KEY_FILE']);
 });
 
 it('turns TLS on for a client certificate or an API key', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-tls-'));
   try {
     for (const f of ['crt', 'key', 'ca']) fs.writeFileSync(path.join(dir, f), `${f}-pem`);
-    const mtls = loadConfig({ TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233', TEMPORAL_TLS_CLIENT_CERT_PATH: path.join(dir, 'crt'), TEMPORAL_TLS_CLIENT_KEY_PATH: path.join(dir, 'key'), TEMPORAL_TLS_SERVER_CA_CERT_PATH: path.join(dir, 'ca'), TEMPORAL_TLS_SERVER_NAME: 'frontend' });
+    const mtls = loadConfig({
+      TEMPORAL_ADDRESS: 'ns.acct.tmprl.cloud:7233',
+      TEMPORAL_TLS_CLIENT_CERT_PATH: path.join(dir, 'crt'),
+      TEMPORAL_TLS_CLIENT_KEY_PATH: path.join(dir, 'key'),
+      TEMPORAL_TLS_SERVER_CA_CERT_PATH: path.join(dir, 'ca'),
+      TEMPORAL_TLS_SERVER_NAME: 'frontend',
+    });
     expect(temporalConnectionOptions(mtls)).toEqual({
       address: 'ns.acct.tmprl.cloud:7233',
-      tls: { clientCertPair: { crt: Buffer.from('crt-pem'), key: Buffer.from('key-pem') }, serverRootCACertificate: Buffer.from('ca-pem'), serverNameOverride: 'frontend' },
+      tls: {
+        clientCertPair: { crt: Buffer.from('crt-pem'), key: Buffer.from('key-pem') },
+        serverRootCACertificate: Buffer.from('ca-pem'),
+        serverNameOverride: 'frontend',
+      },
     });
-    expect(temporalConnectionOptions(loadConfig({ TEMPORAL_ADDRESS: 'us-east-1.aws.api.temporal.io:7233', TEMPORAL_API_KEY: 'k' }))).toEqual({ address: 'us-east-1.aws.api.temporal.io:7233', tls: true, apiKey: 'k' });
+    expect(
+      temporalConnectionOptions(
+        loadConfig({ TEMPORAL_ADDRESS: 'us-east-1.aws.api.temporal.io:7233', TEMPORAL_API_KEY: 'k' }),
+      ),
+    ).toEqual({ address: 'us-east-1.aws.api.temporal.io:7233', tls: true, apiKey: 'k' });
     expect(temporalConnectionOptions(loadConfig({}))).toEqual({ address: 'localhost:7233' });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
@@ -81,6 +121,14 @@ it('turns TLS on for a client certificate or an API key', () => {
 });
 
 it('refuses to start a worker on a bad environment with one line naming each variable', async () => {
-  const r = await runAgents('temporal', ['worker', '--role', 'brain'], { KEY_FILES: 'off', CODEC_KEY: '', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '' });
-  expectOneLineError(r, /^error: invalid configuration: CODEC_KEY is required with KEY_FILES=off \(set CODEC_KEY or CODEC_KEY_FILE\); ANTHROPIC_API_KEY is missing: the brain role calls the model; set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL .*; TEMPORAL_ADDRESS must be HOST:PORT\n$/);
+  const r = await runAgents('temporal', ['worker', '--role', 'brain'], {
+    KEY_FILES: 'off',
+    CODEC_KEY: '',
+    ANTHROPIC_API_KEY: '',
+    ANTHROPIC_BASE_URL: '',
+  });
+  expectOneLineError(
+    r,
+    /^error: invalid configuration: CODEC_KEY is required with KEY_FILES=off \(set CODEC_KEY or CODEC_KEY_FILE\); ANTHROPIC_API_KEY is missing: the brain role calls the model; set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL .*; TEMPORAL_ADDRESS must be HOST:PORT\n$/,
+  );
 });

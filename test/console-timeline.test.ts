@@ -10,8 +10,15 @@ import { FOLD_LINES, cost, dollars, folded } from '../src/console/app/formatters
 const T = '2026-12-01T10:00:00.000Z';
 const usage = { inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 type Draft = SessionEvent extends infer E ? (E extends SessionEvent ? Omit<E, 'seq' | 'time'> : never) : never;
-const api = (...drafts: Draft[]) => projectLog('ses-c', drafts.map((e, seq) => ({ ...e, seq, time: T }) as SessionEvent)) as unknown as ApiEvent[];
-const started: Draft = { type: 'session_started', agent: { name: 'a', model: 'm', clientTools: [{ name: 'ask_user' }] } };
+const api = (...drafts: Draft[]) =>
+  projectLog(
+    'ses-c',
+    drafts.map((e, seq) => ({ ...e, seq, time: T }) as SessionEvent),
+  ) as unknown as ApiEvent[];
+const started: Draft = {
+  type: 'session_started',
+  agent: { name: 'a', model: 'm', clientTools: [{ name: 'ask_user' }] },
+};
 const toolTurn = (id: string, name: string, input: Record<string, unknown>): Draft[] => [
   { type: 'assistant_message', content: [{ type: 'tool_use', id, name, input }], stopReason: 'tool_use', usage },
   { type: 'tool_use', id, name, input },
@@ -53,7 +60,10 @@ it('folds a turn into messages and calls, each call with its result, verdict and
     ['mcp', 'list', 'tracker'],
     ['custom', 'ask_user', undefined],
   ]);
-  expect(calls[0]).toMatchObject({ confirmation: { result: 'deny', message: 'not yet' }, result: { text: 'denied: not yet', isError: true } });
+  expect(calls[0]).toMatchObject({
+    confirmation: { result: 'deny', message: 'not yet' },
+    result: { text: 'denied: not yet', isError: true },
+  });
   expect(calls[1].result).toEqual({ text: 'issue 1', isError: false });
   expect([...t.waiting]).toEqual([calls[2].id]);
   expect(t.items.map((i) => i.kind)).toEqual(['user', 'call', 'call', 'call']);
@@ -81,7 +91,11 @@ it('shows errors with their retry status, and markers for an interrupt, a compac
     'Context compacted: earlier turns were summarised',
     'Session ended',
   ]);
-  expect(t.items[1]).toMatchObject({ errorType: 'model_request_failed_error', message: 'overloaded past its retry budget', retry: 'exhausted' });
+  expect(t.items[1]).toMatchObject({
+    errorType: 'model_request_failed_error',
+    message: 'overloaded past its retry budget',
+    retry: 'exhausted',
+  });
   expect(t.status).toBe('terminated');
   expect(t.waiting.size).toBe(0);
 });
@@ -93,7 +107,15 @@ it("shows a sandbox's provisioning, loss and replacement as markers between the 
       started,
       { type: 'user_message', text: 'run' },
       ...toolTurn('toolu_1', 'bash', { command: 'ls' }),
-      { type: 'sandbox_provisioned', name: 'main', sandboxId: 'c1', host: 'h', ms: 1240, resumed: false, loosened: ['network: bridge'] },
+      {
+        type: 'sandbox_provisioned',
+        name: 'main',
+        sandboxId: 'c1',
+        host: 'h',
+        ms: 1240,
+        resumed: false,
+        loosened: ['network: bridge'],
+      },
       { type: 'tool_result', toolUseId: 'toolu_1', output: 'ok', isError: false },
       ...toolTurn('toolu_2', 'bash', { command: 'ls' }),
       { type: 'sandbox_lost', name: 'main', sandboxId: 'c1', reason: 'container exited (137)' },
@@ -103,24 +125,29 @@ it("shows a sandbox's provisioning, loss and replacement as markers between the 
   );
   expect(t.items.filter((i) => i.kind === 'marker')).toEqual([
     expect.objectContaining({ text: 'Sandbox main provisioned in 1.2 s', detail: 'loosened: network: bridge' }),
-    { kind: 'marker', id: expect.any(String), at: T, text: 'Sandbox main lost', detail: 'container exited (137); the next call gets a new one', tone: 'warn' },
+    {
+      kind: 'marker',
+      id: expect.any(String),
+      at: T,
+      text: 'Sandbox main lost',
+      detail: 'container exited (137); the next call gets a new one',
+      tone: 'warn',
+    },
     { kind: 'marker', id: expect.any(String), at: T, text: 'Sandbox main resumed in 0.3 s' },
   ]);
   // Each marker stands before the call it was provisioned for, or that found it gone; the calls keep their results.
-  expect(t.items.map((i) => (i.kind === 'call' ? `call ${i.result?.isError ? 'error' : (i.result?.text ?? 'open')}` : i.kind))).toEqual([
-    'user',
-    'marker',
-    'call ok',
-    'marker',
-    'call error',
-    'marker',
-  ]);
+  expect(
+    t.items.map((i) =>
+      i.kind === 'call' ? `call ${i.result?.isError ? 'error' : (i.result?.text ?? 'open')}` : i.kind,
+    ),
+  ).toEqual(['user', 'marker', 'call ok', 'marker', 'call error', 'marker']);
   expect(t.call(t.items[4].id)).toBe(t.items[4]);
   expect(t.status).toBe('running');
 });
 
 it('splits SSE frames across chunk boundaries, CRLF and comments alike', () => {
-  const text = ': stream open\n\nevent: agent.message\ndata: {"id":"sevt_1"}\n\nevent: ping\r\ndata: {}\r\n\r\nevent: user.message\ndata: {"id":';
+  const text =
+    ': stream open\n\nevent: agent.message\ndata: {"id":"sevt_1"}\n\nevent: ping\r\ndata: {}\r\n\r\nevent: user.message\ndata: {"id":';
   const first = parseFrames(text);
   expect(first.frames).toEqual([
     { event: 'agent.message', data: '{"id":"sevt_1"}' },
@@ -137,7 +164,12 @@ it('folds long text to its head, and prices usage by model, dated ids included',
   expect(folded(long)).toEqual({ head: long.split('\n').slice(0, FOLD_LINES).join('\n'), lines: 60 });
   expect(folded('x'.repeat(5000))?.head.length).toBe(1500);
   const prices = { 'claude-sonnet-4-5': { input: 3, output: 15 } };
-  const u = { input_tokens: 1_000_000, output_tokens: 100_000, cache_read_input_tokens: 1_000_000, cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 } };
+  const u = {
+    input_tokens: 1_000_000,
+    output_tokens: 100_000,
+    cache_read_input_tokens: 1_000_000,
+    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+  };
   expect(cost(prices, 'claude-sonnet-4-5-20250929', u)).toBeCloseTo(3 + 1.5 + 0.3);
   expect(cost(prices, 'claude-test', u)).toBeUndefined();
   expect([dollars(undefined), dollars(0), dollars(0.004), dollars(4.8)]).toEqual(['–', '$0.00', '$0.0040', '$4.80']);

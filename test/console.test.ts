@@ -30,7 +30,11 @@ beforeAll(async () => {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
   h = await startHarness({ role: 'all', hostId: `console-test-${process.pid}` });
   try {
-    api = await startTestApi('postgres', ['default'], { client: h.env.client, archive: testArchive(), log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
+    api = await startTestApi('postgres', ['default'], {
+      client: h.env.client,
+      archive: testArchive(),
+      log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)),
+    });
     browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
   } catch (e) {
     await api?.stop();
@@ -39,15 +43,34 @@ beforeAll(async () => {
   }
   client = await api.client();
   envId = (await client.beta.environments.create({ name: 'console-env' })).id;
-  agents.chat = (await client.beta.agents.create({ name: 'chat', model: 'claude-sonnet-4-5', tools: [{ type: 'agent_toolset_20260401' }] })).id;
+  agents.chat = (
+    await client.beta.agents.create({
+      name: 'chat',
+      model: 'claude-sonnet-4-5',
+      tools: [{ type: 'agent_toolset_20260401' }],
+    })
+  ).id;
   agents.careful = (
-    await client.beta.agents.create({ name: 'careful', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'bash', permission_policy: { type: 'always_ask' } }] }] })
+    await client.beta.agents.create({
+      name: 'careful',
+      model: 'claude-test',
+      tools: [
+        { type: 'agent_toolset_20260401', configs: [{ name: 'bash', permission_policy: { type: 'always_ask' } }] },
+      ],
+    })
   ).id;
   agents.form = (
     await client.beta.agents.create({
       name: 'form',
       model: 'claude-test',
-      tools: [{ type: 'custom', name: 'ask_user_form', description: 'Ask the user a question', input_schema: { type: 'object', properties: { question: { type: 'string' } } } }],
+      tools: [
+        {
+          type: 'custom',
+          name: 'ask_user_form',
+          description: 'Ask the user a question',
+          input_schema: { type: 'object', properties: { question: { type: 'string' } } },
+        },
+      ],
     })
   ).id;
 });
@@ -116,7 +139,10 @@ it('refuses a wrong key, then starts a session from an agent and environment and
 
   // A reply that arrives after the page loaded: the page follows the stream.
   await send(page, 'and a second time');
-  await page.getByRole('listitem', { name: 'Agent message' }).filter({ hasText: 'You said: and a second time' }).waitFor();
+  await page
+    .getByRole('listitem', { name: 'Agent message' })
+    .filter({ hasText: 'You said: and a second time' })
+    .waitFor();
   expect(await page.getByLabel('Message', { exact: true }).inputValue()).toBe('');
 
   // A bash call with long output: folded to its head, the whole a click away.
@@ -132,18 +158,28 @@ it('refuses a wrong key, then starts a session from an agent and environment and
 
   // The same events as any other client's.
   const log = await events(id);
-  expect(log.filter((e) => e.type === 'user.message').map((e) => (e as { content: { text: string }[] }).content[0].text)).toEqual([
-    'hello console',
-    'and a second time',
-    'please run `seq 1 60 | sed s/^/row-/`',
-  ]);
+  expect(
+    log.filter((e) => e.type === 'user.message').map((e) => (e as { content: { text: string }[] }).content[0].text),
+  ).toEqual(['hello console', 'and a second time', 'please run `seq 1 60 | sed s/^/row-/`']);
   expect(log.some((e) => e.type === 'agent.tool_result' && JSON.stringify(e).includes('row-60'))).toBe(true);
 });
 
 it('allows one always_ask bash call and denies the next with a reason, each through events.send', async () => {
-  const s = await client.beta.sessions.create({ agent: agents.careful, environment_id: envId, title: 'Careful pushes' });
-  const bash = (command: string) => ({ reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] } });
-  h.mock.script(s.id, { steps: [bash('echo allowed-run'), bash('echo denied-run'), { reply: { content: [{ type: 'text', text: 'Both settled.' }] } }] });
+  const s = await client.beta.sessions.create({
+    agent: agents.careful,
+    environment_id: envId,
+    title: 'Careful pushes',
+  });
+  const bash = (command: string) => ({
+    reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] },
+  });
+  h.mock.script(s.id, {
+    steps: [
+      bash('echo allowed-run'),
+      bash('echo denied-run'),
+      { reply: { content: [{ type: 'text', text: 'Both settled.' }] } },
+    ],
+  });
   const page = await signedIn(await api.key(), `/console/sessions/${s.id}`);
   await page.getByRole('heading', { name: 'Careful pushes' }).waitFor();
   await send(page, 'run them');
@@ -177,7 +213,17 @@ it('allows one always_ask bash call and denies the next with a reason, each thro
 it('answers a custom tool call from its form', async () => {
   const s = await client.beta.sessions.create({ agent: agents.form, environment_id: envId, title: 'Pick a colour' });
   h.mock.script(s.id, {
-    steps: [{ reply: { content: [{ type: 'text', text: 'Asking.' }, { type: 'tool_use', name: 'ask_user_form', input: { question: 'Which colour?' } }] } }, { reply: { content: [{ type: 'text', text: 'Teal it is.' }] } }],
+    steps: [
+      {
+        reply: {
+          content: [
+            { type: 'text', text: 'Asking.' },
+            { type: 'tool_use', name: 'ask_user_form', input: { question: 'Which colour?' } },
+          ],
+        },
+      },
+      { reply: { content: [{ type: 'text', text: 'Teal it is.' }] } },
+    ],
   });
   const page = await signedIn(await api.key(), `/console/sessions/${s.id}`);
   await send(page, 'pick a colour');
@@ -189,7 +235,11 @@ it('answers a custom tool call from its form', async () => {
   await call.locator('.result').getByText('teal').waitFor();
   const log = await events(s.id);
   const use = log.find((e) => e.type === 'agent.custom_tool_use')!;
-  expect(log.find((e) => e.type === 'user.custom_tool_result')).toMatchObject({ custom_tool_use_id: use.id, content: [{ type: 'text', text: 'teal' }], is_error: false });
+  expect(log.find((e) => e.type === 'user.custom_tool_result')).toMatchObject({
+    custom_tool_use_id: use.id,
+    content: [{ type: 'text', text: 'teal' }],
+    is_error: false,
+  });
 });
 
 it('interrupts a slow turn with the Interrupt button', async () => {
@@ -253,14 +303,30 @@ it("shows another workspace's sessions nowhere: not in its list, not by id", asy
 
 it('lists the sessions newest first with agent, status and usage, filters them, and stays usable on a phone', async () => {
   // One session left waiting on a confirmation, as the list names it.
-  const pending = await client.beta.sessions.create({ agent: agents.careful, environment_id: envId, title: 'Deploy to staging' });
-  h.mock.script(pending.id, { steps: [{ reply: { content: [{ type: 'tool_use', name: 'bash', input: { command: 'make deploy' } }] } }] });
-  await client.beta.sessions.events.send(pending.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'deploy it' }] }] });
+  const pending = await client.beta.sessions.create({
+    agent: agents.careful,
+    environment_id: envId,
+    title: 'Deploy to staging',
+  });
+  h.mock.script(pending.id, {
+    steps: [{ reply: { content: [{ type: 'tool_use', name: 'bash', input: { command: 'make deploy' } }] } }],
+  });
+  await client.beta.sessions.events.send(pending.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'deploy it' }] }],
+  });
   const page = await signedIn(await api.key());
   const rows = page.locator('table.sessions tbody tr');
   await rows.filter({ hasText: 'Deploy to staging' }).getByText('waiting for your action on 1 call').waitFor();
   const titles = await rows.locator('td[data-label="Title"] a').allTextContents();
-  expect(titles.slice(0, 7)).toEqual(['Deploy to staging', 'Ours alone', 'Refused request', 'Slow thinker', 'Pick a colour', 'Careful pushes', 'Tidy the notes']);
+  expect(titles.slice(0, 7)).toEqual([
+    'Deploy to staging',
+    'Ours alone',
+    'Refused request',
+    'Slow thinker',
+    'Pick a colour',
+    'Careful pushes',
+    'Tidy the notes',
+  ]);
   const tidy = rows.filter({ hasText: 'Tidy the notes' });
   await expect(tidy.locator('td[data-label="Agent"]').innerText()).resolves.toBe('chat v1');
   await tidy.getByText('waiting for a message').waitFor();
@@ -271,22 +337,30 @@ it('lists the sessions newest first with agent, status and usage, filters them, 
   await page.getByLabel('Agent').selectOption({ label: 'careful' });
   await page.getByRole('link', { name: 'Ours alone' }).waitFor({ state: 'detached' });
   await page.getByRole('link', { name: 'Deploy to staging' }).waitFor();
-  await expect(rows.locator('td[data-label="Title"] a').allTextContents()).resolves.toEqual(['Deploy to staging', 'Careful pushes']);
+  await expect(rows.locator('td[data-label="Title"] a').allTextContents()).resolves.toEqual([
+    'Deploy to staging',
+    'Careful pushes',
+  ]);
   await page.getByLabel('Agent').selectOption({ label: 'All agents' });
   await page.getByLabel('Status').selectOption({ label: 'Terminated' });
   await page.getByText('No sessions match these filters').waitFor();
 
-  const careful = (await client.beta.sessions.list({ agent_id: agents.careful })).data.find((x) => x.title === 'Careful pushes')!;
+  const careful = (await client.beta.sessions.list({ agent_id: agents.careful })).data.find(
+    (x) => x.title === 'Careful pushes',
+  )!;
   const phone = await signedIn(await api.key(), `/console/sessions/${careful.id}`, { width: 390, height: 844 });
   await phone.getByRole('listitem', { name: 'Agent message' }).filter({ hasText: 'Both settled.' }).waitFor();
-  const overflow = (await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
+  const overflow = (await phone.evaluate(
+    'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+  )) as number;
   expect(overflow).toBeLessThanOrEqual(0);
   await phone.getByLabel('Message', { exact: true }).waitFor();
   await phone.screenshot({ path: path.join(ARTIFACTS, 'console-session-phone.png') });
 });
 
 it('pages through more sessions than fit a page, newest first', async () => {
-  for (let i = 1; i <= 14; i++) await client.beta.sessions.create({ agent: agents.chat, environment_id: envId, title: `Filler ${i}` });
+  for (let i = 1; i <= 14; i++)
+    await client.beta.sessions.create({ agent: agents.chat, environment_id: envId, title: `Filler ${i}` });
   const page = await signedIn(await api.key());
   const titles = page.locator('table.sessions tbody tr td[data-label="Title"] a');
   await page.getByRole('link', { name: 'Filler 14' }).waitFor();
@@ -304,52 +378,90 @@ it('pages through more sessions than fit a page, newest first', async () => {
 async function clearInView(page: Page, button: ReturnType<Page['getByRole']>): Promise<void> {
   const handle = await button.elementHandle();
   await page.waitForFunction((el) => {
-    const w = globalThis as unknown as { innerWidth: number; innerHeight: number; document: { elementFromPoint(x: number, y: number): unknown } };
+    const w = globalThis as unknown as {
+      innerWidth: number;
+      innerHeight: number;
+      document: { elementFromPoint(x: number, y: number): unknown };
+    };
     const r = el!.getBoundingClientRect();
     const x = r.left + r.width / 2;
     const y = r.top + r.height / 2;
-    return x >= 0 && y >= 0 && x <= w.innerWidth && y <= w.innerHeight && el!.contains(w.document.elementFromPoint(x, y) as typeof el);
+    return (
+      x >= 0 &&
+      y >= 0 &&
+      x <= w.innerWidth &&
+      y <= w.innerHeight &&
+      el!.contains(w.document.elementFromPoint(x, y) as typeof el)
+    );
   }, handle);
 }
 
 it.each([
   ['a desktop window', { width: 1280, height: 800 }],
   ['a phone', { width: 390, height: 844 }],
-])("brings a pending approval's Allow and Deny into view clear of the message box on %s, and Allow resolves it", async (_, viewport) => {
-  const s = await client.beta.sessions.create({ agent: agents.careful, environment_id: envId, title: `Long plan at ${viewport.width}` });
-  const plan = Array.from({ length: 40 }, (_, i) => `Step ${i + 1}: look at the next part of the tree.`).join('\n');
-  h.mock.script(s.id, {
-    steps: [
-      { reply: { content: [{ type: 'text', text: plan }, { type: 'tool_use', name: 'bash', input: { command: 'echo after-the-plan' } }] } },
-      { reply: { content: [{ type: 'text', text: 'Plan carried out.' }] } },
-    ],
-  });
-  const page = await signedIn(await api.key(), `/console/sessions/${s.id}`, viewport);
-  await page.getByRole('heading', { name: `Long plan at ${viewport.width}` }).waitFor();
-  await send(page, 'make a plan and run it');
-  const call = calls(page, 'bash').last();
-  await call.getByText('Waiting for your approval.').waitFor();
-  // The page is taller than the window, so the call could sit under the sticky message box or out of view.
-  expect((await page.evaluate('document.documentElement.scrollHeight - innerHeight')) as number).toBeGreaterThan(0);
-  for (const name of ['Allow', 'Deny']) {
-    const button = call.getByRole('button', { name });
-    await clearInView(page, button);
-    // Playwright's own check: the element would receive the click (it fails when another element would).
-    await button.click({ trial: true, timeout: 5_000 });
-  }
-  await page.screenshot({ path: path.join(ARTIFACTS, viewport.width < 700 ? 'console-approval-phone.png' : 'console-approval.png') });
-  await call.getByRole('button', { name: 'Allow' }).click();
-  await call.getByText('allowed', { exact: true }).waitFor();
-  await call.getByText('after-the-plan').last().waitFor();
-  await page.getByRole('listitem', { name: 'Agent message' }).filter({ hasText: 'Plan carried out.' }).waitFor();
-  expect((await events(s.id)).filter((e) => e.type === 'user.tool_confirmation')).toMatchObject([{ result: 'allow' }]);
-});
+])(
+  "brings a pending approval's Allow and Deny into view clear of the message box on %s, and Allow resolves it",
+  async (_, viewport) => {
+    const s = await client.beta.sessions.create({
+      agent: agents.careful,
+      environment_id: envId,
+      title: `Long plan at ${viewport.width}`,
+    });
+    const plan = Array.from({ length: 40 }, (_, i) => `Step ${i + 1}: look at the next part of the tree.`).join('\n');
+    h.mock.script(s.id, {
+      steps: [
+        {
+          reply: {
+            content: [
+              { type: 'text', text: plan },
+              { type: 'tool_use', name: 'bash', input: { command: 'echo after-the-plan' } },
+            ],
+          },
+        },
+        { reply: { content: [{ type: 'text', text: 'Plan carried out.' }] } },
+      ],
+    });
+    const page = await signedIn(await api.key(), `/console/sessions/${s.id}`, viewport);
+    await page.getByRole('heading', { name: `Long plan at ${viewport.width}` }).waitFor();
+    await send(page, 'make a plan and run it');
+    const call = calls(page, 'bash').last();
+    await call.getByText('Waiting for your approval.').waitFor();
+    // The page is taller than the window, so the call could sit under the sticky message box or out of view.
+    expect((await page.evaluate('document.documentElement.scrollHeight - innerHeight')) as number).toBeGreaterThan(0);
+    for (const name of ['Allow', 'Deny']) {
+      const button = call.getByRole('button', { name });
+      await clearInView(page, button);
+      // Playwright's own check: the element would receive the click (it fails when another element would).
+      await button.click({ trial: true, timeout: 5_000 });
+    }
+    await page.screenshot({
+      path: path.join(ARTIFACTS, viewport.width < 700 ? 'console-approval-phone.png' : 'console-approval.png'),
+    });
+    await call.getByRole('button', { name: 'Allow' }).click();
+    await call.getByText('allowed', { exact: true }).waitFor();
+    await call.getByText('after-the-plan').last().waitFor();
+    await page.getByRole('listitem', { name: 'Agent message' }).filter({ hasText: 'Plan carried out.' }).waitFor();
+    expect((await events(s.id)).filter((e) => e.type === 'user.tool_confirmation')).toMatchObject([
+      { result: 'allow' },
+    ]);
+  },
+);
 
 it("marks the sandbox provisioned, then lost to a killed container and provisioned again, in the log's order", async () => {
   const s = await client.beta.sessions.create({ agent: agents.chat, environment_id: envId, title: 'Sandbox swap' });
-  const bash = (command: string) => ({ reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] } });
+  const bash = (command: string) => ({
+    reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] },
+  });
   const text = (t: string) => ({ reply: { content: [{ type: 'text' as const, text: t }] } });
-  h.mock.script(s.id, { steps: [bash('echo kept > notes.txt'), text('Written.'), bash('cat notes.txt'), bash('cat notes.txt'), text('Read them back.')] });
+  h.mock.script(s.id, {
+    steps: [
+      bash('echo kept > notes.txt'),
+      text('Written.'),
+      bash('cat notes.txt'),
+      bash('cat notes.txt'),
+      text('Read them back.'),
+    ],
+  });
   const d = await docker();
   try {
     const page = await signedIn(await api.key(), `/console/sessions/${s.id}`);
@@ -365,7 +477,11 @@ it("marks the sandbox provisioned, then lost to a killed container and provision
     const lost = page.getByRole('listitem', { name: 'Sandbox main lost' });
     await lost.getByText('the next call gets a new one', { exact: false }).waitFor();
     const names = await markers.evaluateAll((els) => els.map((el) => el.getAttribute('aria-label')));
-    expect(names.map((n) => n?.replace(/ in \d+\.\d s$/, ''))).toEqual(['Sandbox main provisioned', 'Sandbox main lost', 'Sandbox main provisioned']);
+    expect(names.map((n) => n?.replace(/ in \d+\.\d s$/, ''))).toEqual([
+      'Sandbox main provisioned',
+      'Sandbox main lost',
+      'Sandbox main provisioned',
+    ]);
     // The call that found it gone shows its error; the next one ran in the new sandbox with the files.
     await calls(page, 'bash').nth(1).locator('.result.is-error').waitFor();
     await calls(page, 'bash').nth(2).locator('.result').getByText('kept', { exact: false }).waitFor();
@@ -379,7 +495,9 @@ it("marks the sandbox provisioned, then lost to a killed container and provision
 
     const phone = await signedIn(await api.key(), `/console/sessions/${s.id}`, { width: 390, height: 844 });
     await phone.getByRole('listitem', { name: 'Sandbox main lost' }).waitFor();
-    expect((await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number).toBeLessThanOrEqual(0);
+    expect(
+      (await phone.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number,
+    ).toBeLessThanOrEqual(0);
   } finally {
     await client.beta.sessions.delete(s.id).catch(() => undefined);
   }

@@ -1,6 +1,16 @@
 // The ContextBuilder: what goes into the window under a token budget, and where a compaction may cut.
 import fc from 'fast-check';
-import { buildContext, chooseCut, compactionRequest, cutPoints, FULL_WINDOW, KEEP_SHARE, MODEL_TEXT_LIMIT, estimateTokens, windowAfter } from '../src/session/context-builder';
+import {
+  buildContext,
+  chooseCut,
+  compactionRequest,
+  cutPoints,
+  FULL_WINDOW,
+  KEEP_SHARE,
+  MODEL_TEXT_LIMIT,
+  estimateTokens,
+  windowAfter,
+} from '../src/session/context-builder';
 import type { SessionEvent } from '../src/session/events';
 import { logArb } from './helpers/logs';
 import { validateRequest } from '../src/dev/request-checks';
@@ -13,7 +23,9 @@ const tools = [TOOL_SPECS.session_events];
 /** Every tool_use id of the kept events has its result kept too, and the other way round. */
 function pairsIntact(kept: SessionEvent[]): boolean {
   const uses = new Set(kept.filter((e) => e.type === 'tool_use').map((e) => (e as { id: string }).id));
-  const results = new Set(kept.filter((e) => e.type === 'tool_result').map((e) => (e as { toolUseId: string }).toolUseId));
+  const results = new Set(
+    kept.filter((e) => e.type === 'tool_result').map((e) => (e as { toolUseId: string }).toolUseId),
+  );
   return [...uses].every((u) => results.has(u)) && [...results].every((r) => uses.has(r));
 }
 
@@ -24,13 +36,32 @@ describe('ContextBuilder', () => {
       { seq: 1, time: t, type: 'user_message', text: 'hi' },
     ];
     const built = buildContext({ events, window: FULL_WINDOW, system: 'sys', tools, budgetTokens: 10_000 });
-    expect(built).toMatchObject({ system: ['sys'], overBudget: false, messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }] });
+    expect(built).toMatchObject({
+      system: ['sys'],
+      overBudget: false,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+    });
     expect(built.cutSeq).toBeUndefined();
   });
 
   it('puts the summary after the system prompt and says the raw events can be re-read with session_events', () => {
-    const events: SessionEvent[] = [{ seq: 7, time: t, type: 'assistant_message', content: [{ type: 'text', text: 'on it' }], stopReason: 'end_turn', usage }];
-    const built = buildContext({ events, window: { fromSeq: 7, summary: 'we did X [3]' }, system: 'sys', tools, budgetTokens: 10_000 });
+    const events: SessionEvent[] = [
+      {
+        seq: 7,
+        time: t,
+        type: 'assistant_message',
+        content: [{ type: 'text', text: 'on it' }],
+        stopReason: 'end_turn',
+        usage,
+      },
+    ];
+    const built = buildContext({
+      events,
+      window: { fromSeq: 7, summary: 'we did X [3]' },
+      system: 'sys',
+      tools,
+      budgetTokens: 10_000,
+    });
     expect(built.system).toHaveLength(2);
     expect(built.system[1]).toContain('we did X [3]');
     expect(built.system[1]).toMatch(/Events 0 to 6 .*session_events/s);
@@ -45,7 +76,9 @@ describe('ContextBuilder', () => {
     const built = buildContext({ events, window: FULL_WINDOW, tools, budgetTokens: 1e9 });
     const sent = String(built.messages[0].content[0].text);
     expect(sent.length).toBeLessThan(MODEL_TEXT_LIMIT + 200);
-    expect(sent).toMatch(/^a+\n\[\d+ of 1032768 characters left out here; event 3 of the session log holds the whole text\]\nb+$/);
+    expect(sent).toMatch(
+      /^a+\n\[\d+ of 1032768 characters left out here; event 3 of the session log holds the whole text\]\nb+$/,
+    );
   });
 
   it('never cuts between a tool_use and its tool_result, and every window it leaves is a valid conversation', () => {
@@ -77,7 +110,12 @@ describe('ContextBuilder', () => {
         const earlier = points.filter((p) => p < cut!);
         // An earlier cut would have kept more than the share allows (or this is the latest cut point).
         if (earlier.length && cut !== points[points.length - 1]) {
-          const tail = buildContext({ events: events.filter((e) => e.seq >= earlier[earlier.length - 1]), window: FULL_WINDOW, tools: [], budgetTokens: 1e9 }).tokens;
+          const tail = buildContext({
+            events: events.filter((e) => e.seq >= earlier[earlier.length - 1]),
+            window: FULL_WINDOW,
+            tools: [],
+            budgetTokens: 1e9,
+          }).tokens;
           expect(tail).toBeGreaterThan(keep * 0.5);
         }
       }),

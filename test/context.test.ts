@@ -15,15 +15,36 @@ describe('buildMessages', () => {
     const events: SessionEvent[] = [
       { seq: 0, time: t, type: 'session_started', agent: {} },
       { seq: 1, time: t, type: 'user_message', text: 'go' },
-      { seq: 2, time: t, type: 'assistant_message', content: [{ type: 'tool_use', id: 'a', name: 'x', input: {} }], stopReason: 'tool_use', usage },
+      {
+        seq: 2,
+        time: t,
+        type: 'assistant_message',
+        content: [{ type: 'tool_use', id: 'a', name: 'x', input: {} }],
+        stopReason: 'tool_use',
+        usage,
+      },
       { seq: 3, time: t, type: 'tool_use', id: 'a', name: 'x', input: {} },
       { seq: 4, time: t, type: 'user_message', text: 'also this' },
-      { seq: 5, time: t, type: 'tool_result', toolUseId: 'a', output: '', isError: true, error: { kind: 'tool', message: 'boom' } },
+      {
+        seq: 5,
+        time: t,
+        type: 'tool_result',
+        toolUseId: 'a',
+        output: '',
+        isError: true,
+        error: { kind: 'tool', message: 'boom' },
+      },
     ];
     expect(buildMessages(events)).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'go' }] },
       { role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'x', input: {} }] },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: '(no output)', is_error: true }, { type: 'text', text: 'also this' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'a', content: '(no output)', is_error: true },
+          { type: 'text', text: 'also this' },
+        ],
+      },
     ]);
   });
 
@@ -47,7 +68,9 @@ function expectStrictTurns(messages: { role: string }[]) {
 }
 
 const textsOf = (messages: { role: string; content: { type: string; text?: string }[] }[]) =>
-  messages.flatMap((m, i) => (m.role === 'user' ? m.content.filter((b) => b.type === 'text').map((b) => ({ text: b.text!, turn: i })) : []));
+  messages.flatMap((m, i) =>
+    m.role === 'user' ? m.content.filter((b) => b.type === 'text').map((b) => ({ text: b.text!, turn: i })) : [],
+  );
 
 describe('the conversation follows causality, not arrival', () => {
   it('puts input that arrived during a model call after the reply that did not see it', () => {
@@ -55,7 +78,15 @@ describe('the conversation follows causality, not arrival', () => {
       { seq: 0, time: t, type: 'session_started', agent: {} },
       { seq: 1, time: t, type: 'user_message', text: 'first' },
       { seq: 2, time: t, type: 'user_message', text: 'sent while the model was generating' },
-      { seq: 3, time: t, type: 'assistant_message', content: [{ type: 'text', text: 'answer to first' }], stopReason: 'end_turn', usage, throughSeq: 1 },
+      {
+        seq: 3,
+        time: t,
+        type: 'assistant_message',
+        content: [{ type: 'text', text: 'answer to first' }],
+        stopReason: 'end_turn',
+        usage,
+        throughSeq: 1,
+      },
     ];
     expect(buildMessages(events)).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'first' }] },
@@ -70,14 +101,28 @@ describe('the conversation follows causality, not arrival', () => {
       { seq: 0, time: t, type: 'session_started', agent: {} },
       { seq: 1, time: t, type: 'user_message', text: 'go' },
       { seq: 2, time: t, type: 'user_message', text: 'and this' },
-      { seq: 3, time: t, type: 'assistant_message', content: [{ type: 'tool_use', id: 'a', name: 'x', input: {} }], stopReason: 'tool_use', usage, throughSeq: 1 },
+      {
+        seq: 3,
+        time: t,
+        type: 'assistant_message',
+        content: [{ type: 'tool_use', id: 'a', name: 'x', input: {} }],
+        stopReason: 'tool_use',
+        usage,
+        throughSeq: 1,
+      },
       { seq: 4, time: t, type: 'tool_use', id: 'a', name: 'x', input: {} },
       { seq: 5, time: t, type: 'tool_result', toolUseId: 'a', output: 'ok', isError: false },
     ];
     expect(buildMessages(events)).toEqual([
       { role: 'user', content: [{ type: 'text', text: 'go' }] },
       { role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'x', input: {} }] },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: 'ok' }, { type: 'text', text: 'and this' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'tool_result', tool_use_id: 'a', content: 'ok' },
+          { type: 'text', text: 'and this' },
+        ],
+      },
     ]);
   });
 
@@ -112,7 +157,18 @@ describe('the conversation follows causality, not arrival', () => {
   it('never sends a trailing assistant turn or two turns of one role, whatever order the log holds', () => {
     const event = fc.oneof(
       fc.string({ minLength: 1, maxLength: 20 }).map((text) => ({ type: 'user_message' as const, text })),
-      fc.record({ text: fc.string({ minLength: 1, maxLength: 20 }), through: fc.option(fc.nat({ max: 40 }), { nil: undefined }) }).map(({ text, through }) => ({ type: 'assistant_message' as const, content: [{ type: 'text', text }], stopReason: 'end_turn', usage, ...(through === undefined ? {} : { throughSeq: through }) })),
+      fc
+        .record({
+          text: fc.string({ minLength: 1, maxLength: 20 }),
+          through: fc.option(fc.nat({ max: 40 }), { nil: undefined }),
+        })
+        .map(({ text, through }) => ({
+          type: 'assistant_message' as const,
+          content: [{ type: 'text', text }],
+          stopReason: 'end_turn',
+          usage,
+          ...(through === undefined ? {} : { throughSeq: through }),
+        })),
       fc.constant({ type: 'interrupted' as const, reason: 'x' }),
     );
     fc.assert(
@@ -141,7 +197,14 @@ describe('model error mapping', () => {
     expect(retryAfterMs(headers({ 'retry-after': '3' }))).toBe(3000);
     expect(retryAfterMs(headers({ 'retry-after-ms': '250', 'retry-after': '3' }))).toBe(250);
     expect(retryAfterMs(headers({ 'retry-after': new Date(10_000).toUTCString() }), 4000)).toBe(6000);
-    const f = toModelFailure(Anthropic.APIError.generate(429, { error: { message: 'slow down' } }, 'slow down', headers({ 'retry-after': '2' })));
+    const f = toModelFailure(
+      Anthropic.APIError.generate(
+        429,
+        { error: { message: 'slow down' } },
+        'slow down',
+        headers({ 'retry-after': '2' }),
+      ),
+    );
     expect(f.type).toBe('ModelError.RateLimited');
     expect(f.nextRetryDelay).toBe(2000);
   });

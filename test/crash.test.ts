@@ -8,7 +8,16 @@ import { endSignal, eventsQuery, sendMessageUpdate, statusQuery, userMessageSign
 import type { MockStep } from '../src/dev/model-script';
 import { readLogStep } from './helpers/actions';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
-import { allEvents, say, startHarness, startSession, testDataConverter, waitForEvents, workflowBundle, type Harness } from './helpers/env';
+import {
+  allEvents,
+  say,
+  startHarness,
+  startSession,
+  testDataConverter,
+  waitForEvents,
+  workflowBundle,
+  type Harness,
+} from './helpers/env';
 
 let h: Harness;
 const workers: ChildWorker[] = [];
@@ -21,13 +30,21 @@ afterAll(async () => {
 });
 
 async function newWorker(): Promise<ChildWorker> {
-  const w = await spawnWorker({ TEMPORAL_ADDRESS: h.env.address, ANTHROPIC_BASE_URL: h.mock.url, ANTHROPIC_API_KEY: 'test-key' });
+  const w = await spawnWorker({
+    TEMPORAL_ADDRESS: h.env.address,
+    ANTHROPIC_BASE_URL: h.mock.url,
+    ANTHROPIC_API_KEY: 'test-key',
+  });
   workers.push(w);
   return w;
 }
 
 /** The three turns of every session here; the second one's first reply reads the session log. */
-const TURNS: { text: string; steps?: MockStep[] }[] = [{ text: 'Hello there' }, { text: 'What have we said so far?', steps: [readLogStep] }, { text: 'Thanks, bye' }];
+const TURNS: { text: string; steps?: MockStep[] }[] = [
+  { text: 'Hello there' },
+  { text: 'What have we said so far?', steps: [readLogStep] },
+  { text: 'Thanks, bye' },
+];
 
 /** Scripts the turn's replies, if it has any (the local server's built-in replies answer the rest), and says it. */
 async function turn(handle: WorkflowHandle, t: (typeof TURNS)[number]): Promise<void> {
@@ -37,7 +54,9 @@ async function turn(handle: WorkflowHandle, t: (typeof TURNS)[number]): Promise<
 
 /** Times differ between runs, including inside tool output; everything else must be identical. */
 function normalise(events: SessionEvent[]): unknown[] {
-  return events.map(({ time: _t, ...rest }) => JSON.parse(JSON.stringify(rest).replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, 'T')));
+  return events.map(({ time: _t, ...rest }) =>
+    JSON.parse(JSON.stringify(rest).replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, 'T')),
+  );
 }
 
 async function finish(handle: WorkflowHandle): Promise<SessionEvent[]> {
@@ -102,7 +121,7 @@ describe('a brain worker killed with SIGKILL', () => {
 // processed. The run guard (src/workflows/run-guard.ts) refuses to apply them there, so the worker's copy never
 // runs ahead of history: the session stays replayable and loses nothing.
 async function quiescent(handle: WorkflowHandle): Promise<void> {
-  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
     const { raw } = await handle.describe();
     if (!raw.pendingWorkflowTask && (raw.pendingActivities ?? []).length === 0) return;
     await new Promise((r) => setTimeout(r, 50));
@@ -140,7 +159,9 @@ describe('a query that reaches a worker ahead of the workflow task', () => {
 
     // The update lands in the task that processes the signal: the order a replay has to reproduce.
     const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'And an update right after' }] });
-    await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'assistant_message' && (e.throughSeq ?? e.seq) >= seq));
+    await waitForEvents(handle, (ev) =>
+      ev.some((e) => e.type === 'assistant_message' && (e.throughSeq ?? e.seq) >= seq),
+    );
     await handle.signal(endSignal, { reason: 'done' });
     await handle.result();
 
@@ -151,7 +172,11 @@ describe('a query that reaches a worker ahead of the workflow task', () => {
 
     const history = await handle.fetchHistory();
     const results = [];
-    for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), dataConverter: testDataConverter() }, [{ workflowId: handle.workflowId, history }])) results.push(r);
+    for await (const r of Worker.runReplayHistories(
+      { workflowBundle: await workflowBundle(), dataConverter: testDataConverter() },
+      [{ workflowId: handle.workflowId, history }],
+    ))
+      results.push(r);
     expect(results.map((r) => r.error)).toEqual([undefined]);
     expect(second.stderr()).not.toContain('TMPRL1100');
   });

@@ -22,7 +22,10 @@ beforeAll(async () => {
     dataConverter: testDataConverter(),
   });
   const handle = await worker.runUntil(async () => {
-    const h = await env.client.workflow.start('guardedWorkflow', { taskQueue: 'determinism-guard', workflowId: `guard-${Date.now()}` });
+    const h = await env.client.workflow.start('guardedWorkflow', {
+      taskQueue: 'determinism-guard',
+      workflowId: `guard-${Date.now()}`,
+    });
     expect(await h.result()).toEqual(['did a', 'did b']);
     return h;
   });
@@ -33,7 +36,8 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-const replay = (version: string) => Worker.runReplayHistory({ workflowsPath: fixture(version), dataConverter: testDataConverter() }, history);
+const replay = (version: string) =>
+  Worker.runReplayHistory({ workflowsPath: fixture(version), dataConverter: testDataConverter() }, history);
 
 describe('the determinism guard', () => {
   it('replays a history against the code that recorded it', async () => {
@@ -51,7 +55,11 @@ describe('the determinism guard', () => {
 
   it('reports the violation per history through runReplayHistories, as test/replay.test.ts reads it', async () => {
     const results = [];
-    for await (const r of Worker.runReplayHistories({ workflowsPath: fixture('v2'), dataConverter: testDataConverter() }, [{ workflowId: 'v1-history', history }])) results.push(r);
+    for await (const r of Worker.runReplayHistories(
+      { workflowsPath: fixture('v2'), dataConverter: testDataConverter() },
+      [{ workflowId: 'v1-history', history }],
+    ))
+      results.push(r);
     expect(results).toHaveLength(1);
     expect(results[0].error).toBeInstanceOf(DeterminismViolationError);
   });

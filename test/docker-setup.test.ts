@@ -38,7 +38,21 @@ test('the sandbox image exists with a non-root user and /workspace as its workin
 
 test('a locked-down container runs as agent (uid 1000) with git and python', async () => {
   const script = 'id -u; whoami; stat -c %u /workspace; git --version; python3 --version';
-  const args = ['run', '--rm', '--network', 'none', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '--read-only', '--tmpfs', '/tmp', '--user', '1000'];
+  const args = [
+    'run',
+    '--rm',
+    '--network',
+    'none',
+    '--cap-drop',
+    'ALL',
+    '--security-opt',
+    'no-new-privileges',
+    '--read-only',
+    '--tmpfs',
+    '/tmp',
+    '--user',
+    '1000',
+  ];
   const { stdout } = await docker([...args, sandboxImage(), 'sh', '-c', script]);
   const [uid, user, workspaceOwner, git, python] = stdout.trim().split('\n');
   expect(uid).toBe('1000');
@@ -66,7 +80,10 @@ describe('findDebianMirror', () => {
   const write = (name: string, text: string) => fs.writeFileSync(path.join(dir, name), text);
 
   test('reads the bookworm mirror from deb822 sources, skipping security, disabled and other files', () => {
-    write('sources.list.d/other.sources.disabled', 'Types: deb\nURIs: http://disabled.example/debian\nSuites: bookworm\nComponents: main\n');
+    write(
+      'sources.list.d/other.sources.disabled',
+      'Types: deb\nURIs: http://disabled.example/debian\nSuites: bookworm\nComponents: main\n',
+    );
     write(
       'sources.list.d/debian.sources',
       [
@@ -93,7 +110,10 @@ describe('findDebianMirror', () => {
   });
 
   test('reads one-line sources with options', () => {
-    write('sources.list', '# deb http://commented.example/debian bookworm main\ndeb [signed-by=/k.gpg arch=amd64] https://list.example/debian bookworm main\n');
+    write(
+      'sources.list',
+      '# deb http://commented.example/debian bookworm main\ndeb [signed-by=/k.gpg arch=amd64] https://list.example/debian bookworm main\n',
+    );
     expect(findDebianMirror(dir, 'bookworm', undefined)).toBe('https://list.example/debian');
   });
 

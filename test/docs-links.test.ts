@@ -23,7 +23,11 @@ function anchors(md: string): Set<string> {
   const seen = new Map<string, number>();
   const out = new Set<string>();
   for (const m of md.replace(/^```[\s\S]*?^```/gm, '').matchAll(/^#{1,6} (.+)$/gm)) {
-    const slug = m[1].trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-');
+    const slug = m[1]
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N} _-]/gu, '')
+      .replace(/ /g, '-');
     const n = seen.get(slug) ?? 0;
     seen.set(slug, n + 1);
     out.add(n ? `${slug}-${n}` : slug);
@@ -39,7 +43,12 @@ it.each(FILES)('every relative link in %s names an existing file and heading', (
     const [file0, anchor] = target.split('#');
     const resolved = file0 ? path.join(path.dirname(path.join(ROOT, file)), file0) : path.join(ROOT, file);
     if (!fs.existsSync(resolved)) broken.push(`${target} (no such file)`);
-    else if (anchor !== undefined && resolved.endsWith('.md') && !anchors(fs.readFileSync(resolved, 'utf8')).has(anchor)) broken.push(`${target} (no such heading)`);
+    else if (
+      anchor !== undefined &&
+      resolved.endsWith('.md') &&
+      !anchors(fs.readFileSync(resolved, 'utf8')).has(anchor)
+    )
+      broken.push(`${target} (no such heading)`);
   }
   expect(broken).toEqual([]);
 });
@@ -62,5 +71,8 @@ it('shows in the README only commands the CLI has', () => {
   const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
   const shown = [...readme.matchAll(/npx agents ([a-z-]+)/g)].map((m) => m[1]);
   expect(shown.length).toBeGreaterThanOrEqual(5);
-  for (const name of shown) expect(fs.readFileSync(path.join(ROOT, 'docs/reference/cli.md'), 'utf8')).toMatch(new RegExp(`^## agents ${name}\\n`, 'm'));
+  for (const name of shown)
+    expect(fs.readFileSync(path.join(ROOT, 'docs/reference/cli.md'), 'utf8')).toMatch(
+      new RegExp(`^## agents ${name}\\n`, 'm'),
+    );
 });

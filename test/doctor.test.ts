@@ -15,7 +15,13 @@ let env: Record<string, string>;
 beforeAll(async () => {
   h = await startHarness({ worker: false });
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-doctor-'));
-  env = { ANTHROPIC_BASE_URL: h.mock.url, ANTHROPIC_API_KEY: 'test-key', DATA_DIR: dataDir, DOCKER_HOST: (await resolveDockerHost())!, HANDS_HOST_ID: uniqueId('doctor') };
+  env = {
+    ANTHROPIC_BASE_URL: h.mock.url,
+    ANTHROPIC_API_KEY: 'test-key',
+    DATA_DIR: dataDir,
+    DOCKER_HOST: (await resolveDockerHost())!,
+    HANDS_HOST_ID: uniqueId('doctor'),
+  };
 });
 afterAll(async () => {
   await h?.stop();
@@ -33,7 +39,8 @@ it('finds no pollers before any worker runs, says which to start, and exits non-
   expect(r.stderr).toMatch(/^error: doctor: pollers failed\n$/);
   const rep = report(r);
   expect(rep.ok).toBe(false);
-  for (const name of ['config', 'temporal', 'docker', 'sandbox-image', 'keys', 'model']) expect(check(rep, name)).toMatchObject({ ok: true });
+  for (const name of ['config', 'temporal', 'docker', 'sandbox-image', 'keys', 'model'])
+    expect(check(rep, name)).toMatchObject({ ok: true });
   const pollers = check(rep, 'pollers');
   expect(pollers.ok).toBe(false);
   expect(pollers.detail).toMatch(/agents \(workflow\), agents \(activity\), hands \(activity\), tools \(activity\)/);
@@ -46,10 +53,16 @@ it('passes with every role polling, and a worker checks its own pollers as the c
     const r = await runAgents(h.env.address, ['doctor'], env);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/^ok {3}pollers {7}pollers on agents \(workflow\): \d, agents \(activity\): \d, hands \(activity\): \d, tools \(activity\): \d$/m);
+    expect(r.stdout).toMatch(
+      /^ok {3}pollers {7}pollers on agents \(workflow\): \d, agents \(activity\): \d, hands \(activity\): \d, tools \(activity\): \d$/m,
+    );
     expect(r.stdout).toMatch(/all checks passed\n$/);
     // The hands healthcheck: its own queues (hands and hands.<host>) polled from this host.
-    const self = await runAgents(h.env.address, ['doctor', '--role', 'hands', '--check', 'temporal,pollers,docker', '--json'], env);
+    const self = await runAgents(
+      h.env.address,
+      ['doctor', '--role', 'hands', '--check', 'temporal,pollers,docker', '--json'],
+      env,
+    );
     expect(self.code).toBe(0);
     expect(check(report(self), 'pollers').detail).toContain(`hands.${env.HANDS_HOST_ID} (activity): 1`);
     expect(report(self).checks.map((c) => c.name)).toEqual(['config', 'temporal', 'pollers', 'docker']);
@@ -59,24 +72,51 @@ it('passes with every role polling, and a worker checks its own pollers as the c
 });
 
 it('names a model endpoint that does not answer and an unreachable Temporal, with what to do', async () => {
-  const r = await runAgents('127.0.0.1:1', ['doctor', '--json', '--check', 'temporal,model'], { ...env, ANTHROPIC_BASE_URL: 'http://127.0.0.1:1' });
+  const r = await runAgents('127.0.0.1:1', ['doctor', '--json', '--check', 'temporal,model'], {
+    ...env,
+    ANTHROPIC_BASE_URL: 'http://127.0.0.1:1',
+  });
   expect(r.code).toBe(1);
   const rep = report(r);
-  expect(check(rep, 'temporal')).toMatchObject({ ok: false, detail: expect.stringMatching(/cannot reach Temporal at 127\.0\.0\.1:1/), fix: expect.stringMatching(/TEMPORAL_ADDRESS/) });
-  expect(check(rep, 'model')).toMatchObject({ ok: false, detail: expect.stringMatching(/cannot reach http:\/\/127\.0\.0\.1:1/), fix: expect.stringMatching(/ANTHROPIC_BASE_URL/) });
+  expect(check(rep, 'temporal')).toMatchObject({
+    ok: false,
+    detail: expect.stringMatching(/cannot reach Temporal at 127\.0\.0\.1:1/),
+    fix: expect.stringMatching(/TEMPORAL_ADDRESS/),
+  });
+  expect(check(rep, 'model')).toMatchObject({
+    ok: false,
+    detail: expect.stringMatching(/cannot reach http:\/\/127\.0\.0\.1:1/),
+    fix: expect.stringMatching(/ANTHROPIC_BASE_URL/),
+  });
 });
 
 it('reports an endpoint that is not the Messages API and a missing codec key under KEY_FILES=off', async () => {
   // The local server answers 404 for a path that is not the Messages API.
-  const r = await runAgents(h.env.address, ['doctor', '--json', '--check', 'keys,model'], { ...env, ANTHROPIC_BASE_URL: `${h.mock.url}/not-messages`, CODEC_KEY: '', KEY_FILES: 'off' });
+  const r = await runAgents(h.env.address, ['doctor', '--json', '--check', 'keys,model'], {
+    ...env,
+    ANTHROPIC_BASE_URL: `${h.mock.url}/not-messages`,
+    CODEC_KEY: '',
+    KEY_FILES: 'off',
+  });
   expect(r.code).toBe(1);
   const rep = report(r);
-  expect(check(rep, 'keys')).toMatchObject({ ok: false, detail: 'CODEC_KEY missing', fix: expect.stringMatching(/CODEC_KEY_FILE/) });
-  expect(check(rep, 'model')).toMatchObject({ ok: false, fix: expect.stringMatching(/AGENT_MODEL|ANTHROPIC_BASE_URL/) });
+  expect(check(rep, 'keys')).toMatchObject({
+    ok: false,
+    detail: 'CODEC_KEY missing',
+    fix: expect.stringMatching(/CODEC_KEY_FILE/),
+  });
+  expect(check(rep, 'model')).toMatchObject({
+    ok: false,
+    fix: expect.stringMatching(/AGENT_MODEL|ANTHROPIC_BASE_URL/),
+  });
 });
 
 it('stops at a bad environment, listing each bad variable', async () => {
-  const r = await runAgents('nonsense', ['doctor', '--json', '--role', 'hands'], { ...env, VAULT_KEY: 'short', HANDS_HOST_ID: 'a b' });
+  const r = await runAgents('nonsense', ['doctor', '--json', '--role', 'hands'], {
+    ...env,
+    VAULT_KEY: 'short',
+    HANDS_HOST_ID: 'a b',
+  });
   expect(r.code).toBe(1);
   const rep = report(r);
   expect(rep.checks).toHaveLength(1);

@@ -39,7 +39,12 @@ async function startCanary(): Promise<Canary> {
   const v6 = http.createServer(answer);
   const port4 = await listen(v4, '127.0.0.1');
   const port6 = await listen(v6, '::1');
-  return { port4, port6, hits, stop: async () => void (await Promise.all([v4, v6].map((s) => new Promise((r) => s.close(r))))) };
+  return {
+    port4,
+    port6,
+    hits,
+    stop: async () => void (await Promise.all([v4, v6].map((s) => new Promise((r) => s.close(r))))),
+  };
 }
 
 /** Every way to write the canary's address. */
@@ -73,14 +78,20 @@ beforeAll(async () => {
   canary = await startCanary();
   tracker = await startTrackerServer();
   // An allowed server whose every answer is a redirect to the canary.
-  bounce = http.createServer((req, res) => res.writeHead(req.method === 'POST' ? 307 : 302, { location: `http://127.0.0.1:${canary.port4}${req.url}` }).end());
+  bounce = http.createServer((req, res) =>
+    res.writeHead(req.method === 'POST' ? 307 : 302, { location: `http://127.0.0.1:${canary.port4}${req.url}` }).end(),
+  );
   bounceUrl = `http://127.0.0.1:${await listen(bounce, '127.0.0.1')}`;
   process.env.EGRESS_ALLOW = `${new URL(tracker.url).host},${new URL(bounceUrl).host}`;
   h = await startHarness();
   api = await startApiOn(h);
   client = await api.client();
   envId = (await client.beta.environments.create({ name: 'egress' })).id;
-  tools = await startTestWorker(h.env.address, h.mock.url, { role: 'tools', vaultKey: api.vaultKey, apiDb: () => api.db });
+  tools = await startTestWorker(h.env.address, h.mock.url, {
+    role: 'tools',
+    vaultKey: api.vaultKey,
+    apiDb: () => api.db,
+  });
 });
 afterAll(async () => {
   await tools?.shutdown().catch(() => undefined);
@@ -110,18 +121,41 @@ async function eventsUntil(id: string, done: (events: Event[]) => boolean): Prom
   }
   throw new Error(`session ${id} did not get there: ${JSON.stringify(events.map((e) => e.type))}`);
 }
-const idle = (events: Event[]) => events.some((e) => e.type === 'session.status_idle' && (e as { stop_reason: { type: string } }).stop_reason.type === 'end_turn');
+const idle = (events: Event[]) =>
+  events.some(
+    (e) => e.type === 'session.status_idle' && (e as { stop_reason: { type: string } }).stop_reason.type === 'end_turn',
+  );
 
 describe('at the door', () => {
   it('refuses an MCP server at the canary in every spelling, naming the field and the rule', async () => {
     for (const url of spellings(canary)) {
-      const message = await refusal(client.beta.agents.create({ name: 'x', model: 'claude-test', mcp_servers: [{ type: 'url', name: 'inside', url }], tools: [{ type: 'mcp_toolset', mcp_server_name: 'inside' }] }));
-      expect({ url, message }).toEqual({ url, message: expect.stringMatching(/mcp_servers\.0\.url: egress refused .*(loopback|unspecified).*EGRESS_ALLOW can open it/) });
+      const message = await refusal(
+        client.beta.agents.create({
+          name: 'x',
+          model: 'claude-test',
+          mcp_servers: [{ type: 'url', name: 'inside', url }],
+          tools: [{ type: 'mcp_toolset', mcp_server_name: 'inside' }],
+        }),
+      );
+      expect({ url, message }).toEqual({
+        url,
+        message: expect.stringMatching(
+          /mcp_servers\.0\.url: egress refused .*(loopback|unspecified).*EGRESS_ALLOW can open it/,
+        ),
+      });
     }
     // An update is refused the same way, and leaves the agent as it was.
     const agent = await client.beta.agents.create({ name: 'x', model: 'claude-test' });
-    const message = await refusal(client.beta.agents.update(agent.id, { version: agent.version, mcp_servers: [{ type: 'url', name: 'inside', url: spellings(canary)[1] }], tools: [{ type: 'mcp_toolset', mcp_server_name: 'inside' }] }));
-    expect(message).toMatch(/mcp_servers\.0\.url: egress refused 127\.0\.0\.1:\d+: 127\.0\.0\.1 is a loopback address \(127\.0\.0\.0\/8\)/);
+    const message = await refusal(
+      client.beta.agents.update(agent.id, {
+        version: agent.version,
+        mcp_servers: [{ type: 'url', name: 'inside', url: spellings(canary)[1] }],
+        tools: [{ type: 'mcp_toolset', mcp_server_name: 'inside' }],
+      }),
+    );
+    expect(message).toMatch(
+      /mcp_servers\.0\.url: egress refused 127\.0\.0\.1:\d+: 127\.0\.0\.1 is a loopback address \(127\.0\.0\.0\/8\)/,
+    );
     expect((await client.beta.agents.retrieve(agent.id)).version).toBe(agent.version);
   });
 
@@ -130,10 +164,23 @@ describe('at the door', () => {
     for (const url of spellings(canary, '/token')) {
       const message = await refusal(
         client.beta.vaults.credentials.create(vault.id, {
-          auth: { type: 'mcp_oauth', mcp_server_url: tracker.url, access_token: 'at', refresh: { client_id: 'c', refresh_token: 'rt', token_endpoint: url, token_endpoint_auth: { type: 'none' } } },
+          auth: {
+            type: 'mcp_oauth',
+            mcp_server_url: tracker.url,
+            access_token: 'at',
+            refresh: {
+              client_id: 'c',
+              refresh_token: 'rt',
+              token_endpoint: url,
+              token_endpoint_auth: { type: 'none' },
+            },
+          },
         }),
       );
-      expect({ url, message }).toEqual({ url, message: expect.stringMatching(/auth\.refresh\.token_endpoint: egress refused .*(loopback|unspecified)/) });
+      expect({ url, message }).toEqual({
+        url,
+        message: expect.stringMatching(/auth\.refresh\.token_endpoint: egress refused .*(loopback|unspecified)/),
+      });
     }
     expect((await client.beta.vaults.credentials.list(vault.id)).data).toEqual([]);
   });
@@ -142,8 +189,17 @@ describe('at the door', () => {
     const agent = await client.beta.agents.create({ name: 'coder', model: 'claude-test' });
     const before = (await client.beta.sessions.list()).data.length;
     for (const url of spellings(canary, '/app.git')) {
-      const message = await refusal(client.beta.sessions.create({ agent: agent.id, environment_id: envId, resources: [{ type: 'github_repository', url }] }));
-      expect({ url, message }).toEqual({ url, message: expect.stringMatching(/resources\.0\.url: egress refused .*(loopback|unspecified)/) });
+      const message = await refusal(
+        client.beta.sessions.create({
+          agent: agent.id,
+          environment_id: envId,
+          resources: [{ type: 'github_repository', url }],
+        }),
+      );
+      expect({ url, message }).toEqual({
+        url,
+        message: expect.stringMatching(/resources\.0\.url: egress refused .*(loopback|unspecified)/),
+      });
     }
     expect((await client.beta.sessions.list()).data.length).toBe(before);
     expect(canary.hits).toEqual([]);
@@ -154,7 +210,9 @@ describe('at run time', () => {
   it('answers through the allowed MCP server and refuses the redirect of the other, without its response text', async () => {
     const alice = tracker.issue('alice');
     const vault = await client.beta.vaults.create({ display_name: 'alice' });
-    await client.beta.vaults.credentials.create(vault.id, { auth: { type: 'static_bearer', mcp_server_url: tracker.url, token: alice.accessToken } });
+    await client.beta.vaults.credentials.create(vault.id, {
+      auth: { type: 'static_bearer', mcp_server_url: tracker.url, token: alice.accessToken },
+    });
     const always = { permission_policy: { type: 'always_allow' as const } };
     const agent = await client.beta.agents.create({
       name: 'filer',
@@ -169,15 +227,29 @@ describe('at run time', () => {
       ],
     });
     const s = await client.beta.sessions.create({ agent: agent.id, environment_id: envId, vault_ids: [vault.id] });
-    h.mock.script(s.id, { steps: [{ reply: { content: [{ type: 'tool_use', name: 'mcp__tracker__whoami', input: {} }] } }, { reply: { content: [{ type: 'text', text: 'Checked.' }] } }] });
-    await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'who am I?' }] }] });
+    h.mock.script(s.id, {
+      steps: [
+        { reply: { content: [{ type: 'tool_use', name: 'mcp__tracker__whoami', input: {} }] } },
+        { reply: { content: [{ type: 'text', text: 'Checked.' }] } },
+      ],
+    });
+    await client.beta.sessions.events.send(s.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text: 'who am I?' }] }],
+    });
     const events = await eventsUntil(s.id, idle);
 
-    const result = events.find((e) => e.type === 'agent.mcp_tool_result') as { is_error: boolean; content: { text: string }[] } | undefined;
+    const result = events.find((e) => e.type === 'agent.mcp_tool_result') as
+      { is_error: boolean; content: { text: string }[] } | undefined;
     expect(result?.is_error).toBe(false);
     expect(result?.content[0].text).toMatch(/^you are alice/);
-    const errors = events.filter((e) => e.type === 'session.error').map((e) => (e as { error: { message: string } }).error.message);
-    expect(errors.join('\n')).toMatch(new RegExp(`bounce.*egress refused a redirect to 127\\.0\\.0\\.1:${canary.port4}: 127\\.0\\.0\\.1 is a loopback address`));
+    const errors = events
+      .filter((e) => e.type === 'session.error')
+      .map((e) => (e as { error: { message: string } }).error.message);
+    expect(errors.join('\n')).toMatch(
+      new RegExp(
+        `bounce.*egress refused a redirect to 127\\.0\\.0\\.1:${canary.port4}: 127\\.0\\.0\\.1 is a loopback address`,
+      ),
+    );
     expect(JSON.stringify(events)).not.toContain('internal secret');
     expect(canary.hits).toEqual([]);
   });
@@ -192,16 +264,32 @@ describe('at run time', () => {
         mcp_server_url: tracker.url,
         access_token: bob.accessToken,
         expires_at: new Date(Date.now() + 3600_000).toISOString(),
-        refresh: { client_id: tracker.clientId, refresh_token: bob.refreshToken, token_endpoint: `${bounceUrl}/token`, token_endpoint_auth: { type: 'client_secret_post', client_secret: tracker.clientSecret } },
+        refresh: {
+          client_id: tracker.clientId,
+          refresh_token: bob.refreshToken,
+          token_endpoint: `${bounceUrl}/token`,
+          token_endpoint_auth: { type: 'client_secret_post', client_secret: tracker.clientSecret },
+        },
       },
     });
-    const agent = await client.beta.agents.create({ name: 'filer', model: 'claude-test', mcp_servers: [{ type: 'url', name: 'tracker', url: tracker.url }], tools: [{ type: 'mcp_toolset', mcp_server_name: 'tracker' }] });
+    const agent = await client.beta.agents.create({
+      name: 'filer',
+      model: 'claude-test',
+      mcp_servers: [{ type: 'url', name: 'tracker', url: tracker.url }],
+      tools: [{ type: 'mcp_toolset', mcp_server_name: 'tracker' }],
+    });
     const s = await client.beta.sessions.create({ agent: agent.id, environment_id: envId, vault_ids: [vault.id] });
     h.mock.script(s.id, { steps: [{ reply: { content: [{ type: 'text', text: 'No tracker.' }] } }] });
-    await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'file a bug' }] }] });
+    await client.beta.sessions.events.send(s.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text: 'file a bug' }] }],
+    });
     const events = await eventsUntil(s.id, idle);
-    const errors = events.filter((e) => e.type === 'session.error').map((e) => (e as { error: { message: string } }).error.message);
-    expect(errors.join('\n')).toMatch(/token endpoint for vcrd_\w+: egress refused a redirect to 127\.0\.0\.1:\d+: 127\.0\.0\.1 is a loopback address/);
+    const errors = events
+      .filter((e) => e.type === 'session.error')
+      .map((e) => (e as { error: { message: string } }).error.message);
+    expect(errors.join('\n')).toMatch(
+      /token endpoint for vcrd_\w+: egress refused a redirect to 127\.0\.0\.1:\d+: 127\.0\.0\.1 is a loopback address/,
+    );
     expect(tracker.refreshes).toBe(0);
     expect(canary.hits).toEqual([]);
   });

@@ -1,6 +1,14 @@
 // The egress gate's decision, over every spelling of an address and every refused range. Pure: nothing here
 // connects anywhere, and names resolve through a resolver the test gives.
-import { checkAddress, checkUrl, egressGate, makePolicy, parseAllowList, EgressGate, EgressRefusedError } from '../src/egress';
+import {
+  checkAddress,
+  checkUrl,
+  egressGate,
+  makePolicy,
+  parseAllowList,
+  EgressGate,
+  EgressRefusedError,
+} from '../src/egress';
 import { ConfigError, loadConfig } from '../src/config';
 
 const open = makePolicy(undefined);
@@ -32,7 +40,10 @@ describe('the decision function', () => {
     ];
     for (const url of spellings) {
       const d = checkUrl(url, open);
-      expect({ url, d }).toMatchObject({ url, d: { allowed: false, rule: 'loopback', reason: expect.stringMatching(/loopback.*EGRESS_ALLOW can open it/) } });
+      expect({ url, d }).toMatchObject({
+        url,
+        d: { allowed: false, rule: 'loopback', reason: expect.stringMatching(/loopback.*EGRESS_ALLOW can open it/) },
+      });
     }
   });
 
@@ -72,18 +83,43 @@ describe('the decision function', () => {
     ];
     for (const [ip, rule, cidr] of cases) {
       const d = checkAddress(ip, 80, open);
-      expect({ ip, d }).toMatchObject({ ip, d: { allowed: false, rule, reason: expect.stringContaining(`(${cidr})`) } });
+      expect({ ip, d }).toMatchObject({
+        ip,
+        d: { allowed: false, rule, reason: expect.stringContaining(`(${cidr})`) },
+      });
     }
-    expect(checkUrl('http://169.254.169.254/latest/meta-data/', open)).toMatchObject({ allowed: false, rule: 'link-local', reason: expect.stringContaining('cloud metadata') });
+    expect(checkUrl('http://169.254.169.254/latest/meta-data/', open)).toMatchObject({
+      allowed: false,
+      rule: 'link-local',
+      reason: expect.stringContaining('cloud metadata'),
+    });
     expect(checkUrl('http://2852039166/', open)).toMatchObject({ allowed: false, rule: 'link-local' });
   });
 
   it('lets public addresses through, and leaves names to be resolved', () => {
-    for (const ip of ['1.1.1.1', '8.8.8.8', '93.184.216.34', '172.32.0.1', '100.128.0.1', '192.169.0.1', '2606:4700::1111', '::ffff:1.1.1.1', '2a00:1450::1']) {
+    for (const ip of [
+      '1.1.1.1',
+      '8.8.8.8',
+      '93.184.216.34',
+      '172.32.0.1',
+      '100.128.0.1',
+      '192.169.0.1',
+      '2606:4700::1111',
+      '::ffff:1.1.1.1',
+      '2a00:1450::1',
+    ]) {
       expect({ ip, d: checkAddress(ip, 443, open) }).toEqual({ ip, d: { allowed: true } });
     }
-    expect(checkUrl('https://mcp.example.com/mcp', open)).toEqual({ allowed: 'resolve', host: 'mcp.example.com', port: 443 });
-    expect(checkUrl('http://MCP.Example.com.:8080/', open)).toEqual({ allowed: 'resolve', host: 'mcp.example.com', port: 8080 });
+    expect(checkUrl('https://mcp.example.com/mcp', open)).toEqual({
+      allowed: 'resolve',
+      host: 'mcp.example.com',
+      port: 443,
+    });
+    expect(checkUrl('http://MCP.Example.com.:8080/', open)).toEqual({
+      allowed: 'resolve',
+      host: 'mcp.example.com',
+      port: 8080,
+    });
   });
 
   it('refuses schemes other than http and https', () => {
@@ -110,11 +146,19 @@ describe('the decision function', () => {
   });
 
   it('refuses the platform’s own listen addresses and this host’s addresses unless opened', () => {
-    const policy = makePolicy(undefined, [
-      { host: '203.0.114.7', port: 7233, what: 'the Temporal frontend (TEMPORAL_ADDRESS)' },
-      { host: 'temporal.internal', port: 7233, what: 'the Temporal frontend (TEMPORAL_ADDRESS)' },
-    ], new Set(['198.51.99.4']));
-    expect(checkUrl('http://203.0.114.7:7233/', policy)).toMatchObject({ allowed: false, rule: 'platform', reason: expect.stringContaining('TEMPORAL_ADDRESS') });
+    const policy = makePolicy(
+      undefined,
+      [
+        { host: '203.0.114.7', port: 7233, what: 'the Temporal frontend (TEMPORAL_ADDRESS)' },
+        { host: 'temporal.internal', port: 7233, what: 'the Temporal frontend (TEMPORAL_ADDRESS)' },
+      ],
+      new Set(['198.51.99.4']),
+    );
+    expect(checkUrl('http://203.0.114.7:7233/', policy)).toMatchObject({
+      allowed: false,
+      rule: 'platform',
+      reason: expect.stringContaining('TEMPORAL_ADDRESS'),
+    });
     expect(checkUrl('http://203.0.114.7:7234/', policy)).toEqual({ allowed: true });
     expect(checkUrl('http://temporal.internal:7233/', policy)).toMatchObject({ allowed: false, rule: 'platform' });
     expect(checkAddress('198.51.99.4', 443, policy)).toMatchObject({ allowed: false, rule: 'this-host' });
@@ -125,7 +169,9 @@ describe('the decision function', () => {
 
 describe('EGRESS_ALLOW in the configuration', () => {
   it('accepts hosts, host:port and CIDR entries and names each bad one', () => {
-    expect(loadConfig({ EGRESS_ALLOW: 'mcp.internal:8080, 10.0.0.0/8,127.0.0.1:9000,[::1]:7000,fd00::/8' }).EGRESS_ALLOW).toBeDefined();
+    expect(
+      loadConfig({ EGRESS_ALLOW: 'mcp.internal:8080, 10.0.0.0/8,127.0.0.1:9000,[::1]:7000,fd00::/8' }).EGRESS_ALLOW,
+    ).toBeDefined();
     expect(parseAllowList('a.b:1,10.0.0.0/8').entries).toHaveLength(2);
     let err: unknown;
     try {
@@ -151,24 +197,45 @@ describe('resolution through the gate', () => {
       'mixed.test': ['10.0.0.5', '93.184.216.34'],
       'public.test': ['93.184.216.34'],
     };
-    const gate = new EgressGate(makePolicy(undefined), async (host) => answers[host] ?? Promise.reject(Object.assign(new Error('nx'), { code: 'ENOTFOUND' })));
-    await expect(gate.addresses('rebind.test', 80)).rejects.toThrow(/egress refused rebind\.test:80: it resolves to 127\.0\.0\.1 is a loopback address/);
+    const gate = new EgressGate(
+      makePolicy(undefined),
+      async (host) => answers[host] ?? Promise.reject(Object.assign(new Error('nx'), { code: 'ENOTFOUND' })),
+    );
+    await expect(gate.addresses('rebind.test', 80)).rejects.toThrow(
+      /egress refused rebind\.test:80: it resolves to 127\.0\.0\.1 is a loopback address/,
+    );
     await expect(gate.addresses('metadata.test', 80)).rejects.toMatchObject({ rule: 'link-local' });
     await expect(gate.addresses('mixed.test', 80)).resolves.toEqual(['93.184.216.34']);
     await expect(gate.addresses('public.test', 443)).resolves.toEqual(['93.184.216.34']);
-    await expect(gate.addresses('nowhere.test', 80)).rejects.toMatchObject({ rule: 'unresolvable', message: expect.stringContaining('does not resolve (ENOTFOUND)') });
+    await expect(gate.addresses('nowhere.test', 80)).rejects.toMatchObject({
+      rule: 'unresolvable',
+      message: expect.stringContaining('does not resolve (ENOTFOUND)'),
+    });
     const refused = await gate.refusal('http://rebind.test/');
     expect(refused).toBeInstanceOf(EgressRefusedError);
     // git is pinned to the checked address under both spellings of the name, and never follows a redirect.
     const pinned = await gate.gitArgs('https://public.test./repo.git');
-    expect(pinned.args).toEqual(expect.arrayContaining(['http.followRedirects=false', 'http.curloptResolve=public.test:443:93.184.216.34', 'http.curloptResolve=public.test.:443:93.184.216.34']));
+    expect(pinned.args).toEqual(
+      expect.arrayContaining([
+        'http.followRedirects=false',
+        'http.curloptResolve=public.test:443:93.184.216.34',
+        'http.curloptResolve=public.test.:443:93.184.216.34',
+      ]),
+    );
     await expect(gate.gitArgs('http://0x7f000001/repo.git')).rejects.toMatchObject({ rule: 'loopback' });
     await expect(gate.gitArgs('file:///srv/repo.git')).rejects.toMatchObject({ rule: 'scheme' });
   });
 
   it('with EGRESS_DNS=off looks up no name: a name is unresolvable, localhost stays loopback, an opened address passes', async () => {
-    const gate = await egressGate({ EGRESS_DNS: 'off', EGRESS_ALLOW: '203.0.113.9:8080', TEMPORAL_ADDRESS: 'localhost:7233' });
-    await expect(gate.addresses('tracker.internal', 443)).rejects.toMatchObject({ rule: 'unresolvable', message: expect.stringContaining('EGRESS_DNS=off') });
+    const gate = await egressGate({
+      EGRESS_DNS: 'off',
+      EGRESS_ALLOW: '203.0.113.9:8080',
+      TEMPORAL_ADDRESS: 'localhost:7233',
+    });
+    await expect(gate.addresses('tracker.internal', 443)).rejects.toMatchObject({
+      rule: 'unresolvable',
+      message: expect.stringContaining('EGRESS_DNS=off'),
+    });
     await expect(gate.addresses('localhost', 80)).rejects.toMatchObject({ rule: 'loopback' });
     await expect(gate.addresses('203.0.113.9', 8080)).resolves.toEqual(['203.0.113.9']);
     expect(loadConfig({ EGRESS_DNS: 'off' }).EGRESS_DNS).toBe('off');

@@ -49,7 +49,10 @@ describe('agents files', () => {
     expectOneLineError(await agents(['files', 'put', id, local, '../etc/passwd']), /outside the workspace/);
     expectOneLineError(await agents(['files', 'put', id, local, '/etc/passwd']), /outside the workspace/);
     expectOneLineError(await agents(['files', 'put', id, local, 'a/../../x']), /outside the workspace/);
-    expectOneLineError(await agents(['files', 'get', id, '/workspace/../root', path.join(dir, 'x')]), /outside the workspace/);
+    expectOneLineError(
+      await agents(['files', 'get', id, '/workspace/../root', path.join(dir, 'x')]),
+      /outside the workspace/,
+    );
     expectOneLineError(await agents(['files', 'put', id, local, 'x', '--sandbox', 'nope']), /no sandbox named nope/);
     expectOneLineError(await agents(['files', 'put', id, path.join(dir, 'missing'), 'x']), /cannot read .*ENOENT/);
     const big = path.join(dir, 'big.bin');
@@ -59,7 +62,10 @@ describe('agents files', () => {
     expect((await allEvents(handle)).filter((e) => e.type === 'sandbox_provisioned')).toHaveLength(0);
     expectOneLineError(await agents(['files', 'get', id, 'nothing-here', path.join(dir, 'y')]), /no such file/);
     await bash(h, handle, 'head -c 1048577 /dev/zero > big.bin');
-    expectOneLineError(await agents(['files', 'get', id, 'big.bin', path.join(dir, 'z')]), /1048577 bytes; the limit is 1048576/);
+    expectOneLineError(
+      await agents(['files', 'get', id, 'big.bin', path.join(dir, 'z')]),
+      /1048577 bytes; the limit is 1048576/,
+    );
     await handle.signal(endSignal, {});
     await handle.result();
   });

@@ -44,10 +44,18 @@ const upstreamLog = () => git.git('private.git', 'log', '--format=%s', 'main').t
 describe('git through the hands host', () => {
   it('clones a private repo, pushes a commit made in the sandbox, and pulls one made upstream', async () => {
     const handle = await startSession(h, { agent: agentFor('alice') });
-    const cloned = await bash(h, handle, 'cat README.md; git log --format=%s; git remote get-url origin; git config --list --show-origin | grep -ci token; env | grep -ci ghp_');
+    const cloned = await bash(
+      h,
+      handle,
+      'cat README.md; git log --format=%s; git remote get-url origin; git config --list --show-origin | grep -ci token; env | grep -ci ghp_',
+    );
     expect(cloned.output).toBe(`# private\ninitial\n${repoUrl}\n0\n0\n[exit 1]`);
 
-    await bash(h, handle, 'echo v2 > src/app.txt && git -c user.name=agent -c user.email=agent@example.com commit -qam "agent change"');
+    await bash(
+      h,
+      handle,
+      'echo v2 > src/app.txt && git -c user.name=agent -c user.email=agent@example.com commit -qam "agent change"',
+    );
     const pushed = await callTool(h, handle, 'git_push', {});
     expect(pushed.isError).toBe(false);
     expect(pushed.output).toMatch(/^pushed main \([0-9a-f]{12}\) to http:\/\/127\.0\.0\.1:\d+\/private\.git/);
@@ -58,7 +66,9 @@ describe('git through the hands host', () => {
     git.commitUpstream('private.git', { NEWS: 'from upstream\n' }, 'upstream change');
     const pulled = await callTool(h, handle, 'git_pull', {});
     expect(pulled.isError).toBe(false);
-    expect((await bash(h, handle, 'cat NEWS; git log --format=%s | head -1')).output).toBe('from upstream\nupstream change\n[exit 0]');
+    expect((await bash(h, handle, 'cat NEWS; git log --format=%s | head -1')).output).toBe(
+      'from upstream\nupstream change\n[exit 0]',
+    );
 
     // Every request upstream carried the token; the log of the session never does.
     expect(git.seen.some((s) => s.includes('Basic'))).toBe(true);
@@ -69,7 +79,12 @@ describe('git through the hands host', () => {
   it('returns a rejected push as a readable error without the token', async () => {
     const handle = await startSession(h, { agent: agentFor('alice') });
     await bash(h, handle, 'git -c user.name=a -c user.email=a@b commit -q --allow-empty -m "diverging change"');
-    git.git('private.git', 'update-ref', 'refs/heads/main', git.git('private.git', 'commit-tree', '-p', 'main', '-m', 'moved on', 'main^{tree}').trim());
+    git.git(
+      'private.git',
+      'update-ref',
+      'refs/heads/main',
+      git.git('private.git', 'commit-tree', '-p', 'main', '-m', 'moved on', 'main^{tree}').trim(),
+    );
     const rejected = await callTool(h, handle, 'git_push', {});
     expect(rejected.isError).toBe(true);
     expect(rejected.output).toMatch(/rejected by upstream/);
@@ -100,7 +115,7 @@ describe('git through the hands host', () => {
     await handle.signal(endSignal, {});
   });
 
-  it('refuses a credential that is not in the session\'s own vault', async () => {
+  it("refuses a credential that is not in the session's own vault", async () => {
     const handle = await startSession(h, { agent: agentFor('bob') });
     const r = await bash(h, handle, 'ls');
     expect(r).toMatchObject({ isError: true, error: { kind: 'infra' } });

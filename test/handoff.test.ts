@@ -35,15 +35,29 @@ it('lends a sandbox to a child, which finds its files; the parent is denied mean
     { type: 'tool_use', id: 'toolu_meanwhile', name: 'bash', input: { command: 'cat keep.txt' } },
     spawn('toolu_lend', { task: 'Run `cat keep.txt; echo from-child >> keep.txt`', sandboxes: ['main'] }),
   ]);
-  expect(resultOf(events, 'toolu_meanwhile')).toMatchObject({ isError: true, error: { kind: 'denied', message: expect.stringContaining(`was handed to session ${childId}`) } });
-  expect(resultOf(events, 'toolu_lend')).toMatchObject({ isError: false, output: expect.stringContaining('from-parent') });
-  expect(ofType(events, 'sandbox_handed_off')).toMatchObject([{ name: 'main', sandboxId: container.Id, from: parent.workflowId, to: childId }]);
-  expect(ofType(events, 'sandbox_received')).toMatchObject([{ name: 'main', sandboxId: container.Id, from: childId, host: HOST }]);
+  expect(resultOf(events, 'toolu_meanwhile')).toMatchObject({
+    isError: true,
+    error: { kind: 'denied', message: expect.stringContaining(`was handed to session ${childId}`) },
+  });
+  expect(resultOf(events, 'toolu_lend')).toMatchObject({
+    isError: false,
+    output: expect.stringContaining('from-parent'),
+  });
+  expect(ofType(events, 'sandbox_handed_off')).toMatchObject([
+    { name: 'main', sandboxId: container.Id, from: parent.workflowId, to: childId },
+  ]);
+  expect(ofType(events, 'sandbox_received')).toMatchObject([
+    { name: 'main', sandboxId: container.Id, from: childId, host: HOST },
+  ]);
 
   const childLog = await allEvents(h.env.client.workflow.getHandle(childId));
-  expect(ofType(childLog, 'sandbox_received')).toMatchObject([{ name: 'main', sandboxId: container.Id, from: parent.workflowId }]);
+  expect(ofType(childLog, 'sandbox_received')).toMatchObject([
+    { name: 'main', sandboxId: container.Id, from: parent.workflowId },
+  ]);
   expect(ofType(childLog, 'sandbox_provisioned')).toEqual([]);
-  expect(ofType(childLog, 'sandbox_handed_off')).toMatchObject([{ sandboxId: container.Id, from: childId, to: parent.workflowId }]);
+  expect(ofType(childLog, 'sandbox_handed_off')).toMatchObject([
+    { sandboxId: container.Id, from: childId, to: parent.workflowId },
+  ]);
 
   // Back with the parent: the same container, with the child's change in it.
   expect((await bash(h, parent, 'cat keep.txt')).output).toBe('from-parent\nfrom-child\n[exit 0]');
@@ -65,18 +79,32 @@ it('hands a sandbox over with `agents handoff`: the files go along, the old owne
   expect(run.code).toBe(0);
   expect(run.stderr).toMatch(/now belongs to/);
   expect(registry().get(container.Id)?.owner).toBe(b.workflowId);
-  expect(ofType(await allEvents(a), 'sandbox_handed_off')).toMatchObject([{ name: 'main', sandboxId: container.Id, from: a.workflowId, to: b.workflowId }]);
-  expect(ofType(await allEvents(b), 'sandbox_received')).toMatchObject([{ name: 'main', sandboxId: container.Id, from: a.workflowId }]);
+  expect(ofType(await allEvents(a), 'sandbox_handed_off')).toMatchObject([
+    { name: 'main', sandboxId: container.Id, from: a.workflowId, to: b.workflowId },
+  ]);
+  expect(ofType(await allEvents(b), 'sandbox_received')).toMatchObject([
+    { name: 'main', sandboxId: container.Id, from: a.workflowId },
+  ]);
 
   expect((await bash(h, b, 'cat f.txt')).output).toBe('one\n[exit 0]');
   expect(ofType(await allEvents(b), 'sandbox_provisioned')).toEqual([]);
   const denied = await bash(h, a, 'cat f.txt');
   expect(denied).toMatchObject({ isError: true, error: { kind: 'denied' } });
-  expect(denied.output).toMatch(new RegExp(`was handed to session ${b.workflowId}; this session \\(${a.workflowId}\\) may no longer use it`));
-  expect((await a.query(statusQuery)).sandboxes).toEqual([{ name: 'main', sandboxId: container.Id, host: HOST, state: 'handed_off', handedTo: b.workflowId }]);
+  expect(denied.output).toMatch(
+    new RegExp(`was handed to session ${b.workflowId}; this session \\(${a.workflowId}\\) may no longer use it`),
+  );
+  expect((await a.query(statusQuery)).sandboxes).toEqual([
+    { name: 'main', sandboxId: container.Id, host: HOST, state: 'handed_off', handedTo: b.workflowId },
+  ]);
 
-  expectOneLineError(await runAgents(h.env.address, ['handoff', a.workflowId, 'main', b.workflowId]), /was handed to session .* already/);
-  expectOneLineError(await runAgents(h.env.address, ['handoff', a.workflowId, 'Main', b.workflowId]), /sandbox names are lowercase/);
+  expectOneLineError(
+    await runAgents(h.env.address, ['handoff', a.workflowId, 'main', b.workflowId]),
+    /was handed to session .* already/,
+  );
+  expectOneLineError(
+    await runAgents(h.env.address, ['handoff', a.workflowId, 'Main', b.workflowId]),
+    /sandbox names are lowercase/,
+  );
 
   // The labels still name `a`; with `a` ended, only the registry keeps the reaper off the container.
   await a.signal(endSignal, {});
@@ -89,7 +117,10 @@ it('hands a sandbox over with `agents handoff`: the files go along, the old owne
 
   // Handing it to a session that has ended fails, and the registry is put back.
   const back = await callTool(h, b, 'handoff_sandbox', { sandbox: 'main', to: a.workflowId });
-  expect(back).toMatchObject({ isError: true, output: expect.stringMatching(new RegExp(`session ${a.workflowId} could not take sandbox main`)) });
+  expect(back).toMatchObject({
+    isError: true,
+    output: expect.stringMatching(new RegExp(`session ${a.workflowId} could not take sandbox main`)),
+  });
   expect(registry().get(container.Id)?.owner).toBe(b.workflowId);
   expect((await bash(h, b, 'cat f.txt')).output).toBe('one\n[exit 0]');
 

@@ -27,29 +27,51 @@ afterAll(async () => {
   await Promise.all(children.map((c) => c.kill()));
   await h?.stop();
   const left = await d.listContainers({ all: true, filters: JSON.stringify({ label: ['managed-agents.host'] }) });
-  await Promise.all(left.filter((c) => c.Labels['managed-agents.host'].startsWith(`test-faults-${process.pid}`)).map((c) => provider.destroy(c.Id)));
+  await Promise.all(
+    left
+      .filter((c) => c.Labels['managed-agents.host'].startsWith(`test-faults-${process.pid}`))
+      .map((c) => provider.destroy(c.Id)),
+  );
 });
 
 async function handsWorker(hostId: string): Promise<ChildWorker> {
-  const w = await spawnWorker({ TEMPORAL_ADDRESS: h.env.address, HANDS_HOST_ID: hostId, DOCKER_HOST: (await resolveDockerHost())! }, 'hands');
+  const w = await spawnWorker(
+    { TEMPORAL_ADDRESS: h.env.address, HANDS_HOST_ID: hostId, DOCKER_HOST: (await resolveDockerHost())! },
+    'hands',
+  );
   children.push(w);
   return w;
 }
 
 describe('execute is idempotent per tool_use id', () => {
   it('returns the recorded result when the activity is retried after the command completed', async () => {
-    const sandbox = await provider.provision({ sessionId: `idem-${process.pid}`, name: 'main', recipe: SandboxRecipeSchema.parse({}), hostId: HOST });
+    const sandbox = await provider.provision({
+      sessionId: `idem-${process.pid}`,
+      name: 'main',
+      recipe: SandboxRecipeSchema.parse({}),
+      hostId: HOST,
+    });
     try {
       const activities = createHandsActivities({ provider, hostId: HOST });
       const mockEnv = new MockActivityEnvironment();
       const run = (i: ExecuteInput) => mockEnv.run(activities.execute, i) as Promise<ToolOutput>;
-      const input: ExecuteInput = { sandboxId: sandbox.sandboxId, toolUseId: 'toolu_counter', tool: 'bash', input: { command: 'echo run >> counter; wc -l < counter' }, timeoutSeconds: 30 };
+      const input: ExecuteInput = {
+        sandboxId: sandbox.sandboxId,
+        toolUseId: 'toolu_counter',
+        tool: 'bash',
+        input: { command: 'echo run >> counter; wc -l < counter' },
+        timeoutSeconds: 30,
+      };
       const first = await run(input);
       const retried = await run(input);
       expect(first.output).toBe('1\n[exit 0]');
       expect(retried).toEqual(first);
       // A retry that overlaps the first attempt waits for it instead of running the command again.
-      const slow = { ...input, toolUseId: 'toolu_slow', input: { command: 'sleep 1; echo run >> counter; wc -l < counter' } };
+      const slow = {
+        ...input,
+        toolUseId: 'toolu_slow',
+        input: { command: 'sleep 1; echo run >> counter; wc -l < counter' },
+      };
       const [a, b] = await Promise.all([run(slow), run(slow)]);
       expect(a.output).toBe('2\n[exit 0]');
       expect(b).toEqual(a);
@@ -64,7 +86,9 @@ describe('execute is idempotent per tool_use id', () => {
 describe('a hands host killed with SIGKILL during execute', () => {
   it('yields an infra tool error within the configured timeouts, and the session continues on another host', async () => {
     const first = await handsWorker(`${HOST}-a`);
-    const handle = await startSession(h, { agent: { limits: { handsHeartbeatTimeoutMs: 2000, handsScheduleToStartMs: 3000 } } });
+    const handle = await startSession(h, {
+      agent: { limits: { handsHeartbeatTimeoutMs: 2000, handsScheduleToStartMs: 3000 } },
+    });
     expect((await bash(h, handle, 'echo up')).output).toBe('up\n[exit 0]');
     const result = await bash(h, handle, 'sleep 120', {
       timeoutMs: 60_000,
@@ -98,11 +122,23 @@ describe('the reaper', () => {
     await bash(h, dead, 'true');
     await dead.terminate('simulated crash that skipped cleanup');
     // A container of the live session that it no longer uses (e.g. left by a replaced sandbox).
-    const stray = await provider.provision({ sessionId: live.workflowId, name: 'old', recipe: SandboxRecipeSchema.parse({}), hostId });
+    const stray = await provider.provision({
+      sessionId: live.workflowId,
+      name: 'old',
+      recipe: SandboxRecipeSchema.parse({}),
+      hostId,
+    });
     // An orphan of a session that never existed on this server.
-    const unknown = await provider.provision({ sessionId: `never-${process.pid}`, name: 'main', recipe: SandboxRecipeSchema.parse({}), hostId });
+    const unknown = await provider.provision({
+      sessionId: `never-${process.pid}`,
+      name: 'main',
+      recipe: SandboxRecipeSchema.parse({}),
+      hostId,
+    });
     const [deadContainer] = await sessionContainers(d, dead.workflowId);
-    const [liveContainer] = (await sessionContainers(d, live.workflowId)).filter((c) => c.Labels['managed-agents.sandbox'] === 'main');
+    const [liveContainer] = (await sessionContainers(d, live.workflowId)).filter(
+      (c) => c.Labels['managed-agents.sandbox'] === 'main',
+    );
 
     const result = await reapOrphans({ provider, client: h.env.client, hostId, graceMs: 0 });
     expect(result.removed.sort()).toEqual([deadContainer.Id, stray.sandboxId, unknown.sandboxId].sort());

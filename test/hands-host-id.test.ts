@@ -11,11 +11,20 @@ beforeAll(async () => {
   host = await resolveDockerHost();
 });
 afterAll(async () => {
-  for (const id of made) await dockerFromHost(host).getContainer(id).remove({ force: true }).catch(() => undefined);
+  for (const id of made)
+    await dockerFromHost(host)
+      .getContainer(id)
+      .remove({ force: true })
+      .catch(() => undefined);
 });
 
 async function container(labels: Record<string, string>): Promise<string> {
-  const c = await dockerFromHost(host).createContainer({ Image: sandboxImage(), Cmd: ['true'], Labels: labels, NetworkDisabled: true });
+  const c = await dockerFromHost(host).createContainer({
+    Image: sandboxImage(),
+    Cmd: ['true'],
+    Labels: labels,
+    NetworkDisabled: true,
+  });
   made.push(c.id);
   return c.id.slice(0, 12);
 }
@@ -30,6 +39,10 @@ it('names a compose replica <project>-<service>-<number>', async () => {
 
 it('refuses a container compose did not start, and a process in no container', async () => {
   const plain = await container({});
-  await expect(composeHostId(host, plain)).rejects.toThrow(`HANDS_HOST_ID=compose: container ${plain} was not started by docker compose`);
-  await expect(composeHostId(host, 'no-such-container-here')).rejects.toThrow(/^HANDS_HOST_ID=compose: this process is not in a container the Docker engine knows as no-such-container-here/);
+  await expect(composeHostId(host, plain)).rejects.toThrow(
+    `HANDS_HOST_ID=compose: container ${plain} was not started by docker compose`,
+  );
+  await expect(composeHostId(host, 'no-such-container-here')).rejects.toThrow(
+    /^HANDS_HOST_ID=compose: this process is not in a container the Docker engine knows as no-such-container-here/,
+  );
 });

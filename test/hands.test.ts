@@ -5,7 +5,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { endSignal, statusQuery } from '../src/session/contract';
-import { allEvents, logOf, say, startHarness, startSession, testAgent, testArchive, uniqueId, waitForEvents, type Harness } from './helpers/env';
+import {
+  allEvents,
+  logOf,
+  say,
+  startHarness,
+  startSession,
+  testAgent,
+  testArchive,
+  uniqueId,
+  waitForEvents,
+  type Harness,
+} from './helpers/env';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { forkSession } from '../src/session-ops';
@@ -21,8 +32,18 @@ beforeAll(async () => {
 afterAll(async () => {
   await h?.stop();
   // Anything a failed test left behind on this host.
-  const left = await d.listContainers({ all: true, filters: JSON.stringify({ label: [`managed-agents.host=${HOST}`] }) });
-  await Promise.all(left.map((c) => d.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  const left = await d.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [`managed-agents.host=${HOST}`] }),
+  });
+  await Promise.all(
+    left.map((c) =>
+      d
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
 });
 
 describe('sandbox provisioning', () => {
@@ -51,14 +72,25 @@ describe('sandbox provisioning', () => {
     expect(types.indexOf('sandbox_provisioned')).toBeLessThan(types.indexOf('tool_result'));
     const containers = await sessionContainers(d, handle.workflowId);
     expect(containers).toHaveLength(1);
-    expect(containers[0].Labels).toMatchObject({ 'managed-agents.session': handle.workflowId, 'managed-agents.sandbox': 'main', 'managed-agents.host': HOST });
+    expect(containers[0].Labels).toMatchObject({
+      'managed-agents.session': handle.workflowId,
+      'managed-agents.sandbox': 'main',
+      'managed-agents.host': HOST,
+    });
     const status = await handle.query(statusQuery);
     expect(status.sandboxes).toEqual([{ name: 'main', sandboxId: containers[0].Id, host: HOST, state: 'running' }]);
     // Only named volumes are mounted: no host path, no Docker socket.
     const inspect = await d.getContainer(containers[0].Id).inspect();
     expect(inspect.Mounts.map((m) => m.Type)).toEqual(['volume', 'volume']);
     expect(JSON.stringify(inspect.Mounts)).not.toMatch(/docker\.sock/);
-    expect(inspect.HostConfig).toMatchObject({ Runtime: 'runsc-nonet', NetworkMode: 'none', ReadonlyRootfs: true, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], Privileged: false });
+    expect(inspect.HostConfig).toMatchObject({
+      Runtime: 'runsc-nonet',
+      NetworkMode: 'none',
+      ReadonlyRootfs: true,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      Privileged: false,
+    });
     // A second call reuses the sandbox.
     await bash(h, handle, 'true');
     expect((await allEvents(handle)).filter((e) => e.type === 'sandbox_provisioned')).toHaveLength(1);
@@ -83,18 +115,27 @@ describe('gVisor, checked from inside the container', () => {
     const handle = await startSession(h);
     const kernel = await bash(h, handle, 'dmesg | head -1; uname -r');
     expect(kernel.output).toMatch(/^\[\s*0\.0+\] Starting gVisor\.\.\.\n/);
-    const tools = await bash(h, handle, [
-      'echo hi > f.txt && ls -la /workspace',
-      'stat -c "%n %s %U %a" f.txt /etc/passwd',
-      'python3 -c "import os; s = os.stat(\'f.txt\'); print(\'py\', s.st_size, s.st_uid)"',
-      'git init -q r && cd r && echo a > a && git add a && git -c user.name=a -c user.email=a@b commit -qm first && git log --format=%s && git status --short && cd ..',
-      'apt-cache policy bash | head -2',
-      'dpkg -s coreutils | grep ^Status',
-    ].join(' && '));
+    const tools = await bash(
+      h,
+      handle,
+      [
+        'echo hi > f.txt && ls -la /workspace',
+        'stat -c "%n %s %U %a" f.txt /etc/passwd',
+        "python3 -c \"import os; s = os.stat('f.txt'); print('py', s.st_size, s.st_uid)\"",
+        'git init -q r && cd r && echo a > a && git add a && git -c user.name=a -c user.email=a@b commit -qm first && git log --format=%s && git status --short && cd ..',
+        'apt-cache policy bash | head -2',
+        'dpkg -s coreutils | grep ^Status',
+      ].join(' && '),
+    );
     expect(tools.output).toMatch(/-rw-r--r-- 1 agent agent\s+3 .* f\.txt\n/);
     expect(tools.output).toMatch(/f\.txt 3 agent 644\n\/etc\/passwd \d+ root 644\n/);
-    expect(tools.output).toMatch(/py 3 1000\nfirst\nbash:\n\s+Installed: \S+\nStatus: install ok installed\n\[exit 0\]$/);
-    expect((await allEvents(handle)).find((e) => e.type === 'sandbox_provisioned')).toMatchObject({ runtime: 'runsc', loosened: [] });
+    expect(tools.output).toMatch(
+      /py 3 1000\nfirst\nbash:\n\s+Installed: \S+\nStatus: install ok installed\n\[exit 0\]$/,
+    );
+    expect((await allEvents(handle)).find((e) => e.type === 'sandbox_provisioned')).toMatchObject({
+      runtime: 'runsc',
+      loosened: [],
+    });
     await handle.signal(endSignal, {});
   });
 
@@ -107,11 +148,23 @@ describe('gVisor, checked from inside the container', () => {
     try {
       expect(r).toMatchObject({ runtime: 'runc', loosened: ['runtime:runc'] });
       expect((await d.getContainer(r.sandboxId).inspect()).HostConfig.Runtime).toBe('runc');
-      const out = await provider.execute(r.sandboxId, { key: 'k1', script: 'dmesg 2>&1 | head -1; id -u', timeoutSeconds: 30, maxOutputBytes: 4096 });
+      const out = await provider.execute(r.sandboxId, {
+        key: 'k1',
+        script: 'dmesg 2>&1 | head -1; id -u',
+        timeoutSeconds: 30,
+        maxOutputBytes: 4096,
+      });
       expect(out.output).not.toMatch(/gVisor/);
       expect(out.output).toMatch(/1000\n$/);
       // Found again (as after a worker restart), it keeps the runtime it was created with.
-      expect(await new DockerSandboxProvider({ dockerHost: host, defaultImage: sandboxImage() }).provision({ sessionId, name: 'main', recipe, hostId: HOST })).toMatchObject({ sandboxId: r.sandboxId, runtime: 'runc', loosened: ['runtime:runc'] });
+      expect(
+        await new DockerSandboxProvider({ dockerHost: host, defaultImage: sandboxImage() }).provision({
+          sessionId,
+          name: 'main',
+          recipe,
+          hostId: HOST,
+        }),
+      ).toMatchObject({ sandboxId: r.sandboxId, runtime: 'runc', loosened: ['runtime:runc'] });
     } finally {
       await provider.destroy(r.sandboxId);
     }
@@ -127,21 +180,31 @@ async function runtimeOf(handle: Awaited<ReturnType<typeof startSession>>): Prom
 describe('hardening, checked from inside the container', () => {
   let handle: Awaited<ReturnType<typeof startSession>>;
   beforeAll(async () => {
-    handle = await startSession(h, { agent: { sandboxes: { main: { resources: { cpus: 1, memoryMb: 128, pidsLimit: 64 } } } } });
+    handle = await startSession(h, {
+      agent: { sandboxes: { main: { resources: { cpus: 1, memoryMb: 128, pidsLimit: 64 } } } },
+    });
   });
   afterAll(async () => {
     await handle.signal(endSignal, {});
   });
 
   it('has no network', async () => {
-    const r = await bash(h, handle, 'python3 -c "import socket; print([n for _, n in socket.if_nameindex()])"; python3 -c "import socket; socket.create_connection((\'10.0.0.1\', 80), timeout=2)"');
+    const r = await bash(
+      h,
+      handle,
+      'python3 -c "import socket; print([n for _, n in socket.if_nameindex()])"; python3 -c "import socket; socket.create_connection((\'10.0.0.1\', 80), timeout=2)"',
+    );
     expect(r.output).toMatch(/^\['lo'\]\n/);
     expect(r.output).toMatch(/Network is unreachable|OSError/);
     expect(r.output).toMatch(/\[exit 1\]$/);
   });
 
   it('cannot write to / but can write to the workspace, /tmp and HOME', async () => {
-    const r = await bash(h, handle, 'awk \'$2 == "/" { split($4, o, ","); print "mounted " o[1] }\' /proc/mounts; touch /root-file; echo "root:$?"; touch /workspace/f && echo ws ok; touch /tmp/f && echo tmp ok; touch "$HOME/f" && echo home ok');
+    const r = await bash(
+      h,
+      handle,
+      'awk \'$2 == "/" { split($4, o, ","); print "mounted " o[1] }\' /proc/mounts; touch /root-file; echo "root:$?"; touch /workspace/f && echo ws ok; touch /tmp/f && echo tmp ok; touch "$HOME/f" && echo home ok',
+    );
     expect(r.output).toMatch(/^mounted ro\n/);
     // runc reports the read-only mount; gVisor checks the directory's permissions first.
     expect(r.output).toMatch(/Read-only file system|Permission denied/);
@@ -150,7 +213,11 @@ describe('hardening, checked from inside the container', () => {
   });
 
   it('runs as a non-root user with no capabilities', async () => {
-    const r = await bash(h, handle, 'id -u; grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status');
+    const r = await bash(
+      h,
+      handle,
+      'id -u; grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status',
+    );
     const [uid] = r.output.split('\n');
     expect(uid).toBe('1000');
     expect(r.output).toMatch(/CapEff:\s+0000000000000000/);
@@ -192,7 +259,11 @@ describe('hardening, checked from inside the container', () => {
 
   it('holds the memory limit', async () => {
     const lostBefore = (await allEvents(handle)).filter((e) => e.type === 'sandbox_lost').length;
-    const r = await bash(h, handle, 'python3 -c "b = bytearray(400 * 1024 * 1024); print(\'ALLOC\' + \'-OK\')"; echo "code:$?"');
+    const r = await bash(
+      h,
+      handle,
+      'python3 -c "b = bytearray(400 * 1024 * 1024); print(\'ALLOC\' + \'-OK\')"; echo "code:$?"',
+    );
     expect(r.output).not.toMatch(/ALLOC-OK/);
     if ((await runtimeOf(handle)) === 'runsc') {
       // Under gVisor the host's memory cgroup holds the sandbox's kernel too: going over ends the sandbox
@@ -209,13 +280,19 @@ describe('hardening, checked from inside the container', () => {
   it('caps a 10 MB output with a clear marker', async () => {
     const r = await bash(h, handle, 'head -c 10000000 /dev/zero | tr "\\0" x; echo; echo tail-line');
     expect(r.output.length).toBeLessThan(40 * 1024);
-    expect(r.output).toMatch(/\[output truncated: \d+ of 10000011 bytes omitted; the whole output is in \/home\/agent\/\.tool-output\/\S+\.txt\]/);
+    expect(r.output).toMatch(
+      /\[output truncated: \d+ of 10000011 bytes omitted; the whole output is in \/home\/agent\/\.tool-output\/\S+\.txt\]/,
+    );
     expect(r.output.startsWith('xxxx')).toBe(true);
     expect(r.output).toMatch(/tail-line\n\[exit 0\]$/);
   });
 
   it('survives a command that swaps its own output record for an endless file', async () => {
-    const r = await bash(h, handle, 'f=$(ls -td /tmp/.ma-exec/*.run | head -1); f=${f%.run}; rm -f "$f.out"; ln -s /dev/zero "$f.out"; echo swapped');
+    const r = await bash(
+      h,
+      handle,
+      'f=$(ls -td /tmp/.ma-exec/*.run | head -1); f=${f%.run}; rm -f "$f.out"; ln -s /dev/zero "$f.out"; echo swapped',
+    );
     expect(r.output).toMatch(/the command record was tampered with/);
     expect(r.output.length).toBeLessThan(1024);
     expect((await bash(h, handle, 'echo still serving')).output).toBe('still serving\n[exit 0]');
@@ -235,15 +312,22 @@ describe('recipes', () => {
   it('clones the repo on the host into a fresh workspace and runs the setup commands inside', async () => {
     const repoDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-repo-'));
     try {
-      const git = (...args: string[]) => execFileSync('git', ['-C', repoDir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args]);
+      const git = (...args: string[]) =>
+        execFileSync('git', ['-C', repoDir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args]);
       git('init', '--quiet', '--initial-branch', 'trunk');
       fs.writeFileSync(path.join(repoDir, 'README'), 'from the repo\n');
       git('add', 'README');
       git('commit', '--quiet', '-m', 'first');
       const handle = await startSession(h, {
-        agent: { sandboxes: { main: { repo: { url: `file://${repoDir}`, ref: 'trunk' }, setup: ['echo set up > .setup-ok'] } } },
+        agent: {
+          sandboxes: { main: { repo: { url: `file://${repoDir}`, ref: 'trunk' }, setup: ['echo set up > .setup-ok'] } },
+        },
       });
-      const r = await bash(h, handle, 'cat README .setup-ok; git log --format=%s; echo change >> README && git -c user.name=a -c user.email=a@b commit -qam second && git log --format=%s | head -1');
+      const r = await bash(
+        h,
+        handle,
+        'cat README .setup-ok; git log --format=%s; echo change >> README && git -c user.name=a -c user.email=a@b commit -qam second && git log --format=%s | head -1',
+      );
       expect(r.output).toBe('from the repo\nset up\nfirst\nsecond\n[exit 0]');
       await handle.signal(endSignal, {});
     } finally {
@@ -264,7 +348,9 @@ describe('recipes', () => {
     const handle = await startSession(h, { agent: { sandboxes: { main: { readOnlyRootfs: false } } } });
     const r = await bash(h, handle, 'awk \'$2 == "/" { split($4, o, ","); print o[1] }\' /proc/mounts');
     expect(r.output).toBe('rw\n[exit 0]');
-    expect((await allEvents(handle)).find((e) => e.type === 'sandbox_provisioned')).toMatchObject({ loosened: ['readOnlyRootfs:false'] });
+    expect((await allEvents(handle)).find((e) => e.type === 'sandbox_provisioned')).toMatchObject({
+      loosened: ['readOnlyRootfs:false'],
+    });
     await handle.signal(endSignal, {});
   });
 });
@@ -273,9 +359,15 @@ describe('the text editor tool', () => {
   it('creates, views, replaces and inserts, with clear errors', async () => {
     const handle = await startSession(h);
     const edit = (input: Record<string, unknown>) => callTool(h, handle, 'str_replace_based_edit_tool', input);
-    expect((await edit({ command: 'create', path: 'src/a.txt', file_text: 'alpha\nbeta\ngamma\n' })).output).toBe('File created successfully at: /workspace/src/a.txt');
-    expect((await edit({ command: 'str_replace', path: 'src/a.txt', old_str: 'beta', new_str: 'BETA' })).isError).toBe(false);
-    expect((await edit({ command: 'insert', path: '/workspace/src/a.txt', insert_line: 0, insert_text: 'top' })).isError).toBe(false);
+    expect((await edit({ command: 'create', path: 'src/a.txt', file_text: 'alpha\nbeta\ngamma\n' })).output).toBe(
+      'File created successfully at: /workspace/src/a.txt',
+    );
+    expect((await edit({ command: 'str_replace', path: 'src/a.txt', old_str: 'beta', new_str: 'BETA' })).isError).toBe(
+      false,
+    );
+    expect(
+      (await edit({ command: 'insert', path: '/workspace/src/a.txt', insert_line: 0, insert_text: 'top' })).isError,
+    ).toBe(false);
     const view = await edit({ command: 'view', path: 'src/a.txt' });
     expect(view.output).toBe('     1\ttop\n     2\talpha\n     3\tBETA\n     4\tgamma');
     const range = await edit({ command: 'view', path: 'src/a.txt', view_range: [2, 3] });
@@ -297,10 +389,12 @@ describe('sandboxes are cattle', () => {
     const handle = await startSession(h);
     await bash(h, handle, 'echo kept > notes.txt');
     const [container] = await sessionContainers(d, handle.workflowId, false);
-    const lost = await bash(h, handle, 'sleep 60', { during: async () => {
-      await new Promise((r) => setTimeout(r, 500));
-      await d.getContainer(container.Id).kill();
-    } });
+    const lost = await bash(h, handle, 'sleep 60', {
+      during: async () => {
+        await new Promise((r) => setTimeout(r, 500));
+        await d.getContainer(container.Id).kill();
+      },
+    });
     expect(lost).toMatchObject({ isError: true, error: { kind: 'infra' } });
     const events = await allEvents(handle);
     expect(events.find((e) => e.type === 'sandbox_lost')).toMatchObject({ name: 'main', sandboxId: container.Id });
@@ -337,12 +431,17 @@ describe('sandboxes are cattle', () => {
     const handle = await startSession(h, {
       id,
       agent: {
-        sandboxes: { main: { env: { ROLE: 'main' } }, builder: { env: { ROLE: 'builder' }, resources: { cpus: 0.5, memoryMb: 256, pidsLimit: 64 } } },
+        sandboxes: {
+          main: { env: { ROLE: 'main' } },
+          builder: { env: { ROLE: 'builder' }, resources: { cpus: 0.5, memoryMb: 256, pidsLimit: 64 } },
+        },
         tools: ['bash', { name: 'builder_bash', tool: 'bash', sandbox: 'builder' }, 'session_events'],
       },
     });
     expect((await bash(h, handle, 'echo $ROLE > who; cat who')).output).toBe('main\n[exit 0]');
-    expect((await callTool(h, handle, 'builder_bash', { command: 'echo $ROLE; cat who 2>&1' })).output).toMatch(/^builder\ncat: who: No such file or directory\n\[exit 1\]$/);
+    expect((await callTool(h, handle, 'builder_bash', { command: 'echo $ROLE; cat who 2>&1' })).output).toMatch(
+      /^builder\ncat: who: No such file or directory\n\[exit 1\]$/,
+    );
     const names = (await handle.query(statusQuery)).sandboxes.map((s) => s.name).sort();
     expect(names).toEqual(['builder', 'main']);
     expect(await sessionContainers(d, id, false)).toHaveLength(2);
@@ -363,7 +462,12 @@ describe('forks and sandboxes', () => {
     const withSandboxes = uniqueId('fork-sb');
     const without = uniqueId('fork-nosb');
     await forkSession(h.env.client, testArchive(), logOf(src), { source: src.workflowId, at, id: without });
-    await forkSession(h.env.client, testArchive(), logOf(src), { source: src.workflowId, at, id: withSandboxes, sandboxes: true });
+    await forkSession(h.env.client, testArchive(), logOf(src), {
+      source: src.workflowId,
+      at,
+      id: withSandboxes,
+      sandboxes: true,
+    });
 
     // Asked for: a fresh container from the same recipe, with a workspace of its own.
     const fork = h.env.client.workflow.getHandle(withSandboxes);
@@ -377,7 +481,9 @@ describe('forks and sandboxes', () => {
     // Not asked for: no sandbox and no sandbox tools.
     const bare = h.env.client.workflow.getHandle(without);
     await say(bare, 'hello');
-    expect((h.mock.requests(without).pop()!.body.tools as { name: string }[]).map((t) => t.name)).toEqual(['session_events']);
+    expect((h.mock.requests(without).pop()!.body.tools as { name: string }[]).map((t) => t.name)).toEqual([
+      'session_events',
+    ]);
     expect(await sessionContainers(d, without)).toHaveLength(0);
     for (const id of [withSandboxes, without]) await h.env.client.workflow.getHandle(id).signal(endSignal, {});
   });

@@ -16,7 +16,17 @@ import { sendMessageUpdate } from '../src/session/contract';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { expectOneLineError, runAgents } from './helpers/cli';
-import { allEvents, say, startHarness, startSession, startTestWorker, testAgent, uniqueId, waitForEvents, type Harness } from './helpers/env';
+import {
+  allEvents,
+  say,
+  startHarness,
+  startSession,
+  startTestWorker,
+  testAgent,
+  uniqueId,
+  waitForEvents,
+  type Harness,
+} from './helpers/env';
 import { FIXTURE_CODEC_KEY } from './helpers/test-keys';
 import { statusUntil } from './helpers/actions';
 import type { RunningWorker } from '../src/worker';
@@ -37,7 +47,10 @@ const agentOf = (harness: string) => ({ harness, tools: ['session_events' as con
 function lastUserTexts(sessionId: string): string[] {
   return h.mock.requests(sessionId).map((r) => {
     const messages = r.body.messages as { role: string; content: { type: string; text?: string }[] }[];
-    return messages.at(-1)!.content.map((b) => b.text ?? b.type).join(' ');
+    return messages
+      .at(-1)!
+      .content.map((b) => b.text ?? b.type)
+      .join(' ');
   });
 }
 
@@ -53,13 +66,19 @@ describe('harness versions', () => {
     h.mock.script(v1.workflowId, { steps: [EMPTY, text('late answer')] });
     await turn(v1, 'answer me', 1);
     await say(v1, 'hello?');
-    expect((await allEvents(v1)).map((e) => e.type)).toEqual(['session_started', 'user_message', 'assistant_message', 'user_message', 'assistant_message']);
+    expect((await allEvents(v1)).map((e) => e.type)).toEqual([
+      'session_started',
+      'user_message',
+      'assistant_message',
+      'user_message',
+      'assistant_message',
+    ]);
     expect(lastUserTexts(v1.workflowId)).toEqual(['answer me', 'hello?']);
 
     const v2 = await startSession(h, { agent: agentOf('default@2') });
     h.mock.script(v2.workflowId, { steps: [EMPTY, text('Here is my answer.'), EMPTY, EMPTY, EMPTY] });
     let events = await turn(v2, 'answer me', 2);
-    expect(events.slice(1).map((e) => [e.type, e.type === 'user_message' ? e.source ?? 'user' : ''])).toEqual([
+    expect(events.slice(1).map((e) => [e.type, e.type === 'user_message' ? (e.source ?? 'user') : ''])).toEqual([
       ['user_message', 'user'],
       ['assistant_message', ''],
       ['user_message', 'harness'],
@@ -86,14 +105,25 @@ describe('harness versions', () => {
     try {
       const file = path.join(dir, 'agent.yaml');
       fs.writeFileSync(file, 'name: future\nharness: default@9\n');
-      expectOneLineError(await runAgents(h.env.address, ['start', '--agent', file]), /harness: unknown harness default@9; this version knows default@1, default@2/);
+      expectOneLineError(
+        await runAgents(h.env.address, ['start', '--agent', file]),
+        /harness: unknown harness default@9; this version knows default@1, default@2/,
+      );
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
     const raw = { ...testAgent(), harness: 'default@9' };
-    const err = await h.env.client.workflow.execute(sessionWorkflow, { taskQueue: BRAIN_TASK_QUEUE, workflowId: uniqueId('bad-harness'), args: [{ agent: raw }] }).catch((e: unknown) => e);
+    const err = await h.env.client.workflow
+      .execute(sessionWorkflow, {
+        taskQueue: BRAIN_TASK_QUEUE,
+        workflowId: uniqueId('bad-harness'),
+        args: [{ agent: raw }],
+      })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WorkflowFailedError);
-    expect((err as WorkflowFailedError).cause?.message).toMatch(/invalid session input: agent.harness: unknown harness default@9/);
+    expect((err as WorkflowFailedError).cause?.message).toMatch(
+      /invalid session input: agent.harness: unknown harness default@9/,
+    );
   });
 });
 
@@ -109,9 +139,12 @@ describe('retiring the default@2 workaround', () => {
         ...config,
         plugins: [
           ...(config.plugins ?? []),
-          new webpack.NormalModuleReplacementPlugin(new RegExp(`^${request.replace('.', '\\.')}$`), (r: { request: string; context: string }) => {
-            if (path.resolve(r.context) === path.resolve(__dirname, '../src/workflows')) r.request = replacement;
-          }),
+          new webpack.NormalModuleReplacementPlugin(
+            new RegExp(`^${request.replace('.', '\\.')}$`),
+            (r: { request: string; context: string }) => {
+              if (path.resolve(r.context) === path.resolve(__dirname, '../src/workflows')) r.request = replacement;
+            },
+          ),
         ],
       }),
     });
@@ -121,25 +154,36 @@ describe('retiring the default@2 workaround', () => {
   }));
   const replay = async (workflowBundle: WorkflowBundleWithSourceMap) => {
     const out: Record<string, unknown> = {};
-    for await (const r of Worker.runReplayHistories({ workflowBundle, dataConverter: createDataConverter(FIXTURE_CODEC_KEY) }, fixtures)) out[r.workflowId] = r.error;
+    for await (const r of Worker.runReplayHistories(
+      { workflowBundle, dataConverter: createDataConverter(FIXTURE_CODEC_KEY) },
+      fixtures,
+    ))
+      out[r.workflowId] = r.error;
     return out;
   };
 
   it('deleting the workaround outright breaks the replay of default@2 histories', async () => {
-    const errors = await replay(await bundleWith('./harness-rules', require.resolve('./fixtures/harness-workaround-removed')));
+    const errors = await replay(
+      await bundleWith('./harness-rules', require.resolve('./fixtures/harness-workaround-removed')),
+    );
     expect(errors['harness-v1-session.json']).toBeUndefined();
     expect(errors['harness-v2-session.json']).toBeInstanceOf(DeterminismViolationError);
   });
 
   it('retired behind a patch: old histories replay, and a running default@2 session carries on without it', async () => {
     const retired = await bundleWith('./harness-retired', require.resolve('./fixtures/harness-retired-default2'));
-    expect(await replay(retired)).toEqual({ 'harness-v1-session.json': undefined, 'harness-v2-session.json': undefined });
+    expect(await replay(retired)).toEqual({
+      'harness-v1-session.json': undefined,
+      'harness-v2-session.json': undefined,
+    });
 
     // A default@2 session runs on today's workers and gets nudged...
     const handle = await startSession(h, { agent: agentOf('default@2') });
     h.mock.script(handle.workflowId, { steps: [EMPTY, text('first answer'), EMPTY, text('second answer')] });
     await turn(handle, 'one', 2);
-    expect((await allEvents(handle)).filter((e) => e.type === 'user_message' && e.source === 'harness')).toHaveLength(1);
+    expect((await allEvents(handle)).filter((e) => e.type === 'user_message' && e.source === 'harness')).toHaveLength(
+      1,
+    );
     // ...then the deploy that retires the workaround replaces every worker.
     await h.worker.shutdown();
     let next: RunningWorker | undefined = await startTestWorker(h.env.address, h.mock.url, { workflowBundle: retired });
@@ -149,12 +193,11 @@ describe('retiring the default@2 workaround', () => {
       await say(handle, 'three');
       const events = await allEvents(handle);
       expect(events.filter((e) => e.type === 'user_message' && e.source === 'harness')).toHaveLength(1);
-      expect(events.filter((e) => e.type === 'assistant_message').map((e) => (e.type === 'assistant_message' ? e.content.map((b) => b.text).join('') : ''))).toEqual([
-        '',
-        'first answer',
-        '',
-        'second answer',
-      ]);
+      expect(
+        events
+          .filter((e) => e.type === 'assistant_message')
+          .map((e) => (e.type === 'assistant_message' ? e.content.map((b) => b.text).join('') : '')),
+      ).toEqual(['', 'first answer', '', 'second answer']);
       const described = await handle.describe();
       expect(described.status.name).toBe('RUNNING');
     } finally {

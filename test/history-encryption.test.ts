@@ -10,7 +10,17 @@ import { Worker } from '@temporalio/worker';
 import { ENCRYPTED_ENCODING, EncryptionCodec, parseCodecKeys } from '../src/codec';
 import { CodecServer } from '../src/codec/codec-server';
 import { endSignal, statusQuery, userMessageSignal } from '../src/session/contract';
-import { allEvents, say, startHarness, startSession, temporalCliPath, testDataConverter, waitForEvents, workflowBundle, type Harness } from './helpers/env';
+import {
+  allEvents,
+  say,
+  startHarness,
+  startSession,
+  temporalCliPath,
+  testDataConverter,
+  waitForEvents,
+  workflowBundle,
+  type Harness,
+} from './helpers/env';
 import { TEST_CODEC_KEY } from './helpers/test-keys';
 import { grpcInterceptors } from '../src/temporal-connection';
 
@@ -30,7 +40,9 @@ const UI_ORIGIN = 'http://localhost:8233';
 function leaks(doc: string, marker: string): string[] {
   const forms = [marker];
   for (let pad = 0; pad < 3; pad++) {
-    const b64 = Buffer.concat([Buffer.alloc(pad), Buffer.from(marker)]).toString('base64').replace(/=+$/, '');
+    const b64 = Buffer.concat([Buffer.alloc(pad), Buffer.from(marker)])
+      .toString('base64')
+      .replace(/=+$/, '');
     // Drop the characters that also carry bits of the neighbouring bytes.
     forms.push(b64.slice(Math.ceil((pad * 8) / 6), -2));
   }
@@ -92,22 +104,47 @@ beforeAll(async () => {
   await say(handle, `the update carries ${SECRETS.update}`);
   await handle.signal(userMessageSignal, { text: `the signal carries ${SECRETS.signal}` });
   await waitForEvents(handle, (ev) => ev.filter((e) => e.type === 'assistant_message').length === 3);
-  h.mock.script(sessionId, { steps: [{ status: 500, message: SECRETS.retry }, { status: 400, message: SECRETS.failure }] });
+  h.mock.script(sessionId, {
+    steps: [
+      { status: 500, message: SECRETS.retry },
+      { status: 400, message: SECRETS.failure },
+    ],
+  });
   await say(handle, 'this turn fails');
   const cli = spawnSync(
     temporalCliPath(),
-    ['workflow', 'signal', '--address', h.env.address, '--workflow-id', sessionId, '--name', 'userMessage', '--input', JSON.stringify({ text: PLAIN_TEXT })],
+    [
+      'workflow',
+      'signal',
+      '--address',
+      h.env.address,
+      '--workflow-id',
+      sessionId,
+      '--name',
+      'userMessage',
+      '--input',
+      JSON.stringify({ text: PLAIN_TEXT }),
+    ],
     { encoding: 'utf8' },
   );
   expect(cli.status).toBe(0);
-  await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'assistant_message' && e.content[0].text === `You said: ${PLAIN_TEXT}`));
+  await waitForEvents(handle, (ev) =>
+    ev.some((e) => e.type === 'assistant_message' && e.content[0].text === `You said: ${PLAIN_TEXT}`),
+  );
   await handle.signal(endSignal, { reason: SECRETS.end });
   await handle.result();
 
   // A client with no codec sees what the server stores.
-  plainClient = new Client({ connection: await Connection.connect({ address: h.env.address, interceptors: grpcInterceptors() }), namespace: 'default' });
+  plainClient = new Client({
+    connection: await Connection.connect({ address: h.env.address, interceptors: grpcInterceptors() }),
+    namespace: 'default',
+  });
   rawJson = historyToJSON(await plainClient.workflow.getHandle(sessionId).fetchHistory());
-  const shown = spawnSync(temporalCliPath(), ['workflow', 'show', '--address', h.env.address, '--workflow-id', sessionId, '--output', 'json'], { encoding: 'utf8' });
+  const shown = spawnSync(
+    temporalCliPath(),
+    ['workflow', 'show', '--address', h.env.address, '--workflow-id', sessionId, '--output', 'json'],
+    { encoding: 'utf8' },
+  );
   expect(shown.status).toBe(0);
   shownJson = shown.stdout;
 }, 180_000);
@@ -121,7 +158,13 @@ describe('encrypted history', () => {
   it('still serves the session in the clear to a client holding the key, failure message included', async () => {
     const events = await allEvents(h.env.client.workflow.getHandle(sessionId));
     const texts = events.flatMap((e) => (e.type === 'user_message' ? [e.text] : []));
-    expect(texts).toEqual([`my api key is ${SECRETS.start}`, `the update carries ${SECRETS.update}`, `the signal carries ${SECRETS.signal}`, 'this turn fails', PLAIN_TEXT]);
+    expect(texts).toEqual([
+      `my api key is ${SECRETS.start}`,
+      `the update carries ${SECRETS.update}`,
+      `the signal carries ${SECRETS.signal}`,
+      'this turn fails',
+      PLAIN_TEXT,
+    ]);
     const error = events.find((e) => e.type === 'error');
     expect(error?.type === 'error' && error.message).toContain(SECRETS.failure);
     expect(events.at(-1)).toMatchObject({ type: 'session_ended', reason: SECRETS.end });
@@ -131,7 +174,8 @@ describe('encrypted history', () => {
     // The markers did travel: the plain CLI input shows in the raw history, so a search like this one finds text.
     expect(leaks(rawJson, PLAIN_TEXT).length).toBeGreaterThan(0);
     for (const doc of [rawJson, shownJson]) {
-      for (const marker of Object.values(SECRETS)) expect({ marker, found: leaks(doc, marker) }).toEqual({ marker, found: [] });
+      for (const marker of Object.values(SECRETS))
+        expect({ marker, found: leaks(doc, marker) }).toEqual({ marker, found: [] });
     }
   });
 
@@ -141,7 +185,9 @@ describe('encrypted history', () => {
     // Plain are the CLI's own signal, which the codec left alone, the SDK's record of a workflow patch (its id, in
     // the marker and the TemporalChangeVersion search attribute), and the session's search attributes: the server
     // indexes those, so no codec sees them, and they hold only the agent's name, its model and the session state.
-    const shown = plain.map((p) => [p.at.replace(/^\.events\[\d+\]/, ''), JSON.parse(b64text(p.payload.data))] as [string, unknown]);
+    const shown = plain.map(
+      (p) => [p.at.replace(/^\.events\[\d+\]/, ''), JSON.parse(b64text(p.payload.data))] as [string, unknown],
+    );
     const searchAttribute = /^\.upsertWorkflowSearchAttributesEventAttributes\.searchAttributes\.indexedFields\./;
     expect(shown.filter(([at]) => !searchAttribute.test(at))).toEqual([
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'search-attributes' }],
@@ -163,9 +209,17 @@ describe('encrypted history', () => {
     };
     for (const [at, value] of shown.filter(([a]) => searchAttribute.test(a))) {
       const name = at.replace(searchAttribute, '');
-      expect({ name, value, allowed: (allowed[name] ?? []).some((v) => JSON.stringify(v) === JSON.stringify(value)) }).toEqual({ name, value, allowed: true });
+      expect({
+        name,
+        value,
+        allowed: (allowed[name] ?? []).some((v) => JSON.stringify(v) === JSON.stringify(value)),
+      }).toEqual({ name, value, allowed: true });
     }
-    const encryptedAt = new Set(all.filter((p) => !plain.includes(p)).map((p) => p.at.replace(/^\.events\[\d+\]\./, '').replace(/\[\d+\]/g, '[]')));
+    const encryptedAt = new Set(
+      all
+        .filter((p) => !plain.includes(p))
+        .map((p) => p.at.replace(/^\.events\[\d+\]\./, '').replace(/\[\d+\]/g, '[]')),
+    );
     for (const where of [
       'workflowExecutionStartedEventAttributes.input.payloads[]',
       'activityTaskScheduledEventAttributes.input.payloads[]',
@@ -186,9 +240,16 @@ describe('encrypted history', () => {
   it('records failure messages and stack traces only in encrypted form', () => {
     const failures = failuresIn(JSON.parse(rawJson));
     // The transient 500 and the refusal: each attempt's failure comes back to the workflow (a logged retry).
-    expect(failures.map((f) => f.at.replace(/^\.events\[\d+\]\./, ''))).toEqual(['activityTaskFailedEventAttributes.failure', 'activityTaskFailedEventAttributes.failure']);
+    expect(failures.map((f) => f.at.replace(/^\.events\[\d+\]\./, ''))).toEqual([
+      'activityTaskFailedEventAttributes.failure',
+      'activityTaskFailedEventAttributes.failure',
+    ]);
     for (const { at, failure } of failures) {
-      expect({ at, message: failure.message, stackTrace: failure.stackTrace ?? '' }).toEqual({ at, message: 'Encoded failure', stackTrace: '' });
+      expect({ at, message: failure.message, stackTrace: failure.stackTrace ?? '' }).toEqual({
+        at,
+        message: 'Encoded failure',
+        stackTrace: '',
+      });
       expect(b64text((failure.encodedAttributes as JsonPayload).metadata?.encoding)).toBe(ENCRYPTED_ENCODING);
     }
   });
@@ -207,7 +268,11 @@ describe('the codec server, called as the Web UI calls it', () => {
   afterAll(() => server.stop());
 
   const decode = (body: unknown, headers: Record<string, string>) =>
-    fetch(`${server.url}/decode`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Namespace': 'default', ...headers }, body: JSON.stringify(body) });
+    fetch(`${server.url}/decode`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', 'X-Namespace': 'default', ...headers },
+      body: JSON.stringify(body),
+    });
 
   it('decodes the payloads of raw history events back into the session data', async () => {
     const events = (JSON.parse(rawJson) as { events: Record<string, Record<string, unknown>>[] }).events;
@@ -218,7 +283,10 @@ describe('the codec server, called as the Web UI calls it', () => {
     expect(res.headers.get('access-control-allow-origin')).toBe(UI_ORIGIN);
     const decoded = (await res.json()) as { payloads: JsonPayload[] };
     // Put back into the event, as the Web UI does before rendering it.
-    const event = { ...started, workflowExecutionStartedEventAttributes: { ...started.workflowExecutionStartedEventAttributes, input: decoded } };
+    const event = {
+      ...started,
+      workflowExecutionStartedEventAttributes: { ...started.workflowExecutionStartedEventAttributes, input: decoded },
+    };
     const [arg] = event.workflowExecutionStartedEventAttributes.input.payloads.map((p: JsonPayload) => {
       expect(b64text(p.metadata?.encoding)).toBe('json/plain');
       return JSON.parse(b64text(p.data)) as { message: { text: string }; agent: { name: string } };
@@ -228,13 +296,19 @@ describe('the codec server, called as the Web UI calls it', () => {
     // The last failed attempt: the refusal, after the logged retry of the 500.
     const failed = events.filter((e) => e.activityTaskFailedEventAttributes).at(-1)!;
     const failure = failed.activityTaskFailedEventAttributes.failure as { encodedAttributes: JsonPayload };
-    const attrs = (await (await decode({ payloads: [failure.encodedAttributes] }, { Origin: UI_ORIGIN })).json()) as { payloads: JsonPayload[] };
-    expect(JSON.parse(b64text(attrs.payloads[0].data))).toMatchObject({ message: expect.stringContaining(SECRETS.failure) });
+    const attrs = (await (await decode({ payloads: [failure.encodedAttributes] }, { Origin: UI_ORIGIN })).json()) as {
+      payloads: JsonPayload[];
+    };
+    expect(JSON.parse(b64text(attrs.payloads[0].data))).toMatchObject({
+      message: expect.stringContaining(SECRETS.failure),
+    });
   });
 
   it('refuses a request with no auth and no allowed origin, and returns no payload data', async () => {
-    const events = (JSON.parse(rawJson) as { events: Record<string, Record<string, { payloads: JsonPayload[] }>>[] }).events;
-    const input = events.find((e) => e.workflowExecutionStartedEventAttributes)!.workflowExecutionStartedEventAttributes.input;
+    const events = (JSON.parse(rawJson) as { events: Record<string, Record<string, { payloads: JsonPayload[] }>>[] })
+      .events;
+    const input = events.find((e) => e.workflowExecutionStartedEventAttributes)!.workflowExecutionStartedEventAttributes
+      .input;
     for (const [headers, status] of [
       [{}, 401],
       [{ Origin: 'http://attacker.example' }, 403],
@@ -252,7 +326,20 @@ describe('the codec server, called as the Web UI calls it', () => {
     const withToken = new CodecServer({ codec: new EncryptionCodec(parseCodecKeys(TEST_CODEC_KEY)), token });
     const url = await withToken.start();
     try {
-      const show = (extra: string[]) => temporal(['workflow', 'show', '--address', h.env.address, '--workflow-id', sessionId, '--output', 'json', '--codec-endpoint', url, ...extra]);
+      const show = (extra: string[]) =>
+        temporal([
+          'workflow',
+          'show',
+          '--address',
+          h.env.address,
+          '--workflow-id',
+          sessionId,
+          '--output',
+          'json',
+          '--codec-endpoint',
+          url,
+          ...extra,
+        ]);
       const ok = await show(['--codec-auth', `Bearer ${token}`]);
       expect(ok.stderr).toBe('');
       expect(ok.code).toBe(0);
@@ -283,7 +370,13 @@ describe('replay with the codec', () => {
         .map(({ f, text }) => ({ workflowId: f, history: historyFromJSON(JSON.parse(text)) })),
     ];
     const results = [];
-    for await (const r of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), dataConverter: testDataConverter() }, histories)) results.push(r);
-    expect(results.map((r) => ({ workflowId: r.workflowId, error: r.error?.message }))).toEqual(histories.map((x) => ({ workflowId: x.workflowId, error: undefined })));
+    for await (const r of Worker.runReplayHistories(
+      { workflowBundle: await workflowBundle(), dataConverter: testDataConverter() },
+      histories,
+    ))
+      results.push(r);
+    expect(results.map((r) => ({ workflowId: r.workflowId, error: r.error?.message }))).toEqual(
+      histories.map((x) => ({ workflowId: x.workflowId, error: undefined })),
+    );
   });
 });

@@ -19,9 +19,11 @@ async function historyBytes(handle: WorkflowHandle): Promise<number> {
 it('keeps history linear: the size after 40 turns is under 2.5 times the size after 20', async () => {
   const handle = await startSession(h);
   // Every other turn makes a tool round trip, so the transcript (and each model request) grows fast.
-  for (let i = 0; i < 20; i++) await say(handle, i % 2 ? `turn ${i}: read the log` : `turn ${i}: ${'words '.repeat(50)}`);
+  for (let i = 0; i < 20; i++)
+    await say(handle, i % 2 ? `turn ${i}: read the log` : `turn ${i}: ${'words '.repeat(50)}`);
   const at20 = await historyBytes(handle);
-  for (let i = 20; i < 40; i++) await say(handle, i % 2 ? `turn ${i}: read the log` : `turn ${i}: ${'words '.repeat(50)}`);
+  for (let i = 20; i < 40; i++)
+    await say(handle, i % 2 ? `turn ${i}: read the log` : `turn ${i}: ${'words '.repeat(50)}`);
   const at40 = await historyBytes(handle);
   const requests = h.mock.requests(handle.workflowId);
   const firstRequest = JSON.stringify(requests[0].body).length;

@@ -68,7 +68,11 @@ function valueImports(file: string): string[] {
   const sf = ts.createSourceFile(file, fs.readFileSync(file, 'utf8'), ts.ScriptTarget.Latest);
   const out: string[] = [];
   for (const st of sf.statements) {
-    if ((ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) && st.moduleSpecifier && ts.isStringLiteral(st.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(st) || ts.isExportDeclaration(st)) &&
+      st.moduleSpecifier &&
+      ts.isStringLiteral(st.moduleSpecifier)
+    ) {
       const typeOnly = ts.isImportDeclaration(st) ? st.importClause?.isTypeOnly === true : st.isTypeOnly;
       if (!typeOnly && st.moduleSpecifier.text.startsWith('.')) out.push(st.moduleSpecifier.text);
     }
@@ -127,7 +131,11 @@ describe('src/', () => {
   it('keeps workflow code apart: workflows/, session/ and tools/ import values only from each other', () => {
     const reaching = files
       .filter((f) => DETERMINISTIC.includes(path.relative(SRC, f).split(path.sep)[0]))
-      .flatMap((f) => valueImports(f).map((spec) => [path.relative(SRC, f), path.relative(SRC, path.resolve(path.dirname(f), spec))] as const))
+      .flatMap((f) =>
+        valueImports(f).map(
+          (spec) => [path.relative(SRC, f), path.relative(SRC, path.resolve(path.dirname(f), spec))] as const,
+        ),
+      )
       .filter(([, to]) => !DETERMINISTIC.includes(to.split(path.sep)[0]));
     expect(reaching).toEqual([]);
   });
@@ -135,8 +143,16 @@ describe('src/', () => {
   it('keeps the workflow apart: nothing else in src/ imports from workflows/ (the session contract is session/contract.ts)', () => {
     const reaching = files
       .filter((f) => path.relative(SRC, f).split(path.sep)[0] !== 'workflows')
-      .flatMap((f) => ts.preProcessFile(fs.readFileSync(f, 'utf8'), true, true).importedFiles.map((i) => [path.relative(SRC, f), i.fileName] as const))
-      .filter(([from, spec]) => spec.startsWith('.') && path.relative(SRC, path.resolve(path.dirname(path.join(SRC, from)), spec)).split(path.sep)[0] === 'workflows');
+      .flatMap((f) =>
+        ts
+          .preProcessFile(fs.readFileSync(f, 'utf8'), true, true)
+          .importedFiles.map((i) => [path.relative(SRC, f), i.fileName] as const),
+      )
+      .filter(
+        ([from, spec]) =>
+          spec.startsWith('.') &&
+          path.relative(SRC, path.resolve(path.dirname(path.join(SRC, from)), spec)).split(path.sep)[0] === 'workflows',
+      );
     expect(reaching).toEqual([]);
   });
 
@@ -146,7 +162,9 @@ describe('src/', () => {
 
   it('imports only down the floors: a room imports from its own floor or the ones below, never above', () => {
     const upward = files
-      .flatMap((f) => ts.preProcessFile(fs.readFileSync(f, 'utf8'), true, true).importedFiles.map((i) => [f, i.fileName] as const))
+      .flatMap((f) =>
+        ts.preProcessFile(fs.readFileSync(f, 'utf8'), true, true).importedFiles.map((i) => [f, i.fileName] as const),
+      )
       .filter(([, spec]) => spec.startsWith('.'))
       .map(([f, spec]) => [roomOf(f), roomOf(path.resolve(path.dirname(f), spec))] as const)
       .filter(([from, to]) => from !== to && floorOf(from) < floorOf(to))
@@ -183,8 +201,11 @@ describe('src/', () => {
 
   it('has no two files of one name, but index.ts', () => {
     const byName = new Map<string, string[]>();
-    for (const f of files) byName.set(path.basename(f), [...(byName.get(path.basename(f)) ?? []), path.relative(SRC, f)]);
-    const repeated = [...byName].filter(([name, at]) => at.length > 1 && name !== 'index.ts' && !SHARED_NAMES.includes(name));
+    for (const f of files)
+      byName.set(path.basename(f), [...(byName.get(path.basename(f)) ?? []), path.relative(SRC, f)]);
+    const repeated = [...byName].filter(
+      ([name, at]) => at.length > 1 && name !== 'index.ts' && !SHARED_NAMES.includes(name),
+    );
     expect(repeated).toEqual([]);
   });
 });
@@ -194,7 +215,12 @@ describe('failure types', () => {
     const literal = /'[A-Z][A-Za-z]+Error\.[A-Za-z]+'/;
     const spelled = sources(SRC)
       .filter((f) => !f.endsWith(path.join('session', 'failure-types.ts')))
-      .flatMap((f) => fs.readFileSync(f, 'utf8').split('\n').map((line, i) => [`${path.relative(SRC, f)}:${i + 1}`, line] as const))
+      .flatMap((f) =>
+        fs
+          .readFileSync(f, 'utf8')
+          .split('\n')
+          .map((line, i) => [`${path.relative(SRC, f)}:${i + 1}`, line] as const),
+      )
       .filter(([, line]) => literal.test(line))
       .map(([at]) => at);
     expect(spelled).toEqual([]);

@@ -8,7 +8,20 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { MockStep } from '../src/dev/model-script';
 import type { SessionEvent } from '../src/session/events';
 import { sendMessageUpdate, statusQuery, userMessageSignal } from '../src/session/contract';
-import { allEvents, conversationOf, runsOf as runsOfSession, say, startHarness, startSession, temporalCliPath, turnDone, uniqueId, waitForEvents, withoutTimes, type Harness } from './helpers/env';
+import {
+  allEvents,
+  conversationOf,
+  runsOf as runsOfSession,
+  say,
+  startHarness,
+  startSession,
+  temporalCliPath,
+  turnDone,
+  uniqueId,
+  waitForEvents,
+  withoutTimes,
+  type Harness,
+} from './helpers/env';
 import { runAgents } from './helpers/cli';
 
 let h: Harness;
@@ -19,7 +32,9 @@ afterAll(async () => {
   await h?.stop();
 });
 
-const readLog = (n: number): MockStep => ({ reply: { content: [{ type: 'tool_use', name: 'session_events', input: { from: 0, limit: n } }] } });
+const readLog = (n: number): MockStep => ({
+  reply: { content: [{ type: 'tool_use', name: 'session_events', input: { from: 0, limit: n } }] },
+});
 
 const runsOf = (id: string) => runsOfSession(h.env.client, id);
 
@@ -40,7 +55,9 @@ describe('one session over many runs', () => {
   const ROUNDS = 60;
 
   it('hands over between two model calls of a long tool loop and keeps one gap-free log', async () => {
-    handle = await startSession(h, { agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } } });
+    handle = await startSession(h, {
+      agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } },
+    });
     h.mock.script(handle.workflowId, { steps: Array.from({ length: ROUNDS }, () => readLog(2)) });
     const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log again and again' }] });
     const events = await waitForEvents(handle, turnDone(seq), 120_000);
@@ -57,13 +74,20 @@ describe('one session over many runs', () => {
     expect(messages).toHaveLength(1 + 2 * ROUNDS);
     // The session_events calls of later runs read events 0 and 1 out of the archive.
     const last = events.filter((e) => e.type === 'tool_result').pop()!;
-    expect(JSON.parse(last.type === 'tool_result' ? last.output : '').events.map((e: SessionEvent) => e.type)).toEqual(['session_started', 'user_message']);
+    expect(JSON.parse(last.type === 'tool_result' ? last.output : '').events.map((e: SessionEvent) => e.type)).toEqual([
+      'session_started',
+      'user_message',
+    ]);
   });
 
   it('reads any slice of any age with `agents events --from`, after the first runs are deleted from Temporal', async () => {
     const runs = await runsOf(handle.workflowId);
     for (const r of runs.slice(0, 2)) {
-      const del = spawnSync(temporalCliPath(), ['workflow', 'delete', '--address', h.env.address, '--workflow-id', handle.workflowId, '--run-id', r.runId], { encoding: 'utf8' });
+      const del = spawnSync(
+        temporalCliPath(),
+        ['workflow', 'delete', '--address', h.env.address, '--workflow-id', handle.workflowId, '--run-id', r.runId],
+        { encoding: 'utf8' },
+      );
       expect(del.status).toBe(0);
     }
     for (;;) {
@@ -73,17 +97,40 @@ describe('one session over many runs', () => {
     }
     const r = await runAgents(h.env.address, ['events', handle.workflowId, '--from', '0', '--limit', '5', '--json']);
     expect(r.stderr).toBe('');
-    const first = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as SessionEvent);
+    const first = r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as SessionEvent);
     expect(first.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4]);
-    expect(first.map((e) => e.type)).toEqual(['session_started', 'user_message', 'assistant_message', 'tool_use', 'tool_result']);
+    expect(first.map((e) => e.type)).toEqual([
+      'session_started',
+      'user_message',
+      'assistant_message',
+      'tool_use',
+      'tool_result',
+    ]);
     const all = await allEvents(handle);
-    const tail = await runAgents(h.env.address, ['events', handle.workflowId, '--from', String(all.length - 3), '--json']);
-    expect(tail.stdout.trim().split('\n').map((l) => JSON.parse(l).seq)).toEqual([all.length - 3, all.length - 2, all.length - 1]);
+    const tail = await runAgents(h.env.address, [
+      'events',
+      handle.workflowId,
+      '--from',
+      String(all.length - 3),
+      '--json',
+    ]);
+    expect(
+      tail.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).seq),
+    ).toEqual([all.length - 3, all.length - 2, all.length - 1]);
   });
 
   it('loses no signal or update sent during handovers, and drops a retried messageId across them', async () => {
     const id = uniqueId('handover');
-    const hnd = await startSession(h, { id, agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } } });
+    const hnd = await startSession(h, {
+      id,
+      agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } },
+    });
     h.mock.script(id, { firstByteDelayMs: 20, steps: Array.from({ length: 40 }, () => readLog(1)) });
     await hnd.signal(userMessageSignal, { text: 'loop', messageId: 'm-loop' });
     // 24 messages or more: on a loaded machine the loop is slower, so the sending goes on until five have been sent
@@ -94,7 +141,11 @@ describe('one session over many runs', () => {
     while (n < 24 || (n < 300 && afterHandover < 5)) {
       if (((await hnd.query(statusQuery)).run ?? 1) > 1) afterHandover++;
       const i = n++;
-      sent.push(i % 3 === 0 ? hnd.executeUpdate(sendMessageUpdate, { args: [{ text: `update ${i}`, messageId: `m${i}` }] }) : hnd.signal(userMessageSignal, { text: `signal ${i}`, messageId: `m${i}` }));
+      sent.push(
+        i % 3 === 0
+          ? hnd.executeUpdate(sendMessageUpdate, { args: [{ text: `update ${i}`, messageId: `m${i}` }] })
+          : hnd.signal(userMessageSignal, { text: `signal ${i}`, messageId: `m${i}` }),
+      );
       await new Promise((r) => setTimeout(r, 60));
     }
     await Promise.all(sent);
@@ -104,12 +155,16 @@ describe('one session over many runs', () => {
     expect(firstM0?.type).toBe('user_message');
     // Retries of earlier messages, now in a later run: a retried update answers the seq its first delivery got.
     await hnd.signal(userMessageSignal, { text: 'loop', messageId: 'm-loop' });
-    expect((await hnd.executeUpdate(sendMessageUpdate, { args: [{ text: 'update 0', messageId: 'm0' }] })).seq).toBe(firstM0?.seq);
+    expect((await hnd.executeUpdate(sendMessageUpdate, { args: [{ text: 'update 0', messageId: 'm0' }] })).seq).toBe(
+      firstM0?.seq,
+    );
     const { seq } = await hnd.executeUpdate(sendMessageUpdate, { args: [{ text: 'last' }] });
     const events = await waitForEvents(hnd, turnDone(seq), 120_000);
     expectOneLog(events);
     const texts = events.flatMap((e) => (e.type === 'user_message' ? [e.text] : []));
-    expect(texts.filter((t) => t !== 'last').sort()).toEqual(['loop', ...Array.from({ length: n }, (_, i) => `${i % 3 === 0 ? 'update' : 'signal'} ${i}`)].sort());
+    expect(texts.filter((t) => t !== 'last').sort()).toEqual(
+      ['loop', ...Array.from({ length: n }, (_, i) => `${i % 3 === 0 ? 'update' : 'signal'} ${i}`)].sort(),
+    );
     expect(texts.filter((t) => t === 'last')).toHaveLength(1);
   });
 });
@@ -122,16 +177,22 @@ describe('an archive that cannot be written', () => {
     fs.mkdirSync(path.dirname(blocker), { recursive: true });
     fs.writeFileSync(blocker, 'not a directory');
     try {
-      const hnd = await startSession(h, { id, agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } } });
+      const hnd = await startSession(h, {
+        id,
+        agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } },
+      });
       h.mock.script(id, { steps: Array.from({ length: 30 }, () => readLog(1)) });
       const { seq } = await hnd.executeUpdate(sendMessageUpdate, { args: [{ text: 'loop while the disk is broken' }] });
       // An `error` event does not end this turn: wait for the model's last reply.
-      const replied = (after: number) => (ev: SessionEvent[]) => ev.some((e) => e.seq > after && e.type === 'assistant_message' && e.stopReason === 'end_turn');
+      const replied = (after: number) => (ev: SessionEvent[]) =>
+        ev.some((e) => e.seq > after && e.type === 'assistant_message' && e.stopReason === 'end_turn');
       let events = await waitForEvents(hnd, replied(seq), 120_000);
       expect(events.filter((e) => e.type === 'tool_result')).toHaveLength(30);
       const failures = events.filter((e) => e.type === 'error' && e.kind === 'archive');
       expect(failures.length).toBeGreaterThanOrEqual(1);
-      expect(failures[0]).toMatchObject({ message: expect.stringMatching(/could not seal events 0 to \d+ into the session archive/) });
+      expect(failures[0]).toMatchObject({
+        message: expect.stringMatching(/could not seal events 0 to \d+ into the session archive/),
+      });
       expect((await hnd.query(statusQuery)).run).toBe(1);
       fs.rmSync(blocker);
       h.mock.script(id, { steps: Array.from({ length: 30 }, () => readLog(1)) });
@@ -147,7 +208,9 @@ describe('an archive that cannot be written', () => {
 
 describe('context compaction', () => {
   it('keeps a session going past a small budget; the model re-reads a compacted event with session_events', async () => {
-    const hnd = await startSession(h, { agent: { tools: ['session_events'], sandboxes: {}, limits: { contextTokens: 1000 } } });
+    const hnd = await startSession(h, {
+      agent: { tools: ['session_events'], sandboxes: {}, limits: { contextTokens: 1000 } },
+    });
     const id = hnd.workflowId;
     for (let i = 1; i <= 6; i++) await say(hnd, `turn ${i}: ${'lorem ipsum '.repeat(60)}`);
     let events = await allEvents(hnd);
@@ -163,10 +226,16 @@ describe('context compaction', () => {
     expect(JSON.stringify(req.system)).toContain('<summary>');
     expect(JSON.stringify(req.messages)).not.toContain('turn 1:');
     // The model asks for event 1, which was compacted away, and gets it word for word.
-    h.mock.script(id, { steps: [{ reply: { content: [{ type: 'tool_use', name: 'session_events', input: { from: 1, limit: 1 } }] } }] });
+    h.mock.script(id, {
+      steps: [{ reply: { content: [{ type: 'tool_use', name: 'session_events', input: { from: 1, limit: 1 } }] } }],
+    });
     events = await say(hnd, 'what did I say first?');
     const result = events.filter((e) => e.type === 'tool_result').pop();
-    expect(result?.type === 'tool_result' && JSON.parse(result.output).events[0]).toMatchObject({ seq: 1, type: 'user_message', text: expect.stringMatching(/^turn 1: lorem/) });
+    expect(result?.type === 'tool_result' && JSON.parse(result.output).events[0]).toMatchObject({
+      seq: 1,
+      type: 'user_message',
+      text: expect.stringMatching(/^turn 1: lorem/),
+    });
     expectOneLog(events);
   });
 });
@@ -208,13 +277,25 @@ describe('agents fork', () => {
     await say(src, 'beta');
     const sourceBefore = await allEvents(src);
     const forkId = uniqueId('fork');
-    const r = await runAgents(h.env.address, ['fork', src.workflowId, '--at', String(at), '--id', forkId, '--json', 'gamma']);
+    const r = await runAgents(h.env.address, [
+      'fork',
+      src.workflowId,
+      '--at',
+      String(at),
+      '--id',
+      forkId,
+      '--json',
+      'gamma',
+    ]);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ sessionId: forkId });
     const fork = h.env.client.workflow.getHandle(forkId);
     const events = await waitForEvents(fork, (ev) => ev.some((e) => e.type === 'assistant_message' && e.seq > at));
     expect(withoutTimes(events.slice(0, at + 1))).toEqual(withoutTimes(sourceBefore.slice(0, at + 1)));
-    expect(events[at + 1]).toMatchObject({ type: 'session_started', forkedFrom: { sessionId: src.workflowId, seq: at } });
+    expect(events[at + 1]).toMatchObject({
+      type: 'session_started',
+      forkedFrom: { sessionId: src.workflowId, seq: at },
+    });
     expect(events[at + 2]).toMatchObject({ type: 'user_message', text: 'gamma' });
     const conversation = JSON.stringify(conversationOf(lastRequest(forkId)));
     expect(conversation).toContain('alpha');

@@ -6,7 +6,16 @@ import { spawnSync } from 'node:child_process';
 import type { WorkflowHandle } from '@temporalio/client';
 import { sendMessageUpdate, statusQuery } from '../src/session/contract';
 import type { SessionEvent } from '../src/session/events';
-import { allEvents, runsOf as runsOfSession, startHarness, startSession, temporalCliPath, doorbell, type Doorbell, type Harness } from './helpers/env';
+import {
+  allEvents,
+  runsOf as runsOfSession,
+  startHarness,
+  startSession,
+  temporalCliPath,
+  doorbell,
+  type Doorbell,
+  type Harness,
+} from './helpers/env';
 import { runAgents } from './helpers/cli';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
@@ -48,55 +57,69 @@ async function turn(handle: WorkflowHandle, bell: Doorbell, text: string): Promi
   });
 }
 
-it(`runs ${TURNS} turns with tool calls through several handovers, with flat history per turn`, async () => {
-  const handle = await startSession(h);
-  bell = doorbell(h.env.client, handle.workflowId);
-  const started = Date.now();
-  const bytesAt = new Map<number, number>([[0, await historyBytes(handle)]]);
-  for (let i = 1; i <= TURNS; i++) {
-    await turn(handle, bell, `turn ${i}: run \`echo ${i} >> counter.txt\``);
-    if (i === 100 || i === TURNS - 100 || i === TURNS) bytesAt.set(i, await historyBytes(handle));
-  }
-  const elapsed = Date.now() - started;
+it(
+  `runs ${TURNS} turns with tool calls through several handovers, with flat history per turn`,
+  async () => {
+    const handle = await startSession(h);
+    bell = doorbell(h.env.client, handle.workflowId);
+    const started = Date.now();
+    const bytesAt = new Map<number, number>([[0, await historyBytes(handle)]]);
+    for (let i = 1; i <= TURNS; i++) {
+      await turn(handle, bell, `turn ${i}: run \`echo ${i} >> counter.txt\``);
+      if (i === 100 || i === TURNS - 100 || i === TURNS) bytesAt.set(i, await historyBytes(handle));
+    }
+    const elapsed = Date.now() - started;
 
-  const runs = await describeRuns(handle);
-  const status = await handle.query(statusQuery);
-  expect(runs.length).toBeGreaterThanOrEqual(4);
-  expect(status.run).toBe(runs.length);
-  for (const r of runs) {
-    expect(r.historyLength).toBeLessThan(10_240);
-    expect(r.historySize).toBeLessThan(10 * 1024 * 1024);
-  }
-  const first100 = bytesAt.get(100)! - bytesAt.get(0)!;
-  const last100 = bytesAt.get(TURNS)! - bytesAt.get(TURNS - 100)!;
-  expect(last100).toBeLessThanOrEqual(1.2 * first100);
+    const runs = await describeRuns(handle);
+    const status = await handle.query(statusQuery);
+    expect(runs.length).toBeGreaterThanOrEqual(4);
+    expect(status.run).toBe(runs.length);
+    for (const r of runs) {
+      expect(r.historyLength).toBeLessThan(10_240);
+      expect(r.historySize).toBeLessThan(10 * 1024 * 1024);
+    }
+    const first100 = bytesAt.get(100)! - bytesAt.get(0)!;
+    const last100 = bytesAt.get(TURNS)! - bytesAt.get(TURNS - 100)!;
+    expect(last100).toBeLessThanOrEqual(1.2 * first100);
 
-  // One gap-free log; one result per tool use; the side effect ran exactly once per turn.
-  const events = await allEvents(handle);
-  expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
-  const results = events.filter((e) => e.type === 'tool_result') as Extract<SessionEvent, { type: 'tool_result' }>[];
-  expect(results).toHaveLength(TURNS);
-  expect(new Set(results.map((r) => r.toolUseId)).size).toBe(TURNS);
-  await turn(handle, bell, 'count them: `wc -l < counter.txt`');
-  await bell.close();
-  const count = (await allEvents(handle)).filter((e) => e.type === 'tool_result').pop();
-  expect(count?.type === 'tool_result' && count.output).toBe(`${TURNS}\n[exit 0]`);
+    // One gap-free log; one result per tool use; the side effect ran exactly once per turn.
+    const events = await allEvents(handle);
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+    const results = events.filter((e) => e.type === 'tool_result') as Extract<SessionEvent, { type: 'tool_result' }>[];
+    expect(results).toHaveLength(TURNS);
+    expect(new Set(results.map((r) => r.toolUseId)).size).toBe(TURNS);
+    await turn(handle, bell, 'count them: `wc -l < counter.txt`');
+    await bell.close();
+    const count = (await allEvents(handle)).filter((e) => e.type === 'tool_result').pop();
+    expect(count?.type === 'tool_result' && count.output).toBe(`${TURNS}\n[exit 0]`);
 
-  // The first runs go the way retention would take them; the first events are still there.
-  for (const r of runs.slice(0, 2)) {
-    const del = spawnSync(temporalCliPath(), ['workflow', 'delete', '--address', h.env.address, '--workflow-id', handle.workflowId, '--run-id', r.runId], { encoding: 'utf8' });
-    expect(del.status).toBe(0);
-  }
-  while ((await runsOf(handle.workflowId)).some((r) => r.runId === runs[0].runId || r.runId === runs[1].runId)) await new Promise((r) => setTimeout(r, 200));
-  const cli = await runAgents(h.env.address, ['events', handle.workflowId, '--from', '0', '--limit', '5', '--json']);
-  expect(cli.stdout.trim().split('\n').map((l) => (JSON.parse(l) as SessionEvent).seq)).toEqual([0, 1, 2, 3, 4]);
+    // The first runs go the way retention would take them; the first events are still there.
+    for (const r of runs.slice(0, 2)) {
+      const del = spawnSync(
+        temporalCliPath(),
+        ['workflow', 'delete', '--address', h.env.address, '--workflow-id', handle.workflowId, '--run-id', r.runId],
+        { encoding: 'utf8' },
+      );
+      expect(del.status).toBe(0);
+    }
+    while ((await runsOf(handle.workflowId)).some((r) => r.runId === runs[0].runId || r.runId === runs[1].runId))
+      await new Promise((r) => setTimeout(r, 200));
+    const cli = await runAgents(h.env.address, ['events', handle.workflowId, '--from', '0', '--limit', '5', '--json']);
+    expect(
+      cli.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as SessionEvent).seq),
+    ).toEqual([0, 1, 2, 3, 4]);
 
-  const u = status.usage;
-  const input = u.inputTokens + u.cacheReadInputTokens + u.cacheCreationInputTokens;
-  process.stderr.write(
-    `${TURNS} turns in ${(elapsed / 1000).toFixed(1)} s over ${runs.length} runs; ` +
-      `events per run ${runs.map((r) => r.historyLength).join('/')}, bytes per run ${runs.map((r) => r.historySize).join('/')}; ` +
-      `history bytes: first 100 turns ${first100}, last 100 turns ${last100} (x${(last100 / first100).toFixed(2)}); ` +
-      `log ${events.length} events; cache reads ${((100 * u.cacheReadInputTokens) / input).toFixed(1)}% of input tokens\n`,
-  );
-}, 60 * 60_000);
+    const u = status.usage;
+    const input = u.inputTokens + u.cacheReadInputTokens + u.cacheCreationInputTokens;
+    process.stderr.write(
+      `${TURNS} turns in ${(elapsed / 1000).toFixed(1)} s over ${runs.length} runs; ` +
+        `events per run ${runs.map((r) => r.historyLength).join('/')}, bytes per run ${runs.map((r) => r.historySize).join('/')}; ` +
+        `history bytes: first 100 turns ${first100}, last 100 turns ${last100} (x${(last100 / first100).toFixed(2)}); ` +
+        `log ${events.length} events; cache reads ${((100 * u.cacheReadInputTokens) / input).toFixed(1)}% of input tokens\n`,
+    );
+  },
+  60 * 60_000,
+);

@@ -16,7 +16,16 @@ import { EMPTY_REPLY_NUDGE } from '../src/session/harness';
 import { interruptSignal, sendMessageUpdate, statusQuery } from '../src/session/contract';
 import type { RunningWorker } from '../src/worker';
 import { statusUntil } from './helpers/actions';
-import { allEvents, createTestEnv, expectGapFreeAndValid, say, startSession, startTestWorker, uniqueId, waitForEvents } from './helpers/env';
+import {
+  allEvents,
+  createTestEnv,
+  expectGapFreeAndValid,
+  say,
+  startSession,
+  startTestWorker,
+  uniqueId,
+  waitForEvents,
+} from './helpers/env';
 import { ScriptedModel, type ScriptedStep } from './helpers/scripted-model';
 
 const model = new ScriptedModel();
@@ -39,7 +48,12 @@ const text = (t: string): ScriptedStep => ({ reply: { content: [{ type: 'text', 
 const EMPTY: ScriptedStep = { reply: { content: [] } };
 /** A reply that reads `limit` events of the session's own log from `from`, with a line of text first. */
 const readLog = (from: number, limit: number): ScriptedStep => ({
-  reply: { content: [{ type: 'text', text: `Reading from ${from}.` }, { type: 'tool_use', name: 'session_events', input: { from, limit } }] },
+  reply: {
+    content: [
+      { type: 'text', text: `Reading from ${from}.` },
+      { type: 'tool_use', name: 'session_events', input: { from, limit } },
+    ],
+  },
 });
 
 /** Starts a session without sandboxes whose model calls are answered by `steps`. */
@@ -50,27 +64,43 @@ async function start(steps: ScriptedStep[], agent: Partial<AgentInput> = {}): Pr
 }
 
 const typesOf = (events: SessionEvent[]) => events.map((e) => e.type);
-const ofType = <T extends SessionEvent['type']>(events: SessionEvent[], type: T) => events.filter((e): e is EventOf<T> => e.type === type);
+const ofType = <T extends SessionEvent['type']>(events: SessionEvent[], type: T) =>
+  events.filter((e): e is EventOf<T> => e.type === type);
 /** The conversation of each request the session's model got, in order. */
-const conversations = (handle: WorkflowHandle): ModelRequest['messages'][] => model.requests(handle.workflowId).map((c) => c.request.messages);
+const conversations = (handle: WorkflowHandle): ModelRequest['messages'][] =>
+  model.requests(handle.workflowId).map((c) => c.request.messages);
 const user = (...texts: string[]) => ({ role: 'user', content: texts.map((t) => ({ type: 'text', text: t })) });
-const assistant = (...texts: string[]) => ({ role: 'assistant', content: texts.map((t) => ({ type: 'text', text: t })) });
+const assistant = (...texts: string[]) => ({
+  role: 'assistant',
+  content: texts.map((t) => ({ type: 'text', text: t })),
+});
 
 /** A log with `n` replies, or one with an error event, which ends the wait so the assertions show it. */
-const replies = (n: number) => (events: SessionEvent[]) => ofType(events, 'assistant_message').length >= n || events.some((e) => e.type === 'error');
+const replies = (n: number) => (events: SessionEvent[]) =>
+  ofType(events, 'assistant_message').length >= n || events.some((e) => e.type === 'error');
 
 /** Waits until the turn has ended: the session waits for the user again. */
 const idle = (handle: WorkflowHandle) => statusUntil(handle, (s) => s.state === 'waiting_for_user');
 
 describe('the decision loop', () => {
   it('answers a plain turn with one model call and one reply', async () => {
-    const handle = await start([{ reply: { content: [{ type: 'text', text: 'Hi.' }], usage: { inputTokens: 12, outputTokens: 3 } } }]);
+    const handle = await start([
+      { reply: { content: [{ type: 'text', text: 'Hi.' }], usage: { inputTokens: 12, outputTokens: 3 } } },
+    ]);
     const events = await say(handle, 'Hello');
     expectGapFreeAndValid(events);
     expect(typesOf(events)).toEqual(['session_started', 'user_message', 'assistant_message']);
-    expect(events[2]).toMatchObject({ content: [{ type: 'text', text: 'Hi.' }], stopReason: 'end_turn', throughSeq: 1 });
+    expect(events[2]).toMatchObject({
+      content: [{ type: 'text', text: 'Hi.' }],
+      stopReason: 'end_turn',
+      throughSeq: 1,
+    });
     const [call] = model.requests(handle.workflowId);
-    expect(call.request).toMatchObject({ sessionId: handle.workflowId, model: 'claude-test', messages: [user('Hello')] });
+    expect(call.request).toMatchObject({
+      sessionId: handle.workflowId,
+      model: 'claude-test',
+      messages: [user('Hello')],
+    });
     expect(call.request.tools.map((t) => t.name)).toEqual(['session_events']);
     expect(model.requests(handle.workflowId)).toHaveLength(1);
     expect((await handle.query(statusQuery)).usage).toMatchObject({ inputTokens: 12, outputTokens: 3 });
@@ -80,9 +110,17 @@ describe('the decision loop', () => {
     const handle = await start([readLog(0, 2), text('The log starts with the session and your message.')]);
     const events = await say(handle, 'What has happened so far?');
     expectGapFreeAndValid(events);
-    expect(typesOf(events)).toEqual(['session_started', 'user_message', 'assistant_message', 'tool_use', 'tool_result', 'assistant_message']);
+    expect(typesOf(events)).toEqual([
+      'session_started',
+      'user_message',
+      'assistant_message',
+      'tool_use',
+      'tool_result',
+      'assistant_message',
+    ]);
     const [, , asked, use, result, answer] = events;
-    if (asked.type !== 'assistant_message' || use.type !== 'tool_use' || result.type !== 'tool_result') throw new Error('unexpected event types');
+    if (asked.type !== 'assistant_message' || use.type !== 'tool_use' || result.type !== 'tool_result')
+      throw new Error('unexpected event types');
     expect(asked.stopReason).toBe('tool_use');
     expect(use).toMatchObject({ id: asked.content[1].id, name: 'session_events', input: { from: 0, limit: 2 } });
     expect(result).toMatchObject({ toolUseId: use.id, isError: false });
@@ -134,10 +172,20 @@ describe('the decision loop', () => {
   });
 
   it('stops a turn at limits.maxToolRoundsPerTurn with an error event, and answers the next message', async () => {
-    const handle = await start([readLog(0, 1), readLog(0, 1), text('Back to you.')], { limits: { maxToolRoundsPerTurn: 2 } });
+    const handle = await start([readLog(0, 1), readLog(0, 1), text('Back to you.')], {
+      limits: { maxToolRoundsPerTurn: 2 },
+    });
     let events = await say(handle, 'Keep reading.');
-    expect(typesOf(events)).toEqual(['session_started', 'user_message', ...Array(2).fill(['assistant_message', 'tool_use', 'tool_result']).flat(), 'error']);
-    expect(events.at(-1)).toMatchObject({ kind: 'limit', message: 'stopped after 2 tool rounds in one turn (limits.maxToolRoundsPerTurn)' });
+    expect(typesOf(events)).toEqual([
+      'session_started',
+      'user_message',
+      ...Array(2).fill(['assistant_message', 'tool_use', 'tool_result']).flat(),
+      'error',
+    ]);
+    expect(events.at(-1)).toMatchObject({
+      kind: 'limit',
+      message: 'stopped after 2 tool rounds in one turn (limits.maxToolRoundsPerTurn)',
+    });
     expect(model.requests(handle.workflowId)).toHaveLength(2);
     events = await say(handle, 'Enough.');
     expectGapFreeAndValid(events);
@@ -170,20 +218,45 @@ describe('the decision loop', () => {
     await idle(handle);
     events = await allEvents(handle);
     expectGapFreeAndValid(events);
-    expect(typesOf(events.slice(5))).toEqual(['user_message', 'assistant_message', 'user_message', 'assistant_message', 'user_message', 'assistant_message']);
+    expect(typesOf(events.slice(5))).toEqual([
+      'user_message',
+      'assistant_message',
+      'user_message',
+      'assistant_message',
+      'user_message',
+      'assistant_message',
+    ]);
     expect(ofType(events, 'user_message').filter((e) => e.source === 'harness')).toHaveLength(3);
     expect(model.requests(handle.workflowId)).toHaveLength(5);
   });
 
   it('turns a model call that fails after its retries into an error event, and answers the next message', async () => {
-    const handle = await start([{ status: 500, message: 'upstream down' }, { status: 500, message: 'upstream down' }, text('Recovered.'), { status: 400, message: 'bad request' }, text('Fine again.')], {
-      limits: { modelRetry: { maxAttempts: 2, initialIntervalMs: 10, backoffCoefficient: 1, maximumIntervalMs: 10 } },
-    });
+    const handle = await start(
+      [
+        { status: 500, message: 'upstream down' },
+        { status: 500, message: 'upstream down' },
+        text('Recovered.'),
+        { status: 400, message: 'bad request' },
+        text('Fine again.'),
+      ],
+      {
+        limits: { modelRetry: { maxAttempts: 2, initialIntervalMs: 10, backoffCoefficient: 1, maximumIntervalMs: 10 } },
+      },
+    );
     let events = await say(handle, 'First.');
     // The first 500 is a logged retry; the second spends the budget.
-    expect(typesOf(events)).toEqual(['session_started', 'user_message', 'model_retry_scheduled', 'model_retry_started', 'error']);
+    expect(typesOf(events)).toEqual([
+      'session_started',
+      'user_message',
+      'model_retry_scheduled',
+      'model_retry_started',
+      'error',
+    ]);
     expect(events[2]).toMatchObject({ attempt: 1, error: { type: 'ModelError.Server' } });
-    expect(events[4]).toMatchObject({ kind: 'model', message: expect.stringMatching(/^ModelError\.Server: model API returned 500: .*upstream down/) });
+    expect(events[4]).toMatchObject({
+      kind: 'model',
+      message: expect.stringMatching(/^ModelError\.Server: model API returned 500: .*upstream down/),
+    });
     // Both attempts sent the same conversation.
     expect(conversations(handle)).toEqual([[user('First.')], [user('First.')]]);
 
@@ -194,27 +267,54 @@ describe('the decision loop', () => {
 
     // A refusal (400) is not retried: one call, then the error event.
     events = await say(handle, 'Third.');
-    expect(events.at(-1)).toMatchObject({ type: 'error', kind: 'model', message: expect.stringMatching(/^ModelError\.InvalidRequest: /) });
+    expect(events.at(-1)).toMatchObject({
+      type: 'error',
+      kind: 'model',
+      message: expect.stringMatching(/^ModelError\.InvalidRequest: /),
+    });
     expect(model.requests(handle.workflowId)).toHaveLength(4);
     events = await say(handle, 'Fourth.');
     expectGapFreeAndValid(events);
-    expect(typesOf(events)).toEqual(['session_started', 'user_message', 'model_retry_scheduled', 'model_retry_started', 'error', 'user_message', 'assistant_message', 'user_message', 'error', 'user_message', 'assistant_message']);
+    expect(typesOf(events)).toEqual([
+      'session_started',
+      'user_message',
+      'model_retry_scheduled',
+      'model_retry_started',
+      'error',
+      'user_message',
+      'assistant_message',
+      'user_message',
+      'error',
+      'user_message',
+      'assistant_message',
+    ]);
     expect(events.at(-1)).toMatchObject({ content: [{ type: 'text', text: 'Fine again.' }] });
   });
 
   it('answers a message sent while the model call is in flight once, after that reply, in causal order', async () => {
     const gate = uniqueId('in-flight');
-    const handle = await start([{ gate, reply: { content: [{ type: 'text', text: 'Thinking it over.' }] } }, text('Now to your second message.')]);
+    const handle = await start([
+      { gate, reply: { content: [{ type: 'text', text: 'Thinking it over.' }] } },
+      text('Now to your second message.'),
+    ]);
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'First.' }] });
     await model.whenRequests(handle.workflowId, 1);
-    const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'Sent while the model was generating.' }] });
+    const { seq } = await handle.executeUpdate(sendMessageUpdate, {
+      args: [{ text: 'Sent while the model was generating.' }],
+    });
     expect(seq).toBe(2);
     model.release(gate);
     await waitForEvents(handle, replies(2));
     await idle(handle);
     const events = await allEvents(handle);
     expectGapFreeAndValid(events);
-    expect(typesOf(events)).toEqual(['session_started', 'user_message', 'user_message', 'assistant_message', 'assistant_message']);
+    expect(typesOf(events)).toEqual([
+      'session_started',
+      'user_message',
+      'user_message',
+      'assistant_message',
+      'assistant_message',
+    ]);
     // The first reply read only the first message; the second call read the second one, and answered it.
     expect(ofType(events, 'assistant_message').map((e) => e.throughSeq)).toEqual([1, 3]);
     // Two calls: the second message was answered once, and its request puts it after the reply that did not see it.
@@ -236,7 +336,8 @@ describe('the decision loop', () => {
     expect(compactions.length).toBeGreaterThanOrEqual(1);
     const calls = model.requests(handle.workflowId);
     expect(calls.filter((c) => c.compaction)).toHaveLength(compactions.length);
-    for (const c of compactions) expect([c.summary, c.tokensAfter < c.tokensBefore]).toEqual([expect.stringMatching(/\[1\] turn 1/), true]);
+    for (const c of compactions)
+      expect([c.summary, c.tokensAfter < c.tokensBefore]).toEqual([expect.stringMatching(/\[1\] turn 1/), true]);
     // After a compaction, the next request carries the summary in its system prompt and no longer holds turn 1.
     const last = calls.at(-1)!.request;
     expect(JSON.stringify(last.system)).toContain('<summary>');
@@ -244,7 +345,10 @@ describe('the decision loop', () => {
   });
 
   it('interrupts a slow call: the call is aborted, interrupted is appended, and the next message is answered', async () => {
-    const handle = await start([{ gate: uniqueId('never-released'), reply: { content: [{ type: 'text', text: 'Too late.' }] } }, text('A quick answer.')]);
+    const handle = await start([
+      { gate: uniqueId('never-released'), reply: { content: [{ type: 'text', text: 'Too late.' }] } },
+      text('A quick answer.'),
+    ]);
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'A slow question.' }] });
     const [slow] = await model.whenRequests(handle.workflowId, 1);
     expect((await handle.query(statusQuery)).state).toBe('running');
@@ -255,29 +359,54 @@ describe('the decision loop', () => {
     await expect(slow.settled).resolves.toBe('aborted');
     const events = await say(handle, 'A quick question.');
     expectGapFreeAndValid(events);
-    expect(typesOf(events)).toEqual(['session_started', 'user_message', 'interrupted', 'user_message', 'assistant_message']);
+    expect(typesOf(events)).toEqual([
+      'session_started',
+      'user_message',
+      'interrupted',
+      'user_message',
+      'assistant_message',
+    ]);
     expect(events[2]).toMatchObject({ reason: 'changed my mind' });
     expect(events[4]).toMatchObject({ content: [{ type: 'text', text: 'A quick answer.' }] });
-    expect(conversations(handle)).toEqual([[user('A slow question.')], [user('A slow question.', 'A quick question.')]]);
+    expect(conversations(handle)).toEqual([
+      [user('A slow question.')],
+      [user('A slow question.', 'A quick question.')],
+    ]);
   });
 });
 
 describe('the scripted model', () => {
-  const request = (messages: unknown[]): ModelRequest => ({ sessionId: 'checks', model: 'claude-test', messages: messages as ModelRequest['messages'], tools: [], maxTokens: 100 });
+  const request = (messages: unknown[]): ModelRequest => ({
+    sessionId: 'checks',
+    model: 'claude-test',
+    messages: messages as ModelRequest['messages'],
+    tools: [],
+    maxTokens: 100,
+  });
   const refusalOf = (m: ScriptedModel, messages: unknown[]) =>
     m.createMessage(request(messages), {}).then(
       () => 'answered',
-      (e: unknown) => (e instanceof Anthropic.APIError ? `${e.status} ${(e.error as { error: { message: string } }).error.message}` : (e as Error).message),
+      (e: unknown) =>
+        e instanceof Anthropic.APIError
+          ? `${e.status} ${(e.error as { error: { message: string } }).error.message}`
+          : (e as Error).message,
     );
 
   it('refuses, as the real API would, a request the workflow must never send, and records each refusal', async () => {
     const m = new ScriptedModel();
     m.script('checks', { steps: [text('ok')] });
-    const toolUse = { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'session_events', input: {} }] };
+    const toolUse = {
+      role: 'assistant',
+      content: [{ type: 'tool_use', id: 'toolu_1', name: 'session_events', input: {} }],
+    };
     expect(await refusalOf(m, [user('hi'), assistant('a reply')])).toBe(`400 ${PREFILL_REFUSAL}`);
-    expect(await refusalOf(m, [user('hi'), toolUse, user('no result')])).toMatch(/^400 messages\.2: `tool_use` ids were found without `tool_result` blocks/);
+    expect(await refusalOf(m, [user('hi'), toolUse, user('no result')])).toMatch(
+      /^400 messages\.2: `tool_use` ids were found without `tool_result` blocks/,
+    );
     expect(await refusalOf(m, [user('hi'), user('again')])).toBe('400 messages.1: two user turns in a row');
-    expect(await refusalOf(m, [user('')])).toMatch(/^400 messages\.0\.content\.0\.text: text content blocks must be non-empty/);
+    expect(await refusalOf(m, [user('')])).toMatch(
+      /^400 messages\.0\.content\.0\.text: text content blocks must be non-empty/,
+    );
     expect(m.problems.map((p) => p.sessionId)).toEqual(['checks', 'checks', 'checks', 'checks']);
     // None of them used the script: a valid request still gets its step, and one past the script is refused.
     expect(await refusalOf(m, [user('hi')])).toBe('answered');

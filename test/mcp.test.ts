@@ -45,7 +45,14 @@ async function oauthCredential(vaultName: string, user: string, extra: Record<st
   await vault.put(
     vaultName,
     'tracker-oauth',
-    JSON.stringify({ access_token: t.accessToken, refresh_token: t.refreshToken, token_url: tracker.tokenUrl, client_id: tracker.clientId, client_secret: tracker.clientSecret, ...extra }),
+    JSON.stringify({
+      access_token: t.accessToken,
+      refresh_token: t.refreshToken,
+      token_url: tracker.tokenUrl,
+      client_id: tracker.clientId,
+      client_secret: tracker.clientSecret,
+      ...extra,
+    }),
   );
   return t;
 }
@@ -70,13 +77,16 @@ async function expectNoSecrets(handle: WorkflowHandle, extra: string[] = []) {
 async function callToolPastErrors(handle: WorkflowHandle, tool: string, input: Record<string, unknown>) {
   h.mock.script(handle.workflowId, { steps: [{ reply: { content: [{ type: 'tool_use', name: tool, input }] } }] });
   const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: `call ${tool}` }] });
-  const events = await waitForEvents(handle, (ev) => ev.some((e) => e.seq > seq && e.type === 'assistant_message' && e.stopReason === 'end_turn'));
+  const events = await waitForEvents(handle, (ev) =>
+    ev.some((e) => e.seq > seq && e.type === 'assistant_message' && e.stopReason === 'end_turn'),
+  );
   const result = events.find((e) => e.seq > seq && e.type === 'tool_result');
   if (result?.type !== 'tool_result') throw new Error(`no tool_result after seq ${seq}`);
   return result;
 }
 
-const mcpErrors = (events: SessionEvent[]) => events.filter((e) => e.type === 'error' && e.kind === 'mcp').map((e) => (e.type === 'error' ? e.message : ''));
+const mcpErrors = (events: SessionEvent[]) =>
+  events.filter((e) => e.type === 'error' && e.kind === 'mcp').map((e) => (e.type === 'error' ? e.message : ''));
 
 describe('MCP servers through the tools worker', () => {
   it('offers the server tools as mcp__tracker__* and returns the server answer in the tool_result', async () => {
@@ -87,9 +97,20 @@ describe('MCP servers through the tools worker', () => {
     expect(created).toMatchObject({ isError: false, output: 'created issue #1: Flaky login test' });
     expect(tracker.issues).toEqual([{ title: 'Flaky login test', user: 'alice' }]);
 
-    expect(offeredTools(handle.workflowId).sort()).toEqual(['mcp__tracker__create_issue', 'mcp__tracker__fail', 'mcp__tracker__whoami', 'session_events']);
-    const spec = (h.mock.requests(handle.workflowId)[0].body as { tools: { name: string; input_schema: Record<string, unknown> }[] }).tools.find((t) => t.name === 'mcp__tracker__create_issue');
-    expect(spec?.input_schema).toMatchObject({ type: 'object', properties: { title: { type: 'string' } }, required: ['title'] });
+    expect(offeredTools(handle.workflowId).sort()).toEqual([
+      'mcp__tracker__create_issue',
+      'mcp__tracker__fail',
+      'mcp__tracker__whoami',
+      'session_events',
+    ]);
+    const spec = (
+      h.mock.requests(handle.workflowId)[0].body as { tools: { name: string; input_schema: Record<string, unknown> }[] }
+    ).tools.find((t) => t.name === 'mcp__tracker__create_issue');
+    expect(spec?.input_schema).toMatchObject({
+      type: 'object',
+      properties: { title: { type: 'string' } },
+      required: ['title'],
+    });
 
     // The server echoes the caller's token; the model gets it redacted.
     const who = await callTool(h, handle, 'mcp__tracker__whoami', {});
@@ -113,13 +134,24 @@ describe('MCP servers through the tools worker', () => {
     const refreshesBefore = tracker.refreshes;
     const rejectedBefore = tracker.requests.filter((r) => r.auth === 'rejected').length;
     const result = await callTool(h, handle, 'mcp__tracker__create_issue', { title: 'after expiry' });
-    expect(result).toMatchObject({ isError: false, output: expect.stringMatching(/^created issue #\d+: after expiry$/) });
+    expect(result).toMatchObject({
+      isError: false,
+      output: expect.stringMatching(/^created issue #\d+: after expiry$/),
+    });
     expect(tracker.refreshes).toBe(refreshesBefore + 1);
     expect(tracker.requests.filter((r) => r.auth === 'rejected').length).toBe(rejectedBefore + 1);
     // The renewed token is redacted too when the server echoes it.
-    expect(await callTool(h, handle, 'mcp__tracker__whoami', {})).toMatchObject({ isError: false, output: 'you are carol\nyour token is ***' });
+    expect(await callTool(h, handle, 'mcp__tracker__whoami', {})).toMatchObject({
+      isError: false,
+      output: 'you are carol\nyour token is ***',
+    });
 
-    const stored = JSON.parse(await vault.get('carol', 'tracker-oauth')) as { access_token: string; refresh_token: string; expires_at: number; client_id: string };
+    const stored = JSON.parse(await vault.get('carol', 'tracker-oauth')) as {
+      access_token: string;
+      refresh_token: string;
+      expires_at: number;
+      client_id: string;
+    };
     expect(stored.access_token).not.toBe(carol.accessToken);
     expect(tracker.accepts(stored.access_token)).toBe(true);
     expect(stored.refresh_token).not.toBe(carol.refreshToken);
@@ -135,9 +167,15 @@ describe('MCP servers through the tools worker', () => {
     tracker.expire(dave.accessToken);
     const rejectedBefore = tracker.requests.filter((r) => r.auth === 'rejected').length;
     const handle = await startSession(h, { agent: trackerAgent('dave') });
-    expect(await callTool(h, handle, 'mcp__tracker__whoami', {})).toMatchObject({ isError: false, output: 'you are dave\nyour token is ***' });
+    expect(await callTool(h, handle, 'mcp__tracker__whoami', {})).toMatchObject({
+      isError: false,
+      output: 'you are dave\nyour token is ***',
+    });
     expect(tracker.requests.filter((r) => r.auth === 'rejected').length).toBe(rejectedBefore);
-    const stored = JSON.parse(await vault.get('dave', 'tracker-oauth')) as { access_token: string; refresh_token: string };
+    const stored = JSON.parse(await vault.get('dave', 'tracker-oauth')) as {
+      access_token: string;
+      refresh_token: string;
+    };
     expect(tracker.accepts(stored.access_token)).toBe(true);
     secrets.push(stored.access_token, stored.refresh_token);
     await expectNoSecrets(handle);
@@ -145,13 +183,17 @@ describe('MCP servers through the tools worker', () => {
   });
 
   it('turns a refresh the token endpoint refuses into an infra error that names the server and holds no token', async () => {
-    const frank = await oauthCredential('frank', 'frank', { client_secret: `cs_wrong_${crypto.randomBytes(8).toString('hex')}` });
+    const frank = await oauthCredential('frank', 'frank', {
+      client_secret: `cs_wrong_${crypto.randomBytes(8).toString('hex')}`,
+    });
     const handle = await startSession(h, { agent: trackerAgent('frank') });
     expect((await callTool(h, handle, 'mcp__tracker__whoami', {})).isError).toBe(false);
     tracker.expire(frank.accessToken);
     const result = await callTool(h, handle, 'mcp__tracker__create_issue', { title: 'never' });
     expect(result).toMatchObject({ isError: true, error: { kind: 'infra' } });
-    expect(result.output).toBe('McpError.Credential: MCP server tracker: token endpoint for vault:tracker-oauth refused the refresh (HTTP 401 invalid_client)');
+    expect(result.output).toBe(
+      'McpError.Credential: MCP server tracker: token endpoint for vault:tracker-oauth refused the refresh (HTTP 401 invalid_client)',
+    );
     expect(JSON.parse(await vault.get('frank', 'tracker-oauth')).access_token).toBe(frank.accessToken);
     const stored = JSON.parse(await vault.get('frank', 'tracker-oauth')) as { client_secret: string };
     await expectNoSecrets(handle, [stored.client_secret]);
@@ -168,14 +210,19 @@ describe('MCP servers through the tools worker', () => {
     expect(bobResult).toMatchObject({ isError: true, output: 'unknown tool: mcp__tracker__create_issue' });
     const bobErrors = mcpErrors(await allEvents(bob));
     expect(bobErrors).toHaveLength(1);
-    expect(bobErrors[0]).toMatch(/^MCP server tracker: credential vault:tracker-oauth is not available in vault bob: no secret tracker-oauth in vault bob \(its tools are not offered in this run\)$/);
+    expect(bobErrors[0]).toMatch(
+      /^MCP server tracker: credential vault:tracker-oauth is not available in vault bob: no secret tracker-oauth in vault bob \(its tools are not offered in this run\)$/,
+    );
     expect(offeredTools(bob.workflowId)).toEqual(['session_events']);
 
     // Mallory's vault holds a credential of its own, which the server refuses.
     const mallory = `at_mallory_${crypto.randomBytes(8).toString('hex')}`;
     await vault.put('mallory', 'tracker-oauth', mallory);
     const mal = await startSession(h, { agent: trackerAgent('mallory') });
-    expect(await callToolPastErrors(mal, 'mcp__tracker__create_issue', { title: 'as owner?' })).toMatchObject({ isError: true, output: 'unknown tool: mcp__tracker__create_issue' });
+    expect(await callToolPastErrors(mal, 'mcp__tracker__create_issue', { title: 'as owner?' })).toMatchObject({
+      isError: true,
+      output: 'unknown tool: mcp__tracker__create_issue',
+    });
     const malErrors = mcpErrors(await allEvents(mal));
     expect(malErrors).toHaveLength(1);
     expect(malErrors[0]).toMatch(/^MCP server tracker: the server refused the credential \(HTTP 401\): /);
@@ -200,7 +247,10 @@ describe('MCP servers through the tools worker', () => {
     expect(tracker.requests.length).toBe(requestsBefore);
     expect(h.mock.requests(handle.workflowId)).toHaveLength(0);
 
-    expect(await callTool(h, handle, 'mcp__tracker__whoami', {})).toMatchObject({ isError: false, output: 'you are erin\nyour token is ***' });
+    expect(await callTool(h, handle, 'mcp__tracker__whoami', {})).toMatchObject({
+      isError: false,
+      output: 'you are erin\nyour token is ***',
+    });
     expect(tracker.requests.slice(requestsBefore).every((r) => r.user === 'erin')).toBe(true);
     expect(await vault.get('erin', 'tracker-static')).toBe(erin.accessToken);
     await expectNoSecrets(handle);
@@ -220,14 +270,20 @@ describe('MCP servers through the tools worker', () => {
             transport: 'stdio',
             command: process.execPath,
             args: [stdio.script],
-            env: { NODE_PATH: stdio.nodePath, EXPECTED_TOKEN_SHA256: crypto.createHash('sha256').update(token).digest('hex') },
+            env: {
+              NODE_PATH: stdio.nodePath,
+              EXPECTED_TOKEN_SHA256: crypto.createHash('sha256').update(token).digest('hex'),
+            },
             credential: 'vault:local-token',
           },
         },
       },
     });
     const who = await callTool(h, handle, 'mcp__local__whoami', {});
-    expect(who).toMatchObject({ isError: false, output: expect.stringMatching(/^authorized with \*\*\* \(pid \d+, instance [0-9a-f]+\)$/) });
+    expect(who).toMatchObject({
+      isError: false,
+      output: expect.stringMatching(/^authorized with \*\*\* \(pid \d+, instance [0-9a-f]+\)$/),
+    });
     expect(offeredTools(handle.workflowId).sort()).toEqual(['mcp__local__add', 'mcp__local__whoami']);
     expect(await callTool(h, handle, 'mcp__local__add', { a: 2, b: 3 })).toMatchObject({ isError: false, output: '5' });
     // The process is kept for the session: a second call reaches the same one.
@@ -240,7 +296,10 @@ describe('MCP servers through the tools worker', () => {
     expect(running.length).toBeGreaterThan(0);
     for (const pid of running) process.kill(pid, 'SIGKILL');
     const revived = await callTool(h, handle, 'mcp__local__whoami', {});
-    expect(revived).toMatchObject({ isError: false, output: expect.stringMatching(/^authorized with \*\*\* \(pid \d+, instance [0-9a-f]+\)$/) });
+    expect(revived).toMatchObject({
+      isError: false,
+      output: expect.stringMatching(/^authorized with \*\*\* \(pid \d+, instance [0-9a-f]+\)$/),
+    });
     expect(revived.output).not.toBe(who.output);
     await expectNoSecrets(handle);
     await handle.signal(endSignal, {});
@@ -251,16 +310,31 @@ describe('MCP servers in the agent file', () => {
   const parse = (mcpServers: unknown) => AgentSchema.safeParse({ model: 'm', mcpServers });
 
   it('takes http and stdio servers with vault references, and refuses secrets written into the file', () => {
-    expect(parse({ tracker: { transport: 'http', url: 'https://mcp.example/mcp', credential: 'vault:tracker-oauth' }, local: { transport: 'stdio', command: 'node', args: ['s.js'] } }).success).toBe(true);
+    expect(
+      parse({
+        tracker: { transport: 'http', url: 'https://mcp.example/mcp', credential: 'vault:tracker-oauth' },
+        local: { transport: 'stdio', command: 'node', args: ['s.js'] },
+      }).success,
+    ).toBe(true);
     const problems = (servers: unknown) => {
       const r = parse(servers);
       return r.success ? '' : formatIssues(r.error);
     };
-    expect(problems({ t: { transport: 'http', url: 'https://mcp.example/mcp', headers: { Authorization: 'Bearer x' } } })).toMatch(/credentials go in credential: vault:<name>/);
-    expect(problems({ t: { transport: 'http', url: 'https://mcp.example/mcp', credential: 'sk-live-123' } })).toMatch(/references of the form vault:<name>/);
-    expect(problems({ t: { transport: 'http', url: 'https://user:pw@mcp.example/mcp' } })).toMatch(/must not carry credentials/);
-    expect(problems({ t: { transport: 'stdio', command: 'node', env: { MCP_ACCESS_TOKEN: 'x' } } })).toMatch(/MCP_ACCESS_TOKEN is set from credential/);
-    expect(problems({ 'a__b': { transport: 'stdio', command: 'node' } })).toMatch(/^mcpServers\.a__b: MCP server names are 1-40 letters, digits, _ or -, without __$/);
+    expect(
+      problems({ t: { transport: 'http', url: 'https://mcp.example/mcp', headers: { Authorization: 'Bearer x' } } }),
+    ).toMatch(/credentials go in credential: vault:<name>/);
+    expect(problems({ t: { transport: 'http', url: 'https://mcp.example/mcp', credential: 'sk-live-123' } })).toMatch(
+      /references of the form vault:<name>/,
+    );
+    expect(problems({ t: { transport: 'http', url: 'https://user:pw@mcp.example/mcp' } })).toMatch(
+      /must not carry credentials/,
+    );
+    expect(problems({ t: { transport: 'stdio', command: 'node', env: { MCP_ACCESS_TOKEN: 'x' } } })).toMatch(
+      /MCP_ACCESS_TOKEN is set from credential/,
+    );
+    expect(problems({ a__b: { transport: 'stdio', command: 'node' } })).toMatch(
+      /^mcpServers\.a__b: MCP server names are 1-40 letters, digits, _ or -, without __$/,
+    );
     expect(problems({ t: { transport: 'ws', url: 'ws://x' } })).not.toBe('');
   });
 

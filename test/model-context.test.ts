@@ -27,7 +27,8 @@ async function twoTurns(agent: Partial<AgentInput>, steps: MockStep[], calls: nu
   const handle = await startSession(h, { agent: { tools: ['session_events'], promptCaching: false, ...agent } });
   h.mock.script(handle.workflowId, { steps });
   const before = h.worker.status().modelContext!;
-  const idle = (n: number) => (ev: SessionEvent[]) => ev.filter((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn').length === n;
+  const idle = (n: number) => (ev: SessionEvent[]) =>
+    ev.filter((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn').length === n;
   await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'Read the log.' }] });
   await waitForEvents(handle, idle(1));
   await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'Once more.' }] });
@@ -39,13 +40,19 @@ async function twoTurns(agent: Partial<AgentInput>, steps: MockStep[], calls: nu
   requests.forEach((call, i) => {
     const reply = replies[i];
     const through = reply.type === 'assistant_message' ? (reply.throughSeq ?? -1) : -1;
-    const expected = buildContext({ events: events.filter((e) => e.seq <= through), window: FULL_WINDOW, system: undefined, tools: [], budgetTokens: Infinity });
+    const expected = buildContext({
+      events: events.filter((e) => e.seq <= through),
+      window: FULL_WINDOW,
+      system: undefined,
+      tools: [],
+      budgetTokens: Infinity,
+    });
     expect(call.body.messages).toEqual(JSON.parse(JSON.stringify(expected.messages)));
   });
   return { handle, cache: { cached: after.cached - before.cached, read: after.read - before.read } };
 }
 
-it('answers every model call after a run\'s first from the worker\'s cache, with the context the log gives', async () => {
+it("answers every model call after a run's first from the worker's cache, with the context the log gives", async () => {
   const { cache } = await twoTurns(
     {},
     [
@@ -59,15 +66,27 @@ it('answers every model call after a run\'s first from the worker\'s cache, with
   expect(cache).toEqual({ cached: 3, read: 1 });
 });
 
-it('runs the model call as a local activity with limits.modelCall local, handed the run\'s events', async () => {
-  const steps: MockStep[] = [toolStep('session_events', { from: 0, limit: 2 }), { reply: { content: [{ type: 'text', text: 'Read it.' }] } }, { reply: { content: [{ type: 'text', text: 'Again.' }] } }];
+it("runs the model call as a local activity with limits.modelCall local, handed the run's events", async () => {
+  const steps: MockStep[] = [
+    toolStep('session_events', { from: 0, limit: 2 }),
+    { reply: { content: [{ type: 'text', text: 'Read it.' }] } },
+    { reply: { content: [{ type: 'text', text: 'Again.' }] } },
+  ];
   const { handle, cache } = await twoTurns({ limits: { modelCall: 'local' } }, steps, 3);
   // No call read the log or the cache: each was handed its events.
   expect(cache).toEqual({ cached: 0, read: 0 });
   // In history: a marker per call, and no callModel activity.
   const history = await handle.fetchHistory();
   const E = temporal.api.enums.v1.EventType;
-  const scheduled = (history.events ?? []).filter((e) => e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
+  const scheduled = (history.events ?? [])
+    .filter((e) => e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name);
   expect(scheduled).not.toContain('callModel');
-  expect((history.events ?? []).filter((e) => e.eventType === E.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(3);
+  expect(
+    (history.events ?? []).filter(
+      (e) =>
+        e.eventType === E.EVENT_TYPE_MARKER_RECORDED &&
+        e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+    ),
+  ).toHaveLength(3);
 });

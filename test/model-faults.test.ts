@@ -14,10 +14,21 @@ afterAll(async () => {
 describe('callModel faults', () => {
   it('retries 429 with retry-after, 529, and 500 three times, then yields one assistant_message', async () => {
     const handle = await startSession(h);
-    h.mock.script(handle.workflowId, { steps: [{ status: 429, retryAfter: 1 }, { status: 529 }, { status: 500 }, { status: 500 }, { status: 500 }] });
+    h.mock.script(handle.workflowId, {
+      steps: [{ status: 429, retryAfter: 1 }, { status: 529 }, { status: 500 }, { status: 500 }, { status: 500 }],
+    });
     const events = await say(handle, 'hello through the storm');
     const retry = ['model_retry_scheduled', 'model_retry_started'];
-    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', ...retry, ...retry, ...retry, ...retry, ...retry, 'assistant_message']);
+    expect(events.map((e) => e.type)).toEqual([
+      'session_started',
+      'user_message',
+      ...retry,
+      ...retry,
+      ...retry,
+      ...retry,
+      ...retry,
+      'assistant_message',
+    ]);
     // Each retry is logged with the attempt that failed and why, and the attempt that goes ahead.
     const scheduled = events.flatMap((e) => (e.type === 'model_retry_scheduled' ? [e] : []));
     expect(scheduled.map((e) => [e.attempt, e.error.type])).toEqual([
@@ -49,7 +60,13 @@ describe('callModel faults', () => {
     const handle = await startSession(h, { agent: { limits: { modelStreamIdleMs: 1000 } } });
     h.mock.script(handle.workflowId, { steps: [{ firstByteDelayMs: 30_000 }] });
     const events = await say(handle, 'hello to a model that hangs');
-    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'model_retry_scheduled', 'model_retry_started', 'assistant_message']);
+    expect(events.map((e) => e.type)).toEqual([
+      'session_started',
+      'user_message',
+      'model_retry_scheduled',
+      'model_retry_started',
+      'assistant_message',
+    ]);
     expect(events[2]).toMatchObject({ attempt: 1, error: { type: 'ModelError.Timeout' } });
     // The turn finished on the retry while the stalled response had still not sent a byte.
     const requests = h.mock.requests(handle.workflowId);
@@ -60,16 +77,30 @@ describe('callModel faults', () => {
     const handle = await startSession(h, { agent: { limits: { modelCall: 'local' } } });
     h.mock.script(handle.workflowId, { steps: [{ status: 529 }] });
     const events = await say(handle, 'hello, locally');
-    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'model_retry_scheduled', 'model_retry_started', 'assistant_message']);
+    expect(events.map((e) => e.type)).toEqual([
+      'session_started',
+      'user_message',
+      'model_retry_scheduled',
+      'model_retry_started',
+      'assistant_message',
+    ]);
     expect(events[2]).toMatchObject({ attempt: 1, error: { type: 'ModelError.Overloaded' } });
     expect(h.mock.requests(handle.workflowId).map((r) => r.status)).toEqual([529, 200]);
   });
 
   it('logs an error when a local model call spends limits.modelRetry, and the session waits for the user', async () => {
-    const handle = await startSession(h, { agent: { limits: { modelCall: 'local', modelRetry: { maxAttempts: 2, initialIntervalMs: 50 } } } });
+    const handle = await startSession(h, {
+      agent: { limits: { modelCall: 'local', modelRetry: { maxAttempts: 2, initialIntervalMs: 50 } } },
+    });
     h.mock.script(handle.workflowId, { steps: [{ status: 503 }, { status: 503 }] });
     const events = await say(handle, 'hi');
-    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'model_retry_scheduled', 'model_retry_started', 'error']);
+    expect(events.map((e) => e.type)).toEqual([
+      'session_started',
+      'user_message',
+      'model_retry_scheduled',
+      'model_retry_started',
+      'error',
+    ]);
     expect(events.at(-1)).toMatchObject({ kind: 'model', message: expect.stringMatching(/ModelError.Server.*503/) });
     const next = await say(handle, 'again');
     expect(next.at(-1)).toMatchObject({ type: 'assistant_message' });
@@ -86,10 +117,24 @@ describe('callModel faults', () => {
     // Not retried: one request only.
     expect(h.mock.requests(handle.workflowId)).toHaveLength(1);
     const events = await say(handle, 'second');
-    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'error', 'user_message', 'assistant_message']);
+    expect(events.map((e) => e.type)).toEqual([
+      'session_started',
+      'user_message',
+      'error',
+      'user_message',
+      'assistant_message',
+    ]);
     const last = h.mock.requests(handle.workflowId).at(-1)!;
     expect(last.status).toBe(200);
-    expect(conversationOf(last.body)).toEqual([{ role: 'user', content: [{ type: 'text', text: 'first' }, { type: 'text', text: 'second' }] }]);
+    expect(conversationOf(last.body)).toEqual([
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'first' },
+          { type: 'text', text: 'second' },
+        ],
+      },
+    ]);
   });
 
   it.each([401, 403, 404])('does not retry a %i', async (status) => {
@@ -101,13 +146,19 @@ describe('callModel faults', () => {
   });
 
   it('stops retrying when limits.modelRetry is spent, and the session waits for the user', async () => {
-    const handle = await startSession(h, { agent: { limits: { modelRetry: { maxAttempts: 3, initialIntervalMs: 50 } } } });
+    const handle = await startSession(h, {
+      agent: { limits: { modelRetry: { maxAttempts: 3, initialIntervalMs: 50 } } },
+    });
     h.mock.script(handle.workflowId, { steps: Array.from({ length: 5 }, () => ({ status: 503 })) });
     const events = await say(handle, 'hi');
     expect(events.at(-1)).toMatchObject({ type: 'error', kind: 'model' });
     expect(h.mock.requests(handle.workflowId)).toHaveLength(3);
     // Two retries were logged; the third failure spent the budget.
-    expect(events.filter((e) => e.type === 'model_retry_scheduled').map((e) => e.type === 'model_retry_scheduled' && e.attempt)).toEqual([1, 2]);
+    expect(
+      events
+        .filter((e) => e.type === 'model_retry_scheduled')
+        .map((e) => e.type === 'model_retry_scheduled' && e.attempt),
+    ).toEqual([1, 2]);
     // With the script cleared, the next turn gets the built-in reply.
     h.mock.script(handle.workflowId, { steps: [] });
     const next = await say(handle, 'again');

@@ -13,11 +13,17 @@ afterAll(async () => {
 });
 
 const base = { model: 'claude-test', max_tokens: 100 } as const;
-const TOOLS = [{ name: 'session_events', description: 'read the log', input_schema: { type: 'object' as const, properties: {} } }];
+const TOOLS = [
+  { name: 'session_events', description: 'read the log', input_schema: { type: 'object' as const, properties: {} } },
+];
 
 describe('local Messages API server', () => {
   it('streams a reply over SSE that the SDK assembles into a message', async () => {
-    const stream = client.messages.stream({ ...base, messages: [{ role: 'user', content: 'hello world' }], metadata: { user_id: 's-sse' } });
+    const stream = client.messages.stream({
+      ...base,
+      messages: [{ role: 'user', content: 'hello world' }],
+      metadata: { user_id: 's-sse' },
+    });
     const deltas: string[] = [];
     stream.on('text', (t) => deltas.push(t));
     const message = await stream.finalMessage();
@@ -29,53 +35,100 @@ describe('local Messages API server', () => {
   });
 
   it('answers plain requests, and streams tool_use input as JSON deltas', async () => {
-    const plain = await client.messages.create({ ...base, messages: [{ role: 'user', content: 'show the log' }], tools: TOOLS });
+    const plain = await client.messages.create({
+      ...base,
+      messages: [{ role: 'user', content: 'show the log' }],
+      tools: TOOLS,
+    });
     expect(plain.stop_reason).toBe('tool_use');
-    const streamed = await client.messages.stream({ ...base, messages: [{ role: 'user', content: 'show the log' }], tools: TOOLS }).finalMessage();
+    const streamed = await client.messages
+      .stream({ ...base, messages: [{ role: 'user', content: 'show the log' }], tools: TOOLS })
+      .finalMessage();
     expect(streamed.content).toEqual(plain.content);
-    expect(streamed.content[1]).toMatchObject({ type: 'tool_use', name: 'session_events', input: { from: 0, limit: 20 } });
+    expect(streamed.content[1]).toMatchObject({
+      type: 'tool_use',
+      name: 'session_events',
+      input: { from: 0, limit: 20 },
+    });
   });
 
   it('counts tokens', async () => {
-    const result = await client.messages.countTokens({ model: 'claude-test', messages: [{ role: 'user', content: 'x'.repeat(400) }] });
+    const result = await client.messages.countTokens({
+      model: 'claude-test',
+      messages: [{ role: 'user', content: 'x'.repeat(400) }],
+    });
     expect(result.input_tokens).toBeGreaterThanOrEqual(100);
   });
 
   it.each([
-    ['a tool_use without its tool_result', [
-      { role: 'user', content: 'go' },
-      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'session_events', input: {} }] },
-      { role: 'user', content: 'next' },
-    ], /tool_use.*without.*tool_result/],
-    ['a conversation ending on an assistant turn (a prefill, which current models refuse)', [
-      { role: 'user', content: 'a' },
-      { role: 'assistant', content: 'b' },
-    ], /does not support assistant message prefill/],
-    ['a trailing assistant turn split in two', [
-      { role: 'user', content: 'a' },
-      { role: 'assistant', content: 'b' },
-      { role: 'assistant', content: 'c' },
-    ], /does not support assistant message prefill/],
+    [
+      'a tool_use without its tool_result',
+      [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'session_events', input: {} }] },
+        { role: 'user', content: 'next' },
+      ],
+      /tool_use.*without.*tool_result/,
+    ],
+    [
+      'a conversation ending on an assistant turn (a prefill, which current models refuse)',
+      [
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: 'b' },
+      ],
+      /does not support assistant message prefill/,
+    ],
+    [
+      'a trailing assistant turn split in two',
+      [
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: 'b' },
+        { role: 'assistant', content: 'c' },
+      ],
+      /does not support assistant message prefill/,
+    ],
     ['a first message from the assistant', [{ role: 'assistant', content: 'hi' }], /first message/],
-    ['a tool_result for an unknown tool_use', [
-      { role: 'user', content: 'go' },
-      { role: 'assistant', content: 'ok' },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_x', content: 'r' }] },
-    ], /unexpected `tool_use_id`/],
-    ['text before a tool_result', [
-      { role: 'user', content: 'go' },
-      { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'session_events', input: {} }] },
-      { role: 'user', content: [{ type: 'text', text: 'x' }, { type: 'tool_result', tool_use_id: 'toolu_1', content: 'r' }] },
-    ], /must come first/],
+    [
+      'a tool_result for an unknown tool_use',
+      [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: 'ok' },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_x', content: 'r' }] },
+      ],
+      /unexpected `tool_use_id`/,
+    ],
+    [
+      'text before a tool_result',
+      [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'session_events', input: {} }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'x' },
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: 'r' },
+          ],
+        },
+      ],
+      /must come first/,
+    ],
     ['an empty text block', [{ role: 'user', content: [{ type: 'text', text: '' }] }], /non-empty/],
   ])('rejects %s with a 400 as the real API does', async (_name, messages, pattern) => {
-    const err = await client.messages.create({ ...base, messages: messages as Anthropic.MessageParam[] }).catch((e: unknown) => e);
+    const err = await client.messages
+      .create({ ...base, messages: messages as Anthropic.MessageParam[] })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.BadRequestError);
     expect((err as APIError).message).toMatch(pattern);
   });
 
   it('combines consecutive turns of one role, as the real API does', async () => {
-    const reply = await client.messages.create({ ...base, messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }] });
+    const reply = await client.messages.create({
+      ...base,
+      messages: [
+        { role: 'user', content: 'a' },
+        { role: 'user', content: 'b' },
+      ],
+    });
     expect(reply.content[0]).toMatchObject({ type: 'text', text: 'You said: b' });
     // The combined turn is checked as one: a tool_result after text is still refused.
     const err = await client.messages
@@ -94,7 +147,14 @@ describe('local Messages API server', () => {
 
   it('continues a trailing assistant turn for a session whose model allows prefill', async () => {
     mock.script('s-prefill', { allowPrefill: true });
-    const reply = await client.messages.create({ ...base, messages: [{ role: 'user', content: 'a' }, { role: 'assistant', content: 'b' }], metadata: { user_id: 's-prefill' } });
+    const reply = await client.messages.create({
+      ...base,
+      messages: [
+        { role: 'user', content: 'a' },
+        { role: 'assistant', content: 'b' },
+      ],
+      metadata: { user_id: 's-prefill' },
+    });
     expect(reply.stop_reason).toBe('end_turn');
   });
 
@@ -105,15 +165,26 @@ describe('local Messages API server', () => {
       messages: [
         { role: 'user', content: 'go' },
         { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'session_events', input: {} }] },
-        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '{"events":[]}' }, { type: 'text', text: 'and?' }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'tool_result', tool_use_id: 'toolu_1', content: '{"events":[]}' },
+            { type: 'text', text: 'and?' },
+          ],
+        },
       ],
     });
     expect(reply.content[0]).toMatchObject({ type: 'text', text: 'You said: and?' });
   });
 
   it('injects scripted faults per session, keyed by metadata.user_id', async () => {
-    mock.script('s-faults', { steps: [{ status: 429, retryAfter: 7 }, { status: 529 }, { status: 500 }, { dropMidStream: true }] });
-    const call = () => client.messages.stream({ ...base, messages: [{ role: 'user', content: 'hi' }], metadata: { user_id: 's-faults' } }).finalMessage();
+    mock.script('s-faults', {
+      steps: [{ status: 429, retryAfter: 7 }, { status: 529 }, { status: 500 }, { dropMidStream: true }],
+    });
+    const call = () =>
+      client.messages
+        .stream({ ...base, messages: [{ role: 'user', content: 'hi' }], metadata: { user_id: 's-faults' } })
+        .finalMessage();
     const rateLimited = await call().catch((e: unknown) => e);
     expect(rateLimited).toBeInstanceOf(Anthropic.RateLimitError);
     expect((rateLimited as APIError).headers?.get('retry-after')).toBe('7');
@@ -122,7 +193,11 @@ describe('local Messages API server', () => {
     const dropped = await call().catch((e: unknown) => e);
     expect(dropped).toBeInstanceOf(Error);
     // Another session is unaffected, and this one recovers once its script is spent.
-    const other = await client.messages.create({ ...base, messages: [{ role: 'user', content: 'hi' }], metadata: { user_id: 's-other' } });
+    const other = await client.messages.create({
+      ...base,
+      messages: [{ role: 'user', content: 'hi' }],
+      metadata: { user_id: 's-other' },
+    });
     expect(other.stop_reason).toBe('end_turn');
     expect((await call()).stop_reason).toBe('end_turn');
     expect(mock.requests('s-faults').map((r) => r.status)).toEqual([429, 529, 500, 200, 200]);
@@ -131,7 +206,11 @@ describe('local Messages API server', () => {
   it('delays the first byte when asked', async () => {
     mock.script('s-slow', { steps: [{ firstByteDelayMs: 600 }] });
     const started = Date.now();
-    await client.messages.create({ ...base, messages: [{ role: 'user', content: 'hi' }], metadata: { user_id: 's-slow' } });
+    await client.messages.create({
+      ...base,
+      messages: [{ role: 'user', content: 'hi' }],
+      metadata: { user_id: 's-slow' },
+    });
     expect(Date.now() - started).toBeGreaterThanOrEqual(600);
   });
 });

@@ -11,7 +11,16 @@ import type { RunningWorker } from '../src/worker';
 import { sessionWorkflow } from '../src/workflows';
 import { endSignal, statusQuery } from '../src/session/contract';
 import type { ChildWorker } from './helpers/child-worker';
-import { allEvents, freePort, startTestWorker, temporalCliPath, testAgent, testDataConverter, uniqueId, type Harness } from './helpers/env';
+import {
+  allEvents,
+  freePort,
+  startTestWorker,
+  temporalCliPath,
+  testAgent,
+  testDataConverter,
+  uniqueId,
+  type Harness,
+} from './helpers/env';
 import { bash, docker, sessionContainers } from './helpers/hands';
 import { createNetns, ip, spawnWorkerInNetns, tcpProbe, type Netns } from './helpers/netns';
 import { grpcInterceptors } from '../src/temporal-connection';
@@ -34,7 +43,8 @@ beforeAll(async () => {
   d = await docker();
   const dockerHost = await resolveDockerHost();
   // A unix socket is a file, so it is reachable from inside the namespace; a TCP engine would not be.
-  if (!dockerHost?.startsWith('unix://')) throw new Error(`this test needs the Docker engine on a unix socket, not ${dockerHost}`);
+  if (!dockerHost?.startsWith('unix://'))
+    throw new Error(`this test needs the Docker engine on a unix socket, not ${dockerHost}`);
   const port = await freePort();
   ns = await createNetns({ name: `ma-test-${process.pid}`, onlyTcpPort: port });
   // The dev server cannot bind one non-loopback address: its services then still dial each other on
@@ -69,8 +79,17 @@ afterAll(async () => {
   await quietly(server?.stop());
   await quietly(ns?.remove());
   // Anything a failed test left behind on this host.
-  const left = await quietly(d?.listContainers({ all: true, filters: JSON.stringify({ label: [`managed-agents.host=${HOST_ID}`] }) }));
-  await Promise.all(((left as Docker.ContainerInfo[] | undefined) ?? []).map((c) => d.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  const left = await quietly(
+    d?.listContainers({ all: true, filters: JSON.stringify({ label: [`managed-agents.host=${HOST_ID}`] }) }),
+  );
+  await Promise.all(
+    ((left as Docker.ContainerInfo[] | undefined) ?? []).map((c) =>
+      d
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined),
+    ),
+  );
 }, 60_000);
 
 describe('a hands worker in its own network namespace', () => {
@@ -84,9 +103,13 @@ describe('a hands worker in its own network namespace', () => {
     expect(addrs).toEqual(['lo inet 127.0.0.1/8', `${nsVeth} inet ${nsIp}/30`]);
     // No default route, nothing in the main table: one rule routes TCP to the frontend's port, and only that.
     expect((await ip('-n', name, 'route', 'show')).trim()).toBe('');
-    expect((await ip('-n', name, 'route', 'show', 'table', String(table))).trim()).toBe(`${hostIp} dev ${nsVeth} scope link src ${nsIp}`);
+    expect((await ip('-n', name, 'route', 'show', 'table', String(table))).trim()).toBe(
+      `${hostIp} dev ${nsVeth} scope link src ${nsIp}`,
+    );
     const port = frontend.split(':')[1];
-    expect((await ip('-n', name, 'rule', 'show', 'pref', '100')).trim()).toBe(`100:\tfrom all to ${hostIp} ipproto tcp dport ${port} lookup ${table}`);
+    expect((await ip('-n', name, 'rule', 'show', 'pref', '100')).trim()).toBe(
+      `100:\tfrom all to ${hostIp} ipproto tcp dport ${port} lookup ${table}`,
+    );
   });
 
   it('reaches the Temporal frontend and nothing else', async () => {
@@ -131,8 +154,13 @@ describe('a hands worker in its own network namespace', () => {
     expect(provisioned[0]).toMatchObject({ name: 'main', host: HOST_ID, resumed: false });
     const containers = await sessionContainers(d, handle.workflowId);
     expect(containers).toHaveLength(1);
-    expect(containers[0].Labels).toMatchObject({ 'managed-agents.session': handle.workflowId, 'managed-agents.host': HOST_ID });
-    expect((await handle.query(statusQuery)).sandboxes).toEqual([{ name: 'main', sandboxId: containers[0].Id, host: HOST_ID, state: 'running' }]);
+    expect(containers[0].Labels).toMatchObject({
+      'managed-agents.session': handle.workflowId,
+      'managed-agents.host': HOST_ID,
+    });
+    expect((await handle.query(statusQuery)).sandboxes).toEqual([
+      { name: 'main', sandboxId: containers[0].Id, host: HOST_ID, state: 'running' },
+    ]);
 
     await handle.signal(endSignal, {});
     await handle.result();

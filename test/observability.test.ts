@@ -20,10 +20,16 @@ class OtlpReceiver {
     req.on('data', (c: Buffer) => (body += c.toString()));
     req.on('end', () => {
       if (req.url === '/v1/traces') {
-        const data = JSON.parse(body) as { resourceSpans: { resource: { attributes: { key: string; value: { stringValue?: string } }[] }; scopeSpans: { spans: { name: string }[] }[] }[] };
+        const data = JSON.parse(body) as {
+          resourceSpans: {
+            resource: { attributes: { key: string; value: { stringValue?: string } }[] };
+            scopeSpans: { spans: { name: string }[] }[];
+          }[];
+        };
         for (const rs of data.resourceSpans ?? []) {
           const service = rs.resource.attributes.find((a) => a.key === 'service.name')?.value.stringValue ?? '';
-          for (const ss of rs.scopeSpans ?? []) for (const s of ss.spans ?? []) this.spans.push({ name: s.name, service });
+          for (const ss of rs.scopeSpans ?? [])
+            for (const s of ss.spans ?? []) this.spans.push({ name: s.name, service });
         }
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
@@ -91,7 +97,10 @@ it('tells infra errors from tool errors in the JSON log and in `agents status` a
     },
     'all',
   );
-  const handle = await startSession(h, { id: uniqueId('ses-obs'), agent: { limits: { handsHeartbeatTimeoutMs: 3000 } } });
+  const handle = await startSession(h, {
+    id: uniqueId('ses-obs'),
+    agent: { limits: { handsHeartbeatTimeoutMs: 3000 } },
+  });
   const id = handle.workflowId;
 
   expect((await bash(h, handle, 'echo up')).output).toBe('up\n[exit 0]');
@@ -114,9 +123,14 @@ it('tells infra errors from tool errors in the JSON log and in `agents status` a
   expect(infra).toMatchObject({ level: 'WARN', msg: 'tool error (infra)', eventType: 'tool_result', seq: killed.seq });
   expect(tool).toMatchObject({ level: 'WARN', msg: 'tool error (tool)', eventType: 'tool_result', seq: failed.seq });
   expect(tool).not.toHaveProperty('error');
-  const modelCall = lines.find((l) => l.sessionId === id && l.activity === 'callModel' && l.msg === 'activity completed');
+  const modelCall = lines.find(
+    (l) => l.sessionId === id && l.activity === 'callModel' && l.msg === 'activity completed',
+  );
   expect(modelCall).toMatchObject({ attempt: 1, seq: expect.any(Number), durationMs: expect.any(Number) });
-  expect(lines.find((l) => l.sessionId === id && l.activity === 'execute')).toMatchObject({ attempt: expect.any(Number), toolUseId: expect.any(String) });
+  expect(lines.find((l) => l.sessionId === id && l.activity === 'execute')).toMatchObject({
+    attempt: expect.any(Number),
+    toolUseId: expect.any(String),
+  });
 
   // `agents status` counts them apart, with tokens, cost and time.
   const text = await runAgents(h.env.address, ['status', id], { MODEL_PRICES: PRICES });
@@ -128,12 +142,18 @@ it('tells infra errors from tool errors in the JSON log and in `agents status` a
   expect(text.stdout).toMatch(/^usage: \d+ input tokens/m);
   // Kept for a reader: the two log lines and the status output this test checks.
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  fs.writeFileSync(path.join(ARTIFACTS, 'infra-vs-tool-errors.txt'), `${JSON.stringify(infra)}\n${JSON.stringify(tool)}\n\n$ agents status ${id}\n${text.stdout}`);
+  fs.writeFileSync(
+    path.join(ARTIFACTS, 'infra-vs-tool-errors.txt'),
+    `${JSON.stringify(infra)}\n${JSON.stringify(tool)}\n\n$ agents status ${id}\n${text.stdout}`,
+  );
   const json = await runAgents(h.env.address, ['status', id, '--json'], { MODEL_PRICES: PRICES });
   const status = JSON.parse(json.stdout);
   expect(status).toMatchObject({ toolErrors: 1, infraErrors: 1, model: 'claude-test', toolCalls: 3 });
   const u = status.usage;
-  expect(status.costUsd).toBeCloseTo((u.inputTokens * 3 + u.outputTokens * 15 + u.cacheReadInputTokens * 0.3 + u.cacheCreationInputTokens * 3.75) / 1e6, 10);
+  expect(status.costUsd).toBeCloseTo(
+    (u.inputTokens * 3 + u.outputTokens * 15 + u.cacheReadInputTokens * 0.3 + u.cacheCreationInputTokens * 3.75) / 1e6,
+    10,
+  );
   expect(status.costUsd).toBeGreaterThan(0);
   const unpriced = await runAgents(h.env.address, ['status', id]);
   expect(unpriced.stdout).toMatch(/^cost: unknown \(no price for claude-test; set MODEL_PRICES\)$/m);
@@ -144,7 +164,9 @@ it('tells infra errors from tool errors in the JSON log and in `agents status` a
   await handle.result();
   const names = await waitFor('spans', () => {
     const n = new Set(receiver.spans.map((s) => s.name));
-    return n.has('RunWorkflow:sessionWorkflow') && n.has('RunActivity:callModel') && n.has('RunActivity:execute') ? n : undefined;
+    return n.has('RunWorkflow:sessionWorkflow') && n.has('RunActivity:callModel') && n.has('RunActivity:execute')
+      ? n
+      : undefined;
   });
   expect(names).toContain('StartActivity:callModel');
   expect(receiver.spans.find((s) => s.name === 'RunActivity:execute')?.service).toBe('managed-agents-all');

@@ -24,13 +24,22 @@ describe('payload limits', () => {
     expect(result.isError).toBe(false);
     expect(result.output.length).toBeLessThan(MAX_TOOL_OUTPUT_CHARS + 500);
     // Compared without the runs of `a`, so a failure prints something readable.
-    expect(result.output.replace(/a{100,}/g, 'A')).toMatch(/^A\n\[output truncated: \d+ of 10485769 bytes omitted; the whole output is in \/home\/agent\/\.tool-output\/\S+\.txt\]\nA\nTHE-END\n\[exit 0\]$/);
-    expect(result.outputRef).toEqual({ sandbox: 'main', path: expect.stringMatching(/^\/home\/agent\/\.tool-output\/.+\.txt$/), bytes: TEN_MB + 9 });
+    expect(result.output.replace(/a{100,}/g, 'A')).toMatch(
+      /^A\n\[output truncated: \d+ of 10485769 bytes omitted; the whole output is in \/home\/agent\/\.tool-output\/\S+\.txt\]\nA\nTHE-END\n\[exit 0\]$/,
+    );
+    expect(result.outputRef).toEqual({
+      sandbox: 'main',
+      path: expect.stringMatching(/^\/home\/agent\/\.tool-output\/.+\.txt$/),
+      bytes: TEN_MB + 9,
+    });
     // The model reads the whole output back through the reference, and the session goes on.
     const check = await bash(h, handle, `wc -c < ${result.outputRef!.path}; tail -c 8 ${result.outputRef!.path}`);
     expect(check.output).toBe(`${TEN_MB + 9}\nTHE-END\n[exit 0]`);
     const events = await say(handle, 'still there?');
-    expect(events.at(-1)).toMatchObject({ type: 'assistant_message', content: [{ type: 'text', text: 'You said: still there?' }] });
+    expect(events.at(-1)).toMatchObject({
+      type: 'assistant_message',
+      content: [{ type: 'text', text: 'You said: still there?' }],
+    });
   });
 
   it('keeps a 1 MB user message whole in the log and sends the model a head and a tail that point at it', async () => {

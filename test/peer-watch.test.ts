@@ -37,41 +37,56 @@ async function waitUntil<T>(what: string, fn: () => T | undefined | false, ms = 
 /** GET of the peers' endpoint: the status, and the first frame when it answers with a stream. */
 function getPeers(url: string, token?: string): Promise<{ status: number; first?: unknown }> {
   return new Promise((resolve, reject) => {
-    const req = http.get(new URL(PEER_STREAM_PATH, url), { headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        return resolve({ status: res.statusCode ?? 0 });
-      }
-      let buf = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => {
-        buf += c;
-        const m = /^data: (.*)\n\n/.exec(buf);
-        if (m) {
-          req.destroy();
-          resolve({ status: 200, first: JSON.parse(m[1]) });
+    const req = http.get(
+      new URL(PEER_STREAM_PATH, url),
+      { headers: token ? { authorization: `Bearer ${token}` } : {} },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          return resolve({ status: res.statusCode ?? 0 });
         }
-      });
-    });
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => {
+          buf += c;
+          const m = /^data: (.*)\n\n/.exec(buf);
+          if (m) {
+            req.destroy();
+            resolve({ status: 200, first: JSON.parse(m[1]) });
+          }
+        });
+      },
+    );
     req.on('error', reject);
   });
 }
 
 it('retries the model call of a killed brain worker at once on the worker following it', async () => {
-  const doomed = await spawnWorker({ TEMPORAL_ADDRESS: h.env.address, ANTHROPIC_BASE_URL: h.mock.url, ANTHROPIC_API_KEY: 'test-key' });
+  const doomed = await spawnWorker({
+    TEMPORAL_ADDRESS: h.env.address,
+    ANTHROPIC_BASE_URL: h.mock.url,
+    ANTHROPIC_API_KEY: 'test-key',
+  });
   children.push(doomed);
   // A heartbeat timeout and a first retry interval of ten minutes: the server alone would retry the call long after
   // this test gave up, and so would a failure that left the delay to the retry policy.
   const tenMinutes = 600_000;
   const handle = await startSession(h, {
-    agent: { limits: { modelHeartbeatTimeoutMs: tenMinutes, modelRetry: { initialIntervalMs: tenMinutes, maximumIntervalMs: tenMinutes, maxAttempts: 10 } } },
+    agent: {
+      limits: {
+        modelHeartbeatTimeoutMs: tenMinutes,
+        modelRetry: { initialIntervalMs: tenMinutes, maximumIntervalMs: tenMinutes, maxAttempts: 10 },
+      },
+    },
   });
   h.mock.script(handle.workflowId, { steps: [{ firstByteDelayMs: 600_000 }] });
   const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'hello' }] });
   await waitUntil('the call in flight on the doomed worker', () => h.mock.requests(handle.workflowId).length === 1);
 
   standby = await startTestWorker(h.env.address, h.mock.url);
-  const followed = await waitUntil('the standby following the doomed worker', () => standby!.status().peers?.peers.find((p) => p.activities === 1));
+  const followed = await waitUntil('the standby following the doomed worker', () =>
+    standby!.status().peers?.peers.find((p) => p.activities === 1),
+  );
   expect(followed.identity).toMatch(/ stream=http:\/\//);
 
   await doomed.kill('SIGKILL');
@@ -82,10 +97,16 @@ it('retries the model call of a killed brain worker at once on the worker follow
 
   // The retried attempt's history names why the first one ended: the peer's verdict, not a heartbeat timeout.
   const history = await handle.fetchHistory();
-  const started = (history.events ?? []).filter((e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED);
+  const started = (history.events ?? []).filter(
+    (e) => e.eventType === temporal.api.enums.v1.EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED,
+  );
   const retried = started.find((e) => e.activityTaskStartedEventAttributes?.attempt === 2);
-  expect(retried?.activityTaskStartedEventAttributes?.lastFailure?.applicationFailureInfo?.type).toBe('WorkerError.Lost');
-  expect(Number(retried?.activityTaskStartedEventAttributes?.lastFailure?.applicationFailureInfo?.nextRetryDelay?.nanos)).toBe(1_000_000);
+  expect(retried?.activityTaskStartedEventAttributes?.lastFailure?.applicationFailureInfo?.type).toBe(
+    'WorkerError.Lost',
+  );
+  expect(
+    Number(retried?.activityTaskStartedEventAttributes?.lastFailure?.applicationFailureInfo?.nextRetryDelay?.nanos),
+  ).toBe(1_000_000);
 });
 
 it('opens the peers endpoint to the peers token only', async () => {

@@ -29,14 +29,27 @@ describe('policy patterns', () => {
 describe('evaluatePolicy', () => {
   const bash = ToolPolicySchema.parse({ default: 'allow', ask: ['git push*'], timeoutSeconds: 60 });
   it('asks for a matching bash command and allows everything else', () => {
-    expect(evaluatePolicy('bash', bash, { command: '  git push --force' })).toEqual({ ask: true, rule: 'bash: ask "git push*"', timeoutSeconds: 60, onTimeout: 'deny' });
-    expect(evaluatePolicy('bash', bash, { command: 'ls' })).toEqual({ ask: false, rule: 'bash: default allow', timeoutSeconds: 60, onTimeout: 'deny' });
+    expect(evaluatePolicy('bash', bash, { command: '  git push --force' })).toEqual({
+      ask: true,
+      rule: 'bash: ask "git push*"',
+      timeoutSeconds: 60,
+      onTimeout: 'deny',
+    });
+    expect(evaluatePolicy('bash', bash, { command: 'ls' })).toEqual({
+      ask: false,
+      rule: 'bash: default allow',
+      timeoutSeconds: 60,
+      onTimeout: 'deny',
+    });
   });
 
   it('lets an ask pattern win over an allow pattern, and matches a named field or the JSON input', () => {
     const p = ToolPolicySchema.parse({ default: 'ask', allow: ['*'], ask: ['*main*'], field: 'branch' });
     expect(evaluatePolicy('git_push', p, { branch: 'main' }).ask).toBe(true);
-    expect(evaluatePolicy('git_push', p, { branch: 'feature' })).toMatchObject({ ask: false, rule: 'git_push: allow "*"' });
+    expect(evaluatePolicy('git_push', p, { branch: 'feature' })).toMatchObject({
+      ask: false,
+      rule: 'git_push: allow "*"',
+    });
     const json = ToolPolicySchema.parse({ ask: ['*"title":"delete*'] });
     expect(evaluatePolicy('mcp__t__x', json, { title: 'delete all' }).ask).toBe(true);
   });
@@ -59,12 +72,22 @@ describe('the agent file', () => {
   });
 
   it('names each bad field: unknown tool, bad regex, bad policy, clashing client tool, unknown harness', () => {
-    expect(problems({ policies: { curl: 'always_ask' } })).toBe('policies.curl: policy for curl, which is not a declared tool, client tool or mcp__ tool');
-    expect(problems({ policies: { bash: { ask: ['/(/'] } } })).toMatch(/^policies\.bash\.ask\.0: invalid regular expression \/\(\/: /);
+    expect(problems({ policies: { curl: 'always_ask' } })).toBe(
+      'policies.curl: policy for curl, which is not a declared tool, client tool or mcp__ tool',
+    );
+    expect(problems({ policies: { bash: { ask: ['/(/'] } } })).toMatch(
+      /^policies\.bash\.ask\.0: invalid regular expression \/\(\/: /,
+    );
     expect(problems({ policies: { bash: 'sometimes' } })).toMatch(/^policies\.bash: /);
-    expect(problems({ clientTools: [{ name: 'bash', description: 'd', input_schema: { type: 'object' } }] })).toBe('clientTools.0.name: tool bash is declared twice');
-    expect(problems({ clientTools: [{ name: 'x', description: 'd', input_schema: { type: 'array' } }] })).toMatch(/^clientTools\.0\.input_schema\.type: /);
-    expect(problems({ harness: 'default@3' })).toBe('harness: unknown harness default@3; this version knows default@1, default@2');
+    expect(problems({ clientTools: [{ name: 'bash', description: 'd', input_schema: { type: 'object' } }] })).toBe(
+      'clientTools.0.name: tool bash is declared twice',
+    );
+    expect(problems({ clientTools: [{ name: 'x', description: 'd', input_schema: { type: 'array' } }] })).toMatch(
+      /^clientTools\.0\.input_schema\.type: /,
+    );
+    expect(problems({ harness: 'default@3' })).toBe(
+      'harness: unknown harness default@3; this version knows default@1, default@2',
+    );
     expect(problems({ harness: 'default' })).toMatch(/^harness: harness is NAME@VERSION/);
   });
 });

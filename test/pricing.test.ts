@@ -3,7 +3,12 @@ import { loadConfig } from '../src/config';
 import { DEFAULT_PRICES, costOf, parsePriceTable, priceOf } from '../src/observability/pricing';
 import { formatDuration } from '../src/observability/session-stats';
 
-const usage = { inputTokens: 1_000_000, outputTokens: 100_000, cacheReadInputTokens: 2_000_000, cacheCreationInputTokens: 400_000 };
+const usage = {
+  inputTokens: 1_000_000,
+  outputTokens: 100_000,
+  cacheReadInputTokens: 2_000_000,
+  cacheCreationInputTokens: 400_000,
+};
 
 describe('model prices', () => {
   it('prices a dated or -latest model id as its model, and nothing else', () => {
@@ -29,7 +34,9 @@ describe('model prices', () => {
     expect(r.table['claude-haiku-4-5']).toEqual(DEFAULT_PRICES['claude-haiku-4-5']);
     expect(() => loadConfig({ MODEL_PRICES: 'not json' })).toThrow(/MODEL_PRICES must be JSON/);
     expect(() => loadConfig({ MODEL_PRICES: '{"m":{"input":-1,"output":1}}' })).toThrow(/MODEL_PRICES m\.input: /);
-    expect(() => loadConfig({ MODEL_PRICES: '{"m":{"input":1,"output":1,"extra":1}}' })).toThrow(/MODEL_PRICES .*extra/);
+    expect(() => loadConfig({ MODEL_PRICES: '{"m":{"input":1,"output":1,"extra":1}}' })).toThrow(
+      /MODEL_PRICES .*extra/,
+    );
   });
 
   it('formats durations for a reader', () => {

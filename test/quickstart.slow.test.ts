@@ -35,8 +35,18 @@ it('runs the README quick start: the SDK drives a session on the dev stack by ba
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-quickstart-'));
   const port = await freePort();
   // A hands host of its own: another stack's reaper would take its sandboxes for orphans.
-  const env = { DATA_DIR: dataDir, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, API_LISTEN: '127.0.0.1:0', ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '', HANDS_HOST_ID: HOST };
-  dev = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), 'dev', '--json'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = {
+    DATA_DIR: dataDir,
+    TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
+    API_LISTEN: '127.0.0.1:0',
+    ANTHROPIC_API_KEY: '',
+    ANTHROPIC_BASE_URL: '',
+    HANDS_HOST_ID: HOST,
+  };
+  dev = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), 'dev', '--json'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   dev.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const up = await new Promise<{ apiUrl: string | null }>((resolve, reject) => {

@@ -7,7 +7,12 @@ import { ROOT, freePort, removeHostSandboxes } from './helpers/env';
 
 const HOST = `readme-${process.pid}`;
 
-function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; out: string }> {
+function run(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -34,7 +39,13 @@ it("runs the README's get-going commands on a clean clone: a demo session with a
     execFileSync('git', ['clone', '--quiet', ROOT, dir]);
     const port = await freePort();
     // A hands host of its own: another stack's reaper would take its sandboxes for orphans.
-    const env = { ...process.env, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, ANTHROPIC_API_KEY: '', ANTHROPIC_BASE_URL: '', HANDS_HOST_ID: HOST };
+    const env = {
+      ...process.env,
+      TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
+      ANTHROPIC_API_KEY: '',
+      ANTHROPIC_BASE_URL: '',
+      HANDS_HOST_ID: HOST,
+    };
     const commands = gettingStarted(fs.readFileSync(path.join(dir, 'README.md'), 'utf8'));
     expect(commands.map((c) => c.join(' '))).toEqual(['npm install', 'npm run setup', 'npm start']);
     let start = { code: null as number | null, out: '' };

@@ -27,7 +27,16 @@ import {
 import { messagesUntilHandover, readLogStep, requiresAction, toolStep } from './helpers/actions';
 import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import type { WorkflowHandle } from '@temporalio/client';
-import { logOf, runsOf, say, startHarness, startSession, startTestWorker, testArchive, waitForEvents } from './helpers/env';
+import {
+  logOf,
+  runsOf,
+  say,
+  startHarness,
+  startSession,
+  startTestWorker,
+  testArchive,
+  waitForEvents,
+} from './helpers/env';
 import { forkSession, wakeSession } from '../src/session-ops';
 import { childSessionId } from '../src/workflows/subagents';
 import { spawn, turn } from './helpers/subagents';
@@ -59,8 +68,13 @@ function record(title: string, run: () => Promise<void>): void {
 record('records a session whose workflow upserts its search attributes and memo, with activity summaries', async () => {
   const h = await startHarness();
   try {
-    const handle = await startSession(h, { id: 'recorded-observable', agent: { name: 'observable', tools: ['session_events'] } });
-    h.mock.script(handle.workflowId, { steps: [{ reply: { content: [{ type: 'tool_use', name: 'session_events', input: { from: 0 } }] } }] });
+    const handle = await startSession(h, {
+      id: 'recorded-observable',
+      agent: { name: 'observable', tools: ['session_events'] },
+    });
+    h.mock.script(handle.workflowId, {
+      steps: [{ reply: { content: [{ type: 'tool_use', name: 'session_events', input: { from: 0 } }] } }],
+    });
     await say(handle, 'Read your own log.');
     await endAndSave(handle, 'observable-session.json');
   } finally {
@@ -95,15 +109,21 @@ record('records a session that uses sandboxes: lazy provisioning, loss, idle sto
   const h = await startHarness({ role: 'all', hostId: 'recorder' });
   try {
     const d = await docker();
-    const handle = await startSession(h, { id: 'recorded-hands', agent: { sandboxes: { main: { idleStopMinutes: 0.05 } } } });
+    const handle = await startSession(h, {
+      id: 'recorded-hands',
+      agent: { sandboxes: { main: { idleStopMinutes: 0.05 } } },
+    });
     await bash(h, handle, 'echo one > one.txt');
     await callTool(h, handle, 'str_replace_based_edit_tool', { command: 'view', path: 'one.txt' });
     const [container] = await sessionContainers(d, handle.workflowId, false);
     await d.getContainer(container.Id).kill();
     await bash(h, handle, 'cat one.txt');
     await bash(h, handle, 'cat one.txt');
-    while ((await handle.query(statusQuery)).sandboxes[0]?.state !== 'stopped') await new Promise((r) => setTimeout(r, 200));
-    await handle.executeUpdate(putFileUpdate, { args: [{ path: 'two.txt', contentBase64: Buffer.from('two').toString('base64') }] });
+    while ((await handle.query(statusQuery)).sandboxes[0]?.state !== 'stopped')
+      await new Promise((r) => setTimeout(r, 200));
+    await handle.executeUpdate(putFileUpdate, {
+      args: [{ path: 'two.txt', contentBase64: Buffer.from('two').toString('base64') }],
+    });
     await handle.executeUpdate(getFileUpdate, { args: [{ path: 'two.txt' }] });
     await endAndSave(handle, 'hands-session.json');
   } finally {
@@ -111,65 +131,79 @@ record('records a session that uses sandboxes: lazy provisioning, loss, idle sto
   }
 });
 
-record('records a session with credentials: private repo, git_push and git_pull, an MCP tool, encrypted history', async () => {
-  const git = await startGitServer([FIXTURE_TOKEN]);
-  const tracker = await startTrackerServer();
-  const vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-record-vault-'));
-  const vault = new FileVault(vaultDir, crypto.randomBytes(32).toString('base64'));
-  const issued = tracker.issue('recorder');
-  await vault.put('recorder', 'git-token', FIXTURE_TOKEN);
-  await vault.put('recorder', 'tracker-oauth', issued.accessToken);
-  const h = await startHarness({ role: 'all', hostId: 'recorder', vault });
-  try {
-    const repoUrl = git.createRepo('fixture.git', { 'README.md': 'fixture\n' });
-    const handle = await startSession(h, {
-      id: 'recorded-credentials',
-      agent: {
-        vault: 'recorder',
-        sandboxes: { main: { repo: { url: repoUrl, ref: 'main', credential: 'vault:git-token' } } },
-        tools: ['bash', 'git_push', 'git_pull', 'session_events'],
-        mcpServers: { tracker: { transport: 'http', url: tracker.url, credential: 'vault:tracker-oauth' } },
-      },
-    });
-    await bash(h, handle, 'echo change >> README.md && git -c user.name=r -c user.email=r@x commit -qam change');
-    await callTool(h, handle, 'git_push', {});
-    await callTool(h, handle, 'git_pull', {});
-    await callTool(h, handle, 'mcp__tracker__create_issue', { title: 'recorded' });
-    await endAndSave(handle, 'credentials-session.json');
-  } finally {
-    await h.stop();
-    await git.stop();
-    await tracker.stop();
-    fs.rmSync(vaultDir, { recursive: true, force: true });
-  }
-});
-
-record('records a long session: compaction, and handovers (continue-as-new) at idle and in the middle of a tool loop', async () => {
-  const h = await startHarness();
-  try {
-    const id = 'recorded-long-session';
-    // A session id is used once: clear what an earlier recording sealed under this one.
-    fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
-    const handle = await startSession(h, { id, agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100, contextTokens: 1000 } } });
-    for (let i = 1; i <= 4; i++) await say(handle, `turn ${i}: ${'lorem ipsum '.repeat(60)}`);
-    h.mock.script(id, { steps: Array.from({ length: 30 }, () => ({ reply: { content: [{ type: 'tool_use' as const, name: 'session_events', input: { from: 0, limit: 2 } }] } })) });
-    await say(handle, 'read the log many times');
-    await say(handle, 'and the end');
-    const runs = await runsOf(h.env.client, id);
-    if (runs.length < 3) throw new Error(`expected several runs, got ${runs.length}`);
-    await h.env.client.workflow.getHandle(id).signal(endSignal, { reason: 'recorded' });
-    await h.env.client.workflow.getHandle(id).result();
-    // The first run (compactions, a handover at idle), two that began mid-turn, and the last (sealed at the end).
-    const keep = new Set([0, 1, runs.length - 2, runs.length - 1]);
-    for (const [i, run] of runs.entries()) {
-      if (!keep.has(i)) continue;
-      const file = path.join(DIR, `long-session-run-${i + 1}.json`);
-      if (!fs.existsSync(file)) fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
+record(
+  'records a session with credentials: private repo, git_push and git_pull, an MCP tool, encrypted history',
+  async () => {
+    const git = await startGitServer([FIXTURE_TOKEN]);
+    const tracker = await startTrackerServer();
+    const vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-record-vault-'));
+    const vault = new FileVault(vaultDir, crypto.randomBytes(32).toString('base64'));
+    const issued = tracker.issue('recorder');
+    await vault.put('recorder', 'git-token', FIXTURE_TOKEN);
+    await vault.put('recorder', 'tracker-oauth', issued.accessToken);
+    const h = await startHarness({ role: 'all', hostId: 'recorder', vault });
+    try {
+      const repoUrl = git.createRepo('fixture.git', { 'README.md': 'fixture\n' });
+      const handle = await startSession(h, {
+        id: 'recorded-credentials',
+        agent: {
+          vault: 'recorder',
+          sandboxes: { main: { repo: { url: repoUrl, ref: 'main', credential: 'vault:git-token' } } },
+          tools: ['bash', 'git_push', 'git_pull', 'session_events'],
+          mcpServers: { tracker: { transport: 'http', url: tracker.url, credential: 'vault:tracker-oauth' } },
+        },
+      });
+      await bash(h, handle, 'echo change >> README.md && git -c user.name=r -c user.email=r@x commit -qam change');
+      await callTool(h, handle, 'git_push', {});
+      await callTool(h, handle, 'git_pull', {});
+      await callTool(h, handle, 'mcp__tracker__create_issue', { title: 'recorded' });
+      await endAndSave(handle, 'credentials-session.json');
+    } finally {
+      await h.stop();
+      await git.stop();
+      await tracker.stop();
+      fs.rmSync(vaultDir, { recursive: true, force: true });
     }
-  } finally {
-    await h.stop();
-  }
-});
+  },
+);
+
+record(
+  'records a long session: compaction, and handovers (continue-as-new) at idle and in the middle of a tool loop',
+  async () => {
+    const h = await startHarness();
+    try {
+      const id = 'recorded-long-session';
+      // A session id is used once: clear what an earlier recording sealed under this one.
+      fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+      const handle = await startSession(h, {
+        id,
+        agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100, contextTokens: 1000 } },
+      });
+      for (let i = 1; i <= 4; i++) await say(handle, `turn ${i}: ${'lorem ipsum '.repeat(60)}`);
+      h.mock.script(id, {
+        steps: Array.from({ length: 30 }, () => ({
+          reply: { content: [{ type: 'tool_use' as const, name: 'session_events', input: { from: 0, limit: 2 } }] },
+        })),
+      });
+      await say(handle, 'read the log many times');
+      await say(handle, 'and the end');
+      const runs = await runsOf(h.env.client, id);
+      if (runs.length < 3) throw new Error(`expected several runs, got ${runs.length}`);
+      await h.env.client.workflow.getHandle(id).signal(endSignal, { reason: 'recorded' });
+      await h.env.client.workflow.getHandle(id).result();
+      // The first run (compactions, a handover at idle), two that began mid-turn, and the last (sealed at the end).
+      const keep = new Set([0, 1, runs.length - 2, runs.length - 1]);
+      for (const [i, run] of runs.entries()) {
+        if (!keep.has(i)) continue;
+        const file = path.join(DIR, `long-session-run-${i + 1}.json`);
+        if (!fs.existsSync(file))
+          fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
+      }
+    } finally {
+      await h.stop();
+    }
+  },
+);
 
 record('records a woken run (`agents wake` after the run was terminated mid-turn) and a forked session', async () => {
   const h = await startHarness();
@@ -194,7 +228,12 @@ record('records a woken run (`agents wake` after the run was terminated mid-turn
     const source = await startSession(h, { id: ids[1], agent });
     await say(source, 'alpha');
     await say(source, 'beta');
-    await forkSession(h.env.client, testArchive(), logOf(source), { source: ids[1], at: 3, id: ids[2], message: { text: 'gamma' } });
+    await forkSession(h.env.client, testArchive(), logOf(source), {
+      source: ids[1],
+      at: 3,
+      id: ids[2],
+      message: { text: 'gamma' },
+    });
     const fork = h.env.client.workflow.getHandle(ids[2]);
     await waitForEvents(fork, (ev) => ev.some((e) => e.type === 'assistant_message' && e.seq > 3));
     h.mock.script(ids[2], { steps: [readLogStep] });
@@ -206,143 +245,212 @@ record('records a woken run (`agents wake` after the run was terminated mid-turn
   }
 });
 
-record('records sub-agents and hand-offs: a parent, a child with a lent sandbox, a receiver, and a parent that continued as new while a child ran', async () => {
-  const h = await startHarness({ role: 'all', hostId: 'recorder' });
-  const ids = ['recorded-subagent-parent', 'recorded-handoff-receiver', 'recorded-subagent-can'];
-  const lentChild = childSessionId(ids[0], 'toolu_lend');
-  const slowChild = childSessionId(ids[2], 'toolu_slow');
-  // A session id is used once: clear what an earlier recording sealed under these.
-  for (const id of [...ids, lentChild, childSessionId(ids[0], 'toolu_own'), slowChild]) fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
-  try {
-    const tools = ['bash' as const, 'spawn_agent' as const, 'handoff_sandbox' as const];
-    // Each child runs the command its task names, as the fixtures of the children recorded.
-    h.mock.script(lentChild, { steps: [toolStep('bash', { command: 'cat kept.txt' }, RECORDED_RUN)] });
-    h.mock.script(childSessionId(ids[0], 'toolu_own'), { steps: [toolStep('bash', { command: 'echo own' }, RECORDED_RUN)] });
-    const parent = await startSession(h, { id: ids[0], agent: { tools } });
-    const receiver = await startSession(h, { id: ids[1], agent: { tools } });
-    await bash(h, parent, 'echo kept > kept.txt');
-    await turn(h, parent, [
-      { type: 'tool_use', id: 'toolu_denied', name: 'bash', input: { command: 'cat kept.txt' } },
-      spawn('toolu_lend', { task: 'Run `cat kept.txt`', sandboxes: ['main'] }),
-      spawn('toolu_own', { task: 'Run `echo own`' }),
-    ]);
-    await callTool(h, parent, 'handoff_sandbox', { sandbox: 'main', to: ids[1] });
-    await bash(h, parent, 'cat kept.txt');
-    await bash(h, receiver, 'cat kept.txt');
-    const child = h.env.client.workflow.getHandle(lentChild);
-    await child.result();
-    if (!fs.existsSync(path.join(DIR, 'subagent-child.json'))) fs.writeFileSync(path.join(DIR, 'subagent-child.json'), historyToJSON(await child.fetchHistory()));
-    await endAndSave(parent, 'subagent-parent.json');
-    await endAndSave(receiver, 'handoff-receiver.json');
+record(
+  'records sub-agents and hand-offs: a parent, a child with a lent sandbox, a receiver, and a parent that continued as new while a child ran',
+  async () => {
+    const h = await startHarness({ role: 'all', hostId: 'recorder' });
+    const ids = ['recorded-subagent-parent', 'recorded-handoff-receiver', 'recorded-subagent-can'];
+    const lentChild = childSessionId(ids[0], 'toolu_lend');
+    const slowChild = childSessionId(ids[2], 'toolu_slow');
+    // A session id is used once: clear what an earlier recording sealed under these.
+    for (const id of [...ids, lentChild, childSessionId(ids[0], 'toolu_own'), slowChild])
+      fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+    try {
+      const tools = ['bash' as const, 'spawn_agent' as const, 'handoff_sandbox' as const];
+      // Each child runs the command its task names, as the fixtures of the children recorded.
+      h.mock.script(lentChild, { steps: [toolStep('bash', { command: 'cat kept.txt' }, RECORDED_RUN)] });
+      h.mock.script(childSessionId(ids[0], 'toolu_own'), {
+        steps: [toolStep('bash', { command: 'echo own' }, RECORDED_RUN)],
+      });
+      const parent = await startSession(h, { id: ids[0], agent: { tools } });
+      const receiver = await startSession(h, { id: ids[1], agent: { tools } });
+      await bash(h, parent, 'echo kept > kept.txt');
+      await turn(h, parent, [
+        { type: 'tool_use', id: 'toolu_denied', name: 'bash', input: { command: 'cat kept.txt' } },
+        spawn('toolu_lend', { task: 'Run `cat kept.txt`', sandboxes: ['main'] }),
+        spawn('toolu_own', { task: 'Run `echo own`' }),
+      ]);
+      await callTool(h, parent, 'handoff_sandbox', { sandbox: 'main', to: ids[1] });
+      await bash(h, parent, 'cat kept.txt');
+      await bash(h, receiver, 'cat kept.txt');
+      const child = h.env.client.workflow.getHandle(lentChild);
+      await child.result();
+      if (!fs.existsSync(path.join(DIR, 'subagent-child.json')))
+        fs.writeFileSync(path.join(DIR, 'subagent-child.json'), historyToJSON(await child.fetchHistory()));
+      await endAndSave(parent, 'subagent-parent.json');
+      await endAndSave(receiver, 'handoff-receiver.json');
 
-    const can = await startSession(h, { id: ids[2], agent: { tools: ['spawn_agent'], sandboxes: {}, limits: { historyEvents: 100 } } });
-    h.mock.script(slowChild, { steps: [{ gate: 'recorded-slow', reply: { content: [{ type: 'text', text: 'slow answer' }] } }] });
-    h.mock.script(ids[2], { steps: [{ reply: { content: [spawn('toolu_slow', { task: 'take your time' })] } }] });
-    await can.executeUpdate(sendMessageUpdate, { args: [{ text: 'go' }] });
-    await waitForEvents(can, (ev) => ev.some((e) => e.type === 'subagent_started'));
-    for (let i = 0; (await can.describe()).historyLength < 110; i++) await can.signal(userMessageSignal, { text: `note ${i}` });
-    while ((await runsOf(h.env.client, ids[2])).length < 2) await new Promise((r) => setTimeout(r, 200));
-    h.mock.release('recorded-slow');
-    await waitForEvents(can, (ev) => ev.some((e) => e.type === 'tool_result' && e.toolUseId === 'toolu_slow'));
-    await h.env.client.workflow.getHandle(ids[2]).signal(endSignal, { reason: 'recorded' });
-    await h.env.client.workflow.getHandle(ids[2]).result();
-    const runs = await runsOf(h.env.client, ids[2]);
-    for (const [i, run] of runs.slice(0, 2).entries()) {
-      const file = path.join(DIR, `subagent-can-run-${i + 1}.json`);
-      if (!fs.existsSync(file)) fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(ids[2], run.runId).fetchHistory()));
+      const can = await startSession(h, {
+        id: ids[2],
+        agent: { tools: ['spawn_agent'], sandboxes: {}, limits: { historyEvents: 100 } },
+      });
+      h.mock.script(slowChild, {
+        steps: [{ gate: 'recorded-slow', reply: { content: [{ type: 'text', text: 'slow answer' }] } }],
+      });
+      h.mock.script(ids[2], { steps: [{ reply: { content: [spawn('toolu_slow', { task: 'take your time' })] } }] });
+      await can.executeUpdate(sendMessageUpdate, { args: [{ text: 'go' }] });
+      await waitForEvents(can, (ev) => ev.some((e) => e.type === 'subagent_started'));
+      for (let i = 0; (await can.describe()).historyLength < 110; i++)
+        await can.signal(userMessageSignal, { text: `note ${i}` });
+      while ((await runsOf(h.env.client, ids[2])).length < 2) await new Promise((r) => setTimeout(r, 200));
+      h.mock.release('recorded-slow');
+      await waitForEvents(can, (ev) => ev.some((e) => e.type === 'tool_result' && e.toolUseId === 'toolu_slow'));
+      await h.env.client.workflow.getHandle(ids[2]).signal(endSignal, { reason: 'recorded' });
+      await h.env.client.workflow.getHandle(ids[2]).result();
+      const runs = await runsOf(h.env.client, ids[2]);
+      for (const [i, run] of runs.slice(0, 2).entries()) {
+        const file = path.join(DIR, `subagent-can-run-${i + 1}.json`);
+        if (!fs.existsSync(file))
+          fs.writeFileSync(
+            file,
+            historyToJSON(await h.env.client.workflow.getHandle(ids[2], run.runId).fetchHistory()),
+          );
+      }
+    } finally {
+      await h.stop();
     }
-  } finally {
-    await h.stop();
-  }
-});
+  },
+);
 
-const turnEnded = (ev: { type: string; stopReason?: string | null }[], n: number) => ev.filter((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn').length >= n;
+const turnEnded = (ev: { type: string; stopReason?: string | null }[], n: number) =>
+  ev.filter((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn').length >= n;
 
-record('records approvals: a call allowed by its policy, approved, denied, timed out, and pending across a handover', async () => {
-  const h = await startHarness({ role: 'all', hostId: 'recorder' });
-  try {
-    const handle = await startSession(h, {
-      id: 'recorded-approvals',
-      agent: { policies: { bash: { ask: ['git push*'] }, session_events: { default: 'ask', timeoutSeconds: 1, onTimeout: 'allow' } } },
-    });
-    h.mock.script(handle.workflowId, { steps: [toolStep('bash', { command: 'ls' }), toolStep('bash', { command: 'git push origin main' }), toolStep('bash', { command: 'git push -f' })] });
-    await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'list, then push twice' }] });
-    const [approve] = await requiresAction(handle);
-    await handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: approve.toolUseId, allow: true }] });
-    for (;;) {
-      const [next] = await requiresAction(handle);
-      if (next.toolUseId === approve.toolUseId) continue;
-      await handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: next.toolUseId, allow: false, reason: 'no force pushes' }] });
-      break;
+record(
+  'records approvals: a call allowed by its policy, approved, denied, timed out, and pending across a handover',
+  async () => {
+    const h = await startHarness({ role: 'all', hostId: 'recorder' });
+    try {
+      const handle = await startSession(h, {
+        id: 'recorded-approvals',
+        agent: {
+          policies: {
+            bash: { ask: ['git push*'] },
+            session_events: { default: 'ask', timeoutSeconds: 1, onTimeout: 'allow' },
+          },
+        },
+      });
+      h.mock.script(handle.workflowId, {
+        steps: [
+          toolStep('bash', { command: 'ls' }),
+          toolStep('bash', { command: 'git push origin main' }),
+          toolStep('bash', { command: 'git push -f' }),
+        ],
+      });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'list, then push twice' }] });
+      const [approve] = await requiresAction(handle);
+      await handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: approve.toolUseId, allow: true }] });
+      for (;;) {
+        const [next] = await requiresAction(handle);
+        if (next.toolUseId === approve.toolUseId) continue;
+        await handle.executeUpdate(resolveToolUseUpdate, {
+          args: [{ toolUseId: next.toolUseId, allow: false, reason: 'no force pushes' }],
+        });
+        break;
+      }
+      await waitForEvents(handle, (ev) => turnEnded(ev, 1));
+      h.mock.script(handle.workflowId, { steps: [toolStep('session_events', { from: 0, limit: 1 })] });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log' }] });
+      await waitForEvents(handle, (ev) => turnEnded(ev, 2));
+      await endAndSave(handle, 'approvals-session.json');
+
+      const id = 'recorded-approvals-handover';
+      fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+      const cont = await startSession(h, {
+        id,
+        agent: {
+          tools: ['session_events'],
+          sandboxes: {},
+          policies: { session_events: 'always_ask' },
+          limits: { historyEvents: 100 },
+        },
+      });
+      h.mock.script(id, { steps: [toolStep('session_events', { from: 0, limit: 1 })] });
+      await cont.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log' }] });
+      const [pending] = await requiresAction(cont);
+      // Messages grow the history past 100 events: the run hands over with the approval pending.
+      await messagesUntilHandover(cont);
+      const live = h.env.client.workflow.getHandle(id);
+      await requiresAction(live);
+      await live.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: pending.toolUseId, allow: true }] });
+      await waitForEvents(live, (ev) => turnEnded(ev, 1));
+      await live.signal(endSignal, { reason: 'recorded' });
+      await live.result();
+      const runs = await runsOf(h.env.client, id);
+      for (const [i, run] of runs.entries()) {
+        const file = path.join(DIR, `approvals-handover-run-${i + 1}.json`);
+        if (!fs.existsSync(file))
+          fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
+      }
+    } finally {
+      await h.stop();
     }
-    await waitForEvents(handle, (ev) => turnEnded(ev, 1));
-    h.mock.script(handle.workflowId, { steps: [toolStep('session_events', { from: 0, limit: 1 })] });
-    await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log' }] });
-    await waitForEvents(handle, (ev) => turnEnded(ev, 2));
-    await endAndSave(handle, 'approvals-session.json');
+  },
+);
 
-    const id = 'recorded-approvals-handover';
-    fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
-    const cont = await startSession(h, { id, agent: { tools: ['session_events'], sandboxes: {}, policies: { session_events: 'always_ask' }, limits: { historyEvents: 100 } } });
-    h.mock.script(id, { steps: [toolStep('session_events', { from: 0, limit: 1 })] });
-    await cont.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log' }] });
-    const [pending] = await requiresAction(cont);
-    // Messages grow the history past 100 events: the run hands over with the approval pending.
-    await messagesUntilHandover(cont);
-    const live = h.env.client.workflow.getHandle(id);
-    await requiresAction(live);
-    await live.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: pending.toolUseId, allow: true }] });
-    await waitForEvents(live, (ev) => turnEnded(ev, 1));
-    await live.signal(endSignal, { reason: 'recorded' });
-    await live.result();
-    const runs = await runsOf(h.env.client, id);
-    for (const [i, run] of runs.entries()) {
-      const file = path.join(DIR, `approvals-handover-run-${i + 1}.json`);
-      if (!fs.existsSync(file)) fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
+record(
+  'records a client tool: invalid input, a result, an error result, and a call interrupted while it waits',
+  async () => {
+    const h = await startHarness();
+    try {
+      const form = {
+        name: 'ask_user_form',
+        description: 'Asks the user.',
+        input_schema: { type: 'object' as const, properties: { question: { type: 'string' } }, required: ['question'] },
+      };
+      const handle = await startSession(h, {
+        id: 'recorded-client-tool',
+        agent: { tools: ['session_events'], sandboxes: {}, clientTools: [form] },
+      });
+      h.mock.script(handle.workflowId, {
+        steps: [
+          toolStep('ask_user_form', {}),
+          toolStep('ask_user_form', { question: 'colour?' }),
+          toolStep('ask_user_form', { question: 'size?' }),
+        ],
+      });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'ask me' }] });
+      const [first] = await requiresAction(handle);
+      await handle.executeUpdate(submitToolResultUpdate, { args: [{ toolUseId: first.toolUseId, output: 'teal' }] });
+      for (;;) {
+        const [next] = await requiresAction(handle);
+        if (next.toolUseId === first.toolUseId) continue;
+        await handle.executeUpdate(submitToolResultUpdate, {
+          args: [{ toolUseId: next.toolUseId, output: 'form closed', isError: true }],
+        });
+        break;
+      }
+      await waitForEvents(handle, (ev) => turnEnded(ev, 1));
+      h.mock.script(handle.workflowId, { steps: [toolStep('ask_user_form', { question: 'again?' })] });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'once more' }] });
+      await requiresAction(handle);
+      await handle.signal(interruptSignal, { reason: 'user left' });
+      await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'interrupted'));
+      await endAndSave(handle, 'client-tool-session.json');
+    } finally {
+      await h.stop();
     }
-  } finally {
-    await h.stop();
-  }
-});
-
-record('records a client tool: invalid input, a result, an error result, and a call interrupted while it waits', async () => {
-  const h = await startHarness();
-  try {
-    const form = { name: 'ask_user_form', description: 'Asks the user.', input_schema: { type: 'object' as const, properties: { question: { type: 'string' } }, required: ['question'] } };
-    const handle = await startSession(h, { id: 'recorded-client-tool', agent: { tools: ['session_events'], sandboxes: {}, clientTools: [form] } });
-    h.mock.script(handle.workflowId, { steps: [toolStep('ask_user_form', {}), toolStep('ask_user_form', { question: 'colour?' }), toolStep('ask_user_form', { question: 'size?' })] });
-    await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'ask me' }] });
-    const [first] = await requiresAction(handle);
-    await handle.executeUpdate(submitToolResultUpdate, { args: [{ toolUseId: first.toolUseId, output: 'teal' }] });
-    for (;;) {
-      const [next] = await requiresAction(handle);
-      if (next.toolUseId === first.toolUseId) continue;
-      await handle.executeUpdate(submitToolResultUpdate, { args: [{ toolUseId: next.toolUseId, output: 'form closed', isError: true }] });
-      break;
-    }
-    await waitForEvents(handle, (ev) => turnEnded(ev, 1));
-    h.mock.script(handle.workflowId, { steps: [toolStep('ask_user_form', { question: 'again?' })] });
-    await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'once more' }] });
-    await requiresAction(handle);
-    await handle.signal(interruptSignal, { reason: 'user left' });
-    await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'interrupted'));
-    await endAndSave(handle, 'client-tool-session.json');
-  } finally {
-    await h.stop();
-  }
-});
+  },
+);
 
 record('records harness default@1 and default@2 sessions given empty replies', async () => {
   const h = await startHarness();
   try {
     const empty = { reply: { content: [] } };
     for (const version of [1, 2]) {
-      const handle = await startSession(h, { id: `recorded-harness-v${version}`, agent: { harness: `default@${version}`, tools: ['session_events'], sandboxes: {} } });
-      h.mock.script(handle.workflowId, { steps: [empty, { reply: { content: [{ type: 'text', text: 'Here is my answer.' }] } }, empty, empty, empty] });
+      const handle = await startSession(h, {
+        id: `recorded-harness-v${version}`,
+        agent: { harness: `default@${version}`, tools: ['session_events'], sandboxes: {} },
+      });
+      h.mock.script(handle.workflowId, {
+        steps: [empty, { reply: { content: [{ type: 'text', text: 'Here is my answer.' }] } }, empty, empty, empty],
+      });
       await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'answer me' }] });
       await waitForEvents(handle, (ev) => ev.filter((e) => e.type === 'assistant_message').length >= version);
       await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'and again' }] });
-      await waitForEvents(handle, (ev) => ev.filter((e) => e.type === 'assistant_message').length >= (version === 1 ? 2 : 5));
+      await waitForEvents(
+        handle,
+        (ev) => ev.filter((e) => e.type === 'assistant_message').length >= (version === 1 ? 2 : 5),
+      );
       // default@1 used two of the five steps above: the third, empty, answered this in its fixture.
       h.mock.script(handle.workflowId, { steps: [version === 1 ? empty : readLogStep] });
       await say(handle, RECORDED_READ_LOG);
@@ -356,9 +464,14 @@ record('records harness default@1 and default@2 sessions given empty replies', a
 record('records a session answering a message that arrived while the model was generating', async () => {
   const h = await startHarness();
   try {
-    const handle = await startSession(h, { id: 'recorded-causal-order', agent: { tools: ['session_events'], sandboxes: {} } });
+    const handle = await startSession(h, {
+      id: 'recorded-causal-order',
+      agent: { tools: ['session_events'], sandboxes: {} },
+    });
     const id = handle.workflowId;
-    h.mock.script(id, { steps: [{ gate: `${id}-reply`, reply: { content: [{ type: 'text', text: 'Thinking it over.' }] } }] });
+    h.mock.script(id, {
+      steps: [{ gate: `${id}-reply`, reply: { content: [{ type: 'text', text: 'Thinking it over.' }] } }],
+    });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'first' }] });
     while (h.mock.requests(id).length < 1) await new Promise((r) => setTimeout(r, 25));
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'sent while the model was generating' }] });
@@ -371,58 +484,87 @@ record('records a session answering a message that arrived while the model was g
   }
 });
 
-record("records MCP tool calls under their server's default policy (mcp__<server>__*): one held and approved, one allowed by its own policy", async () => {
-  const tracker = await startTrackerServer();
-  const vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-record-vault-'));
-  const vault = new FileVault(vaultDir, crypto.randomBytes(32).toString('base64'));
-  await vault.put('recorder', 'tracker-oauth', tracker.issue('recorder').accessToken);
-  const h = await startHarness();
-  const tools = await startTestWorker(h.env.address, h.mock.url, { role: 'tools', vault });
-  const id = 'recorded-mcp-default-policy-session';
-  fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
-  try {
-    const handle = await startSession(h, {
-      id,
-      agent: {
-        vault: 'recorder',
-        tools: ['session_events'],
-        sandboxes: {},
-        mcpServers: { tracker: { transport: 'http', url: tracker.url, credential: 'vault:tracker-oauth' } },
-        policies: { 'mcp__tracker__*': 'always_ask', mcp__tracker__whoami: 'always_allow' },
-      },
-    });
-    h.mock.script(id, { steps: [toolStep('mcp__tracker__create_issue', { title: 'held' }), toolStep('mcp__tracker__whoami', {}), { reply: { content: [{ type: 'text', text: 'Done.' }] } }] });
-    await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'file it' }] });
-    const [held] = await requiresAction(handle);
-    await handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: held.toolUseId, allow: true }] });
-    await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn'));
-    await endAndSave(handle, 'mcp-default-policy-session.json');
-  } finally {
-    await tools.shutdown();
-    await h.stop();
-    await tracker.stop();
-    fs.rmSync(vaultDir, { recursive: true, force: true });
-  }
-});
+record(
+  "records MCP tool calls under their server's default policy (mcp__<server>__*): one held and approved, one allowed by its own policy",
+  async () => {
+    const tracker = await startTrackerServer();
+    const vaultDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-record-vault-'));
+    const vault = new FileVault(vaultDir, crypto.randomBytes(32).toString('base64'));
+    await vault.put('recorder', 'tracker-oauth', tracker.issue('recorder').accessToken);
+    const h = await startHarness();
+    const tools = await startTestWorker(h.env.address, h.mock.url, { role: 'tools', vault });
+    const id = 'recorded-mcp-default-policy-session';
+    fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+    try {
+      const handle = await startSession(h, {
+        id,
+        agent: {
+          vault: 'recorder',
+          tools: ['session_events'],
+          sandboxes: {},
+          mcpServers: { tracker: { transport: 'http', url: tracker.url, credential: 'vault:tracker-oauth' } },
+          policies: { 'mcp__tracker__*': 'always_ask', mcp__tracker__whoami: 'always_allow' },
+        },
+      });
+      h.mock.script(id, {
+        steps: [
+          toolStep('mcp__tracker__create_issue', { title: 'held' }),
+          toolStep('mcp__tracker__whoami', {}),
+          { reply: { content: [{ type: 'text', text: 'Done.' }] } },
+        ],
+      });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'file it' }] });
+      const [held] = await requiresAction(handle);
+      await handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: held.toolUseId, allow: true }] });
+      await waitForEvents(handle, (ev) =>
+        ev.some((e) => e.type === 'assistant_message' && e.stopReason === 'end_turn'),
+      );
+      await endAndSave(handle, 'mcp-default-policy-session.json');
+    } finally {
+      await tools.shutdown();
+      await h.stop();
+      await tracker.stop();
+      fs.rmSync(vaultDir, { recursive: true, force: true });
+    }
+  },
+);
 
-record("records model calls whose input carries the digest of the events since the run's previous call (model-tail-digest)", async () => {
-  const h = await startHarness();
-  try {
-    const handle = await startSession(h, { id: 'recorded-model-tail-digest', agent: { tools: ['session_events'] } });
-    h.mock.script(handle.workflowId, { steps: [toolStep('session_events', { from: 0, limit: 2 }), { reply: { content: [{ type: 'text', text: 'Read it.' }] } }, { reply: { content: [{ type: 'text', text: 'Again.' }] } }] });
-    await say(handle, 'Read the log.');
-    await say(handle, 'Once more.');
-    await endAndSave(handle, 'model-tail-digest-session.json');
-  } finally {
-    await h.stop();
-  }
-});
+record(
+  "records model calls whose input carries the digest of the events since the run's previous call (model-tail-digest)",
+  async () => {
+    const h = await startHarness();
+    try {
+      const handle = await startSession(h, { id: 'recorded-model-tail-digest', agent: { tools: ['session_events'] } });
+      h.mock.script(handle.workflowId, {
+        steps: [
+          toolStep('session_events', { from: 0, limit: 2 }),
+          { reply: { content: [{ type: 'text', text: 'Read it.' }] } },
+          { reply: { content: [{ type: 'text', text: 'Again.' }] } },
+        ],
+      });
+      await say(handle, 'Read the log.');
+      await say(handle, 'Once more.');
+      await endAndSave(handle, 'model-tail-digest-session.json');
+    } finally {
+      await h.stop();
+    }
+  },
+);
 
 record("records model calls run as local activities, handed their window's events (model-local-activity)", async () => {
   const h = await startHarness();
   try {
-    const handle = await startSession(h, { id: 'recorded-model-local-activity', agent: { tools: ['session_events'], limits: { modelCall: 'local' } } });
-    h.mock.script(handle.workflowId, { steps: [toolStep('session_events', { from: 0, limit: 2 }), { reply: { content: [{ type: 'text', text: 'Read it.' }] } }, { reply: { content: [{ type: 'text', text: 'Again.' }] } }] });
+    const handle = await startSession(h, {
+      id: 'recorded-model-local-activity',
+      agent: { tools: ['session_events'], limits: { modelCall: 'local' } },
+    });
+    h.mock.script(handle.workflowId, {
+      steps: [
+        toolStep('session_events', { from: 0, limit: 2 }),
+        { reply: { content: [{ type: 'text', text: 'Read it.' }] } },
+        { reply: { content: [{ type: 'text', text: 'Again.' }] } },
+      ],
+    });
     await say(handle, 'Read the log.');
     await say(handle, 'Once more.');
     await endAndSave(handle, 'model-local-activity-session.json');
@@ -431,34 +573,49 @@ record("records model calls run as local activities, handed their window's event
   }
 });
 
-record('records model calls whose transient failures the workflow logs and waits for, an interrupt cutting one wait (model-retry-event)', async () => {
-  const h = await startHarness();
-  try {
-    const handle = await startSession(h, { id: 'recorded-model-retry' });
-    h.mock.script(handle.workflowId, { steps: [{ status: 529 }, { status: 429, retryAfter: 1 }] });
-    await say(handle, 'Hello through the storm.');
-    h.mock.script(handle.workflowId, { steps: [{ status: 429, retryAfter: 3600 }] });
-    await handle.signal(userMessageSignal, { text: 'Wait for it.' });
-    await waitForEvents(handle, (events) => events.some((e) => e.type === 'model_retry_scheduled' && e.retryAt > new Date(Date.now() + 60_000).toISOString()));
-    await handle.signal(interruptSignal, { reason: 'too slow' });
-    await waitForEvents(handle, (events) => events.some((e) => e.type === 'interrupted'));
-    await say(handle, 'Hello again.');
-    await endAndSave(handle, 'model-retry-session.json');
-    // The same through a local model call.
-    const local = await startSession(h, { id: 'recorded-model-retry-local', agent: { limits: { modelCall: 'local' } } });
-    h.mock.script(local.workflowId, { steps: [{ status: 503 }] });
-    await say(local, 'Hello, locally.');
-    await endAndSave(local, 'model-retry-local-session.json');
-  } finally {
-    await h.stop();
-  }
-});
+record(
+  'records model calls whose transient failures the workflow logs and waits for, an interrupt cutting one wait (model-retry-event)',
+  async () => {
+    const h = await startHarness();
+    try {
+      const handle = await startSession(h, { id: 'recorded-model-retry' });
+      h.mock.script(handle.workflowId, { steps: [{ status: 529 }, { status: 429, retryAfter: 1 }] });
+      await say(handle, 'Hello through the storm.');
+      h.mock.script(handle.workflowId, { steps: [{ status: 429, retryAfter: 3600 }] });
+      await handle.signal(userMessageSignal, { text: 'Wait for it.' });
+      await waitForEvents(handle, (events) =>
+        events.some(
+          (e) => e.type === 'model_retry_scheduled' && e.retryAt > new Date(Date.now() + 60_000).toISOString(),
+        ),
+      );
+      await handle.signal(interruptSignal, { reason: 'too slow' });
+      await waitForEvents(handle, (events) => events.some((e) => e.type === 'interrupted'));
+      await say(handle, 'Hello again.');
+      await endAndSave(handle, 'model-retry-session.json');
+      // The same through a local model call.
+      const local = await startSession(h, {
+        id: 'recorded-model-retry-local',
+        agent: { limits: { modelCall: 'local' } },
+      });
+      h.mock.script(local.workflowId, { steps: [{ status: 503 }] });
+      await say(local, 'Hello, locally.');
+      await endAndSave(local, 'model-retry-local-session.json');
+    } finally {
+      await h.stop();
+    }
+  },
+);
 
 record('records malformed sandbox tool calls, refused before any sandbox is provisioned', async () => {
   const h = await startHarness();
   try {
-    const handle = await startSession(h, { id: 'recorded-malformed-tool-input', agent: { tools: ['bash', 'str_replace_based_edit_tool'] } });
-    h.mock.script(handle.workflowId, { steps: [toolStep('bash', { command: '' }), toolStep('str_replace_based_edit_tool', { command: 'view' })] });
+    const handle = await startSession(h, {
+      id: 'recorded-malformed-tool-input',
+      agent: { tools: ['bash', 'str_replace_based_edit_tool'] },
+    });
+    h.mock.script(handle.workflowId, {
+      steps: [toolStep('bash', { command: '' }), toolStep('str_replace_based_edit_tool', { command: 'view' })],
+    });
     await say(handle, 'Run something');
     await endAndSave(handle, 'malformed-tool-input-session.json');
   } finally {
@@ -466,23 +623,26 @@ record('records malformed sandbox tool calls, refused before any sandbox is prov
   }
 });
 
-record('records a session updated and interrupted through the acknowledged updates, between turns and in one', async () => {
-  const h = await startHarness();
-  try {
-    const handle = await startSession(h, { id: 'recorded-acknowledged' });
-    await handle.executeUpdate(updateSessionUpdate, { args: [{ title: 'recorded', metadata: { team: 'red' } }] });
-    await handle.executeUpdate(interruptUpdate, { args: [{ reason: 'between turns' }] });
-    h.mock.script(handle.workflowId, { steps: [{ gate: 'recorded-interrupt' }] });
-    await handle.signal(userMessageSignal, { text: 'Wait for it.' });
-    await waitForEvents(handle, () => h.mock.requests(handle.workflowId).length > 0);
-    await handle.executeUpdate(interruptUpdate, { args: [{ reason: 'in a turn' }] });
-    h.mock.release('recorded-interrupt');
-    await say(handle, 'Hello again.');
-    await endAndSave(handle, 'acknowledged-session.json');
-  } finally {
-    await h.stop();
-  }
-});
+record(
+  'records a session updated and interrupted through the acknowledged updates, between turns and in one',
+  async () => {
+    const h = await startHarness();
+    try {
+      const handle = await startSession(h, { id: 'recorded-acknowledged' });
+      await handle.executeUpdate(updateSessionUpdate, { args: [{ title: 'recorded', metadata: { team: 'red' } }] });
+      await handle.executeUpdate(interruptUpdate, { args: [{ reason: 'between turns' }] });
+      h.mock.script(handle.workflowId, { steps: [{ gate: 'recorded-interrupt' }] });
+      await handle.signal(userMessageSignal, { text: 'Wait for it.' });
+      await waitForEvents(handle, () => h.mock.requests(handle.workflowId).length > 0);
+      await handle.executeUpdate(interruptUpdate, { args: [{ reason: 'in a turn' }] });
+      h.mock.release('recorded-interrupt');
+      await say(handle, 'Hello again.');
+      await endAndSave(handle, 'acknowledged-session.json');
+    } finally {
+      await h.stop();
+    }
+  },
+);
 
 async function main(): Promise<void> {
   const only = process.argv.slice(2);

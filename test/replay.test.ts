@@ -17,8 +17,16 @@ describe('recorded histories', () => {
     const results = [];
     // Fixtures recorded with encryption use the fixture key; older plain ones pass through the codec.
     const dataConverter = createDataConverter(FIXTURE_CODEC_KEY);
-    for await (const result of Worker.runReplayHistories({ workflowBundle: await workflowBundle(), dataConverter }, histories)) results.push(result);
+    for await (const result of Worker.runReplayHistories(
+      { workflowBundle: await workflowBundle(), dataConverter },
+      histories,
+    ))
+      results.push(result);
     expect(results).toHaveLength(histories.length);
-    for (const r of results) expect({ workflowId: r.workflowId, error: r.error?.message }).toEqual({ workflowId: r.workflowId, error: undefined });
+    for (const r of results)
+      expect({ workflowId: r.workflowId, error: r.error?.message }).toEqual({
+        workflowId: r.workflowId,
+        error: undefined,
+      });
   });
 });

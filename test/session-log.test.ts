@@ -4,13 +4,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { FileSessionArchive } from '../src/archive';
 import { createActivities } from '../src/brain/brain-activities';
-import { ArchivedSessionLog, CachedSessionLog, MissingEventsError, readEvents, type SessionLog } from '../src/log/session-log';
+import {
+  ArchivedSessionLog,
+  CachedSessionLog,
+  MissingEventsError,
+  readEvents,
+  type SessionLog,
+} from '../src/log/session-log';
 import { eventsDigest } from '../src/session/digest';
 import type { SessionEvent } from '../src/session/events';
 import type { EventsPage } from '../src/session/contract';
 
 const t = '2026-01-01T00:00:00.000Z';
-const events = (from: number, n: number): SessionEvent[] => Array.from({ length: n }, (_, i) => ({ seq: from + i, time: t, type: 'user_message', text: `m${from + i}` }));
+const events = (from: number, n: number): SessionEvent[] =>
+  Array.from({ length: n }, (_, i) => ({ seq: from + i, time: t, type: 'user_message', text: `m${from + i}` }));
 
 let dir: string;
 beforeEach(() => {
@@ -26,7 +33,9 @@ function handingOver(archive: FileSessionArchive, sessionId: string): SessionLog
   return {
     async read(_id: string, from: number, limit: number): Promise<EventsPage> {
       await archive.seal(sessionId, events(5, 5));
-      const live = events(10, 3).filter((e) => e.seq >= from).slice(0, limit);
+      const live = events(10, 3)
+        .filter((e) => e.seq >= from)
+        .slice(0, limit);
       return { events: from < 10 ? [] : live, nextSeq: from < 10 ? from : from + live.length, firstSeq: 10 };
     },
   };
@@ -44,7 +53,9 @@ describe('ArchivedSessionLog', () => {
     const archive = new FileSessionArchive(dir);
     const live: SessionLog = { read: async (_id, from) => ({ events: [], nextSeq: from, firstSeq: 10 }) };
     await expect(new ArchivedSessionLog(archive, live).read('s', 3, 5)).rejects.toThrow(MissingEventsError);
-    await expect(new ArchivedSessionLog(archive, live).read('s', 3, 5)).rejects.toThrow('events 3 to 9 of session s are not in the live run, and they are not in the session archive');
+    await expect(new ArchivedSessionLog(archive, live).read('s', 3, 5)).rejects.toThrow(
+      'events 3 to 9 of session s are not in the live run, and they are not in the session archive',
+    );
   });
 });
 
@@ -53,13 +64,23 @@ describe('eventsDigest', () => {
     const archive = new FileSessionArchive(dir);
     const original: SessionEvent[] = [
       { seq: 0, time: t, type: 'user_message', text: 'hi', messageId: 'a' },
-      { seq: 1, time: t, type: 'assistant_message', content: [{ type: 'text', text: 'hello' }], stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 }, throughSeq: 0 },
+      {
+        seq: 1,
+        time: t,
+        type: 'assistant_message',
+        content: [{ type: 'text', text: 'hello' }],
+        stopReason: 'end_turn',
+        usage: { inputTokens: 1, outputTokens: 1, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+        throughSeq: 0,
+      },
     ];
     await archive.seal('d', original);
     const segment = (await archive.find('d', 0))!;
     const back = await archive.readSegment('d', segment, 0, 2);
     expect(eventsDigest(back)).toBe(eventsDigest(original));
-    expect(eventsDigest([original[0], { ...original[1], time: '2026-01-01T00:00:01.000Z' } as SessionEvent])).not.toBe(eventsDigest(original));
+    expect(eventsDigest([original[0], { ...original[1], time: '2026-01-01T00:00:01.000Z' } as SessionEvent])).not.toBe(
+      eventsDigest(original),
+    );
     expect(eventsDigest([original[1], original[0]])).not.toBe(eventsDigest(original));
   });
 });
@@ -69,9 +90,22 @@ describe('sealEvents', () => {
     const archive = new FileSessionArchive(dir);
     const committed = events(0, 3);
     // A worker's state that history never committed: the last message was appended at another time.
-    let answer: SessionEvent[] = [...committed.slice(0, 2), { ...committed[2], time: '2026-01-01T00:00:09.000Z' } as SessionEvent];
-    const live: SessionLog = { read: async (_id, from, limit) => ({ events: answer.slice(from, from + limit), nextSeq: from + Math.min(limit, answer.length - from), firstSeq: 0 }) };
-    const acts = createActivities({ model: {} as never, archive, log: new CachedSessionLog(new ArchivedSessionLog(archive, live)) });
+    let answer: SessionEvent[] = [
+      ...committed.slice(0, 2),
+      { ...committed[2], time: '2026-01-01T00:00:09.000Z' } as SessionEvent,
+    ];
+    const live: SessionLog = {
+      read: async (_id, from, limit) => ({
+        events: answer.slice(from, from + limit),
+        nextSeq: from + Math.min(limit, answer.length - from),
+        firstSeq: 0,
+      }),
+    };
+    const acts = createActivities({
+      model: {} as never,
+      archive,
+      log: new CachedSessionLog(new ArchivedSessionLog(archive, live)),
+    });
     const input = { sessionId: 'stale', fromSeq: 0, throughSeq: 2, digest: eventsDigest(committed) };
     await expect(acts.sealEvents(input)).rejects.toMatchObject({ type: 'ArchiveError.Stale' });
     expect(await archive.segments('stale')).toEqual([]);
@@ -88,13 +122,18 @@ describe('CachedSessionLog with pushed events', () => {
     const log: SessionLog = {
       read: async (_id, from, limit) => {
         reads.push(from);
-        const page = held().filter((e) => e.seq >= from).slice(0, limit);
+        const page = held()
+          .filter((e) => e.seq >= from)
+          .slice(0, limit);
         return { events: page, nextSeq: from + page.length, firstSeq: 0 };
       },
     };
     return { log, reads };
   };
-  const tail = (all: SessionEvent[], fromSeq: number, through: number) => ({ fromSeq, digest: eventsDigest(all.slice(fromSeq, through + 1)) });
+  const tail = (all: SessionEvent[], fromSeq: number, through: number) => ({
+    fromSeq,
+    digest: eventsDigest(all.slice(fromSeq, through + 1)),
+  });
 
   it('answers a call from what the worker was handed when the tail digest vouches for it, reading nothing', async () => {
     const committed = events(0, 6);

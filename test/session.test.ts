@@ -1,8 +1,24 @@
 // The session workflow end to end: real dev server, real worker, real SDK against the local Messages API server.
 import { spawnSync } from 'node:child_process';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, userMessageSignal, MAX_MESSAGE_BYTES } from '../src/session/contract';
-import { allEvents, expectGapFreeAndValid, say, startHarness, startSession, temporalCliPath, waitForEvents, type Harness } from './helpers/env';
+import {
+  endSignal,
+  interruptSignal,
+  sendMessageUpdate,
+  statusQuery,
+  userMessageSignal,
+  MAX_MESSAGE_BYTES,
+} from '../src/session/contract';
+import {
+  allEvents,
+  expectGapFreeAndValid,
+  say,
+  startHarness,
+  startSession,
+  temporalCliPath,
+  waitForEvents,
+  type Harness,
+} from './helpers/env';
 import { conversationOf } from './helpers/env';
 import { readLogStep, toolStep } from './helpers/actions';
 
@@ -47,7 +63,13 @@ describe('sessionWorkflow', () => {
     expect(toolResult.isError).toBe(false);
     // The tool returned the session's own log: its first events are the ones above.
     const slice = JSON.parse(toolResult.output) as { events: { seq: number; type: string }[] };
-    expect(slice.events.map((e) => e.type).slice(0, 5)).toEqual(['session_started', 'user_message', 'assistant_message', 'user_message', 'assistant_message']);
+    expect(slice.events.map((e) => e.type).slice(0, 5)).toEqual([
+      'session_started',
+      'user_message',
+      'assistant_message',
+      'user_message',
+      'assistant_message',
+    ]);
     // Every model call was a conversation the API accepts, and carried the session id as metadata.user_id.
     const requests = h.mock.requests(handle.workflowId);
     expect(requests).toHaveLength(4);
@@ -70,7 +92,9 @@ describe('sessionWorkflow', () => {
     }
     expect(specs[1]).toEqual(specs[0]);
     expect(specs[2]).toEqual(specs[0]);
-    const bash = (specs[0] as { name: string; input_schema: { properties: Record<string, { description?: string }> } }[]).find((t) => t.name === 'bash');
+    const bash = (
+      specs[0] as { name: string; input_schema: { properties: Record<string, { description?: string }> } }[]
+    ).find((t) => t.name === 'bash');
     expect(bash?.input_schema.properties.command.description).toBe('the bash command to run');
   });
 
@@ -83,7 +107,18 @@ describe('sessionWorkflow', () => {
     await waitForEvents(handle, (ev) => ev.filter((e) => e.type === 'assistant_message').length === 2);
     const cli = spawnSync(
       temporalCliPath(),
-      ['workflow', 'signal', '--address', h.env.address, '--workflow-id', handle.workflowId, '--name', 'userMessage', '--input', '{"text":"by the temporal CLI"}'],
+      [
+        'workflow',
+        'signal',
+        '--address',
+        h.env.address,
+        '--workflow-id',
+        handle.workflowId,
+        '--name',
+        'userMessage',
+        '--input',
+        '{"text":"by the temporal CLI"}',
+      ],
       { encoding: 'utf8' },
     );
     expect(cli.stderr).toBe('');
@@ -114,7 +149,18 @@ describe('sessionWorkflow', () => {
     for (const [input] of bad) await handle.signal(userMessageSignal, input as never);
     const cli = spawnSync(
       temporalCliPath(),
-      ['workflow', 'signal', '--address', h.env.address, '--workflow-id', handle.workflowId, '--name', 'userMessage', '--input', '{"text":""}'],
+      [
+        'workflow',
+        'signal',
+        '--address',
+        h.env.address,
+        '--workflow-id',
+        handle.workflowId,
+        '--name',
+        'userMessage',
+        '--input',
+        '{"text":""}',
+      ],
       { encoding: 'utf8' },
     );
     expect(cli.status).toBe(0);
@@ -136,7 +182,9 @@ describe('sessionWorkflow', () => {
     await handle.signal(userMessageSignal, { text: 'twice', messageId: 'm-2' });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'marker' }] });
     const events = await allEvents(handle);
-    expect(events.filter((e) => e.type === 'user_message').map((e) => (e.type === 'user_message' ? e.text : ''))).toEqual(['once', 'twice', 'marker']);
+    expect(
+      events.filter((e) => e.type === 'user_message').map((e) => (e.type === 'user_message' ? e.text : '')),
+    ).toEqual(['once', 'twice', 'marker']);
   });
 
   it('interrupts a model call in flight, appends interrupted, and answers the next message', async () => {
@@ -144,21 +192,34 @@ describe('sessionWorkflow', () => {
     h.mock.script(handle.workflowId, { steps: [{ firstByteDelayMs: 30_000 }] });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'a slow question' }] });
     const deadline = Date.now() + 20_000;
-    while (h.mock.requests(handle.workflowId).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (h.mock.requests(handle.workflowId).length === 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     expect((await handle.query(statusQuery)).state).toBe('running');
     await handle.signal(interruptSignal, { reason: 'changed my mind' });
     await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'interrupted'));
     expect((await handle.query(statusQuery)).state).toBe('waiting_for_user');
     await say(handle, 'a quick question');
     const events = await allEvents(handle);
-    expect(events.map((e) => e.type)).toEqual(['session_started', 'user_message', 'interrupted', 'user_message', 'assistant_message']);
+    expect(events.map((e) => e.type)).toEqual([
+      'session_started',
+      'user_message',
+      'interrupted',
+      'user_message',
+      'assistant_message',
+    ]);
     const interrupted = events[2];
     expect(interrupted.type === 'interrupted' && interrupted.reason).toBe('changed my mind');
     // The next call carried both user messages, merged into one user turn the API accepts.
     const last = h.mock.requests(handle.workflowId).at(-1)!;
     expect(last.status).toBe(200);
     expect(conversationOf(last.body)).toEqual([
-      { role: 'user', content: [{ type: 'text', text: 'a slow question' }, { type: 'text', text: 'a quick question' }] },
+      {
+        role: 'user',
+        content: [
+          { type: 'text', text: 'a slow question' },
+          { type: 'text', text: 'a quick question' },
+        ],
+      },
     ]);
   });
 
@@ -166,12 +227,16 @@ describe('sessionWorkflow', () => {
     const handle = await startSession(h);
     // The first reply asks for the tool; the second call (with the tool result) hangs until interrupted.
     h.mock.script(handle.workflowId, {
-      steps: [{ reply: { content: [{ type: 'tool_use', name: 'session_events', input: {} }] } }, { firstByteDelayMs: 30_000 }],
+      steps: [
+        { reply: { content: [{ type: 'tool_use', name: 'session_events', input: {} }] } },
+        { firstByteDelayMs: 30_000 },
+      ],
     });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'go' }] });
     await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'tool_result'));
     const deadline = Date.now() + 20_000;
-    while (h.mock.requests(handle.workflowId).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while (h.mock.requests(handle.workflowId).length < 2 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     await handle.signal(interruptSignal, {});
     await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'interrupted'));
     await say(handle, 'and now?');
@@ -194,7 +259,9 @@ describe('sessionWorkflow', () => {
 describe('a malformed sandbox tool call', () => {
   it('is answered with the refusal before anything runs: no sandbox is provisioned for it', async () => {
     const handle = await startSession(h, { agent: { tools: ['bash', 'str_replace_based_edit_tool'] } });
-    h.mock.script(handle.workflowId, { steps: [toolStep('bash', { command: '' }), toolStep('str_replace_based_edit_tool', { command: 'view' })] });
+    h.mock.script(handle.workflowId, {
+      steps: [toolStep('bash', { command: '' }), toolStep('str_replace_based_edit_tool', { command: 'view' })],
+    });
     const events = await say(handle, 'Run something');
     const results = events.filter((e) => e.type === 'tool_result');
     expect(results.map((r) => (r.type === 'tool_result' ? [r.isError, r.output] : []))).toEqual([

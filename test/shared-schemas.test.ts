@@ -41,11 +41,16 @@ function topLevelSchemas(file: string): TopLevelSchema[] {
       const init = d.initializer;
       if (ts.isCallExpression(init) && ts.isIdentifier(init.expression) && init.expression.text === 'shared') {
         const [key] = init.arguments;
-        out.push({ file, name: d.name.text, key: key && ts.isStringLiteral(key) ? key.text : '<not a string literal>' });
+        out.push({
+          file,
+          name: d.name.text,
+          key: key && ts.isStringLiteral(key) ? key.text : '<not a string literal>',
+        });
         continue;
       }
       const root = chainRoot(init);
-      const built = ts.isCallExpression(init) && ts.isIdentifier(root) && (root.text === 'z' || root.text.endsWith('Schema'));
+      const built =
+        ts.isCallExpression(init) && ts.isIdentifier(root) && (root.text === 'z' || root.text.endsWith('Schema'));
       if (built) out.push({ file, name: d.name.text });
     }
   }

@@ -16,7 +16,13 @@ afterAll(async () => {
 });
 
 const spawnBrain = (extra: Record<string, string | undefined>) =>
-  spawnWorker({ TEMPORAL_ADDRESS: h.env.address, ANTHROPIC_BASE_URL: h.mock.url, ANTHROPIC_API_KEY: 'test-key', BRAIN_WORKFLOW_STACK_TRACES: undefined, ...extra });
+  spawnWorker({
+    TEMPORAL_ADDRESS: h.env.address,
+    ANTHROPIC_BASE_URL: h.mock.url,
+    ANTHROPIC_API_KEY: 'test-key',
+    BRAIN_WORKFLOW_STACK_TRACES: undefined,
+    ...extra,
+  });
 
 describe('workflow stack traces', () => {
   it('are off by default and on with BRAIN_WORKFLOW_STACK_TRACES=on; a session carries on from one brain to the other', async () => {

@@ -40,13 +40,24 @@ const tmp = (prefix: string) => {
 };
 
 /** Runs `agents api` inside the namespace and resolves with the URL it prints. */
-function startApiInNetns(name: string, env: Record<string, string>, listen: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn('ip', ['netns', 'exec', name, process.execPath, path.join(ROOT, 'dist/client.js'), 'api', '--listen', listen, '--json'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function startApiInNetns(
+  name: string,
+  env: Record<string, string>,
+  listen: string,
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(
+    'ip',
+    ['netns', 'exec', name, process.execPath, path.join(ROOT, 'dist/client.js'), 'api', '--listen', listen, '--json'],
+    { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let stdout = '';
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`agents api not listening within 60 s; stderr: ${stderr}`)), 60_000);
+    const timer = setTimeout(
+      () => reject(new Error(`agents api not listening within 60 s; stderr: ${stderr}`)),
+      60_000,
+    );
     child.stdout!.on('data', (d: Buffer) => {
       stdout += d.toString();
       const line = stdout.split('\n').find((l) => l.startsWith('{'));
@@ -89,12 +100,18 @@ beforeAll(async () => {
   const apiDir = tmp('ma-relay-api-');
   // The embedded database belongs to the API process once it runs, so the keys are made first.
   for (const workspace of ['default', 'other']) {
-    const r = await runAgents(`127.0.0.1:${temporalPort}`, ['api-keys', 'create', '--workspace', workspace, '--json'], { DATA_DIR: apiDir });
+    const r = await runAgents(`127.0.0.1:${temporalPort}`, ['api-keys', 'create', '--workspace', workspace, '--json'], {
+      DATA_DIR: apiDir,
+    });
     if (r.code !== 0) throw new Error(`api-keys create failed: ${r.stderr}`);
     keys[workspace] = (JSON.parse(r.stdout) as { key: string }).key;
   }
   const apiPort = await freePort();
-  const started = await startApiInNetns(ns.name, { DATA_DIR: apiDir, TEMPORAL_ADDRESS: `${ns.hostIp}:${temporalPort}` }, `0.0.0.0:${apiPort}`);
+  const started = await startApiInNetns(
+    ns.name,
+    { DATA_DIR: apiDir, TEMPORAL_ADDRESS: `${ns.hostIp}:${temporalPort}` },
+    `0.0.0.0:${apiPort}`,
+  );
   api = started.child;
   apiUrl = `http://${ns.nsIp}:${apiPort}`;
 }, 240_000);
@@ -147,7 +164,13 @@ function parse(lines: Line[]): { events: SessionEvent[]; previews: Preview[]; or
   return { events, previews, order };
 }
 
-const textOf = (e: SessionEvent) => (e.type === 'assistant_message' ? e.content.filter((b) => b.type === 'text').map((b) => String(b.text)).join('') : '');
+const textOf = (e: SessionEvent) =>
+  e.type === 'assistant_message'
+    ? e.content
+        .filter((b) => b.type === 'text')
+        .map((b) => String(b.text))
+        .join('')
+    : '';
 
 describe('live previews relayed by the API', () => {
   it("puts the worker's advertised stream URL out of this machine's reach, and in the namespace's", async () => {
@@ -162,12 +185,17 @@ describe('live previews relayed by the API', () => {
     const reply = Array.from({ length: 16 }, (_, i) => `tok${i}`).join(' ');
     mock!.script(id, { steps: [{ reply: { content: [{ type: 'text', text: reply }] }, chunkDelayMs: 150 }] });
     const address = `127.0.0.1:${temporalPort}`;
-    const relayed = spawnAgents(address, ['watch', id, '--json'], { AGENTS_API_URL: apiUrl, AGENTS_API_KEY: keys.default });
+    const relayed = spawnAgents(address, ['watch', id, '--json'], {
+      AGENTS_API_URL: apiUrl,
+      AGENTS_API_KEY: keys.default,
+    });
     const direct = spawnAgents(address, ['watch', id, '--json']);
     await relayed.waitFor((l) => l.text.includes('"session_started"'));
     await direct.waitFor((l) => l.text.includes('"session_started"'));
 
-    await sdk().beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'talk slowly' }] }] });
+    await sdk().beta.sessions.events.send(id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text: 'talk slowly' }] }],
+    });
     await relayed.waitFor((l) => l.text.includes('"assistant_message"'), 60_000);
     await direct.waitFor((l) => l.text.includes('"assistant_message"'), 60_000);
     await client.workflow.getHandle(id).signal(endSignal, { reason: 'test over' });
@@ -203,16 +231,24 @@ describe('live previews relayed by the API', () => {
     const other = await fetch(at, { headers: { 'x-api-key': keys.other, ...beta } });
     expect(other.status).toBe(404);
     expect(((await other.json()) as { error: { type: string } }).error.type).toBe('not_found_error');
-    const bad = await fetch(`${apiUrl}/v1/sessions/${'x'.repeat(300)}/stream`, { headers: { 'x-api-key': keys.default, ...beta } });
+    const bad = await fetch(`${apiUrl}/v1/sessions/${'x'.repeat(300)}/stream`, {
+      headers: { 'x-api-key': keys.default, ...beta },
+    });
     expect(bad.status).toBe(400);
 
     // The CLI says so in one line and follows the log.
-    const watcher = spawnAgents(`127.0.0.1:${temporalPort}`, ['watch', id, '--json'], { AGENTS_API_URL: apiUrl, AGENTS_API_KEY: keys.other });
+    const watcher = spawnAgents(`127.0.0.1:${temporalPort}`, ['watch', id, '--json'], {
+      AGENTS_API_URL: apiUrl,
+      AGENTS_API_KEY: keys.other,
+    });
     await watcher.waitFor((l) => l.text.includes('"session_started"'));
-    for (let i = 0; i < 200 && !watcher.stderr().includes('unavailable'); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 200 && !watcher.stderr().includes('unavailable'); i++)
+      await new Promise((r) => setTimeout(r, 50));
     await client.workflow.getHandle(id).signal(endSignal, { reason: 'test over' });
     expect(await watcher.done).toBe(0);
-    expect(watcher.stderr()).toMatch(/live stream through the API at http:\/\/\S+ unavailable \(HTTP 404: session sesn_\w+ not found\): is AGENTS_API_KEY a key of the session’s workspace\?/);
+    expect(watcher.stderr()).toMatch(
+      /live stream through the API at http:\/\/\S+ unavailable \(HTTP 404: session sesn_\w+ not found\): is AGENTS_API_KEY a key of the session’s workspace\?/,
+    );
 
     // A URL without a key is refused before anything starts.
     const keyless = await runAgents(`127.0.0.1:${temporalPort}`, ['watch', id], { AGENTS_API_URL: apiUrl });

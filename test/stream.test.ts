@@ -2,7 +2,14 @@
 // gets the text so far, and a preview never grows past its cap.
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
-import { MAX_PREVIEW_CHARS, StreamHub, identityWithStream, streamToken, streamUrlOf, type StreamFrame } from '../src/stream';
+import {
+  MAX_PREVIEW_CHARS,
+  StreamHub,
+  identityWithStream,
+  streamToken,
+  streamUrlOf,
+  type StreamFrame,
+} from '../src/stream';
 import { StreamServer } from '../src/worker-endpoint';
 import { printable } from '../src/cli/session-watch';
 
@@ -19,22 +26,29 @@ afterAll(async () => {
   await server.stop();
 });
 
-function get(sessionId: string, token?: string): Promise<{ status: number; frames: StreamFrame[]; res: http.IncomingMessage; req: http.ClientRequest }> {
+function get(
+  sessionId: string,
+  token?: string,
+): Promise<{ status: number; frames: StreamFrame[]; res: http.IncomingMessage; req: http.ClientRequest }> {
   return new Promise((resolve, reject) => {
-    const req = http.get(`${server.url}/v1/sessions/${sessionId}/stream`, { headers: token ? { authorization: `Bearer ${token}` } : {} }, (res) => {
-      const frames: StreamFrame[] = [];
-      let buf = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        buf += d;
-        for (let at = buf.indexOf('\n\n'); at >= 0; at = buf.indexOf('\n\n')) {
-          const block = buf.slice(0, at);
-          buf = buf.slice(at + 2);
-          if (block.startsWith('data: ')) frames.push(JSON.parse(block.slice(6)) as StreamFrame);
-        }
-      });
-      resolve({ status: res.statusCode ?? 0, frames, res, req });
-    });
+    const req = http.get(
+      `${server.url}/v1/sessions/${sessionId}/stream`,
+      { headers: token ? { authorization: `Bearer ${token}` } : {} },
+      (res) => {
+        const frames: StreamFrame[] = [];
+        let buf = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          buf += d;
+          for (let at = buf.indexOf('\n\n'); at >= 0; at = buf.indexOf('\n\n')) {
+            const block = buf.slice(0, at);
+            buf = buf.slice(at + 2);
+            if (block.startsWith('data: ')) frames.push(JSON.parse(block.slice(6)) as StreamFrame);
+          }
+        });
+        resolve({ status: res.statusCode ?? 0, frames, res, req });
+      },
+    );
     req.on('error', reject);
   });
 }
@@ -61,7 +75,14 @@ describe('stream endpoint', () => {
     const sub = await get('ses-c', streamToken(oldKey, 'ses-c'));
     expect(sub.status).toBe(200);
     await until(() => sub.frames.length === 1);
-    expect(sub.frames[0]).toEqual({ type: 'open', key: 'model:4', item: { kind: 'model', throughSeq: 4 }, attempt: 2, worker: server.url, text: 'Hello wor' });
+    expect(sub.frames[0]).toEqual({
+      type: 'open',
+      key: 'model:4',
+      item: { kind: 'model', throughSeq: 4 },
+      attempt: 2,
+      worker: server.url,
+      text: 'Hello wor',
+    });
     live.write('ld');
     live.close();
     await until(() => sub.frames.length === 3);
@@ -82,7 +103,10 @@ describe('stream endpoint', () => {
     const live = hub.open('ses-big', { kind: 'tool', toolUseId: 'toolu_big', tool: 'bash' }, 1);
     const chunk = 'x'.repeat(64 * 1024);
     for (let i = 0; i < 8; i++) live.write(chunk);
-    const text = frames.filter((f) => f.type === 'delta').map((f) => (f.type === 'delta' ? f.text : '')).join('');
+    const text = frames
+      .filter((f) => f.type === 'delta')
+      .map((f) => (f.type === 'delta' ? f.text : ''))
+      .join('');
     expect(text.length).toBeLessThan(MAX_PREVIEW_CHARS + 200);
     expect(text).toMatch(/live preview truncated; the whole result arrives in the log/);
     live.close();

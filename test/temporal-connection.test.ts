@@ -35,7 +35,10 @@ it('ends a call whose retry comes due after the connection closed with CANCELLED
         })
         .build(),
     );
-  const connection = Connection.lazy({ address: `127.0.0.1:${await refusedPort()}`, interceptors: [...grpcInterceptors(), attempts] });
+  const connection = Connection.lazy({
+    address: `127.0.0.1:${await refusedPort()}`,
+    interceptors: [...grpcInterceptors(), attempts],
+  });
   const call = connection.workflowService.getSystemInfo({}).then(
     () => ({ code: -1, message: 'answered' }),
     (err: { code: number; message: string }) => ({ code: err.code, message: err.message }),

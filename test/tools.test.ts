@@ -16,7 +16,11 @@ describe('the tool registry', () => {
       expect(TOOL_SPECS[name as keyof typeof TOOL_SPECS]).toBe(kind.spec);
       expect(kind.runs).toBe((SANDBOX_TOOLS as readonly string[]).includes(name) ? 'sandbox' : 'workflow');
     }
-    expect(Object.entries(TOOL_KINDS).filter(([, k]) => k.needsRepo).map(([n]) => n)).toEqual(['git_push', 'git_pull']);
+    expect(
+      Object.entries(TOOL_KINDS)
+        .filter(([, k]) => k.needsRepo)
+        .map(([n]) => n),
+    ).toEqual(['git_push', 'git_pull']);
     // Each sandbox kind runs by its own exec or by its TOOL_RUNNERS entry, never both.
     const withExec = SANDBOX_TOOLS.filter((k) => toolKind(k)?.exec);
     expect(Object.keys(TOOL_RUNNERS).sort()).toEqual(SANDBOX_TOOLS.filter((k) => !withExec.includes(k)).sort());
@@ -42,18 +46,28 @@ describe('the tool registry', () => {
     expect(TOOL_KINDS.shell.input.safeParse({ command: 'ls', timeout_ms: 1.5 }).success).toBe(false);
     expect(Object.keys(TOOL_SPECS.git_pull.input_schema.properties)).toEqual(['branch']);
     expect(TOOL_KINDS.git_pull.input.safeParse({ force: true }).success).toBe(false);
-    expect(TOOL_SPECS.session_events.input_schema.properties.limit).toEqual({ default: 50, type: 'integer', minimum: 1, maximum: 200, description: 'how many events to return' });
+    expect(TOOL_SPECS.session_events.input_schema.properties.limit).toEqual({
+      default: 50,
+      type: 'integer',
+      minimum: 1,
+      maximum: 200,
+      description: 'how many events to return',
+    });
   });
 
   it('names each call in one summary line by its model-facing name', () => {
     expect(toolSummary('bash', 'bash', { command: 'npm test\nnpm run lint' })).toBe('bash: npm test');
-    expect(toolSummary('edit', 'str_replace_based_edit_tool', { command: 'view', path: 'src/a.ts' })).toBe('edit: view src/a.ts');
+    expect(toolSummary('edit', 'str_replace_based_edit_tool', { command: 'view', path: 'src/a.ts' })).toBe(
+      'edit: view src/a.ts',
+    );
     expect(toolSummary('push', 'git_push', { branch: 'main' })).toBe('push');
     expect(toolSummary('x', 'no_such_kind', {})).toBe('x');
     expect(toolSummary('bash', 'bash', { command: 'x'.repeat(200) })).toHaveLength(80);
     expect(toolSummary('read', 'read', { file_path: 'src/a.ts', view_range: [1, 9] })).toBe('read: src/a.ts');
     expect(toolSummary('write', 'write', { file_path: 'src/a.ts', content: 'x\ny' })).toBe('write: src/a.ts');
-    expect(toolSummary('edit', 'edit', { file_path: 'src/a.ts', old_string: 'a', new_string: 'b' })).toBe('edit: src/a.ts');
+    expect(toolSummary('edit', 'edit', { file_path: 'src/a.ts', old_string: 'a', new_string: 'b' })).toBe(
+      'edit: src/a.ts',
+    );
     expect(toolSummary('glob', 'glob', { pattern: '**/*.ts' })).toBe('glob: **/*.ts');
     expect(toolSummary('grep', 'grep', { pattern: 'TODO', path: 'src' })).toBe('grep: TODO in src');
     expect(toolSummary('bash', 'shell', { command: 'cd src && npm test' })).toBe('bash: cd src && npm test');
@@ -69,7 +83,9 @@ describe('the tool registry', () => {
     expect(TOOL_KINDS.read.input.safeParse({ file_path: 'a', view_range: [3, 2] }).success).toBe(false);
     expect(TOOL_KINDS.read.input.safeParse({ file_path: 'a', view_range: [1] }).success).toBe(false);
     expect(TOOL_KINDS.write.input.safeParse({ file_path: 'a\0b', content: '' }).success).toBe(false);
-    expect(TOOL_KINDS.edit.input.safeParse({ file_path: 'a', old_string: 'x', new_string: '', replace_all: true }).success).toBe(true);
+    expect(
+      TOOL_KINDS.edit.input.safeParse({ file_path: 'a', old_string: 'x', new_string: '', replace_all: true }).success,
+    ).toBe(true);
     expect(TOOL_KINDS.glob.input.safeParse({ pattern: '{src,..}/*' }).success).toBe(false);
     expect(TOOL_KINDS.grep.input.safeParse({ pattern: 'a', path: 'src', glob: '*.ts' }).success).toBe(false);
     expect(TOOL_KINDS.shell.input.safeParse({ restart: true }).success).toBe(true);
@@ -79,7 +95,9 @@ describe('the tool registry', () => {
 });
 
 // A sandbox kind that says how it runs in its own file: this one, `ls`, is offered to no agent; it shows the shape.
-const LsInputSchema = z.object({ path: z.string().min(1).describe('the directory to list (default: the workspace directory)').optional() }).strict();
+const LsInputSchema = z
+  .object({ path: z.string().min(1).describe('the directory to list (default: the workspace directory)').optional() })
+  .strict();
 const ls = defineTool({
   kind: 'ls',
   runs: 'sandbox',
@@ -96,7 +114,12 @@ function localContext(call: Partial<ExecuteInput> = {}) {
     call: { sandboxId: 'sb', toolUseId: 'toolu_1', tool: 'bash', input: {}, timeoutSeconds: 30, ...call },
     async streamed(req) {
       asked.push(req);
-      const r = spawnSync('bash', ['--norc', '-c', req.script], { env: { PATH: process.env.PATH, ...req.env }, input: req.stdin, encoding: 'utf8', timeout: req.timeoutSeconds * 1000 });
+      const r = spawnSync('bash', ['--norc', '-c', req.script], {
+        env: { PATH: process.env.PATH, ...req.env },
+        input: req.stdin,
+        encoding: 'utf8',
+        timeout: req.timeoutSeconds * 1000,
+      });
       const output = `${r.stdout}${r.stderr}`;
       return { output, exitCode: r.status ?? 1, timedOut: false, outputBytes: output.length, replayed: false };
     },
@@ -147,7 +170,10 @@ describe('a sandbox kind that declares its exec', () => {
     const { ctx, asked } = localContext({ timeoutSeconds: 5 });
     expect(await sandboxRunner(cat)!(ctx, { text: 'héllo' })).toEqual({ output: 't:héllo\n[exit 0]', isError: false });
     expect(asked[0].stdin).toEqual(Buffer.from('héllo'));
-    expect(await sandboxRunner(toolKind('bash'))!(ctx, { command: 'echo hi; exit 3' })).toEqual({ output: 'hi\n[exit 3]', isError: true });
+    expect(await sandboxRunner(toolKind('bash'))!(ctx, { command: 'echo hi; exit 3' })).toEqual({
+      output: 'hi\n[exit 3]',
+      isError: true,
+    });
     expect(asked[1]).toEqual({ script: 'echo hi; exit 3', timeoutSeconds: 5 });
   });
 });

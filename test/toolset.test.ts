@@ -23,17 +23,25 @@ beforeAll(async () => {
 // Stopping the harness removes the containers left on its host.
 afterAll(() => h?.stop());
 
-const dockerProvider = async () => new DockerSandboxProvider({ dockerHost: await resolveDockerHost(), defaultImage: sandboxImage() });
+const dockerProvider = async () =>
+  new DockerSandboxProvider({ dockerHost: await resolveDockerHost(), defaultImage: sandboxImage() });
 
 /** A tool call as the execute activity gets it (an activity retry repeats it), in a sandbox of its own. */
 type Execute = (toolUseId: string, tool: ExecuteInput['tool'], input: unknown) => Promise<ToolOutput>;
 async function withExecute(sessionId: string, fn: (run: Execute) => Promise<void>): Promise<void> {
   const provider = await dockerProvider();
-  const sandbox = await provider.provision({ sessionId, name: 'main', recipe: SandboxRecipeSchema.parse({}), hostId: HOST });
+  const sandbox = await provider.provision({
+    sessionId,
+    name: 'main',
+    recipe: SandboxRecipeSchema.parse({}),
+    hostId: HOST,
+  });
   try {
     const mockEnv = new MockActivityEnvironment();
     const activities = createHandsActivities({ provider, hostId: HOST });
-    await fn((toolUseId, tool, input) => mockEnv.run(activities.execute, { sandboxId: sandbox.sandboxId, toolUseId, tool, input, timeoutSeconds: 30 }));
+    await fn((toolUseId, tool, input) =>
+      mockEnv.run(activities.execute, { sandboxId: sandbox.sandboxId, toolUseId, tool, input, timeoutSeconds: 30 }),
+    );
   } finally {
     await provider.destroy(sandbox.sandboxId);
   }
@@ -43,7 +51,12 @@ async function withExecute(sessionId: string, fn: (run: Execute) => Promise<void
 async function untilRunning(containerId: string, pattern: string): Promise<void> {
   const provider = await dockerProvider();
   for (let i = 0; i < 300; i++) {
-    const probe = await provider.execute(containerId, { key: `probe-${process.pid}-${Date.now()}-${i}`, script: `pgrep -f '${pattern}'`, timeoutSeconds: 10, maxOutputBytes: 4096 });
+    const probe = await provider.execute(containerId, {
+      key: `probe-${process.pid}-${Date.now()}-${i}`,
+      script: `pgrep -f '${pattern}'`,
+      timeoutSeconds: 10,
+      maxOutputBytes: 4096,
+    });
     if (probe.exitCode === 0) return;
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -67,20 +80,50 @@ describe('the file tools', () => {
   });
 
   it('writes, reads and edits a file in the workspace', async () => {
-    expect(await call('write', { file_path: 'src/a.txt', content: 'alpha\nbeta\ngamma\n' })).toEqual({ output: 'wrote 17 bytes to /workspace/src/a.txt', isError: false });
+    expect(await call('write', { file_path: 'src/a.txt', content: 'alpha\nbeta\ngamma\n' })).toEqual({
+      output: 'wrote 17 bytes to /workspace/src/a.txt',
+      isError: false,
+    });
     expect(await call('read', { file_path: 'src/a.txt' })).toEqual({ output: 'alpha\nbeta\ngamma\n', isError: false });
-    expect(await call('read', { file_path: '/workspace/src/a.txt', view_range: [2, 2] })).toEqual({ output: 'beta\n', isError: false });
-    expect(await call('read', { file_path: 'src/a.txt', view_range: [2, -1] })).toEqual({ output: 'beta\ngamma\n', isError: false });
-    expect(await call('read', { file_path: 'src/a.txt', view_range: [9, 0] })).toEqual({ output: 'read: view_range starts at line 9, but src/a.txt has 3 lines', isError: true });
-    expect(await call('edit', { file_path: 'src/a.txt', old_string: 'beta', new_string: 'BETA' })).toEqual({ output: 'edited /workspace/src/a.txt: 1 replacement', isError: false });
+    expect(await call('read', { file_path: '/workspace/src/a.txt', view_range: [2, 2] })).toEqual({
+      output: 'beta\n',
+      isError: false,
+    });
+    expect(await call('read', { file_path: 'src/a.txt', view_range: [2, -1] })).toEqual({
+      output: 'beta\ngamma\n',
+      isError: false,
+    });
+    expect(await call('read', { file_path: 'src/a.txt', view_range: [9, 0] })).toEqual({
+      output: 'read: view_range starts at line 9, but src/a.txt has 3 lines',
+      isError: true,
+    });
+    expect(await call('edit', { file_path: 'src/a.txt', old_string: 'beta', new_string: 'BETA' })).toEqual({
+      output: 'edited /workspace/src/a.txt: 1 replacement',
+      isError: false,
+    });
     const twice = await call('edit', { file_path: 'src/a.txt', old_string: 'a\n', new_string: 'A\n' });
-    expect(twice).toEqual({ output: 'edit: old_string occurs 2 times in src/a.txt; give more context to make it unique, or set replace_all; nothing was changed', isError: true });
-    expect(await call('edit', { file_path: 'src/a.txt', old_string: 'a\n', new_string: 'A\n', replace_all: true })).toEqual({ output: 'edited /workspace/src/a.txt: 2 replacements', isError: false });
-    expect(await call('edit', { file_path: 'src/a.txt', old_string: 'delta', new_string: 'x' })).toEqual({ output: 'edit: old_string does not occur in src/a.txt; nothing was changed', isError: true });
+    expect(twice).toEqual({
+      output:
+        'edit: old_string occurs 2 times in src/a.txt; give more context to make it unique, or set replace_all; nothing was changed',
+      isError: true,
+    });
+    expect(
+      await call('edit', { file_path: 'src/a.txt', old_string: 'a\n', new_string: 'A\n', replace_all: true }),
+    ).toEqual({ output: 'edited /workspace/src/a.txt: 2 replacements', isError: false });
+    expect(await call('edit', { file_path: 'src/a.txt', old_string: 'delta', new_string: 'x' })).toEqual({
+      output: 'edit: old_string does not occur in src/a.txt; nothing was changed',
+      isError: true,
+    });
     expect((await bash(h, handle, 'cat src/a.txt')).output).toBe('alphA\nBETA\ngammA\n[exit 0]');
-    expect(await call('read', { file_path: 'src/none.txt' })).toEqual({ output: 'read: src/none.txt does not exist', isError: true });
+    expect(await call('read', { file_path: 'src/none.txt' })).toEqual({
+      output: 'read: src/none.txt does not exist',
+      isError: true,
+    });
     expect(await call('read', { file_path: 'src' })).toEqual({ output: 'read: src is a directory', isError: true });
-    expect(await call('write', { file_path: 'empty.txt', content: '' })).toEqual({ output: 'wrote 0 bytes to /workspace/empty.txt', isError: false });
+    expect(await call('write', { file_path: 'empty.txt', content: '' })).toEqual({
+      output: 'wrote 0 bytes to /workspace/empty.txt',
+      isError: false,
+    });
     expect(await call('read', { file_path: 'empty.txt' })).toEqual({ output: '(empty.txt is empty)', isError: false });
   });
 
@@ -111,26 +154,48 @@ describe('the file tools', () => {
     // A search of the whole workspace does not descend through the links either.
     expect(await call('grep', { pattern: 'root' })).toEqual({ output: 'no matches', isError: false });
     expect(await call('glob', { pattern: '**/passwd' })).toEqual({ output: 'no matches', isError: false });
-    expect((await bash(h, handle, 'ls /tmp/planted.txt 2>&1; cat /tmp/secret.txt')).output).toMatch(/No such file or directory\nroot-secret\n\[exit 0\]$/);
+    expect((await bash(h, handle, 'ls /tmp/planted.txt 2>&1; cat /tmp/secret.txt')).output).toMatch(
+      /No such file or directory\nroot-secret\n\[exit 0\]$/,
+    );
   });
 
   it('globs newest first, skipping .git and node_modules', async () => {
-    await bash(h, handle, [
-      'mkdir -p g/deep g/node_modules/m g/.git',
-      'touch -d 2020-01-01 g/old.ts && touch -d 2022-01-01 g/deep/new.ts && touch -d 2021-01-01 g/mid.ts',
-      'touch g/node_modules/m/index.ts g/.git/x.ts g/readme.md',
-    ].join(' && '));
-    expect(await call('glob', { pattern: '**/*.ts', path: 'g' })).toEqual({ output: '/workspace/g/deep/new.ts\n/workspace/g/mid.ts\n/workspace/g/old.ts', isError: false });
-    expect(await call('glob', { pattern: 'g/*.{ts,md}' })).toEqual({ output: '/workspace/g/readme.md\n/workspace/g/mid.ts\n/workspace/g/old.ts', isError: false });
+    await bash(
+      h,
+      handle,
+      [
+        'mkdir -p g/deep g/node_modules/m g/.git',
+        'touch -d 2020-01-01 g/old.ts && touch -d 2022-01-01 g/deep/new.ts && touch -d 2021-01-01 g/mid.ts',
+        'touch g/node_modules/m/index.ts g/.git/x.ts g/readme.md',
+      ].join(' && '),
+    );
+    expect(await call('glob', { pattern: '**/*.ts', path: 'g' })).toEqual({
+      output: '/workspace/g/deep/new.ts\n/workspace/g/mid.ts\n/workspace/g/old.ts',
+      isError: false,
+    });
+    expect(await call('glob', { pattern: 'g/*.{ts,md}' })).toEqual({
+      output: '/workspace/g/readme.md\n/workspace/g/mid.ts\n/workspace/g/old.ts',
+      isError: false,
+    });
     expect(await call('glob', { pattern: '*.rs' })).toEqual({ output: 'no matches', isError: false });
   });
 
   it('greps as path:line:text, in a directory or one file, with a clear error for a bad expression', async () => {
     await call('write', { file_path: 'q/one.py', content: 'import os\n# TODO: first\nx = 1\n' });
     await call('write', { file_path: 'q/two.md', content: 'nothing\nstill TODO here\n' });
-    await bash(h, handle, 'mkdir -p q/node_modules && echo TODO > q/node_modules/skip.js && printf "TODO\\0binary" > q/blob.bin');
-    expect(await call('grep', { pattern: 'TODO', path: 'q' })).toEqual({ output: '/workspace/q/one.py:2:# TODO: first\n/workspace/q/two.md:2:still TODO here', isError: false });
-    expect(await call('grep', { pattern: '^x\\s*=\\s*\\d+$', path: 'q/one.py' })).toEqual({ output: '/workspace/q/one.py:3:x = 1', isError: false });
+    await bash(
+      h,
+      handle,
+      'mkdir -p q/node_modules && echo TODO > q/node_modules/skip.js && printf "TODO\\0binary" > q/blob.bin',
+    );
+    expect(await call('grep', { pattern: 'TODO', path: 'q' })).toEqual({
+      output: '/workspace/q/one.py:2:# TODO: first\n/workspace/q/two.md:2:still TODO here',
+      isError: false,
+    });
+    expect(await call('grep', { pattern: '^x\\s*=\\s*\\d+$', path: 'q/one.py' })).toEqual({
+      output: '/workspace/q/one.py:3:x = 1',
+      isError: false,
+    });
     const bad = await call('grep', { pattern: '(unclosed' });
     expect(bad.isError).toBe(true);
     expect(bad.output).toMatch(/^grep: invalid regular expression \(unclosed: missing \)/);
@@ -141,7 +206,9 @@ describe('the file tools', () => {
     const r = await callTool(h, handle, 'read', { file_path: 'long.txt' });
     expect(r.output.length).toBeLessThan(40 * 1024);
     expect(r.output).toMatch(/^1\n2\n3\n/);
-    expect(r.output).toMatch(/\[output truncated: \d+ of 588895 bytes omitted; the whole output is in \/home\/agent\/\.tool-output\/\S+\.txt\]/);
+    expect(r.output).toMatch(
+      /\[output truncated: \d+ of 588895 bytes omitted; the whole output is in \/home\/agent\/\.tool-output\/\S+\.txt\]/,
+    );
     expect(r.output).toMatch(/\n99999\n100000\n$/);
     expect(r.outputRef).toMatchObject({ sandbox: 'main', bytes: 588895 });
     expect((await bash(h, handle, `wc -l < ${r.outputRef!.path}`)).output).toBe('100000\n[exit 0]');
@@ -162,7 +229,11 @@ describe('file tool calls the schema refuses', () => {
       ],
     });
     const events = await say(handle, 'Use the file tools');
-    expect(events.filter((e) => e.type === 'tool_result').map((r) => (r.type === 'tool_result' ? [r.isError, r.output] : []))).toEqual([
+    expect(
+      events
+        .filter((e) => e.type === 'tool_result')
+        .map((r) => (r.type === 'tool_result' ? [r.isError, r.output] : [])),
+    ).toEqual([
       [true, 'invalid input for read: file_path: must not be empty; view_range.0: the first line is 1'],
       [true, 'invalid input for write: content: Invalid input: expected string, received undefined'],
       [true, 'invalid input for edit: old_string: old_string must not be empty; (root): Unrecognized key: "regex"'],
@@ -181,8 +252,18 @@ describe('the file tools under faults', () => {
   it('run once per tool_use id when the activity is retried', () =>
     withExecute(`toolset-idem-${process.pid}`, async (run) => {
       await run('toolu_w', 'write', { file_path: 'n.txt', content: 'x' });
-      const first = await run('toolu_double', 'edit', { file_path: 'n.txt', old_string: 'x', new_string: 'xx', replace_all: true });
-      const retried = await run('toolu_double', 'edit', { file_path: 'n.txt', old_string: 'x', new_string: 'xx', replace_all: true });
+      const first = await run('toolu_double', 'edit', {
+        file_path: 'n.txt',
+        old_string: 'x',
+        new_string: 'xx',
+        replace_all: true,
+      });
+      const retried = await run('toolu_double', 'edit', {
+        file_path: 'n.txt',
+        old_string: 'x',
+        new_string: 'xx',
+        replace_all: true,
+      });
       expect(first).toEqual({ output: 'edited /workspace/n.txt: 1 replacement', isError: false });
       expect(retried).toEqual(first);
       expect(await run('toolu_r', 'read', { file_path: 'n.txt' })).toEqual({ output: 'xx', isError: false });
@@ -196,27 +277,42 @@ describe('the file tools under faults', () => {
     const lost = await callTool(h, handle, 'read', { file_path: 'kept.txt' });
     expect(lost).toMatchObject({ isError: true, error: { kind: 'infra' } });
     expect(lost.output).toMatch(/sandbox main was lost/);
-    expect((await allEvents(handle)).find((e) => e.type === 'sandbox_lost')).toMatchObject({ name: 'main', sandboxId: container.Id });
-    expect(await result(callTool(h, handle, 'read', { file_path: 'kept.txt' }))).toEqual({ output: 'kept\n', isError: false });
+    expect((await allEvents(handle)).find((e) => e.type === 'sandbox_lost')).toMatchObject({
+      name: 'main',
+      sandboxId: container.Id,
+    });
+    expect(await result(callTool(h, handle, 'read', { file_path: 'kept.txt' }))).toEqual({
+      output: 'kept\n',
+      isError: false,
+    });
     await handle.signal(endSignal, {});
   });
 });
 
 describe('the persistent shell', () => {
   const SHELL = { name: 'bash', tool: 'shell', sandbox: 'main' } as const;
-  const RESTARTED = '[shell restarted: the previous shell is gone (its sandbox was stopped or replaced, or a call was cancelled), so the working directory and environment are reset]';
+  const RESTARTED =
+    '[shell restarted: the previous shell is gone (its sandbox was stopped or replaced, or a call was cancelled), so the working directory and environment are reset]';
   let handle: Awaited<ReturnType<typeof startSession>>;
   const sh = (input: Record<string, unknown>) => result(callTool(h, handle, 'bash', input));
   beforeAll(async () => {
-    handle = await startSession(h, { agent: { tools: [SHELL], sandboxes: { main: { env: { FROM_RECIPE: 'recipe' } } } } });
+    handle = await startSession(h, {
+      agent: { tools: [SHELL], sandboxes: { main: { env: { FROM_RECIPE: 'recipe' } } } },
+    });
   });
   afterAll(async () => {
     await handle.signal(endSignal, {});
   });
 
   it('keeps the working directory and environment variables from one call to the next', async () => {
-    expect(await sh({ command: 'cd /tmp && export X=1 && greet() { echo "hi $1"; }' })).toEqual({ output: '[exit 0]', isError: false });
-    expect(await sh({ command: 'pwd; echo $X; greet you; echo $FROM_RECIPE' })).toEqual({ output: '/tmp\n1\nhi you\nrecipe\n[exit 0]', isError: false });
+    expect(await sh({ command: 'cd /tmp && export X=1 && greet() { echo "hi $1"; }' })).toEqual({
+      output: '[exit 0]',
+      isError: false,
+    });
+    expect(await sh({ command: 'pwd; echo $X; greet you; echo $FROM_RECIPE' })).toEqual({
+      output: '/tmp\n1\nhi you\nrecipe\n[exit 0]',
+      isError: false,
+    });
   });
 
   it('starts a fresh shell on restart, alone or before a command', async () => {
@@ -224,7 +320,10 @@ describe('the persistent shell', () => {
     expect(await sh({ restart: true })).toEqual({ output: 'the shell has been restarted', isError: false });
     expect(await sh({ command: 'pwd; echo "[$X]"' })).toEqual({ output: '/workspace\n[]\n[exit 0]', isError: false });
     await sh({ command: 'cd /tmp && export X=2' });
-    expect(await sh({ restart: true, command: 'pwd; echo "[$X]"; echo $FROM_RECIPE' })).toEqual({ output: '/workspace\n[]\nrecipe\n[exit 0]', isError: false });
+    expect(await sh({ restart: true, command: 'pwd; echo "[$X]"; echo $FROM_RECIPE' })).toEqual({
+      output: '/workspace\n[]\nrecipe\n[exit 0]',
+      isError: false,
+    });
   });
 
   it('reports a non-zero exit as an error carrying the output, and the shell goes on', async () => {
@@ -233,7 +332,10 @@ describe('the persistent shell', () => {
     expect(failed).toMatchObject({ isError: true, error: { kind: 'tool' } });
     expect(failed.output).toBe("out\nerr\nls: cannot access '/nowhere': No such file or directory\n[exit 2]");
     expect(await sh({ command: 'pwd' })).toEqual({ output: '/tmp\n[exit 0]', isError: false });
-    expect(await sh({ command: 'echo leaving; exit 3' })).toEqual({ output: 'leaving\n[the shell exited; the next call starts a fresh one]\n[exit 3]', isError: true });
+    expect(await sh({ command: 'echo leaving; exit 3' })).toEqual({
+      output: 'leaving\n[the shell exited; the next call starts a fresh one]\n[exit 3]',
+      isError: true,
+    });
     expect(await sh({ command: 'pwd' })).toEqual({ output: '/workspace\n[exit 0]', isError: false });
   });
 
@@ -241,15 +343,24 @@ describe('the persistent shell', () => {
     await sh({ command: 'cd /tmp' });
     const slow = await callTool(h, handle, 'bash', { command: 'echo before; sleep 61; echo after', timeout_ms: 1000 });
     expect(slow).toMatchObject({ isError: true, error: { kind: 'tool' } });
-    expect(slow.output).toBe('before\n[timed out after 1000 ms; the shell was stopped, and the next call starts a fresh one]\n[exit 124]');
+    expect(slow.output).toBe(
+      'before\n[timed out after 1000 ms; the shell was stopped, and the next call starts a fresh one]\n[exit 124]',
+    );
     // The command was killed with its shell: nothing of it runs on.
-    expect(await sh({ command: 'pwd; pgrep -f "sleep 6[1]" || echo no sleep left' })).toEqual({ output: '/workspace\nno sleep left\n[exit 0]', isError: false });
+    expect(await sh({ command: 'pwd; pgrep -f "sleep 6[1]" || echo no sleep left' })).toEqual({
+      output: '/workspace\nno sleep left\n[exit 0]',
+      isError: false,
+    });
   });
 
   it('never runs a call past the sandbox command timeout, whatever its timeout_ms', async () => {
-    const short = await startSession(h, { agent: { tools: [SHELL], sandboxes: { main: { commandTimeoutSeconds: 1 } } } });
+    const short = await startSession(h, {
+      agent: { tools: [SHELL], sandboxes: { main: { commandTimeoutSeconds: 1 } } },
+    });
     const r = await callTool(h, short, 'bash', { command: 'sleep 30', timeout_ms: 600_000 });
-    expect(r.output).toBe('[timed out after 1000 ms; the shell was stopped, and the next call starts a fresh one]\n[exit 124]');
+    expect(r.output).toBe(
+      '[timed out after 1000 ms; the shell was stopped, and the next call starts a fresh one]\n[exit 124]',
+    );
     await short.signal(endSignal, {});
   });
 
@@ -261,7 +372,10 @@ describe('the persistent shell', () => {
       await handle.signal(interruptSignal, {});
     };
     const cancelled = await callTool(h, handle, 'bash', { command: 'sleep 62' }, { during: interruptOnceRunning });
-    expect(cancelled).toMatchObject({ isError: true, output: expect.stringMatching(/interrupted before the tool finished/) });
+    expect(cancelled).toMatchObject({
+      isError: true,
+      output: expect.stringMatching(/interrupted before the tool finished/),
+    });
     expect(await sh({ command: 'pwd; pgrep -f "sleep 6[2]" || echo no sleep left' })).toEqual({
       output: `${RESTARTED}\n/workspace\nno sleep left\n[exit 0]`,
       isError: false,
@@ -272,7 +386,10 @@ describe('the persistent shell', () => {
     await sh({ command: 'cd /tmp && export X=1' });
     const [container] = await sessionContainers(d, handle.workflowId, false);
     await d.getContainer(container.Id).kill();
-    expect(await callTool(h, handle, 'bash', { command: 'pwd' })).toMatchObject({ isError: true, error: { kind: 'infra' } });
+    expect(await callTool(h, handle, 'bash', { command: 'pwd' })).toMatchObject({
+      isError: true,
+      error: { kind: 'infra' },
+    });
     const fresh = await sh({ command: 'pwd; echo "[$X]"' });
     expect(fresh).toEqual({ output: `${RESTARTED}\n/workspace\n[]\n[exit 0]`, isError: false });
     expect(await sh({ command: 'echo "[$X]"' })).toEqual({ output: '[]\n[exit 0]', isError: false });
@@ -280,9 +397,19 @@ describe('the persistent shell', () => {
 
   it('refuses bad input before provisioning anything', async () => {
     const fresh = await startSession(h, { agent: { tools: [SHELL] } });
-    h.mock.script(fresh.workflowId, { steps: [toolStep('bash', {}), toolStep('bash', { command: 'ls', timeout_ms: -5 }), toolStep('bash', { command: 'ls', cwd: '/' })] });
+    h.mock.script(fresh.workflowId, {
+      steps: [
+        toolStep('bash', {}),
+        toolStep('bash', { command: 'ls', timeout_ms: -5 }),
+        toolStep('bash', { command: 'ls', cwd: '/' }),
+      ],
+    });
     const events = await say(fresh, 'Run something');
-    expect(events.filter((e) => e.type === 'tool_result').map((r) => (r.type === 'tool_result' ? [r.isError, r.output] : []))).toEqual([
+    expect(
+      events
+        .filter((e) => e.type === 'tool_result')
+        .map((r) => (r.type === 'tool_result' ? [r.isError, r.output] : [])),
+    ).toEqual([
       [true, 'invalid input for bash: (root): command is required unless restart is true'],
       [true, 'invalid input for bash: timeout_ms: timeout_ms must not be negative'],
       [true, 'invalid input for bash: (root): Unrecognized key: "cwd"'],
@@ -301,6 +428,9 @@ describe('the persistent shell', () => {
       const [a, b] = await Promise.all([run('toolu_slow', slow), run('toolu_slow', slow)]);
       expect(a).toEqual({ output: '2\n[exit 0]', isError: false });
       expect(b).toEqual(a);
-      expect(await run('toolu_check', 'pwd; cat counter')).toEqual({ output: '/workspace/d\nrun\nrun\n[exit 0]', isError: false });
+      expect(await run('toolu_check', 'pwd; cat counter')).toEqual({
+        output: '/workspace/d\nrun\nrun\n[exit 0]',
+        isError: false,
+      });
     }));
 });

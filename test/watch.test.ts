@@ -45,7 +45,13 @@ function parse(lines: Line[]): { events: (SessionEvent & { at: number })[]; prev
   return { events, previews, order };
 }
 
-const textOf = (e: SessionEvent) => (e.type === 'assistant_message' ? e.content.filter((b) => b.type === 'text').map((b) => String(b.text)).join('') : '');
+const textOf = (e: SessionEvent) =>
+  e.type === 'assistant_message'
+    ? e.content
+        .filter((b) => b.type === 'text')
+        .map((b) => String(b.text))
+        .join('')
+    : '';
 
 /** The preview text of one item as a watcher saw it: its last `stream` line's text plus the deltas after it. */
 function previewText(previews: Preview[], match: (p: Preview) => boolean): string {
@@ -78,7 +84,12 @@ describe('agents watch', () => {
     const assistant = events.find((e) => e.type === 'assistant_message')!;
     const model = previews.filter((p) => p.item.kind === 'model');
     expect(model.length).toBeGreaterThan(3);
-    expect(model[0]).toMatchObject({ type: 'stream', item: { kind: 'model', throughSeq: assistant.seq - 1 }, attempt: 1, worker: h.worker.streamUrl });
+    expect(model[0]).toMatchObject({
+      type: 'stream',
+      item: { kind: 'model', throughSeq: assistant.seq - 1 },
+      attempt: 1,
+      worker: h.worker.streamUrl,
+    });
     // The first tokens reached the watcher before the workflow appended the reply to the log.
     expect(model[0].at).toBeLessThan(Date.parse(assistant.time));
     expect(model[1].at).toBeLessThan(Date.parse(assistant.time));
@@ -91,7 +102,7 @@ describe('agents watch', () => {
     expect(out).toContain(`… model: ${reply}`);
     expect(out.indexOf('… model: ')).toBeLessThan(out.indexOf('assistant_message'));
     expect(out).toMatch(/#\d+ session_ended: test over/);
-    expect(out).not.toContain("\u001b[");
+    expect(out).not.toContain('\u001b[');
   });
 
   it('catches up without gaps when a watcher starts mid-turn or is restarted', async () => {
@@ -99,11 +110,14 @@ describe('agents watch', () => {
     const reply = words(60, 'w');
     // The reply's second half waits at a gate, so the second watcher surely joins while it is still streaming.
     const gate = `${id}-half`;
-    h.mock.script(id, { steps: [{ reply: { content: [{ type: 'text', text: reply }] }, chunkDelayMs: 20, midGate: gate }] });
+    h.mock.script(id, {
+      steps: [{ reply: { content: [{ type: 'text', text: reply }] }, chunkDelayMs: 20, midGate: gate }],
+    });
     const handle = await startSession(h, { id });
     await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'a long answer please' }] });
     // Both watchers join once the stream waits at the gate, halfway through the reply.
-    while (!h.mock.requests(id).some((r) => (r.textDeltaAt?.length ?? 0) >= 30)) await new Promise((r) => setTimeout(r, 20));
+    while (!h.mock.requests(id).some((r) => (r.textDeltaAt?.length ?? 0) >= 30))
+      await new Promise((r) => setTimeout(r, 20));
     const first = watch(id, '--json');
     // A preview of the reply so far: its first frame (deltas follow only once the gate opens).
     await first.waitFor((l) => /"type":"(stream|delta)"/.test(l.text));
@@ -151,7 +165,11 @@ describe('agents watch', () => {
     const use = events.find((e) => e.type === 'tool_use')!;
     const result = events.find((e) => e.type === 'tool_result')!;
     const tool = previews.filter((p) => p.item.kind === 'tool');
-    expect(tool[0]).toMatchObject({ type: 'stream', item: { kind: 'tool', toolUseId: use.type === 'tool_use' ? use.id : '' }, worker: h.worker.streamUrl });
+    expect(tool[0]).toMatchObject({
+      type: 'stream',
+      item: { kind: 'tool', toolUseId: use.type === 'tool_use' ? use.id : '' },
+      worker: h.worker.streamUrl,
+    });
     const firstTick = tool.find((p) => p.text.includes('tick1'))!;
     expect(firstTick.at).toBeLessThan(Date.parse(result.time));
     expect(tool.filter((p) => p.type === 'delta').length).toBeGreaterThan(1);
@@ -194,7 +212,9 @@ describe('agents watch', () => {
         [2, other],
       ]);
       const assistant = events.find((e) => e.type === 'assistant_message')!;
-      expect(previews.filter((p) => p.attempt === 2 || p.type === 'delta').at(-1)!.at).toBeLessThanOrEqual(json.lines.find((l) => l.text.includes('"assistant_message"'))!.at);
+      expect(previews.filter((p) => p.attempt === 2 || p.type === 'delta').at(-1)!.at).toBeLessThanOrEqual(
+        json.lines.find((l) => l.text.includes('"assistant_message"'))!.at,
+      );
       expect(previewText(previews, () => true)).toBe(reply);
       expect(textOf(assistant)).toBe(reply);
       expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));

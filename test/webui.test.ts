@@ -13,7 +13,16 @@ import { startSessionRun } from '../src/session-ops';
 import { installRuntime, type RunningWorker } from '../src/worker';
 import { endSignal } from '../src/session/contract';
 import { TEST_CODEC_KEY } from './helpers/test-keys';
-import { freePort, startTestWorker, temporalCliPath, testAgent, testDataConverter, turnDone, uniqueId, waitForEvents } from './helpers/env';
+import {
+  freePort,
+  startTestWorker,
+  temporalCliPath,
+  testAgent,
+  testDataConverter,
+  turnDone,
+  uniqueId,
+  waitForEvents,
+} from './helpers/env';
 import { grpcInterceptors } from '../src/temporal-connection';
 
 const ARTIFACTS = path.join(__dirname, 'artifacts');
@@ -30,7 +39,11 @@ let uiUrl: string;
 beforeAll(async () => {
   installRuntime('WARN');
   const uiPort = await freePort();
-  codec = new CodecServer({ codec: new EncryptionCodec(parseCodecKeys(TEST_CODEC_KEY)), origins: [`http://127.0.0.1:${uiPort}`, `http://localhost:${uiPort}`], namespaces: ['default'] });
+  codec = new CodecServer({
+    codec: new EncryptionCodec(parseCodecKeys(TEST_CODEC_KEY)),
+    origins: [`http://127.0.0.1:${uiPort}`, `http://localhost:${uiPort}`],
+    namespaces: ['default'],
+  });
   const codecUrl = await codec.start();
   server = await startDevServer({ cli: temporalCliPath(), port: await freePort(), uiPort, uiCodecEndpoint: codecUrl });
   uiUrl = `http://127.0.0.1:${uiPort}`;
@@ -67,8 +80,15 @@ it('finds a session by AgentName and shows its history with activity summaries',
   const name = uniqueId('webui');
   const agent = testAgent({ name, tools: ['session_events'] });
   const id = uniqueId('ses-webui');
-  mock!.script(id, { steps: [{ reply: { content: [{ type: 'tool_use', name: 'session_events', input: { from: 0 } }] } }] });
-  const handle = await startSessionRun(client, { workflowId: id, input: { agent, message: { text: 'Read your own log, please.' } }, agent, firstMessage: 'Read your own log, please.' });
+  mock!.script(id, {
+    steps: [{ reply: { content: [{ type: 'tool_use', name: 'session_events', input: { from: 0 } }] } }],
+  });
+  const handle = await startSessionRun(client, {
+    workflowId: id,
+    input: { agent, message: { text: 'Read your own log, please.' } },
+    agent,
+    firstMessage: 'Read your own log, please.',
+  });
   await waitForEvents(handle, turnDone(1));
   // The workflow keeps the state attribute current; the memo carries the first message.
   const query = `AgentName="${name}"`;

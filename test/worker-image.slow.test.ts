@@ -9,7 +9,16 @@ import { promisify } from 'node:util';
 import YAML from 'yaml';
 import { dockerEnv, resolveDockerHost } from '../src/host/docker-host';
 import { buildWorkerImage } from '../src/infra/worker-image';
-import { ROOT, allEvents, removeHostSandboxes, startHarness, startSession, turnDone, waitForEvents, type Harness } from './helpers/env';
+import {
+  ROOT,
+  allEvents,
+  removeHostSandboxes,
+  startHarness,
+  startSession,
+  turnDone,
+  waitForEvents,
+  type Harness,
+} from './helpers/env';
 import { bash } from './helpers/hands';
 import { TEST_CODEC_KEY } from './helpers/test-keys';
 
@@ -43,7 +52,9 @@ afterAll(async () => {
 it('builds from an image already on the engine, with no network, and runs the command line', async () => {
   const built = await buildWorkerImage(dockerHost, { image, log: () => undefined });
   expect(built.image).toBe(image);
-  const inspect = JSON.parse((await docker(['image', 'inspect', image])).stdout) as [{ Config: { Env: string[]; User: string } }];
+  const inspect = JSON.parse((await docker(['image', 'inspect', image])).stdout) as [
+    { Config: { Env: string[]; User: string } },
+  ];
   expect(inspect[0].Config.Env).toEqual(expect.arrayContaining(['KEY_FILES=off', 'DATA_DIR=/var/lib/managed-agents']));
   expect(inspect[0].Config.User).toBe('1000');
   const help = await docker(['run', '--rm', '--network', 'none', image, '--help']);
@@ -52,7 +63,12 @@ it('builds from an image already on the engine, with no network, and runs the co
 }, 600_000);
 
 /** Runs a compose service's command from the image; workers on the host's network, since the test's servers listen on loopback. */
-async function runService(name: 'brain' | 'hands' | 'codec-server', env: Record<string, string>, extra: string[] = [], ready = `worker ready: ${name}`): Promise<string> {
+async function runService(
+  name: 'brain' | 'hands' | 'codec-server',
+  env: Record<string, string>,
+  extra: string[] = [],
+  ready = `worker ready: ${name}`,
+): Promise<string> {
   const service = compose.services[name];
   const id = `${container}-${name}`;
   containers.push(id);
@@ -62,7 +78,20 @@ async function runService(name: 'brain' | 'hands' | 'codec-server', env: Record<
   const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
   // The codec server needs no network but its own loopback, where its healthcheck calls it.
   const network = name === 'codec-server' ? 'none' : 'host';
-  await docker(['run', '-d', '--name', id, '--network', network, '--init', ...secretArgs, ...envArgs, ...extra, image, ...service.command]);
+  await docker([
+    'run',
+    '-d',
+    '--name',
+    id,
+    '--network',
+    network,
+    '--init',
+    ...secretArgs,
+    ...envArgs,
+    ...extra,
+    image,
+    ...service.command,
+  ]);
   const deadline = Date.now() + 120_000;
   let logs = '';
   while (!logs.includes(ready)) {
@@ -80,7 +109,8 @@ async function healthcheck(name: 'brain' | 'hands' | 'codec-server', id: string,
   expect(kind).toBe('CMD');
   return docker(['exec', id, ...test, ...extra]);
 }
-const doctorReport = (r: { stdout: string }) => JSON.parse(r.stdout) as { ok: boolean; checks: { name: string; ok: boolean; detail: string }[] };
+const doctorReport = (r: { stdout: string }) =>
+  JSON.parse(r.stdout) as { ok: boolean; checks: { name: string; ok: boolean; detail: string }[] };
 
 it("serves a session as compose's brain and hands services, each passing its compose healthcheck", async () => {
   h = await startHarness({ worker: false });
@@ -89,11 +119,17 @@ it("serves a session as compose's brain and hands services, each passing its com
   const brain = await runService('brain', { ...common, ANTHROPIC_BASE_URL: h.mock.url });
   // As in compose: the engine's socket at /var/run/docker.sock, so the hands worker runs as root.
   const socket = dockerHost.replace(/^unix:\/\//, '');
-  const hands = await runService('hands', { ...common, VAULT_KEY_FILE: '/run/secrets/vault_key', HANDS_HOST_ID: hostId }, ['--user', '0:0', '-v', `${socket}:/var/run/docker.sock`]);
+  const hands = await runService(
+    'hands',
+    { ...common, VAULT_KEY_FILE: '/run/secrets/vault_key', HANDS_HOST_ID: hostId },
+    ['--user', '0:0', '-v', `${socket}:/var/run/docker.sock`],
+  );
 
   const brainHealth = doctorReport(await healthcheck('brain', brain, ['--json']));
   expect(brainHealth.ok).toBe(true);
-  expect(brainHealth.checks.find((c) => c.name === 'pollers')!.detail).toMatch(/agents \(workflow\): 1, agents \(activity\): 1/);
+  expect(brainHealth.checks.find((c) => c.name === 'pollers')!.detail).toMatch(
+    /agents \(workflow\): 1, agents \(activity\): 1/,
+  );
   const handsHealth = doctorReport(await healthcheck('hands', hands, ['--json']));
   expect(handsHealth.ok).toBe(true);
   expect(handsHealth.checks.map((c) => c.name)).toEqual(['config', 'temporal', 'pollers', 'docker', 'sandbox-image']);
@@ -110,7 +146,12 @@ it("serves a session as compose's brain and hands services, each passing its com
 }, 300_000);
 
 it("runs compose's codec server, whose healthcheck passes for the UI's origin", async () => {
-  const id = await runService('codec-server', { CODEC_KEY_FILE: '/run/secrets/codec_key' }, [], 'codec server at http://0.0.0.0:8234');
+  const id = await runService(
+    'codec-server',
+    { CODEC_KEY_FILE: '/run/secrets/codec_key' },
+    [],
+    'codec server at http://0.0.0.0:8234',
+  );
   // The healthcheck exits non-zero (and docker exec rejects) unless the preflight from the UI's origin gets 204.
   await expect(healthcheck('codec-server', id)).resolves.toMatchObject({ stdout: '' });
 });

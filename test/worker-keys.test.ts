@@ -16,7 +16,13 @@ afterAll(async () => {
 it('runs a brain worker with no vault key anywhere, and a hands worker with one', async () => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-keys-'));
   try {
-    const env = { TEMPORAL_ADDRESS: h.env.address, ANTHROPIC_BASE_URL: h.mock.url, ANTHROPIC_API_KEY: 'k', DATA_DIR: dataDir, VAULT_KEY: '' };
+    const env = {
+      TEMPORAL_ADDRESS: h.env.address,
+      ANTHROPIC_BASE_URL: h.mock.url,
+      ANTHROPIC_API_KEY: 'k',
+      DATA_DIR: dataDir,
+      VAULT_KEY: '',
+    };
     const brain = await spawnWorker(env, 'brain');
     expect(fs.existsSync(path.join(dataDir, 'keys', 'vault.key'))).toBe(false);
     const environ = fs.readFileSync(`/proc/${brain.process.pid}/environ`, 'utf8');

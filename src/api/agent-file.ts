@@ -1,6 +1,13 @@
 // An API agent version plus an environment, as the project's agent file (src/session/agent.ts): what a session
 // created through the API will run. The built-in toolset's tools are tool kinds of their own, under their names.
-import { AgentSchema, formatIssues, type Agent, type ClientTool, type SandboxRecipe, type ToolEntry } from '../session/agent';
+import {
+  AgentSchema,
+  formatIssues,
+  type Agent,
+  type ClientTool,
+  type SandboxRecipe,
+  type ToolEntry,
+} from '../session/agent';
 import type { ToolPolicy } from '../session/policy';
 import type { ApiAgent, TOOLSET_TOOLS } from './agents';
 import { recipeNetwork, type ApiEnvironment } from './environments';
@@ -34,12 +41,20 @@ export interface VaultBinding {
  * MCP server carries the binding (ids only), which reaches the tools worker inside the activity's input. A session's
  * repository (its github_repository resource) is the sandbox's repo, with git_push and git_pull to exchange commits.
  */
-export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, vaults?: VaultBinding, repo?: SandboxRecipe['repo']): Agent {
+export function agentFileFor(
+  agent: ApiAgent,
+  environment: ApiEnvironment,
+  vaults?: VaultBinding,
+  repo?: SandboxRecipe['repo'],
+): Agent {
   const tools: Agent['tools'] = [];
   const policies: Record<string, ToolPolicy> = {};
   const clientTools: ClientTool[] = [];
   let webFetch: Agent['webFetch'];
-  const apiVaults = vaults && vaults.vaultIds.length > 0 ? { apiVaults: { workspaceId: vaults.workspaceId, vaultIds: vaults.vaultIds } } : {};
+  const apiVaults =
+    vaults && vaults.vaultIds.length > 0
+      ? { apiVaults: { workspaceId: vaults.workspaceId, vaultIds: vaults.vaultIds } }
+      : {};
   const mcpServers: Record<string, { transport: 'http'; url: string; apiVaults?: VaultBinding; tenant: true }> = {};
   const servers = new Map(agent.mcp_servers.map((s) => [s.name, s.url]));
 
@@ -62,20 +77,36 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, vault
       }
     } else if (t.type === 'mcp_toolset') {
       if (!/^(?!.*__)[a-zA-Z0-9_-]{1,40}$/.test(t.mcp_server_name)) {
-        throw badRequest(`agent.mcp_servers: server name ${t.mcp_server_name} cannot run here yet: names are 1-40 letters, digits, _ or -, without __`);
+        throw badRequest(
+          `agent.mcp_servers: server name ${t.mcp_server_name} cannot run here yet: names are 1-40 letters, digits, _ or -, without __`,
+        );
       }
       // A tenant's URL: every connection to it passes the egress gate on the tools worker.
-      mcpServers[t.mcp_server_name] = { transport: 'http', url: servers.get(t.mcp_server_name)!, ...apiVaults, tenant: true };
+      mcpServers[t.mcp_server_name] = {
+        transport: 'http',
+        url: servers.get(t.mcp_server_name)!,
+        ...apiVaults,
+        tenant: true,
+      };
       // The toolset's default (always_ask unless the agent says otherwise) covers the tools the server lists later.
       const d = t.default_config;
       policies[`mcp__${t.mcp_server_name}__*`] = d.enabled ? policyOf(d.permission_policy as Policy) : 'always_ask';
-      for (const c of t.configs) policies[`mcp__${t.mcp_server_name}__${c.name}`] = c.enabled ? policyOf(c.permission_policy as Policy) : 'always_ask';
+      for (const c of t.configs)
+        policies[`mcp__${t.mcp_server_name}__${c.name}`] = c.enabled
+          ? policyOf(c.permission_policy as Policy)
+          : 'always_ask';
     } else {
-      if (t.name.length > 64) throw badRequest(`agent.tools: custom tool ${t.name} cannot run here yet: names are at most 64 characters`);
-      clientTools.push({ name: t.name, description: t.description || t.name, input_schema: { ...t.input_schema, properties: t.input_schema.properties ?? {} } as ClientTool['input_schema'] });
+      if (t.name.length > 64)
+        throw badRequest(`agent.tools: custom tool ${t.name} cannot run here yet: names are at most 64 characters`);
+      clientTools.push({
+        name: t.name,
+        description: t.description || t.name,
+        input_schema: { ...t.input_schema, properties: t.input_schema.properties ?? {} } as ClientTool['input_schema'],
+      });
     }
   }
-  for (const [name, p] of Object.entries(policies)) if (p === 'always_allow' && !name.startsWith('mcp__')) delete policies[name];
+  for (const [name, p] of Object.entries(policies))
+    if (p === 'always_allow' && !name.startsWith('mcp__')) delete policies[name];
   if (repo) tools.push('git_push', 'git_pull');
 
   const parsed = AgentSchema.safeParse({
@@ -89,6 +120,7 @@ export function agentFileFor(agent: ApiAgent, environment: ApiEnvironment, vault
     ...(webFetch ? { webFetch } : {}),
     sandboxes: { main: { network: recipeNetwork(environment.config), ...(repo ? { repo } : {}) } },
   });
-  if (!parsed.success) throw badRequest(`agent ${agent.id} version ${agent.version} cannot run here yet: ${formatIssues(parsed.error)}`);
+  if (!parsed.success)
+    throw badRequest(`agent ${agent.id} version ${agent.version} cannot run here yet: ${formatIssues(parsed.error)}`);
   return parsed.data;
 }

@@ -8,19 +8,36 @@ import { badRequest } from './api-error';
 export const TOOLSET_TOOLS = ['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const;
 
 const PolicySchema = z.strictObject({
-  type: z.enum(['always_allow', 'always_ask'], { error: 'must be always_allow or always_ask (auto is not supported yet)' }),
+  type: z.enum(['always_allow', 'always_ask'], {
+    error: 'must be always_allow or always_ask (auto is not supported yet)',
+  }),
 });
-const DefaultConfigParamsSchema = z.strictObject({ enabled: z.boolean().nullish(), permission_policy: PolicySchema.nullish() });
+const DefaultConfigParamsSchema = z.strictObject({
+  enabled: z.boolean().nullish(),
+  permission_policy: PolicySchema.nullish(),
+});
 
 const SANDBOX_TOOLS = ['bash', 'edit', 'read', 'write', 'glob', 'grep'] as const;
 const WEB_TOOLS = new Set<string>(['web_fetch', 'web_search']);
 const DomainsSchema = z
-  .array(z.string().min(1).max(253).regex(/^(?=.*[a-z0-9])[a-z0-9.-]+$/i, 'each entry is a plain hostname such as docs.example.com, with no scheme, port or path'))
+  .array(
+    z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(
+        /^(?=.*[a-z0-9])[a-z0-9.-]+$/i,
+        'each entry is a plain hostname such as docs.example.com, with no scheme, port or path',
+      ),
+  )
   .min(1, 'an empty list is refused; leave the field out')
   .max(64);
 const UrlSourceAllNone = z.union([z.enum(['all', 'none']), z.strictObject({ type: z.enum(['all', 'none']) })]);
 const ToolReferenceSchema = z.strictObject({ type: z.literal('tool_reference'), name: z.string().min(1).max(128) });
-const UrlSourceFilter = z.union([UrlSourceAllNone, z.strictObject({ type: z.enum(['only', 'except']), tools: z.array(ToolReferenceSchema).min(1).max(128) })]);
+const UrlSourceFilter = z.union([
+  UrlSourceAllNone,
+  z.strictObject({ type: z.enum(['only', 'except']), tools: z.array(ToolReferenceSchema).min(1).max(128) }),
+]);
 const toolConfigBase = { enabled: z.boolean().nullish(), permission_policy: PolicySchema.nullish() };
 const ToolConfigParamsSchema = z.discriminatedUnion('name', [
   z.strictObject({ name: z.enum(SANDBOX_TOOLS), type: z.enum(SANDBOX_TOOLS).optional(), ...toolConfigBase }),
@@ -31,7 +48,13 @@ const ToolConfigParamsSchema = z.discriminatedUnion('name', [
     allowed_domains: DomainsSchema.optional(),
     blocked_domains: DomainsSchema.optional(),
     max_content_tokens: z.number().int().min(1).max(10_000_000).nullish(),
-    url_sources: z.strictObject({ client_tool_results: UrlSourceFilter.nullish(), server_tool_results: UrlSourceFilter.nullish(), user_input: UrlSourceAllNone.nullish() }).nullish(),
+    url_sources: z
+      .strictObject({
+        client_tool_results: UrlSourceFilter.nullish(),
+        server_tool_results: UrlSourceFilter.nullish(),
+        user_input: UrlSourceAllNone.nullish(),
+      })
+      .nullish(),
   }),
   z.strictObject({
     name: z.literal('web_search'),
@@ -40,7 +63,13 @@ const ToolConfigParamsSchema = z.discriminatedUnion('name', [
     allowed_domains: DomainsSchema.optional(),
     blocked_domains: DomainsSchema.optional(),
     user_location: z
-      .strictObject({ type: z.literal('approximate'), city: z.string().max(255).nullish(), country: z.string().max(2).nullish(), region: z.string().max(255).nullish(), timezone: z.string().max(255).nullish() })
+      .strictObject({
+        type: z.literal('approximate'),
+        city: z.string().max(255).nullish(),
+        country: z.string().max(2).nullish(),
+        region: z.string().max(255).nullish(),
+        timezone: z.string().max(255).nullish(),
+      })
       .nullish(),
   }),
 ]);
@@ -53,7 +82,16 @@ const McpToolsetParamsSchema = z.strictObject({
   type: z.literal('mcp_toolset'),
   mcp_server_name: z.string().min(1).max(255),
   default_config: DefaultConfigParamsSchema.nullish(),
-  configs: z.array(z.strictObject({ name: z.string().min(1).max(128), enabled: z.boolean().nullish(), permission_policy: PolicySchema.nullish() })).max(256).optional(),
+  configs: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1).max(128),
+        enabled: z.boolean().nullish(),
+        permission_policy: PolicySchema.nullish(),
+      }),
+    )
+    .max(256)
+    .optional(),
 });
 const InputSchemaSchema = z.looseObject({
   type: z.literal('object'),
@@ -66,7 +104,11 @@ const CustomToolSchema = z.strictObject({
   description: z.string().max(10_000),
   input_schema: InputSchemaSchema,
 });
-export const ToolParamsSchema = z.discriminatedUnion('type', [ToolsetParamsSchema, McpToolsetParamsSchema, CustomToolSchema]);
+export const ToolParamsSchema = z.discriminatedUnion('type', [
+  ToolsetParamsSchema,
+  McpToolsetParamsSchema,
+  CustomToolSchema,
+]);
 
 // Resolved forms, as stored and returned.
 const ResolvedPolicySchema = z.object({ type: z.enum(['always_allow', 'always_ask', 'auto']) });
@@ -83,8 +125,17 @@ const ResolvedUrlSourcesSchema = z.object({
 });
 const ResolvedDefaultSchema = z.object({ enabled: z.boolean(), permission_policy: ResolvedPolicySchema });
 /** One toolset tool's resolved config, as the SDK's per-tool config types have it (`name` and `type` alike). */
-const toolConfig = <N extends (typeof TOOLSET_TOOLS)[number]>(name: N) => z.object({ name: z.literal(name), type: z.literal(name), enabled: z.boolean(), permission_policy: ResolvedPolicySchema });
-const ResolvedDomainsSchema = { allowed_domains: z.array(z.string()).optional(), blocked_domains: z.array(z.string()).optional() };
+const toolConfig = <N extends (typeof TOOLSET_TOOLS)[number]>(name: N) =>
+  z.object({
+    name: z.literal(name),
+    type: z.literal(name),
+    enabled: z.boolean(),
+    permission_policy: ResolvedPolicySchema,
+  });
+const ResolvedDomainsSchema = {
+  allowed_domains: z.array(z.string()).optional(),
+  blocked_domains: z.array(z.string()).optional(),
+};
 const ResolvedToolConfigSchema = z.discriminatedUnion('name', [
   toolConfig('bash'),
   toolConfig('edit'),
@@ -92,8 +143,15 @@ const ResolvedToolConfigSchema = z.discriminatedUnion('name', [
   toolConfig('write'),
   toolConfig('glob'),
   toolConfig('grep'),
-  toolConfig('web_fetch').extend({ url_sources: ResolvedUrlSourcesSchema.nullable(), ...ResolvedDomainsSchema, max_content_tokens: z.number().nullable().optional() }),
-  toolConfig('web_search').extend({ ...ResolvedDomainsSchema, user_location: z.custom<BetaManagedAgentsUserLocation>().nullable().optional() }),
+  toolConfig('web_fetch').extend({
+    url_sources: ResolvedUrlSourcesSchema.nullable(),
+    ...ResolvedDomainsSchema,
+    max_content_tokens: z.number().nullable().optional(),
+  }),
+  toolConfig('web_search').extend({
+    ...ResolvedDomainsSchema,
+    user_location: z.custom<BetaManagedAgentsUserLocation>().nullable().optional(),
+  }),
 ]);
 export const ResolvedToolSchema = z.discriminatedUnion('type', [
   z.object({
@@ -116,18 +174,26 @@ export function resolveTools(tools: z.infer<typeof ToolParamsSchema>[]): Resolve
   return tools.map((t, i) => {
     if (t.type === 'custom') return t;
     const fallback = t.type === 'agent_toolset_20260401' ? 'always_allow' : 'always_ask';
-    const default_config = { enabled: t.default_config?.enabled ?? true, permission_policy: t.default_config?.permission_policy ?? { type: fallback } };
+    const default_config = {
+      enabled: t.default_config?.enabled ?? true,
+      permission_policy: t.default_config?.permission_policy ?? { type: fallback },
+    };
     if (t.type === 'mcp_toolset') {
       return {
         type: t.type,
         mcp_server_name: t.mcp_server_name,
         default_config,
-        configs: (t.configs ?? []).map((c) => ({ name: c.name, enabled: c.enabled ?? default_config.enabled, permission_policy: c.permission_policy ?? default_config.permission_policy })),
+        configs: (t.configs ?? []).map((c) => ({
+          name: c.name,
+          enabled: c.enabled ?? default_config.enabled,
+          permission_policy: c.permission_policy ?? default_config.permission_policy,
+        })),
       };
     }
     const given = new Map<string, { c: ToolConfigParams; j: number }>();
     (t.configs ?? []).forEach((c, j) => {
-      if (c.type !== undefined && c.type !== c.name) throw badRequest(`tools.${i}.configs.${j}.type: must be ${c.name}, as its name`);
+      if (c.type !== undefined && c.type !== c.name)
+        throw badRequest(`tools.${i}.configs.${j}.type: must be ${c.name}, as its name`);
       if (given.has(c.name)) throw badRequest(`tools.${i}.configs.${j}.name: ${c.name} is configured twice`);
       given.set(c.name, { c, j });
     });
@@ -137,22 +203,45 @@ export function resolveTools(tools: z.infer<typeof ToolParamsSchema>[]): Resolve
       configs: TOOLSET_TOOLS.map((name) => {
         const { c, j } = given.get(name) ?? {};
         const permission_policy = c?.permission_policy ?? default_config.permission_policy;
-        if (!WEB_TOOLS.has(name)) return { name, type: name, enabled: c?.enabled ?? default_config.enabled, permission_policy } as ResolvedToolConfig;
+        if (!WEB_TOOLS.has(name))
+          return {
+            name,
+            type: name,
+            enabled: c?.enabled ?? default_config.enabled,
+            permission_policy,
+          } as ResolvedToolConfig;
         // Each refusal below is of a config given by name, so `j` is its index.
         const at = `tools.${i}.configs.${j}`;
         // web_search has no backend here: it stays disabled whatever default_config says, and enabling it by name is refused.
-        if (name === 'web_search' && c?.enabled === true) throw badRequest(`${at}.enabled: web_search is not offered to the model on this platform (no search backend exists); leave it disabled`);
+        if (name === 'web_search' && c?.enabled === true)
+          throw badRequest(
+            `${at}.enabled: web_search is not offered to the model on this platform (no search backend exists); leave it disabled`,
+          );
         const enabled = name === 'web_fetch' ? (c?.enabled ?? default_config.enabled) : false;
         const { enabled: _e, permission_policy: _p, type: _t, ...settings } = c ?? { name };
-        if ('allowed_domains' in settings && 'blocked_domains' in settings && settings.allowed_domains && settings.blocked_domains) {
+        if (
+          'allowed_domains' in settings &&
+          'blocked_domains' in settings &&
+          settings.allowed_domains &&
+          settings.blocked_domains
+        ) {
           throw badRequest(`${at}.blocked_domains: allowed_domains and blocked_domains cannot be combined`);
         }
         const { url_sources, ...rest } = 'url_sources' in settings ? settings : { ...settings, url_sources: undefined };
         // This web_fetch is not limited to URLs the conversation has shown: the egress gate and the domain lists bound it.
         if (enabled && url_sources !== undefined && url_sources !== null) {
-          throw badRequest(`${at}.url_sources: web_fetch here does not limit itself to URLs the conversation has shown, so url_sources cannot be honoured; leave it out and bound it with allowed_domains or blocked_domains`);
+          throw badRequest(
+            `${at}.url_sources: web_fetch here does not limit itself to URLs the conversation has shown, so url_sources cannot be honoured; leave it out and bound it with allowed_domains or blocked_domains`,
+          );
         }
-        return { ...rest, name, type: name, enabled, permission_policy, ...(name === 'web_fetch' ? { url_sources: resolveUrlSources(url_sources) } : {}) } as ResolvedToolConfig;
+        return {
+          ...rest,
+          name,
+          type: name,
+          enabled,
+          permission_policy,
+          ...(name === 'web_fetch' ? { url_sources: resolveUrlSources(url_sources) } : {}),
+        } as ResolvedToolConfig;
       }),
     };
   });
@@ -160,13 +249,19 @@ export function resolveTools(tools: z.infer<typeof ToolParamsSchema>[]): Resolve
 
 type ToolConfigParams = z.infer<typeof ToolConfigParamsSchema>;
 type UrlSourcesParams = Extract<ToolConfigParams, { name: 'web_fetch' }>['url_sources'];
-const sourceObject = (v: z.infer<typeof UrlSourceFilter> | null | undefined) => (v === null || v === undefined ? null : typeof v === 'string' ? { type: v } : v);
+const sourceObject = (v: z.infer<typeof UrlSourceFilter> | null | undefined) =>
+  v === null || v === undefined ? null : typeof v === 'string' ? { type: v } : v;
 
 /** `url_sources` in the object form responses use: null when not set. */
 function resolveUrlSources(p: UrlSourcesParams): z.infer<typeof ResolvedUrlSourcesSchema> | null {
   if (p === null || p === undefined) return null;
-  const r = { client_tool_results: sourceObject(p.client_tool_results), server_tool_results: sourceObject(p.server_tool_results), user_input: sourceObject(p.user_input) } as z.infer<typeof ResolvedUrlSourcesSchema>;
-  if ([r.client_tool_results, r.server_tool_results, r.user_input].every((x) => x?.type === 'none')) throw badRequest('url_sources: setting every source to none is refused');
+  const r = {
+    client_tool_results: sourceObject(p.client_tool_results),
+    server_tool_results: sourceObject(p.server_tool_results),
+    user_input: sourceObject(p.user_input),
+  } as z.infer<typeof ResolvedUrlSourcesSchema>;
+  if ([r.client_tool_results, r.server_tool_results, r.user_input].every((x) => x?.type === 'none'))
+    throw badRequest('url_sources: setting every source to none is refused');
   return r;
 }
 
@@ -175,6 +270,15 @@ export function withWebToolsResolved(tools: ResolvedTool[]): ResolvedTool[] {
   return tools.map((t) =>
     t.type !== 'agent_toolset_20260401'
       ? t
-      : { ...t, configs: t.configs.map((c) => (c.name === 'web_fetch' ? { ...c, url_sources: c.url_sources ?? null } : c.name === 'web_search' ? { ...c, enabled: false } : c)) },
+      : {
+          ...t,
+          configs: t.configs.map((c) =>
+            c.name === 'web_fetch'
+              ? { ...c, url_sources: c.url_sources ?? null }
+              : c.name === 'web_search'
+                ? { ...c, enabled: false }
+                : c,
+          ),
+        },
   );
 }

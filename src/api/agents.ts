@@ -2,15 +2,39 @@
 // anything) and takes an optimistic `version`; a stale one is a 409 the SDK must not retry.
 import { z } from 'zod';
 import type { Queryable } from '../storage/db';
-import { agentExists, archiveAgent, findAgent, insertAgent, insertAgentVersion, listAgentVersions, listAgents, type AgentRow } from '../storage/repos/agents-repo';
-import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, PageQuerySchema, TimeQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './shared-fields';
+import {
+  agentExists,
+  archiveAgent,
+  findAgent,
+  insertAgent,
+  insertAgentVersion,
+  listAgentVersions,
+  listAgents,
+  type AgentRow,
+} from '../storage/repos/agents-repo';
+import {
+  IdSchema,
+  INT4_MAX,
+  MetadataPatchSchema,
+  MetadataSchema,
+  ArchivableQuerySchema,
+  PageQuerySchema,
+  TimeQuerySchema,
+  applyMetadataPatch,
+  cursorPos,
+  filterDigest,
+  iso,
+  isoOrNull,
+  newId,
+  pageSchema,
+  toPage,
+} from './shared-fields';
 import type { ApiApp, ApiDeps } from './route-context';
 import { ApiError, badRequest, conflict, notFound } from './api-error';
 import { refuseAtTheDoor } from './egress-door';
 import { ResolvedToolSchema, ToolParamsSchema, resolveTools, withWebToolsResolved } from './agent-tools';
 
 export { TOOLSET_TOOLS } from './agent-tools';
-
 
 const McpServerSchema = z.strictObject({
   type: z.literal('url'),
@@ -33,7 +57,8 @@ const ExecutionIdentitySchema = z.strictObject({
   type: z.literal('service_account', { error: 'only service_account is supported (aws_role is not supported yet)' }),
 });
 
-const notSupported = (what: string) => (v: unknown) => v === undefined || v === null || (Array.isArray(v) && v.length === 0) || `${what} are not supported yet`;
+const notSupported = (what: string) => (v: unknown) =>
+  v === undefined || v === null || (Array.isArray(v) && v.length === 0) || `${what} are not supported yet`;
 
 export const AgentCreateSchema = z.strictObject({
   name: z.string().min(1, 'name must not be empty').max(256),
@@ -42,8 +67,14 @@ export const AgentCreateSchema = z.strictObject({
   system: z.string().max(100_000).nullish(),
   tools: z.array(ToolParamsSchema).max(256).optional(),
   mcp_servers: z.array(McpServerSchema).max(20).optional(),
-  skills: z.array(z.unknown()).optional().refine((v) => notSupported('skills')(v) === true, 'skills are not supported yet'),
-  multiagent: z.unknown().optional().refine((v) => v === undefined || v === null, 'multiagent is not supported yet'),
+  skills: z
+    .array(z.unknown())
+    .optional()
+    .refine((v) => notSupported('skills')(v) === true, 'skills are not supported yet'),
+  multiagent: z
+    .unknown()
+    .optional()
+    .refine((v) => v === undefined || v === null, 'multiagent is not supported yet'),
   execution_identity: ExecutionIdentitySchema.nullish(),
   metadata: MetadataSchema.optional(),
 });
@@ -56,8 +87,14 @@ export const AgentUpdateSchema = z.strictObject({
   system: z.string().max(100_000).nullish(),
   tools: z.array(ToolParamsSchema).max(256).nullish(),
   mcp_servers: z.array(McpServerSchema).max(20).nullish(),
-  skills: z.array(z.unknown()).nullish().refine((v) => notSupported('skills')(v) === true, 'skills are not supported yet'),
-  multiagent: z.unknown().optional().refine((v) => v === undefined || v === null, 'multiagent is not supported yet'),
+  skills: z
+    .array(z.unknown())
+    .nullish()
+    .refine((v) => notSupported('skills')(v) === true, 'skills are not supported yet'),
+  multiagent: z
+    .unknown()
+    .optional()
+    .refine((v) => v === undefined || v === null, 'multiagent is not supported yet'),
   execution_identity: ExecutionIdentitySchema.nullish(),
   metadata: MetadataPatchSchema.nullish(),
 });
@@ -94,7 +131,11 @@ export const AgentSchema = AgentBodySchema.extend({
 export type ApiAgent = z.infer<typeof AgentSchema>;
 
 /** The agent as a session shows it: the version it runs, without the agent's own timestamps and metadata. */
-export const SessionAgentSchema = AgentBodySchema.omit({ metadata: true }).extend({ id: z.string(), type: z.literal('agent'), version: z.number().int() });
+export const SessionAgentSchema = AgentBodySchema.omit({ metadata: true }).extend({
+  id: z.string(),
+  type: z.literal('agent'),
+  version: z.number().int(),
+});
 
 function resolveModel(m: z.infer<typeof ModelParamsSchema>): AgentBody['model'] {
   if (typeof m === 'string') return { id: m };
@@ -117,10 +158,13 @@ function checkBody(body: AgentBody): void {
   const customNames = new Set<string>();
   let toolsets = 0;
   for (const [i, t] of body.tools.entries()) {
-    if (t.type === 'agent_toolset_20260401' && ++toolsets > 1) throw badRequest(`tools.${i}: agent_toolset_20260401 is listed twice`);
+    if (t.type === 'agent_toolset_20260401' && ++toolsets > 1)
+      throw badRequest(`tools.${i}: agent_toolset_20260401 is listed twice`);
     if (t.type === 'mcp_toolset') {
-      if (!servers.has(t.mcp_server_name)) throw badRequest(`tools.${i}.mcp_server_name: no mcp_servers entry is named ${t.mcp_server_name}`);
-      if (referenced.has(t.mcp_server_name)) throw badRequest(`tools.${i}.mcp_server_name: ${t.mcp_server_name} has two toolsets`);
+      if (!servers.has(t.mcp_server_name))
+        throw badRequest(`tools.${i}.mcp_server_name: no mcp_servers entry is named ${t.mcp_server_name}`);
+      if (referenced.has(t.mcp_server_name))
+        throw badRequest(`tools.${i}.mcp_server_name: ${t.mcp_server_name} has two toolsets`);
       referenced.add(t.mcp_server_name);
     }
     if (t.type === 'custom') {
@@ -129,7 +173,8 @@ function checkBody(body: AgentBody): void {
     }
   }
   for (const [i, s] of body.mcp_servers.entries()) {
-    if (!referenced.has(s.name)) throw badRequest(`mcp_servers.${i}: ${s.name} is not used by any mcp_toolset in tools`);
+    if (!referenced.has(s.name))
+      throw badRequest(`mcp_servers.${i}: ${s.name} is not used by any mcp_toolset in tools`);
   }
 }
 
@@ -147,7 +192,13 @@ function toAgent(r: AgentRow<AgentBody>, latest: boolean): ApiAgent {
 }
 
 /** One agent of the workspace at `version` (default: the latest), or a 404. */
-export async function getAgent(db: Queryable, workspaceId: string, id: string, version?: number, lock = false): Promise<ApiAgent> {
+export async function getAgent(
+  db: Queryable,
+  workspaceId: string,
+  id: string,
+  version?: number,
+  lock = false,
+): Promise<ApiAgent> {
   const row = await findAgent<AgentBody>(db, workspaceId, id, version ?? null, lock);
   if (!row) {
     if (version !== undefined && (await agentExists(db, workspaceId, id))) {
@@ -172,27 +223,31 @@ async function checkServerUrls(deps: ApiDeps, servers: readonly { url: string }[
 
 export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
   const { db } = deps;
-  app.post('/v1/agents', { schema: { operationId: 'createAgent', body: AgentCreateSchema, response: { 200: AgentSchema } } }, async (req) => {
-    const p = req.body;
-    const body: AgentBody = {
-      name: p.name,
-      description: p.description || null,
-      model: resolveModel(p.model),
-      system: p.system || null,
-      tools: resolveTools(p.tools ?? []),
-      mcp_servers: p.mcp_servers ?? [],
-      skills: [],
-      multiagent: null,
-      execution_identity: { type: 'service_account' },
-      metadata: p.metadata ?? {},
-    };
-    checkBody(body);
-    await checkServerUrls(deps, body.mcp_servers);
-    const id = newId('agent');
-    const now = new Date();
-    await insertAgent(db, req.workspaceId, id, body, now);
-    return getAgent(db, req.workspaceId, id);
-  });
+  app.post(
+    '/v1/agents',
+    { schema: { operationId: 'createAgent', body: AgentCreateSchema, response: { 200: AgentSchema } } },
+    async (req) => {
+      const p = req.body;
+      const body: AgentBody = {
+        name: p.name,
+        description: p.description || null,
+        model: resolveModel(p.model),
+        system: p.system || null,
+        tools: resolveTools(p.tools ?? []),
+        mcp_servers: p.mcp_servers ?? [],
+        skills: [],
+        multiagent: null,
+        execution_identity: { type: 'service_account' },
+        metadata: p.metadata ?? {},
+      };
+      checkBody(body);
+      await checkServerUrls(deps, body.mcp_servers);
+      const id = newId('agent');
+      const now = new Date();
+      await insertAgent(db, req.workspaceId, id, body, now);
+      return getAgent(db, req.workspaceId, id);
+    },
+  );
 
   app.get(
     '/v1/agents/:agent_id',
@@ -200,69 +255,112 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
       schema: {
         operationId: 'retrieveAgent',
         params: AgentPathSchema,
-        querystring: z.strictObject({ version: z.coerce.number({ error: 'version must be an integer' }).int('version must be an integer').min(1, 'version must be at least 1').max(2 ** 31 - 1).optional() }),
+        querystring: z.strictObject({
+          version: z.coerce
+            .number({ error: 'version must be an integer' })
+            .int('version must be an integer')
+            .min(1, 'version must be at least 1')
+            .max(2 ** 31 - 1)
+            .optional(),
+        }),
         response: { 200: AgentSchema },
       },
     },
     async (req) => getAgent(db, req.workspaceId, req.params.agent_id, req.query.version),
   );
 
-  app.post('/v1/agents/:agent_id', { schema: { operationId: 'updateAgent', params: AgentPathSchema, body: AgentUpdateSchema, response: { 200: AgentSchema } } }, async (req) => {
-    const p = req.body;
-    const id = req.params.agent_id;
-    // Before the row is locked: resolving a name may take a moment.
-    if (p.mcp_servers) await checkServerUrls(deps, p.mcp_servers);
-    return db.transaction(async (tx) => {
-      const current = await getAgent(tx, req.workspaceId, id, undefined, true);
-      if (p.version !== undefined && p.version !== current.version) {
-        throw conflict(`version ${p.version} is stale: agent ${id} is at version ${current.version}`);
-      }
-      if (current.archived_at) throw badRequest(`agent ${id} is archived and cannot be changed`);
-      const next: AgentBody = {
-        name: p.name ?? current.name,
-        description: p.description === undefined ? current.description : p.description || null,
-        model: p.model === undefined ? current.model : resolveModel(p.model),
-        system: p.system === undefined ? current.system : p.system || null,
-        tools: p.tools === undefined ? current.tools : resolveTools(p.tools ?? []),
-        mcp_servers: p.mcp_servers === undefined ? current.mcp_servers : (p.mcp_servers ?? []),
-        skills: [],
-        multiagent: null,
-        execution_identity: { type: 'service_account' },
-        metadata: applyMetadataPatch(current.metadata, p.metadata),
-      };
-      checkBody(next);
-      const before = AgentBodySchema.parse(current);
-      if (JSON.stringify(before) === JSON.stringify(AgentBodySchema.parse(next))) return current;
-      const now = new Date();
-      const version = current.version + 1;
-      await insertAgentVersion(tx, id, version, next, now);
-      return getAgent(tx, req.workspaceId, id);
-    });
-  });
+  app.post(
+    '/v1/agents/:agent_id',
+    {
+      schema: {
+        operationId: 'updateAgent',
+        params: AgentPathSchema,
+        body: AgentUpdateSchema,
+        response: { 200: AgentSchema },
+      },
+    },
+    async (req) => {
+      const p = req.body;
+      const id = req.params.agent_id;
+      // Before the row is locked: resolving a name may take a moment.
+      if (p.mcp_servers) await checkServerUrls(deps, p.mcp_servers);
+      return db.transaction(async (tx) => {
+        const current = await getAgent(tx, req.workspaceId, id, undefined, true);
+        if (p.version !== undefined && p.version !== current.version) {
+          throw conflict(`version ${p.version} is stale: agent ${id} is at version ${current.version}`);
+        }
+        if (current.archived_at) throw badRequest(`agent ${id} is archived and cannot be changed`);
+        const next: AgentBody = {
+          name: p.name ?? current.name,
+          description: p.description === undefined ? current.description : p.description || null,
+          model: p.model === undefined ? current.model : resolveModel(p.model),
+          system: p.system === undefined ? current.system : p.system || null,
+          tools: p.tools === undefined ? current.tools : resolveTools(p.tools ?? []),
+          mcp_servers: p.mcp_servers === undefined ? current.mcp_servers : (p.mcp_servers ?? []),
+          skills: [],
+          multiagent: null,
+          execution_identity: { type: 'service_account' },
+          metadata: applyMetadataPatch(current.metadata, p.metadata),
+        };
+        checkBody(next);
+        const before = AgentBodySchema.parse(current);
+        if (JSON.stringify(before) === JSON.stringify(AgentBodySchema.parse(next))) return current;
+        const now = new Date();
+        const version = current.version + 1;
+        await insertAgentVersion(tx, id, version, next, now);
+        return getAgent(tx, req.workspaceId, id);
+      });
+    },
+  );
 
-  app.get('/v1/agents', { schema: { operationId: 'listAgents', querystring: AgentListQuerySchema, response: { 200: pageSchema(AgentSchema) } } }, async (req) => {
-    const q = req.query;
-    const filters = filterDigest({ include_archived: q.include_archived ?? false, gte: q['created_at[gte]'], lte: q['created_at[lte]'] });
-    const rows = await listAgents<AgentBody>(db, req.workspaceId, {
-      before: cursorPos(q.page, filters) ?? null,
-      includeArchived: q.include_archived ?? false,
-      createdGte: q['created_at[gte]'] ?? null,
-      createdLte: q['created_at[lte]'] ?? null,
-      limit: q.limit + 1,
-    });
-    return toPage(rows, q.limit, (r) => toAgent(r, true), filters);
-  });
+  app.get(
+    '/v1/agents',
+    {
+      schema: {
+        operationId: 'listAgents',
+        querystring: AgentListQuerySchema,
+        response: { 200: pageSchema(AgentSchema) },
+      },
+    },
+    async (req) => {
+      const q = req.query;
+      const filters = filterDigest({
+        include_archived: q.include_archived ?? false,
+        gte: q['created_at[gte]'],
+        lte: q['created_at[lte]'],
+      });
+      const rows = await listAgents<AgentBody>(db, req.workspaceId, {
+        before: cursorPos(q.page, filters) ?? null,
+        includeArchived: q.include_archived ?? false,
+        createdGte: q['created_at[gte]'] ?? null,
+        createdLte: q['created_at[lte]'] ?? null,
+        limit: q.limit + 1,
+      });
+      return toPage(rows, q.limit, (r) => toAgent(r, true), filters);
+    },
+  );
 
-  app.post('/v1/agents/:agent_id/archive', { schema: { operationId: 'archiveAgent', params: AgentPathSchema, response: { 200: AgentSchema } } }, async (req) => {
-    const id = req.params.agent_id;
-    await getAgent(db, req.workspaceId, id);
-    await archiveAgent(db, req.workspaceId, id);
-    return getAgent(db, req.workspaceId, id);
-  });
+  app.post(
+    '/v1/agents/:agent_id/archive',
+    { schema: { operationId: 'archiveAgent', params: AgentPathSchema, response: { 200: AgentSchema } } },
+    async (req) => {
+      const id = req.params.agent_id;
+      await getAgent(db, req.workspaceId, id);
+      await archiveAgent(db, req.workspaceId, id);
+      return getAgent(db, req.workspaceId, id);
+    },
+  );
 
   app.get(
     '/v1/agents/:agent_id/versions',
-    { schema: { operationId: 'listAgentVersions', params: AgentPathSchema, querystring: PageQuerySchema, response: { 200: pageSchema(AgentSchema) } } },
+    {
+      schema: {
+        operationId: 'listAgentVersions',
+        params: AgentPathSchema,
+        querystring: PageQuerySchema,
+        response: { 200: pageSchema(AgentSchema) },
+      },
+    },
     async (req) => {
       const q = req.query;
       const id = req.params.agent_id;

@@ -16,7 +16,11 @@ export type ErrorType = (typeof ERROR_TYPES)[number];
 export const ErrorEnvelopeSchema = z
   .object({
     type: z.literal('error'),
-    error: z.object({ type: z.string(), message: z.string(), details: z.object({ error_code: z.string() }).optional() }),
+    error: z.object({
+      type: z.string(),
+      message: z.string(),
+      details: z.object({ error_code: z.string() }).optional(),
+    }),
     request_id: z.string(),
   })
   .meta({ id: 'ErrorResponse' });
@@ -32,7 +36,9 @@ export class ApiError extends PlatformError {
   }
 }
 
-export const badRequest = (message: string, errorCode?: string) => new ApiError(400, 'invalid_request_error', message, { errorCode });
+export const badRequest = (message: string, errorCode?: string) =>
+  new ApiError(400, 'invalid_request_error', message, { errorCode });
 export const notFound = (what: string, id: string) => new ApiError(404, 'not_found_error', `${what} ${id} not found`);
 /** A real conflict: the SDK must not resend it, so `x-should-retry: false`. */
-export const conflict = (message: string) => new ApiError(409, 'invalid_request_error', message, { headers: { 'x-should-retry': 'false' } });
+export const conflict = (message: string) =>
+  new ApiError(409, 'invalid_request_error', message, { headers: { 'x-should-retry': 'false' } });

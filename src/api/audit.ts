@@ -54,11 +54,17 @@ const TYPES: Record<string, string> = {
  * POST to a collection creates, POST to an item updates, `/archive` archives, DELETE deletes, and events.send sends
  * events to its session. Undefined for anything else (reads, and routes outside these resources).
  */
-export function auditedAction(method: string, route: string, params: Record<string, string>, body: unknown): Omit<AuditEntry, 'workspaceId' | 'apiKeyId' | 'requestId'> | undefined {
+export function auditedAction(
+  method: string,
+  route: string,
+  params: Record<string, string>,
+  body: unknown,
+): Omit<AuditEntry, 'workspaceId' | 'apiKeyId' | 'requestId'> | undefined {
   if (method !== 'POST' && method !== 'DELETE') return undefined;
   const parts = route.replace(/^\/v1\//, '').split('/');
   const ids = parts.filter((p) => p.startsWith(':')).map((p) => params[p.slice(1)]);
-  if (parts[parts.length - 1] === 'events' && parts[0] === 'sessions' && method === 'POST') return { action: 'events_sent', resourceType: 'session', resourceId: ids[0] };
+  if (parts[parts.length - 1] === 'events' && parts[0] === 'sessions' && method === 'POST')
+    return { action: 'events_sent', resourceType: 'session', resourceId: ids[0] };
   let action: AuditAction;
   let last = parts[parts.length - 1];
   if (last === 'archive' && method === 'POST') {
@@ -91,13 +97,25 @@ function parsed(payload: unknown): unknown {
 export function auditHook(app: ApiApp, db: Db, log: (m: string) => void): void {
   app.addHook('onSend', async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     if (reply.statusCode >= 300 || !req.workspaceId || !req.routeOptions.url?.startsWith('/v1/')) return payload;
-    const what = auditedAction(req.method, req.routeOptions.url, (req.params ?? {}) as Record<string, string>, parsed(payload));
+    const what = auditedAction(
+      req.method,
+      req.routeOptions.url,
+      (req.params ?? {}) as Record<string, string>,
+      parsed(payload),
+    );
     if (!what) return payload;
     try {
-      await recordAudit(db, { ...what, workspaceId: req.workspaceId, apiKeyId: req.apiKeyId ?? null, requestId: req.id });
+      await recordAudit(db, {
+        ...what,
+        workspaceId: req.workspaceId,
+        apiKeyId: req.apiKeyId ?? null,
+        requestId: req.id,
+      });
     } catch (e) {
       // The change is made; the response says so. The log names what went unrecorded (ids only).
-      log(`api: audit record of ${what.action} ${what.resourceType} ${what.resourceId} (${req.id}) failed: ${(e as Error).message.split('\n')[0]}`);
+      log(
+        `api: audit record of ${what.action} ${what.resourceType} ${what.resourceId} (${req.id}) failed: ${(e as Error).message.split('\n')[0]}`,
+      );
     }
     return payload;
   });

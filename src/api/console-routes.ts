@@ -12,8 +12,13 @@ import { CONSOLE_STATIC } from '../console/bundle-paths';
 export const CONSOLE_PATH = '/console';
 
 /** Only this origin, for scripts, styles and requests alike; no frames. */
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
-const TYPES: Record<string, string> = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+};
 
 interface Asset {
   body: Buffer;
@@ -35,7 +40,10 @@ function loadBundle(dir: string): Map<string, Asset> {
 }
 
 function secure(reply: FastifyReply): FastifyReply {
-  return reply.header('content-security-policy', CSP).header('x-content-type-options', 'nosniff').header('referrer-policy', 'no-referrer');
+  return reply
+    .header('content-security-policy', CSP)
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'no-referrer');
 }
 
 function send(req: FastifyRequest, reply: FastifyReply, asset: Asset, cache: string): FastifyReply {
@@ -50,13 +58,21 @@ export function consoleRoutes(app: ApiApp, opts: { prices?: PriceTable; dir?: st
   const prices = opts.prices ?? DEFAULT_PRICES;
   const page = async (req: FastifyRequest, reply: FastifyReply) => {
     const index = bundle.get('index.html');
-    if (!index) return secure(reply).code(503).type('text/plain; charset=utf-8').send('The console is not built: run `npm run build`.\n');
+    if (!index)
+      return secure(reply)
+        .code(503)
+        .type('text/plain; charset=utf-8')
+        .send('The console is not built: run `npm run build`.\n');
     return send(req, reply, index, 'no-cache');
   };
-  for (const url of [CONSOLE_PATH, `${CONSOLE_PATH}/`, `${CONSOLE_PATH}/new`, `${CONSOLE_PATH}/sessions/:session_id`]) app.get(url, { schema: { hide: true } }, page);
+  for (const url of [CONSOLE_PATH, `${CONSOLE_PATH}/`, `${CONSOLE_PATH}/new`, `${CONSOLE_PATH}/sessions/:session_id`])
+    app.get(url, { schema: { hide: true } }, page);
   // Only the bundle's own names: a request for anything else is the API's 404.
   for (const [name, asset] of bundle) {
-    if (name !== 'index.html') app.get(`${CONSOLE_PATH}/static/${name}`, { schema: { hide: true } }, async (req, reply) => send(req, reply, asset, 'no-cache'));
+    if (name !== 'index.html')
+      app.get(`${CONSOLE_PATH}/static/${name}`, { schema: { hide: true } }, async (req, reply) =>
+        send(req, reply, asset, 'no-cache'),
+      );
   }
   // List prices are no secret; the console needs them to show cost, and they follow MODEL_PRICES.
   app.get(`${CONSOLE_PATH}/prices.json`, { schema: { hide: true } }, async (_req, reply) => secure(reply).send(prices));

@@ -2,11 +2,33 @@
 // recipe's bridge network (recorded as a loosening when a sandbox starts); `limited` with no allowed hosts is no
 // network at all. What the platform cannot honour yet (allowed hosts, package managers, packages, self-hosted) is a 400.
 import { z } from 'zod';
-import { IdSchema, MetadataPatchSchema, MetadataSchema, ArchivableQuerySchema, applyMetadataPatch, cursorPos, filterDigest, iso, isoOrNull, newId, pageSchema, toPage } from './shared-fields';
+import {
+  IdSchema,
+  MetadataPatchSchema,
+  MetadataSchema,
+  ArchivableQuerySchema,
+  applyMetadataPatch,
+  cursorPos,
+  filterDigest,
+  iso,
+  isoOrNull,
+  newId,
+  pageSchema,
+  toPage,
+} from './shared-fields';
 import type { ApiApp, ApiDeps } from './route-context';
 import { ApiError, badRequest, conflict } from './api-error';
 import type { Queryable } from '../storage/db';
-import { archiveEnvironment, deleteEnvironment, environmentInUse, findEnvironment, insertEnvironment, listEnvironments, updateEnvironment, type EnvironmentRow } from '../storage/repos/environments-repo';
+import {
+  archiveEnvironment,
+  deleteEnvironment,
+  environmentInUse,
+  findEnvironment,
+  insertEnvironment,
+  listEnvironments,
+  updateEnvironment,
+  type EnvironmentRow,
+} from '../storage/repos/environments-repo';
 
 const PACKAGE_MANAGERS = ['apt', 'cargo', 'gem', 'go', 'npm', 'pip'] as const;
 
@@ -31,11 +53,20 @@ const PackagesParamsSchema = z.strictObject({
 });
 
 const ConfigParamsSchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('cloud'), networking: NetworkingParamsSchema.nullish(), packages: PackagesParamsSchema.nullish() }),
+  z.strictObject({
+    type: z.literal('cloud'),
+    networking: NetworkingParamsSchema.nullish(),
+    packages: PackagesParamsSchema.nullish(),
+  }),
   z.strictObject({ type: z.literal('self_hosted') }),
 ]);
 
-const LimitedNetworkSchema = z.object({ type: z.literal('limited'), allowed_hosts: z.array(z.string()), allow_mcp_servers: z.boolean(), allow_package_managers: z.boolean() });
+const LimitedNetworkSchema = z.object({
+  type: z.literal('limited'),
+  allowed_hosts: z.array(z.string()),
+  allow_mcp_servers: z.boolean(),
+  allow_package_managers: z.boolean(),
+});
 const CloudConfigSchema = z.object({
   type: z.literal('cloud'),
   networking: z.union([z.object({ type: z.literal('unrestricted') }), LimitedNetworkSchema]),
@@ -67,28 +98,59 @@ export const EnvironmentSchema = z
   .meta({ id: 'Environment' });
 export type ApiEnvironment = z.infer<typeof EnvironmentSchema>;
 
-const NO_NETWORK: CloudConfig['networking'] = { type: 'limited', allowed_hosts: [], allow_mcp_servers: false, allow_package_managers: false };
-const NO_PACKAGES: CloudConfig['packages'] = { type: 'packages', apt: [], cargo: [], gem: [], go: [], npm: [], pip: [] };
+const NO_NETWORK: CloudConfig['networking'] = {
+  type: 'limited',
+  allowed_hosts: [],
+  allow_mcp_servers: false,
+  allow_package_managers: false,
+};
+const NO_PACKAGES: CloudConfig['packages'] = {
+  type: 'packages',
+  apt: [],
+  cargo: [],
+  gem: [],
+  go: [],
+  npm: [],
+  pip: [],
+};
 const DEFAULT_CONFIG: CloudConfig = { type: 'cloud', networking: NO_NETWORK, packages: NO_PACKAGES };
 
 /** The resolved config for `params` on top of `current` (omitted fields keep their values), or a 400 saying what is not supported. */
-function resolveConfig(params: z.infer<typeof ConfigParamsSchema> | null | undefined, current: CloudConfig = DEFAULT_CONFIG): CloudConfig {
+function resolveConfig(
+  params: z.infer<typeof ConfigParamsSchema> | null | undefined,
+  current: CloudConfig = DEFAULT_CONFIG,
+): CloudConfig {
   if (params === null || params === undefined) return current;
-  if (params.type === 'self_hosted') throw badRequest('config.type: self_hosted environments are not supported yet; use cloud');
+  if (params.type === 'self_hosted')
+    throw badRequest('config.type: self_hosted environments are not supported yet; use cloud');
   let networking = current.networking;
   if (params.networking) {
     const n = params.networking;
     if (n.type === 'unrestricted') networking = n;
     else {
-      if ((n.allowed_hosts ?? []).length > 0) throw badRequest('config.networking.allowed_hosts is not supported yet: sandboxes have no egress allowlist; use limited with no allowed_hosts (no network) or unrestricted');
-      if (n.allow_package_managers) throw badRequest('config.networking.allow_package_managers is not supported yet: sandboxes have no egress allowlist');
+      if ((n.allowed_hosts ?? []).length > 0)
+        throw badRequest(
+          'config.networking.allowed_hosts is not supported yet: sandboxes have no egress allowlist; use limited with no allowed_hosts (no network) or unrestricted',
+        );
+      if (n.allow_package_managers)
+        throw badRequest(
+          'config.networking.allow_package_managers is not supported yet: sandboxes have no egress allowlist',
+        );
       // MCP servers are reached by the tools workers, never from the sandbox, so this flag changes nothing there.
-      networking = { type: 'limited', allowed_hosts: [], allow_mcp_servers: n.allow_mcp_servers ?? false, allow_package_managers: false };
+      networking = {
+        type: 'limited',
+        allowed_hosts: [],
+        allow_mcp_servers: n.allow_mcp_servers ?? false,
+        allow_package_managers: false,
+      };
     }
   }
   if (params.packages) {
     const listed = PACKAGE_MANAGERS.filter((m) => (params.packages?.[m] ?? []).length > 0);
-    if (listed.length > 0) throw badRequest(`config.packages.${listed[0]} is not supported yet: packages need an image build on the hands host; use an image that has them`);
+    if (listed.length > 0)
+      throw badRequest(
+        `config.packages.${listed[0]} is not supported yet: packages need an image build on the hands host; use an image that has them`,
+      );
   }
   return { type: 'cloud', networking, packages: NO_PACKAGES };
 }
@@ -115,14 +177,18 @@ function toEnvironment(r: EnvironmentRow<CloudConfig>): ApiEnvironment {
 
 export async function getEnvironment(db: Queryable, workspaceId: string, id: string): Promise<ApiEnvironment> {
   const row = await findEnvironment<CloudConfig>(db, workspaceId, id);
-  if (!row) throw new ApiError(404, 'not_found_error', `environment ${id} not found`, { errorCode: 'environment_not_found' });
+  if (!row)
+    throw new ApiError(404, 'not_found_error', `environment ${id} not found`, { errorCode: 'environment_not_found' });
   return toEnvironment(row);
 }
 
 const isUniqueViolation = (e: unknown) => (e as { code?: string })?.code === '23505';
 const duplicateName = (name: string) => conflict(`an environment named ${name} already exists in this workspace`);
 
-const ScopeSchema = z.enum(['organization', 'account']).nullish().refine((v) => v !== 'account', 'scope account is not supported; use organization');
+const ScopeSchema = z
+  .enum(['organization', 'account'])
+  .nullish()
+  .refine((v) => v !== 'account', 'scope account is not supported; use organization');
 const EnvPathSchema = z.object({ environment_id: IdSchema });
 
 export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
@@ -147,7 +213,13 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
       const id = newId('env');
       const now = new Date();
       try {
-        await insertEnvironment(db, req.workspaceId, id, { name: p.name, description: p.description ?? null, config, metadata: p.metadata ?? {} }, now);
+        await insertEnvironment(
+          db,
+          req.workspaceId,
+          id,
+          { name: p.name, description: p.description ?? null, config, metadata: p.metadata ?? {} },
+          now,
+        );
       } catch (e) {
         if (isUniqueViolation(e)) throw duplicateName(p.name);
         throw e;
@@ -156,8 +228,10 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
     },
   );
 
-  app.get('/v1/environments/:environment_id', { schema: { operationId: 'retrieveEnvironment', params: EnvPathSchema, response: { 200: EnvironmentSchema } } }, async (req) =>
-    getEnvironment(db, req.workspaceId, req.params.environment_id),
+  app.get(
+    '/v1/environments/:environment_id',
+    { schema: { operationId: 'retrieveEnvironment', params: EnvPathSchema, response: { 200: EnvironmentSchema } } },
+    async (req) => getEnvironment(db, req.workspaceId, req.params.environment_id),
   );
 
   app.post(
@@ -180,8 +254,10 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
       const p = req.body;
       const id = req.params.environment_id;
       const current = await getEnvironment(db, req.workspaceId, id);
-      if (current.archived_at) throw badRequest(`environment ${id} is archived and cannot be changed`, 'environment_archived');
-      if (p.config?.type === 'self_hosted') throw badRequest('config.type cannot change from cloud to self_hosted', 'invalid_config_type_change');
+      if (current.archived_at)
+        throw badRequest(`environment ${id} is archived and cannot be changed`, 'environment_archived');
+      if (p.config?.type === 'self_hosted')
+        throw badRequest('config.type cannot change from cloud to self_hosted', 'invalid_config_type_change');
       const name = p.name ?? current.name;
       try {
         await updateEnvironment(db, req.workspaceId, id, {
@@ -198,23 +274,49 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
     },
   );
 
-  app.get('/v1/environments', { schema: { operationId: 'listEnvironments', querystring: ArchivableQuerySchema, response: { 200: pageSchema(EnvironmentSchema) } } }, async (req) => {
-    const q = req.query;
-    const filters = filterDigest({ include_archived: q.include_archived ?? false });
-    const rows = await listEnvironments<CloudConfig>(db, req.workspaceId, cursorPos(q.page, filters) ?? null, q.include_archived ?? false, q.limit + 1);
-    return toPage(rows, q.limit, toEnvironment, filters);
-  });
+  app.get(
+    '/v1/environments',
+    {
+      schema: {
+        operationId: 'listEnvironments',
+        querystring: ArchivableQuerySchema,
+        response: { 200: pageSchema(EnvironmentSchema) },
+      },
+    },
+    async (req) => {
+      const q = req.query;
+      const filters = filterDigest({ include_archived: q.include_archived ?? false });
+      const rows = await listEnvironments<CloudConfig>(
+        db,
+        req.workspaceId,
+        cursorPos(q.page, filters) ?? null,
+        q.include_archived ?? false,
+        q.limit + 1,
+      );
+      return toPage(rows, q.limit, toEnvironment, filters);
+    },
+  );
 
-  app.post('/v1/environments/:environment_id/archive', { schema: { operationId: 'archiveEnvironment', params: EnvPathSchema, response: { 200: EnvironmentSchema } } }, async (req) => {
-    const id = req.params.environment_id;
-    await getEnvironment(db, req.workspaceId, id);
-    await archiveEnvironment(db, req.workspaceId, id);
-    return getEnvironment(db, req.workspaceId, id);
-  });
+  app.post(
+    '/v1/environments/:environment_id/archive',
+    { schema: { operationId: 'archiveEnvironment', params: EnvPathSchema, response: { 200: EnvironmentSchema } } },
+    async (req) => {
+      const id = req.params.environment_id;
+      await getEnvironment(db, req.workspaceId, id);
+      await archiveEnvironment(db, req.workspaceId, id);
+      return getEnvironment(db, req.workspaceId, id);
+    },
+  );
 
   app.delete(
     '/v1/environments/:environment_id',
-    { schema: { operationId: 'deleteEnvironment', params: EnvPathSchema, response: { 200: z.object({ id: z.string(), type: z.literal('environment_deleted') }) } } },
+    {
+      schema: {
+        operationId: 'deleteEnvironment',
+        params: EnvPathSchema,
+        response: { 200: z.object({ id: z.string(), type: z.literal('environment_deleted') }) },
+      },
+    },
     async (req) => {
       const id = req.params.environment_id;
       await getEnvironment(db, req.workspaceId, id);

@@ -21,10 +21,16 @@ export function parseRateLimit(v: string): Quotas['rate'] {
   return { max: Number(m[1]), windowMs: (m[2] ? Math.max(1, Number(m[2])) : 60) * 1000 };
 }
 
-export function quotasFrom(config: Pick<Config, 'API_RATE_LIMIT' | 'API_SESSION_QUOTA' | 'API_EVENTS_PER_SEND'>): Quotas {
+export function quotasFrom(
+  config: Pick<Config, 'API_RATE_LIMIT' | 'API_SESSION_QUOTA' | 'API_EVENTS_PER_SEND'>,
+): Quotas {
   const sessions = offOrCount(config.API_SESSION_QUOTA);
   const rate = parseRateLimit(config.API_RATE_LIMIT);
-  return { ...(rate ? { rate } : {}), ...(sessions ? { sessions } : {}), eventsPerSend: Number(config.API_EVENTS_PER_SEND) };
+  return {
+    ...(rate ? { rate } : {}),
+    ...(sessions ? { sessions } : {}),
+    eventsPerSend: Number(config.API_EVENTS_PER_SEND),
+  };
 }
 
 export const eventsPerSend = (deps: ApiDeps) => deps.quotas?.eventsPerSend ?? DEFAULT_EVENTS_PER_SEND;
@@ -44,7 +50,11 @@ export async function registerRateLimit(app: ApiApp, quotas: Quotas | undefined)
     keyGenerator: (req) => req.apiKeyId ?? '',
     allowList: (req) => !req.apiKeyId,
     errorResponseBuilder: (_req, ctx) =>
-      new ApiError(429, 'rate_limit_error', `this API key is over its rate limit of ${ctx.max} requests per ${rate.windowMs / 1000} s (API_RATE_LIMIT); retry after ${ctx.after}`),
+      new ApiError(
+        429,
+        'rate_limit_error',
+        `this API key is over its rate limit of ${ctx.max} requests per ${rate.windowMs / 1000} s (API_RATE_LIMIT); retry after ${ctx.after}`,
+      ),
   });
 }
 
@@ -57,7 +67,12 @@ const STARTING_GRACE_SECONDS = 60;
  * the open rows are checked against Temporal first: a session whose workflow has closed (ended, failed, terminated
  * outside the API) is marked ended and frees its slot. A refused create stores nothing.
  */
-export async function withSessionSlot<T>(deps: ApiDeps, client: Client, workspaceId: string, insert: (tx: Queryable) => Promise<T>): Promise<T> {
+export async function withSessionSlot<T>(
+  deps: ApiDeps,
+  client: Client,
+  workspaceId: string,
+  insert: (tx: Queryable) => Promise<T>,
+): Promise<T> {
   const quota = deps.quotas?.sessions;
   if (!quota) return insert(deps.db);
   return deps.db.transaction(async (tx) => {
@@ -68,9 +83,14 @@ export async function withSessionSlot<T>(deps: ApiDeps, client: Client, workspac
       open = await countOpenSessions(tx, workspaceId);
     }
     if (open >= quota) {
-      throw new ApiError(429, 'rate_limit_error', `this workspace has ${open} open sessions, its quota (API_SESSION_QUOTA ${quota}); end, archive or delete one first`, {
-        headers: { 'x-should-retry': 'false' },
-      });
+      throw new ApiError(
+        429,
+        'rate_limit_error',
+        `this workspace has ${open} open sessions, its quota (API_SESSION_QUOTA ${quota}); end, archive or delete one first`,
+        {
+          headers: { 'x-should-retry': 'false' },
+        },
+      );
     }
     return insert(tx);
   });

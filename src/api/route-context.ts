@@ -1,5 +1,11 @@
 // What every route is given: the fastify instance typed for zod schemas, and the storage behind it.
-import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Client } from '@temporalio/client';
 import type { SessionArchive } from '../archive';
@@ -8,7 +14,13 @@ import type { PriceTable } from '../observability/pricing';
 import type { Db } from '../storage/db';
 import type { EgressGate } from '../egress';
 
-export type ApiApp = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, ZodTypeProvider>;
+export type ApiApp = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  ZodTypeProvider
+>;
 
 /** What one workspace may use (src/api/quotas.ts). */
 export interface Quotas {

@@ -2,7 +2,15 @@
 // generates GET /v1/openapi.json), API-key auth scoped to a workspace, and the API's error envelope for every error.
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyError, type FastifyReply } from 'fastify';
-import { hasZodFastifySchemaValidationErrors, isResponseSerializationError, jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import {
+  hasZodFastifySchemaValidationErrors,
+  isResponseSerializationError,
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
 import type { Config } from '../config';
 import { egressGate } from '../egress';
 import { consoleRoutes } from './console-routes';
@@ -41,7 +49,8 @@ function errorTypeFor(status: number): ErrorType {
 /** `/tools/0/name` → `tools.0.name`, with the part of the request it came from when that is not the body. */
 function fieldOf(context: string | undefined, instancePath: string): string {
   const path = instancePath.replace(/^\//, '').replace(/\//g, '.');
-  const where = context === 'querystring' ? 'query' : context === 'params' ? 'path' : context === 'headers' ? 'header' : 'body';
+  const where =
+    context === 'querystring' ? 'query' : context === 'params' ? 'path' : context === 'headers' ? 'header' : 'body';
   if (where === 'body') return path || 'body';
   return path ? `${where} parameter ${path}` : where;
 }
@@ -61,7 +70,11 @@ function presentedKey(headers: Record<string, string | string[] | undefined>): s
 }
 
 /** Builds the server over `deps` (not listening yet). */
-export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = () => undefined, sessions?: SessionDeps): Promise<ApiApp> {
+export async function buildApiServer(
+  deps: ApiDeps,
+  log: (m: string) => void = () => undefined,
+  sessions?: SessionDeps,
+): Promise<ApiApp> {
   const app = Fastify({
     logger: false,
     bodyLimit: BODY_LIMIT,
@@ -69,13 +82,22 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     return503OnClosing: true,
     // A URL the router cannot take (bad encoding, an over-long id) gets the envelope too, never fastify's own body.
     frameworkErrors: (err, req, reply) => {
-      (reply as unknown as FastifyReply).code(400).header('request-id', req.id).send({ type: 'error', error: { type: 'invalid_request_error', message: `bad request URL: ${err.message}` }, request_id: req.id });
+      (reply as unknown as FastifyReply)
+        .code(400)
+        .header('request-id', req.id)
+        .send({
+          type: 'error',
+          error: { type: 'invalid_request_error', message: `bad request URL: ${err.message}` },
+          request_id: req.id,
+        });
     },
   }).withTypeProvider<ZodTypeProvider>();
   // The route table, for docs/api.md's compatibility table (scripts/api-compat.ts).
   const routes: ApiRoute[] = [];
   app.addHook('onRoute', (r) => {
-    for (const method of [r.method].flat()) if (method !== 'HEAD') routes.push({ method, url: r.url, ...(r.config?.refused ? { refused: r.config.refused } : {}) });
+    for (const method of [r.method].flat())
+      if (method !== 'HEAD')
+        routes.push({ method, url: r.url, ...(r.config?.refused ? { refused: r.config.refused } : {}) });
   });
   app.decorate('apiRoutes', routes);
   app.setValidatorCompiler(validatorCompiler);
@@ -85,7 +107,12 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     openapi: {
       openapi: '3.1.0',
       info: { title: 'managed-agents: Managed Agents API', version: MANAGED_AGENTS_BETA },
-      components: { securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' }, bearer: { type: 'http', scheme: 'bearer' } } },
+      components: {
+        securitySchemes: {
+          apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key' },
+          bearer: { type: 'http', scheme: 'bearer' },
+        },
+      },
       security: [{ apiKey: [] }, { bearer: [] }],
     },
     transform: jsonSchemaTransform,
@@ -101,12 +128,19 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     if (req.is404 || path === OPENAPI_PATH || !path.startsWith('/v1/')) return;
     const key = presentedKey(req.headers);
     const who = key ? await authenticate(deps.db, key) : undefined;
-    if (!who) throw new ApiError(401, 'authentication_error', key ? 'invalid API key' : 'an API key is required: send it as x-api-key or Authorization: Bearer');
+    if (!who)
+      throw new ApiError(
+        401,
+        'authentication_error',
+        key ? 'invalid API key' : 'an API key is required: send it as x-api-key or Authorization: Bearer',
+      );
     const wanted = req.headers['anthropic-workspace-id'];
-    if (typeof wanted === 'string' && wanted && wanted !== who.workspaceId) throw new ApiError(403, 'permission_error', `this API key belongs to another workspace than ${wanted}`);
+    if (typeof wanted === 'string' && wanted && wanted !== who.workspaceId)
+      throw new ApiError(403, 'permission_error', `this API key belongs to another workspace than ${wanted}`);
     const beta = req.headers['anthropic-beta'];
     const betas = (Array.isArray(beta) ? beta.join(',') : (beta ?? '')).split(',').map((b) => b.trim());
-    if (!betas.includes(MANAGED_AGENTS_BETA)) throw new ApiError(400, 'invalid_request_error', `the anthropic-beta header must include ${MANAGED_AGENTS_BETA}`);
+    if (!betas.includes(MANAGED_AGENTS_BETA))
+      throw new ApiError(400, 'invalid_request_error', `the anthropic-beta header must include ${MANAGED_AGENTS_BETA}`);
     req.workspaceId = who.workspaceId;
     req.workspace = who.workspace;
     req.apiKeyId = who.keyId;
@@ -117,7 +151,11 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
 
   // Before any route's schema: a string PostgreSQL cannot store, or JSON nested past reason, is a 400 naming its field.
   app.addHook('preValidation', async (req) => {
-    for (const [context, value] of [['body', req.body], ['querystring', req.query], ['params', req.params]] as const) {
+    for (const [context, value] of [
+      ['body', req.body],
+      ['querystring', req.query],
+      ['params', req.params],
+    ] as const) {
       const bad = findUnstorable(value);
       if (bad) throw badRequest(unstorableMessage(fieldOf(context, bad.pointer), bad));
     }
@@ -128,9 +166,15 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
     if (req.is404 || !req.url.startsWith('/v1/')) return;
     const schema = req.routeOptions.schema;
     const keys = Object.keys((req.query ?? {}) as object);
-    if (!schema?.querystring && keys.length > 0) throw new ApiError(400, 'invalid_request_error', `query: ${unknownKeys(keys, 'parameter')}`);
+    if (!schema?.querystring && keys.length > 0)
+      throw new ApiError(400, 'invalid_request_error', `query: ${unknownKeys(keys, 'parameter')}`);
     const body = req.body as unknown;
-    if (!schema?.body && body !== undefined && body !== null && !(typeof body === 'object' && Object.keys(body).length === 0)) {
+    if (
+      !schema?.body &&
+      body !== undefined &&
+      body !== null &&
+      !(typeof body === 'object' && Object.keys(body).length === 0)
+    ) {
       throw new ApiError(400, 'invalid_request_error', `body: ${req.method} ${req.routeOptions.url} takes no body`);
     }
   });
@@ -150,7 +194,10 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
       type = 'invalid_request_error';
       message = err.validation
         .slice(0, 5)
-        .map((v) => `${fieldOf(err.validationContext, v.instancePath)}: ${v.keyword === 'unrecognized_keys' ? unknownKeys((v.params as { keys?: string[] }).keys ?? [], err.validationContext === 'querystring' ? 'parameter' : 'field') : v.message}`)
+        .map(
+          (v) =>
+            `${fieldOf(err.validationContext, v.instancePath)}: ${v.keyword === 'unrecognized_keys' ? unknownKeys((v.params as { keys?: string[] }).keys ?? [], err.validationContext === 'querystring' ? 'parameter' : 'field') : v.message}`,
+        )
         .join('; ');
     } else if (down) {
       // Temporal or the database is unreachable: nothing was done, and the same request may succeed later.
@@ -174,11 +221,22 @@ export async function buildApiServer(deps: ApiDeps, log: (m: string) => void = (
       .code(status)
       .header('request-id', req.id)
       .type('application/json')
-      .send({ type: 'error', error: { type, message, ...(errorCode ? { details: { error_code: errorCode } } : {}) }, request_id: req.id });
+      .send({
+        type: 'error',
+        error: { type, message, ...(errorCode ? { details: { error_code: errorCode } } : {}) },
+        request_id: req.id,
+      });
   });
 
   app.setNotFoundHandler((req, reply) => {
-    reply.code(404).header('request-id', req.id).send({ type: 'error', error: { type: 'not_found_error', message: `no route ${req.method} ${req.url.split('?')[0]}` }, request_id: req.id });
+    reply
+      .code(404)
+      .header('request-id', req.id)
+      .send({
+        type: 'error',
+        error: { type: 'not_found_error', message: `no route ${req.method} ${req.url.split('?')[0]}` },
+        request_id: req.id,
+      });
   });
 
   agentRoutes(app, deps);
@@ -214,9 +272,19 @@ async function sessionDepsFor(config: Config, db: Db): Promise<SessionDeps> {
   const codecKey = loadCodecKey(config);
   const dataConverter = createDataConverter(codecKey);
   const { clientInterceptors } = await import('../log/query-retry');
-  const client = new Client({ connection: Connection.lazy(clientConnectionOptions(config)), namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
+  const client = new Client({
+    connection: Connection.lazy(clientConnectionOptions(config)),
+    namespace: config.TEMPORAL_NAMESPACE,
+    dataConverter,
+    interceptors: clientInterceptors,
+  });
   const archive = sessionArchive(config, dataConverter, db);
-  return { client, archive, log: new ArchivedSessionLog(archive, new LiveSessionLog(client)), streamKey: parseCodecKeys(codecKey).current.key };
+  return {
+    client,
+    archive,
+    log: new ArchivedSessionLog(archive, new LiveSessionLog(client)),
+    streamKey: parseCodecKeys(codecKey).current.key,
+  };
 }
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'EPIPE']);
@@ -227,10 +295,21 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOST
  * class 08, or the server shutting down, 57P0x).
  */
 function dependencyDown(err: unknown): string | undefined {
-  for (let e = err as { code?: unknown; cause?: unknown; name?: string; message?: string } | undefined, depth = 0; e && depth < 6; e = e.cause as typeof e, depth++) {
+  for (
+    let e = err as { code?: unknown; cause?: unknown; name?: string; message?: string } | undefined, depth = 0;
+    e && depth < 6;
+    e = e.cause as typeof e, depth++
+  ) {
     const code = e.code;
     // gRPC UNAVAILABLE (14), DEADLINE_EXCEEDED (4: a query no worker answered in time), RESOURCE_EXHAUSTED (8).
-    if (code === 14 || code === 4 || code === 8 || e.name === 'TransportError' || /failed to connect|connection refused|transport error/i.test(e.message ?? '')) return 'Temporal';
+    if (
+      code === 14 ||
+      code === 4 ||
+      code === 8 ||
+      e.name === 'TransportError' ||
+      /failed to connect|connection refused|transport error/i.test(e.message ?? '')
+    )
+      return 'Temporal';
     if (typeof code === 'string' && (/^08/.test(code) || /^57P0/.test(code))) return 'the database';
     if (typeof code === 'string' && NETWORK_CODES.has(code)) return 'a dependency';
   }
@@ -241,13 +320,28 @@ function dependencyDown(err: unknown): string | undefined {
  * Opens storage (migrating it), and serves the API on `listen` (HOST:PORT; default API_LISTEN). Sessions run on
  * the Temporal the config names, unless `sessions` is given.
  */
-export async function startApiServer(config: Config, log: (m: string) => void, listen = config.API_LISTEN, sessions?: SessionDeps): Promise<RunningApi> {
+export async function startApiServer(
+  config: Config,
+  log: (m: string) => void,
+  listen = config.API_LISTEN,
+  sessions?: SessionDeps,
+): Promise<RunningApi> {
   const db = await openDb({ databaseUrl: config.DATABASE_URL, dataDir: config.dataDir });
   try {
     const vaultPublicKey = await loadVaultPublicKey(config);
     const prices = parsePriceTable(config.MODEL_PRICES);
     const egress = await egressGate(config);
-    const app = await buildApiServer({ db, vaultPublicKey, egress, quotas: quotasFrom(config), ...('table' in prices ? { prices: prices.table } : {}) }, log, sessions ?? (await sessionDepsFor(config, db)));
+    const app = await buildApiServer(
+      {
+        db,
+        vaultPublicKey,
+        egress,
+        quotas: quotasFrom(config),
+        ...('table' in prices ? { prices: prices.table } : {}),
+      },
+      log,
+      sessions ?? (await sessionDepsFor(config, db)),
+    );
     const colon = listen.lastIndexOf(':');
     const host = listen.slice(0, colon).replace(/^\[|\]$/g, '');
     await app.listen({ host, port: Number(listen.slice(colon + 1)) });

@@ -25,14 +25,24 @@ export function iso(v: unknown): string {
 export const isoOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : iso(v));
 
 export const MetadataSchema = z
-  .record(z.string().min(1, 'metadata keys must not be empty').max(64, 'metadata keys are at most 64 characters'), z.string().max(512, 'metadata values are at most 512 characters'))
+  .record(
+    z.string().min(1, 'metadata keys must not be empty').max(64, 'metadata keys are at most 64 characters'),
+    z.string().max(512, 'metadata values are at most 512 characters'),
+  )
   .refine((m) => Object.keys(m).length <= 16, 'metadata holds at most 16 keys');
 export type Metadata = z.infer<typeof MetadataSchema>;
 
 /** On update, metadata is a patch: a string upserts a key, `null` deletes it. */
-export const MetadataPatchSchema = z.record(z.string().min(1).max(64, 'metadata keys are at most 64 characters'), z.string().max(512, 'metadata values are at most 512 characters').nullable());
+export const MetadataPatchSchema = z.record(
+  z.string().min(1).max(64, 'metadata keys are at most 64 characters'),
+  z.string().max(512, 'metadata values are at most 512 characters').nullable(),
+);
 
-export function applyMetadataPatch(current: Metadata, patch: Record<string, string | null> | null | undefined, deleteEmpty = false): Metadata {
+export function applyMetadataPatch(
+  current: Metadata,
+  patch: Record<string, string | null> | null | undefined,
+  deleteEmpty = false,
+): Metadata {
   if (!patch) return current;
   const next: Metadata = { ...current };
   for (const [k, v] of Object.entries(patch)) {
@@ -43,21 +53,29 @@ export function applyMetadataPatch(current: Metadata, patch: Record<string, stri
   return next;
 }
 
-export const booleanQuery = z.enum(['true', 'false'], { error: 'must be true or false' }).transform((v) => v === 'true');
+export const booleanQuery = z
+  .enum(['true', 'false'], { error: 'must be true or false' })
+  .transform((v) => v === 'true');
 
 /** A cursor as sent: long enough for ours, short enough to never cost anything to refuse. */
 const PageParamSchema = z.string().max(512, 'page is not a cursor this API returned');
 
 /** `limit` and `page`, and nothing else: a parameter a list does not take is refused by name, never dropped. */
 export const PageQuerySchema = z.strictObject({
-  limit: z.coerce.number({ error: 'limit must be an integer' }).int('limit must be an integer').min(1, 'limit must be at least 1').max(1000, 'limit must be at most 1000').default(20),
+  limit: z.coerce
+    .number({ error: 'limit must be an integer' })
+    .int('limit must be an integer')
+    .min(1, 'limit must be at least 1')
+    .max(1000, 'limit must be at most 1000')
+    .default(20),
   page: PageParamSchema.optional(),
 });
 /** A list of resources that can be archived. */
 export const ArchivableQuerySchema = PageQuerySchema.extend({ include_archived: booleanQuery.optional() });
 
 /** A repeatable query parameter (`types[]=a&types[]=b`): one value arrives as a string, several as an array. */
-export const repeated = <T extends z.ZodType>(item: T, max: number) => z.preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(item).max(max));
+export const repeated = <T extends z.ZodType>(item: T, max: number) =>
+  z.preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(item).max(max));
 
 /**
  * An RFC 3339 time in a `created_at[...]` filter, as PostgreSQL can compare it: normalised to UTC, and refused
@@ -66,7 +84,10 @@ export const repeated = <T extends z.ZodType>(item: T, max: number) => z.preproc
 export const TimeQuerySchema = z.iso
   .datetime({ offset: true, error: 'must be an RFC 3339 time such as 2026-04-01T00:00:00Z' })
   .transform((v) => new Date(v))
-  .refine((d) => !Number.isNaN(d.getTime()) && d.getUTCFullYear() >= 1 && d.getUTCFullYear() <= 9999, 'must be an RFC 3339 time between the years 1 and 9999')
+  .refine(
+    (d) => !Number.isNaN(d.getTime()) && d.getUTCFullYear() >= 1 && d.getUTCFullYear() <= 9999,
+    'must be an RFC 3339 time between the years 1 and 9999',
+  )
   .transform((d) => d.toISOString());
 
 /** `{data, next_page}`, the SDK's `PageCursor`. */
@@ -108,7 +129,15 @@ export function filterDigest(filters: Record<string, unknown>): string | undefin
 }
 
 export function encodeCursor(c: Cursor, order: Order, filters?: string): string {
-  return Buffer.from(JSON.stringify({ k: c.key, o: order, ...(c.back ? { b: 1 } : {}), ...(filters ? { f: filters } : {}), ...(c.id ? { i: c.id } : {}) })).toString('base64url');
+  return Buffer.from(
+    JSON.stringify({
+      k: c.key,
+      o: order,
+      ...(c.back ? { b: 1 } : {}),
+      ...(filters ? { f: filters } : {}),
+      ...(c.id ? { i: c.id } : {}),
+    }),
+  ).toString('base64url');
 }
 
 /** The cursor `page` holds, checked against the request's order and filters; undefined for the first page. */
@@ -121,8 +150,12 @@ export function decodeCursor(page: string | undefined, order: Order, filters?: s
   } catch {
     throw badRequest('page is not a cursor this API returned');
   }
-  if (c.o !== order) throw badRequest(`page was returned for order=${c.o}; send order=${c.o} with it, or leave out page to start over`);
-  if (c.f !== filters) throw badRequest('page was returned for other filters; send the same filters with it, or leave out page to start over');
+  if (c.o !== order)
+    throw badRequest(`page was returned for order=${c.o}; send order=${c.o} with it, or leave out page to start over`);
+  if (c.f !== filters)
+    throw badRequest(
+      'page was returned for other filters; send the same filters with it, or leave out page to start over',
+    );
   return { key: c.k, back: c.b === 1, ...(c.i ? { id: c.i } : {}) };
 }
 
@@ -134,9 +167,17 @@ export function cursorPos(page: string | undefined, filters?: string): number | 
 }
 
 /** Given rows fetched newest first with `limit + 1`, the page and the cursor to the next one. */
-export function toPage<R extends { pos: number }, T>(rows: R[], limit: number, map: (r: R) => T, filters?: string): { data: T[]; next_page: string | null } {
+export function toPage<R extends { pos: number }, T>(
+  rows: R[],
+  limit: number,
+  map: (r: R) => T,
+  filters?: string,
+): { data: T[]; next_page: string | null } {
   const more = rows.length > limit;
   const shown = rows.slice(0, limit);
   const last = shown[shown.length - 1];
-  return { data: shown.map(map), next_page: more && last ? encodeCursor({ key: last.pos, back: false }, 'desc', filters) : null };
+  return {
+    data: shown.map(map),
+    next_page: more && last ? encodeCursor({ key: last.pos, back: false }, 'desc', filters) : null,
+  };
 }

@@ -23,7 +23,10 @@ interface At {
 function pointer(at: At | undefined): string {
   const steps: string[] = [];
   for (let a = at; a; a = a.up) steps.push(a.step);
-  return steps.reverse().map((s) => `/${s}`).join('');
+  return steps
+    .reverse()
+    .map((s) => `/${s}`)
+    .join('');
 }
 
 export type Unstorable = { pointer: string; problem: 'text' | 'key' | 'depth' };
@@ -42,8 +45,10 @@ export function findUnstorable(value: unknown): Unstorable | undefined {
     } else if (v !== null && typeof v === 'object') {
       if (depth >= MAX_DEPTH) return { pointer: pointer(at), problem: 'depth' };
       const entries = Object.entries(v);
-      if (!Array.isArray(v)) for (const [k] of entries) if (unstorable(k)) return { pointer: pointer(at), problem: 'key' };
-      for (let i = entries.length - 1; i >= 0; i--) stack.push([entries[i][1], { up: at, step: entries[i][0], depth: depth + 1 }]);
+      if (!Array.isArray(v))
+        for (const [k] of entries) if (unstorable(k)) return { pointer: pointer(at), problem: 'key' };
+      for (let i = entries.length - 1; i >= 0; i--)
+        stack.push([entries[i][1], { up: at, step: entries[i][0], depth: depth + 1 }]);
     }
   }
   return undefined;

@@ -4,7 +4,16 @@ import path from 'node:path';
 import type { DataConverter } from '@temporalio/common';
 import { z } from 'zod';
 import type { SessionEvent } from '../session/events';
-import { SegmentCache, decodeEvents, decodeValue, encodeValue, segmentOf, sliceSegment, type Segment, type SessionArchive } from './segment';
+import {
+  SegmentCache,
+  decodeEvents,
+  decodeValue,
+  encodeValue,
+  segmentOf,
+  sliceSegment,
+  type Segment,
+  type SessionArchive,
+} from './segment';
 
 const LinkSchema = z.object({ sessionId: z.string().min(1) }).strict();
 const pad = (n: number) => String(n).padStart(12, '0');
@@ -59,7 +68,12 @@ export class FileSessionArchive implements SessionArchive {
       if (!m) continue;
       const range = { fromSeq: Number(m[1]), throughSeq: Number(m[2]) };
       if (m[3] === 'events') out.push({ kind: 'events', ...range });
-      else out.push({ kind: 'link', ...range, sessionId: await this.linkTarget(path.join(this.sessionDir(sessionId), name)) });
+      else
+        out.push({
+          kind: 'link',
+          ...range,
+          sessionId: await this.linkTarget(path.join(this.sessionDir(sessionId), name)),
+        });
     }
     return out;
   }

@@ -17,9 +17,16 @@ export type { Segment, SessionArchive } from './segment';
  * DATABASE_URL (through `db` when the process has it open already, else a pool opened on first use and released
  * by close()), or DATA_DIR/archive for the embedded default.
  */
-export function sessionArchive(config: Pick<Config, 'dataDir' | 'DATABASE_URL'>, dataConverter: DataConverter, db?: Db): SessionArchive {
+export function sessionArchive(
+  config: Pick<Config, 'dataDir' | 'DATABASE_URL'>,
+  dataConverter: DataConverter,
+  db?: Db,
+): SessionArchive {
   const url = config.DATABASE_URL;
   if (!url) return new FileSessionArchive(path.join(config.dataDir, 'archive'), dataConverter);
   if (db?.kind === 'postgres') return new PostgresSessionArchive(db, dataConverter);
-  return new PostgresSessionArchive(async () => (await import('../storage/db')).openDb({ databaseUrl: url, dataDir: config.dataDir }), dataConverter);
+  return new PostgresSessionArchive(
+    async () => (await import('../storage/db')).openDb({ databaseUrl: url, dataDir: config.dataDir }),
+    dataConverter,
+  );
 }

@@ -3,7 +3,15 @@
 import type { DataConverter } from '@temporalio/common';
 import type { Db, Queryable } from '../storage/db';
 import type { SessionEvent } from '../session/events';
-import { SegmentCache, decodeEvents, encodeValue, segmentOf, sliceSegment, type Segment, type SessionArchive } from './segment';
+import {
+  SegmentCache,
+  decodeEvents,
+  encodeValue,
+  segmentOf,
+  sliceSegment,
+  type Segment,
+  type SessionArchive,
+} from './segment';
 
 interface Row {
   from_seq: number;
@@ -17,11 +25,16 @@ const COLUMNS = 'from_seq, through_seq, kind, link_session_id';
 const SEAL_LOCK = 0x6d617263;
 
 const toSegment = (r: Row): Segment =>
-  r.kind === 'link' ? { kind: 'link', fromSeq: r.from_seq, throughSeq: r.through_seq, sessionId: r.link_session_id! } : { kind: 'events', fromSeq: r.from_seq, throughSeq: r.through_seq };
+  r.kind === 'link'
+    ? { kind: 'link', fromSeq: r.from_seq, throughSeq: r.through_seq, sessionId: r.link_session_id! }
+    : { kind: 'events', fromSeq: r.from_seq, throughSeq: r.through_seq };
 
 /** The segment of `sessionId` holding `seq`: segments never overlap, so it is the one starting nearest below. */
 async function covering(q: Queryable, sessionId: string, seq: number): Promise<Segment | undefined> {
-  const [row] = await q.query<Row>(`select ${COLUMNS} from archive_segments where session_id = $1 and from_seq <= $2 order by from_seq desc limit 1`, [sessionId, seq]);
+  const [row] = await q.query<Row>(
+    `select ${COLUMNS} from archive_segments where session_id = $1 and from_seq <= $2 order by from_seq desc limit 1`,
+    [sessionId, seq],
+  );
   return row && row.through_seq >= seq ? toSegment(row) : undefined;
 }
 
@@ -80,19 +93,21 @@ export class PostgresSessionArchive implements SessionArchive {
           rest = rest.slice(held.throughSeq + 1 - from);
           continue;
         }
-        const [next] = await tx.query<{ from_seq: number }>('select from_seq from archive_segments where session_id = $1 and from_seq > $2 and from_seq <= $3 order by from_seq limit 1', [
-          sessionId,
-          from,
-          rest[rest.length - 1].seq,
-        ]);
+        const [next] = await tx.query<{ from_seq: number }>(
+          'select from_seq from archive_segments where session_id = $1 and from_seq > $2 and from_seq <= $3 order by from_seq limit 1',
+          [sessionId, from, rest[rest.length - 1].seq],
+        );
         const part = next ? rest.slice(0, next.from_seq - from) : rest;
         const payload = part === events ? whole : await encodeValue(this.dataConverter, part);
-        await tx.query(`insert into archive_segments (session_id, from_seq, through_seq, kind, payload) values ($1, $2, $3, 'events', $4) on conflict (session_id, from_seq) do nothing`, [
-          sessionId,
-          from,
-          from + part.length - 1,
-          Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
-        ]);
+        await tx.query(
+          `insert into archive_segments (session_id, from_seq, through_seq, kind, payload) values ($1, $2, $3, 'events', $4) on conflict (session_id, from_seq) do nothing`,
+          [
+            sessionId,
+            from,
+            from + part.length - 1,
+            Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
+          ],
+        );
         rest = rest.slice(part.length);
       }
     });
@@ -102,17 +117,19 @@ export class PostgresSessionArchive implements SessionArchive {
   async link(sessionId: string, source: { sessionId: string; throughSeq: number }): Promise<Segment> {
     const segment: Segment = { kind: 'link', fromSeq: 0, throughSeq: source.throughSeq, sessionId: source.sessionId };
     const db = await this.conn();
-    await db.query(`insert into archive_segments (session_id, from_seq, through_seq, kind, link_session_id) values ($1, 0, $2, 'link', $3) on conflict (session_id, from_seq) do nothing`, [
-      sessionId,
-      source.throughSeq,
-      source.sessionId,
-    ]);
+    await db.query(
+      `insert into archive_segments (session_id, from_seq, through_seq, kind, link_session_id) values ($1, 0, $2, 'link', $3) on conflict (session_id, from_seq) do nothing`,
+      [sessionId, source.throughSeq, source.sessionId],
+    );
     return segment;
   }
 
   async segments(sessionId: string): Promise<Segment[]> {
     const db = await this.conn();
-    const rows = await db.query<Row>(`select ${COLUMNS} from archive_segments where session_id = $1 order by from_seq`, [sessionId]);
+    const rows = await db.query<Row>(
+      `select ${COLUMNS} from archive_segments where session_id = $1 order by from_seq`,
+      [sessionId],
+    );
     return rows.map(toSegment);
   }
 
@@ -151,7 +168,8 @@ export class PostgresSessionArchive implements SessionArchive {
         `select encode(payload, 'base64') as payload, through_seq from archive_segments where session_id = $1 and from_seq = $2 and kind = 'events'`,
         [sessionId, segment.fromSeq],
       );
-      if (!row || row.through_seq !== segment.throughSeq) throw new Error(`session ${sessionId} has no sealed segment ${segment.fromSeq}..${segment.throughSeq}`);
+      if (!row || row.through_seq !== segment.throughSeq)
+        throw new Error(`session ${sessionId} has no sealed segment ${segment.fromSeq}..${segment.throughSeq}`);
       const bytes = Buffer.from(row.payload, 'base64');
       events = await decodeEvents(this.dataConverter, bytes);
       this.cache.set(key, events, bytes.length);

@@ -87,7 +87,8 @@ export class SegmentCache {
     this.delete(key);
     this.entries.set(key, { events, bytes });
     this.bytes += bytes;
-    while (this.entries.size > 1 && (this.entries.size > this.maxEntries || this.bytes > this.maxBytes)) this.delete(this.entries.keys().next().value as string);
+    while (this.entries.size > 1 && (this.entries.size > this.maxEntries || this.bytes > this.maxBytes))
+      this.delete(this.entries.keys().next().value as string);
   }
 
   /** Drops every entry whose key starts with `prefix` (the segments of a deleted session). */

@@ -38,7 +38,7 @@ export interface CallModelInput {
 }
 
 /** Either the model's reply, or (with `compact`) a request to compact the window first. */
-export type CallModelResult = ModelReply & { compact?: undefined } | { compact: { cutSeq: number; tokens: number } };
+export type CallModelResult = (ModelReply & { compact?: undefined }) | { compact: { cutSeq: number; tokens: number } };
 
 export interface CompactInput extends CallModelInput {
   window: ContextWindow;
@@ -104,14 +104,20 @@ export function createActivities(deps: ActivityDeps) {
   };
 
   /** Streams one request, heartbeating on a timer (a slow first byte is not a dead worker). */
-  const stream = async (req: Parameters<ModelClient['createMessage']>[0], idleMs = DEFAULT_STREAM_IDLE_MS, live?: Publisher): Promise<ModelReply> => {
+  const stream = async (
+    req: Parameters<ModelClient['createMessage']>[0],
+    idleMs = DEFAULT_STREAM_IDLE_MS,
+    live?: Publisher,
+  ): Promise<ModelReply> => {
     const ctx = Context.current();
     let first = true;
     // The timer alone heartbeats: a stream that stalls is the idle timer's business, a dead worker the server's.
     // A local call has no heartbeat: its worker's death times out the workflow task that runs it.
     const beating = !ctx.info.isLocal;
     if (beating) ctx.heartbeat();
-    const beat = beating ? setInterval(() => ctx.heartbeat(), heartbeatEveryMs(ctx.info.heartbeatTimeoutMs)) : undefined;
+    const beat = beating
+      ? setInterval(() => ctx.heartbeat(), heartbeatEveryMs(ctx.info.heartbeatTimeoutMs))
+      : undefined;
     // A response that stalls (no first byte, or no next event) is abandoned, so the retry policy can try again.
     const abort = new AbortController();
     const onCancel = () => abort.abort(ctx.cancellationSignal.reason);
@@ -140,12 +146,19 @@ export function createActivities(deps: ActivityDeps) {
       });
       const content = ReplyContentSchema.safeParse(reply.content);
       if (!content.success) {
-        throw ApplicationFailure.create({ message: `model returned malformed content: ${content.error.message}`, type: Failure.Model.InvalidOutput });
+        throw ApplicationFailure.create({
+          message: `model returned malformed content: ${content.error.message}`,
+          type: Failure.Model.InvalidOutput,
+        });
       }
       return reply;
     } catch (err) {
       if (ctx.cancellationSignal.aborted) throw ctx.cancellationSignal.reason ?? err;
-      if (stalled) throw ApplicationFailure.create({ message: `the model sent nothing for ${idleMs} ms`, type: Failure.Model.Timeout });
+      if (stalled)
+        throw ApplicationFailure.create({
+          message: `the model sent nothing for ${idleMs} ms`,
+          type: Failure.Model.Timeout,
+        });
       throw toModelFailure(err);
     } finally {
       clearInterval(beat);
@@ -156,12 +169,24 @@ export function createActivities(deps: ActivityDeps) {
   };
 
   /** A local call's window: the events its workflow handed over, after any part from before the run (in the archive). */
-  const handedOver = async (input: CallModelInput & { events: SessionEvent[] }, window: ContextWindow): Promise<SessionEvent[]> => {
+  const handedOver = async (
+    input: CallModelInput & { events: SessionEvent[] },
+    window: ContextWindow,
+  ): Promise<SessionEvent[]> => {
     const first = input.events[0]?.seq ?? input.throughSeq + 1;
-    const before = first > window.fromSeq ? await readEvents(deps.log.inner, input.sessionId, window.fromSeq, first - window.fromSeq) : [];
+    const before =
+      first > window.fromSeq
+        ? await readEvents(deps.log.inner, input.sessionId, window.fromSeq, first - window.fromSeq)
+        : [];
     const events = [...before, ...input.events];
-    if (events.length !== input.throughSeq + 1 - window.fromSeq || events.some((e, i) => e.seq !== window.fromSeq + i)) {
-      throw ApplicationFailure.create({ message: `a local model call got events other than ${window.fromSeq}..${input.throughSeq} of session ${input.sessionId}`, type: Failure.Archive.Incomplete });
+    if (
+      events.length !== input.throughSeq + 1 - window.fromSeq ||
+      events.some((e, i) => e.seq !== window.fromSeq + i)
+    ) {
+      throw ApplicationFailure.create({
+        message: `a local model call got events other than ${window.fromSeq}..${input.throughSeq} of session ${input.sessionId}`,
+        type: Failure.Archive.Incomplete,
+      });
     }
     return events;
   };
@@ -170,26 +195,46 @@ export function createActivities(deps: ActivityDeps) {
     // Before the read: a read that misses the cache queries the run, and a query sent to a dead worker's sticky
     // queue waits there for the sticky timeout.
     await unstick(Context.current());
-    const events = input.events ? await handedOver({ ...input, events: input.events }, window) : await deps.log.readRange(input.sessionId, window.fromSeq, input.throughSeq, input.tail);
-    return { events, built: buildContext({ events, window, system: input.system, tools: input.tools, budgetTokens: input.contextTokens ?? Infinity }) };
+    const events = input.events
+      ? await handedOver({ ...input, events: input.events }, window)
+      : await deps.log.readRange(input.sessionId, window.fromSeq, input.throughSeq, input.tail);
+    return {
+      events,
+      built: buildContext({
+        events,
+        window,
+        system: input.system,
+        tools: input.tools,
+        budgetTokens: input.contextTokens ?? Infinity,
+      }),
+    };
   };
 
   return {
     /** One model call over the session's context window; asks for a compaction first when the window is over budget. */
     async callModel(input: CallModelInput): Promise<CallModelResult> {
       const { built } = await contextOf(input, input.window ?? FULL_WINDOW);
-      if (built.overBudget && built.cutSeq !== undefined) return { compact: { cutSeq: built.cutSeq, tokens: built.tokens } };
+      if (built.overBudget && built.cutSeq !== undefined)
+        return { compact: { cutSeq: built.cutSeq, tokens: built.tokens } };
       // Keyed by the event the reply follows: the watcher shows it until the log has that reply.
-      const live = deps.stream?.open(input.sessionId, { kind: 'model', throughSeq: input.throughSeq }, Context.current().info.attempt);
-      return stream({
-        sessionId: input.sessionId,
-        model: input.model,
-        system: built.system,
-        messages: built.messages,
-        tools: input.tools,
-        maxTokens: input.maxTokens,
-        cache: input.caching === true,
-      }, input.streamIdleMs, live);
+      const live = deps.stream?.open(
+        input.sessionId,
+        { kind: 'model', throughSeq: input.throughSeq },
+        Context.current().info.attempt,
+      );
+      return stream(
+        {
+          sessionId: input.sessionId,
+          model: input.model,
+          system: built.system,
+          messages: built.messages,
+          tools: input.tools,
+          maxTokens: input.maxTokens,
+          cache: input.caching === true,
+        },
+        input.streamIdleMs,
+        live,
+      );
     },
 
     /** Summarises events window.fromSeq .. cutSeq-1 (and the previous summary) with one model call. */
@@ -197,21 +242,28 @@ export function createActivities(deps: ActivityDeps) {
       const { events, built: before } = await contextOf(input, input.window);
       const folded = events.filter((e) => e.seq < input.cutSeq);
       const req = compactionRequest(input.window.summary, folded, MAX_TRANSCRIPT_CHARS);
-      const reply = await stream({
-        sessionId: input.sessionId,
-        model: input.model,
-        system: [req.system],
-        messages: [{ role: 'user', content: [{ type: 'text', text: req.text }] }],
-        tools: [],
-        maxTokens: Math.min(input.maxTokens, 8192),
-        cache: false,
-      }, input.streamIdleMs);
+      const reply = await stream(
+        {
+          sessionId: input.sessionId,
+          model: input.model,
+          system: [req.system],
+          messages: [{ role: 'user', content: [{ type: 'text', text: req.text }] }],
+          tools: [],
+          maxTokens: Math.min(input.maxTokens, 8192),
+          cache: false,
+        },
+        input.streamIdleMs,
+      );
       const summary = reply.content
         .filter((b) => b.type === 'text')
         .map((b) => String(b.text))
         .join('\n')
         .trim();
-      if (!summary) throw ApplicationFailure.create({ message: 'the compaction reply had no text', type: Failure.Model.InvalidOutput });
+      if (!summary)
+        throw ApplicationFailure.create({
+          message: 'the compaction reply had no text',
+          type: Failure.Model.InvalidOutput,
+        });
       const after = buildContext({
         events: events.filter((e) => e.seq >= input.cutSeq),
         window: { fromSeq: input.cutSeq, summary },
@@ -229,24 +281,46 @@ export function createActivities(deps: ActivityDeps) {
      * computed when it scheduled the seal; otherwise the seal fails and is retried until the query answers with
      * the committed events. Histories recorded before the digest pass none.
      */
-    async sealEvents(input: { sessionId: string; fromSeq: number; throughSeq: number; digest?: string }): Promise<{ sealed: number }> {
+    async sealEvents(input: {
+      sessionId: string;
+      fromSeq: number;
+      throughSeq: number;
+      digest?: string;
+    }): Promise<{ sealed: number }> {
       if (input.throughSeq < input.fromSeq) return { sealed: 0 };
-      const events = await readEvents(deps.log.inner, input.sessionId, input.fromSeq, input.throughSeq + 1 - input.fromSeq);
+      const events = await readEvents(
+        deps.log.inner,
+        input.sessionId,
+        input.fromSeq,
+        input.throughSeq + 1 - input.fromSeq,
+      );
       if (events.length !== input.throughSeq + 1 - input.fromSeq) {
-        throw ApplicationFailure.create({ message: `read ${events.length} events of ${input.fromSeq}..${input.throughSeq} to seal`, type: Failure.Archive.Incomplete });
+        throw ApplicationFailure.create({
+          message: `read ${events.length} events of ${input.fromSeq}..${input.throughSeq} to seal`,
+          type: Failure.Archive.Incomplete,
+        });
       }
       if (input.digest !== undefined && eventsDigest(events) !== input.digest) {
-        throw ApplicationFailure.create({ message: `the live run answered events ${input.fromSeq}..${input.throughSeq} other than the ones its history committed`, type: Failure.Archive.Stale });
+        throw ApplicationFailure.create({
+          message: `the live run answered events ${input.fromSeq}..${input.throughSeq} other than the ones its history committed`,
+          type: Failure.Archive.Stale,
+        });
       }
       await deps.archive.seal(input.sessionId, events);
       return { sealed: events.length };
     },
 
     /** The session_events tool for slices that start before the current run: read through the archive. */
-    async readSessionEvents(input: { sessionId: string; input: unknown }): Promise<{ output: string; isError: boolean }> {
+    async readSessionEvents(input: {
+      sessionId: string;
+      input: unknown;
+    }): Promise<{ output: string; isError: boolean }> {
       const p = parseSessionEvents('session_events', input.input);
       if (!p.ok) return p.outcome;
-      const { output, isError } = sliceOutcome(p.slice.from, await readEvents(deps.log.inner, input.sessionId, p.slice.from, p.slice.limit));
+      const { output, isError } = sliceOutcome(
+        p.slice.from,
+        await readEvents(deps.log.inner, input.sessionId, p.slice.from, p.slice.limit),
+      );
       return { output, isError };
     },
   };

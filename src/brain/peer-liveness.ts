@@ -43,13 +43,19 @@ const InflightSchema = z.object({
 export type Inflight = z.infer<typeof InflightSchema>;
 
 export const PeerFrameSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('hello'), instance: z.string(), identity: z.string(), activities: z.array(InflightSchema) }),
+  z.object({
+    type: z.literal('hello'),
+    instance: z.string(),
+    identity: z.string(),
+    activities: z.array(InflightSchema),
+  }),
   z.object({ type: z.literal('started'), activity: InflightSchema }),
   z.object({ type: z.literal('ended'), key: z.string() }),
 ]);
 export type PeerFrame = z.infer<typeof PeerFrameSchema>;
 
-const keyOf = (a: Pick<Inflight, 'workflowId' | 'runId' | 'activityId'>) => `${a.workflowId}\n${a.runId}\n${a.activityId}`;
+const keyOf = (a: Pick<Inflight, 'workflowId' | 'runId' | 'activityId'>) =>
+  `${a.workflowId}\n${a.runId}\n${a.activityId}`;
 
 /** The activities this process is running, as its peers see them. */
 export class InflightActivities {
@@ -66,7 +72,13 @@ export class InflightActivities {
       execute: async (input, next) => {
         const { workflowExecution, activityId, attempt, activityType } = ctx.info;
         if (!workflowExecution) return next(input);
-        const a: Inflight = { workflowId: workflowExecution.workflowId, runId: workflowExecution.runId, activityId, attempt, activityType };
+        const a: Inflight = {
+          workflowId: workflowExecution.workflowId,
+          runId: workflowExecution.runId,
+          activityId,
+          attempt,
+          activityType,
+        };
         const key = keyOf(a);
         this.running.set(key, a);
         this.emit({ type: 'started', activity: a });
@@ -149,7 +161,9 @@ export class PeerWatch {
 
   status(): PeerWatchStatus {
     return {
-      peers: [...this.peers.values()].filter((p) => p.instance).map((p) => ({ identity: p.identity, activities: p.activities.size })),
+      peers: [...this.peers.values()]
+        .filter((p) => p.instance)
+        .map((p) => ({ identity: p.identity, activities: p.activities.size })),
       gone: this.gone,
       failed: this.failed,
     };
@@ -173,7 +187,15 @@ export class PeerWatch {
       const identity = p.identity ?? '';
       const url = streamUrlOf(identity);
       const seen = p.lastAccessTime?.seconds ? Number(p.lastAccessTime.seconds) * 1000 : 0;
-      if (this.stopped || !url || identity === this.o.self.identity || this.peers.has(identity) || this.skipped.has(identity) || now - seen > POLLER_FRESH_MS) continue;
+      if (
+        this.stopped ||
+        !url ||
+        identity === this.o.self.identity ||
+        this.peers.has(identity) ||
+        this.skipped.has(identity) ||
+        now - seen > POLLER_FRESH_MS
+      )
+        continue;
       const peer: Peer = { identity, url, activities: new Map() };
       this.peers.set(identity, peer);
       this.follow(peer);
@@ -222,7 +244,9 @@ export class PeerWatch {
     this.gone++;
     const activities = [...peer.activities.values()];
     if (activities.length === 0) return;
-    this.o.log(`brain worker ${peer.identity} is gone (${why}); retrying its ${activities.length} running activit${activities.length === 1 ? 'y' : 'ies'} on live workers`);
+    this.o.log(
+      `brain worker ${peer.identity} is gone (${why}); retrying its ${activities.length} running activit${activities.length === 1 ? 'y' : 'ies'} on live workers`,
+    );
     await Promise.all(
       Array.from({ length: Math.min(CONCURRENCY, activities.length) }, async () => {
         for (let a = activities.shift(); a; a = activities.shift()) await this.failOne(peer, a, why);
@@ -234,14 +258,19 @@ export class PeerWatch {
   private async failOne(peer: Peer, a: Inflight, why: string): Promise<void> {
     const execution = { workflowId: a.workflowId, runId: a.runId };
     try {
-      const d = await this.o.client.workflowService.describeWorkflowExecution({ namespace: this.o.namespace, execution });
+      const d = await this.o.client.workflowService.describeWorkflowExecution({
+        namespace: this.o.namespace,
+        execution,
+      });
       const p = d.pendingActivities?.find((x) => x.activityId === a.activityId);
       const started = p?.state === temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED;
       // Already retried (its heartbeat timed out first), or started anew elsewhere: not the peer's to fail.
       if (!p || !started || p.attempt !== a.attempt || p.lastWorkerIdentity !== peer.identity) return;
       // First, so that nothing the retry does reaches the gone worker's sticky queue: neither the query by which the
       // retried call reads its context (which would wait there for the sticky timeout) nor the task taking its result.
-      await this.o.client.workflowService.resetStickyTaskQueue({ namespace: this.o.namespace, execution }).catch(() => undefined);
+      await this.o.client.workflowService
+        .resetStickyTaskQueue({ namespace: this.o.namespace, execution })
+        .catch(() => undefined);
       await this.o.client.activity.fail(
         { ...execution, activityId: a.activityId },
         ApplicationFailure.create({
@@ -253,7 +282,9 @@ export class PeerWatch {
       );
       this.failed++;
     } catch (err) {
-      this.o.log(`retrying ${a.activityType} of ${a.workflowId} after its worker left failed: ${(err as Error).message}`);
+      this.o.log(
+        `retrying ${a.activityType} of ${a.workflowId} after its worker left failed: ${(err as Error).message}`,
+      );
     }
   }
 }

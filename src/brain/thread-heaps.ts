@@ -22,7 +22,9 @@ export async function threadHeaps(timeoutMs = 2000): Promise<ThreadHeap[]> {
   const session = new Session();
   session.connect();
   const post = (method: string, params?: object) =>
-    new Promise<unknown>((resolve, reject) => session.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))));
+    new Promise<unknown>((resolve, reject) =>
+      session.post(method, params ?? {}, (err, res) => (err ? reject(err) : resolve(res))),
+    );
   const attached: Attached[] = [];
   const replies = new Map<string, (result: { usedSize: number; totalSize: number }) => void>();
   session.on('NodeWorker.attachedToWorker', (m: { params: Attached }) => attached.push(m.params));
@@ -42,7 +44,10 @@ export async function threadHeaps(timeoutMs = 2000): Promise<ThreadHeap[]> {
               clearTimeout(timer);
               resolve({ title: a.workerInfo.title, usedBytes: r.usedSize, totalBytes: r.totalSize });
             });
-            post('NodeWorker.sendMessageToWorker', { sessionId: a.sessionId, message: JSON.stringify({ id: 1, method: 'Runtime.getHeapUsage' }) }).catch(() => resolve(undefined));
+            post('NodeWorker.sendMessageToWorker', {
+              sessionId: a.sessionId,
+              message: JSON.stringify({ id: 1, method: 'Runtime.getHeapUsage' }),
+            }).catch(() => resolve(undefined));
           }),
       ),
     );

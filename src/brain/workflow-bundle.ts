@@ -56,7 +56,14 @@ export function prebuiltBundle(): { codePath: string } | undefined {
   return { codePath: PREBUILT_BUNDLE };
 }
 
-const quiet = { info() {}, warn() {}, debug() {}, trace() {}, log() {}, error: (m: string) => process.stderr.write(`${m}\n`) } as unknown as BundleOptions['logger'];
+const quiet = {
+  info() {},
+  warn() {},
+  debug() {},
+  trace() {},
+  log() {},
+  error: (m: string) => process.stderr.write(`${m}\n`),
+} as unknown as BundleOptions['logger'];
 
 if (require.main === module) {
   buildWorkflowBundle(quiet).then(

@@ -22,7 +22,9 @@ export async function withApiDb<T>(fn: (db: import('../storage/db').Db) => Promi
 
 /** `agents api-keys create`, `list` and `revoke`. */
 export function apiKeysCommands(program: Command): void {
-  const apiKeys = program.command('api-keys').description('manage API keys; each belongs to one workspace, and sees only its resources');
+  const apiKeys = program
+    .command('api-keys')
+    .description('manage API keys; each belongs to one workspace, and sees only its resources');
   apiKeys
     .command('create')
     .description('make a key in a workspace (created on first use) and print it; it is shown only this once')
@@ -42,7 +44,12 @@ export function apiKeysCommands(program: Command): void {
     .option('--json', 'one JSON object per line')
     .action(async (opts: { json?: boolean }) => {
       const { listApiKeys } = await import('../api/workspace-keys');
-      for (const k of await withApiDb(listApiKeys)) out(opts.json ? JSON.stringify(k) : `${k.id}\t${k.workspace}\t${k.hint}\t${k.created_at}${k.revoked_at ? `\trevoked ${k.revoked_at}` : ''}`);
+      for (const k of await withApiDb(listApiKeys))
+        out(
+          opts.json
+            ? JSON.stringify(k)
+            : `${k.id}\t${k.workspace}\t${k.hint}\t${k.created_at}${k.revoked_at ? `\trevoked ${k.revoked_at}` : ''}`,
+        );
     });
   apiKeys
     .command('revoke')

@@ -22,7 +22,12 @@ export function approvalCommands(program: Command): void {
       .option('--by <name>', 'who decides (recorded; default user)')
       .option('--json', 'print {"seq"} of the approval_resolved event')
       .action(async (id: string, toolUseId: string, opts: { reason?: string; by?: string; json?: boolean }) => {
-        const decision = ResolveToolUseSchema.safeParse({ toolUseId, allow, ...(opts.reason !== undefined ? { reason: opts.reason } : {}), ...(opts.by !== undefined ? { by: opts.by } : {}) });
+        const decision = ResolveToolUseSchema.safeParse({
+          toolUseId,
+          allow,
+          ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+          ...(opts.by !== undefined ? { by: opts.by } : {}),
+        });
         if (!decision.success) throw new CliError(`invalid ${name}: ${formatIssues(decision.error)}`);
         const client = await connect(loadConfig());
         const r = await opError(() => resolveToolUse(client, id, decision.data));
@@ -43,21 +48,30 @@ export function submitCommand(program: Command): void {
     .option('--output-file <file>', 'read the result text from a file (- for stdin)')
     .option('--error', 'the tool failed; the output says how')
     .option('--json', 'print {"seq"} of the tool_result event')
-    .action(async (id: string, toolUseId: string, opts: { output?: string; outputFile?: string; error?: boolean; json?: boolean }) => {
-      if ((opts.output === undefined) === (opts.outputFile === undefined)) throw new CliError('give exactly one of --output and --output-file');
-      let output = opts.output;
-      if (opts.outputFile !== undefined) {
-        try {
-          output = fs.readFileSync(opts.outputFile === '-' ? 0 : opts.outputFile, 'utf8');
-        } catch (e) {
-          throw new CliError(`cannot read ${opts.outputFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    .action(
+      async (
+        id: string,
+        toolUseId: string,
+        opts: { output?: string; outputFile?: string; error?: boolean; json?: boolean },
+      ) => {
+        if ((opts.output === undefined) === (opts.outputFile === undefined))
+          throw new CliError('give exactly one of --output and --output-file');
+        let output = opts.output;
+        if (opts.outputFile !== undefined) {
+          try {
+            output = fs.readFileSync(opts.outputFile === '-' ? 0 : opts.outputFile, 'utf8');
+          } catch (e) {
+            throw new CliError(
+              `cannot read ${opts.outputFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+            );
+          }
         }
-      }
-      const result = SubmitToolResultSchema.safeParse({ toolUseId, output, isError: opts.error === true });
-      if (!result.success) throw new CliError(`invalid submit: ${formatIssues(result.error)}`);
-      const client = await connect(loadConfig());
-      const r = await opError(() => submitToolResult(client, id, result.data));
-      if (opts.json) out(JSON.stringify(r));
-      else err(`submitted the result of ${toolUseId} (event ${r.seq})`);
-    });
+        const result = SubmitToolResultSchema.safeParse({ toolUseId, output, isError: opts.error === true });
+        if (!result.success) throw new CliError(`invalid submit: ${formatIssues(result.error)}`);
+        const client = await connect(loadConfig());
+        const r = await opError(() => submitToolResult(client, id, result.data));
+        if (opts.json) out(JSON.stringify(r));
+        else err(`submitted the result of ${toolUseId} (event ${r.seq})`);
+      },
+    );
 }

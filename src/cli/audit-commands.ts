@@ -6,7 +6,9 @@ import { withApiDb } from './api-key-commands';
 export function auditCommand(program: Command): void {
   program
     .command('audit')
-    .description('show the audit trail: which API key (or the operator) created, updated, archived or deleted what, and when')
+    .description(
+      'show the audit trail: which API key (or the operator) created, updated, archived or deleted what, and when',
+    )
     .option('--workspace <name>', 'only this workspace')
     .option('--limit <n>', 'the newest N records (default 100)', positiveInt)
     .option('--json', 'one JSON object per line')
@@ -18,7 +20,20 @@ export function auditCommand(program: Command): void {
       const records = await withApiDb((db) => listAudit(db, { workspace: opts.workspace, limit: opts.limit ?? 100 }));
       for (const r of records) {
         if (opts.json) out(JSON.stringify(r));
-        else out([r.at, r.workspace, r.api_key_id ?? 'operator', r.action, r.resource_type, r.resource_id, r.parent_id ? `in ${r.parent_id}` : ''].join('\t').trimEnd());
+        else
+          out(
+            [
+              r.at,
+              r.workspace,
+              r.api_key_id ?? 'operator',
+              r.action,
+              r.resource_type,
+              r.resource_id,
+              r.parent_id ? `in ${r.parent_id}` : '',
+            ]
+              .join('\t')
+              .trimEnd(),
+          );
       }
     });
 }

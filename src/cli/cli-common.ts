@@ -19,7 +19,9 @@ import { isWorkflowNotFound } from '../temporal-errors';
 
 export class CliError extends PlatformError {}
 
-const SessionIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'session ids are 1-200 letters, digits, dot, dash or underscore');
+const SessionIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'session ids are 1-200 letters, digits, dot, dash or underscore');
 
 export function sessionId(raw: string): string {
   const r = SessionIdSchema.safeParse(raw);
@@ -28,17 +30,20 @@ export function sessionId(raw: string): string {
 }
 
 export function secretName(raw: string): string {
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(raw)) throw new InvalidArgumentError('names are 1-100 letters, digits, dot, dash or underscore');
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/.test(raw))
+    throw new InvalidArgumentError('names are 1-100 letters, digits, dot, dash or underscore');
   return raw;
 }
 
 export function nonNegativeInt(raw: string): number {
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new InvalidArgumentError(`must be a non-negative integer up to ${Number.MAX_SAFE_INTEGER}`);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(Number(raw)))
+    throw new InvalidArgumentError(`must be a non-negative integer up to ${Number.MAX_SAFE_INTEGER}`);
   return Number(raw);
 }
 
 export function positiveInt(raw: string): number {
-  if (!/^[1-9]\d*$/.test(raw) || !Number.isSafeInteger(Number(raw))) throw new InvalidArgumentError(`must be a positive integer up to ${Number.MAX_SAFE_INTEGER}`);
+  if (!/^[1-9]\d*$/.test(raw) || !Number.isSafeInteger(Number(raw)))
+    throw new InvalidArgumentError(`must be a positive integer up to ${Number.MAX_SAFE_INTEGER}`);
   return Number(raw);
 }
 
@@ -50,7 +55,12 @@ export async function connect(config: Config): Promise<Client> {
   const dataConverter = converterOf(config);
   try {
     const connection = await Connection.connect({ ...clientConnectionOptions(config), connectTimeout: '5s' });
-    return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter, interceptors: clientInterceptors });
+    return new Client({
+      connection,
+      namespace: config.TEMPORAL_NAMESPACE,
+      dataConverter,
+      interceptors: clientInterceptors,
+    });
   } catch (e) {
     throw new CliError(`cannot reach Temporal at ${config.TEMPORAL_ADDRESS}: ${(e as Error).message.split('\n')[0]}`);
   }
@@ -88,7 +98,12 @@ export async function withSession<T>(id: string, fn: () => Promise<T>): Promise<
 }
 
 /** Runs an update and turns its failure into a one-line CLI error. */
-export async function update<Ret, Arg>(client: Client, id: string, def: UpdateDefinition<Ret, [Arg]>, arg: Arg): Promise<Ret> {
+export async function update<Ret, Arg>(
+  client: Client,
+  id: string,
+  def: UpdateDefinition<Ret, [Arg]>,
+  arg: Arg,
+): Promise<Ret> {
   try {
     return await client.workflow.getHandle(id).executeUpdate(def, { args: [arg] });
   } catch (e) {

@@ -3,36 +3,82 @@ import type { Command } from 'commander';
 
 /** Worked examples shown after each command's --help, by command path. */
 const EXAMPLES: Record<string, string[]> = {
-  start: ['agents start "Summarise README.md"', 'agents start --agent coder.yaml --json "Fix the failing test" | jq -r .sessionId', 'agents start --wait "What is 2+2?"   # streams the first turn on stderr'],
+  start: [
+    'agents start "Summarise README.md"',
+    'agents start --agent coder.yaml --json "Fix the failing test" | jq -r .sessionId',
+    'agents start --wait "What is 2+2?"   # streams the first turn on stderr',
+  ],
   send: ['agents send ses-1234 "Now run the tests"', 'agents send ses-1234 "retry-safe" --message-id req-42 --json'],
-  events: ['agents events ses-1234', 'agents events ses-1234 --from 100 --limit 20 --json', 'agents events ses-1234 --follow'],
-  watch: ['agents watch ses-1234', "agents watch ses-1234 --json | jq -c 'select(.seq != null)'   # events only", 'agents watch ses-1234 --no-stream', 'AGENTS_API_URL=http://127.0.0.1:8480 AGENTS_API_KEY_FILE=.data/api-key agents watch sesn_01AB…   # previews relayed by the API'],
+  events: [
+    'agents events ses-1234',
+    'agents events ses-1234 --from 100 --limit 20 --json',
+    'agents events ses-1234 --follow',
+  ],
+  watch: [
+    'agents watch ses-1234',
+    "agents watch ses-1234 --json | jq -c 'select(.seq != null)'   # events only",
+    'agents watch ses-1234 --no-stream',
+    'AGENTS_API_URL=http://127.0.0.1:8480 AGENTS_API_KEY_FILE=.data/api-key agents watch sesn_01AB…   # previews relayed by the API',
+  ],
   status: ['agents status ses-1234', 'agents status ses-1234 --json | jq .usage'],
   list: ['agents list', 'agents list --limit 10 --json'],
   wake: ['agents wake ses-1234', 'agents wake ses-1234 --json'],
-  fork: ['agents fork ses-1234 --at 41 "Try another approach"', 'agents fork ses-1234 --at 41 --sandboxes --id ses-1234-b --json'],
+  fork: [
+    'agents fork ses-1234 --at 41 "Try another approach"',
+    'agents fork ses-1234 --at 41 --sandboxes --id ses-1234-b --json',
+  ],
   interrupt: ['agents interrupt ses-1234 --reason "wrong direction"'],
   end: ['agents end ses-1234', 'agents end ses-1234 --reason done --json'],
-  approve: ['agents approve ses-1234 toolu_01A', 'agents approve ses-1234 toolu_01A --by alice --reason "reviewed the diff" --json'],
-  deny: ['agents deny ses-1234 toolu_01A --reason "no force pushes"', 'agents deny ses-1234 toolu_01A --by alice --reason "wrong branch" --json'],
-  submit: ['agents submit ses-1234 toolu_01B --output "teal"', 'my-form | agents submit ses-1234 toolu_01B --output-file - --json', 'agents submit ses-1234 toolu_01B --output "form closed" --error'],
+  approve: [
+    'agents approve ses-1234 toolu_01A',
+    'agents approve ses-1234 toolu_01A --by alice --reason "reviewed the diff" --json',
+  ],
+  deny: [
+    'agents deny ses-1234 toolu_01A --reason "no force pushes"',
+    'agents deny ses-1234 toolu_01A --by alice --reason "wrong branch" --json',
+  ],
+  submit: [
+    'agents submit ses-1234 toolu_01B --output "teal"',
+    'my-form | agents submit ses-1234 toolu_01B --output-file - --json',
+    'agents submit ses-1234 toolu_01B --output "form closed" --error',
+  ],
   handoff: ['agents handoff ses-1234 main ses-5678', 'agents handoff ses-1234 builder ses-5678 --json'],
-  worker: ['agents worker --role brain', 'agents worker --role brain --task-queue agents-research   # sub-agents with taskQueue: agents-research', 'HANDS_HOST_ID=gpu-1 agents worker --role hands', 'STREAM_LISTEN=0.0.0.0:7400 agents worker --role brain --json'],
-  'files put': ['agents files put ses-1234 ./data.csv data/input.csv', 'agents files put ses-1234 --sandbox builder ./Makefile Makefile --json'],
+  worker: [
+    'agents worker --role brain',
+    'agents worker --role brain --task-queue agents-research   # sub-agents with taskQueue: agents-research',
+    'HANDS_HOST_ID=gpu-1 agents worker --role hands',
+    'STREAM_LISTEN=0.0.0.0:7400 agents worker --role brain --json',
+  ],
+  'files put': [
+    'agents files put ses-1234 ./data.csv data/input.csv',
+    'agents files put ses-1234 --sandbox builder ./Makefile Makefile --json',
+  ],
   'files get': ['agents files get ses-1234 report.md ./report.md'],
-  'vault put': ['printf %s "$GITHUB_TOKEN" | agents vault put git-token', 'agents vault put tracker-oauth --vault team-a < oauth.json'],
+  'vault put': [
+    'printf %s "$GITHUB_TOKEN" | agents vault put git-token',
+    'agents vault put tracker-oauth --vault team-a < oauth.json',
+  ],
   'vault list': ['agents vault list', 'agents vault list --vault team-a --json'],
   'vault rm': ['agents vault rm git-token'],
   dev: ['agents dev', 'agents dev --json   # {"address","uiUrl",...} once up'],
-  'model-server': ['agents model-server --port 8787', 'ANTHROPIC_BASE_URL=$(agents model-server --json | jq -r .url) ...'],
+  'model-server': [
+    'agents model-server --port 8787',
+    'ANTHROPIC_BASE_URL=$(agents model-server --json | jq -r .url) ...',
+  ],
   doctor: ['agents doctor', 'agents doctor --json | jq .'],
   api: ['agents api', 'API_LISTEN=0.0.0.0:8480 DATABASE_URL=postgres://... agents api --json'],
-  'api-keys create': ['agents api-keys create --workspace team-a', 'KEY=$(agents api-keys create --workspace team-a --json | jq -r .key)'],
+  'api-keys create': [
+    'agents api-keys create --workspace team-a',
+    'KEY=$(agents api-keys create --workspace team-a --json | jq -r .key)',
+  ],
   'api-keys list': ['agents api-keys list', 'agents api-keys list --json'],
   'api-keys revoke': ['agents api-keys revoke apikey_01AB…'],
   audit: ['agents audit', 'agents audit --workspace team-a --limit 20 --json'],
   'vault public-key': ['VAULT_PUBLIC_KEY=$(agents vault public-key) agents api'],
-  'codec-server': ['agents codec-server', 'CODEC_SERVER_TOKEN=s3cret agents codec-server --port 8234 --origin https://ui.example'],
+  'codec-server': [
+    'agents codec-server',
+    'CODEC_SERVER_TOKEN=s3cret agents codec-server --port 8234 --origin https://ui.example',
+  ],
 };
 
 /** The program's own --help ends with how output works and a first session. */

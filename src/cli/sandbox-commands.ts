@@ -8,7 +8,9 @@ import { CliError, connect, err, out, sessionId, update, withSession } from './c
 
 /** `agents files put` and `agents files get`. */
 export function filesCommands(program: Command): void {
-  const files = program.command('files').description("copy files into and out of a session's sandbox (provisions it if needed)");
+  const files = program
+    .command('files')
+    .description("copy files into and out of a session's sandbox (provisions it if needed)");
   files
     .command('put')
     .description('copy LOCAL into the sandbox at PATH (relative to the workspace, or absolute inside it)')
@@ -22,14 +24,21 @@ export function filesCommands(program: Command): void {
       try {
         const stat = fs.statSync(local);
         if (!stat.isFile()) throw new CliError(`${local} is not a regular file`);
-        if (stat.size > MAX_FILE_BYTES) throw new CliError(`${local} is ${stat.size} bytes; the limit is ${MAX_FILE_BYTES}`);
+        if (stat.size > MAX_FILE_BYTES)
+          throw new CliError(`${local} is ${stat.size} bytes; the limit is ${MAX_FILE_BYTES}`);
         content = fs.readFileSync(local);
       } catch (e) {
         if (e instanceof CliError) throw e;
         throw new CliError(`cannot read ${local}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
       }
       const client = await connect(loadConfig());
-      const r = await withSession(id, () => update(client, id, putFileUpdate, { sandbox: opts.sandbox, path: target, contentBase64: content.toString('base64') }));
+      const r = await withSession(id, () =>
+        update(client, id, putFileUpdate, {
+          sandbox: opts.sandbox,
+          path: target,
+          contentBase64: content.toString('base64'),
+        }),
+      );
       if (opts.json) out(JSON.stringify({ path: r.path, bytes: r.bytes }));
       err(`wrote ${r.bytes} bytes to ${r.path}`);
     });
@@ -54,10 +63,13 @@ export function filesCommands(program: Command): void {
 export function handoffCommand(program: Command): void {
   program
     .command('handoff')
-    .description("pass one of session FROM's sandboxes to session TO: the container stays on its host, its owner changes, and FROM's later calls to it are denied")
+    .description(
+      "pass one of session FROM's sandboxes to session TO: the container stays on its host, its owner changes, and FROM's later calls to it are denied",
+    )
     .argument('<from>', 'the session that holds the sandbox', sessionId)
     .argument('<sandbox>', 'the sandbox name, e.g. main', (v: string) => {
-      if (!/^[a-z][a-z0-9-]{0,30}$/.test(v)) throw new InvalidArgumentError('sandbox names are lowercase letters, digits and -');
+      if (!/^[a-z][a-z0-9-]{0,30}$/.test(v))
+        throw new InvalidArgumentError('sandbox names are lowercase letters, digits and -');
       return v;
     })
     .argument('<to>', 'the session that receives it', sessionId)
@@ -66,7 +78,8 @@ export function handoffCommand(program: Command): void {
       if (from === to) throw new CliError('a session cannot hand a sandbox to itself');
       const client = await connect(loadConfig());
       const desc = await withSession(to, () => client.workflow.getHandle(to).describe());
-      if (desc.status.name !== 'RUNNING') throw new CliError(`session ${to} is not running (${desc.status.name.toLowerCase()})`);
+      if (desc.status.name !== 'RUNNING')
+        throw new CliError(`session ${to} is not running (${desc.status.name.toLowerCase()})`);
       const r = await withSession(from, () => update(client, from, handoffSandboxUpdate, { sandbox, to }));
       if (opts.json) out(JSON.stringify(r));
       err(`sandbox ${sandbox} (${r.sandboxId.slice(0, 12)}) of ${from} now belongs to ${to}`);

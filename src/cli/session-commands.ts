@@ -19,22 +19,44 @@ import { forkSession, startSessionRun, wakeSession } from '../session-ops';
 import { parsePriceTable } from '../observability/pricing';
 import { formatDuration, sessionCost, sessionStats } from '../observability/session-stats';
 import { AGENT_MODEL_KEY, AGENT_NAME_KEY, SESSION_STATE_KEY } from '../session/search-attributes';
-import { CliError, connect, err, nonNegativeInt, opError, out, parseMessage, positiveInt, sessionId, sessionLog, uiLink, update, withSession } from './cli-common';
+import {
+  CliError,
+  connect,
+  err,
+  nonNegativeInt,
+  opError,
+  out,
+  parseMessage,
+  positiveInt,
+  sessionId,
+  sessionLog,
+  uiLink,
+  update,
+  withSession,
+} from './cli-common';
 import { endsTurn } from '../session/turn-end';
 
-export function loadAgent(file: string | undefined, overrides: { system?: string; model?: string }, config: Config): Agent {
+export function loadAgent(
+  file: string | undefined,
+  overrides: { system?: string; model?: string },
+  config: Config,
+): Agent {
   let raw: Record<string, unknown> = {};
   if (file) {
     let text: string;
     try {
       text = fs.readFileSync(file, 'utf8');
     } catch (e) {
-      throw new CliError(`cannot read agent file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new CliError(
+        `cannot read agent file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
     try {
       raw = (/\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text)) ?? {};
     } catch (e) {
-      throw new CliError(`agent file ${file} is not valid ${/\.json$/i.test(file) ? 'JSON' : 'YAML'}: ${(e as Error).message.split('\n')[0]}`);
+      throw new CliError(
+        `agent file ${file} is not valid ${/\.json$/i.test(file) ? 'JSON' : 'YAML'}: ${(e as Error).message.split('\n')[0]}`,
+      );
     }
     if (typeof raw !== 'object' || Array.isArray(raw)) throw new CliError(`agent file ${file} must hold an object`);
   }
@@ -66,7 +88,10 @@ const endsTurnAfter = (afterSeq: number) => (e: SessionEvent) => e.seq > afterSe
 /** The API relaying live previews, when AGENTS_API_URL names one; it goes with a key. */
 function previewRelay(config: Config): { url: string; apiKey: string } | undefined {
   if (!config.AGENTS_API_URL) return undefined;
-  if (!config.AGENTS_API_KEY) throw new CliError('AGENTS_API_URL needs AGENTS_API_KEY (or AGENTS_API_KEY_FILE): an API key of the session’s workspace');
+  if (!config.AGENTS_API_KEY)
+    throw new CliError(
+      'AGENTS_API_URL needs AGENTS_API_KEY (or AGENTS_API_KEY_FILE): an API key of the session’s workspace',
+    );
   return { url: config.AGENTS_API_URL, apiKey: config.AGENTS_API_KEY };
 }
 
@@ -120,28 +145,41 @@ export function startCommand(program: Command): void {
     .option('--system <text>', 'system prompt (overrides the agent file)')
     .option('--model <model>', 'model name (overrides the agent file)')
     .option('--json', 'print {"sessionId"} on stdout')
-    .option('--wait', "with a message: wait for the first turn to finish, showing its progress on stderr")
+    .option('--wait', 'with a message: wait for the first turn to finish, showing its progress on stderr')
     .argument('[message]', 'first user message')
-    .action(async (message: string | undefined, opts: { id?: string; agent?: string; system?: string; model?: string; json?: boolean; wait?: boolean }) => {
-      const config = loadConfig();
-      const agent = loadAgent(opts.agent, opts, config);
-      const first: SessionInput['message'] = message === undefined ? undefined : parseMessage(message);
-      const id = opts.id ?? `ses-${randomUUID()}`;
-      const client = await connect(config);
-      // A session id names one log for good: an id whose runs are gone may still have it in the archive.
-      if ((await sessionLog(client, config).archive.segments(id)).length > 0) throw new CliError(`session ${id} already exists (its log is in the session archive)`);
-      try {
-        await startSessionRun(client, { workflowId: id, input: { agent, ...(first ? { message: first } : {}) }, agent, firstMessage: first?.text });
-      } catch (e) {
-        if ((e as Error).name === 'WorkflowExecutionAlreadyStartedError') throw new CliError(`session ${id} already exists`);
-        throw e;
-      }
-      err(`Web UI: ${uiLink(config, id)}`);
-      // The turn streams on stderr (a terminal redraws it in place), so stdout still holds only the id.
-      if (opts.wait && first) await follow(client, config, id, { from: 0, stream: true, toStderr: true, until: endsTurnAfter(1) });
-      if (opts.json) out(JSON.stringify({ sessionId: id }));
-      else out(id);
-    });
+    .action(
+      async (
+        message: string | undefined,
+        opts: { id?: string; agent?: string; system?: string; model?: string; json?: boolean; wait?: boolean },
+      ) => {
+        const config = loadConfig();
+        const agent = loadAgent(opts.agent, opts, config);
+        const first: SessionInput['message'] = message === undefined ? undefined : parseMessage(message);
+        const id = opts.id ?? `ses-${randomUUID()}`;
+        const client = await connect(config);
+        // A session id names one log for good: an id whose runs are gone may still have it in the archive.
+        if ((await sessionLog(client, config).archive.segments(id)).length > 0)
+          throw new CliError(`session ${id} already exists (its log is in the session archive)`);
+        try {
+          await startSessionRun(client, {
+            workflowId: id,
+            input: { agent, ...(first ? { message: first } : {}) },
+            agent,
+            firstMessage: first?.text,
+          });
+        } catch (e) {
+          if ((e as Error).name === 'WorkflowExecutionAlreadyStartedError')
+            throw new CliError(`session ${id} already exists`);
+          throw e;
+        }
+        err(`Web UI: ${uiLink(config, id)}`);
+        // The turn streams on stderr (a terminal redraws it in place), so stdout still holds only the id.
+        if (opts.wait && first)
+          await follow(client, config, id, { from: 0, stream: true, toStderr: true, until: endsTurnAfter(1) });
+        if (opts.json) out(JSON.stringify({ sessionId: id }));
+        else out(id);
+      },
+    );
 }
 
 /** `agents send`: a user message, and the seq it was appended at. */
@@ -184,7 +222,8 @@ export function eventsCommand(program: Command): void {
         }
       });
       // Nothing printed: tell an unknown session from a slice past the end.
-      if (n === 0 && (await archive.segments(id)).length === 0) await withSession(id, () => client.workflow.getHandle(id).describe());
+      if (n === 0 && (await archive.segments(id)).length === 0)
+        await withSession(id, () => client.workflow.getHandle(id).describe());
     });
 }
 
@@ -192,10 +231,15 @@ export function eventsCommand(program: Command): void {
 export function watchCommand(program: Command): void {
   program
     .command('watch')
-    .description('follow a session until it ends: its log, and model tokens and tool output live as they are produced (from each worker, or relayed by the API at AGENTS_API_URL with AGENTS_API_KEY)')
+    .description(
+      'follow a session until it ends: its log, and model tokens and tool output live as they are produced (from each worker, or relayed by the API at AGENTS_API_URL with AGENTS_API_KEY)',
+    )
     .argument('<id>', 'session id', sessionId)
     .option('--from <n>', 'first seq', nonNegativeInt, 0)
-    .option('--json', 'one JSON object per line: events (with seq), and {"type":"stream"|"delta",item,...} for live output')
+    .option(
+      '--json',
+      'one JSON object per line: events (with seq), and {"type":"stream"|"delta",item,...} for live output',
+    )
     .option('--no-stream', 'follow the log only, without live deltas')
     .action(async (id: string, opts: { from: number; json?: boolean; stream: boolean }) => {
       const config = loadConfig();
@@ -224,7 +268,9 @@ export function statusCommand(program: Command): void {
         out(`state: ${status.state}`);
         if (stats.model) out(`model: ${stats.model}`);
         if (stats.elapsedMs !== undefined) out(`time: ${formatDuration(stats.elapsedMs)} since ${stats.startedAt}`);
-        out(`cost: ${costUsd === undefined ? `unknown (no price for ${stats.model ?? 'this model'}; set MODEL_PRICES)` : `$${costUsd.toFixed(4)}`}`);
+        out(
+          `cost: ${costUsd === undefined ? `unknown (no price for ${stats.model ?? 'this model'}; set MODEL_PRICES)` : `$${costUsd.toFixed(4)}`}`,
+        );
         out(`model replies: ${stats.modelReplies}; tool calls: ${stats.toolCalls}`);
         out(`tool errors: ${stats.toolErrors} (the tool failed)`);
         out(`infra errors: ${stats.infraErrors} (a sandbox, host or MCP server failed)`);
@@ -232,15 +278,24 @@ export function statusCommand(program: Command): void {
         const sessionErrors = Object.entries(stats.sessionErrors);
         if (sessionErrors.length > 0) out(`session errors: ${sessionErrors.map(([k, n]) => `${n} ${k}`).join(', ')}`);
         out(`lastSeq: ${status.lastSeq}`);
-        if (status.run !== undefined) out(`run: ${status.run} (its events start at seq ${status.firstSeq ?? 0}; earlier ones are in the session archive)`);
+        if (status.run !== undefined)
+          out(
+            `run: ${status.run} (its events start at seq ${status.firstSeq ?? 0}; earlier ones are in the session archive)`,
+          );
         const u = status.usage;
         const input = u.inputTokens + u.cacheReadInputTokens + u.cacheCreationInputTokens;
-        out(`usage: ${input} input tokens (${u.cacheReadInputTokens} cache reads, ${u.cacheCreationInputTokens} cache writes), ${u.outputTokens} output tokens`);
+        out(
+          `usage: ${input} input tokens (${u.cacheReadInputTokens} cache reads, ${u.cacheCreationInputTokens} cache writes), ${u.outputTokens} output tokens`,
+        );
         out(`cache hit rate: ${input ? ((100 * u.cacheReadInputTokens) / input).toFixed(1) : '0.0'}% of input tokens`);
-        for (const sb of status.sandboxes) out(`sandbox ${sb.name}: ${sb.state} on ${sb.host} (${sb.sandboxId.slice(0, 12)})`);
+        for (const sb of status.sandboxes)
+          out(`sandbox ${sb.name}: ${sb.state} on ${sb.host} (${sb.sandboxId.slice(0, 12)})`);
         for (const p of status.pending ?? []) {
           const call = `${p.name} ${JSON.stringify(p.input).slice(0, 200)}`;
-          if (p.kind === 'approval') out(`pending approval ${p.toolUseId}: ${call} (${p.policy}${p.expiresAt ? `; ${p.onTimeout} at ${p.expiresAt}` : ''})`);
+          if (p.kind === 'approval')
+            out(
+              `pending approval ${p.toolUseId}: ${call} (${p.policy}${p.expiresAt ? `; ${p.onTimeout} at ${p.expiresAt}` : ''})`,
+            );
           else out(`pending client tool ${p.toolUseId}: ${call}`);
         }
       }
@@ -261,8 +316,21 @@ export function listCommand(program: Command): void {
       const query = `WorkflowType = '${WORKFLOW_TYPE}'${opts.query ? ` AND (${opts.query})` : ''}`;
       for await (const wf of client.workflow.list({ query })) {
         const sa = wf.typedSearchAttributes;
-        const row = { sessionId: wf.workflowId, status: wf.status.name, startTime: wf.startTime.toISOString(), state: sa.get(SESSION_STATE_KEY), agent: sa.get(AGENT_NAME_KEY), model: sa.get(AGENT_MODEL_KEY) };
-        out(opts.json ? JSON.stringify(row) : [row.sessionId, row.status, row.state ?? '-', row.agent ?? '-', row.model ?? '-', row.startTime].join('\t'));
+        const row = {
+          sessionId: wf.workflowId,
+          status: wf.status.name,
+          startTime: wf.startTime.toISOString(),
+          state: sa.get(SESSION_STATE_KEY),
+          agent: sa.get(AGENT_NAME_KEY),
+          model: sa.get(AGENT_MODEL_KEY),
+        };
+        out(
+          opts.json
+            ? JSON.stringify(row)
+            : [row.sessionId, row.status, row.state ?? '-', row.agent ?? '-', row.model ?? '-', row.startTime].join(
+                '\t',
+              ),
+        );
         if (++n >= opts.limit) break;
       }
     });
@@ -296,16 +364,24 @@ export function forkCommand(program: Command): void {
     .option('--sandboxes', "give the fork fresh sandboxes from the source's recipes (default: none)")
     .option('--json', 'print {"sessionId"} on stdout')
     .argument('[message]', "the fork's first user message")
-    .action(async (source: string, message: string | undefined, opts: { at: number; id?: string; sandboxes?: boolean; json?: boolean }) => {
-      const first = message === undefined ? undefined : parseMessage(message);
-      const config = loadConfig();
-      const client = await connect(config);
-      const { archive, log } = sessionLog(client, config);
-      const id = opts.id ?? `ses-${randomUUID()}`;
-      await opError(() => forkSession(client, archive, log, { source, at: opts.at, id, sandboxes: opts.sandboxes, message: first }));
-      out(opts.json ? JSON.stringify({ sessionId: id }) : id);
-      err(`forked ${source} at seq ${opts.at}; Web UI: ${uiLink(config, id)}`);
-    });
+    .action(
+      async (
+        source: string,
+        message: string | undefined,
+        opts: { at: number; id?: string; sandboxes?: boolean; json?: boolean },
+      ) => {
+        const first = message === undefined ? undefined : parseMessage(message);
+        const config = loadConfig();
+        const client = await connect(config);
+        const { archive, log } = sessionLog(client, config);
+        const id = opts.id ?? `ses-${randomUUID()}`;
+        await opError(() =>
+          forkSession(client, archive, log, { source, at: opts.at, id, sandboxes: opts.sandboxes, message: first }),
+        );
+        out(opts.json ? JSON.stringify({ sessionId: id }) : id);
+        err(`forked ${source} at seq ${opts.at}; Web UI: ${uiLink(config, id)}`);
+      },
+    );
 }
 
 /** `agents interrupt` and `agents end`: a signal to a running session. */
@@ -325,7 +401,8 @@ export function signalCommands(program: Command): void {
         await withSession(id, async () => {
           const handle = client.workflow.getHandle(id);
           const desc = await handle.describe();
-          if (desc.status.name !== 'RUNNING') throw new CliError(`session ${id} is not running (${desc.status.name.toLowerCase()})`);
+          if (desc.status.name !== 'RUNNING')
+            throw new CliError(`session ${id} is not running (${desc.status.name.toLowerCase()})`);
           await handle.signal(signal, opts.reason ? { reason: opts.reason } : {});
         });
         if (opts.json) out(JSON.stringify({ sessionId: id, sent: name }));

@@ -108,7 +108,10 @@ export class SessionWatcher {
         if (this.o.streamKey || this.o.relay) await this.discover();
         await new Promise<void>((resolve) => {
           // While a turn is under way and nothing streams yet, look for the worker sooner: its first tokens wait on it.
-          const t = setTimeout(resolve, this.turnOpen && this.streams.size === 0 ? FAST_POLL_MS : (this.o.pollMs ?? 300));
+          const t = setTimeout(
+            resolve,
+            this.turnOpen && this.streams.size === 0 ? FAST_POLL_MS : (this.o.pollMs ?? 300),
+          );
           this.wakeUp = () => {
             clearTimeout(t);
             resolve();
@@ -185,14 +188,17 @@ export class SessionWatcher {
     }
     if (this.o.mode === 'json') {
       if (s.shown < 0 || s.shownAttempt !== s.attempt) {
-        this.write(`${JSON.stringify({ type: 'stream', item: s.item, attempt: s.attempt, worker: s.worker, text: s.text })}\n`);
+        this.write(
+          `${JSON.stringify({ type: 'stream', item: s.item, attempt: s.attempt, worker: s.worker, text: s.text })}\n`,
+        );
       } else if (s.text.length > s.shown) {
         this.write(`${JSON.stringify({ type: 'delta', item: s.item, text: s.text.slice(s.shown) })}\n`);
       }
     } else {
       let text = '';
       if (s.shown < 0 || s.shownAttempt !== s.attempt) {
-        const restart = s.shown >= 0 ? ` (attempt ${s.attempt}, started again)` : s.attempt > 1 ? ` (attempt ${s.attempt})` : '';
+        const restart =
+          s.shown >= 0 ? ` (attempt ${s.attempt}, started again)` : s.attempt > 1 ? ` (attempt ${s.attempt})` : '';
         text = `${this.atLineStart ? '' : '\n'}… ${s.item.kind === 'model' ? 'model' : `${s.item.tool} output`}${restart}: ${s.item.kind === 'tool' ? '\n' : ''}${s.text}`;
       } else text = s.text.slice(s.shown);
       text = printable(text);
@@ -254,8 +260,16 @@ export class SessionWatcher {
 
   private subscribe(url: string, relayed: boolean): void {
     const target = new URL(`/v1/sessions/${encodeURIComponent(this.o.sessionId)}/stream`, url);
-    const headers: Record<string, string> = relayed ? { 'x-api-key': this.o.relay!.apiKey, 'anthropic-beta': MANAGED_AGENTS_BETA } : { authorization: `Bearer ${streamToken(this.o.streamKey!, this.o.sessionId)}` };
-    const sub: Subscription = { url, relayed, req: undefined as unknown as http.ClientRequest, keys: new Set(), lastWanted: Date.now() };
+    const headers: Record<string, string> = relayed
+      ? { 'x-api-key': this.o.relay!.apiKey, 'anthropic-beta': MANAGED_AGENTS_BETA }
+      : { authorization: `Bearer ${streamToken(this.o.streamKey!, this.o.sessionId)}` };
+    const sub: Subscription = {
+      url,
+      relayed,
+      req: undefined as unknown as http.ClientRequest,
+      keys: new Set(),
+      lastWanted: Date.now(),
+    };
     sub.req = openFrameStream(
       target,
       headers,
@@ -271,8 +285,11 @@ export class SessionWatcher {
         }
         if (!this.stopped && why && !this.noted.has(url)) {
           this.noted.add(url);
-          const hint = relayed && /HTTP 40[134]/.test(why) ? ': is AGENTS_API_KEY a key of the session’s workspace?' : '';
-          this.o.note(`live stream ${relayed ? 'through the API at' : 'from'} ${url} unavailable (${why})${hint}; following the log`);
+          const hint =
+            relayed && /HTTP 40[134]/.test(why) ? ': is AGENTS_API_KEY a key of the session’s workspace?' : '';
+          this.o.note(
+            `live stream ${relayed ? 'through the API at' : 'from'} ${url} unavailable (${why})${hint}; following the log`,
+          );
         }
       },
     );
@@ -288,7 +305,15 @@ export class SessionWatcher {
       // An older attempt's late frames never replace a newer one's.
       if (prev && prev.attempt > f.attempt) return;
       // A reconnect's snapshot repeats what was shown; a new attempt starts over under a marker (see show).
-      this.streams.set(f.key, { item: f.item, attempt: f.attempt, worker, text: f.text, shown: prev?.shown ?? -1, shownAttempt: prev?.shownAttempt ?? f.attempt, closed: false });
+      this.streams.set(f.key, {
+        item: f.item,
+        attempt: f.attempt,
+        worker,
+        text: f.text,
+        shown: prev?.shown ?? -1,
+        shownAttempt: prev?.shownAttempt ?? f.attempt,
+        closed: false,
+      });
     } else {
       const s = this.streams.get(f.key);
       if (!s || s.worker !== worker) return;

@@ -5,7 +5,9 @@ import { CliError, err, out, secretName } from './cli-common';
 
 /** `agents vault put`, `list`, `rm` and `public-key`. */
 export function vaultCommands(program: Command): void {
-  const vault = program.command('vault').description('manage secrets in a vault; sessions refer to them as vault:<name>');
+  const vault = program
+    .command('vault')
+    .description('manage secrets in a vault; sessions refer to them as vault:<name>');
   /** Runs `fn` on the vault this configuration names (PostgreSQL when DATABASE_URL is set), then closes it. */
   const withVault = async <T>(fn: (v: import('../vault').SecretVault) => Promise<T>): Promise<T> => {
     const config = loadConfig();
@@ -31,7 +33,9 @@ export function vaultCommands(program: Command): void {
       if (process.stdin.isTTY) err('reading the secret from stdin; end with Ctrl-D');
       const chunks: Buffer[] = [];
       for await (const c of process.stdin) chunks.push(c as Buffer);
-      const value = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+      const value = Buffer.concat(chunks)
+        .toString('utf8')
+        .replace(/\r?\n$/, '');
       if (value.length === 0) throw new CliError('no secret on stdin');
       await withVault((v) => v.put(opts.vault, name, value));
       if (opts.json) out(JSON.stringify({ name, vault: opts.vault }));
@@ -43,7 +47,8 @@ export function vaultCommands(program: Command): void {
     .option('--vault <vault>', 'vault', secretName, 'default')
     .option('--json', 'one JSON object per line')
     .action(async (opts: { vault: string; json?: boolean }) => {
-      for (const e of await withVault((v) => v.list(opts.vault))) out(opts.json ? JSON.stringify(e) : `${e.name}\t${e.updatedAt}`);
+      for (const e of await withVault((v) => v.list(opts.vault)))
+        out(opts.json ? JSON.stringify(e) : `${e.name}\t${e.updatedAt}`);
     });
   vault
     .command('rm')
@@ -52,14 +57,17 @@ export function vaultCommands(program: Command): void {
     .option('--vault <vault>', 'vault', secretName, 'default')
     .option('--json', 'print {"name","vault"} on stdout')
     .action(async (name: string, opts: { vault: string; json?: boolean }) => {
-      if (!(await withVault((v) => v.rm(opts.vault, name)))) throw new CliError(`no secret ${name} in vault ${opts.vault}`);
+      if (!(await withVault((v) => v.rm(opts.vault, name))))
+        throw new CliError(`no secret ${name} in vault ${opts.vault}`);
       if (opts.json) out(JSON.stringify({ name, vault: opts.vault }));
       err(`removed ${name} from vault ${opts.vault}`);
     });
 
   vault
     .command('public-key')
-    .description("print the public half of VAULT_KEY, which the API seals credentials to (set it as the API's VAULT_PUBLIC_KEY)")
+    .description(
+      "print the public half of VAULT_KEY, which the API seals credentials to (set it as the API's VAULT_PUBLIC_KEY)",
+    )
     .option('--json', 'print {"publicKey"} on stdout')
     .action(async (opts: { json?: boolean }) => {
       const { loadVaultKey } = await import('../key-files');

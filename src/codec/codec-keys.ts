@@ -59,7 +59,10 @@ export const CodecKeysSchema = z
     if (!raw.includes(':')) {
       const key = KeyBytesSchema.safeParse(raw);
       if (!key.success) {
-        ctx.addIssue({ code: 'custom', message: `must be base64 of 32 bytes, or id:base64,... (${key.error.issues[0].message})` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be base64 of 32 bytes, or id:base64,... (${key.error.issues[0].message})`,
+        });
         return z.NEVER;
       }
       entries.push({ id: keyIdOf(key.data), key: key.data });

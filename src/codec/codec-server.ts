@@ -29,7 +29,11 @@ export function parseOrigin(raw: string): string {
 }
 
 class HttpError extends PlatformError {
-  constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
     super(message);
   }
 }
@@ -117,12 +121,22 @@ export class CodecServer {
       this.authorize(req, origin, originAllowed);
       // The Temporal CLI sends an empty X-Namespace, so only a named namespace is checked.
       const namespace = req.headers['x-namespace'];
-      if (typeof namespace === 'string' && namespace !== '' && this.opts.namespaces && !this.opts.namespaces.includes(namespace)) {
+      if (
+        typeof namespace === 'string' &&
+        namespace !== '' &&
+        this.opts.namespaces &&
+        !this.opts.namespaces.includes(namespace)
+      ) {
         throw new HttpError(403, `namespace ${namespace} is not served here`);
       }
-      if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new HttpError(415, 'Content-Type must be application/json');
+      if (!/^application\/json\b/i.test(req.headers['content-type'] ?? ''))
+        throw new HttpError(415, 'Content-Type must be application/json');
       const body = BodySchema.safeParse(await readJson(req));
-      if (!body.success) throw new HttpError(400, `invalid body: ${body.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`);
+      if (!body.success)
+        throw new HttpError(
+          400,
+          `invalid body: ${body.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`,
+        );
       const input = body.data.payloads.map(fromJson);
       let output: Payload[];
       try {
@@ -145,10 +159,15 @@ export class CodecServer {
     if (this.opts.token) {
       const auth = req.headers.authorization ?? '';
       const match = /^Bearer (.+)$/i.exec(auth);
-      if (!match || !sameSecret(match[1], this.opts.token)) throw new HttpError(401, 'missing or wrong bearer token', { 'WWW-Authenticate': 'Bearer' });
+      if (!match || !sameSecret(match[1], this.opts.token))
+        throw new HttpError(401, 'missing or wrong bearer token', { 'WWW-Authenticate': 'Bearer' });
       return;
     }
-    if (!originAllowed) throw new HttpError(401, 'requests need an allowed Origin (or set CODEC_SERVER_TOKEN and send it as a bearer token)');
+    if (!originAllowed)
+      throw new HttpError(
+        401,
+        'requests need an allowed Origin (or set CODEC_SERVER_TOKEN and send it as a bearer token)',
+      );
   }
 }
 

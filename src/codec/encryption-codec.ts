@@ -52,14 +52,18 @@ export class EncryptionCodec implements PayloadCodec {
         );
       }
       const data = Buffer.from(payload.data ?? new Uint8Array());
-      if (data.length < IV_BYTES + TAG_BYTES) throw ApplicationFailure.nonRetryable(`encrypted payload (key id "${id}") is truncated`, Failure.Codec.Corrupt);
+      if (data.length < IV_BYTES + TAG_BYTES)
+        throw ApplicationFailure.nonRetryable(`encrypted payload (key id "${id}") is truncated`, Failure.Codec.Corrupt);
       const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES));
       decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
       let plain: Buffer;
       try {
         plain = Buffer.concat([decipher.update(data.subarray(IV_BYTES, data.length - TAG_BYTES)), decipher.final()]);
       } catch {
-        throw ApplicationFailure.nonRetryable(`encrypted payload does not open with key id "${id}": wrong key or tampered data`, Failure.Codec.Corrupt);
+        throw ApplicationFailure.nonRetryable(
+          `encrypted payload does not open with key id "${id}": wrong key or tampered data`,
+          Failure.Codec.Corrupt,
+        );
       }
       return temporal.api.common.v1.Payload.decode(plain);
     });

@@ -1,6 +1,11 @@
 // The failure converter for clients, workers and the workflow sandbox (a worker's failureConverterPath): failure
 // messages and stack traces move into a payload, so the codec encrypts them too.
-import { ApplicationFailure, DefaultFailureConverter, type PayloadConverter, type ProtoFailure } from '@temporalio/common';
+import {
+  ApplicationFailure,
+  DefaultFailureConverter,
+  type PayloadConverter,
+  type ProtoFailure,
+} from '@temporalio/common';
 import { RUN_AHEAD_FAILURE_TYPE } from '../session/run-ahead';
 import { Failure } from '../session/failure-types';
 
@@ -11,7 +16,10 @@ import { Failure } from '../session/failure-types';
  * encoded message would read "Encoded failure" to every client. These messages name fields and rules, never a
  * value or a secret.
  */
-export const READABLE_FAILURE_TYPES: ReadonlySet<string> = new Set([Failure.Session.InvalidQuery, RUN_AHEAD_FAILURE_TYPE]);
+export const READABLE_FAILURE_TYPES: ReadonlySet<string> = new Set([
+  Failure.Session.InvalidQuery,
+  RUN_AHEAD_FAILURE_TYPE,
+]);
 
 class SessionFailureConverter extends DefaultFailureConverter {
   constructor() {

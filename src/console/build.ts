@@ -36,7 +36,12 @@ export async function buildConsole(outDir = CONSOLE_STATIC): Promise<ConsoleBund
 
 if (require.main === module) {
   buildConsole().then(
-    ({ files }) => process.stdout.write(`console: ${Object.entries(files).map(([f, n]) => `${f} ${n} B`).join(', ')}\n`),
+    ({ files }) =>
+      process.stdout.write(
+        `console: ${Object.entries(files)
+          .map(([f, n]) => `${f} ${n} B`)
+          .join(', ')}\n`,
+      ),
     (err: unknown) => {
       process.stderr.write(`console build failed: ${(err as Error).message}\n`);
       process.exit(1);

@@ -42,7 +42,9 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
   let server: DevServer | undefined;
   let uiUrl: string | undefined;
   if (await portInUse(host, port)) {
-    log(`a Temporal server already answers at ${config.TEMPORAL_ADDRESS}; using it (set its Web UI's codec endpoint to ${codecUrl} to read encrypted histories)`);
+    log(
+      `a Temporal server already answers at ${config.TEMPORAL_ADDRESS}; using it (set its Web UI's codec endpoint to ${codecUrl} to read encrypted histories)`,
+    );
     uiUrl = `http://localhost:${uiPort}`;
   } else {
     const cli = await ensureTemporalCli(log);
@@ -52,7 +54,15 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
     const loopback = host === 'localhost' || host.startsWith('127.');
     if (!loopback) log(`TEMPORAL_ADDRESS names ${host}: the dev server listens on all addresses`);
     try {
-      server = await startDevServer({ cli: cli.path, dbFile, port, uiPort, uiCodecEndpoint: codecUrl, ip: loopback ? '127.0.0.1' : '0.0.0.0', logFile: path.join(config.dataDir, 'temporal.log') });
+      server = await startDevServer({
+        cli: cli.path,
+        dbFile,
+        port,
+        uiPort,
+        uiCodecEndpoint: codecUrl,
+        ip: loopback ? '127.0.0.1' : '0.0.0.0',
+        logFile: path.join(config.dataDir, 'temporal.log'),
+      });
     } catch (err) {
       await codecServer.stop();
       throw err;
@@ -76,7 +86,16 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
   let api: RunningApi | undefined;
   const apiDb = config.DATABASE_URL ? undefined : () => api?.db;
   try {
-    worker = await startWorker({ role: 'all', address: config.TEMPORAL_ADDRESS, namespace: config.TEMPORAL_NAMESPACE, apiKey: config.ANTHROPIC_API_KEY, baseURL, log, dataConverter: createDataConverter(keys), apiDb });
+    worker = await startWorker({
+      role: 'all',
+      address: config.TEMPORAL_ADDRESS,
+      namespace: config.TEMPORAL_NAMESPACE,
+      apiKey: config.ANTHROPIC_API_KEY,
+      baseURL,
+      log,
+      dataConverter: createDataConverter(keys),
+      apiDb,
+    });
   } catch (err) {
     await mock?.stop();
     await codecServer.stop();
@@ -87,9 +106,13 @@ export async function startLocalStack(config: Config, log: (m: string) => void):
   try {
     api = await startApiServer(config, log);
     const keyFile = await ensureDevApiKey(api.db, config.dataDir);
-    log(`Managed Agents API at ${api.url}: new Anthropic({ baseURL: '${api.url}', apiKey }), with the key for workspace default in ${keyFile}; the console at ${api.url}/console`);
+    log(
+      `Managed Agents API at ${api.url}: new Anthropic({ baseURL: '${api.url}', apiKey }), with the key for workspace default in ${keyFile}; the console at ${api.url}/console`,
+    );
   } catch (err) {
-    log(`the Managed Agents API is not started: ${(err as Error).message.split('\n')[0]} (API_LISTEN=${config.API_LISTEN})`);
+    log(
+      `the Managed Agents API is not started: ${(err as Error).message.split('\n')[0]} (API_LISTEN=${config.API_LISTEN})`,
+    );
   }
   return {
     address: config.TEMPORAL_ADDRESS,

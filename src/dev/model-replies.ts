@@ -37,7 +37,10 @@ export function compactionReply(body: Record<string, unknown>): { content: MockB
  * tools are offered); with `reissueLostTools`, a tool call whose sandbox was lost is made again; other tool
  * results get a short summary; anything else is echoed.
  */
-export function defaultReply(body: Record<string, unknown>, opts: { reissueLostTools?: boolean } = {}): { content: MockBlock[]; stopReason: string } {
+export function defaultReply(
+  body: Record<string, unknown>,
+  opts: { reissueLostTools?: boolean } = {},
+): { content: MockBlock[]; stopReason: string } {
   const messages = combineTurns(body.messages as Msg[]);
   const last = messages[messages.length - 1];
   const blocks = blocksOf(last);
@@ -64,14 +67,24 @@ export function defaultReply(body: Record<string, unknown>, opts: { reissueLostT
       stopReason: 'tool_use',
     };
   }
-  if (lastText !== undefined) return { content: [{ type: 'text', text: `You said: ${lastText}` }], stopReason: 'end_turn' };
+  if (lastText !== undefined)
+    return { content: [{ type: 'text', text: `You said: ${lastText}` }], stopReason: 'end_turn' };
   // A tool call lost to broken infrastructure (not a failing command) is made again, as a careful model would.
-  const lost = results.filter((r) => r.is_error === true && lostToInfrastructure(JSON.stringify(r.content))).map((r) => r.tool_use_id);
+  const lost = results
+    .filter((r) => r.is_error === true && lostToInfrastructure(JSON.stringify(r.content)))
+    .map((r) => r.tool_use_id);
   const previous = messages.length >= 2 ? blocksOf(messages[messages.length - 2]) : [];
   const again = opts.reissueLostTools ? previous.filter((b) => b.type === 'tool_use' && lost.includes(b.id)) : [];
   if (again.length) {
     return {
-      content: [{ type: 'text', text: 'The sandbox failed; running that again.' }, ...again.map((b) => ({ type: 'tool_use' as const, name: String(b.name), input: b.input as Record<string, unknown> }))],
+      content: [
+        { type: 'text', text: 'The sandbox failed; running that again.' },
+        ...again.map((b) => ({
+          type: 'tool_use' as const,
+          name: String(b.name),
+          input: b.input as Record<string, unknown>,
+        })),
+      ],
       stopReason: 'tool_use',
     };
   }

@@ -56,11 +56,21 @@ export interface MockSessionScript {
 }
 
 /** A scripted reply with every tool_use given an id (`toolu_mock_<message count>_<index>` unless set) and its stop reason. */
-export function completeReply(reply: { content: MockBlock[]; stopReason?: string }, messageCount: number): { content: MockBlock[]; stopReason: string } {
+export function completeReply(
+  reply: { content: MockBlock[]; stopReason?: string },
+  messageCount: number,
+): { content: MockBlock[]; stopReason: string } {
   const content = reply.content.map((b, i) =>
-    b.type === 'tool_use' ? { ...b, id: b.id ?? `toolu_mock_${messageCount}_${i}` } : b.type === 'thinking' ? { ...b, signature: b.signature ?? `sig_mock_${messageCount}_${i}` } : b,
+    b.type === 'tool_use'
+      ? { ...b, id: b.id ?? `toolu_mock_${messageCount}_${i}` }
+      : b.type === 'thinking'
+        ? { ...b, signature: b.signature ?? `sig_mock_${messageCount}_${i}` }
+        : b,
   );
-  return { content, stopReason: reply.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn') };
+  return {
+    content,
+    stopReason: reply.stopReason ?? (content.some((b) => b.type === 'tool_use') ? 'tool_use' : 'end_turn'),
+  };
 }
 
 /** Named gates: a response held at one waits until it is released; once released, a gate stays open. */

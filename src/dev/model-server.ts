@@ -130,7 +130,8 @@ export class MockModelServer {
       if (step.status !== undefined && step.status >= 400) {
         record.status = step.status;
         record.firstByteAt = Date.now();
-        const headers: Record<string, string> = step.retryAfter !== undefined ? { 'retry-after': String(step.retryAfter) } : {};
+        const headers: Record<string, string> =
+          step.retryAfter !== undefined ? { 'retry-after': String(step.retryAfter) } : {};
         return this.sendError(res, step.status, step.message ?? `injected ${step.status}`, headers);
       }
       if (step.rawSse !== undefined) {
@@ -138,9 +139,21 @@ export class MockModelServer {
         openSse(res, { headers: { 'request-id': `req_mock_${Date.now()}` } });
         return void res.end(step.rawSse);
       }
-      const reply = step.reply ?? (compaction ? compactionReply(body) : defaultReply(body, { reissueLostTools: this.reissueLostTools }));
+      const reply =
+        step.reply ??
+        (compaction ? compactionReply(body) : defaultReply(body, { reissueLostTools: this.reissueLostTools }));
       record.status = 200;
-      await this.sendMessage(res, body, reply, sessionId, step.dropMidStream === true, record, step.chunkDelayMs ?? script?.chunkDelayMs ?? 0, step.errorMidStream, step.midGate);
+      await this.sendMessage(
+        res,
+        body,
+        reply,
+        sessionId,
+        step.dropMidStream === true,
+        record,
+        step.chunkDelayMs ?? script?.chunkDelayMs ?? 0,
+        step.errorMidStream,
+        step.midGate,
+      );
     } finally {
       this.inFlightCount--;
     }
@@ -180,7 +193,10 @@ export class MockModelServer {
     if (record) record.firstByteAt = Date.now();
     const sse = openSse(res, { headers: { 'request-id': `req_mock_${Date.now()}` } });
     const send = (event: string, data: unknown) => sse.send({ event, data });
-    send('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, usage: { ...message.usage, output_tokens: 1 } } });
+    send('message_start', {
+      type: 'message_start',
+      message: { ...message, content: [], stop_reason: null, usage: { ...message.usage, output_tokens: 1 } },
+    });
     send('ping', { type: 'ping' });
     for (const [index, block] of content.entries()) {
       if (block.type === 'text') {
@@ -202,25 +218,53 @@ export class MockModelServer {
           }
         }
       } else if (block.type === 'thinking') {
-        send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } });
-        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: block.thinking } });
-        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: block.signature } });
+        send('content_block_start', {
+          type: 'content_block_start',
+          index,
+          content_block: { type: 'thinking', thinking: '', signature: '' },
+        });
+        send('content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'thinking_delta', thinking: block.thinking },
+        });
+        send('content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'signature_delta', signature: block.signature },
+        });
         if (chunkDelayMs > 0) await sleep(chunkDelayMs);
       } else {
-        send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
+        send('content_block_start', {
+          type: 'content_block_start',
+          index,
+          content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} },
+        });
         const json = JSON.stringify(block.input);
         const half = Math.ceil(json.length / 2);
-        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(0, half) } });
+        send('content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'input_json_delta', partial_json: json.slice(0, half) },
+        });
         if (drop) {
           await sleep(20);
           return void res.socket?.destroy();
         }
-        send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: json.slice(half) } });
+        send('content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'input_json_delta', partial_json: json.slice(half) },
+        });
         if (chunkDelayMs > 0) await sleep(chunkDelayMs);
       }
       send('content_block_stop', { type: 'content_block_stop', index });
     }
-    send('message_delta', { type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: outputTokens } });
+    send('message_delta', {
+      type: 'message_delta',
+      delta: { stop_reason: stopReason, stop_sequence: null },
+      usage: { output_tokens: outputTokens },
+    });
     send('message_stop', { type: 'message_stop' });
     res.end();
   }

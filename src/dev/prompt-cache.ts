@@ -52,7 +52,11 @@ export class PromptCache {
       this.entries.set(hashes[i], now + CACHE_TTL_MS);
     });
     const creation = written - read;
-    return { input_tokens: total - read - creation, cache_read_input_tokens: read, cache_creation_input_tokens: creation };
+    return {
+      input_tokens: total - read - creation,
+      cache_read_input_tokens: read,
+      cache_creation_input_tokens: creation,
+    };
   }
 }
 

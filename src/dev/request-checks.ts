@@ -30,14 +30,16 @@ export function blocksOf(m: Msg): Array<Record<string, unknown>> {
 }
 
 /** What the real API answers a conversation ending on an assistant turn, for models without prefill. */
-export const PREFILL_REFUSAL = 'This model does not support assistant message prefill. The conversation must end with a user message.';
+export const PREFILL_REFUSAL =
+  'This model does not support assistant message prefill. The conversation must end with a user message.';
 
 /** Consecutive turns of one role combined into one, as the real API does before it checks a conversation. */
 export function combineTurns(messages: readonly Msg[]): Msg[] {
   const out: Msg[] = [];
   for (const m of messages) {
     const previous = out[out.length - 1];
-    if (previous && previous.role === m.role) out[out.length - 1] = { role: m.role, content: [...blocksOf(previous), ...blocksOf(m)] };
+    if (previous && previous.role === m.role)
+      out[out.length - 1] = { role: m.role, content: [...blocksOf(previous), ...blocksOf(m)] };
     else out.push(m);
   }
   return out;
@@ -65,12 +67,15 @@ export function validateRequest(body: Record<string, unknown>, opts: ValidateOpt
   if (body.tools !== undefined) {
     if (!Array.isArray(body.tools)) throw new InvalidRequest('tools: Input should be a valid list');
     for (const [i, t] of (body.tools as Record<string, unknown>[]).entries()) {
-      if (typeof t?.name !== 'string' || !/^[a-zA-Z0-9_-]{1,128}$/.test(t.name)) throw new InvalidRequest(`tools.${i}.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`);
-      if (typeof t.input_schema !== 'object' || t.input_schema === null) throw new InvalidRequest(`tools.${i}.input_schema: Field required`);
+      if (typeof t?.name !== 'string' || !/^[a-zA-Z0-9_-]{1,128}$/.test(t.name))
+        throw new InvalidRequest(`tools.${i}.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`);
+      if (typeof t.input_schema !== 'object' || t.input_schema === null)
+        throw new InvalidRequest(`tools.${i}.input_schema: Field required`);
     }
   }
   sent.forEach((m, i) => {
-    if (m?.role !== 'user' && m?.role !== 'assistant') throw new InvalidRequest(`messages.${i}.role: Input should be 'user' or 'assistant'`);
+    if (m?.role !== 'user' && m?.role !== 'assistant')
+      throw new InvalidRequest(`messages.${i}.role: Input should be 'user' or 'assistant'`);
     if (typeof m.content !== 'string' && (!Array.isArray(m.content) || m.content.length === 0))
       throw new InvalidRequest(`messages.${i}.content: must be a string or a non-empty list of content blocks`);
   });
@@ -80,22 +85,29 @@ export function validateRequest(body: Record<string, unknown>, opts: ValidateOpt
   messages.forEach((m, i) => {
     const blocks = blocksOf(m);
     for (const [j, b] of blocks.entries()) {
-      if (b.type === 'text' && (typeof b.text !== 'string' || b.text === '')) throw new InvalidRequest(`messages.${i}.content.${j}.text: text content blocks must be non-empty`);
+      if (b.type === 'text' && (typeof b.text !== 'string' || b.text === ''))
+        throw new InvalidRequest(`messages.${i}.content.${j}.text: text content blocks must be non-empty`);
     }
     if (m.role === 'user') {
       const results = blocks.filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id as string);
       const missing = pendingToolUses.filter((id) => !results.includes(id));
       if (missing.length)
-        throw new InvalidRequest(`messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`);
+        throw new InvalidRequest(
+          `messages.${i}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`,
+        );
       const unexpected = results.filter((id) => !pendingToolUses.includes(id));
-      if (unexpected.length) throw new InvalidRequest(`messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${unexpected.join(', ')}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`);
+      if (unexpected.length)
+        throw new InvalidRequest(
+          `messages.${i}.content: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${unexpected.join(', ')}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`,
+        );
       const firstOther = blocks.findIndex((b) => b.type !== 'tool_result');
       if (firstOther !== -1 && blocks.slice(firstOther).some((b) => b.type === 'tool_result'))
         throw new InvalidRequest(`messages.${i}: tool_result blocks must come first in the content array`);
       pendingToolUses = [];
     } else {
       pendingToolUses = blocks.filter((b) => b.type === 'tool_use').map((b) => b.id as string);
-      if (pendingToolUses.some((id) => typeof id !== 'string' || id === '')) throw new InvalidRequest(`messages.${i}: tool_use blocks need an id`);
+      if (pendingToolUses.some((id) => typeof id !== 'string' || id === ''))
+        throw new InvalidRequest(`messages.${i}: tool_use blocks need an id`);
       for (const [j, b] of blocks.entries()) {
         if (b.type === 'tool_use' && (typeof b.input !== 'object' || b.input === null || Array.isArray(b.input)))
           throw new InvalidRequest(`messages.${i}.content.${j}.tool_use.input: Input should be a valid dictionary`);
@@ -103,8 +115,11 @@ export function validateRequest(body: Record<string, unknown>, opts: ValidateOpt
     }
   });
   if (pendingToolUses.length && messages[messages.length - 1].role === 'assistant')
-    throw new InvalidRequest(`messages: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${pendingToolUses.join(', ')}`);
-  if (!countTokens && !opts.allowPrefill && messages[messages.length - 1].role === 'assistant') throw new InvalidRequest(PREFILL_REFUSAL);
+    throw new InvalidRequest(
+      `messages: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${pendingToolUses.join(', ')}`,
+    );
+  if (!countTokens && !opts.allowPrefill && messages[messages.length - 1].role === 'assistant')
+    throw new InvalidRequest(PREFILL_REFUSAL);
 }
 
 export function estimateTokens(body: Record<string, unknown>): number {

@@ -9,7 +9,9 @@ export type EgressRule = RangeRule | 'platform' | 'this-host' | 'scheme' | 'unre
 export type Decision = { allowed: true; by?: string } | { allowed: false; rule: EgressRule; reason: string };
 
 /** One EGRESS_ALLOW entry: a host (any port), a host and port, or a CIDR range (any port). */
-export type AllowEntry = { kind: 'host'; host: string; port?: number; text: string } | { kind: 'cidr'; list: net.BlockList; family: 4 | 6; text: string };
+export type AllowEntry =
+  | { kind: 'host'; host: string; port?: number; text: string }
+  | { kind: 'cidr'; list: net.BlockList; family: 4 | 6; text: string };
 
 /** A listen address of the platform itself, refused unless EGRESS_ALLOW opens it. */
 export interface OwnAddress {
@@ -58,7 +60,8 @@ export function parseAllowEntry(raw: string): AllowEntry | { problem: string } {
     host = m[1];
     port = m[2] === undefined ? undefined : Number(m[2]);
   }
-  if (port !== undefined && (port < 1 || port > 65535)) return { problem: `${JSON.stringify(text)} has a port outside 1-65535` };
+  if (port !== undefined && (port < 1 || port > 65535))
+    return { problem: `${JSON.stringify(text)} has a port outside 1-65535` };
   let parsed: URL;
   try {
     parsed = new URL(`http://${net.isIP(host) === 6 ? `[${host}]` : host}/`);
@@ -88,7 +91,9 @@ export function ownAddress(value: string | undefined, what: string, defaultPort?
   let host: string;
   let port: number;
   try {
-    const u = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value.replace(/^[a-z][a-z0-9+.-]*:/i, 'http:') : `http://${value}`);
+    const u = new URL(
+      /^[a-z][a-z0-9+.-]*:\/\//i.test(value) ? value.replace(/^[a-z][a-z0-9+.-]*:/i, 'http:') : `http://${value}`,
+    );
     host = u.hostname.replace(/^\[|\]$/g, '');
     port = u.port ? Number(u.port) : (defaultPort ?? (/^https:/i.test(value) ? 443 : 80));
   } catch {
@@ -100,11 +105,16 @@ export function ownAddress(value: string | undefined, what: string, defaultPort?
 /** The addresses of this host's network interfaces. */
 export function interfaceAddresses(): Set<string> {
   const out = new Set<string>();
-  for (const list of Object.values(os.networkInterfaces())) for (const a of list ?? []) out.add(normalHost(a.address.split('%')[0]));
+  for (const list of Object.values(os.networkInterfaces()))
+    for (const a of list ?? []) out.add(normalHost(a.address.split('%')[0]));
   return out;
 }
 
-export function makePolicy(allow: string | undefined, own: (OwnAddress | undefined)[] = [], hostAddresses: Set<string> = new Set()): EgressPolicy {
+export function makePolicy(
+  allow: string | undefined,
+  own: (OwnAddress | undefined)[] = [],
+  hostAddresses: Set<string> = new Set(),
+): EgressPolicy {
   const { entries, problems } = parseAllowList(allow);
   if (problems.length) throw new Error(`EGRESS_ALLOW: ${problems.join('; ')}`);
   return { allow: entries, own: own.filter((o): o is OwnAddress => o !== undefined), hostAddresses };
@@ -131,10 +141,21 @@ export function checkAddress(ip: string, port: number, policy: EgressPolicy): De
   const by = allowedBy(policy, addr, port);
   if (by) return { allowed: true, by };
   const own = policy.own.find((o) => o.host === addr && o.port === port);
-  if (own) return { allowed: false, rule: 'platform', reason: `${hostPort(addr, port)} is ${own.what}, the platform's own address; ${OPEN_HINT}` };
+  if (own)
+    return {
+      allowed: false,
+      rule: 'platform',
+      reason: `${hostPort(addr, port)} is ${own.what}, the platform's own address; ${OPEN_HINT}`,
+    };
   const range = refusedRange(addr);
-  if (range) return { allowed: false, rule: range.rule, reason: `${addr} is ${RULE_WORDS[range.rule]} (${range.cidr}); ${OPEN_HINT}` };
-  if (policy.hostAddresses.has(addr)) return { allowed: false, rule: 'this-host', reason: `${addr} is an address of this host; ${OPEN_HINT}` };
+  if (range)
+    return {
+      allowed: false,
+      rule: range.rule,
+      reason: `${addr} is ${RULE_WORDS[range.rule]} (${range.cidr}); ${OPEN_HINT}`,
+    };
+  if (policy.hostAddresses.has(addr))
+    return { allowed: false, rule: 'this-host', reason: `${addr} is an address of this host; ${OPEN_HINT}` };
   return { allowed: true };
 }
 
@@ -158,7 +179,8 @@ export function checkUrl(url: string | URL, policy: EgressPolicy): UrlDecision {
   } catch {
     return { allowed: false, rule: 'scheme', reason: `${JSON.stringify(String(url).slice(0, 200))} is not a URL` };
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') return { allowed: false, rule: 'scheme', reason: `${u.protocol} URLs are not allowed: only http and https` };
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    return { allowed: false, rule: 'scheme', reason: `${u.protocol} URLs are not allowed: only http and https` };
   const port = urlPort(u);
   const raw = u.hostname.replace(/^\[|\]$/g, '');
   if (canonicalIp(raw)) return checkAddress(raw, port, policy);
@@ -166,7 +188,13 @@ export function checkUrl(url: string | URL, policy: EgressPolicy): UrlDecision {
   const by = allowedBy(policy, host, port);
   if (by) return { allowed: true, by };
   const own = policy.own.find((o) => o.host === host && o.port === port);
-  if (own) return { allowed: false, rule: 'platform', reason: `${hostPort(host, port)} is ${own.what}, the platform's own address; ${OPEN_HINT}` };
-  if (host === 'localhost' || host.endsWith('.localhost')) return { allowed: false, rule: 'loopback', reason: `${host} is a loopback name; ${OPEN_HINT}` };
+  if (own)
+    return {
+      allowed: false,
+      rule: 'platform',
+      reason: `${hostPort(host, port)} is ${own.what}, the platform's own address; ${OPEN_HINT}`,
+    };
+  if (host === 'localhost' || host.endsWith('.localhost'))
+    return { allowed: false, rule: 'loopback', reason: `${host} is a loopback name; ${OPEN_HINT}` };
   return { allowed: 'resolve', host, port };
 }

@@ -30,9 +30,16 @@ export function systemResolver(timeoutMs = RESOLVE_TIMEOUT_MS): Resolver {
   return (host) => {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(Object.assign(new Error(`resolving ${host} took longer than ${timeoutMs} ms`), { code: 'ETIMEOUT' })), timeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(Object.assign(new Error(`resolving ${host} took longer than ${timeoutMs} ms`), { code: 'ETIMEOUT' })),
+        timeoutMs,
+      );
     });
-    return Promise.race([dns.promises.lookup(host, { all: true, verbatim: true }).then((list) => list.map((a) => a.address)), timeout]).finally(() => clearTimeout(timer));
+    return Promise.race([
+      dns.promises.lookup(host, { all: true, verbatim: true }).then((list) => list.map((a) => a.address)),
+      timeout,
+    ]).finally(() => clearTimeout(timer));
   };
 }
 
@@ -62,14 +69,18 @@ export class EgressGate {
   async addresses(host: string, port: number): Promise<string[]> {
     const bare = host.replace(/^\[|\]$/g, '');
     const first = checkUrl(`http://${net.isIP(bare) === 6 ? `[${bare}]` : bare}:${port}/`, this.policy);
-    if (first.allowed === false) throw new EgressRefusedError(`egress refused ${shown(bare, port)}: ${first.reason}`, first.rule);
+    if (first.allowed === false)
+      throw new EgressRefusedError(`egress refused ${shown(bare, port)}: ${first.reason}`, first.rule);
     if (first.allowed === true && net.isIP(bare)) return [bare];
     const name = normalHost(bare);
     let resolved: string[];
     try {
       resolved = await this.resolver(name);
     } catch (err) {
-      throw new EgressRefusedError(`egress refused ${shown(name, port)}: the name does not resolve (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, 'unresolvable');
+      throw new EgressRefusedError(
+        `egress refused ${shown(name, port)}: the name does not resolve (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+        'unresolvable',
+      );
     }
     // A name the operator opened by name may resolve anywhere; otherwise each address answers for itself.
     if (first.allowed === true) return resolved;
@@ -81,7 +92,10 @@ export class EgressGate {
     });
     if (passed.length === 0) {
       const rule = resolved.map((a) => checkAddress(a, port, this.policy)).find((d) => !d.allowed);
-      throw new EgressRefusedError(`egress refused ${shown(name, port)}: it resolves to ${refusals.length ? refusals.join('; ') : 'no address'}`, rule && !rule.allowed ? rule.rule : 'unresolvable');
+      throw new EgressRefusedError(
+        `egress refused ${shown(name, port)}: it resolves to ${refusals.length ? refusals.join('; ') : 'no address'}`,
+        rule && !rule.allowed ? rule.rule : 'unresolvable',
+      );
     }
     return passed;
   }
@@ -95,7 +109,12 @@ export class EgressGate {
       return new EgressRefusedError(`egress refused ${JSON.stringify(String(url).slice(0, 200))}: not a URL`, 'scheme');
     }
     const d = checkUrl(u, this.policy);
-    return d.allowed === false ? new EgressRefusedError(`egress refused ${shown(u.hostname.replace(/^\[|\]$/g, ''), urlPort(u))}: ${d.reason}`, d.rule) : undefined;
+    return d.allowed === false
+      ? new EgressRefusedError(
+          `egress refused ${shown(u.hostname.replace(/^\[|\]$/g, ''), urlPort(u))}: ${d.reason}`,
+          d.rule,
+        )
+      : undefined;
   }
 
   /** Checks a URL as a connection to it would be checked, resolving its name; the reason it is refused, or undefined. */
@@ -119,7 +138,15 @@ export class EgressGate {
     const connect: buildConnector.connector = (opts, callback) => {
       const port = opts.port ? Number(opts.port) : opts.protocol === 'https:' ? 443 : 80;
       this.addresses(opts.hostname, port).then(
-        ([address]) => base({ ...opts, hostname: address, servername: opts.servername || (net.isIP(opts.hostname) ? undefined : opts.hostname) }, callback),
+        ([address]) =>
+          base(
+            {
+              ...opts,
+              hostname: address,
+              servername: opts.servername || (net.isIP(opts.hostname) ? undefined : opts.hostname),
+            },
+            callback,
+          ),
         (err: Error) => callback(err, null),
       );
     };
@@ -139,31 +166,55 @@ export class EgressGate {
     const follow = init.redirect !== 'manual' && init.redirect !== 'error';
     for (let hop = 0; ; hop++) {
       const refused = checkUrl(url, this.policy);
-      if (refused.allowed === false) throw new EgressRefusedError(`egress refused ${hop ? 'a redirect to ' : ''}${shown(url.hostname.replace(/^\[|\]$/g, ''), urlPort(url))}: ${refused.reason}`, refused.rule);
+      if (refused.allowed === false)
+        throw new EgressRefusedError(
+          `egress refused ${hop ? 'a redirect to ' : ''}${shown(url.hostname.replace(/^\[|\]$/g, ''), urlPort(url))}: ${refused.reason}`,
+          refused.rule,
+        );
       let res: Response;
       try {
-        res = (await undiciFetch(url, { ...(init as object), method, body, headers, redirect: 'manual', dispatcher: this.dispatcher() } as never)) as unknown as Response;
+        res = (await undiciFetch(url, {
+          ...(init as object),
+          method,
+          body,
+          headers,
+          redirect: 'manual',
+          dispatcher: this.dispatcher(),
+        } as never)) as unknown as Response;
       } catch (err) {
         const cause = (err as { cause?: unknown }).cause;
-        if (cause instanceof EgressRefusedError) throw hop ? new EgressRefusedError(cause.message.replace(/^egress refused /, 'egress refused a redirect to '), cause.rule) : cause;
+        if (cause instanceof EgressRefusedError)
+          throw hop
+            ? new EgressRefusedError(
+                cause.message.replace(/^egress refused /, 'egress refused a redirect to '),
+                cause.rule,
+              )
+            : cause;
         throw err;
       }
       const location = res.headers.get('location');
       if (!REDIRECTS.has(res.status) || !location || !follow) {
-        if (REDIRECTS.has(res.status) && init.redirect === 'error') throw new TypeError(`redirect from ${url.origin} refused (redirect: error)`);
+        if (REDIRECTS.has(res.status) && init.redirect === 'error')
+          throw new TypeError(`redirect from ${url.origin} refused (redirect: error)`);
         return res;
       }
       await res.body?.cancel().catch(() => undefined);
-      if (hop >= MAX_REDIRECTS) throw new EgressRefusedError(`egress refused ${url.origin}: more than ${MAX_REDIRECTS} redirects`, 'scheme');
+      if (hop >= MAX_REDIRECTS)
+        throw new EgressRefusedError(`egress refused ${url.origin}: more than ${MAX_REDIRECTS} redirects`, 'scheme');
       const next = new URL(location, url);
       if (res.status === 303 || ((res.status === 301 || res.status === 302) && method === 'POST')) {
         if (method !== 'HEAD') method = 'GET';
         body = undefined;
-        for (const h of ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location']) headers.delete(h);
+        for (const h of ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location'])
+          headers.delete(h);
       } else if (body instanceof ReadableStream) {
-        throw new EgressRefusedError(`egress refused a redirect to ${next.origin}: a streamed body cannot be sent again`, 'scheme');
+        throw new EgressRefusedError(
+          `egress refused a redirect to ${next.origin}: a streamed body cannot be sent again`,
+          'scheme',
+        );
       }
-      if (next.origin !== url.origin) for (const h of ['authorization', 'cookie', 'proxy-authorization']) headers.delete(h);
+      if (next.origin !== url.origin)
+        for (const h of ['authorization', 'cookie', 'proxy-authorization']) headers.delete(h);
       url = next;
     }
   };
@@ -181,9 +232,22 @@ export class EgressGate {
       throw new EgressRefusedError(`egress refused the repository URL: only http(s) URLs are allowed for it`, 'scheme');
     }
     const d = checkUrl(u, this.policy);
-    if (d.allowed === false) throw new EgressRefusedError(`egress refused ${shown(u.hostname.replace(/^\[|\]$/g, ''), urlPort(u))}: ${d.reason}`, d.rule);
+    if (d.allowed === false)
+      throw new EgressRefusedError(
+        `egress refused ${shown(u.hostname.replace(/^\[|\]$/g, ''), urlPort(u))}: ${d.reason}`,
+        d.rule,
+      );
     const port = urlPort(u);
-    const args = ['-c', 'http.followRedirects=false', '-c', 'protocol.allow=never', '-c', 'protocol.http.allow=always', '-c', 'protocol.https.allow=always'];
+    const args = [
+      '-c',
+      'http.followRedirects=false',
+      '-c',
+      'protocol.allow=never',
+      '-c',
+      'protocol.http.allow=always',
+      '-c',
+      'protocol.https.allow=always',
+    ];
     const host = u.hostname.replace(/^\[|\]$/g, '');
     // Resolved once: the addresses checked are the addresses git connects to.
     const addresses = (await this.addresses(host, port)).map((a) => (net.isIP(a) === 6 ? `[${a}]` : a)).join(',');

@@ -4,7 +4,16 @@ import { canonicalIp } from './ranges';
 import { interfaceAddresses, makePolicy, ownAddress, type EgressPolicy, type OwnAddress } from './egress-policy';
 
 export { EgressGate, EgressRefusedError, noLookupResolver, systemResolver, type Resolver } from './gate';
-export { checkAddress, checkUrl, makePolicy, parseAllowList, type Decision, type EgressPolicy, type EgressRule, type UrlDecision } from './egress-policy';
+export {
+  checkAddress,
+  checkUrl,
+  makePolicy,
+  parseAllowList,
+  type Decision,
+  type EgressPolicy,
+  type EgressRule,
+  type UrlDecision,
+} from './egress-policy';
 export { canonicalIp } from './ranges';
 
 /** The settings (src/config.ts) the gate reads: the allow list, DNS on or off, and the platform's own addresses. */
@@ -35,7 +44,10 @@ export function ownAddresses(config: EgressSettings): OwnAddress[] {
     ownAddress(config.STREAM_URL, 'a worker stream endpoint (STREAM_URL)'),
     ownAddress(config.AGENTS_API_URL, 'the Managed Agents API (AGENTS_API_URL)'),
     ownAddress(config.OTEL_EXPORTER_OTLP_ENDPOINT, 'the OpenTelemetry collector (OTEL_EXPORTER_OTLP_ENDPOINT)'),
-    ownAddress(config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, 'the OpenTelemetry collector (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)'),
+    ownAddress(
+      config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+      'the OpenTelemetry collector (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)',
+    ),
     ownAddress(config.ANTHROPIC_BASE_URL, 'the model endpoint (ANTHROPIC_BASE_URL)'),
     db,
   ].filter((o): o is OwnAddress => o !== undefined);
@@ -45,7 +57,10 @@ export function ownAddresses(config: EgressSettings): OwnAddress[] {
  * The gate for this process: EGRESS_ALLOW, the platform's own addresses (names among them resolved once, here, so
  * their addresses are refused too), and this host's interface addresses. With EGRESS_DNS=off it looks up no name.
  */
-export async function egressGate(config: EgressSettings, resolver: Resolver = systemResolver(3000)): Promise<EgressGate> {
+export async function egressGate(
+  config: EgressSettings,
+  resolver: Resolver = systemResolver(3000),
+): Promise<EgressGate> {
   const noDns = config.EGRESS_DNS === 'off';
   if (noDns) resolver = noLookupResolver;
   const own = ownAddresses(config);

@@ -34,7 +34,10 @@ const HTML = /^(text\/html|application\/xhtml\+xml)$/;
 const TEXT = /^(text\/[a-z0-9.+-]+|application\/(json|xml|javascript|ecmascript|x-ndjson|[a-z0-9.-]+\+(json|xml)))$/;
 
 /** A web_fetch error as the model reads it: the Messages API's error code, then what happened. */
-const failure = (code: string, message: string): WebFetchActivityOutput => ({ output: `web_fetch error (${code}): ${message}`, isError: true });
+const failure = (code: string, message: string): WebFetchActivityOutput => ({
+  output: `web_fetch error (${code}): ${message}`,
+  isError: true,
+});
 
 /** Whether `host` is `domain` or one of its subdomains. */
 export function inDomain(host: string, domain: string): boolean {
@@ -46,7 +49,8 @@ export function inDomain(host: string, domain: string): boolean {
 /** Why the agent's domain lists refuse a URL's host, or undefined. */
 export function domainRefusal(url: URL, config: WebFetchConfig): string | undefined {
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (config.allowedDomains && !config.allowedDomains.some((d) => inDomain(host, d))) return `${host} is not in the agent's allowed_domains`;
+  if (config.allowedDomains && !config.allowedDomains.some((d) => inDomain(host, d)))
+    return `${host} is not in the agent's allowed_domains`;
   const blocked = config.blockedDomains?.find((d) => inDomain(host, d));
   if (blocked) return `${host} is in the agent's blocked_domains (${blocked})`;
   return undefined;
@@ -71,11 +75,7 @@ async function readCapped(res: Response, max: number): Promise<{ text: string; c
   return { text: Buffer.concat(chunks).toString('utf8'), cut: false };
 }
 
-const titleOf = (html: string) =>
-  /<title[^>]*>([^<]*)<\/title>/i
-    .exec(html)?.[1]
-    ?.replace(/\s+/g, ' ')
-    .trim();
+const titleOf = (html: string) => /<title[^>]*>([^<]*)<\/title>/i.exec(html)?.[1]?.replace(/\s+/g, ' ').trim();
 
 /** The page's text: HTML converted by html-to-text (scripts, styles and images left out), other text as it is. */
 function pageText(body: string, type: string): { text: string; title?: string } {
@@ -91,14 +91,19 @@ function pageText(body: string, type: string): { text: string; title?: string } 
 }
 
 /** Fetches one URL for web_fetch. Refusals and failures are results the model reads; nothing here throws for them. */
-export async function webFetch(gate: EgressGate, input: { url: string; config: WebFetchConfig }, signal?: AbortSignal): Promise<WebFetchActivityOutput> {
+export async function webFetch(
+  gate: EgressGate,
+  input: { url: string; config: WebFetchConfig },
+  signal?: AbortSignal,
+): Promise<WebFetchActivityOutput> {
   let url: URL;
   try {
     url = new URL(input.url);
   } catch {
     return failure('invalid_input', `${JSON.stringify(input.url.slice(0, 200))} is not a URL`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return failure('invalid_input', 'only http and https URLs are fetched');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return failure('invalid_input', 'only http and https URLs are fetched');
   if (url.username || url.password) return failure('invalid_input', 'a URL with credentials in it is refused');
   const timeout = AbortSignal.timeout(TIMEOUT_MS);
   const abort = signal ? AbortSignal.any([signal, timeout]) : timeout;
@@ -107,24 +112,38 @@ export async function webFetch(gate: EgressGate, input: { url: string; config: W
     const refused = domainRefusal(url, input.config);
     if (refused) return failure('url_not_allowed', `refused ${hop ? 'a redirect to ' : ''}${url.origin}: ${refused}`);
     try {
-      res = await gate.fetch(url, { redirect: 'manual', signal: abort, headers: { accept: 'text/html, text/plain;q=0.9, application/json;q=0.8, */*;q=0.1', 'user-agent': 'managed-agents-web-fetch/1' } });
+      res = await gate.fetch(url, {
+        redirect: 'manual',
+        signal: abort,
+        headers: {
+          accept: 'text/html, text/plain;q=0.9, application/json;q=0.8, */*;q=0.1',
+          'user-agent': 'managed-agents-web-fetch/1',
+        },
+      });
     } catch (err) {
-      if (err instanceof EgressRefusedError) return failure('url_not_allowed', `${hop ? 'a redirect was refused: ' : ''}${err.message}`);
-      if (timeout.aborted) return failure('url_not_accessible', `${url.origin} did not answer within ${TIMEOUT_MS / 1000} s`);
+      if (err instanceof EgressRefusedError)
+        return failure('url_not_allowed', `${hop ? 'a redirect was refused: ' : ''}${err.message}`);
+      if (timeout.aborted)
+        return failure('url_not_accessible', `${url.origin} did not answer within ${TIMEOUT_MS / 1000} s`);
       if (signal?.aborted) throw err;
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      return failure('url_not_accessible', `${url.origin} could not be reached (${cause?.code ?? cause?.message ?? (err as Error).message})`);
+      return failure(
+        'url_not_accessible',
+        `${url.origin} could not be reached (${cause?.code ?? cause?.message ?? (err as Error).message})`,
+      );
     }
     const location = res.headers.get('location');
     if (!REDIRECTS.has(res.status) || !location) break;
     await res.body?.cancel().catch(() => undefined);
-    if (hop >= MAX_REDIRECTS) return failure('url_not_accessible', `more than ${MAX_REDIRECTS} redirects from ${input.url.slice(0, 200)}`);
+    if (hop >= MAX_REDIRECTS)
+      return failure('url_not_accessible', `more than ${MAX_REDIRECTS} redirects from ${input.url.slice(0, 200)}`);
     try {
       url = new URL(location, url);
     } catch {
       return failure('url_not_accessible', `${url.origin} redirected to something that is not a URL`);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return failure('url_not_allowed', `refused a redirect to a ${url.protocol} URL`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      return failure('url_not_allowed', `refused a redirect to a ${url.protocol} URL`);
   }
   const type = (res.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
   if (res.status === 429) {
@@ -137,11 +156,16 @@ export async function webFetch(gate: EgressGate, input: { url: string; config: W
   }
   if (type !== '' && !HTML.test(type) && !TEXT.test(type)) {
     await res.body?.cancel().catch(() => undefined);
-    return failure('unsupported_content_type', `${url.href.slice(0, 500)} is ${type}; web_fetch returns text content only`);
+    return failure(
+      'unsupported_content_type',
+      `${url.href.slice(0, 500)} is ${type}; web_fetch returns text content only`,
+    );
   }
   const body = await readCapped(res, WEB_FETCH_MAX_BYTES);
   const { text, title } = pageText(body.text, type || 'text/plain');
-  const max = input.config.maxContentTokens ? Math.min(input.config.maxContentTokens * CHARS_PER_TOKEN, WEB_FETCH_MAX_CHARS) : WEB_FETCH_DEFAULT_CHARS;
+  const max = input.config.maxContentTokens
+    ? Math.min(input.config.maxContentTokens * CHARS_PER_TOKEN, WEB_FETCH_MAX_CHARS)
+    : WEB_FETCH_DEFAULT_CHARS;
   const head = [`URL: ${url.href}`, ...(title ? [`Title: ${title}`] : []), `Content-Type: ${type || 'unknown'}`];
   if (body.cut) head.push(`[only the first ${WEB_FETCH_MAX_BYTES} bytes of the response were read]`);
   return { output: `${head.join('\n')}\n\n${capOutput(text.trim(), max)}`, isError: false };

@@ -2,7 +2,16 @@
 // an IPv4 address embedded in IPv6 (mapped, translated, NAT64, 6to4) is judged as the IPv4 address it reaches.
 import net from 'node:net';
 
-export type RangeRule = 'unspecified' | 'loopback' | 'link-local' | 'private' | 'cgnat' | 'multicast' | 'reserved' | 'broadcast' | 'documentation';
+export type RangeRule =
+  | 'unspecified'
+  | 'loopback'
+  | 'link-local'
+  | 'private'
+  | 'cgnat'
+  | 'multicast'
+  | 'reserved'
+  | 'broadcast'
+  | 'documentation';
 
 interface Range {
   cidr: string;
@@ -95,7 +104,7 @@ export function canonicalIp(ip: string): string | undefined {
 
 function compress(g: number[]): string {
   let best = { at: -1, len: 0 };
-  for (let i = 0; i < 8; ) {
+  for (let i = 0; i < 8;) {
     if (g[i] !== 0) {
       i++;
       continue;

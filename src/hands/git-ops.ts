@@ -4,7 +4,16 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { SandboxProvider } from '../sandbox/provider';
-import { bundleBranch, explain, mirrorPath, pushBundle, revParse, syncMirror, upstreamOf, GitError } from '../sandbox/host-git';
+import {
+  bundleBranch,
+  explain,
+  mirrorPath,
+  pushBundle,
+  revParse,
+  syncMirror,
+  upstreamOf,
+  GitError,
+} from '../sandbox/host-git';
 import type { EgressGate } from '../egress';
 import { BRANCH_NAME_RE, type GitInput } from '../tools/git';
 import { redact } from '../vault';
@@ -18,8 +27,16 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
   const inSandbox = async (sandboxId: string, key: string, script: string, env: Record<string, string>) =>
     provider.execute(sandboxId, { key, script, env, timeoutSeconds: 120, maxOutputBytes: 16 * 1024 });
   /** The same, in the repository's directory (workdir, or the recipe's `path` under it). */
-  const inRepo = async (git: GitContext, sandboxId: string, key: string, script: string, env: Record<string, string>) =>
-    git.repo.path ? inSandbox(sandboxId, key, `cd -- "$MA_REPO_DIR" || exit 3; ${script}`, { ...env, MA_REPO_DIR: git.repo.path }) : inSandbox(sandboxId, key, script, env);
+  const inRepo = async (
+    git: GitContext,
+    sandboxId: string,
+    key: string,
+    script: string,
+    env: Record<string, string>,
+  ) =>
+    git.repo.path
+      ? inSandbox(sandboxId, key, `cd -- "$MA_REPO_DIR" || exit 3; ${script}`, { ...env, MA_REPO_DIR: git.repo.path })
+      : inSandbox(sandboxId, key, script, env);
 
   const withTemp = async <T>(fn: (dir: string) => Promise<T>): Promise<T> => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ma-bundle-'));
@@ -36,10 +53,19 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
     return mirrorPath(mirrorsDir, made.sessionId, made.name);
   };
 
-  const fail = (message: string, token: string | undefined): ToolOutput => ({ output: redact(message, token ? [token] : []), isError: true });
+  const fail = (message: string, token: string | undefined): ToolOutput => ({
+    output: redact(message, token ? [token] : []),
+    isError: true,
+  });
 
   return {
-    async push(sandboxId: string, toolUseId: string, git: GitContext, input: GitInput, token: string | undefined): Promise<ToolOutput> {
+    async push(
+      sandboxId: string,
+      toolUseId: string,
+      git: GitContext,
+      input: GitInput,
+      token: string | undefined,
+    ): Promise<ToolOutput> {
       const file = `${BUNDLE_DIR}/${toolUseId.replace(/[^A-Za-z0-9_.-]/g, '_')}.bundle`;
       const made = await inRepo(
         git,
@@ -53,7 +79,8 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
       if (made.exitCode !== 0) return fail(`git_push: ${made.output.trim()}`, token);
       // The sandbox reports the branch; it is hostile, so the name must be a plain branch before host git sees it.
       const branch = made.output.trim().split('\n').pop()!;
-      if (!BRANCH_NAME_RE.test(branch)) return fail(`git_push: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
+      if (!BRANCH_NAME_RE.test(branch))
+        return fail(`git_push: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
       const mirror = await mirrorOf(sandboxId, git);
       try {
         const upstream = await upstreamOf(git.repo, egress);
@@ -63,10 +90,23 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
           fs.writeFileSync(bundle, await provider.copyOut(sandboxId, file));
           const pushed = await pushBundle(mirror, bundle, branch, token, input.force === true, upstream);
           const report = (pushed.stdout + pushed.stderr).trim();
-          if (pushed.code !== 0) return fail(`git_push of ${branch} was rejected by upstream: ${explain(pushed)}\n${report}`, token);
+          if (pushed.code !== 0)
+            return fail(`git_push of ${branch} was rejected by upstream: ${explain(pushed)}\n${report}`, token);
           const sha = await revParse(mirror, `refs/ma-push/${branch}`);
-          await inRepo(git, sandboxId, `${toolUseId}-track`, 'git update-ref "refs/remotes/origin/$MA_BRANCH" "$MA_SHA"', { MA_BRANCH: branch, MA_SHA: sha });
-          return { output: redact(`pushed ${branch} (${sha.slice(0, 12)}) to ${git.repo.url}\n${report}`, token ? [token] : []), isError: false };
+          await inRepo(
+            git,
+            sandboxId,
+            `${toolUseId}-track`,
+            'git update-ref "refs/remotes/origin/$MA_BRANCH" "$MA_SHA"',
+            { MA_BRANCH: branch, MA_SHA: sha },
+          );
+          return {
+            output: redact(
+              `pushed ${branch} (${sha.slice(0, 12)}) to ${git.repo.url}\n${report}`,
+              token ? [token] : [],
+            ),
+            isError: false,
+          };
         });
       } catch (err) {
         if (err instanceof GitError) return fail(`git_push: ${err.message}`, token);
@@ -74,13 +114,20 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
       }
     },
 
-    async pull(sandboxId: string, toolUseId: string, git: GitContext, input: GitInput, token: string | undefined): Promise<ToolOutput> {
+    async pull(
+      sandboxId: string,
+      toolUseId: string,
+      git: GitContext,
+      input: GitInput,
+      token: string | undefined,
+    ): Promise<ToolOutput> {
       let branch = input.branch;
       if (!branch) {
         const head = await inRepo(git, sandboxId, `${toolUseId}-head`, 'git symbolic-ref --short -q HEAD', {});
         if (head.exitCode !== 0) return fail('git_pull: not on a branch: name one', token);
         branch = head.output.trim();
-        if (!BRANCH_NAME_RE.test(branch)) return fail(`git_pull: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
+        if (!BRANCH_NAME_RE.test(branch))
+          return fail(`git_pull: ${JSON.stringify(branch.slice(0, 200))} is not a plain branch name`, token);
       }
       const mirror = await mirrorOf(sandboxId, git);
       try {
@@ -101,7 +148,10 @@ export function createGitOps(provider: SandboxProvider, mirrorsDir: string | und
             'else git checkout -q -b "$MA_BRANCH" "origin/$MA_BRANCH" && echo "checked out $MA_BRANCH"; fi',
           { MA_FILE: `${BUNDLE_DIR}/${name}`, MA_BRANCH: branch },
         );
-        return { output: redact(merged.output.trim() || `${branch} is up to date`, token ? [token] : []), isError: merged.exitCode !== 0 };
+        return {
+          output: redact(merged.output.trim() || `${branch} is up to date`, token ? [token] : []),
+          isError: merged.exitCode !== 0,
+        };
       } catch (err) {
         if (err instanceof GitError) return fail(`git_pull: ${err.message}`, token);
         throw err;

@@ -2,7 +2,15 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { formatIssues } from '../session/agent';
-import { LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './hands-contract';
+import {
+  LIVE_OUTPUT_BYTES,
+  hostTaskQueue,
+  type Caller,
+  type ExecuteInput,
+  type ProvisionInput,
+  type ProvisionOutput,
+  type ToolOutput,
+} from './hands-contract';
 import { MAX_TOOL_OUTPUT_CHARS } from '../tools/kind';
 import { redact, type SecretVault } from '../vault';
 import { GitError } from '../sandbox/host-git';
@@ -23,7 +31,17 @@ import { SealError } from '../vault/sealed';
 import { SandboxQuotaError, leaseIsLive, type SandboxQuota } from './sandbox-quota';
 
 export { formatBashOutput } from './tool-runners';
-export { HANDS_TASK_QUEUE, LIVE_OUTPUT_BYTES, hostTaskQueue, type Caller, type ExecuteInput, type GitContext, type ProvisionInput, type ProvisionOutput, type ToolOutput } from './hands-contract';
+export {
+  HANDS_TASK_QUEUE,
+  LIVE_OUTPUT_BYTES,
+  hostTaskQueue,
+  type Caller,
+  type ExecuteInput,
+  type GitContext,
+  type ProvisionInput,
+  type ProvisionOutput,
+  type ToolOutput,
+} from './hands-contract';
 
 export interface HandsDeps {
   provider: SandboxProvider;
@@ -60,7 +78,8 @@ function denied(message: string): never {
 }
 
 function lost(err: unknown): never {
-  if (err instanceof SandboxLostError) throw ApplicationFailure.create({ message: err.message, type: Failure.Sandbox.Lost, nonRetryable: true });
+  if (err instanceof SandboxLostError)
+    throw ApplicationFailure.create({ message: err.message, type: Failure.Sandbox.Lost, nonRetryable: true });
   throw err;
 }
 
@@ -68,22 +87,41 @@ export function createHandsActivities(deps: HandsDeps) {
   const { provider, hostId } = deps;
 
   /** The token behind a credential reference: the session's own vault's, or its own API resource's. */
-  const credential = async (sessionId: string, vault: string | undefined, ref: string | undefined): Promise<string | undefined> => {
+  const credential = async (
+    sessionId: string,
+    vault: string | undefined,
+    ref: string | undefined,
+  ): Promise<string | undefined> => {
     if (!ref) return undefined;
     if (ref.startsWith('resource:')) {
-      if (!deps.repoTokens) throw ApplicationFailure.create({ message: `this hands host cannot open ${ref}: it needs DATABASE_URL (the API's database) and VAULT_KEY`, type: Failure.Vault.Unavailable, nonRetryable: true });
+      if (!deps.repoTokens)
+        throw ApplicationFailure.create({
+          message: `this hands host cannot open ${ref}: it needs DATABASE_URL (the API's database) and VAULT_KEY`,
+          type: Failure.Vault.Unavailable,
+          nonRetryable: true,
+        });
       try {
         return await deps.repoTokens(sessionId, ref);
       } catch (err) {
-        if (err instanceof RepoTokenError || err instanceof SealError) throw ApplicationFailure.create({ message: err.message, type: Failure.Vault.Missing, nonRetryable: true });
+        if (err instanceof RepoTokenError || err instanceof SealError)
+          throw ApplicationFailure.create({ message: err.message, type: Failure.Vault.Missing, nonRetryable: true });
         throw err;
       }
     }
-    if (!deps.vault) throw ApplicationFailure.create({ message: `this hands host has no VAULT_KEY, so it cannot use ${ref}`, type: Failure.Vault.Unavailable, nonRetryable: true });
+    if (!deps.vault)
+      throw ApplicationFailure.create({
+        message: `this hands host has no VAULT_KEY, so it cannot use ${ref}`,
+        type: Failure.Vault.Unavailable,
+        nonRetryable: true,
+      });
     try {
       return await deps.vault.resolve(vault ?? 'default', ref);
     } catch (err) {
-      throw ApplicationFailure.create({ message: `${(err as Error).message} (the session is bound to vault ${vault ?? 'default'})`, type: Failure.Vault.Missing, nonRetryable: true });
+      throw ApplicationFailure.create({
+        message: `${(err as Error).message} (the session is bound to vault ${vault ?? 'default'})`,
+        type: Failure.Vault.Missing,
+        nonRetryable: true,
+      });
     }
   };
 
@@ -93,7 +131,9 @@ export function createHandsActivities(deps: HandsDeps) {
   const checkOwner = (sandboxId: string, caller: Caller) => {
     const entry = deps.registry?.get(sandboxId);
     if (entry && caller.sessionId !== undefined && entry.owner !== caller.sessionId) {
-      denied(`sandbox ${sandboxId.slice(0, 12)} was handed to session ${entry.owner}; this session (${caller.sessionId}) may no longer use it`);
+      denied(
+        `sandbox ${sandboxId.slice(0, 12)} was handed to session ${entry.owner}; this session (${caller.sessionId}) may no longer use it`,
+      );
     }
   };
 
@@ -104,7 +144,8 @@ export function createHandsActivities(deps: HandsDeps) {
     try {
       return await deps.quota.acquire(sessionId, name, hostId, (lease) => leaseIsLive(client, lease));
     } catch (err) {
-      if (err instanceof SandboxQuotaError) throw ApplicationFailure.create({ message: err.message, type: Failure.Sandbox.Quota, nonRetryable: true });
+      if (err instanceof SandboxQuotaError)
+        throw ApplicationFailure.create({ message: err.message, type: Failure.Sandbox.Quota, nonRetryable: true });
       throw err;
     }
   };
@@ -115,7 +156,16 @@ export function createHandsActivities(deps: HandsDeps) {
       if (input.resume) checkOwner(input.resume, input);
       const lease = await takeLease(input.sessionId, input.name);
       try {
-        const r = await heartbeating(() => provider.provision({ sessionId: input.sessionId, name: input.name, recipe: input.recipe, hostId, resume: input.resume, repoToken }));
+        const r = await heartbeating(() =>
+          provider.provision({
+            sessionId: input.sessionId,
+            name: input.name,
+            recipe: input.recipe,
+            hostId,
+            resume: input.resume,
+            repoToken,
+          }),
+        );
         if (lease) await deps.quota!.bind(lease, r.sandboxId);
         try {
           deps.registry?.claim(r.sandboxId, input.sessionId, input.name);
@@ -127,9 +177,14 @@ export function createHandsActivities(deps: HandsDeps) {
       } catch (err) {
         if (lease) await deps.quota!.drop(lease).catch(() => undefined);
         const message = redact((err as Error).message, repoToken ? [repoToken] : []);
-        if (err instanceof SetupFailedError || err instanceof GitError) throw ApplicationFailure.create({ message, type: Failure.Sandbox.SetupFailed, nonRetryable: true });
-        if (err instanceof RuntimeUnavailableError) throw ApplicationFailure.create({ message, type: Failure.Sandbox.Runtime, nonRetryable: true });
-        throw ApplicationFailure.create({ message: `provisioning failed: ${message}`, type: Failure.Sandbox.Provision });
+        if (err instanceof SetupFailedError || err instanceof GitError)
+          throw ApplicationFailure.create({ message, type: Failure.Sandbox.SetupFailed, nonRetryable: true });
+        if (err instanceof RuntimeUnavailableError)
+          throw ApplicationFailure.create({ message, type: Failure.Sandbox.Runtime, nonRetryable: true });
+        throw ApplicationFailure.create({
+          message: `provisioning failed: ${message}`,
+          type: Failure.Sandbox.Provision,
+        });
       }
     },
 
@@ -137,9 +192,11 @@ export function createHandsActivities(deps: HandsDeps) {
       checkOwner(input.sandboxId, input);
       const kind = toolKind(input.tool);
       const runner = sandboxRunner(kind);
-      if (!kind || !runner) return { output: `unknown sandbox tool: ${String(input.tool).slice(0, 100)}`, isError: true };
+      if (!kind || !runner)
+        return { output: `unknown sandbox tool: ${String(input.tool).slice(0, 100)}`, isError: true };
       const parsed = kind.input.safeParse(input.input ?? {});
-      if (!parsed.success) return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
+      if (!parsed.success)
+        return { output: `invalid input for ${input.tool}: ${formatIssues(parsed.error)}`, isError: true };
       // The run-once key: tool_use ids are unique within a session, and a handed-off sandbox serves several.
       const key = input.sessionId !== undefined ? `${input.sessionId}.${input.toolUseId}` : input.toolUseId;
       const ctx: RunContext = {
@@ -147,10 +204,18 @@ export function createHandsActivities(deps: HandsDeps) {
         streamed(req) {
           const info = Context.current().info;
           const sessionId = info.workflowExecution?.workflowId;
-          const live = sessionId ? deps.stream?.open(sessionId, { kind: 'tool', toolUseId: input.toolUseId, tool: input.tool }, info.attempt) : undefined;
+          const live = sessionId
+            ? deps.stream?.open(sessionId, { kind: 'tool', toolUseId: input.toolUseId, tool: input.tool }, info.attempt)
+            : undefined;
           const utf8 = new StringDecoder('utf8');
           const onOutput = live && ((chunk: Buffer) => live.write(utf8.write(chunk)));
-          return heartbeating((signal) => provider.execute(input.sandboxId, { ...req, key, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS, onOutput, liveBytes: LIVE_OUTPUT_BYTES }, signal))
+          return heartbeating((signal) =>
+            provider.execute(
+              input.sandboxId,
+              { ...req, key, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS, onOutput, liveBytes: LIVE_OUTPUT_BYTES },
+              signal,
+            ),
+          )
             .catch(lost)
             .finally(() => live?.close());
         },
@@ -158,7 +223,14 @@ export function createHandsActivities(deps: HandsDeps) {
           heartbeating((signal) =>
             provider.execute(
               input.sandboxId,
-              { key, script: `exec python3 -c "$${program}"`, env, stdin: Buffer.from(JSON.stringify(stdin)), timeoutSeconds: input.timeoutSeconds, maxOutputBytes: MAX_TOOL_OUTPUT_CHARS },
+              {
+                key,
+                script: `exec python3 -c "$${program}"`,
+                env,
+                stdin: Buffer.from(JSON.stringify(stdin)),
+                timeoutSeconds: input.timeoutSeconds,
+                maxOutputBytes: MAX_TOOL_OUTPUT_CHARS,
+              },
               signal,
             ),
           ).catch(lost),
@@ -186,9 +258,24 @@ export function createHandsActivities(deps: HandsDeps) {
     },
 
     /** Hands a sandbox from session `from` to session `to`: the container stays; the registry's owner changes. */
-    async transferSandbox(input: { sandboxId: string; name: string; from: string; to: string }): Promise<{ owner: string }> {
-      if (!deps.registry) throw ApplicationFailure.create({ message: `hands host ${hostId} keeps no ownership registry`, type: Failure.Sandbox.NoRegistry, nonRetryable: true });
-      if ((await provider.health(input.sandboxId)) === 'missing') throw ApplicationFailure.create({ message: `sandbox ${input.sandboxId.slice(0, 12)} no longer exists`, type: Failure.Sandbox.Lost, nonRetryable: true });
+    async transferSandbox(input: {
+      sandboxId: string;
+      name: string;
+      from: string;
+      to: string;
+    }): Promise<{ owner: string }> {
+      if (!deps.registry)
+        throw ApplicationFailure.create({
+          message: `hands host ${hostId} keeps no ownership registry`,
+          type: Failure.Sandbox.NoRegistry,
+          nonRetryable: true,
+        });
+      if ((await provider.health(input.sandboxId)) === 'missing')
+        throw ApplicationFailure.create({
+          message: `sandbox ${input.sandboxId.slice(0, 12)} no longer exists`,
+          type: Failure.Sandbox.Lost,
+          nonRetryable: true,
+        });
       try {
         const owner = deps.registry.transfer(input.sandboxId, input.from, input.to, input.name).owner;
         await deps.quota?.transfer(input.sandboxId, input.to, input.name);
@@ -199,10 +286,17 @@ export function createHandsActivities(deps: HandsDeps) {
       }
     },
 
-    async putFile(input: { sandboxId: string; key: string; path: string; contentBase64: string } & Caller): Promise<{ bytes: number }> {
+    async putFile(
+      input: { sandboxId: string; key: string; path: string; contentBase64: string } & Caller,
+    ): Promise<{ bytes: number }> {
       checkOwner(input.sandboxId, input);
       const bytes = Buffer.from(input.contentBase64, 'base64');
-      if (bytes.length > MAX_FILE_BYTES) throw ApplicationFailure.create({ message: `file is ${bytes.length} bytes; the limit is ${MAX_FILE_BYTES}`, type: Failure.Files.TooLarge, nonRetryable: true });
+      if (bytes.length > MAX_FILE_BYTES)
+        throw ApplicationFailure.create({
+          message: `file is ${bytes.length} bytes; the limit is ${MAX_FILE_BYTES}`,
+          type: Failure.Files.TooLarge,
+          nonRetryable: true,
+        });
       const r = await heartbeating(() =>
         provider.execute(input.sandboxId, {
           key: input.key,
@@ -213,13 +307,21 @@ export function createHandsActivities(deps: HandsDeps) {
           maxOutputBytes: 4096,
         }),
       ).catch(lost);
-      if (r.exitCode !== 0) throw ApplicationFailure.create({ message: `cannot write ${input.path}: ${r.output.trim()}`, type: Failure.Files.Write, nonRetryable: true });
+      if (r.exitCode !== 0)
+        throw ApplicationFailure.create({
+          message: `cannot write ${input.path}: ${r.output.trim()}`,
+          type: Failure.Files.Write,
+          nonRetryable: true,
+        });
       return { bytes: bytes.length };
     },
 
-    async getFile(input: { sandboxId: string; key: string; path: string } & Caller): Promise<{ contentBase64: string; bytes: number }> {
+    async getFile(
+      input: { sandboxId: string; key: string; path: string } & Caller,
+    ): Promise<{ contentBase64: string; bytes: number }> {
       checkOwner(input.sandboxId, input);
-      const script = 's=$(stat -c %s -- "$MA_PATH" 2>&1) || { echo "no such file: $MA_PATH"; exit 2; }; [ -f "$MA_PATH" ] || { echo "not a regular file: $MA_PATH"; exit 2; }; [ "$s" -le "$MA_LIMIT" ] || { echo "file is $s bytes; the limit is $MA_LIMIT"; exit 3; }; base64 -w0 -- "$MA_PATH"';
+      const script =
+        's=$(stat -c %s -- "$MA_PATH" 2>&1) || { echo "no such file: $MA_PATH"; exit 2; }; [ -f "$MA_PATH" ] || { echo "not a regular file: $MA_PATH"; exit 2; }; [ "$s" -le "$MA_LIMIT" ] || { echo "file is $s bytes; the limit is $MA_LIMIT"; exit 3; }; base64 -w0 -- "$MA_PATH"';
       const r = await heartbeating(() =>
         provider.execute(input.sandboxId, {
           key: input.key,
@@ -229,7 +331,8 @@ export function createHandsActivities(deps: HandsDeps) {
           maxOutputBytes: Math.ceil((MAX_FILE_BYTES * 4) / 3) + 4096,
         }),
       ).catch(lost);
-      if (r.exitCode !== 0) throw ApplicationFailure.create({ message: r.output.trim(), type: Failure.Files.Read, nonRetryable: true });
+      if (r.exitCode !== 0)
+        throw ApplicationFailure.create({ message: r.output.trim(), type: Failure.Files.Read, nonRetryable: true });
       const content = r.output.trim();
       return { contentBase64: content, bytes: Buffer.from(content, 'base64').length };
     },

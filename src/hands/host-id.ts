@@ -13,11 +13,16 @@ export async function composeHostId(dockerHost: string | undefined, hostname = o
   try {
     labels = (await dockerFromHost(dockerHost).getContainer(hostname).inspect()).Config.Labels ?? {};
   } catch (err) {
-    throw new Error(`HANDS_HOST_ID=compose: this process is not in a container the Docker engine knows as ${hostname} (${(err as Error).message.split('\n')[0]})`);
+    throw new Error(
+      `HANDS_HOST_ID=compose: this process is not in a container the Docker engine knows as ${hostname} (${(err as Error).message.split('\n')[0]})`,
+    );
   }
   const project = labels['com.docker.compose.project'];
   const service = labels['com.docker.compose.service'];
   const number = labels['com.docker.compose.container-number'];
-  if (!project || !service || !number) throw new Error(`HANDS_HOST_ID=compose: container ${hostname} was not started by docker compose (no com.docker.compose labels)`);
+  if (!project || !service || !number)
+    throw new Error(
+      `HANDS_HOST_ID=compose: container ${hostname} was not started by docker compose (no com.docker.compose labels)`,
+    );
   return HostIdSchema.parse(`${project}-${service}-${number}`);
 }

@@ -5,7 +5,11 @@ import type { Queryable } from '../storage/db';
 import { openSecret } from '../vault/sealed';
 
 /** Which box holds a resource's token: the binding its seal was made with. */
-export const repoTokenBinding = (resourceId: string, sessionId: string) => ({ credentialId: resourceId, vaultId: sessionId, field: 'authorization_token' });
+export const repoTokenBinding = (resourceId: string, sessionId: string) => ({
+  credentialId: resourceId,
+  vaultId: sessionId,
+  field: 'authorization_token',
+});
 
 export class RepoTokenError extends Error {}
 
@@ -18,7 +22,10 @@ export function createRepoTokens(db: () => Queryable | undefined, vaultKey: stri
     const id = ref.slice('resource:'.length);
     const open = db();
     if (!open) throw new RepoTokenError('the API database is not open on this hands host yet');
-    const rows = await open.query<{ sealed_token: string | null }>('select sealed_token from session_resources where id = $1 and session_id = $2', [id, sessionId]);
+    const rows = await open.query<{ sealed_token: string | null }>(
+      'select sealed_token from session_resources where id = $1 and session_id = $2',
+      [id, sessionId],
+    );
     // A resource of another session does not open here, exactly like one that does not exist.
     if (rows.length === 0) throw new RepoTokenError(`session ${sessionId} has no resource ${id}`);
     const sealed = rows[0].sealed_token;

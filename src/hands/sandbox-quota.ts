@@ -21,7 +21,12 @@ export interface Lease {
 
 export interface SandboxQuota {
   /** A lease for the sandbox `name` of `sessionId`, or SandboxQuotaError; undefined when no database is open. */
-  acquire(sessionId: string, name: string, hostId: string, isLive: (lease: Lease) => Promise<boolean>): Promise<string | undefined>;
+  acquire(
+    sessionId: string,
+    name: string,
+    hostId: string,
+    isLive: (lease: Lease) => Promise<boolean>,
+  ): Promise<string | undefined>;
   /** The provisioned sandbox the lease is for. */
   bind(leaseId: string, sandboxId: string): Promise<void>;
   /** Gives back a lease whose provisioning failed. */
@@ -38,7 +43,10 @@ const SANDBOX_LOCK = 0x73616e64;
 /** The workspace a session counts in: an API session's own (a sub-agent's is its root session's), else `default`. */
 async function workspaceOf(tx: Queryable, sessionId: string): Promise<{ id: string; name: string }> {
   const root = sessionId.split('.')[0];
-  const [row] = await tx.query<{ id: string; name: string }>('select w.id, w.name from sessions s join workspaces w on w.id = s.workspace_id where s.id = $1', [root]);
+  const [row] = await tx.query<{ id: string; name: string }>(
+    'select w.id, w.name from sessions s join workspaces w on w.id = s.workspace_id where s.id = $1',
+    [root],
+  );
   return row ?? { id: `wrkspc_${DEFAULT_WORKSPACE}`, name: DEFAULT_WORKSPACE };
 }
 
@@ -57,10 +65,15 @@ export function createSandboxQuota(db: () => Db | undefined, limit: number): San
         // This slot's previous sandbox was stopped or lost (or this is a retry): its lease ends here.
         await tx.query('delete from sandbox_leases where session_id = $1 and name = $2', [sessionId, name]);
         const leases = () =>
-          tx.query<Lease>(`select id, session_id, sandbox_id, acquired_at > now() - interval '1 minute' as fresh from sandbox_leases where workspace_id = $1`, [ws.id]);
+          tx.query<Lease>(
+            `select id, session_id, sandbox_id, acquired_at > now() - interval '1 minute' as fresh from sandbox_leases where workspace_id = $1`,
+            [ws.id],
+          );
         let held = await leases();
         if (held.length >= limit) {
-          const dead = (await Promise.all(held.map(async (l) => ((await isLive(l)) ? undefined : l.id)))).filter((id): id is string => id !== undefined);
+          const dead = (await Promise.all(held.map(async (l) => ((await isLive(l)) ? undefined : l.id)))).filter(
+            (id): id is string => id !== undefined,
+          );
           if (dead.length > 0) await tx.query('delete from sandbox_leases where id = any($1::text[])', [dead]);
           held = await leases();
         }
@@ -70,7 +83,10 @@ export function createSandboxQuota(db: () => Db | undefined, limit: number): San
           );
         }
         const id = randomUUID();
-        await tx.query('insert into sandbox_leases (id, workspace_id, session_id, name, host_id) values ($1, $2, $3, $4, $5)', [id, ws.id, sessionId, name, hostId]);
+        await tx.query(
+          'insert into sandbox_leases (id, workspace_id, session_id, name, host_id) values ($1, $2, $3, $4, $5)',
+          [id, ws.id, sessionId, name, hostId],
+        );
         return id;
       });
     },
@@ -82,7 +98,10 @@ export function createSandboxQuota(db: () => Db | undefined, limit: number): San
       }),
     drop: (leaseId) => run((q) => q.query('delete from sandbox_leases where id = $1', [leaseId])),
     release: (sandboxId) => run((q) => q.query('delete from sandbox_leases where sandbox_id = $1', [sandboxId])),
-    transfer: (sandboxId, to, name) => run((q) => q.query('update sandbox_leases set session_id = $2, name = $3 where sandbox_id = $1', [sandboxId, to, name])),
+    transfer: (sandboxId, to, name) =>
+      run((q) =>
+        q.query('update sandbox_leases set session_id = $2, name = $3 where sandbox_id = $1', [sandboxId, to, name]),
+      ),
   };
 }
 

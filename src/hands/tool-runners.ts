@@ -23,10 +23,13 @@ export interface RunContext {
 }
 
 /** The input of a kind, as its schema parses it. */
-type InputOf<K extends SandboxToolKind> = (typeof TOOL_KINDS)[K] extends ToolKind<infer I, string, 'sandbox'> ? I : never;
+type InputOf<K extends SandboxToolKind> =
+  (typeof TOOL_KINDS)[K] extends ToolKind<infer I, string, 'sandbox'> ? I : never;
 
 /** Sandbox kinds that describe their command themselves, and so have no entry in TOOL_RUNNERS. */
-type ExecKind = { [K in SandboxToolKind]: (typeof TOOL_KINDS)[K] extends { exec: (input: never) => SandboxExec } ? K : never }[SandboxToolKind];
+type ExecKind = {
+  [K in SandboxToolKind]: (typeof TOOL_KINDS)[K] extends { exec: (input: never) => SandboxExec } ? K : never;
+}[SandboxToolKind];
 /** Sandbox kinds whose runner TOOL_RUNNERS must hold. */
 export type RunnerKind = Exclude<SandboxToolKind, ExecKind>;
 
@@ -41,7 +44,11 @@ export function formatBashOutput(output: string, exitCode: number, timedOut: boo
 
 /** A tool's result from a command's, naming the file that holds the whole output when it was cut. */
 function withOutputRef(r: ExecResult, output: string): ToolOutput {
-  return { output, isError: r.exitCode !== 0, ...(r.fullOutputPath ? { outputRef: { path: r.fullOutputPath, bytes: r.outputBytes } } : {}) };
+  return {
+    output,
+    isError: r.exitCode !== 0,
+    ...(r.fullOutputPath ? { outputRef: { path: r.fullOutputPath, bytes: r.outputBytes } } : {}),
+  };
 }
 
 /** How much longer than its own timeout a shell call's wrapper waits for the shell server. */
@@ -59,7 +66,12 @@ const fileTool =
 export async function runExec(ctx: RunContext, exec: SandboxExec): Promise<ToolOutput> {
   const timeoutSeconds = ctx.call.timeoutSeconds;
   const { script, env, stdin } = exec;
-  const r = await ctx.streamed({ script, timeoutSeconds, ...(env ? { env } : {}), ...(stdin !== undefined ? { stdin: Buffer.from(stdin) } : {}) });
+  const r = await ctx.streamed({
+    script,
+    timeoutSeconds,
+    ...(env ? { env } : {}),
+    ...(stdin !== undefined ? { stdin: Buffer.from(stdin) } : {}),
+  });
   return withOutputRef(r, formatBashOutput(r.output, r.exitCode, r.timedOut, timeoutSeconds));
 }
 
@@ -104,9 +116,13 @@ export const TOOL_RUNNERS: { [K in RunnerKind]: ToolRunner<InputOf<K>> } = {
  * The runner of a sandbox kind: its own `exec`, or its entry in TOOL_RUNNERS. None for a kind that does not run in
  * a sandbox, or that has neither; there is no catch-all.
  */
-export function sandboxRunner(kind: { kind: string; runs: ToolRuns; exec?: ExecOf<never> } | undefined): ToolRunner<unknown> | undefined {
+export function sandboxRunner(
+  kind: { kind: string; runs: ToolRuns; exec?: ExecOf<never> } | undefined,
+): ToolRunner<unknown> | undefined {
   if (kind?.runs !== 'sandbox') return undefined;
   const exec = kind.exec as ExecOf<unknown> | undefined;
   if (exec) return (ctx, input) => runExec(ctx, exec(input));
-  return Object.hasOwn(TOOL_RUNNERS, kind.kind) ? (TOOL_RUNNERS[kind.kind as RunnerKind] as ToolRunner<unknown>) : undefined;
+  return Object.hasOwn(TOOL_RUNNERS, kind.kind)
+    ? (TOOL_RUNNERS[kind.kind as RunnerKind] as ToolRunner<unknown>)
+    : undefined;
 }

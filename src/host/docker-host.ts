@@ -14,13 +14,16 @@ export function dockerEnv(host: string): NodeJS.ProcessEnv {
 
 function pingHttp(target: http.RequestOptions, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = http.request({ ...target, path: '/_ping', method: 'GET', agent: false, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve(res.statusCode === 200 && body.trim() === 'OK'));
-      res.on('error', () => resolve(false));
-    });
+    const req = http.request(
+      { ...target, path: '/_ping', method: 'GET', agent: false, signal: AbortSignal.timeout(timeoutMs) },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (body += chunk));
+        res.on('end', () => resolve(res.statusCode === 200 && body.trim() === 'OK'));
+        res.on('error', () => resolve(false));
+      },
+    );
     req.on('error', () => resolve(false));
     req.end();
   });
@@ -34,7 +37,9 @@ export async function pingDocker(host: string, timeoutMs = 2_000): Promise<boole
     return pingHttp({ host: url.hostname, port: Number(url.port || 2375) }, timeoutMs);
   }
   // TLS, ssh:// and other transports: the CLI knows how to speak them.
-  const result = await run('docker', ['version', '--format', '{{.Server.Version}}'], { env: dockerEnv(host) }).catch(() => undefined);
+  const result = await run('docker', ['version', '--format', '{{.Server.Version}}'], { env: dockerEnv(host) }).catch(
+    () => undefined,
+  );
   return result?.code === 0;
 }
 

@@ -33,7 +33,11 @@ export function withLock<T>(name: string, log: Log, fn: () => Promise<T>): Promi
  * Runs `fn` holding the lock file `lock` (its directory must exist): one process at a time, and a lock whose
  * holder died is taken over. `log` hears once that we wait, and for whom.
  */
-export async function withLockFile<T>(lock: string, fn: () => Promise<T>, opts: { log?: Log; pollMs?: number } = {}): Promise<T> {
+export async function withLockFile<T>(
+  lock: string,
+  fn: () => Promise<T>,
+  opts: { log?: Log; pollMs?: number } = {},
+): Promise<T> {
   // One name per call: several holders-to-be in one process must not share (or remove) each other's file.
   const mine = `${lock}.${process.pid}.${randomUUID()}`;
   fs.writeFileSync(mine, String(process.pid), { mode: 0o600 });

@@ -13,9 +13,18 @@ export interface RunResult {
 
 export const OUTPUT_KEEP = 64_000;
 
-export function run(cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; stdin?: NodeJS.ReadableStream; uid?: number; gid?: number } = {}): Promise<RunResult> {
+export function run(
+  cmd: string,
+  args: string[],
+  opts: { env?: NodeJS.ProcessEnv; stdin?: NodeJS.ReadableStream; uid?: number; gid?: number } = {},
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'], uid: opts.uid, gid: opts.gid });
+    const child = spawn(cmd, args, {
+      env: opts.env ?? process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      uid: opts.uid,
+      gid: opts.gid,
+    });
     let stdout = '';
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -36,7 +45,13 @@ export function logTail(log: Log, text: string, lines = 15): void {
   for (const line of text.trimEnd().split('\n').slice(-lines)) log(`  | ${line}`);
 }
 
-export async function mustRun(what: string, cmd: string, args: string[], log: Log, env?: NodeJS.ProcessEnv): Promise<RunResult> {
+export async function mustRun(
+  what: string,
+  cmd: string,
+  args: string[],
+  log: Log,
+  env?: NodeJS.ProcessEnv,
+): Promise<RunResult> {
   const result = await run(cmd, args, { env });
   if (result.code !== 0) {
     logTail(log, result.output);

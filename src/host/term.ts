@@ -35,7 +35,11 @@ const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '
  * Shows that `label` is under way. On a terminal: a spinner with the elapsed time, redrawn in place on stderr,
  * with log lines printed above it. Elsewhere: the log lines only, then one line with the time it took.
  */
-export function progress(label: string, stream: Stream = process.stderr, env: NodeJS.ProcessEnv = process.env): Progress {
+export function progress(
+  label: string,
+  stream: Stream = process.stderr,
+  env: NodeJS.ProcessEnv = process.env,
+): Progress {
   const started = Date.now();
   const live = stream.isTTY === true && env.TERM !== 'dumb';
   const st = styles(colorEnabled(stream, env));

@@ -38,10 +38,18 @@ export interface SseStream {
 
 /** Answers 200 with an event stream on `res`. */
 export function openSse(res: http.ServerResponse, options: SseOptions = {}): SseStream {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...options.headers });
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    ...options.headers,
+  });
   res.flushHeaders();
   if (options.greeting !== undefined) res.write(sseComment(options.greeting));
-  const keepalive = options.keepaliveMs !== undefined ? setInterval(() => res.write(sseComment('keepalive')), options.keepaliveMs) : undefined;
+  const keepalive =
+    options.keepaliveMs !== undefined
+      ? setInterval(() => res.write(sseComment('keepalive')), options.keepaliveMs)
+      : undefined;
   const closed = new Promise<void>((resolve) =>
     res.on('close', () => {
       clearInterval(keepalive);

@@ -7,7 +7,8 @@ const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser'];
 
 export function chromiumPath(): string {
   const found = process.env.CHROMIUM_PATH || CANDIDATES.find((p) => fs.existsSync(p)) || onPath('chromium');
-  if (!found) throw new Error('Chromium not found: run `npm run setup` (it installs Debian\'s chromium), or set CHROMIUM_PATH');
+  if (!found)
+    throw new Error("Chromium not found: run `npm run setup` (it installs Debian's chromium), or set CHROMIUM_PATH");
   return found;
 }
 
@@ -16,13 +17,22 @@ export function ensureChromium(log: (m: string) => void): string {
   try {
     return chromiumPath();
   } catch {
-    if (process.getuid?.() !== 0 || !onPath('apt-get')) throw new Error('Chromium is missing and this is not a root Debian machine: install chromium, or set CHROMIUM_PATH');
-    log('installing Debian\'s chromium with apt-get (used by the Web UI browser test)');
+    if (process.getuid?.() !== 0 || !onPath('apt-get'))
+      throw new Error(
+        'Chromium is missing and this is not a root Debian machine: install chromium, or set CHROMIUM_PATH',
+      );
+    log("installing Debian's chromium with apt-get (used by the Web UI browser test)");
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    let r = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+    let r = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+      env,
+    });
     if (r.status !== 0) {
       spawnSync('apt-get', ['update'], { stdio: ['ignore', 'ignore', 'inherit'], env });
-      r = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+      r = spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'chromium'], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env,
+      });
     }
     if (r.status !== 0) throw new Error(`apt-get install chromium failed (exit ${r.status})`);
     return chromiumPath();

@@ -8,7 +8,10 @@ const ROOT = path.resolve(__dirname, '..', '..');
 /** The uid the worker image runs as; compose bind-mounts file secrets with their host owner and mode. */
 const WORKER_UID = 1000;
 
-export function writeComposeSecrets(dir = path.join(ROOT, 'deploy', 'secrets'), env: NodeJS.ProcessEnv = process.env): { written: string[]; kept: string[] } {
+export function writeComposeSecrets(
+  dir = path.join(ROOT, 'deploy', 'secrets'),
+  env: NodeJS.ProcessEnv = process.env,
+): { written: string[]; kept: string[] } {
   fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const written: string[] = [];
   const kept: string[] = [];
@@ -47,7 +50,11 @@ export async function writeApiSecrets(dir = path.join(ROOT, 'deploy', 'secrets')
   const pubFile = path.join(dir, 'vault_public_key');
   if (!fs.existsSync(pubFile)) {
     const { vaultPublicKey } = await import('../vault/sealed');
-    fs.writeFileSync(pubFile, `${await vaultPublicKey(fs.readFileSync(path.join(dir, 'vault_key'), 'utf8').trim())}\n`, { mode: 0o444, flag: 'wx' });
+    fs.writeFileSync(
+      pubFile,
+      `${await vaultPublicKey(fs.readFileSync(path.join(dir, 'vault_key'), 'utf8').trim())}\n`,
+      { mode: 0o444, flag: 'wx' },
+    );
     written.push('vault_public_key');
   }
   if (process.getuid?.() === 0) for (const f of written) fs.chownSync(path.join(dir, f), WORKER_UID, WORKER_UID);
@@ -57,7 +64,9 @@ export async function writeApiSecrets(dir = path.join(ROOT, 'deploy', 'secrets')
 if (require.main === module) {
   const dir = path.join(ROOT, 'deploy', 'secrets');
   const r = writeComposeSecrets(dir);
-  process.stderr.write(`${dir}: wrote ${r.written.join(', ') || 'nothing'}${r.kept.length ? `; kept ${r.kept.join(', ')}` : ''}\n`);
+  process.stderr.write(
+    `${dir}: wrote ${r.written.join(', ') || 'nothing'}${r.kept.length ? `; kept ${r.kept.join(', ')}` : ''}\n`,
+  );
   writeApiSecrets(dir).then(
     (w) => w.length > 0 && process.stderr.write(`${dir}: wrote ${w.join(', ')} for the api service\n`),
     (e: unknown) => {
@@ -66,9 +75,13 @@ if (require.main === module) {
     },
   );
   if (!fs.existsSync(path.join(dir, 'anthropic_api_key'))) {
-    process.stderr.write(`no ANTHROPIC_API_KEY in the environment: write your key to ${path.join(dir, 'anthropic_api_key')} (mode 0400, owned by uid ${WORKER_UID})\n`);
+    process.stderr.write(
+      `no ANTHROPIC_API_KEY in the environment: write your key to ${path.join(dir, 'anthropic_api_key')} (mode 0400, owned by uid ${WORKER_UID})\n`,
+    );
   }
   if (process.getuid?.() !== 0 && process.getuid?.() !== WORKER_UID) {
-    process.stderr.write(`the workers run as uid ${WORKER_UID}: run \`sudo chown ${WORKER_UID} ${dir}/codec_key ${dir}/vault_key ${dir}/anthropic_api_key\`\n`);
+    process.stderr.write(
+      `the workers run as uid ${WORKER_UID}: run \`sudo chown ${WORKER_UID} ${dir}/codec_key ${dir}/vault_key ${dir}/anthropic_api_key\`\n`,
+    );
   }
 }

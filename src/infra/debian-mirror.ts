@@ -68,7 +68,12 @@ export function findDebianMirror(aptDir = '/etc/apt', suite = SUITE, codename = 
   }
   const usable = sources.filter((s) => /^(https?|ftp|file):/.test(s.uri) && s.components.includes('main'));
   // Failing an exact match, the mirror behind this Debian host's own release carries the other releases too.
-  const match = usable.find((s) => s.suites.includes(suite)) ?? (codename ? usable.find((s) => s.suites.includes(codename)) : undefined);
-  if (!match) throw new Error(`no apt source for Debian ${suite} (main) in ${main} or ${dropIns}; add one, e.g. a "deb MIRROR ${suite} main" line`);
+  const match =
+    usable.find((s) => s.suites.includes(suite)) ??
+    (codename ? usable.find((s) => s.suites.includes(codename)) : undefined);
+  if (!match)
+    throw new Error(
+      `no apt source for Debian ${suite} (main) in ${main} or ${dropIns}; add one, e.g. a "deb MIRROR ${suite} main" line`,
+    );
   return match.uri.replace(/\/+$/, '');
 }

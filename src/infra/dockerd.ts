@@ -31,7 +31,9 @@ export async function ensureDockerEngine(log: Log = defaultLog): Promise<string>
       log(`engine answers at ${explicit} (DOCKER_HOST)`);
       return explicit;
     }
-    throw new Error(`DOCKER_HOST=${explicit} does not answer; start that engine, or unset DOCKER_HOST so setup can start its own at ${PROJECT_DOCKER_HOST}`);
+    throw new Error(
+      `DOCKER_HOST=${explicit} does not answer; start that engine, or unset DOCKER_HOST so setup can start its own at ${PROJECT_DOCKER_HOST}`,
+    );
   }
   const found = await resolveDockerHost();
   if (found) {
@@ -39,7 +41,9 @@ export async function ensureDockerEngine(log: Log = defaultLog): Promise<string>
     return found;
   }
   if (!isRoot()) {
-    throw new Error(`no Docker engine answers at ${SYSTEM_DOCKER_HOST} or ${PROJECT_DOCKER_HOST}, and starting one needs root; run setup as root, or start an engine and set DOCKER_HOST`);
+    throw new Error(
+      `no Docker engine answers at ${SYSTEM_DOCKER_HOST} or ${PROJECT_DOCKER_HOST}, and starting one needs root; run setup as root, or start an engine and set DOCKER_HOST`,
+    );
   }
   return withLock('docker-engine', log, async () => {
     if (await pingDocker(PROJECT_DOCKER_HOST)) {
@@ -98,7 +102,12 @@ export interface DaemonProcess {
  * it was started with, or undefined when it is remote or cannot be found.
  */
 export function localDaemon(dockerHost: string): DaemonProcess | undefined {
-  const pid = dockerHost === PROJECT_DOCKER_HOST ? runningDaemonPid() : dockerHost === SYSTEM_DOCKER_HOST ? runningDaemonPid(SYSTEM_PIDFILE) : undefined;
+  const pid =
+    dockerHost === PROJECT_DOCKER_HOST
+      ? runningDaemonPid()
+      : dockerHost === SYSTEM_DOCKER_HOST
+        ? runningDaemonPid(SYSTEM_PIDFILE)
+        : undefined;
   if (pid === undefined) return undefined;
   let argv: string[] = [];
   try {
@@ -122,8 +131,13 @@ async function overlayWorks(): Promise<{ ok: boolean; reason?: string }> {
   try {
     for (const d of [lower, upper, work, merged]) fs.mkdirSync(d);
     fs.writeFileSync(path.join(lower, 'probe'), 'x');
-    const mount = await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work}`, merged], { env: { ...process.env, PATH: systemPath() } });
-    if (mount.code !== 0) return { ok: false, reason: mount.output.trim().split('\n').pop() || `mount exited ${mount.code}` };
+    const mount = await run(
+      'mount',
+      ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work}`, merged],
+      { env: { ...process.env, PATH: systemPath() } },
+    );
+    if (mount.code !== 0)
+      return { ok: false, reason: mount.output.trim().split('\n').pop() || `mount exited ${mount.code}` };
     mounted = true;
     fs.writeFileSync(path.join(merged, 'written'), 'y');
     const ok = fs.existsSync(path.join(merged, 'probe')) && fs.existsSync(path.join(upper, 'written'));
@@ -158,7 +172,11 @@ class DaemonStartError extends PlatformError {
   }
 }
 
-async function waitForEngine(host: string, timeoutMs: number, exited: () => string | undefined): Promise<'up' | 'timeout' | string> {
+async function waitForEngine(
+  host: string,
+  timeoutMs: number,
+  exited: () => string | undefined,
+): Promise<'up' | 'timeout' | string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await pingDocker(host, 1_000)) return 'up';
@@ -171,15 +189,20 @@ async function waitForEngine(host: string, timeoutMs: number, exited: () => stri
 
 async function launchDaemon(dockerd: string, driver: string, log: Log): Promise<void> {
   const args = [
-    '--host', PROJECT_DOCKER_HOST,
-    '--data-root', DATA_ROOT,
-    '--exec-root', EXEC_ROOT,
-    '--pidfile', PIDFILE,
+    '--host',
+    PROJECT_DOCKER_HOST,
+    '--data-root',
+    DATA_ROOT,
+    '--exec-root',
+    EXEC_ROOT,
+    '--pidfile',
+    PIDFILE,
     `--storage-driver=${driver}`,
     '--iptables=false',
     '--ip6tables=false',
     '--bridge=none',
-    '--config-file', PROJECT_DAEMON_CONFIG,
+    '--config-file',
+    PROJECT_DAEMON_CONFIG,
   ];
   fs.mkdirSync(path.dirname(PROJECT_DAEMON_CONFIG), { recursive: true });
   if (!fs.existsSync(PROJECT_DAEMON_CONFIG)) fs.writeFileSync(PROJECT_DAEMON_CONFIG, '{}\n');
@@ -187,9 +210,15 @@ async function launchDaemon(dockerd: string, driver: string, log: Log): Promise<
   const out = fs.openSync(DAEMON_LOG, 'a');
   const offset = fs.fstatSync(out).size;
   fs.writeSync(out, `--- ${new Date().toISOString()} ${dockerd} ${args.join(' ')}\n`);
-  log(`starting ${dockerd} on ${PROJECT_DOCKER_HOST} (storage driver ${driver}, data root ${DATA_ROOT}, log ${DAEMON_LOG})`);
+  log(
+    `starting ${dockerd} on ${PROJECT_DOCKER_HOST} (storage driver ${driver}, data root ${DATA_ROOT}, log ${DAEMON_LOG})`,
+  );
   // Its own session and no pipes back to us, so the daemon outlives setup and the terminal it ran in.
-  const child = spawn(dockerd, args, { detached: true, stdio: ['ignore', out, out], env: { ...process.env, PATH: systemPath() } });
+  const child = spawn(dockerd, args, {
+    detached: true,
+    stdio: ['ignore', out, out],
+    env: { ...process.env, PATH: systemPath() },
+  });
   fs.closeSync(out);
   let exit: string | undefined;
   child.on('exit', (code, signal) => (exit = signal ? `signal ${signal}` : `exit code ${code}`));
@@ -207,12 +236,16 @@ async function launchDaemon(dockerd: string, driver: string, log: Log): Promise<
   const tail = readFrom(DAEMON_LOG, offset);
   log(`dockerd log (${DAEMON_LOG}) ends:`);
   logTail(log, tail);
-  const why = outcome === 'timeout' ? `did not answer within ${START_TIMEOUT_MS / 1000} s` : `stopped (${outcome}) before answering`;
+  const why =
+    outcome === 'timeout'
+      ? `did not answer within ${START_TIMEOUT_MS / 1000} s`
+      : `stopped (${outcome}) before answering`;
   throw new DaemonStartError(`dockerd ${why} on ${PROJECT_DOCKER_HOST}; see ${DAEMON_LOG}`, tail);
 }
 
 // What dockerd says when it cannot use the storage driver it was given.
-const OVERLAY_REFUSED = /error initializing graphdriver|driver not supported|overlay2?[^\n]*not supported|backing filesystem[^\n]*not supported/i;
+const OVERLAY_REFUSED =
+  /error initializing graphdriver|driver not supported|overlay2?[^\n]*not supported|backing filesystem[^\n]*not supported/i;
 
 /**
  * dockerd reuses the containerd named in its exec root's pidfile while that pid looks alive, and a killed
@@ -237,8 +270,13 @@ async function startProjectDaemon(log: Log): Promise<void> {
   const running = runningDaemonPid();
   if (running) {
     log(`dockerd (pid ${running}) owns ${PIDFILE} but does not answer yet; waiting for it`);
-    const outcome = await waitForEngine(PROJECT_DOCKER_HOST, START_TIMEOUT_MS, () => (isAlive(running) ? undefined : 'it exited'));
-    if (outcome !== 'up') throw new Error(`dockerd (pid ${running}) did not answer on ${PROJECT_DOCKER_HOST} (${outcome}); see ${DAEMON_LOG}`);
+    const outcome = await waitForEngine(PROJECT_DOCKER_HOST, START_TIMEOUT_MS, () =>
+      isAlive(running) ? undefined : 'it exited',
+    );
+    if (outcome !== 'up')
+      throw new Error(
+        `dockerd (pid ${running}) did not answer on ${PROJECT_DOCKER_HOST} (${outcome}); see ${DAEMON_LOG}`,
+      );
     log(`engine answers at ${PROJECT_DOCKER_HOST}`);
     return;
   }
@@ -252,7 +290,11 @@ async function startProjectDaemon(log: Log): Promise<void> {
     driver = 'vfs';
     await launchDaemon(dockerd, driver, log);
   }
-  const version = await run('docker', ['version', '--format', '{{.Server.Version}}'], { env: dockerEnv(PROJECT_DOCKER_HOST) });
+  const version = await run('docker', ['version', '--format', '{{.Server.Version}}'], {
+    env: dockerEnv(PROJECT_DOCKER_HOST),
+  });
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  log(`engine answers at ${PROJECT_DOCKER_HOST} (dockerd ${version.stdout.trim() || '?'}, storage driver ${driver}, ready in ${seconds} s)`);
+  log(
+    `engine answers at ${PROJECT_DOCKER_HOST} (dockerd ${version.stdout.trim() || '?'}, storage driver ${driver}, ready in ${seconds} s)`,
+  );
 }

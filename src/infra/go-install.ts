@@ -6,11 +6,20 @@ import readline from 'node:readline';
 import { progress } from '../host/term';
 
 /** Builds `goPackage` (path@version) into `dir` and returns the path of `binary` there. */
-export async function goInstall(goPackage: string, dir: string, binary: string, what: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+export async function goInstall(
+  goPackage: string,
+  dir: string,
+  binary: string,
+  what: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<string> {
   fs.mkdirSync(dir, { recursive: true });
   const p = progress(`building ${what}`);
   // go's own output goes to stderr, line by line above the progress line; stdout stays clean.
-  const child = spawn('go', ['install', goPackage], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env, GOBIN: dir } });
+  const child = spawn('go', ['install', goPackage], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env, GOBIN: dir },
+  });
   for (const s of [child.stdout, child.stderr]) readline.createInterface({ input: s }).on('line', (l) => p.log(l));
   const status = await new Promise<number | null>((resolve) => {
     child.on('error', () => resolve(null));

@@ -48,16 +48,28 @@ export function findRunsc(): ResolvedRunsc | undefined {
 export async function ensureRunsc(log: Log): Promise<ResolvedRunsc> {
   const found = findRunsc();
   if (found) return found;
-  if (!onPath('go')) throw new Error(`runsc is not in ${runscCacheDir()} and Go is not installed to build it; install Go, or set RUNSC to a runsc binary`);
+  if (!onPath('go'))
+    throw new Error(
+      `runsc is not in ${runscCacheDir()} and Go is not installed to build it; install Go, or set RUNSC to a runsc binary`,
+    );
   log(`building gVisor: go install ${GO_PACKAGE}`);
   const built = await goInstall(GO_PACKAGE, runscCacheDir(), 'runsc', 'runsc', { CGO_ENABLED: '0' });
   return { path: built, source: 'built' };
 }
 
-function exec(cmd: string, args: string[], env?: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<{ code: number; output: string }> {
+function exec(
+  cmd: string,
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+  timeoutMs = 60_000,
+): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
     execFile(cmd, args, { env, timeout: timeoutMs, maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+      const code = err
+        ? typeof (err as { code?: unknown }).code === 'number'
+          ? (err as { code: number }).code
+          : 1
+        : 0;
       resolve({ code, output: `${stdout}${stderr}`.trim() });
     });
   });
@@ -74,7 +86,11 @@ export async function engineRuntimes(dockerHost: string): Promise<string[]> {
   }
 }
 
-const DaemonJsonSchema = z.looseObject({ runtimes: z.record(z.string(), z.looseObject({ path: z.string(), runtimeArgs: z.array(z.string()).optional() })).optional() });
+const DaemonJsonSchema = z.looseObject({
+  runtimes: z
+    .record(z.string(), z.looseObject({ path: z.string(), runtimeArgs: z.array(z.string()).optional() }))
+    .optional(),
+});
 type DaemonJson = z.infer<typeof DaemonJsonSchema>;
 
 function readDaemonJson(file: string): DaemonJson {
@@ -119,14 +135,22 @@ async function waitForRuntimes(dockerHost: string, present: boolean, timeoutMs =
 
 /** The daemon.json lines an operator adds by hand where setup may not write them. */
 export function runtimeSnippet(runscPath: string): string {
-  return JSON.stringify({ runtimes: Object.fromEntries(Object.entries(RUNSC_RUNTIMES).map(([n, a]) => [n, { path: runscPath, runtimeArgs: a }])) });
+  return JSON.stringify({
+    runtimes: Object.fromEntries(
+      Object.entries(RUNSC_RUNTIMES).map(([n, a]) => [n, { path: runscPath, runtimeArgs: a }]),
+    ),
+  });
 }
 
 /**
  * Sets (or, with `runscPath` undefined, removes) the runsc runtimes in the configuration of the local dockerd
  * behind `dockerHost`, and reloads it with SIGHUP. Running containers are not touched.
  */
-export async function configureRuntimes(dockerHost: string, runscPath: string | undefined, log: Log): Promise<'registered' | 'unchanged' | 'removed' | 'not-local'> {
+export async function configureRuntimes(
+  dockerHost: string,
+  runscPath: string | undefined,
+  log: Log,
+): Promise<'registered' | 'unchanged' | 'removed' | 'not-local'> {
   const daemon = localDaemon(dockerHost);
   if (!daemon || process.getuid?.() !== 0) return 'not-local';
   const files = new Set([daemon.configFile]);
@@ -142,17 +166,43 @@ export async function configureRuntimes(dockerHost: string, runscPath: string | 
   const names = await engineRuntimes(dockerHost);
   const present = Object.keys(RUNSC_RUNTIMES).every((n) => names.includes(n));
   if (!reload && present === (runscPath !== undefined)) return 'unchanged';
-  log(`reloading dockerd (pid ${daemon.pid}) with SIGHUP to ${runscPath ? 'add' : 'remove'} the runsc runtimes in ${daemon.configFile}`);
+  log(
+    `reloading dockerd (pid ${daemon.pid}) with SIGHUP to ${runscPath ? 'add' : 'remove'} the runsc runtimes in ${daemon.configFile}`,
+  );
   process.kill(daemon.pid, 'SIGHUP');
   if (!(await waitForRuntimes(dockerHost, runscPath !== undefined))) {
-    throw new Error(`dockerd (pid ${daemon.pid}) did not ${runscPath ? 'list' : 'drop'} the runsc runtimes after SIGHUP; see its log`);
+    throw new Error(
+      `dockerd (pid ${daemon.pid}) did not ${runscPath ? 'list' : 'drop'} the runsc runtimes after SIGHUP; see its log`,
+    );
   }
   return runscPath ? 'registered' : 'removed';
 }
 
 /** Starts the hardened recipe once under `runtime` and checks that the kernel inside is gVisor's. */
-export async function probeRuntime(dockerHost: string, runtime: RunscRuntime, image: string): Promise<{ ok: boolean; detail: string }> {
-  const args = ['run', '--rm', '--runtime', runtime, '--network', 'none', '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges', '--read-only', '--user', '1000:1000', image, 'sh', '-c', 'dmesg | head -1; ls -la / > /dev/null && stat -c %U /etc/passwd'];
+export async function probeRuntime(
+  dockerHost: string,
+  runtime: RunscRuntime,
+  image: string,
+): Promise<{ ok: boolean; detail: string }> {
+  const args = [
+    'run',
+    '--rm',
+    '--runtime',
+    runtime,
+    '--network',
+    'none',
+    '--cap-drop',
+    'ALL',
+    '--security-opt',
+    'no-new-privileges',
+    '--read-only',
+    '--user',
+    '1000:1000',
+    image,
+    'sh',
+    '-c',
+    'dmesg | head -1; ls -la / > /dev/null && stat -c %U /etc/passwd',
+  ];
   const r = await exec('docker', args, dockerEnv(dockerHost), 60_000);
   const ok = r.code === 0 && /gVisor/.test(r.output) && /\broot\b/.test(r.output);
   return { ok, detail: r.output.split('\n').slice(-5).join(' | ') || `exit ${r.code}` };
@@ -173,7 +223,10 @@ export async function ensureSandboxRuntime(dockerHost: string, image: string, lo
   try {
     runsc = await ensureRunsc(log);
   } catch (err) {
-    return { runtime: 'runc', detail: `no runsc: ${(err as Error).message}; sandboxes run under runc, recorded in sandbox_provisioned.loosened` };
+    return {
+      runtime: 'runc',
+      detail: `no runsc: ${(err as Error).message}; sandboxes run under runc, recorded in sandbox_provisioned.loosened`,
+    };
   }
   const registration = await configureRuntimes(dockerHost, runsc.path, log);
   if (registration === 'not-local' && !Object.keys(RUNSC_RUNTIMES).every((n) => already.includes(n))) {
@@ -183,8 +236,15 @@ export async function ensureSandboxRuntime(dockerHost: string, image: string, lo
     };
   }
   const probe = await probeRuntime(dockerHost, 'runsc-nonet', image);
-  if (probe.ok) return { runtime: 'runsc', detail: `runsc ${RUNSC_VERSION} (${runsc.source}: ${runsc.path}) boots the sandbox image; ${registration}` };
+  if (probe.ok)
+    return {
+      runtime: 'runsc',
+      detail: `runsc ${RUNSC_VERSION} (${runsc.source}: ${runsc.path}) boots the sandbox image; ${registration}`,
+    };
   // A runtime that does not boot would fail every sandbox: take it away again, so they run under runc.
   if (registration !== 'not-local') await configureRuntimes(dockerHost, undefined, log);
-  return { runtime: 'runc', detail: `runsc did not boot the sandbox image here (${probe.detail}); sandboxes run under runc, recorded in sandbox_provisioned.loosened` };
+  return {
+    runtime: 'runc',
+    detail: `runsc did not boot the sandbox image here (${probe.detail}); sandboxes run under runc, recorded in sandbox_provisioned.loosened`,
+  };
 }

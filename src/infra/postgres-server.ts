@@ -55,7 +55,10 @@ function postgresUser(): RunAs {
     .readFileSync('/etc/passwd', 'utf8')
     .split('\n')
     .find((l) => l.startsWith('postgres:'));
-  if (!line) throw new Error('running as root, but there is no postgres user to run the server as (the postgresql package creates it)');
+  if (!line)
+    throw new Error(
+      'running as root, but there is no postgres user to run the server as (the postgresql package creates it)',
+    );
   const [, , uid, gid] = line.split(':');
   return { uid: Number(uid), gid: Number(gid) };
 }
@@ -122,7 +125,21 @@ export async function ensurePostgres(log: Log = (m) => process.stderr.write(`${m
       own(dir);
       own(passwordFile);
       log(`initialising a cluster in ${dataDir} (${bin})`);
-      const init = await run(path.join(bin, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--auth=scram-sha-256', `--pwfile=${passwordFile}`, '-E', 'UTF8', '--no-locale'], { env, ...as });
+      const init = await run(
+        path.join(bin, 'initdb'),
+        [
+          '-D',
+          dataDir,
+          '-U',
+          'postgres',
+          '--auth=scram-sha-256',
+          `--pwfile=${passwordFile}`,
+          '-E',
+          'UTF8',
+          '--no-locale',
+        ],
+        { env, ...as },
+      );
       if (init.code !== 0) {
         logTail(log, init.output);
         throw new Error(`initdb failed (exit ${init.code}); its output ends above`);
@@ -134,7 +151,11 @@ export async function ensurePostgres(log: Log = (m) => process.stderr.write(`${m
     const port = postgresPort();
     log(`starting PostgreSQL on 127.0.0.1:${port} (data ${dataDir}, log ${logFile})`);
     const options = `-p ${port} -c listen_addresses=127.0.0.1 -k ${runDir}`;
-    const start = await run(path.join(bin, 'pg_ctl'), ['-D', dataDir, '-l', logFile, '-o', options, '-w', '-t', '60', 'start'], { env, ...as });
+    const start = await run(
+      path.join(bin, 'pg_ctl'),
+      ['-D', dataDir, '-l', logFile, '-o', options, '-w', '-t', '60', 'start'],
+      { env, ...as },
+    );
     const password = fs.readFileSync(passwordFile, 'utf8').trim();
     const url = `postgres://postgres:${password}@127.0.0.1:${port}/postgres`;
     if (start.code !== 0) {
@@ -143,7 +164,8 @@ export async function ensurePostgres(log: Log = (m) => process.stderr.write(`${m
       throw new Error(`pg_ctl start failed (exit ${start.code}); see ${logFile}`);
     }
     for (let i = 0; i < 60 && !(await canConnect(url)); i++) await sleep(500);
-    if (!(await canConnect(url))) throw new Error(`PostgreSQL started but does not accept connections on 127.0.0.1:${port}; see ${logFile}`);
+    if (!(await canConnect(url)))
+      throw new Error(`PostgreSQL started but does not accept connections on 127.0.0.1:${port}; see ${logFile}`);
     fs.writeFileSync(urlFile, `${url}\n`, { mode: 0o600 });
     return { url, action, dataDir };
   });

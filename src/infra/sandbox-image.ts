@@ -18,21 +18,30 @@ const REGISTRY_PROBE_TIMEOUT_MS = 3_000;
 const PACKAGES = ['git', 'python3', 'bash', 'ca-certificates', 'coreutils', 'procps'];
 const AGENT = { name: 'agent', uid: 1000, gid: 1000, home: '/home/agent' };
 const IMAGE_CHANGES = ['USER 1000', 'WORKDIR /workspace', `ENV HOME=${AGENT.home}`, 'CMD ["sleep","infinity"]'];
-const IMAGE_LABELS = ['LABEL org.opencontainers.image.title=managed-agents-sandbox', 'LABEL managed-agents.build=debootstrap'];
+const IMAGE_LABELS = [
+  'LABEL org.opencontainers.image.title=managed-agents-sandbox',
+  'LABEL managed-agents.build=debootstrap',
+];
 
 /** The image's id, or undefined when the engine does not have it. */
 export async function imageId(dockerHost: string, image: string): Promise<string | undefined> {
-  const result = await run('docker', ['image', 'inspect', '--format', '{{.Id}}', image], { env: dockerEnv(dockerHost) });
+  const result = await run('docker', ['image', 'inspect', '--format', '{{.Id}}', image], {
+    env: dockerEnv(dockerHost),
+  });
   return result.code === 0 ? result.stdout.trim() : undefined;
 }
 
 /** Whether Docker Hub answers at all; any HTTP status counts, since /v2/ wants a token. */
 function registryAnswers(): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = https.get(REGISTRY_PROBE_URL, { agent: false, signal: AbortSignal.timeout(REGISTRY_PROBE_TIMEOUT_MS) }, (res) => {
-      res.resume();
-      resolve(true);
-    });
+    const req = https.get(
+      REGISTRY_PROBE_URL,
+      { agent: false, signal: AbortSignal.timeout(REGISTRY_PROBE_TIMEOUT_MS) },
+      (res) => {
+        res.resume();
+        resolve(true);
+      },
+    );
     req.on('error', () => resolve(false));
   });
 }
@@ -55,7 +64,11 @@ export interface SandboxImageOptions {
 }
 
 /** Ensures the sandbox image exists on the engine at `dockerHost`: reuses it, or builds it from the Dockerfile or offline. */
-export async function ensureSandboxImage(dockerHost: string, log: Log = defaultLog, opts: SandboxImageOptions = {}): Promise<SandboxImage> {
+export async function ensureSandboxImage(
+  dockerHost: string,
+  log: Log = defaultLog,
+  opts: SandboxImageOptions = {},
+): Promise<SandboxImage> {
   const image = opts.image ?? sandboxImage();
   await ensureTool('docker', 'docker.io', log);
   const existing = opts.rebuild ? undefined : await imageId(dockerHost, image);
@@ -67,13 +80,20 @@ export async function ensureSandboxImage(dockerHost: string, log: Log = defaultL
     let action: SandboxImage['action'] = 'built-offline';
     if (!opts.offline && (await registryAnswers())) {
       try {
-        await buildFromDockerfile(dockerHost, image, opts.contextDir ?? path.resolve(__dirname, '..', '..', 'sandbox'), log);
+        await buildFromDockerfile(
+          dockerHost,
+          image,
+          opts.contextDir ?? path.resolve(__dirname, '..', '..', 'sandbox'),
+          log,
+        );
         action = 'built-dockerfile';
       } catch (err) {
         log(`the Dockerfile build failed (${(err as Error).message}); building offline instead`);
       }
     } else if (!opts.offline) {
-      log(`no registry answered at ${REGISTRY_PROBE_URL} within ${REGISTRY_PROBE_TIMEOUT_MS / 1000} s; building offline`);
+      log(
+        `no registry answered at ${REGISTRY_PROBE_URL} within ${REGISTRY_PROBE_TIMEOUT_MS / 1000} s; building offline`,
+      );
     }
     if (action === 'built-offline') await buildOffline(dockerHost, image, log);
     const id = await imageId(dockerHost, image);
@@ -85,7 +105,13 @@ export async function ensureSandboxImage(dockerHost: string, log: Log = defaultL
 async function buildFromDockerfile(dockerHost: string, image: string, contextDir: string, log: Log): Promise<void> {
   log(`docker build -t ${image} ${contextDir}`);
   // The project's engine runs with --bridge=none, so build steps use the host's network.
-  await mustRun('docker build', 'docker', ['build', '--network', 'host', '-t', image, contextDir], log, dockerEnv(dockerHost));
+  await mustRun(
+    'docker build',
+    'docker',
+    ['build', '--network', 'host', '-t', image, contextDir],
+    log,
+    dockerEnv(dockerHost),
+  );
 }
 
 function appendLine(file: string, line: string): void {
@@ -106,9 +132,17 @@ function chownTree(dir: string, uid: number, gid: number): void {
 /** Adds the non-root user and the workspace, and drops what apt left behind. */
 function prepareRootfs(rootfs: string): void {
   const etc = path.join(rootfs, 'etc');
-  const taken = (file: string, id: number) => fs.readFileSync(path.join(etc, file), 'utf8').split('\n').some((l) => l.split(':')[2] === String(id) && !l.startsWith(`${AGENT.name}:`));
-  if (taken('passwd', AGENT.uid) || taken('group', AGENT.gid)) throw new Error(`uid ${AGENT.uid} or gid ${AGENT.gid} is already taken in the debootstrapped rootfs`);
-  appendLine(path.join(etc, 'passwd'), `${AGENT.name}:x:${AGENT.uid}:${AGENT.gid}:sandbox agent:${AGENT.home}:/bin/bash`);
+  const taken = (file: string, id: number) =>
+    fs
+      .readFileSync(path.join(etc, file), 'utf8')
+      .split('\n')
+      .some((l) => l.split(':')[2] === String(id) && !l.startsWith(`${AGENT.name}:`));
+  if (taken('passwd', AGENT.uid) || taken('group', AGENT.gid))
+    throw new Error(`uid ${AGENT.uid} or gid ${AGENT.gid} is already taken in the debootstrapped rootfs`);
+  appendLine(
+    path.join(etc, 'passwd'),
+    `${AGENT.name}:x:${AGENT.uid}:${AGENT.gid}:sandbox agent:${AGENT.home}:/bin/bash`,
+  );
   appendLine(path.join(etc, 'group'), `${AGENT.name}:x:${AGENT.gid}:`);
   if (fs.existsSync(path.join(etc, 'shadow'))) appendLine(path.join(etc, 'shadow'), `${AGENT.name}:*:::::::`);
   if (fs.existsSync(path.join(etc, 'gshadow'))) appendLine(path.join(etc, 'gshadow'), `${AGENT.name}:!::`);
@@ -126,7 +160,8 @@ function prepareRootfs(rootfs: string): void {
   const clear = (dir: string, keep: (name: string) => boolean = () => false) => {
     const full = path.join(rootfs, dir);
     if (!fs.existsSync(full)) return;
-    for (const name of fs.readdirSync(full)) if (!keep(name)) fs.rmSync(path.join(full, name), { recursive: true, force: true });
+    for (const name of fs.readdirSync(full))
+      if (!keep(name)) fs.rmSync(path.join(full, name), { recursive: true, force: true });
   };
   clear('var/cache/apt', (n) => n === 'archives');
   clear('var/cache/apt/archives', (n) => n === 'partial' || n === 'lock');
@@ -144,7 +179,12 @@ async function removeBuildDir(dir: string, log: Log): Promise<void> {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
-async function importRootfs(dockerHost: string, rootfs: string, image: string, changes: string[]): Promise<RunResult & { tar: RunResult }> {
+async function importRootfs(
+  dockerHost: string,
+  rootfs: string,
+  image: string,
+  changes: string[],
+): Promise<RunResult & { tar: RunResult }> {
   const tar = spawn('tar', ['--numeric-owner', '-C', rootfs, '-c', '.'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let tarErr = '';
   tar.stderr.on('data', (chunk: Buffer) => (tarErr = (tarErr + chunk.toString()).slice(-OUTPUT_KEEP)));
@@ -189,7 +229,9 @@ async function buildOffline(dockerHost: string, image: string, log: Log): Promis
     const failed = result.code !== 0 ? result : result.tar.code !== 0 ? result.tar : undefined;
     if (failed) {
       logTail(log, failed.output);
-      throw new Error(`${failed === result ? 'docker import' : 'tar'} failed (exit ${failed.code}); its output ends above`);
+      throw new Error(
+        `${failed === result ? 'docker import' : 'tar'} failed (exit ${failed.code}); its output ends above`,
+      );
     }
   } finally {
     await removeBuildDir(work, log);

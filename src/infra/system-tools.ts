@@ -16,7 +16,8 @@ export function isRoot(): boolean {
 }
 
 export async function aptInstall(packages: string[], log: Log): Promise<void> {
-  if (!onPath('apt-get', SYSTEM_DIRS)) throw new Error(`${packages.join(' ')} is not installed, and there is no apt-get to install it with`);
+  if (!onPath('apt-get', SYSTEM_DIRS))
+    throw new Error(`${packages.join(' ')} is not installed, and there is no apt-get to install it with`);
   if (!isRoot()) throw new Error(`${packages.join(' ')} is not installed, and installing it with apt-get needs root`);
   const env = { ...process.env, PATH: systemPath(), DEBIAN_FRONTEND: 'noninteractive' };
   const args = ['install', '-y', '--no-install-recommends', ...packages];

@@ -15,7 +15,6 @@ export function cacheDir(): string {
   return path.join(base, 'managed-agents', `temporal-${TEMPORAL_CLI_VERSION}`);
 }
 
-
 export interface ResolvedCli {
   path: string;
   source: 'TEMPORAL_CLI' | 'PATH' | 'cache' | 'built';
@@ -36,7 +35,9 @@ export function findTemporalCli(): ResolvedCli | undefined {
 }
 
 /** Resolves the CLI, building it with `go install` into the cache when it is nowhere to be found. */
-export async function ensureTemporalCli(log: (msg: string) => void = (m) => process.stderr.write(`${m}\n`)): Promise<ResolvedCli> {
+export async function ensureTemporalCli(
+  log: (msg: string) => void = (m) => process.stderr.write(`${m}\n`),
+): Promise<ResolvedCli> {
   const found = findTemporalCli();
   if (found) return found;
   if (!onPath('go')) {
@@ -88,7 +89,10 @@ async function waitForNamespace(address: string, namespace: string, timeoutMs = 
         await connection.workflowService.describeNamespace({ namespace });
         return;
       } catch (err) {
-        if (Date.now() > deadline) throw new Error(`the dev server at ${address} did not serve namespace ${namespace}: ${(err as Error).message}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `the dev server at ${address} did not serve namespace ${namespace}: ${(err as Error).message}`,
+          );
         await new Promise((r) => setTimeout(r, 250));
       }
     }
@@ -135,7 +139,17 @@ export async function startDevServer(opts: {
 }): Promise<DevServer> {
   const ip = opts.ip ?? '127.0.0.1';
   const port = opts.port ?? 7233;
-  const args = ['server', 'start-dev', '--ip', ip, '--port', String(port), '--log-level', 'warn', ...DEV_SERVER_DYNAMIC_CONFIG];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    ip,
+    '--port',
+    String(port),
+    '--log-level',
+    'warn',
+    ...DEV_SERVER_DYNAMIC_CONFIG,
+  ];
   if (opts.dbFile) {
     fs.mkdirSync(path.dirname(opts.dbFile), { recursive: true });
     args.push('--db-filename', opts.dbFile);
@@ -151,7 +165,9 @@ export async function startDevServer(opts: {
     const connectHost = ip === '0.0.0.0' ? '127.0.0.1' : ip;
     await Promise.race([
       waitForPort(connectHost, port).then(() => waitForNamespace(`${connectHost}:${port}`, 'default')),
-      new Promise((_, reject) => child.once('exit', (code) => reject(new Error(`temporal dev server exited with code ${code}`)))),
+      new Promise((_, reject) =>
+        child.once('exit', (code) => reject(new Error(`temporal dev server exited with code ${code}`))),
+      ),
     ]);
   } catch (err) {
     child.kill('SIGKILL');

@@ -49,7 +49,12 @@ const CLOSES = new Set([
  * then, or when `signal` aborts. Throws what the server throws (a missing workflow, no permission): the caller
  * falls back to polling.
  */
-export async function followHistory(client: Client, sessionId: string, ring: (r: Ring, tasks: CompletedTask[]) => void, signal: AbortSignal): Promise<void> {
+export async function followHistory(
+  client: Client,
+  sessionId: string,
+  ring: (r: Ring, tasks: CompletedTask[]) => void,
+  signal: AbortSignal,
+): Promise<void> {
   const namespace = client.options.namespace;
   let runId: string | undefined = (await client.workflow.getHandle(sessionId).describe()).runId;
   let nextPageToken: Uint8Array | undefined;
@@ -81,8 +86,19 @@ export async function followHistory(client: Client, sessionId: string, ring: (r:
     // new run is not queried before it has run that task (a query would wait for it, and slow it down).
     const tasks: CompletedTask[] = [];
     for (const e of events) {
-      const done = e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED ? e.workflowTaskCompletedEventAttributes : undefined;
-      if (done) tasks.push({ runId, startedEventId: Number(done.startedEventId ?? 0), identity: done.identity ?? '', completedAtMs: e.eventTime ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6) : NaN });
+      const done =
+        e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+          ? e.workflowTaskCompletedEventAttributes
+          : undefined;
+      if (done)
+        tasks.push({
+          runId,
+          startedEventId: Number(done.startedEventId ?? 0),
+          identity: done.identity ?? '',
+          completedAtMs: e.eventTime
+            ? Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6)
+            : NaN,
+        });
     }
     if (!next && (close || tasks.length > 0)) {
       doorbellStats.rings++;

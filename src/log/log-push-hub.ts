@@ -31,7 +31,13 @@ export class LogPushHub {
   /** The sink: one call per appended event; the calls of one activation come together, and are flushed as one batch. */
   appended(info: WorkflowInfo, event: SessionEvent): void {
     const key = `${info.workflowId}\n${info.runId}\n${info.historyLength}`;
-    const b = this.pending.get(key) ?? { type: 'batch', runId: info.runId, task: info.historyLength, identity: this.identity, events: [] };
+    const b = this.pending.get(key) ?? {
+      type: 'batch',
+      runId: info.runId,
+      task: info.historyLength,
+      identity: this.identity,
+      events: [],
+    };
     b.events.push(event);
     this.pending.set(key, b);
     if (!this.flushing) {

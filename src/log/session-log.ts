@@ -49,8 +49,12 @@ export class ArchivedSessionLog implements SessionLog {
       const again = await this.fromArchive(sessionId, from, limit);
       if (again.page) return again.page;
       const error = again.error ?? archived.error;
-      const why = error ? `the session archive could not be read: ${error.message}` : 'they are not in the session archive';
-      throw new MissingEventsError(`events ${from} to ${page.firstSeq - 1} of session ${sessionId} are not in the live run, and ${why}`);
+      const why = error
+        ? `the session archive could not be read: ${error.message}`
+        : 'they are not in the session archive';
+      throw new MissingEventsError(
+        `events ${from} to ${page.firstSeq - 1} of session ${sessionId} are not in the live run, and ${why}`,
+      );
     }
     return page;
   }
@@ -66,7 +70,11 @@ export class ArchivedSessionLog implements SessionLog {
   }
 
   /** The page at `from` if a sealed segment holds it. A broken archive must not stop reads of the live tail, which never need it. */
-  private async fromArchive(sessionId: string, from: number, limit: number): Promise<{ page?: EventsPage; error?: Error }> {
+  private async fromArchive(
+    sessionId: string,
+    from: number,
+    limit: number,
+  ): Promise<{ page?: EventsPage; error?: Error }> {
     let segment;
     try {
       segment = await this.archive.find(sessionId, from);
@@ -85,7 +93,12 @@ export class ArchivedSessionLog implements SessionLog {
 }
 
 /** Reads events [from, from+limit) page by page, as many as there are up to `limit`. */
-export async function readEvents(log: SessionLog, sessionId: string, from: number, limit = Infinity): Promise<SessionEvent[]> {
+export async function readEvents(
+  log: SessionLog,
+  sessionId: string,
+  from: number,
+  limit = Infinity,
+): Promise<SessionEvent[]> {
   const out: SessionEvent[] = [];
   while (out.length < limit) {
     const page = await log.read(sessionId, from + out.length, Math.min(PAGE, limit - out.length));
@@ -146,7 +159,10 @@ export class CachedSessionLog {
   async readRange(sessionId: string, from: number, through: number, tail?: LogTail): Promise<SessionEvent[]> {
     const held = this.cache.get(sessionId);
     this.cache.delete(sessionId);
-    let c: CachedStretch = held && from >= held.first && from <= held.first + held.events.length ? held : { first: from, events: [], verifiedThrough: from - 1 };
+    let c: CachedStretch =
+      held && from >= held.first && from <= held.first + held.events.length
+        ? held
+        : { first: from, events: [], verifiedThrough: from - 1 };
     if (!this.vouched(c, through, tail)) {
       // What the push added stands unconfirmed: read it again from the log.
       if (c.events.length > c.verifiedThrough + 1 - c.first) c.events.length = c.verifiedThrough + 1 - c.first;
@@ -155,8 +171,11 @@ export class CachedSessionLog {
         // What a model call fetches is the tail appended since its last call, which the live run holds: no archive
         // lookup (a directory listing, or a database query) for it.
         const n = Math.min(PAGE, through + 1 - next);
-        const page = await (this.inner.readTail ? this.inner.readTail(sessionId, next, n) : this.inner.read(sessionId, next, n));
-        if (page.events.length === 0) throw new MissingEventsError(`session ${sessionId} has no event ${next} (wanted through ${through})`);
+        const page = await (this.inner.readTail
+          ? this.inner.readTail(sessionId, next, n)
+          : this.inner.read(sessionId, next, n));
+        if (page.events.length === 0)
+          throw new MissingEventsError(`session ${sessionId} has no event ${next} (wanted through ${through})`);
         c.events.push(...page.events);
         c.verifiedThrough = c.first + c.events.length - 1;
       }

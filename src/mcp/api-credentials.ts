@@ -2,12 +2,24 @@
 // (in its own workspace only), opens its sealed secrets with VAULT_KEY, and writes a refreshed token set back sealed
 // to the public key in the same transaction that locked the row. Only tools and hands workers use this.
 import type { Db, Queryable } from '../storage/db';
-import { McpCredentialError, expiresAtMs, type ApiCredentialLookup, type ApiVaultBinding, type CredentialSource, type McpCredential } from './credentials';
+import {
+  McpCredentialError,
+  expiresAtMs,
+  type ApiCredentialLookup,
+  type ApiVaultBinding,
+  type CredentialSource,
+  type McpCredential,
+} from './credentials';
 import { openSecret, sealSecret, vaultPublicKey } from '../vault/sealed';
 import { EgressRefusedError, type EgressGate } from '../egress';
 
 const refuseAll = (url: string | URL | Request): Promise<Response> =>
-  Promise.reject(new EgressRefusedError(`egress refused ${String(url instanceof Request ? url.url : url)}: this worker has no egress gate for a tenant's token endpoint`, 'scheme'));
+  Promise.reject(
+    new EgressRefusedError(
+      `egress refused ${String(url instanceof Request ? url.url : url)}: this worker has no egress gate for a tenant's token endpoint`,
+      'scheme',
+    ),
+  );
 
 interface Row {
   id: string;
@@ -16,7 +28,13 @@ interface Row {
     type: 'static_bearer' | 'mcp_oauth';
     mcp_server_url: string;
     expires_at?: string | null;
-    refresh?: { client_id: string; token_endpoint: string; token_endpoint_auth: { type: 'none' | 'client_secret_basic' | 'client_secret_post' }; scope?: string | null; resource?: string | null } | null;
+    refresh?: {
+      client_id: string;
+      token_endpoint: string;
+      token_endpoint_auth: { type: 'none' | 'client_secret_basic' | 'client_secret_post' };
+      scope?: string | null;
+      resource?: string | null;
+    } | null;
   };
   sealed: Record<string, string>;
 }
@@ -24,7 +42,12 @@ interface Row {
 const COLUMNS = 'c.id, c.vault_id, c.auth, c.sealed';
 
 /** The first of `vaultIds` (in order) holding a live credential for `url`, in `workspaceId` only. */
-async function findRow(db: Queryable, workspaceId: string, vaultIds: readonly string[], url: string): Promise<Row | undefined> {
+async function findRow(
+  db: Queryable,
+  workspaceId: string,
+  vaultIds: readonly string[],
+  url: string,
+): Promise<Row | undefined> {
   const rows = await db.query<Row>(
     `select ${COLUMNS}, array_position($3::text[], c.vault_id) as rank
        from credentials c join vaults v on v.id = c.vault_id
@@ -42,13 +65,17 @@ async function rowById(db: Queryable, id: string, lock: boolean): Promise<Row> {
     `select ${COLUMNS} from credentials c join vaults v on v.id = c.vault_id where c.id = $1 and c.archived_at is null and v.archived_at is null${lock ? ' for update of c' : ''}`,
     [id],
   );
-  if (!rows[0]) throw new McpCredentialError(`credential ${id} was archived or deleted while the session used it`, true);
+  if (!rows[0])
+    throw new McpCredentialError(`credential ${id} was archived or deleted while the session used it`, true);
   return rows[0];
 }
 
 /** The row's secrets opened into the shape the MCP client refreshes. */
 async function openRow(vaultKey: string, row: Row): Promise<McpCredential> {
-  const open = async (field: string) => (row.sealed[field] ? openSecret(vaultKey, { credentialId: row.id, vaultId: row.vault_id, field }, row.sealed[field]) : undefined);
+  const open = async (field: string) =>
+    row.sealed[field]
+      ? openSecret(vaultKey, { credentialId: row.id, vaultId: row.vault_id, field }, row.sealed[field])
+      : undefined;
   if (row.auth.type === 'static_bearer') return { access_token: (await open('token'))! };
   const refreshToken = await open('refresh_token');
   const clientSecret = await open('client_secret');
@@ -56,7 +83,14 @@ async function openRow(vaultKey: string, row: Row): Promise<McpCredential> {
   return {
     access_token: (await open('access_token'))!,
     ...(row.auth.expires_at ? { expires_at: row.auth.expires_at } : {}),
-    ...(r && refreshToken ? { refresh_token: refreshToken, token_url: r.token_endpoint, client_id: r.client_id, token_endpoint_auth: r.token_endpoint_auth.type } : {}),
+    ...(r && refreshToken
+      ? {
+          refresh_token: refreshToken,
+          token_url: r.token_endpoint,
+          client_id: r.client_id,
+          token_endpoint_auth: r.token_endpoint_auth.type,
+        }
+      : {}),
     ...(r?.scope ? { scope: r.scope } : {}),
     ...(r?.resource ? { resource: r.resource } : {}),
     ...(clientSecret ? { client_secret: clientSecret } : {}),
@@ -67,7 +101,13 @@ async function openRow(vaultKey: string, row: Row): Promise<McpCredential> {
  * The credential for `mcpServerUrl` in the first of `vaultIds` (in order) that holds one, opened into the shape the
  * MCP client already refreshes, or undefined. Vaults of another workspace, and archived ones, are never searched.
  */
-export async function credentialForServer(db: Queryable, vaultKey: string, workspaceId: string, vaultIds: readonly string[], mcpServerUrl: string): Promise<McpCredential | undefined> {
+export async function credentialForServer(
+  db: Queryable,
+  vaultKey: string,
+  workspaceId: string,
+  vaultIds: readonly string[],
+  mcpServerUrl: string,
+): Promise<McpCredential | undefined> {
   const row = await findRow(db, workspaceId, vaultIds, mcpServerUrl);
   return row && openRow(vaultKey, row);
 }
@@ -121,13 +161,13 @@ export class ApiCredentials implements ApiCredentialLookup {
     const sealed: Record<string, string> = {};
     for (const field of ['access_token', 'refresh_token'] as const) {
       const value = after[field];
-      if (value && value !== before[field]) sealed[field] = await sealSecret(publicKey, { credentialId: row.id, vaultId: row.vault_id, field }, value);
+      if (value && value !== before[field])
+        sealed[field] = await sealSecret(publicKey, { credentialId: row.id, vaultId: row.vault_id, field }, value);
     }
     const ms = expiresAtMs(after);
-    await tx.query(`update credentials set sealed = sealed || $2::jsonb, auth = jsonb_set(auth, '{expires_at}', $3::jsonb), updated_at = now() where id = $1`, [
-      row.id,
-      JSON.stringify(sealed),
-      JSON.stringify(ms === undefined ? null : new Date(ms).toISOString()),
-    ]);
+    await tx.query(
+      `update credentials set sealed = sealed || $2::jsonb, auth = jsonb_set(auth, '{expires_at}', $3::jsonb), updated_at = now() where id = $1`,
+      [row.id, JSON.stringify(sealed), JSON.stringify(ms === undefined ? null : new Date(ms).toISOString())],
+    );
   }
 }

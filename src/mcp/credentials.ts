@@ -9,7 +9,10 @@ import { PlatformError } from '../platform-error';
 
 /** Errors here never carry a secret in their message; callers still redact, in case a server echoes one. */
 export class McpCredentialError extends PlatformError {
-  constructor(message: string, readonly permanent: boolean) {
+  constructor(
+    message: string,
+    readonly permanent: boolean,
+  ) {
     super(message);
   }
 }
@@ -49,7 +52,11 @@ export function parseCredential(raw: string, name: string): McpCredential {
   }
   const parsed = OAuthCredentialSchema.safeParse(json);
   // Only the paths of the issues: their messages could quote a value.
-  if (!parsed.success) throw new McpCredentialError(`credential ${name} is not a valid MCP credential (check ${parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ')})`, true);
+  if (!parsed.success)
+    throw new McpCredentialError(
+      `credential ${name} is not a valid MCP credential (check ${parsed.error.issues.map((i) => i.path.join('.') || '(root)').join(', ')})`,
+      true,
+    );
   return parsed.data;
 }
 
@@ -104,7 +111,8 @@ export interface ApiCredentialLookup {
 /** A credential held as one named secret (JSON, or a bare token) in a session's vault. */
 function namedSecret(vault: SecretVault, vaultName: string, ref: string): CredentialSource {
   const name = refName(ref);
-  const unavailable = (err: unknown) => new McpCredentialError(`credential ${ref} is not available in vault ${vaultName}: ${(err as Error).message}`, true);
+  const unavailable = (err: unknown) =>
+    new McpCredentialError(`credential ${ref} is not available in vault ${vaultName}: ${(err as Error).message}`, true);
   return {
     label: ref,
     key: `vault\0${vaultName}\0${name}`,
@@ -154,11 +162,13 @@ export class McpCredentials {
   async source(t: CredentialTarget): Promise<CredentialSource | undefined> {
     const s = t.server;
     if (s.credential) {
-      if (!this.stores.vault) throw new McpCredentialError(`this tools worker has no vault, so it cannot use ${s.credential}`, true);
+      if (!this.stores.vault)
+        throw new McpCredentialError(`this tools worker has no vault, so it cannot use ${s.credential}`, true);
       return namedSecret(this.stores.vault, t.vault, s.credential);
     }
     if (s.transport === 'http' && s.apiVaults) {
-      if (!this.stores.api) throw new McpCredentialError('this tools worker cannot read the API\'s vaults (it has no database)', true);
+      if (!this.stores.api)
+        throw new McpCredentialError("this tools worker cannot read the API's vaults (it has no database)", true);
       return this.stores.api.sourceFor(s.apiVaults, s.url);
     }
     return undefined;
@@ -179,7 +189,10 @@ export class McpCredentials {
           // Another worker refreshed it while this one waited for the lock: its token is the one to use.
           if (cred.access_token !== rejected && !isExpired(cred)) return undefined;
           if (!canRefresh(cred)) {
-            throw new McpCredentialError(`credential ${source.label} was rejected or has expired, and it has no refresh_token and token_url to renew it`, true);
+            throw new McpCredentialError(
+              `credential ${source.label} was rejected or has expired, and it has no refresh_token and token_url to renew it`,
+              true,
+            );
           }
           return this.exchange(source, cred);
         })
@@ -193,7 +206,10 @@ export class McpCredentials {
   private async exchange(source: CredentialSource, cred: McpCredential): Promise<McpCredential> {
     const label = source.label;
     const body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: cred.refresh_token! });
-    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+    const headers: Record<string, string> = {
+      'content-type': 'application/x-www-form-urlencoded',
+      accept: 'application/json',
+    };
     if (cred.client_secret && cred.token_endpoint_auth === 'client_secret_basic') {
       // RFC 6749 2.3.1: both halves form-encoded before they are joined.
       headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(cred.client_id ?? '')}:${encodeURIComponent(cred.client_secret)}`).toString('base64')}`;
@@ -205,9 +221,15 @@ export class McpCredentials {
     if (cred.resource) body.set('resource', cred.resource);
     let res: Response;
     try {
-      res = await (source.fetch ?? this.fetchImpl)(cred.token_url!, { method: 'POST', headers, body, signal: AbortSignal.timeout(30_000) });
+      res = await (source.fetch ?? this.fetchImpl)(cred.token_url!, {
+        method: 'POST',
+        headers,
+        body,
+        signal: AbortSignal.timeout(30_000),
+      });
     } catch (err) {
-      if (err instanceof EgressRefusedError) throw new McpCredentialError(`token endpoint for ${label}: ${err.message}`, true);
+      if (err instanceof EgressRefusedError)
+        throw new McpCredentialError(`token endpoint for ${label}: ${err.message}`, true);
       throw new McpCredentialError(`token endpoint for ${label} is unreachable: ${(err as Error).message}`, false);
     }
     const text = await res.text().catch(() => '');
@@ -215,7 +237,10 @@ export class McpCredentials {
       // 400 and 401 (invalid_grant, invalid_client) will not change on retry; a 5xx or 429 may.
       const permanent = res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429;
       const reason = /"error"\s*:\s*"([a-z_]{1,64})"/.exec(text)?.[1];
-      throw new McpCredentialError(`token endpoint for ${label} refused the refresh (HTTP ${res.status}${reason ? ` ${reason}` : ''})`, permanent);
+      throw new McpCredentialError(
+        `token endpoint for ${label} refused the refresh (HTTP ${res.status}${reason ? ` ${reason}` : ''})`,
+        permanent,
+      );
     }
     let tokens: z.infer<typeof TokenResponseSchema>;
     try {

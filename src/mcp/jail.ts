@@ -75,7 +75,9 @@ export function jailedCommand(server: StdioServer, opts: JailOptions): { command
   for (const p of namedPaths(server)) {
     if (SYSTEM_DIRS.some((d) => within(p, d))) continue;
     if (p === '/' || hidden.some((h) => within(p, h))) {
-      throw new JailError(`the stdio MCP server's command line names ${p}, which its jail keeps hidden (DATA_DIR, /run, /var/run, /proc, /sys)`);
+      throw new JailError(
+        `the stdio MCP server's command line names ${p}, which its jail keeps hidden (DATA_DIR, /run, /var/run, /proc, /sys)`,
+      );
     }
     binds.push(p);
   }
@@ -86,10 +88,41 @@ export function jailedCommand(server: StdioServer, opts: JailOptions): { command
     if (fs.statSync(h).isDirectory()) args.push('--tmpfs', h);
     else args.push('--ro-bind', '/dev/null', h);
   }
-  args.push('--setenv', 'HOME', '/tmp', '--setenv', 'TMPDIR', '/tmp', '--unsetenv', 'LOGNAME', '--unsetenv', 'USER', '--chdir', '/tmp', '--', server.command, ...server.args);
+  args.push(
+    '--setenv',
+    'HOME',
+    '/tmp',
+    '--setenv',
+    'TMPDIR',
+    '/tmp',
+    '--unsetenv',
+    'LOGNAME',
+    '--unsetenv',
+    'USER',
+    '--chdir',
+    '/tmp',
+    '--',
+    server.command,
+    ...server.args,
+  );
   if (process.getuid?.() === 0) {
-    if (!opts.setpriv) throw new JailError('the tools worker runs as root, and setpriv (util-linux) is not installed to drop to an unprivileged user for stdio MCP servers');
-    return { command: opts.setpriv, args: [`--reuid=${opts.uid}`, `--regid=${opts.gid}`, '--clear-groups', '--inh-caps=-all', '--bounding-set=-all', '--', opts.bwrap, ...args] };
+    if (!opts.setpriv)
+      throw new JailError(
+        'the tools worker runs as root, and setpriv (util-linux) is not installed to drop to an unprivileged user for stdio MCP servers',
+      );
+    return {
+      command: opts.setpriv,
+      args: [
+        `--reuid=${opts.uid}`,
+        `--regid=${opts.gid}`,
+        '--clear-groups',
+        '--inh-caps=-all',
+        '--bounding-set=-all',
+        '--',
+        opts.bwrap,
+        ...args,
+      ],
+    };
   }
   return { command: opts.bwrap, args };
 }

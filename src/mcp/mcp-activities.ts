@@ -70,7 +70,11 @@ const MAX_SPECS_BYTES_PER_SERVER = 256 * 1024;
 const ListedToolSchema = z.looseObject({
   name: z.string().min(1).max(512),
   description: z.string().optional(),
-  inputSchema: z.looseObject({ type: z.literal('object'), properties: z.record(z.string(), z.unknown()).optional(), required: z.array(z.string()).optional() }),
+  inputSchema: z.looseObject({
+    type: z.literal('object'),
+    properties: z.record(z.string(), z.unknown()).optional(),
+    required: z.array(z.string()).optional(),
+  }),
 });
 const ListToolsResultSchema = z.looseObject({ tools: z.array(z.unknown()), nextCursor: z.string().optional() });
 
@@ -79,7 +83,12 @@ const ContentBlockSchema = z.union([
   z.looseObject({ type: z.enum(['image', 'audio']), mimeType: z.string(), data: z.string() }),
   z.looseObject({
     type: z.literal('resource'),
-    resource: z.looseObject({ uri: z.string(), mimeType: z.string().optional(), text: z.string().optional(), blob: z.string().optional() }),
+    resource: z.looseObject({
+      uri: z.string(),
+      mimeType: z.string().optional(),
+      text: z.string().optional(),
+      blob: z.string().optional(),
+    }),
   }),
   z.looseObject({ type: z.literal('resource_link'), uri: z.string(), name: z.string().optional() }),
   z.looseObject({ type: z.string() }),
@@ -118,7 +127,8 @@ export function renderCallResult(result: z.infer<typeof CallToolResultSchema>): 
 }
 
 export function createToolsActivities(deps: ToolsActivityDeps) {
-  const pool = deps.pool ?? new McpClientPool(new McpCredentials({ vault: deps.vault, api: deps.api }), { log: deps.log });
+  const pool =
+    deps.pool ?? new McpClientPool(new McpCredentials({ vault: deps.vault, api: deps.api }), { log: deps.log });
 
   /** Heartbeats while `fn` runs, so a dead tools worker is noticed, and passes the activity's cancellation on. */
   const heartbeating = async <T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> => {
@@ -140,7 +150,9 @@ export function createToolsActivities(deps: ToolsActivityDeps) {
       const all: unknown[] = [];
       let cursor: string | undefined;
       do {
-        const page = ListToolsResultSchema.parse(await client.listTools(cursor ? { cursor } : undefined, { timeout: LIST_TIMEOUT_MS, signal }));
+        const page = ListToolsResultSchema.parse(
+          await client.listTools(cursor ? { cursor } : undefined, { timeout: LIST_TIMEOUT_MS, signal }),
+        );
         all.push(...page.tools);
         cursor = page.nextCursor;
       } while (cursor && all.length < MAX_TOOLS_PER_SERVER);
@@ -166,11 +178,24 @@ export function createToolsActivities(deps: ToolsActivityDeps) {
         const { $schema: _schema, ...unredacted } = t.data.inputSchema;
         // A server may echo its caller's token anywhere in what it lists, schemas included.
         const inputSchema = JSON.parse(redact(JSON.stringify(unredacted), [...seen])) as typeof unredacted;
-        const description = redact(t.data.description ?? `Tool ${t.data.name} of the MCP server ${target.serverName}.`, [...seen]).slice(0, MAX_DESCRIPTION);
-        out.push({ name, server: target.serverName, tool: t.data.name, spec: { name, description, input_schema: { ...inputSchema, type: 'object', properties: inputSchema.properties ?? {} } } });
+        const description = redact(
+          t.data.description ?? `Tool ${t.data.name} of the MCP server ${target.serverName}.`,
+          [...seen],
+        ).slice(0, MAX_DESCRIPTION);
+        out.push({
+          name,
+          server: target.serverName,
+          tool: t.data.name,
+          spec: {
+            name,
+            description,
+            input_schema: { ...inputSchema, type: 'object', properties: inputSchema.properties ?? {} },
+          },
+        });
       }
       const bytes = Buffer.byteLength(JSON.stringify(out));
-      if (bytes > MAX_SPECS_BYTES_PER_SERVER) throw new Error(`its tool list is ${bytes} bytes; the limit is ${MAX_SPECS_BYTES_PER_SERVER}`);
+      if (bytes > MAX_SPECS_BYTES_PER_SERVER)
+        throw new Error(`its tool list is ${bytes} bytes; the limit is ${MAX_SPECS_BYTES_PER_SERVER}`);
       return out;
     } catch (err) {
       throw new Error(mcpErrorMessage(err, target.serverName, seen));
@@ -184,7 +209,15 @@ export function createToolsActivities(deps: ToolsActivityDeps) {
         const taken = new Set(input.reserved ?? []);
         const names = Object.keys(input.servers).sort();
         // Names are given out in server order after all lists are in, so the result does not depend on timing.
-        const results = await Promise.allSettled(names.map((serverName) => listServer({ sessionId: input.sessionId, vault: input.vault, serverName, server: input.servers[serverName] }, signal, new Set())));
+        const results = await Promise.allSettled(
+          names.map((serverName) =>
+            listServer(
+              { sessionId: input.sessionId, vault: input.vault, serverName, server: input.servers[serverName] },
+              signal,
+              new Set(),
+            ),
+          ),
+        );
         const out: ListMcpToolsOutput = { tools: [], failed: [] };
         results.forEach((r, i) => {
           const server = names[i];
@@ -208,7 +241,12 @@ export function createToolsActivities(deps: ToolsActivityDeps) {
       const ctx = Context.current();
       const args = ToolInputSchema.safeParse(input.input ?? {});
       if (!args.success) return { output: `the input of ${input.tool} must be a JSON object`, isError: true };
-      const target: McpTarget = { sessionId: input.sessionId, vault: input.vault, serverName: input.serverName, server: input.server };
+      const target: McpTarget = {
+        sessionId: input.sessionId,
+        vault: input.vault,
+        serverName: input.serverName,
+        server: input.server,
+      };
       const seen = new Set<string>();
       return heartbeating(async (signal) => {
         let raw: unknown;
@@ -232,9 +270,16 @@ export function createToolsActivities(deps: ToolsActivityDeps) {
         }
         const result = CallToolResultSchema.safeParse(raw);
         if (!result.success) {
-          throw ApplicationFailure.create({ message: `MCP server ${input.serverName} returned a malformed result for ${input.tool}`, type: Failure.Mcp.InvalidResult, nonRetryable: true });
+          throw ApplicationFailure.create({
+            message: `MCP server ${input.serverName} returned a malformed result for ${input.tool}`,
+            type: Failure.Mcp.InvalidResult,
+            nonRetryable: true,
+          });
         }
-        return { output: capOutput(redact(renderCallResult(result.data), [...seen])), isError: result.data.isError === true };
+        return {
+          output: capOutput(redact(renderCallResult(result.data), [...seen])),
+          isError: result.data.isError === true,
+        };
       });
     },
   };

@@ -11,13 +11,19 @@ import { Failure } from '../session/failure-types';
 export type McpErrorType = (typeof Failure.Mcp)[keyof typeof Failure.Mcp];
 
 function classify(err: unknown, op: 'list' | 'call'): { type: McpErrorType; permanent: boolean } {
-  if (err instanceof JailError || err instanceof EgressRefusedError) return { type: Failure.Mcp.Unavailable, permanent: true };
-  if (err instanceof McpCredentialError) return err.permanent ? { type: Failure.Mcp.Credential, permanent: true } : { type: Failure.Mcp.Unavailable, permanent: false };
-  if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) return { type: Failure.Mcp.Timeout, permanent: op === 'call' };
+  if (err instanceof JailError || err instanceof EgressRefusedError)
+    return { type: Failure.Mcp.Unavailable, permanent: true };
+  if (err instanceof McpCredentialError)
+    return err.permanent
+      ? { type: Failure.Mcp.Credential, permanent: true }
+      : { type: Failure.Mcp.Unavailable, permanent: false };
+  if (err instanceof McpError && err.code === ErrorCode.RequestTimeout)
+    return { type: Failure.Mcp.Timeout, permanent: op === 'call' };
   const code = (err as { code?: unknown })?.code;
   if (err instanceof StreamableHTTPError || typeof code === 'number') {
     if (code === 401 || code === 403) return { type: Failure.Mcp.Unauthorized, permanent: true };
-    if (typeof code === 'number' && code >= 400 && code < 500 && code !== 404 && code !== 408 && code !== 429) return { type: Failure.Mcp.Rejected, permanent: true };
+    if (typeof code === 'number' && code >= 400 && code < 500 && code !== 404 && code !== 408 && code !== 429)
+      return { type: Failure.Mcp.Rejected, permanent: true };
   }
   // A stdio command that does not exist will not appear on retry.
   if (code === 'ENOENT' || code === 'EACCES') return { type: Failure.Mcp.Unavailable, permanent: true };
@@ -37,10 +43,17 @@ export function mcpErrorMessage(err: unknown, server: string, secrets: Iterable<
   const code = (err as { code?: unknown })?.code;
   const hint = code === 401 || code === 403 ? `: the server refused the credential (HTTP ${code})` : '';
   // Redact the whole text before cutting it: a cut first could leave most of a token unrecognised.
-  return redact(`MCP server ${server}${hint}: ${raw}${detail}`, [...secrets]).replace(/\s+/g, ' ').slice(0, 1000);
+  return redact(`MCP server ${server}${hint}: ${raw}${detail}`, [...secrets])
+    .replace(/\s+/g, ' ')
+    .slice(0, 1000);
 }
 
-export function toMcpFailure(err: unknown, server: string, secrets: Iterable<string>, op: 'list' | 'call'): ApplicationFailure {
+export function toMcpFailure(
+  err: unknown,
+  server: string,
+  secrets: Iterable<string>,
+  op: 'list' | 'call',
+): ApplicationFailure {
   if (err instanceof ApplicationFailure) return err;
   const { type, permanent } = classify(err, op);
   // No cause: the original error may hold a request with the token in it.

@@ -145,7 +145,12 @@ export class McpClientPool {
     }
   }
 
-  private connect(key: string, t: McpTarget, source: CredentialSource | undefined, cred: McpCredential | undefined): Promise<Entry> {
+  private connect(
+    key: string,
+    t: McpTarget,
+    source: CredentialSource | undefined,
+    cred: McpCredential | undefined,
+  ): Promise<Entry> {
     let pending = this.connecting.get(key);
     if (!pending) {
       pending = this.connectNow(key, t, source, cred).finally(() => this.connecting.delete(key));
@@ -154,7 +159,12 @@ export class McpClientPool {
     return pending;
   }
 
-  private async connectNow(key: string, t: McpTarget, source: CredentialSource | undefined, cred: McpCredential | undefined): Promise<Entry> {
+  private async connectNow(
+    key: string,
+    t: McpTarget,
+    source: CredentialSource | undefined,
+    cred: McpCredential | undefined,
+  ): Promise<Entry> {
     const slot: TokenSlot = { token: cred?.access_token, secrets: new Set(secretsOf(cred)) };
     if (source && cred && canRefresh(cred)) {
       slot.refresh = async (rejected) => {
@@ -167,7 +177,11 @@ export class McpClientPool {
     const entry: Entry = { client, slot, stderrTail: '', lastUsed: Date.now(), busy: 0, closed: false };
     const server = t.server;
     if (server.transport === 'http') {
-      if (server.tenant && !this.opts.egress) throw new EgressRefusedError(`egress refused ${server.url}: this tools worker has no egress gate for a tenant's server`, 'scheme');
+      if (server.tenant && !this.opts.egress)
+        throw new EgressRefusedError(
+          `egress refused ${server.url}: this tools worker has no egress gate for a tenant's server`,
+          'scheme',
+        );
       const base = server.tenant ? (this.opts.egress!.fetch as FetchLike) : (this.opts.fetch ?? fetch);
       const transport = new StreamableHTTPClientTransport(new URL(server.url), {
         requestInit: { headers: server.headers },
@@ -180,8 +194,12 @@ export class McpClientPool {
     } else {
       entry.spawnedWith = cred?.access_token;
       const jail = this.opts.jail ?? findJail([]);
-      if (!jail) throw new JailError('bwrap (Debian\'s bubblewrap) is not installed, so stdio MCP servers cannot be jailed; run `npm run setup`, or set MCP_STDIO_JAIL=off to run them unjailed');
-      const { command, args } = jail === 'off' ? { command: server.command, args: server.args } : jailedCommand(server, jail);
+      if (!jail)
+        throw new JailError(
+          "bwrap (Debian's bubblewrap) is not installed, so stdio MCP servers cannot be jailed; run `npm run setup`, or set MCP_STDIO_JAIL=off to run them unjailed",
+        );
+      const { command, args } =
+        jail === 'off' ? { command: server.command, args: server.args } : jailedCommand(server, jail);
       const transport = new StdioClientTransport({
         command,
         args,
@@ -229,7 +247,8 @@ export class McpClientPool {
 
   private sweep() {
     const cutoff = Date.now() - this.idleMs;
-    for (const [key, entry] of this.entries) if (entry.busy === 0 && entry.lastUsed < cutoff) void this.drop(key, entry);
+    for (const [key, entry] of this.entries)
+      if (entry.busy === 0 && entry.lastUsed < cutoff) void this.drop(key, entry);
   }
 
   /** Closes every connection and stops every stdio server this pool started. */

@@ -27,11 +27,17 @@ export function withCacheBreakpoints(req: CacheableRequest): WithBreakpoints {
   const tools = req.tools.map((t, i) => (i === req.tools.length - 1 ? { ...t, cache_control: EPHEMERAL } : t));
   const blocks = (typeof req.system === 'string' ? [req.system] : (req.system ?? [])).filter((t) => t !== '');
   const system = blocks.length
-    ? blocks.map((text, i) => (i === blocks.length - 1 ? { type: 'text' as const, text, cache_control: EPHEMERAL } : { type: 'text' as const, text }))
+    ? blocks.map((text, i) =>
+        i === blocks.length - 1
+          ? { type: 'text' as const, text, cache_control: EPHEMERAL }
+          : { type: 'text' as const, text },
+      )
     : undefined;
   const messages = req.messages.map((m, i) => {
     if (i !== req.messages.length - 1 || m.content.length === 0) return m;
-    const content = m.content.map((b, j): ContentBlock => (j === m.content.length - 1 ? { ...b, cache_control: EPHEMERAL } : b));
+    const content = m.content.map((b, j): ContentBlock =>
+      j === m.content.length - 1 ? { ...b, cache_control: EPHEMERAL } : b,
+    );
     return { ...m, content };
   });
   return { system, tools, messages };

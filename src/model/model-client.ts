@@ -27,7 +27,12 @@ export interface ModelReply {
  * A piece of the reply as it streams: text, the start of a tool call, a piece of its input JSON, or the start of a
  * thinking block; `index` is the content block's index in the reply, when the stream says it.
  */
-export type ModelDelta = ({ type: 'text'; text: string } | { type: 'tool_use'; name: string } | { type: 'tool_input'; json: string } | { type: 'thinking' }) & { index?: number };
+export type ModelDelta = (
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; name: string }
+  | { type: 'tool_input'; json: string }
+  | { type: 'thinking' }
+) & { index?: number };
 
 export interface ModelCallOptions {
   signal?: AbortSignal;
@@ -44,11 +49,17 @@ export interface ModelClient {
 }
 
 function deltaOf(event: Anthropic.MessageStreamEvent): ModelDelta | undefined {
-  if (event.type === 'content_block_start' && event.content_block.type === 'tool_use') return { type: 'tool_use', name: event.content_block.name, index: event.index };
-  if (event.type === 'content_block_start' && (event.content_block.type === 'thinking' || event.content_block.type === 'redacted_thinking')) return { type: 'thinking', index: event.index };
+  if (event.type === 'content_block_start' && event.content_block.type === 'tool_use')
+    return { type: 'tool_use', name: event.content_block.name, index: event.index };
+  if (
+    event.type === 'content_block_start' &&
+    (event.content_block.type === 'thinking' || event.content_block.type === 'redacted_thinking')
+  )
+    return { type: 'thinking', index: event.index };
   if (event.type !== 'content_block_delta') return undefined;
   if (event.delta.type === 'text_delta') return { type: 'text', text: event.delta.text, index: event.index };
-  if (event.delta.type === 'input_json_delta') return { type: 'tool_input', json: event.delta.partial_json, index: event.index };
+  if (event.delta.type === 'input_json_delta')
+    return { type: 'tool_input', json: event.delta.partial_json, index: event.index };
   return undefined;
 }
 
@@ -57,14 +68,25 @@ export class AnthropicModelClient implements ModelClient {
 
   constructor(opts: { apiKey?: string; baseURL?: string } = {}) {
     // Temporal owns retries, so the SDK makes exactly one attempt.
-    this.client = new Anthropic({ apiKey: opts.apiKey ?? 'offline', baseURL: opts.baseURL, maxRetries: 0, timeout: 10 * 60 * 1000 });
+    this.client = new Anthropic({
+      apiKey: opts.apiKey ?? 'offline',
+      baseURL: opts.baseURL,
+      maxRetries: 0,
+      timeout: 10 * 60 * 1000,
+    });
   }
 
   async createMessage(request: ModelRequest, opts: ModelCallOptions): Promise<ModelReply> {
-    const blocks = (typeof request.system === 'string' ? [request.system] : (request.system ?? [])).filter((t) => t !== '');
+    const blocks = (typeof request.system === 'string' ? [request.system] : (request.system ?? [])).filter(
+      (t) => t !== '',
+    );
     const body = request.cache
       ? withCacheBreakpoints({ ...request, system: blocks })
-      : { system: blocks.length ? blocks.map((text) => ({ type: 'text' as const, text })) : undefined, tools: request.tools, messages: request.messages };
+      : {
+          system: blocks.length ? blocks.map((text) => ({ type: 'text' as const, text })) : undefined,
+          tools: request.tools,
+          messages: request.messages,
+        };
     const stream = this.client.messages.stream(
       {
         model: request.model,

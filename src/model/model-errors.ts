@@ -12,7 +12,13 @@ const NON_RETRYABLE: Record<number, string> = {
 };
 
 /** Error types an `error` event mid-stream can carry that a retry would not fix. */
-const STREAM_NON_RETRYABLE = new Set(['invalid_request_error', 'authentication_error', 'permission_error', 'not_found_error', 'request_too_large']);
+const STREAM_NON_RETRYABLE = new Set([
+  'invalid_request_error',
+  'authentication_error',
+  'permission_error',
+  'not_found_error',
+  'request_too_large',
+]);
 
 /** Reads `retry-after-ms` or `retry-after` (seconds or an HTTP date) into milliseconds. */
 export function retryAfterMs(headers: Headers | undefined, now = Date.now()): number | undefined {
@@ -35,25 +41,51 @@ export function isRetryableStatus(status: number): boolean {
 export function toModelFailure(err: unknown): ApplicationFailure {
   if (err instanceof ApplicationFailure) return err;
   if (err instanceof Anthropic.APIConnectionError) {
-    return ApplicationFailure.create({ message: `connection to the model API failed: ${err.message}`, type: Failure.Model.Connection, cause: err });
+    return ApplicationFailure.create({
+      message: `connection to the model API failed: ${err.message}`,
+      type: Failure.Model.Connection,
+      cause: err,
+    });
   }
   if (err instanceof Anthropic.APIError && typeof err.status === 'number') {
     const status = err.status;
     const message = `model API returned ${status}: ${err.message}`;
     if (isRetryableStatus(status)) {
-      const type = status === 429 ? Failure.Model.RateLimited : status === 529 ? Failure.Model.Overloaded : status >= 500 ? Failure.Model.Server : `ModelError.Status${status}`;
+      const type =
+        status === 429
+          ? Failure.Model.RateLimited
+          : status === 529
+            ? Failure.Model.Overloaded
+            : status >= 500
+              ? Failure.Model.Server
+              : `ModelError.Status${status}`;
       const delay = retryAfterMs(err.headers);
       // The delay goes in the details too: a workflow that waits for the retry itself reads it there.
-      return ApplicationFailure.create({ message, type, ...(delay !== undefined ? { nextRetryDelay: delay, details: [{ retryAfterMs: delay }] } : {}) });
+      return ApplicationFailure.create({
+        message,
+        type,
+        ...(delay !== undefined ? { nextRetryDelay: delay, details: [{ retryAfterMs: delay }] } : {}),
+      });
     }
-    return ApplicationFailure.create({ message, type: NON_RETRYABLE[status] ?? `ModelError.Status${status}`, nonRetryable: true });
+    return ApplicationFailure.create({
+      message,
+      type: NON_RETRYABLE[status] ?? `ModelError.Status${status}`,
+      nonRetryable: true,
+    });
   }
   if (err instanceof Anthropic.APIError) {
     // An `error` event in the middle of a stream: no status, only the error's type.
-    const type = (err as { type?: string }).type ?? (err.error as { error?: { type?: string } } | undefined)?.error?.type;
+    const type =
+      (err as { type?: string }).type ?? (err.error as { error?: { type?: string } } | undefined)?.error?.type;
     const message = `model API stream error${type ? ` ${type}` : ''}: ${err.message}`;
-    if (type && STREAM_NON_RETRYABLE.has(type)) return ApplicationFailure.create({ message, type: Failure.Model.InvalidRequest, nonRetryable: true });
-    const mapped = type === 'overloaded_error' ? Failure.Model.Overloaded : type === 'rate_limit_error' ? Failure.Model.RateLimited : Failure.Model.Stream;
+    if (type && STREAM_NON_RETRYABLE.has(type))
+      return ApplicationFailure.create({ message, type: Failure.Model.InvalidRequest, nonRetryable: true });
+    const mapped =
+      type === 'overloaded_error'
+        ? Failure.Model.Overloaded
+        : type === 'rate_limit_error'
+          ? Failure.Model.RateLimited
+          : Failure.Model.Stream;
     return ApplicationFailure.create({ message, type: mapped });
   }
   const message = err instanceof Error ? err.message : String(err);

@@ -1,13 +1,24 @@
 // Worker logs as one JSON object per line on stderr: the SDK's, the workflow's (`log` from @temporalio/workflow)
 // and the activities', each with the session id, seq, activity and attempt where they apply.
-import type { ActivityExecuteInput, ActivityInterceptorsFactory, LogEntry, Next, ActivityInboundCallsInterceptor } from '@temporalio/worker';
+import type {
+  ActivityExecuteInput,
+  ActivityInterceptorsFactory,
+  LogEntry,
+  Next,
+  ActivityInboundCallsInterceptor,
+} from '@temporalio/worker';
 import { WORKFLOW_TYPE } from '../session/queues';
 
 /** SDK attributes that only add noise to a line (the task token is an opaque blob). */
 const DROPPED = new Set(['taskToken', 'sdkComponent', 'isLocal']);
 
 function plain(value: unknown): unknown {
-  if (value instanceof Error) return { name: value.name, message: value.message.split('\n')[0], ...(value.cause instanceof Error ? { cause: value.cause.message.split('\n')[0] } : {}) };
+  if (value instanceof Error)
+    return {
+      name: value.name,
+      message: value.message.split('\n')[0],
+      ...(value.cause instanceof Error ? { cause: value.cause.message.split('\n')[0] } : {}),
+    };
   if (typeof value === 'bigint') return value.toString();
   return value;
 }

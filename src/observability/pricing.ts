@@ -37,7 +37,8 @@ export function parsePriceTable(json: string | undefined): { table: PriceTable }
     return { problem: `must be JSON: ${(err as Error).message}` };
   }
   const parsed = PriceTableSchema.safeParse(raw);
-  if (!parsed.success) return { problem: parsed.error.issues.map((i) => `${i.path.join('.') || 'value'}: ${i.message}`).join(', ') };
+  if (!parsed.success)
+    return { problem: parsed.error.issues.map((i) => `${i.path.join('.') || 'value'}: ${i.message}`).join(', ') };
   return { table: { ...DEFAULT_PRICES, ...parsed.data } };
 }
 

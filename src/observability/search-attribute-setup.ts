@@ -14,13 +14,17 @@ export async function ensureSearchAttributes(connection: Connection, namespace: 
   const listed = await connection.operatorService.listSearchAttributes({ namespace });
   const missing = SESSION_SEARCH_ATTRIBUTES.filter((k) => !(k.name in (listed.customAttributes ?? {})));
   if (missing.length === 0) return [];
-  const searchAttributes = Object.fromEntries(missing.map((k) => [k.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]));
+  const searchAttributes = Object.fromEntries(
+    missing.map((k) => [k.name, temporal.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD]),
+  );
   try {
     await connection.operatorService.addSearchAttributes({ namespace, searchAttributes });
   } catch (err) {
     // Another worker registered them first.
     if ((err as { code?: number }).code !== ALREADY_EXISTS) {
-      throw new Error(`could not register search attributes ${missing.map((k) => k.name).join(', ')} on namespace ${namespace}: ${(err as Error).message.split('\n')[0]} (add them as Keyword attributes with \`temporal operator search-attribute create\` or your cloud console)`);
+      throw new Error(
+        `could not register search attributes ${missing.map((k) => k.name).join(', ')} on namespace ${namespace}: ${(err as Error).message.split('\n')[0]} (add them as Keyword attributes with \`temporal operator search-attribute create\` or your cloud console)`,
+      );
     }
   }
   return missing.map((k) => k.name);

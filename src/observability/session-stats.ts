@@ -20,7 +20,14 @@ export interface SessionStats {
 }
 
 export function sessionStats(events: readonly SessionEvent[], now: Date): SessionStats {
-  const stats: SessionStats = { toolErrors: 0, infraErrors: 0, deniedErrors: 0, sessionErrors: {}, toolCalls: 0, modelReplies: 0 };
+  const stats: SessionStats = {
+    toolErrors: 0,
+    infraErrors: 0,
+    deniedErrors: 0,
+    sessionErrors: {},
+    toolCalls: 0,
+    modelReplies: 0,
+  };
   for (const e of events) {
     if (e.type === 'session_started' && typeof e.agent.model === 'string') stats.model = e.agent.model;
     else if (e.type === 'tool_use') stats.toolCalls++;

@@ -12,8 +12,14 @@ export interface Tracing {
 }
 
 /** Whether the settings (src/config.ts) ask for tracing. */
-export function tracingEnabled(config: Partial<Record<'AGENTS_OTEL' | 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', string>>): boolean {
-  return config.AGENTS_OTEL === '1' || config.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined || config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined;
+export function tracingEnabled(
+  config: Partial<Record<'AGENTS_OTEL' | 'OTEL_EXPORTER_OTLP_ENDPOINT' | 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', string>>,
+): boolean {
+  return (
+    config.AGENTS_OTEL === '1' ||
+    config.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined ||
+    config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined
+  );
 }
 
 /** The exporter reads OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT and OTEL_EXPORTER_OTLP_HEADERS itself; default http://localhost:4318. */

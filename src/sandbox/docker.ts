@@ -68,10 +68,21 @@ export class DockerSandboxProvider implements SandboxProvider {
   }
 
   /** The result for a container found again: its runtime is the one it was created with. */
-  private async found(sandboxId: string, recipe: ProvisionRequest['recipe'], resumed: boolean, runtimeName?: string): Promise<ProvisionResult> {
+  private async found(
+    sandboxId: string,
+    recipe: ProvisionRequest['recipe'],
+    resumed: boolean,
+    runtimeName?: string,
+  ): Promise<ProvisionResult> {
     const name = runtimeName ?? (await this.docker.getContainer(sandboxId).inspect()).HostConfig.Runtime;
     const runtime = runtimeOf(name);
-    return { sandboxId, resumed, workspaceReused: true, runtime: runtime.kind, loosened: [...loosenings(recipe), ...runtime.loosened] };
+    return {
+      sandboxId,
+      resumed,
+      workspaceReused: true,
+      runtime: runtime.kind,
+      loosened: [...loosenings(recipe), ...runtime.loosened],
+    };
   }
 
   private async findContainers(filters: Record<string, string[]>): Promise<Docker.ContainerInfo[]> {
@@ -90,16 +101,26 @@ export class DockerSandboxProvider implements SandboxProvider {
 
   async provision(req: ProvisionRequest): Promise<ProvisionResult> {
     const { recipe } = req;
-    const labels = { [LABEL.managed]: '1', [LABEL.session]: req.sessionId, [LABEL.sandbox]: req.name, [LABEL.host]: req.hostId };
+    const labels = {
+      [LABEL.managed]: '1',
+      [LABEL.session]: req.sessionId,
+      [LABEL.sandbox]: req.name,
+      [LABEL.host]: req.hostId,
+    };
     // A sandbox handed from another session carries that session's labels: the one named is found by its id.
     if (req.resume) {
-      const info = await this.docker.getContainer(req.resume).inspect().catch(() => undefined);
+      const info = await this.docker
+        .getContainer(req.resume)
+        .inspect()
+        .catch(() => undefined);
       if (info && info.Config.Labels?.[LABEL.host] === req.hostId) {
         if (!info.State.Running) await this.docker.getContainer(req.resume).start();
         return this.found(req.resume, recipe, true, info.HostConfig.Runtime);
       }
     }
-    const existing = await this.findContainers({ label: [`${LABEL.session}=${req.sessionId}`, `${LABEL.sandbox}=${req.name}`] });
+    const existing = await this.findContainers({
+      label: [`${LABEL.session}=${req.sessionId}`, `${LABEL.sandbox}=${req.name}`],
+    });
     for (const c of existing) {
       const container = this.docker.getContainer(c.Id);
       // The workflow names the sandbox it stopped for idleness: that one is started again, with its files.
@@ -156,7 +177,13 @@ export class DockerSandboxProvider implements SandboxProvider {
         throw err;
       }
     }
-    return { sandboxId: container.id, resumed: false, workspaceReused, runtime: runtime.kind, loosened: [...loosenings(recipe), ...runtime.loosened] };
+    return {
+      sandboxId: container.id,
+      resumed: false,
+      workspaceReused,
+      runtime: runtime.kind,
+      loosened: [...loosenings(recipe), ...runtime.loosened],
+    };
   }
 
   /** Fills a fresh workspace: the repo cloned on the host (outside the sandbox), then the setup commands inside. */
@@ -164,8 +191,16 @@ export class DockerSandboxProvider implements SandboxProvider {
     const { recipe } = req;
     if (recipe.repo) await this.cloneInto(sandboxId, req);
     for (const [i, command] of recipe.setup.entries()) {
-      const r = await this.execute(sandboxId, { key: `setup-${i}`, script: command, timeoutSeconds: recipe.commandTimeoutSeconds, maxOutputBytes: 8192 });
-      if (r.exitCode !== 0) throw new SetupFailedError(`setup command ${i + 1} (${command}) exited with ${r.exitCode}: ${r.output.slice(-2000)}`);
+      const r = await this.execute(sandboxId, {
+        key: `setup-${i}`,
+        script: command,
+        timeoutSeconds: recipe.commandTimeoutSeconds,
+        maxOutputBytes: 8192,
+      });
+      if (r.exitCode !== 0)
+        throw new SetupFailedError(
+          `setup command ${i + 1} (${command}) exited with ${r.exitCode}: ${r.output.slice(-2000)}`,
+        );
     }
   }
 
@@ -178,7 +213,11 @@ export class DockerSandboxProvider implements SandboxProvider {
       // The tree goes to workdir/<path>: the archive carries the path's directories, so nothing is made in the sandbox.
       const tree = path.join(dir, 'tree', ...(repo.path ? repo.path.split('/') : []));
       await checkoutFromMirror(mirror, repo.url, repo.ref, tree, repo.commit);
-      const tar = spawn('tar', ['-c', '-C', path.join(dir, 'tree'), '--owner=1000', '--group=1000', '--numeric-owner', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const tar = spawn(
+        'tar',
+        ['-c', '-C', path.join(dir, 'tree'), '--owner=1000', '--group=1000', '--numeric-owner', '.'],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       await this.docker.getContainer(sandboxId).putArchive(tar.stdout, { path: req.recipe.workdir });
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -189,7 +228,8 @@ export class DockerSandboxProvider implements SandboxProvider {
   async copyOut(sandboxId: string, file: string): Promise<Buffer> {
     const r = await this.execute(sandboxId, {
       key: `copy-out-${randomUUID()}`,
-      script: '[ -f "$MA_FILE" ] || { echo "not a regular file: $MA_FILE"; exit 2; }; s=$(stat -c %s -- "$MA_FILE"); [ "$s" -le "$MA_LIMIT" ] || { echo "$MA_FILE is $s bytes; the limit is $MA_LIMIT"; exit 3; }; base64 -w0 -- "$MA_FILE"',
+      script:
+        '[ -f "$MA_FILE" ] || { echo "not a regular file: $MA_FILE"; exit 2; }; s=$(stat -c %s -- "$MA_FILE"); [ "$s" -le "$MA_LIMIT" ] || { echo "$MA_FILE is $s bytes; the limit is $MA_LIMIT"; exit 3; }; base64 -w0 -- "$MA_FILE"',
       env: { MA_FILE: file, MA_LIMIT: String(COPY_LIMIT_BYTES) },
       timeoutSeconds: 120,
       maxOutputBytes: Math.ceil((COPY_LIMIT_BYTES * 4) / 3) + 1024,
@@ -199,7 +239,8 @@ export class DockerSandboxProvider implements SandboxProvider {
   }
 
   async copyIn(sandboxId: string, dir: string, name: string, content: Buffer): Promise<void> {
-    if (content.length > COPY_LIMIT_BYTES) throw new Error(`${name} is ${content.length} bytes; the limit is ${COPY_LIMIT_BYTES}`);
+    if (content.length > COPY_LIMIT_BYTES)
+      throw new Error(`${name} is ${content.length} bytes; the limit is ${COPY_LIMIT_BYTES}`);
     const r = await this.execute(sandboxId, {
       key: `copy-in-${randomUUID()}`,
       script: 'mkdir -p -- "$MA_DIR" && cat > "$MA_DIR/$MA_NAME"',
@@ -231,9 +272,19 @@ export class DockerSandboxProvider implements SandboxProvider {
     let live: LiveCopy | undefined;
     let liveTimer: NodeJS.Timeout | undefined;
     try {
-      const exec = await container.exec({ Cmd: ['bash', '-c', EXEC_WRAPPER], Env: env, AttachStdout: true, AttachStderr: true, AttachStdin: !!req.stdin });
+      const exec = await container.exec({
+        Cmd: ['bash', '-c', EXEC_WRAPPER],
+        Env: env,
+        AttachStdout: true,
+        AttachStderr: true,
+        AttachStdin: !!req.stdin,
+      });
       const stream = await Promise.race([exec.start({ hijack: true, stdin: !!req.stdin }), watchdog.gone]);
-      if (req.onOutput && (req.liveBytes ?? 0) > 0) liveTimer = setTimeout(() => (live = startLiveCopy(this.docker, container, env[0], req.liveBytes!, req.onOutput!)), LIVE_DELAY_MS);
+      if (req.onOutput && (req.liveBytes ?? 0) > 0)
+        liveTimer = setTimeout(
+          () => (live = startLiveCopy(this.docker, container, env[0], req.liveBytes!, req.onOutput!)),
+          LIVE_DELAY_MS,
+        );
       const chunks: Buffer[] = [];
       const sink = new PassThrough();
       // The wrapper caps output inside the sandbox, but the sandbox is hostile: never buffer more than that.
@@ -242,7 +293,9 @@ export class DockerSandboxProvider implements SandboxProvider {
       sink.on('data', (c: Buffer) => {
         received += c.length;
         if (received > limit) {
-          (stream as unknown as { destroy(e?: Error): void }).destroy(new Error(`the sandbox sent more than ${limit} bytes of output`));
+          (stream as unknown as { destroy(e?: Error): void }).destroy(
+            new Error(`the sandbox sent more than ${limit} bytes of output`),
+          );
           return;
         }
         chunks.push(c);
@@ -269,7 +322,8 @@ export class DockerSandboxProvider implements SandboxProvider {
       }
       raw = Buffer.concat(chunks);
     } catch (err) {
-      if ((await this.health(sandboxId)) !== 'running') throw new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} is gone: ${(err as Error).message}`);
+      if ((await this.health(sandboxId)) !== 'running')
+        throw new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} is gone: ${(err as Error).message}`);
       throw err;
     } finally {
       watchdog.stop();
@@ -278,7 +332,8 @@ export class DockerSandboxProvider implements SandboxProvider {
     }
     const parsed = parseWrapperOutput(raw, env[0].slice('MA_KEY='.length));
     if (!parsed) {
-      if ((await this.health(sandboxId)) !== 'running') throw new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} stopped while the command ran`);
+      if ((await this.health(sandboxId)) !== 'running')
+        throw new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} stopped while the command ran`);
       throw new Error(`the sandbox returned no result trailer (${raw.length} bytes)`);
     }
     return parsed;
@@ -290,7 +345,8 @@ export class DockerSandboxProvider implements SandboxProvider {
     const gone = new Promise<never>((_, reject) => {
       timer = setInterval(() => {
         void this.health(sandboxId).then((h) => {
-          if (h !== 'running') reject(new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} stopped while the command ran`));
+          if (h !== 'running')
+            reject(new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} stopped while the command ran`));
         });
       }, 2000);
     });
@@ -314,13 +370,19 @@ export class DockerSandboxProvider implements SandboxProvider {
     } catch {
       throw new SandboxLostError(`sandbox ${container.id.slice(0, 12)} no longer exists`);
     }
-    if (!info.State.Running) throw new SandboxLostError(`sandbox ${container.id.slice(0, 12)} is not running (${info.State.Status}, exit ${info.State.ExitCode})`);
+    if (!info.State.Running)
+      throw new SandboxLostError(
+        `sandbox ${container.id.slice(0, 12)} is not running (${info.State.Status}, exit ${info.State.ExitCode})`,
+      );
   }
 
   async stop(sandboxId: string): Promise<void> {
-    await this.docker.getContainer(sandboxId).stop({ t: 1 }).catch((err: { statusCode?: number }) => {
-      if (err.statusCode !== 304) throw err;
-    });
+    await this.docker
+      .getContainer(sandboxId)
+      .stop({ t: 1 })
+      .catch((err: { statusCode?: number }) => {
+        if (err.statusCode !== 304) throw err;
+      });
   }
 
   async destroy(sandboxId: string, opts: { keepWorkspace?: boolean } = {}): Promise<void> {
@@ -333,15 +395,27 @@ export class DockerSandboxProvider implements SandboxProvider {
     }
     await container.remove({ force: true }).catch(() => undefined);
     if (!opts.keepWorkspace && labels[LABEL.session] && labels[LABEL.sandbox]) {
-      for (const kind of ['ws', 'home']) await this.docker.getVolume(resourceName(kind, labels[LABEL.session], labels[LABEL.sandbox])).remove().catch(() => undefined);
+      for (const kind of ['ws', 'home'])
+        await this.docker
+          .getVolume(resourceName(kind, labels[LABEL.session], labels[LABEL.sandbox]))
+          .remove()
+          .catch(() => undefined);
       // The host-side git mirror goes with the workspace it served.
       removeMirror(this.opts.mirrorsDir, labels[LABEL.session], labels[LABEL.sandbox]);
     }
   }
 
   async origin(sandboxId: string): Promise<SandboxRef | undefined> {
-    const labels = (await this.docker.getContainer(sandboxId).inspect().catch(() => undefined))?.Config.Labels ?? {};
-    return labels[LABEL.session] && labels[LABEL.sandbox] ? { sessionId: labels[LABEL.session], name: labels[LABEL.sandbox] } : undefined;
+    const labels =
+      (
+        await this.docker
+          .getContainer(sandboxId)
+          .inspect()
+          .catch(() => undefined)
+      )?.Config.Labels ?? {};
+    return labels[LABEL.session] && labels[LABEL.sandbox]
+      ? { sessionId: labels[LABEL.session], name: labels[LABEL.sandbox] }
+      : undefined;
   }
 
   async health(sandboxId: string): Promise<SandboxHealth> {

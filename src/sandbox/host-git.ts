@@ -17,7 +17,18 @@ export interface GitResult {
 }
 
 /** Configuration that keeps any config, hook or helper but ours out of host-side git. */
-const SAFE_ARGS = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'credential.helper=', '-c', 'core.sshCommand=false', '-c', 'protocol.ext.allow=never'];
+const SAFE_ARGS = [
+  '-c',
+  'core.hooksPath=/dev/null',
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'credential.helper=',
+  '-c',
+  'core.sshCommand=false',
+  '-c',
+  'protocol.ext.allow=never',
+];
 
 function gitEnv(token: string | undefined, home: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
@@ -40,11 +51,18 @@ function gitEnv(token: string | undefined, home: string): NodeJS.ProcessEnv {
 }
 
 /** `pre`: configuration before the command, such as the egress gate's pinned addresses. */
-export async function hostGit(args: string[], opts: { cwd?: string; token?: string; pre?: string[] } = {}): Promise<GitResult> {
+export async function hostGit(
+  args: string[],
+  opts: { cwd?: string; token?: string; pre?: string[] } = {},
+): Promise<GitResult> {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'ma-git-home-'));
   try {
     return await new Promise<GitResult>((resolve, reject) => {
-      const child = spawn('git', [...SAFE_ARGS, ...(opts.pre ?? []), ...args], { cwd: opts.cwd ?? home, env: gitEnv(opts.token, home), stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('git', [...SAFE_ARGS, ...(opts.pre ?? []), ...args], {
+        cwd: opts.cwd ?? home,
+        env: gitEnv(opts.token, home),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -70,7 +88,11 @@ export function explain(r: GitResult): string {
 
 const AUTH_FAILURE = /Authentication failed|could not read Username|askpass|HTTP 40[13]|returned error: 40[13]/;
 
-async function must(args: string[], opts: { cwd?: string; token?: string; pre?: string[] }, what: string): Promise<GitResult> {
+async function must(
+  args: string[],
+  opts: { cwd?: string; token?: string; pre?: string[] },
+  what: string,
+): Promise<GitResult> {
   const r = await hostGit(args, opts);
   if (r.code !== 0) throw new GitError(`${what} failed (exit ${r.code}): ${explain(r)}`);
   return r;
@@ -86,9 +108,13 @@ export interface Upstream {
  * The upstream of `repo`. A tenant's repository (`tenant: true`, from the API) is checked by the egress gate and
  * reached only at the addresses it checked, without redirects; a refusal is a GitError saying why.
  */
-export async function upstreamOf(repo: { url: string; tenant?: true }, gate: EgressGate | undefined): Promise<Upstream> {
+export async function upstreamOf(
+  repo: { url: string; tenant?: true },
+  gate: EgressGate | undefined,
+): Promise<Upstream> {
   if (!repo.tenant) return { url: repo.url, args: [] };
-  if (!gate) throw new GitError(`egress refused ${repo.url}: this hands host has no egress gate for a tenant's repository`);
+  if (!gate)
+    throw new GitError(`egress refused ${repo.url}: this hands host has no egress gate for a tenant's repository`);
   try {
     return await gate.gitArgs(repo.url);
   } catch (err) {
@@ -104,22 +130,47 @@ export async function syncMirror(mirror: string, upstream: Upstream, token?: str
     await must(['init', '--quiet', '--bare', mirror], {}, 'git init');
     await must(['-C', mirror, 'remote', 'add', 'origin', upstream.url], {}, 'git remote add');
   }
-  await must(['-C', mirror, 'fetch', '--quiet', '--prune', 'origin', '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*'], { token, pre: upstream.args }, `git fetch from ${upstream.url}`);
+  await must(
+    ['-C', mirror, 'fetch', '--quiet', '--prune', 'origin', '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*'],
+    { token, pre: upstream.args },
+    `git fetch from ${upstream.url}`,
+  );
 }
 
 /** A working tree cloned from the mirror (no token needed), with origin pointing at the real upstream. */
-export async function checkoutFromMirror(mirror: string, url: string, ref: string | undefined, dest: string, commit?: string): Promise<void> {
+export async function checkoutFromMirror(
+  mirror: string,
+  url: string,
+  ref: string | undefined,
+  dest: string,
+  commit?: string,
+): Promise<void> {
   await must(['clone', '--quiet', ...(ref ? ['--branch', ref] : []), '--', mirror, dest], {}, 'git clone');
   await must(['-C', dest, 'remote', 'set-url', 'origin', url], {}, 'git remote set-url');
   await must(['-C', dest, 'fetch', '--quiet', mirror, '+refs/heads/*:refs/remotes/origin/*'], {}, 'git fetch');
-  if (commit) await must(['-C', dest, 'checkout', '--quiet', '--detach', commit], {}, `git checkout of commit ${commit}`);
+  if (commit)
+    await must(['-C', dest, 'checkout', '--quiet', '--detach', commit], {}, `git checkout of commit ${commit}`);
 }
 
 /** Pushes the branch carried by `bundle` to upstream through the mirror. Returns git's report, redacted. */
-export async function pushBundle(mirror: string, bundle: string, branch: string, token: string | undefined, force: boolean, upstream: Upstream): Promise<GitResult> {
+export async function pushBundle(
+  mirror: string,
+  bundle: string,
+  branch: string,
+  token: string | undefined,
+  force: boolean,
+  upstream: Upstream,
+): Promise<GitResult> {
   await must(['-C', mirror, 'bundle', 'verify', '--quiet', bundle], {}, 'git bundle verify');
-  await must(['-C', mirror, 'fetch', '--quiet', bundle, `+refs/heads/${branch}:refs/ma-push/${branch}`], {}, 'git fetch from the sandbox bundle');
-  return hostGit(['-C', mirror, 'push', '--porcelain', 'origin', `${force ? '+' : ''}refs/ma-push/${branch}:refs/heads/${branch}`], { token, pre: upstream.args });
+  await must(
+    ['-C', mirror, 'fetch', '--quiet', bundle, `+refs/heads/${branch}:refs/ma-push/${branch}`],
+    {},
+    'git fetch from the sandbox bundle',
+  );
+  return hostGit(
+    ['-C', mirror, 'push', '--porcelain', 'origin', `${force ? '+' : ''}refs/ma-push/${branch}:refs/heads/${branch}`],
+    { token, pre: upstream.args },
+  );
 }
 
 export async function revParse(mirror: string, ref: string): Promise<string> {

@@ -18,11 +18,22 @@ export interface LiveCopy {
  * Streams the output of the command under `keyEnv` to `onOutput` until the command ends. The sandbox caps what it
  * sends; the host drops anything past that cap too, since the sandbox is hostile.
  */
-export function startLiveCopy(docker: Docker, container: Docker.Container, keyEnv: string, liveBytes: number, onOutput: (chunk: Buffer) => void): LiveCopy {
+export function startLiveCopy(
+  docker: Docker,
+  container: Docker.Container,
+  keyEnv: string,
+  liveBytes: number,
+  onOutput: (chunk: Buffer) => void,
+): LiveCopy {
   let stream: NodeJS.ReadWriteStream | undefined;
   let received = 0;
   const done = (async () => {
-    const exec = await container.exec({ Cmd: ['bash', '-c', EXEC_LIVE], Env: [keyEnv, `MA_LIVE=${liveBytes}`], AttachStdout: true, AttachStderr: true });
+    const exec = await container.exec({
+      Cmd: ['bash', '-c', EXEC_LIVE],
+      Env: [keyEnv, `MA_LIVE=${liveBytes}`],
+      AttachStdout: true,
+      AttachStderr: true,
+    });
     stream = await exec.start({ hijack: true, stdin: false });
     const out = new PassThrough();
     out.on('data', (c: Buffer) => {

@@ -14,7 +14,14 @@ export interface ReapResult {
  * created for. It is an orphan when its owner is not running (ended, terminated, unknown), or when the running
  * owner does not list it and it is older than `graceMs` (so one being provisioned right now is left alone).
  */
-export async function reapOrphans(opts: { provider: SandboxProvider; client: Client; hostId: string; registry?: OwnershipRegistry; graceMs?: number; now?: number }): Promise<ReapResult> {
+export async function reapOrphans(opts: {
+  provider: SandboxProvider;
+  client: Client;
+  hostId: string;
+  registry?: OwnershipRegistry;
+  graceMs?: number;
+  now?: number;
+}): Promise<ReapResult> {
   const grace = opts.graceMs ?? 15 * 60_000;
   const now = opts.now ?? Date.now();
   const found = await opts.provider.list(opts.hostId);

@@ -7,7 +7,9 @@ import type { SandboxRecipe } from '../session/agent';
 import { PlatformError } from '../platform-error';
 
 /** `auto`: runsc when the engine has it, else runc (loosened). `runsc`: required. `runc`: chosen (loosened). */
-export const SandboxRuntimePreferenceSchema = z.enum(['auto', 'runsc', 'runc'], { error: 'must be auto, runsc or runc' });
+export const SandboxRuntimePreferenceSchema = z.enum(['auto', 'runsc', 'runc'], {
+  error: 'must be auto, runsc or runc',
+});
 export type SandboxRuntimePreference = z.infer<typeof SandboxRuntimePreferenceSchema>;
 
 /** The loosening recorded when a sandbox runs on the host's kernel. */
@@ -39,7 +41,9 @@ export class RuntimeSelector {
   private runtimes(): Promise<string[]> {
     // A SIGHUP can add runtimes to a running engine: look again now and then.
     if (!this.cached || Date.now() - this.cached.at > 60_000) {
-      const names = this.docker.info().then((info: { Runtimes?: Record<string, unknown> }) => Object.keys(info.Runtimes ?? {}));
+      const names = this.docker
+        .info()
+        .then((info: { Runtimes?: Record<string, unknown> }) => Object.keys(info.Runtimes ?? {}));
       names.catch(() => (this.cached = undefined));
       this.cached = { at: Date.now(), names };
     }
@@ -52,7 +56,10 @@ export class RuntimeSelector {
     const names = await this.runtimes();
     const wanted = recipe.network === 'none' ? 'runsc-nonet' : 'runsc';
     if (names.includes(wanted)) return { name: wanted, kind: 'runsc', loosened: [] };
-    if (this.preference === 'runsc') throw new RuntimeUnavailableError(`SANDBOX_RUNTIME=runsc, but the Docker engine has no ${wanted} runtime (it has ${names.join(', ')}); run \`npm run setup\``);
+    if (this.preference === 'runsc')
+      throw new RuntimeUnavailableError(
+        `SANDBOX_RUNTIME=runsc, but the Docker engine has no ${wanted} runtime (it has ${names.join(', ')}); run \`npm run setup\``,
+      );
     return runc;
   }
 }
@@ -66,5 +73,8 @@ export function runtimeOf(name: string | undefined): RuntimeChoice {
 /** The host-side limits for a recipe under a runtime. */
 export function hostLimits(recipe: SandboxRecipe, kind: RuntimeChoice['kind']): { pids: number; memoryBytes: number } {
   const mb = kind === 'runsc' ? recipe.resources.memoryMb + RUNSC_MEMORY_HEADROOM_MB : recipe.resources.memoryMb;
-  return { pids: kind === 'runsc' ? RUNSC_PIDS(recipe.resources.pidsLimit) : recipe.resources.pidsLimit, memoryBytes: mb * 1024 * 1024 };
+  return {
+    pids: kind === 'runsc' ? RUNSC_PIDS(recipe.resources.pidsLimit) : recipe.resources.pidsLimit,
+    memoryBytes: mb * 1024 * 1024,
+  };
 }

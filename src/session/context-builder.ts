@@ -65,14 +65,23 @@ export function buildContext(input: BuildContextInput): BuiltContext {
   const fixed = estimateTokens([system, input.tools]);
   const tokens = fixed + estimateTokens(messages);
   if (tokens <= input.budgetTokens) return { system, messages, tokens, overBudget: false };
-  return { system, messages, tokens, overBudget: true, cutSeq: chooseCut(input.events, window, Math.max(0, input.budgetTokens * KEEP_SHARE - fixed)) };
+  return {
+    system,
+    messages,
+    tokens,
+    overBudget: true,
+    cutSeq: chooseCut(input.events, window, Math.max(0, input.budgetTokens * KEEP_SHARE - fixed)),
+  };
 }
 
 /** The window's conversation. A window that starts mid-turn opens with a line that points at the summary. */
 export function toMessages(events: readonly SessionEvent[], window: ContextWindow): ApiMessage[] {
   const messages = buildMessages(events, { maxTextChars: MODEL_TEXT_LIMIT });
   if (messages.length > 0 && messages[0].role === 'user') return messages;
-  const note = window.fromSeq > 0 ? `(The session continues from event ${window.fromSeq}; earlier events are summarised in the system prompt.)` : '(The session starts.)';
+  const note =
+    window.fromSeq > 0
+      ? `(The session continues from event ${window.fromSeq}; earlier events are summarised in the system prompt.)`
+      : '(The session starts.)';
   return [{ role: 'user', content: [{ type: 'text', text: note }] }, ...messages];
 }
 
@@ -94,7 +103,12 @@ function cutPointsOf(ordered: readonly SessionEvent[], window: ContextWindow): n
   let maxBefore = -Infinity;
   ordered.forEach((e, i) => {
     const splits = maxBefore < e.seq && minFrom[i] === e.seq;
-    if (splits && e.seq > window.fromSeq && (e.type === 'assistant_message' || (e.type === 'user_message' && open.size === 0))) out.push(e.seq);
+    if (
+      splits &&
+      e.seq > window.fromSeq &&
+      (e.type === 'assistant_message' || (e.type === 'user_message' && open.size === 0))
+    )
+      out.push(e.seq);
     if (e.type === 'tool_use') open.add(e.id);
     if (e.type === 'tool_result') open.delete(e.toolUseId);
     maxBefore = Math.max(maxBefore, e.seq);
@@ -103,7 +117,11 @@ function cutPointsOf(ordered: readonly SessionEvent[], window: ContextWindow): n
 }
 
 /** The earliest cut whose kept tail fits `keepTokens`; failing that, the latest cut. Undefined if there is none. */
-export function chooseCut(events: readonly SessionEvent[], window: ContextWindow, keepTokens: number): number | undefined {
+export function chooseCut(
+  events: readonly SessionEvent[],
+  window: ContextWindow,
+  keepTokens: number,
+): number | undefined {
   const ordered = causalOrder(events);
   const points = cutPointsOf(ordered, window);
   if (points.length === 0) return undefined;
@@ -173,7 +191,11 @@ export function renderTranscript(events: readonly SessionEvent[], maxChars: numb
 }
 
 /** The compaction request: the previous summary (if any) and the transcript of the events being folded in. */
-export function compactionRequest(previous: string | undefined, events: readonly SessionEvent[], maxChars: number): { system: string; text: string } {
+export function compactionRequest(
+  previous: string | undefined,
+  events: readonly SessionEvent[],
+  maxChars: number,
+): { system: string; text: string } {
   const first = events[0]?.seq ?? 0;
   const last = events[events.length - 1]?.seq ?? first;
   const system =

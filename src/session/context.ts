@@ -68,7 +68,8 @@ export function buildMessages(events: readonly SessionEvent[], opts: { maxTextCh
     }
   }
   flushUser();
-  if (messages.length > 0 && messages[messages.length - 1].role === 'assistant') messages.push({ role: 'user', content: [{ type: 'text', text: CONTINUE_NOTE }] });
+  if (messages.length > 0 && messages[messages.length - 1].role === 'assistant')
+    messages.push({ role: 'user', content: [{ type: 'text', text: CONTINUE_NOTE }] });
   return messages;
 }
 

@@ -23,26 +23,32 @@ function utf8Length(s: string): number {
   return n;
 }
 
-export const UserMessageSchema = shared('contract.UserMessageSchema', () => z
-  .object({
-    text: z
-      .string({ error: 'text must be a string' })
-      .refine((t) => t.trim().length > 0, 'text must not be empty')
-      .refine((t) => utf8Length(t) <= MAX_MESSAGE_BYTES, `text must be at most ${MAX_MESSAGE_BYTES} bytes`),
-    messageId: z.string().min(1).max(200).optional(),
-  })
-  .strict());
+export const UserMessageSchema = shared('contract.UserMessageSchema', () =>
+  z
+    .object({
+      text: z
+        .string({ error: 'text must be a string' })
+        .refine((t) => t.trim().length > 0, 'text must not be empty')
+        .refine((t) => utf8Length(t) <= MAX_MESSAGE_BYTES, `text must be at most ${MAX_MESSAGE_BYTES} bytes`),
+      messageId: z.string().min(1).max(200).optional(),
+    })
+    .strict(),
+);
 export type UserMessage = z.infer<typeof UserMessageSchema>;
 
-export const ReasonSchema = shared('contract.ReasonSchema', () => z.object({ reason: z.string().max(10_000).optional() }).strict());
+export const ReasonSchema = shared('contract.ReasonSchema', () =>
+  z.object({ reason: z.string().max(10_000).optional() }).strict(),
+);
 export type Reason = z.infer<typeof ReasonSchema>;
 
-export const EventsQueryArgsSchema = shared('contract.EventsQueryArgsSchema', () => z
-  .object({
-    from: z.number().int().nonnegative().default(0),
-    limit: z.number().int().min(1).max(5000).default(1000),
-  })
-  .strict());
+export const EventsQueryArgsSchema = shared('contract.EventsQueryArgsSchema', () =>
+  z
+    .object({
+      from: z.number().int().nonnegative().default(0),
+      limit: z.number().int().min(1).max(5000).default(1000),
+    })
+    .strict(),
+);
 export type EventsQueryArgs = z.input<typeof EventsQueryArgsSchema>;
 export interface EventsPage {
   events: SessionEvent[];
@@ -51,7 +57,9 @@ export interface EventsPage {
   firstSeq?: number;
 }
 
-export const SessionStateSchema = shared('contract.SessionStateSchema', () => z.enum(['running', 'rescheduling', 'waiting_for_user', 'requires_action', 'ended']));
+export const SessionStateSchema = shared('contract.SessionStateSchema', () =>
+  z.enum(['running', 'rescheduling', 'waiting_for_user', 'requires_action', 'ended']),
+);
 export type SessionState = z.infer<typeof SessionStateSchema>;
 export interface SandboxStatus {
   name: string;
@@ -89,94 +97,125 @@ export interface SessionStatus {
 }
 
 /** `resolveToolUse`: approve or deny a pending approval. */
-export const ResolveToolUseSchema = shared('contract.ResolveToolUseSchema', () => z
-  .object({
-    toolUseId: z.string({ error: 'toolUseId must be a string' }).min(1, 'toolUseId must not be empty').max(200),
-    allow: z.boolean({ error: 'allow must be true or false' }),
-    reason: z.string().max(10_000).optional(),
-    /** Who decides, as approval_resolved.by records it (default `user`; `timeout` is reserved). */
-    by: z.string().min(1).max(200).refine((b) => b !== 'timeout', '`timeout` is reserved for decisions the policy made').optional(),
-  })
-  .strict());
+export const ResolveToolUseSchema = shared('contract.ResolveToolUseSchema', () =>
+  z
+    .object({
+      toolUseId: z.string({ error: 'toolUseId must be a string' }).min(1, 'toolUseId must not be empty').max(200),
+      allow: z.boolean({ error: 'allow must be true or false' }),
+      reason: z.string().max(10_000).optional(),
+      /** Who decides, as approval_resolved.by records it (default `user`; `timeout` is reserved). */
+      by: z
+        .string()
+        .min(1)
+        .max(200)
+        .refine((b) => b !== 'timeout', '`timeout` is reserved for decisions the policy made')
+        .optional(),
+    })
+    .strict(),
+);
 export type ResolveToolUse = z.infer<typeof ResolveToolUseSchema>;
 
 /** `submitToolResult`: the calling application's answer to a client tool call. */
-export const SubmitToolResultSchema = shared('contract.SubmitToolResultSchema', () => z
-  .object({
-    toolUseId: z.string({ error: 'toolUseId must be a string' }).min(1, 'toolUseId must not be empty').max(200),
-    output: z
-      .string({ error: 'output must be a string' })
-      .refine((t) => utf8Length(t) <= MAX_MESSAGE_BYTES, `output must be at most ${MAX_MESSAGE_BYTES} bytes`),
-    isError: z.boolean().default(false),
-  })
-  .strict());
+export const SubmitToolResultSchema = shared('contract.SubmitToolResultSchema', () =>
+  z
+    .object({
+      toolUseId: z.string({ error: 'toolUseId must be a string' }).min(1, 'toolUseId must not be empty').max(200),
+      output: z
+        .string({ error: 'output must be a string' })
+        .refine((t) => utf8Length(t) <= MAX_MESSAGE_BYTES, `output must be at most ${MAX_MESSAGE_BYTES} bytes`),
+      isError: z.boolean().default(false),
+    })
+    .strict(),
+);
 export type SubmitToolResult = z.input<typeof SubmitToolResultSchema>;
 
-export const PutFileSchema = shared('contract.PutFileSchema', () => z
-  .object({
-    sandbox: z.string().min(1).default('main'),
-    path: z.string().min(1).max(4096),
-    contentBase64: z.string().refine((s) => /^[A-Za-z0-9+/]*={0,2}$/.test(s), 'contentBase64 must be base64'),
-  })
-  .strict());
+export const PutFileSchema = shared('contract.PutFileSchema', () =>
+  z
+    .object({
+      sandbox: z.string().min(1).default('main'),
+      path: z.string().min(1).max(4096),
+      contentBase64: z.string().refine((s) => /^[A-Za-z0-9+/]*={0,2}$/.test(s), 'contentBase64 must be base64'),
+    })
+    .strict(),
+);
 export type PutFile = z.input<typeof PutFileSchema>;
-export const GetFileSchema = shared('contract.GetFileSchema', () => z.object({ sandbox: z.string().min(1).default('main'), path: z.string().min(1).max(4096) }).strict());
+export const GetFileSchema = shared('contract.GetFileSchema', () =>
+  z.object({ sandbox: z.string().min(1).default('main'), path: z.string().min(1).max(4096) }).strict(),
+);
 export type GetFile = z.input<typeof GetFileSchema>;
 
 const seq = shared('contract.seq', () => z.number().int().nonnegative());
 
 /** A sandbox the session holds, as carried from one run to the next. */
-export const SandboxSlotSchema = shared('contract.SandboxSlotSchema', () => z
-  .object({
-    name: z.string(),
-    sandboxId: z.string(),
-    taskQueue: z.string(),
-    host: z.string(),
-    stopped: z.boolean(),
-    lastUsed: z.number(),
-    /** Handed to this session: the host's registry names it the owner, and this session's calls are denied. */
-    handedTo: z.string().optional(),
-    /** Lent by this session (the parent), to which it goes back when this session ends. */
-    lentBy: z.string().optional(),
-  })
-  .strict());
+export const SandboxSlotSchema = shared('contract.SandboxSlotSchema', () =>
+  z
+    .object({
+      name: z.string(),
+      sandboxId: z.string(),
+      taskQueue: z.string(),
+      host: z.string(),
+      stopped: z.boolean(),
+      lastUsed: z.number(),
+      /** Handed to this session: the host's registry names it the owner, and this session's calls are denied. */
+      handedTo: z.string().optional(),
+      /** Lent by this session (the parent), to which it goes back when this session ends. */
+      lentBy: z.string().optional(),
+    })
+    .strict(),
+);
 export type SandboxSlot = z.infer<typeof SandboxSlotSchema>;
 
 /** The spawn_agent call a child session answers. */
-export const ParentRefSchema = shared('contract.ParentRefSchema', () => z.object({ sessionId: z.string().min(1), toolUseId: z.string().min(1) }).strict());
+export const ParentRefSchema = shared('contract.ParentRefSchema', () =>
+  z.object({ sessionId: z.string().min(1), toolUseId: z.string().min(1) }).strict(),
+);
 export type ParentRef = z.infer<typeof ParentRefSchema>;
 
 /** A sandbox passed between sessions, as the receiver takes it. */
-export const HandedSandboxSchema = shared('contract.HandedSandboxSchema', () => z
-  .object({ name: z.string().min(1), sandboxId: z.string().min(1), taskQueue: z.string().min(1), host: z.string().min(1), stopped: z.boolean() })
-  .strict());
+export const HandedSandboxSchema = shared('contract.HandedSandboxSchema', () =>
+  z
+    .object({
+      name: z.string().min(1),
+      sandboxId: z.string().min(1),
+      taskQueue: z.string().min(1),
+      host: z.string().min(1),
+      stopped: z.boolean(),
+    })
+    .strict(),
+);
 export type HandedSandbox = z.infer<typeof HandedSandboxSchema>;
 
 /** A child session the parent waits for; `result` is held from its report until the tool_result is in the log. */
-export const SubagentRefSchema = shared('contract.SubagentRefSchema', () => z
-  .object({
-    toolUseId: z.string(),
-    sessionId: z.string(),
-    lent: z.array(z.string()).default([]),
-    result: z.object({ output: z.string(), isError: z.boolean() }).strict().optional(),
-  })
-  .strict());
+export const SubagentRefSchema = shared('contract.SubagentRefSchema', () =>
+  z
+    .object({
+      toolUseId: z.string(),
+      sessionId: z.string(),
+      lent: z.array(z.string()).default([]),
+      result: z.object({ output: z.string(), isError: z.boolean() }).strict().optional(),
+    })
+    .strict(),
+);
 export type SubagentRef = z.infer<typeof SubagentRefSchema>;
 
 /** What a child sends its parent (by the parent's session id, so it reaches whichever run is current). */
-export const SubagentReportSchema = shared('contract.SubagentReportSchema', () => z
-  .object({
-    sessionId: z.string().min(1),
-    toolUseId: z.string().min(1),
-    output: z.string(),
-    isError: z.boolean(),
-    usage: UsageSchema,
-    returned: z.array(HandedSandboxSchema).default([]),
-  })
-  .strict());
+export const SubagentReportSchema = shared('contract.SubagentReportSchema', () =>
+  z
+    .object({
+      sessionId: z.string().min(1),
+      toolUseId: z.string().min(1),
+      output: z.string(),
+      isError: z.boolean(),
+      usage: UsageSchema,
+      returned: z.array(HandedSandboxSchema).default([]),
+    })
+    .strict(),
+);
 export type SubagentReport = z.input<typeof SubagentReportSchema>;
 
-export const SandboxGiftSchema = shared('contract.SandboxGiftSchema', () => z.object({ from: z.string().min(1), sandbox: HandedSandboxSchema }).strict());
+export const SandboxGiftSchema = shared('contract.SandboxGiftSchema', () =>
+  z.object({ from: z.string().min(1), sandbox: HandedSandboxSchema }).strict(),
+);
 export type SandboxGift = z.infer<typeof SandboxGiftSchema>;
 
 /** The handoffSandbox update takes what the handoff_sandbox tool takes. */
@@ -184,20 +223,25 @@ export const HandoffRequestSchema = HandoffSandboxInputSchema;
 export type HandoffRequest = z.infer<typeof HandoffRequestSchema>;
 
 /** A tool call of the round in progress that has no result yet, as carried to the next run. */
-export const PendingToolSchema = shared('contract.PendingToolSchema', () => z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    input: z.unknown(),
-    /** Set once approval_requested is in the log. */
-    approval: z
-      .object({ policy: z.string(), expiresAt: z.number().optional(), onTimeout: z.enum(['allow', 'deny']) })
-      .strict()
-      .optional(),
-    /** Set once approval_resolved is in the log. */
-    decision: z.object({ allow: z.boolean(), by: z.string().optional(), reason: z.string().optional() }).strict().optional(),
-  })
-  .strict());
+export const PendingToolSchema = shared('contract.PendingToolSchema', () =>
+  z
+    .object({
+      id: z.string(),
+      name: z.string(),
+      input: z.unknown(),
+      /** Set once approval_requested is in the log. */
+      approval: z
+        .object({ policy: z.string(), expiresAt: z.number().optional(), onTimeout: z.enum(['allow', 'deny']) })
+        .strict()
+        .optional(),
+      /** Set once approval_resolved is in the log. */
+      decision: z
+        .object({ allow: z.boolean(), by: z.string().optional(), reason: z.string().optional() })
+        .strict()
+        .optional(),
+    })
+    .strict(),
+);
 export type PendingTool = z.infer<typeof PendingToolSchema>;
 
 /** How many recent messageIds a new run remembers, so a client retrying across the handover is not duplicated. */
@@ -207,59 +251,75 @@ export const MAX_CARRIED_MESSAGE_IDS = 256;
  * What one run hands the next (continue-as-new, `agents wake`, `agents fork`). The events themselves are not
  * carried: they are sealed in the session archive, and the new run's log continues at `nextSeq`.
  */
-export const CarrySchema = shared('contract.CarrySchema', () => z
-  .object({
-    nextSeq: seq,
-    run: z.number().int().min(1).default(1),
-    /** The context window: events from `fromSeq` on, after the latest compaction summary. */
-    window: z.object({ fromSeq: seq, summary: z.string().optional() }).strict(),
-    usage: UsageSchema,
-    recentMessageIds: z.array(z.tuple([z.string(), seq])).max(MAX_CARRIED_MESSAGE_IDS),
-    lastUserSeq: z.number().int().min(-1),
-    handledThrough: z.number().int().min(-1),
-    /** Set when the handover happened inside a turn: the new run goes on with its next model call. */
-    inTurn: z
-      .object({
-        round: z.number().int().nonnegative(),
-        /** Tool calls of the previous round still to finish (an approval, a client result or a sub-agent pending) before that model call. */
-        tools: z.array(PendingToolSchema).optional(),
-        /** Runs recorded before the tool gate: spawn_agent calls whose results the new run appends first. */
-        waiting: z.array(z.string()).optional(),
-      })
-      .strict()
-      .optional(),
-    sandboxes: z.array(SandboxSlotSchema),
-    lastHost: z.record(z.string(), z.string()),
-    /** MCP tools listed by an earlier run, so the tool list (and the cached prefix) stays the same. */
-    mcpTools: z.array(z.object({ name: z.string(), server: z.string(), tool: z.string(), spec: z.record(z.string(), z.unknown()) }).strict()).optional(),
-    /** tool_use ids still without a result (a woken or forked run closes them). */
-    openToolUses: z.array(z.string()).default([]),
-    /** Set in a child session: the spawn_agent call it answers. */
-    parent: ParentRefSchema.optional(),
-    /** Child sessions still running (they report by signal to this session id, whichever run is current). */
-    subagents: z.array(SubagentRefSchema).optional(),
-    /** The part of `usage` that came from sub-agents. */
-    subagentUsage: UsageSchema.optional(),
-  })
-  .strict());
+export const CarrySchema = shared('contract.CarrySchema', () =>
+  z
+    .object({
+      nextSeq: seq,
+      run: z.number().int().min(1).default(1),
+      /** The context window: events from `fromSeq` on, after the latest compaction summary. */
+      window: z.object({ fromSeq: seq, summary: z.string().optional() }).strict(),
+      usage: UsageSchema,
+      recentMessageIds: z.array(z.tuple([z.string(), seq])).max(MAX_CARRIED_MESSAGE_IDS),
+      lastUserSeq: z.number().int().min(-1),
+      handledThrough: z.number().int().min(-1),
+      /** Set when the handover happened inside a turn: the new run goes on with its next model call. */
+      inTurn: z
+        .object({
+          round: z.number().int().nonnegative(),
+          /** Tool calls of the previous round still to finish (an approval, a client result or a sub-agent pending) before that model call. */
+          tools: z.array(PendingToolSchema).optional(),
+          /** Runs recorded before the tool gate: spawn_agent calls whose results the new run appends first. */
+          waiting: z.array(z.string()).optional(),
+        })
+        .strict()
+        .optional(),
+      sandboxes: z.array(SandboxSlotSchema),
+      lastHost: z.record(z.string(), z.string()),
+      /** MCP tools listed by an earlier run, so the tool list (and the cached prefix) stays the same. */
+      mcpTools: z
+        .array(
+          z
+            .object({ name: z.string(), server: z.string(), tool: z.string(), spec: z.record(z.string(), z.unknown()) })
+            .strict(),
+        )
+        .optional(),
+      /** tool_use ids still without a result (a woken or forked run closes them). */
+      openToolUses: z.array(z.string()).default([]),
+      /** Set in a child session: the spawn_agent call it answers. */
+      parent: ParentRefSchema.optional(),
+      /** Child sessions still running (they report by signal to this session id, whichever run is current). */
+      subagents: z.array(SubagentRefSchema).optional(),
+      /** The part of `usage` that came from sub-agents. */
+      subagentUsage: UsageSchema.optional(),
+    })
+    .strict(),
+);
 export type Carry = z.infer<typeof CarrySchema>;
 
-export const SessionInputSchema = shared('contract.SessionInputSchema', () => z
-  .object({
-    agent: AgentSchema,
-    message: UserMessageSchema.optional(),
-    /** Present on every run after the first. */
-    continued: CarrySchema.optional(),
-    /** Why this run started: a continue-as-new handover, `agents wake`, or `agents fork`. */
-    start: z.enum(['new', 'continued', 'woken', 'forked']).default('new'),
-    forkedFrom: z.object({ sessionId: z.string().min(1), seq }).strict().optional(),
-    /** A child session: the spawn_agent call it answers, and the sandboxes its parent lends it. */
-    parent: ParentRefSchema.optional(),
-    lent: z.array(HandedSandboxSchema).optional(),
-  })
-  .strict()
-  .refine((i) => (i.start === 'new') === (i.continued === undefined), 'a continued, woken or forked run needs `continued`, a new one must not have it')
-  .refine((i) => (i.start === 'forked') === (i.forkedFrom !== undefined), 'a forked run needs `forkedFrom`'));
+export const SessionInputSchema = shared('contract.SessionInputSchema', () =>
+  z
+    .object({
+      agent: AgentSchema,
+      message: UserMessageSchema.optional(),
+      /** Present on every run after the first. */
+      continued: CarrySchema.optional(),
+      /** Why this run started: a continue-as-new handover, `agents wake`, or `agents fork`. */
+      start: z.enum(['new', 'continued', 'woken', 'forked']).default('new'),
+      forkedFrom: z
+        .object({ sessionId: z.string().min(1), seq })
+        .strict()
+        .optional(),
+      /** A child session: the spawn_agent call it answers, and the sandboxes its parent lends it. */
+      parent: ParentRefSchema.optional(),
+      lent: z.array(HandedSandboxSchema).optional(),
+    })
+    .strict()
+    .refine(
+      (i) => (i.start === 'new') === (i.continued === undefined),
+      'a continued, woken or forked run needs `continued`, a new one must not have it',
+    )
+    .refine((i) => (i.start === 'forked') === (i.forkedFrom !== undefined), 'a forked run needs `forkedFrom`'),
+);
 export type SessionInput = z.input<typeof SessionInputSchema>;
 /** What a session returns when it ends: its last seq and why it ended. */
 export interface SessionResult {
@@ -281,14 +341,21 @@ export const sendMessageUpdate = defineUpdate<{ seq: number }, [UserMessage]>('s
 export const interruptUpdate = defineUpdate<{ seq: number | null; after: number }, [Reason]>('interruptAck');
 /** What `sessions.update` changed, recorded in the log as `session_updated`. */
 export const SessionUpdateSchema = shared('contract.SessionUpdateSchema', () =>
-  z.object({ title: z.string().max(500).nullable().optional(), metadata: z.record(z.string().max(1000), z.string().max(10_000)).optional() }).strict(),
+  z
+    .object({
+      title: z.string().max(500).nullable().optional(),
+      metadata: z.record(z.string().max(1000), z.string().max(10_000)).optional(),
+    })
+    .strict(),
 );
 export type SessionUpdate = z.infer<typeof SessionUpdateSchema>;
 export const updateSessionUpdate = defineUpdate<{ seq: number }, [SessionUpdate]>('updateSession');
 export const eventsQuery = defineQuery<EventsPage, [EventsQueryArgs?]>('events');
 export const statusQuery = defineQuery<SessionStatus>('status');
 /** What a new run would be given if this one handed over now; `agents wake` reads it from a dead run. */
-export const handoverQuery = defineQuery<{ agent: z.input<typeof AgentSchema>; carry: Carry; firstSeq: number }>('handover');
+export const handoverQuery = defineQuery<{ agent: z.input<typeof AgentSchema>; carry: Carry; firstSeq: number }>(
+  'handover',
+);
 /** A child's answer to its parent's spawn_agent call. */
 export const subagentFinishedSignal = defineSignal<[SubagentReport]>('subagentFinished');
 /** Another session handed this one a sandbox (its registry entry already names this session). */

@@ -8,194 +8,253 @@ export { UsageSchema, type Usage } from './usage';
 const base = { seq: z.number().int().nonnegative(), time: z.string() };
 
 /** Anthropic content blocks are passed through as the API returns them; only their shape is checked. */
-export const ContentBlockSchema = shared('events.ContentBlockSchema', () => z
-  .object({ type: z.string() })
-  .passthrough()
-  .superRefine((block, ctx) => {
-    const b = block as Record<string, unknown>;
-    if (block.type === 'text' && typeof b.text !== 'string') ctx.addIssue({ code: 'custom', message: 'text block needs a string `text`' });
-    // The API takes back only a non-empty id and a dictionary input: anything else would refuse every later request.
-    if (block.type === 'tool_use' && (typeof b.id !== 'string' || b.id === '' || typeof b.name !== 'string' || typeof b.input !== 'object' || b.input === null || Array.isArray(b.input)))
-      ctx.addIssue({ code: 'custom', message: 'tool_use block needs a non-empty string `id`, a string `name` and an object `input`' });
-  }));
+export const ContentBlockSchema = shared('events.ContentBlockSchema', () =>
+  z
+    .object({ type: z.string() })
+    .passthrough()
+    .superRefine((block, ctx) => {
+      const b = block as Record<string, unknown>;
+      if (block.type === 'text' && typeof b.text !== 'string')
+        ctx.addIssue({ code: 'custom', message: 'text block needs a string `text`' });
+      // The API takes back only a non-empty id and a dictionary input: anything else would refuse every later request.
+      if (
+        block.type === 'tool_use' &&
+        (typeof b.id !== 'string' ||
+          b.id === '' ||
+          typeof b.name !== 'string' ||
+          typeof b.input !== 'object' ||
+          b.input === null ||
+          Array.isArray(b.input))
+      )
+        ctx.addIssue({
+          code: 'custom',
+          message: 'tool_use block needs a non-empty string `id`, a string `name` and an object `input`',
+        });
+    }),
+);
 export type ContentBlock = z.infer<typeof ContentBlockSchema>;
 
-
-export const SessionStartedEventSchema = shared('events.SessionStartedEventSchema', () => z.object({
-  ...base,
-  type: z.literal('session_started'),
-  agent: z.record(z.string(), z.unknown()),
-  forkedFrom: z.object({ sessionId: z.string(), seq: z.number().int() }).optional(),
-  parent: z.object({ sessionId: z.string(), toolUseId: z.string() }).optional(),
-}));
-export const UserMessageEventSchema = shared('events.UserMessageEventSchema', () => z.object({
-  ...base,
-  type: z.literal('user_message'),
-  text: z.string(),
-  messageId: z.string().optional(),
-  /** Set when the harness, not the user, wrote the message (e.g. default@2's nudge after an empty reply). */
-  source: z.literal('harness').optional(),
-}));
-export const AssistantMessageEventSchema = shared('events.AssistantMessageEventSchema', () => z.object({
-  ...base,
-  type: z.literal('assistant_message'),
-  content: z.array(ContentBlockSchema),
-  stopReason: z.string().nullable(),
-  usage: UsageSchema,
-  /**
-   * The last seq the model call read. Input appended after it (while the call was in flight) comes after this
-   * reply in the conversation and is answered next. Absent in logs recorded before it existed.
-   */
-  throughSeq: z.number().int().nonnegative().optional(),
-}));
-export const ToolUseEventSchema = shared('events.ToolUseEventSchema', () => z.object({
-  ...base,
-  type: z.literal('tool_use'),
-  id: z.string(),
-  name: z.string(),
-  input: z.unknown(),
-}));
+export const SessionStartedEventSchema = shared('events.SessionStartedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('session_started'),
+    agent: z.record(z.string(), z.unknown()),
+    forkedFrom: z.object({ sessionId: z.string(), seq: z.number().int() }).optional(),
+    parent: z.object({ sessionId: z.string(), toolUseId: z.string() }).optional(),
+  }),
+);
+export const UserMessageEventSchema = shared('events.UserMessageEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('user_message'),
+    text: z.string(),
+    messageId: z.string().optional(),
+    /** Set when the harness, not the user, wrote the message (e.g. default@2's nudge after an empty reply). */
+    source: z.literal('harness').optional(),
+  }),
+);
+export const AssistantMessageEventSchema = shared('events.AssistantMessageEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('assistant_message'),
+    content: z.array(ContentBlockSchema),
+    stopReason: z.string().nullable(),
+    usage: UsageSchema,
+    /**
+     * The last seq the model call read. Input appended after it (while the call was in flight) comes after this
+     * reply in the conversation and is answered next. Absent in logs recorded before it existed.
+     */
+    throughSeq: z.number().int().nonnegative().optional(),
+  }),
+);
+export const ToolUseEventSchema = shared('events.ToolUseEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('tool_use'),
+    id: z.string(),
+    name: z.string(),
+    input: z.unknown(),
+  }),
+);
 export const ToolErrorKindSchema = shared('events.ToolErrorKindSchema', () => z.enum(['tool', 'infra', 'denied']));
-export const ToolResultEventSchema = shared('events.ToolResultEventSchema', () => z.object({
-  ...base,
-  type: z.literal('tool_result'),
-  toolUseId: z.string(),
-  output: z.string(),
-  isError: z.boolean(),
-  error: z.object({ kind: ToolErrorKindSchema, message: z.string() }).optional(),
-  /** Where the whole output is kept when `output` had to be cut: a file in one of the session's sandboxes. */
-  outputRef: z.object({ sandbox: z.string(), path: z.string(), bytes: z.number().int().nonnegative() }).optional(),
-}));
-export const ApprovalRequestedEventSchema = shared('events.ApprovalRequestedEventSchema', () => z.object({
-  ...base,
-  type: z.literal('approval_requested'),
-  toolUseId: z.string(),
-  policy: z.string(),
-}));
-export const ApprovalResolvedEventSchema = shared('events.ApprovalResolvedEventSchema', () => z.object({
-  ...base,
-  type: z.literal('approval_resolved'),
-  toolUseId: z.string(),
-  allow: z.boolean(),
-  reason: z.string().optional(),
-  /** Who decided: the name given with the decision (default `user`), or `timeout` when the policy's default applied. */
-  by: z.string(),
-}));
-export const SandboxProvisionedEventSchema = shared('events.SandboxProvisionedEventSchema', () => z.object({
-  ...base,
-  type: z.literal('sandbox_provisioned'),
-  name: z.string(),
-  sandboxId: z.string(),
-  host: z.string(),
-  ms: z.number(),
-  resumed: z.boolean(),
-  /** `runsc` (gVisor) or `runc`; absent in logs written before it was recorded. */
-  runtime: z.string().optional(),
-  loosened: z.array(z.string()),
-}));
-export const SandboxLostEventSchema = shared('events.SandboxLostEventSchema', () => z.object({
-  ...base,
-  type: z.literal('sandbox_lost'),
-  name: z.string(),
-  sandboxId: z.string(),
-  reason: z.string(),
-}));
-export const SandboxHandedOffEventSchema = shared('events.SandboxHandedOffEventSchema', () => z.object({
-  ...base,
-  type: z.literal('sandbox_handed_off'),
-  name: z.string(),
-  sandboxId: z.string(),
-  from: z.string(),
-  to: z.string(),
-}));
+export const ToolResultEventSchema = shared('events.ToolResultEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('tool_result'),
+    toolUseId: z.string(),
+    output: z.string(),
+    isError: z.boolean(),
+    error: z.object({ kind: ToolErrorKindSchema, message: z.string() }).optional(),
+    /** Where the whole output is kept when `output` had to be cut: a file in one of the session's sandboxes. */
+    outputRef: z.object({ sandbox: z.string(), path: z.string(), bytes: z.number().int().nonnegative() }).optional(),
+  }),
+);
+export const ApprovalRequestedEventSchema = shared('events.ApprovalRequestedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('approval_requested'),
+    toolUseId: z.string(),
+    policy: z.string(),
+  }),
+);
+export const ApprovalResolvedEventSchema = shared('events.ApprovalResolvedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('approval_resolved'),
+    toolUseId: z.string(),
+    allow: z.boolean(),
+    reason: z.string().optional(),
+    /** Who decided: the name given with the decision (default `user`), or `timeout` when the policy's default applied. */
+    by: z.string(),
+  }),
+);
+export const SandboxProvisionedEventSchema = shared('events.SandboxProvisionedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('sandbox_provisioned'),
+    name: z.string(),
+    sandboxId: z.string(),
+    host: z.string(),
+    ms: z.number(),
+    resumed: z.boolean(),
+    /** `runsc` (gVisor) or `runc`; absent in logs written before it was recorded. */
+    runtime: z.string().optional(),
+    loosened: z.array(z.string()),
+  }),
+);
+export const SandboxLostEventSchema = shared('events.SandboxLostEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('sandbox_lost'),
+    name: z.string(),
+    sandboxId: z.string(),
+    reason: z.string(),
+  }),
+);
+export const SandboxHandedOffEventSchema = shared('events.SandboxHandedOffEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('sandbox_handed_off'),
+    name: z.string(),
+    sandboxId: z.string(),
+    from: z.string(),
+    to: z.string(),
+  }),
+);
 /** The other side of a hand-off: a sandbox another session passed to this one, which now owns it. */
-export const SandboxReceivedEventSchema = shared('events.SandboxReceivedEventSchema', () => z.object({
-  ...base,
-  type: z.literal('sandbox_received'),
-  name: z.string(),
-  sandboxId: z.string(),
-  from: z.string(),
-  host: z.string(),
-}));
+export const SandboxReceivedEventSchema = shared('events.SandboxReceivedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('sandbox_received'),
+    name: z.string(),
+    sandboxId: z.string(),
+    from: z.string(),
+    host: z.string(),
+  }),
+);
 /** A child session started by the spawn_agent call `toolUseId`; its own log is under `sessionId`. */
-export const SubagentStartedEventSchema = shared('events.SubagentStartedEventSchema', () => z.object({
-  ...base,
-  type: z.literal('subagent_started'),
-  sessionId: z.string(),
-  toolUseId: z.string(),
-  agent: z.string().optional(),
-}));
+export const SubagentStartedEventSchema = shared('events.SubagentStartedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('subagent_started'),
+    sessionId: z.string(),
+    toolUseId: z.string(),
+    agent: z.string().optional(),
+  }),
+);
 /** The child's answer arrived (or the child failed); `usage` is the child's whole usage, its own children's included. */
-export const SubagentFinishedEventSchema = shared('events.SubagentFinishedEventSchema', () => z.object({
-  ...base,
-  type: z.literal('subagent_finished'),
-  sessionId: z.string(),
-  toolUseId: z.string(),
-  isError: z.boolean(),
-  usage: UsageSchema.optional(),
-}));
-export const ContextCompactedEventSchema = shared('events.ContextCompactedEventSchema', () => z.object({
-  ...base,
-  type: z.literal('context_compacted'),
-  throughSeq: z.number().int(),
-  summary: z.string(),
-  tokensBefore: z.number().int(),
-  tokensAfter: z.number().int(),
-}));
-export const InterruptedEventSchema = shared('events.InterruptedEventSchema', () => z.object({ ...base, type: z.literal('interrupted'), reason: z.string() }));
-export const ErrorEventSchema = shared('events.ErrorEventSchema', () => z.object({ ...base, type: z.literal('error'), kind: z.string(), message: z.string() }));
+export const SubagentFinishedEventSchema = shared('events.SubagentFinishedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('subagent_finished'),
+    sessionId: z.string(),
+    toolUseId: z.string(),
+    isError: z.boolean(),
+    usage: UsageSchema.optional(),
+  }),
+);
+export const ContextCompactedEventSchema = shared('events.ContextCompactedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('context_compacted'),
+    throughSeq: z.number().int(),
+    summary: z.string(),
+    tokensBefore: z.number().int(),
+    tokensAfter: z.number().int(),
+  }),
+);
+export const InterruptedEventSchema = shared('events.InterruptedEventSchema', () =>
+  z.object({ ...base, type: z.literal('interrupted'), reason: z.string() }),
+);
+export const ErrorEventSchema = shared('events.ErrorEventSchema', () =>
+  z.object({ ...base, type: z.literal('error'), kind: z.string(), message: z.string() }),
+);
 /** `sessions.update` changed the session's title or metadata (only what changed; `metadata` is the whole new bag). */
-export const SessionUpdatedEventSchema = shared('events.SessionUpdatedEventSchema', () => z.object({
-  ...base,
-  type: z.literal('session_updated'),
-  title: z.string().nullable().optional(),
-  metadata: z.record(z.string(), z.string()).optional(),
-}));
+export const SessionUpdatedEventSchema = shared('events.SessionUpdatedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('session_updated'),
+    title: z.string().nullable().optional(),
+    metadata: z.record(z.string(), z.string()).optional(),
+  }),
+);
 /**
  * A model call failed with a transient error (`error.type`, e.g. `ModelError.Overloaded`) and is tried again at
  * `retryAt` (the server's retry-after, else the policy's backoff); `attempt` is the attempt that failed.
  */
-export const ModelRetryScheduledEventSchema = shared('events.ModelRetryScheduledEventSchema', () => z.object({
-  ...base,
-  type: z.literal('model_retry_scheduled'),
-  attempt: z.number().int().positive(),
-  error: z.object({ type: z.string(), message: z.string() }),
-  retryAt: z.string(),
-}));
+export const ModelRetryScheduledEventSchema = shared('events.ModelRetryScheduledEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('model_retry_scheduled'),
+    attempt: z.number().int().positive(),
+    error: z.object({ type: z.string(), message: z.string() }),
+    retryAt: z.string(),
+  }),
+);
 /** The wait after a model_retry_scheduled is over: attempt `attempt` of the call goes ahead. */
-export const ModelRetryStartedEventSchema = shared('events.ModelRetryStartedEventSchema', () => z.object({
-  ...base,
-  type: z.literal('model_retry_started'),
-  attempt: z.number().int().positive(),
-}));
-export const SessionEndedEventSchema = shared('events.SessionEndedEventSchema', () => z.object({ ...base, type: z.literal('session_ended'), reason: z.string() }));
+export const ModelRetryStartedEventSchema = shared('events.ModelRetryStartedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('model_retry_started'),
+    attempt: z.number().int().positive(),
+  }),
+);
+export const SessionEndedEventSchema = shared('events.SessionEndedEventSchema', () =>
+  z.object({ ...base, type: z.literal('session_ended'), reason: z.string() }),
+);
 
-export const SessionEventSchema = shared('events.SessionEventSchema', () => z.discriminatedUnion('type', [
-  SessionStartedEventSchema,
-  UserMessageEventSchema,
-  AssistantMessageEventSchema,
-  ToolUseEventSchema,
-  ToolResultEventSchema,
-  ApprovalRequestedEventSchema,
-  ApprovalResolvedEventSchema,
-  SandboxProvisionedEventSchema,
-  SandboxLostEventSchema,
-  SandboxHandedOffEventSchema,
-  SandboxReceivedEventSchema,
-  SubagentStartedEventSchema,
-  SubagentFinishedEventSchema,
-  ContextCompactedEventSchema,
-  InterruptedEventSchema,
-  ErrorEventSchema,
-  SessionUpdatedEventSchema,
-  ModelRetryScheduledEventSchema,
-  ModelRetryStartedEventSchema,
-  SessionEndedEventSchema,
-]));
+export const SessionEventSchema = shared('events.SessionEventSchema', () =>
+  z.discriminatedUnion('type', [
+    SessionStartedEventSchema,
+    UserMessageEventSchema,
+    AssistantMessageEventSchema,
+    ToolUseEventSchema,
+    ToolResultEventSchema,
+    ApprovalRequestedEventSchema,
+    ApprovalResolvedEventSchema,
+    SandboxProvisionedEventSchema,
+    SandboxLostEventSchema,
+    SandboxHandedOffEventSchema,
+    SandboxReceivedEventSchema,
+    SubagentStartedEventSchema,
+    SubagentFinishedEventSchema,
+    ContextCompactedEventSchema,
+    InterruptedEventSchema,
+    ErrorEventSchema,
+    SessionUpdatedEventSchema,
+    ModelRetryScheduledEventSchema,
+    ModelRetryStartedEventSchema,
+    SessionEndedEventSchema,
+  ]),
+);
 export type SessionEvent = z.infer<typeof SessionEventSchema>;
 export type SessionEventType = SessionEvent['type'];
 export type EventOf<T extends SessionEventType> = Extract<SessionEvent, { type: T }>;
 /** An event before the log numbers and timestamps it. */
-export type NewEvent = SessionEvent extends infer E ? (E extends SessionEvent ? Omit<E, 'seq' | 'time'> : never) : never;
+export type NewEvent = SessionEvent extends infer E
+  ? E extends SessionEvent
+    ? Omit<E, 'seq' | 'time'>
+    : never
+  : never;
 
 export const EVENT_TYPES = SessionEventSchema.options.map((o) => o.shape.type.value) as SessionEventType[];

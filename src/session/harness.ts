@@ -14,7 +14,8 @@ export const HARNESSES: Record<string, HarnessVersion> = {
 };
 
 /** The nudge the harness sends after an empty reply (a user_message with `source: "harness"`). */
-export const EMPTY_REPLY_NUDGE = 'Your last reply was empty. Please continue: answer the previous message or call a tool.';
+export const EMPTY_REPLY_NUDGE =
+  'Your last reply was empty. Please continue: answer the previous message or call a tool.';
 
 export function harnessOf(name: string): HarnessVersion | undefined {
   return Object.prototype.hasOwnProperty.call(HARNESSES, name) ? HARNESSES[name] : undefined;

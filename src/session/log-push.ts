@@ -15,21 +15,24 @@ export interface SessionLogSinks extends Sinks {
 }
 
 /** One workflow task's new events, as a worker's stream endpoint sends them (`GET /v1/sessions/<id>/log`). */
-export const LogBatchSchema = shared('log-push.LogBatchSchema', () => z
-  .object({
-    type: z.literal('batch'),
-    runId: z.string().min(1).max(200),
-    /** The task's WorkflowTaskStarted event id, which its WorkflowTaskCompleted names as `startedEventId`. */
-    task: z.number().int().positive(),
-    /** The pushing worker's identity, which its WorkflowTaskCompleted names as `identity`. */
-    identity: z.string().min(1).max(1000),
-    events: z.array(z.unknown()).min(1).max(10_000),
-  })
-  .strict());
+export const LogBatchSchema = shared('log-push.LogBatchSchema', () =>
+  z
+    .object({
+      type: z.literal('batch'),
+      runId: z.string().min(1).max(200),
+      /** The task's WorkflowTaskStarted event id, which its WorkflowTaskCompleted names as `startedEventId`. */
+      task: z.number().int().positive(),
+      /** The pushing worker's identity, which its WorkflowTaskCompleted names as `identity`. */
+      identity: z.string().min(1).max(1000),
+      events: z.array(z.unknown()).min(1).max(10_000),
+    })
+    .strict(),
+);
 export type LogBatch = { type: 'batch'; runId: string; task: number; identity: string; events: SessionEvent[] };
 
 /** Whether `b` is a later attempt of the task `a` was pushed for (so it replaces `a`), rather than a continuation. */
-export const reattempts = (b: LogBatch, a: LogBatch): boolean => a.runId === b.runId && a.task === b.task && a.identity === b.identity && a.events[0].seq >= b.events[0].seq;
+export const reattempts = (b: LogBatch, a: LogBatch): boolean =>
+  a.runId === b.runId && a.task === b.task && a.identity === b.identity && a.events[0].seq >= b.events[0].seq;
 
 /** The batch with its events checked against the event schema (kept as sent: the query answers the same JSON); undefined if any is not an event. */
 export function parseLogBatch(raw: unknown): LogBatch | undefined {

@@ -22,7 +22,8 @@ export function resolveWorkspacePath(workdir: string, p: string): string {
   if (p.length > 4096) throw new Error('path is longer than 4096 characters');
   const root = normalizePosix(workdir);
   const resolved = normalizePosix(p.startsWith('/') ? p : `${root}/${p}`);
-  if (resolved === root || !resolved.startsWith(`${root}/`)) throw new Error(`path ${p} is outside the workspace ${root}`);
+  if (resolved === root || !resolved.startsWith(`${root}/`))
+    throw new Error(`path ${p} is outside the workspace ${root}`);
   return resolved;
 }
 
@@ -33,8 +34,10 @@ export const MAX_FILE_BYTES = 1024 * 1024;
  * A path field of a file tool's input (`file_path`, `path`): relative to the workspace, or absolute inside it.
  * Whether it stays inside is decided in the sandbox, where symbolic links can be resolved.
  */
-export const ToolPathSchema = shared('paths.ToolPathSchema', () => z
-  .string()
-  .min(1, 'must not be empty')
-  .max(4096, 'must be at most 4096 characters')
-  .refine((p) => !p.includes('\0'), 'must not contain NUL'));
+export const ToolPathSchema = shared('paths.ToolPathSchema', () =>
+  z
+    .string()
+    .min(1, 'must not be empty')
+    .max(4096, 'must be at most 4096 characters')
+    .refine((p) => !p.includes('\0'), 'must not contain NUL'),
+);

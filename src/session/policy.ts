@@ -7,32 +7,44 @@ import { shared } from './shared';
  * expression (unanchored, as written); anything else is a glob, anchored at both ends, where `*` matches any
  * run of characters (spaces and slashes too) and `?` one character.
  */
-export const PatternSchema = shared('policy.PatternSchema', () => z
-  .string()
-  .min(1)
-  .max(1000)
-  .superRefine((p, ctx) => {
-    const re = regexOf(p);
-    if (re instanceof Error) ctx.addIssue({ code: 'custom', message: `invalid regular expression ${p}: ${re.message}` });
-  }));
+export const PatternSchema = shared('policy.PatternSchema', () =>
+  z
+    .string()
+    .min(1)
+    .max(1000)
+    .superRefine((p, ctx) => {
+      const re = regexOf(p);
+      if (re instanceof Error)
+        ctx.addIssue({ code: 'custom', message: `invalid regular expression ${p}: ${re.message}` });
+    }),
+);
 
-export const RulePolicySchema = shared('policy.RulePolicySchema', () => z
-  .object({
-    /** What a call that matches no pattern gets. */
-    default: z.enum(['allow', 'ask']).default('allow'),
-    /** Calls matching any of these need approval (checked before `allow`). */
-    ask: z.array(PatternSchema).default([]),
-    /** Calls matching any of these run without approval (when no `ask` pattern matched). */
-    allow: z.array(PatternSchema).default([]),
-    /** The input field matched; default: `command` for bash-like inputs that have one, else the input as JSON. */
-    field: z.string().min(1).max(100).optional(),
-    /** An approval nobody decides within this many seconds is decided by `onTimeout`. */
-    timeoutSeconds: z.number().int().min(1).max(30 * 24 * 3600).optional(),
-    onTimeout: z.enum(['allow', 'deny']).default('deny'),
-  })
-  .strict());
+export const RulePolicySchema = shared('policy.RulePolicySchema', () =>
+  z
+    .object({
+      /** What a call that matches no pattern gets. */
+      default: z.enum(['allow', 'ask']).default('allow'),
+      /** Calls matching any of these need approval (checked before `allow`). */
+      ask: z.array(PatternSchema).default([]),
+      /** Calls matching any of these run without approval (when no `ask` pattern matched). */
+      allow: z.array(PatternSchema).default([]),
+      /** The input field matched; default: `command` for bash-like inputs that have one, else the input as JSON. */
+      field: z.string().min(1).max(100).optional(),
+      /** An approval nobody decides within this many seconds is decided by `onTimeout`. */
+      timeoutSeconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(30 * 24 * 3600)
+        .optional(),
+      onTimeout: z.enum(['allow', 'deny']).default('deny'),
+    })
+    .strict(),
+);
 
-export const ToolPolicySchema = shared('policy.ToolPolicySchema', () => z.union([z.enum(['always_allow', 'always_ask']), RulePolicySchema]));
+export const ToolPolicySchema = shared('policy.ToolPolicySchema', () =>
+  z.union([z.enum(['always_allow', 'always_ask']), RulePolicySchema]),
+);
 export type ToolPolicy = z.infer<typeof ToolPolicySchema>;
 export type ToolPolicyInput = z.input<typeof ToolPolicySchema>;
 
@@ -55,7 +67,10 @@ function regexOf(pattern: string): RegExp | Error | undefined {
 }
 
 function globToRegExp(glob: string): RegExp {
-  const body = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[\\s\\S]*').replace(/\?/g, '[\\s\\S]');
+  const body = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '[\\s\\S]*')
+    .replace(/\?/g, '[\\s\\S]');
   return new RegExp(`^${body}$`);
 }
 
@@ -80,7 +95,10 @@ export function evaluatePolicy(tool: string, policy: ToolPolicy | undefined, inp
   if (policy === 'always_allow') return { ask: false, rule: `${tool}: always_allow`, onTimeout: 'deny' };
   if (policy === 'always_ask') return { ask: true, rule: `${tool}: always_ask`, onTimeout: 'deny' };
   const subject = policySubject(input, policy.field);
-  const common = { onTimeout: policy.onTimeout, ...(policy.timeoutSeconds !== undefined ? { timeoutSeconds: policy.timeoutSeconds } : {}) };
+  const common = {
+    onTimeout: policy.onTimeout,
+    ...(policy.timeoutSeconds !== undefined ? { timeoutSeconds: policy.timeoutSeconds } : {}),
+  };
   const asked = policy.ask.find((p) => matchesPattern(p, subject));
   if (asked !== undefined) return { ask: true, rule: `${tool}: ask ${JSON.stringify(asked)}`, ...common };
   const allowed = policy.allow.find((p) => matchesPattern(p, subject));

@@ -15,11 +15,16 @@ export const FIRST_MESSAGE_MEMO = 'firstMessage';
 export const MEMO_MESSAGE_CHARS = 500;
 
 export function firstMessageMemo(text: string): Record<string, string> {
-  return { [FIRST_MESSAGE_MEMO]: text.length > MEMO_MESSAGE_CHARS ? `${text.slice(0, MEMO_MESSAGE_CHARS - 1)}…` : text };
+  return {
+    [FIRST_MESSAGE_MEMO]: text.length > MEMO_MESSAGE_CHARS ? `${text.slice(0, MEMO_MESSAGE_CHARS - 1)}…` : text,
+  };
 }
 
 /** The attributes a session starts with; the workflow keeps the state current. */
-export function sessionSearchAttributes(agent: { name: string; model: string }, state = 'waiting_for_user'): SearchAttributePair[] {
+export function sessionSearchAttributes(
+  agent: { name: string; model: string },
+  state = 'waiting_for_user',
+): SearchAttributePair[] {
   return [
     { key: SESSION_STATE_KEY, value: state },
     { key: AGENT_NAME_KEY, value: agent.name },

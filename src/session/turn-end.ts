@@ -3,5 +3,10 @@
 import type { SessionEvent } from './events';
 
 export function endsTurn(e: SessionEvent): boolean {
-  return (e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error' || e.type === 'interrupted' || e.type === 'session_ended';
+  return (
+    (e.type === 'assistant_message' && e.stopReason !== 'tool_use') ||
+    e.type === 'error' ||
+    e.type === 'interrupted' ||
+    e.type === 'session_ended'
+  );
 }

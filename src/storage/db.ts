@@ -39,7 +39,9 @@ class PostgresDb implements Db {
     const client = await this.pool.connect();
     try {
       await client.query('begin');
-      const result = await fn({ query: async <R>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[] });
+      const result = await fn({
+        query: async <R>(sql: string, params: unknown[] = []) => (await client.query(sql, params)).rows as R[],
+      });
       await client.query('commit');
       return result;
     } catch (e) {
@@ -69,7 +71,9 @@ class EmbeddedDb implements Db {
   }
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.pg.transaction((tx) => fn({ query: async <R>(sql: string, params: unknown[] = []) => (await tx.query<R>(sql, params)).rows }));
+    return this.pg.transaction((tx) =>
+      fn({ query: async <R>(sql: string, params: unknown[] = []) => (await tx.query<R>(sql, params)).rows }),
+    );
   }
 
   async close(): Promise<void> {
@@ -110,7 +114,9 @@ function lockEmbedded(dir: string): () => void {
       }
       const holder = Number(fs.readFileSync(lock, 'utf8').trim());
       if (holder && holder !== process.pid && isAlive(holder)) {
-        throw new DbLockedError(`the embedded database in ${dir} is open in process ${holder} (agents api?); stop it first, or set DATABASE_URL to share PostgreSQL between processes`);
+        throw new DbLockedError(
+          `the embedded database in ${dir} is open in process ${holder} (agents api?); stop it first, or set DATABASE_URL to share PostgreSQL between processes`,
+        );
       }
       fs.rmSync(lock, { force: true });
     }
@@ -191,8 +197,12 @@ const MIGRATION_LOCK = 0x6d616731;
 export async function migrate(db: Db): Promise<number[]> {
   return db.transaction(async (tx) => {
     await tx.query('select pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
-    await tx.query('create table if not exists schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())');
-    const done = new Set((await tx.query<{ version: number }>('select version from schema_migrations')).map((r) => r.version));
+    await tx.query(
+      'create table if not exists schema_migrations (version integer primary key, name text not null, applied_at timestamptz not null default now())',
+    );
+    const done = new Set(
+      (await tx.query<{ version: number }>('select version from schema_migrations')).map((r) => r.version),
+    );
     const applied: number[] = [];
     for (const m of MIGRATIONS) {
       if (done.has(m.version)) continue;

@@ -15,7 +15,9 @@ export type StreamItem = z.infer<typeof StreamItemSchema>;
  * reply text, a tool call (its name and input JSON) or extended thinking (a start only; its text is not previewed).
  * The API maps a reply's text onto `agent.message` previews by it; a watcher shows the text whatever the part.
  */
-export const StreamPartSchema = z.object({ kind: z.enum(['text', 'tool', 'thinking']), block: z.number().int().nonnegative() }).strict();
+export const StreamPartSchema = z
+  .object({ kind: z.enum(['text', 'tool', 'thinking']), block: z.number().int().nonnegative() })
+  .strict();
 export type StreamPart = z.infer<typeof StreamPartSchema>;
 const PartTextSchema = StreamPartSchema.extend({ text: z.string() }).strict();
 
@@ -24,8 +26,26 @@ const PartTextSchema = StreamPartSchema.extend({ text: z.string() }).strict();
  * (src/stream/relay.ts), which merges the streams of several workers, names the worker on every frame.
  */
 export const StreamFrameSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('open'), key: z.string(), item: StreamItemSchema, attempt: z.number().int().positive(), worker: z.string(), text: z.string(), parts: z.array(PartTextSchema).optional() }).strict(),
-  z.object({ type: z.literal('delta'), key: z.string(), text: z.string(), worker: z.string().optional(), part: StreamPartSchema.optional() }).strict(),
+  z
+    .object({
+      type: z.literal('open'),
+      key: z.string(),
+      item: StreamItemSchema,
+      attempt: z.number().int().positive(),
+      worker: z.string(),
+      text: z.string(),
+      parts: z.array(PartTextSchema).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal('delta'),
+      key: z.string(),
+      text: z.string(),
+      worker: z.string().optional(),
+      part: StreamPartSchema.optional(),
+    })
+    .strict(),
   z.object({ type: z.literal('close'), key: z.string(), worker: z.string().optional() }).strict(),
 ]);
 export type StreamFrame = z.infer<typeof StreamFrameSchema>;
@@ -40,7 +60,8 @@ export interface Publisher {
 export const MAX_PREVIEW_CHARS = 256 * 1024;
 const TRUNCATED = '\n[live preview truncated; the whole result arrives in the log]\n';
 
-export const streamKey = (item: StreamItem): string => (item.kind === 'model' ? `model:${item.throughSeq}` : `tool:${item.toolUseId}`);
+export const streamKey = (item: StreamItem): string =>
+  item.kind === 'model' ? `model:${item.throughSeq}` : `tool:${item.toolUseId}`;
 
 interface Live {
   item: StreamItem;

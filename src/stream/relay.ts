@@ -125,7 +125,13 @@ class RelayedSession {
       // An older attempt's late frames never replace a newer one's.
       if (prev && prev.attempt > f.attempt) return;
       up.keys.add(f.key);
-      this.live.set(f.key, { item: f.item, attempt: f.attempt, worker, text: f.text, parts: (f.parts ?? []).map((p) => ({ ...p })) });
+      this.live.set(f.key, {
+        item: f.item,
+        attempt: f.attempt,
+        worker,
+        text: f.text,
+        parts: (f.parts ?? []).map((p) => ({ ...p })),
+      });
       this.emit({ ...f, worker });
     } else if (f.type === 'delta') {
       const s = this.live.get(f.key);

@@ -3,13 +3,20 @@ import { z } from 'zod';
 import { defineTool, field, oneLine } from './kind';
 import { shared } from '../session/shared';
 
-export const BashInputSchema = shared('bash.BashInputSchema', () => z
-  .object({
-    command: z.string().min(1, 'command must not be empty').max(100_000).describe('the bash command to run').optional(),
-    restart: z.boolean().describe('restart the shell (each call already gets a fresh one)').optional(),
-  })
-  .strict()
-  .refine((i) => i.command !== undefined || i.restart === true, 'command is required'));
+export const BashInputSchema = shared('bash.BashInputSchema', () =>
+  z
+    .object({
+      command: z
+        .string()
+        .min(1, 'command must not be empty')
+        .max(100_000)
+        .describe('the bash command to run')
+        .optional(),
+      restart: z.boolean().describe('restart the shell (each call already gets a fresh one)').optional(),
+    })
+    .strict()
+    .refine((i) => i.command !== undefined || i.restart === true, 'command is required'),
+);
 export type BashInput = z.infer<typeof BashInputSchema>;
 
 export const bash = defineTool({

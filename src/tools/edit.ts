@@ -4,14 +4,16 @@ import { ToolPathSchema } from '../session/paths';
 import { defineTool, field, oneLine } from './kind';
 import { shared } from '../session/shared';
 
-export const EditInputSchema = shared('edit.EditInputSchema', () => z
-  .object({
-    file_path: ToolPathSchema.describe('the file to edit'),
-    old_string: z.string().min(1, 'old_string must not be empty').describe('the exact text to replace'),
-    new_string: z.string().describe('the text to put in its place'),
-    replace_all: z.boolean().describe('replace every occurrence (default: old_string must be unique)').optional(),
-  })
-  .strict());
+export const EditInputSchema = shared('edit.EditInputSchema', () =>
+  z
+    .object({
+      file_path: ToolPathSchema.describe('the file to edit'),
+      old_string: z.string().min(1, 'old_string must not be empty').describe('the exact text to replace'),
+      new_string: z.string().describe('the text to put in its place'),
+      replace_all: z.boolean().describe('replace every occurrence (default: old_string must be unique)').optional(),
+    })
+    .strict(),
+);
 export type EditInput = z.infer<typeof EditInputSchema>;
 
 export const edit = defineTool({

@@ -3,18 +3,20 @@ import { z } from 'zod';
 import { defineTool, field, oneLine } from './kind';
 import { shared } from '../session/shared';
 
-export const EditorInputSchema = shared('editor.EditorInputSchema', () => z
-  .object({
-    command: z.enum(['view', 'create', 'str_replace', 'insert']),
-    path: z.string().min(1).max(4096),
-    file_text: z.string().optional(),
-    old_str: z.string().optional(),
-    new_str: z.string().optional(),
-    insert_line: z.number().int().nonnegative().optional(),
-    insert_text: z.string().optional(),
-    view_range: z.tuple([z.number().int(), z.number().int()]).optional(),
-  })
-  .strict());
+export const EditorInputSchema = shared('editor.EditorInputSchema', () =>
+  z
+    .object({
+      command: z.enum(['view', 'create', 'str_replace', 'insert']),
+      path: z.string().min(1).max(4096),
+      file_text: z.string().optional(),
+      old_str: z.string().optional(),
+      new_str: z.string().optional(),
+      insert_line: z.number().int().nonnegative().optional(),
+      insert_text: z.string().optional(),
+      view_range: z.tuple([z.number().int(), z.number().int()]).optional(),
+    })
+    .strict(),
+);
 export type EditorInput = z.infer<typeof EditorInputSchema>;
 
 export const editor = defineTool({

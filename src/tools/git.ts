@@ -9,12 +9,14 @@ export const BRANCH_NAME_RE = /^(?!.*\.\.)(?!\/)(?!.*\/$)(?!.*@\{)(?!-)[A-Za-z0-
 
 const branch = () => z.string().regex(BRANCH_NAME_RE, 'branch must be a plain branch name').optional();
 
-export const GitInputSchema = shared('git.GitInputSchema', () => z
-  .object({
-    branch: branch(),
-    force: z.boolean().describe('allow a non-fast-forward push').optional(),
-  })
-  .strict());
+export const GitInputSchema = shared('git.GitInputSchema', () =>
+  z
+    .object({
+      branch: branch(),
+      force: z.boolean().describe('allow a non-fast-forward push').optional(),
+    })
+    .strict(),
+);
 export type GitInput = z.infer<typeof GitInputSchema>;
 
 /** git_pull takes a branch only: force means nothing to a fast-forward. */

@@ -4,18 +4,20 @@ import { ToolPathSchema } from '../session/paths';
 import { defineTool, field, oneLine } from './kind';
 import { shared } from '../session/shared';
 
-export const GlobInputSchema = shared('glob.GlobInputSchema', () => z
-  .object({
-    pattern: z
-      .string()
-      .min(1, 'pattern must not be empty')
-      .max(4096)
-      .refine((p) => !p.startsWith('/'), 'pattern must be relative: give the directory to search as path')
-      .refine((p) => !p.split(/[/{},]/).includes('..'), 'pattern must not climb out with ..')
-      .describe('a glob pattern such as **/*.ts'),
-    path: ToolPathSchema.describe('the directory to search (default: the workspace directory)').optional(),
-  })
-  .strict());
+export const GlobInputSchema = shared('glob.GlobInputSchema', () =>
+  z
+    .object({
+      pattern: z
+        .string()
+        .min(1, 'pattern must not be empty')
+        .max(4096)
+        .refine((p) => !p.startsWith('/'), 'pattern must be relative: give the directory to search as path')
+        .refine((p) => !p.split(/[/{},]/).includes('..'), 'pattern must not climb out with ..')
+        .describe('a glob pattern such as **/*.ts'),
+      path: ToolPathSchema.describe('the directory to search (default: the workspace directory)').optional(),
+    })
+    .strict(),
+);
 export type GlobInput = z.infer<typeof GlobInputSchema>;
 
 export const glob = defineTool({

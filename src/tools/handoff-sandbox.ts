@@ -4,12 +4,14 @@ import { SessionIdSchema } from '../session/identifiers';
 import { defineTool, oneLine } from './kind';
 import { shared } from '../session/shared';
 
-export const HandoffSandboxInputSchema = shared('handoff-sandbox.HandoffSandboxInputSchema', () => z
-  .object({
-    sandbox: z.string().min(1).max(31).describe('the name of your sandbox'),
-    to: SessionIdSchema.describe('the session id to give it to'),
-  })
-  .strict());
+export const HandoffSandboxInputSchema = shared('handoff-sandbox.HandoffSandboxInputSchema', () =>
+  z
+    .object({
+      sandbox: z.string().min(1).max(31).describe('the name of your sandbox'),
+      to: SessionIdSchema.describe('the session id to give it to'),
+    })
+    .strict(),
+);
 export type HandoffSandboxInput = z.infer<typeof HandoffSandboxInputSchema>;
 
 export const handoffSandbox = defineTool({

@@ -77,13 +77,23 @@ interface ToolDef<Input, Kind extends string, Runs extends ToolRuns> {
  * A tool kind from its parts; its spec's input_schema is derived from `input` (field descriptions from `.describe()`).
  * A sandbox kind given `exec` runs that command and needs no entry in TOOL_RUNNERS; its type says it has one.
  */
-export function defineTool<Input, Kind extends string>(def: ToolDef<Input, Kind, 'sandbox'> & { exec: ExecOf<Input> }): ToolKind<Input, Kind, 'sandbox'> & { exec: ExecOf<Input> };
-export function defineTool<Input, Kind extends string, Runs extends ToolRuns>(def: ToolDef<Input, Kind, Runs>): ToolKind<Input, Kind, Runs>;
-export function defineTool<Input, Kind extends string, Runs extends ToolRuns>(def: ToolDef<Input, Kind, Runs> & { exec?: ExecOf<Input> }): ToolKind<Input, Kind, Runs> {
+export function defineTool<Input, Kind extends string>(
+  def: ToolDef<Input, Kind, 'sandbox'> & { exec: ExecOf<Input> },
+): ToolKind<Input, Kind, 'sandbox'> & { exec: ExecOf<Input> };
+export function defineTool<Input, Kind extends string, Runs extends ToolRuns>(
+  def: ToolDef<Input, Kind, Runs>,
+): ToolKind<Input, Kind, Runs>;
+export function defineTool<Input, Kind extends string, Runs extends ToolRuns>(
+  def: ToolDef<Input, Kind, Runs> & { exec?: ExecOf<Input> },
+): ToolKind<Input, Kind, Runs> {
   const { description, ...rest } = def;
   // Derived once per process: zod keeps `.describe()` in a registry of the evaluation that built the (shared)
   // schema, so a later session's evaluation would derive the schema without its field descriptions.
-  const spec = shared(`kind.spec.${def.kind}`, () => ({ name: def.kind, description, input_schema: inputJsonSchema(def.input) }));
+  const spec = shared(`kind.spec.${def.kind}`, () => ({
+    name: def.kind,
+    description,
+    input_schema: inputJsonSchema(def.input),
+  }));
   return { ...rest, spec };
 }
 
@@ -117,7 +127,11 @@ const MAX_SUMMARY_CHARS = 80;
 
 /** The first non-blank line of a summary, cut to MAX_SUMMARY_CHARS characters. */
 export function oneLine(text: string): string {
-  const line = text.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+  const line =
+    text
+      .split('\n')
+      .find((l) => l.trim() !== '')
+      ?.trim() ?? '';
   return line.length > MAX_SUMMARY_CHARS ? `${line.slice(0, MAX_SUMMARY_CHARS - 1)}…` : line;
 }
 

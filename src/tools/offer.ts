@@ -12,11 +12,20 @@ export function boundTools(agent: Agent): Map<string, BoundTool> {
 export function buildToolSpecs(agent: Agent): ToolSpec[] {
   const own = [...boundTools(agent).values()].map((b) => {
     const spec = TOOL_SPECS[b.kind];
-    const where = b.sandbox !== undefined && Object.keys(agent.sandboxes).length > 1 ? ` Runs in the sandbox "${b.sandbox}".` : '';
+    const where =
+      b.sandbox !== undefined && Object.keys(agent.sandboxes).length > 1 ? ` Runs in the sandbox "${b.sandbox}".` : '';
     return { ...spec, name: b.name, description: spec.description + where };
   });
   // web_fetch runs on a tools worker, through the egress gate.
   const web = agent.webFetch ? [webFetchSpec] : [];
   // Client tools are offered as declared; the calling application runs them.
-  return [...own, ...web, ...agent.clientTools.map((t) => ({ name: t.name, description: t.description, input_schema: t.input_schema as ToolSpec['input_schema'] }))];
+  return [
+    ...own,
+    ...web,
+    ...agent.clientTools.map((t) => ({
+      name: t.name,
+      description: t.description,
+      input_schema: t.input_schema as ToolSpec['input_schema'],
+    })),
+  ];
 }

@@ -14,7 +14,21 @@ import { spawnAgent } from './spawn-agent';
 import { write } from './write';
 
 /** The one list of tool kinds; each says where it runs. */
-const TOOLS = [sessionEvents, spawnAgent, handoffSandbox, bash, editor, gitPush, gitPull, read, write, edit, glob, grep, shell] as const;
+const TOOLS = [
+  sessionEvents,
+  spawnAgent,
+  handoffSandbox,
+  bash,
+  editor,
+  gitPush,
+  gitPull,
+  read,
+  write,
+  edit,
+  glob,
+  grep,
+  shell,
+] as const;
 
 type AnyTool = (typeof TOOLS)[number];
 export type ToolKindName = AnyTool['kind'];
@@ -24,7 +38,8 @@ export type BuiltinToolKind = Extract<AnyTool, { runs: 'workflow' }>['kind'];
 export type SandboxToolKind = Extract<AnyTool, { runs: 'sandbox' }>['kind'];
 
 type NonEmpty<T> = readonly [T, ...T[]];
-const kindsThatRun = <K extends string>(runs: ToolKind['runs']) => TOOLS.filter((t) => t.runs === runs).map((t) => t.kind) as unknown as NonEmpty<K>;
+const kindsThatRun = <K extends string>(runs: ToolKind['runs']) =>
+  TOOLS.filter((t) => t.runs === runs).map((t) => t.kind) as unknown as NonEmpty<K>;
 
 export const BUILTIN_TOOLS = kindsThatRun<BuiltinToolKind>('workflow');
 export const SANDBOX_TOOLS = kindsThatRun<SandboxToolKind>('sandbox');

@@ -5,12 +5,14 @@ import type { SessionEvent } from '../session/events';
 import { capOutput, defineTool, invalidInput, oneLine, toolError, type ToolOutcome } from './kind';
 import { shared } from '../session/shared';
 
-export const SessionEventsInputSchema = shared('session-events.SessionEventsInputSchema', () => z
-  .object({
-    from: z.number().int().nonnegative().default(0).describe('first event number to return'),
-    limit: z.number().int().min(1).max(200).default(50).describe('how many events to return'),
-  })
-  .strict());
+export const SessionEventsInputSchema = shared('session-events.SessionEventsInputSchema', () =>
+  z
+    .object({
+      from: z.number().int().nonnegative().default(0).describe('first event number to return'),
+      limit: z.number().int().min(1).max(200).default(50).describe('how many events to return'),
+    })
+    .strict(),
+);
 export type SessionEventsInput = z.infer<typeof SessionEventsInputSchema>;
 
 export const sessionEvents = defineTool({
@@ -24,9 +26,14 @@ export const sessionEvents = defineTool({
 });
 
 /** A call's input, parsed: the slice it asks for, or the tool_result for input the schema refuses. */
-export function parseSessionEvents(name: string, input: unknown): { ok: true; slice: SessionEventsInput } | { ok: false; outcome: ToolOutcome } {
+export function parseSessionEvents(
+  name: string,
+  input: unknown,
+): { ok: true; slice: SessionEventsInput } | { ok: false; outcome: ToolOutcome } {
   const parsed = SessionEventsInputSchema.safeParse(input ?? {});
-  return parsed.success ? { ok: true, slice: parsed.data } : { ok: false, outcome: toolError(invalidInput(name, parsed.error)) };
+  return parsed.success
+    ? { ok: true, slice: parsed.data }
+    : { ok: false, outcome: toolError(invalidInput(name, parsed.error)) };
 }
 
 /** Whether a call asks for events before `baseSeq`, which an earlier run sealed into the archive. */
@@ -41,7 +48,11 @@ export function sliceOutcome(from: number, slice: readonly SessionEvent[]): Tool
 }
 
 /** session_events over this run's events, the first of which is `baseSeq`. */
-export function readRunEvents(use: { id: string; name: string; input: unknown }, events: readonly SessionEvent[], baseSeq = 0): ToolOutcome {
+export function readRunEvents(
+  use: { id: string; name: string; input: unknown },
+  events: readonly SessionEvent[],
+  baseSeq = 0,
+): ToolOutcome {
   const p = parseSessionEvents(use.name, use.input);
   if (!p.ok) return p.outcome;
   const start = p.slice.from - baseSeq;

@@ -8,37 +8,46 @@ import { shared } from '../session/shared';
 /** The longest URL a call may give. */
 export const MAX_WEB_FETCH_URL = 2048;
 
-export const WebFetchInputSchema = shared('web-fetch.WebFetchInputSchema', () => z
-  .object({
-    url: z
-      .string()
-      .min(1, 'url must not be empty')
-      .max(MAX_WEB_FETCH_URL, `url must be at most ${MAX_WEB_FETCH_URL} characters`)
-      .refine((u) => /^https?:\/\//i.test(u), 'url must be an http or https URL')
-      .describe('the http(s) URL to fetch'),
-  })
-  .strict());
+export const WebFetchInputSchema = shared('web-fetch.WebFetchInputSchema', () =>
+  z
+    .object({
+      url: z
+        .string()
+        .min(1, 'url must not be empty')
+        .max(MAX_WEB_FETCH_URL, `url must be at most ${MAX_WEB_FETCH_URL} characters`)
+        .refine((u) => /^https?:\/\//i.test(u), 'url must be an http or https URL')
+        .describe('the http(s) URL to fetch'),
+    })
+    .strict(),
+);
 export type WebFetchInput = z.infer<typeof WebFetchInputSchema>;
 
 /** A plain hostname such as docs.example.com: no scheme, port or path. */
-const DomainSchema = shared('web-fetch.DomainSchema', () => z
-  .string()
-  .min(1)
-  .max(253)
-  .regex(/^(?=.*[a-z0-9])[a-z0-9.-]+$/i, 'a domain is a plain hostname such as docs.example.com, with no scheme, port or path'));
+const DomainSchema = shared('web-fetch.DomainSchema', () =>
+  z
+    .string()
+    .min(1)
+    .max(253)
+    .regex(
+      /^(?=.*[a-z0-9])[a-z0-9.-]+$/i,
+      'a domain is a plain hostname such as docs.example.com, with no scheme, port or path',
+    ),
+);
 
 /** The agent file's `webFetch`: which hosts it may fetch from, and how much of a page's text reaches the model. */
-export const WebFetchConfigSchema = shared('web-fetch.WebFetchConfigSchema', () => z
-  .object({
-    /** Only these hosts and their subdomains. */
-    allowedDomains: z.array(DomainSchema).min(1).max(64).optional(),
-    /** Never these hosts nor their subdomains. */
-    blockedDomains: z.array(DomainSchema).min(1).max(64).optional(),
-    /** At most this many tokens of a page's text (about four characters each) per call. */
-    maxContentTokens: z.number().int().min(1).max(10_000_000).optional(),
-  })
-  .strict()
-  .refine((c) => !(c.allowedDomains && c.blockedDomains), 'allowedDomains and blockedDomains cannot be combined'));
+export const WebFetchConfigSchema = shared('web-fetch.WebFetchConfigSchema', () =>
+  z
+    .object({
+      /** Only these hosts and their subdomains. */
+      allowedDomains: z.array(DomainSchema).min(1).max(64).optional(),
+      /** Never these hosts nor their subdomains. */
+      blockedDomains: z.array(DomainSchema).min(1).max(64).optional(),
+      /** At most this many tokens of a page's text (about four characters each) per call. */
+      maxContentTokens: z.number().int().min(1).max(10_000_000).optional(),
+    })
+    .strict()
+    .refine((c) => !(c.allowedDomains && c.blockedDomains), 'allowedDomains and blockedDomains cannot be combined'),
+);
 export type WebFetchConfig = z.infer<typeof WebFetchConfigSchema>;
 
 export const webFetchSpec: ToolSpec = shared('web-fetch.webFetchSpec', () => ({

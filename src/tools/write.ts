@@ -5,7 +5,13 @@ import { defineTool, field, oneLine } from './kind';
 import { shared } from '../session/shared';
 
 export const WriteInputSchema = shared('write.WriteInputSchema', () =>
-  z.object({ file_path: ToolPathSchema.describe('the file to write'), content: z.string().describe('the whole new content') }).strict());
+  z
+    .object({
+      file_path: ToolPathSchema.describe('the file to write'),
+      content: z.string().describe('the whole new content'),
+    })
+    .strict(),
+);
 export type WriteInput = z.infer<typeof WriteInputSchema>;
 
 export const write = defineTool({

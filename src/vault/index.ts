@@ -47,7 +47,10 @@ export class FileVault implements SecretVault {
   readonly kind = 'file' as const;
   private readonly sealer: SecretSealer;
 
-  constructor(private readonly dir: string, key: string) {
+  constructor(
+    private readonly dir: string,
+    key: string,
+  ) {
     this.sealer = new SecretSealer(key);
   }
 

@@ -7,5 +7,7 @@ import { PostgresVault } from './pg-vault';
 
 /** `db` is the open database when DATABASE_URL is set; without it, the file vault. */
 export function secretVault(dataDir: string, vaultKey: string, db?: Db): SecretVault {
-  return db?.kind === 'postgres' ? new PostgresVault(db, vaultKey) : new FileVault(path.join(dataDir, 'vaults'), vaultKey);
+  return db?.kind === 'postgres'
+    ? new PostgresVault(db, vaultKey)
+    : new FileVault(path.join(dataDir, 'vaults'), vaultKey);
 }

@@ -13,7 +13,10 @@ export class PostgresVault implements SecretVault {
   readonly kind = 'postgres' as const;
   private readonly sealer: SecretSealer;
 
-  constructor(private readonly db: Db, key: string) {
+  constructor(
+    private readonly db: Db,
+    key: string,
+  ) {
     this.sealer = new SecretSealer(key);
   }
 
@@ -32,7 +35,10 @@ export class PostgresVault implements SecretVault {
   }
 
   async get(vault: string, name: string): Promise<string> {
-    const rows = await this.db.query<Row>('select name, iv, data, tag, updated_at from vault_secrets where vault = $1 and name = $2', [SecretNameSchema.parse(vault), SecretNameSchema.parse(name)]);
+    const rows = await this.db.query<Row>(
+      'select name, iv, data, tag, updated_at from vault_secrets where vault = $1 and name = $2',
+      [SecretNameSchema.parse(vault), SecretNameSchema.parse(name)],
+    );
     return this.opened(vault, name, rows[0]);
   }
 
@@ -41,12 +47,17 @@ export class PostgresVault implements SecretVault {
   }
 
   async list(vault: string): Promise<{ name: string; updatedAt: string }[]> {
-    const rows = await this.db.query<Row>('select name, updated_at from vault_secrets where vault = $1 order by name', [SecretNameSchema.parse(vault)]);
+    const rows = await this.db.query<Row>('select name, updated_at from vault_secrets where vault = $1 order by name', [
+      SecretNameSchema.parse(vault),
+    ]);
     return rows.map((r) => ({ name: r.name, updatedAt: new Date(r.updated_at).toISOString() }));
   }
 
   async rm(vault: string, name: string): Promise<boolean> {
-    const rows = await this.db.query('delete from vault_secrets where vault = $1 and name = $2 returning name', [SecretNameSchema.parse(vault), SecretNameSchema.parse(name)]);
+    const rows = await this.db.query('delete from vault_secrets where vault = $1 and name = $2 returning name', [
+      SecretNameSchema.parse(vault),
+      SecretNameSchema.parse(name),
+    ]);
     return rows.length > 0;
   }
 
@@ -58,12 +69,18 @@ export class PostgresVault implements SecretVault {
     SecretNameSchema.parse(vault);
     SecretNameSchema.parse(name);
     return this.db.transaction(async (tx) => {
-      const [row] = await tx.query<Row>('select name, iv, data, tag, updated_at from vault_secrets where vault = $1 and name = $2 for update', [vault, name]);
+      const [row] = await tx.query<Row>(
+        'select name, iv, data, tag, updated_at from vault_secrets where vault = $1 and name = $2 for update',
+        [vault, name],
+      );
       const current = this.opened(vault, name, row);
       const next = await fn(current);
       if (next === undefined) return current;
       const e = this.sealer.seal(vault, name, next);
-      await tx.query('update vault_secrets set iv = $3, data = $4, tag = $5, updated_at = now() where vault = $1 and name = $2', [vault, name, e.iv, e.data, e.tag]);
+      await tx.query(
+        'update vault_secrets set iv = $3, data = $4, tag = $5, updated_at = now() where vault = $1 and name = $2',
+        [vault, name, e.iv, e.data, e.tag],
+      );
       return next;
     });
   }

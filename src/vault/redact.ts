@@ -21,7 +21,9 @@ const B64URL: Record<string, string> = { '+': '-', '/': '_' };
  * the first and last characters of an unaligned secret also carry bits of its neighbours and are dropped.
  */
 export function base64Core(secret: Buffer, offset: 0 | 1 | 2): string {
-  const encoded = Buffer.concat([Buffer.alloc(offset), secret]).toString('base64').replace(/=+$/, '');
+  const encoded = Buffer.concat([Buffer.alloc(offset), secret])
+    .toString('base64')
+    .replace(/=+$/, '');
   const start = Math.ceil((8 * offset) / 6);
   const end = Math.floor((8 * (offset + secret.length)) / 6);
   return encoded.slice(start, end);
@@ -44,7 +46,17 @@ function flexibleChar(ch: string): string {
   const alternatives = [escapeRegExp(ch), [...Buffer.from(ch, 'utf8')].map((b) => `%${hexByte(b)}`).join('')];
   if (ch === ' ') alternatives.push('\\+');
   const units = [...Array(ch.length).keys()].map((i) => ch.charCodeAt(i));
-  alternatives.push(units.map((u) => `\\\\+u${u.toString(16).padStart(4, '0').replace(/[a-f]/g, (c) => `[${c}${c.toUpperCase()}]`)}`).join(''));
+  alternatives.push(
+    units
+      .map(
+        (u) =>
+          `\\\\+u${u
+            .toString(16)
+            .padStart(4, '0')
+            .replace(/[a-f]/g, (c) => `[${c}${c.toUpperCase()}]`)}`,
+      )
+      .join(''),
+  );
   const shortEscapes: Record<string, string> = { '\n': 'n', '\r': 'r', '\t': 't', '\b': 'b', '\f': 'f' };
   if (shortEscapes[ch]) alternatives.push(`\\\\+${shortEscapes[ch]}`);
   // `\"`, `\\`, `\/` and the deeper levels of the same (`\\\"`, ...).
@@ -62,7 +74,10 @@ function caseSensitiveForms(secret: string): string[] {
   for (const offset of [0, 1, 2] as const) {
     const core = base64Core(bytes, offset);
     if (core.length < MIN_CORE_LENGTH) continue;
-    forms.push(core, core.replace(/[+/]/g, (c) => B64URL[c]));
+    forms.push(
+      core,
+      core.replace(/[+/]/g, (c) => B64URL[c]),
+    );
   }
   return [...new Set(forms)];
 }

@@ -27,7 +27,9 @@ export async function vaultPublicKey(vaultKey: string): Promise<string> {
 }
 
 export function publicKeyProblem(raw: string): string | undefined {
-  return /^[A-Za-z0-9+/]+={0,2}$/.test(raw) && Buffer.from(raw, 'base64').length === 32 ? undefined : 'must be base64 of 32 bytes';
+  return /^[A-Za-z0-9+/]+={0,2}$/.test(raw) && Buffer.from(raw, 'base64').length === 32
+    ? undefined
+    : 'must be base64 of 32 bytes';
 }
 
 /** Which secret a box holds; a box copied onto another credential or field does not open there. */
@@ -37,13 +39,25 @@ export interface SealBinding {
   field: string;
 }
 
-const PayloadSchema = z.object({ v: z.literal(1), credential_id: z.string(), vault_id: z.string(), field: z.string(), value: z.string() });
+const PayloadSchema = z.object({
+  v: z.literal(1),
+  credential_id: z.string(),
+  vault_id: z.string(),
+  field: z.string(),
+  value: z.string(),
+});
 
 /** Seals one secret to `publicKey` (base64), bound to its credential and field; returns base64. */
 export async function sealSecret(publicKey: string, binding: SealBinding, value: string): Promise<string> {
   if (publicKeyProblem(publicKey)) throw new SealError('the vault public key must be base64 of 32 bytes');
   await sodium.ready;
-  const payload = JSON.stringify({ v: 1, credential_id: binding.credentialId, vault_id: binding.vaultId, field: binding.field, value });
+  const payload = JSON.stringify({
+    v: 1,
+    credential_id: binding.credentialId,
+    vault_id: binding.vaultId,
+    field: binding.field,
+    value,
+  });
   return Buffer.from(sodium.crypto_box_seal(payload, Buffer.from(publicKey, 'base64'))).toString('base64');
 }
 

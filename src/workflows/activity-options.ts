@@ -33,7 +33,11 @@ export function sessionActivities(limits: Agent['limits']) {
   // The same two, with the model API's transient errors handed back to the workflow, which logs and waits for each retry.
   const seenRetry = { ...modelRetry, nonRetryableErrorTypes: [...TRANSIENT_MODEL_FAILURES] };
   const loggedRetries = {
-    model: proxyActivities<Activities>({ startToCloseTimeout: '10 minutes', heartbeatTimeout: limits.modelHeartbeatTimeoutMs, retry: seenRetry }),
+    model: proxyActivities<Activities>({
+      startToCloseTimeout: '10 minutes',
+      heartbeatTimeout: limits.modelHeartbeatTimeoutMs,
+      retry: seenRetry,
+    }),
     localModel: proxyLocalActivities<Activities>({ startToCloseTimeout: '10 minutes', retry: seenRetry }),
   };
   const provisioner = (taskQueue: string) =>
@@ -60,10 +64,22 @@ export function sessionActivities(limits: Agent['limits']) {
       scheduleToStartTimeout: '1 minute',
       startToCloseTimeout: (timeoutSeconds + 60) * 1000,
       heartbeatTimeout: '15 seconds',
-      retry: { maximumAttempts, initialInterval: 500, nonRetryableErrorTypes: [Failure.Mcp.Credential, Failure.Mcp.Unauthorized, Failure.Mcp.Rejected, Failure.Mcp.InvalidResult] },
+      retry: {
+        maximumAttempts,
+        initialInterval: 500,
+        nonRetryableErrorTypes: [
+          Failure.Mcp.Credential,
+          Failure.Mcp.Unauthorized,
+          Failure.Mcp.Rejected,
+          Failure.Mcp.InvalidResult,
+        ],
+      },
     });
   // A seal that read events other than the ones history committed (ArchiveError.Stale) is tried again, with backoff.
-  const archive = proxyActivities<Activities>({ startToCloseTimeout: '2 minutes', retry: { maximumAttempts: 8, initialInterval: 500, maximumInterval: 5000 } });
+  const archive = proxyActivities<Activities>({
+    startToCloseTimeout: '2 minutes',
+    retry: { maximumAttempts: 8, initialInterval: 500, maximumInterval: 5000 },
+  });
   return { model, localModel, loggedRetries, provisioner, onHost, mcp, archive };
 }
 

@@ -36,7 +36,10 @@ export interface ToolGateDeps {
  * The round a previous run handed over in the middle of. A run recorded before the gate carried only the
  * spawn_agent calls still waiting for their children (`waiting`); they pass the gate as already allowed.
  */
-export function carriedRound(carried: Carry | undefined, tools: ReadonlyMap<string, BoundTool>): PendingTool[] | undefined {
+export function carriedRound(
+  carried: Carry | undefined,
+  tools: ReadonlyMap<string, BoundTool>,
+): PendingTool[] | undefined {
   const inTurn = carried?.inTurn;
   if (inTurn?.tools || !inTurn?.waiting) return inTurn?.tools;
   const spawnName = [...tools].find(([, t]) => t.kind === 'spawn_agent')?.[0] ?? 'spawn_agent';
@@ -79,11 +82,20 @@ export class ToolGate {
   }
 
   private lastOf<T extends SessionEvent['type']>(type: T, id: string) {
-    return [...this.deps.run.events].reverse().find((e) => e.type === type && (e as { toolUseId?: string }).toolUseId === id) as Extract<SessionEvent, { type: T }> | undefined;
+    return [...this.deps.run.events]
+      .reverse()
+      .find((e) => e.type === type && (e as { toolUseId?: string }).toolUseId === id) as
+      Extract<SessionEvent, { type: T }> | undefined;
   }
 
   private decide(t: PendingTool, allow: boolean, by: string, reason?: string): number {
-    const event = this.deps.run.append({ type: 'approval_resolved', toolUseId: t.id, allow, by, ...(reason !== undefined ? { reason } : {}) });
+    const event = this.deps.run.append({
+      type: 'approval_resolved',
+      toolUseId: t.id,
+      allow,
+      by,
+      ...(reason !== undefined ? { reason } : {}),
+    });
     t.decision = { allow, by, ...(reason !== undefined ? { reason } : {}) };
     return event.seq;
   }
@@ -111,7 +123,11 @@ export class ToolGate {
   private async runOne(t: PendingTool): Promise<'done' | 'handover'> {
     const append = (e: NewEvent) => this.deps.run.append(e);
     if (this.clientTools.has(t.name) && this.missingRequired(t).length > 0) {
-      append({ type: 'tool_result', toolUseId: t.id, ...toolError(`invalid input for ${t.name}: missing ${this.missingRequired(t).join(', ')}`) });
+      append({
+        type: 'tool_result',
+        toolUseId: t.id,
+        ...toolError(`invalid input for ${t.name}: missing ${this.missingRequired(t).join(', ')}`),
+      });
       return 'done';
     }
     if (!t.decision && !t.approval) {
@@ -127,13 +143,25 @@ export class ToolGate {
     }
     if (t.approval && !t.decision) {
       const expiresAt = t.approval.expiresAt;
-      const r = await this.waitFor(t, () => t.decision !== undefined, expiresAt === undefined ? undefined : expiresAt - Date.now());
+      const r = await this.waitFor(
+        t,
+        () => t.decision !== undefined,
+        expiresAt === undefined ? undefined : expiresAt - Date.now(),
+      );
       if (r === 'timeout') {
-        this.decide(t, t.approval.onTimeout === 'allow', 'timeout', `no decision before the approval timed out; the policy's default (${t.approval.onTimeout}) applies`);
+        this.decide(
+          t,
+          t.approval.onTimeout === 'allow',
+          'timeout',
+          `no decision before the approval timed out; the policy's default (${t.approval.onTimeout}) applies`,
+        );
       } else if (!r) return 'handover';
     }
     if (t.decision && !t.decision.allow) {
-      const who = t.decision.by === 'timeout' ? 'its approval timed out and the policy denied it' : `${t.decision.by ?? 'the user'} denied this tool call`;
+      const who =
+        t.decision.by === 'timeout'
+          ? 'its approval timed out and the policy denied it'
+          : `${t.decision.by ?? 'the user'} denied this tool call`;
       const message = t.decision.reason && t.decision.by !== 'timeout' ? `${who}: ${t.decision.reason}` : who;
       append({ type: 'tool_result', toolUseId: t.id, ...toolError(message, 'denied') });
       return 'done';
@@ -168,8 +196,16 @@ export class ToolGate {
           const t = this.round.find((x) => x.id === id);
           if (t?.approval && !t.decision) return;
           const resolved = this.lastOf('approval_resolved', id);
-          if (resolved) throw refusal(`tool use ${id} was already ${resolved.allow ? 'approved' : 'denied'} (event ${resolved.seq}, by ${resolved.by})`, Failure.Approval.AlreadyDecided);
-          if (t) throw refusal(`tool use ${id} has no approval pending${this.cleared(t) ? ': its policy allows it' : ' yet: it waits for an earlier call of its round'}`, Failure.Approval.NotPending);
+          if (resolved)
+            throw refusal(
+              `tool use ${id} was already ${resolved.allow ? 'approved' : 'denied'} (event ${resolved.seq}, by ${resolved.by})`,
+              Failure.Approval.AlreadyDecided,
+            );
+          if (t)
+            throw refusal(
+              `tool use ${id} has no approval pending${this.cleared(t) ? ': its policy allows it' : ' yet: it waits for an earlier call of its round'}`,
+              Failure.Approval.NotPending,
+            );
           throw refusal(`no approval is pending for tool use ${id}`, Failure.Approval.Unknown);
         },
       },
@@ -192,15 +228,25 @@ export class ToolGate {
       {
         validator: (raw) => {
           const r = SubmitToolResultSchema.safeParse(raw);
-          if (!r.success) throw refusal(`invalid submitToolResult: ${formatIssues(r.error)}`, Failure.ClientTool.Invalid);
+          if (!r.success)
+            throw refusal(`invalid submitToolResult: ${formatIssues(r.error)}`, Failure.ClientTool.Invalid);
           deps.run.assertOpen();
           const id = r.data.toolUseId;
           const result = this.lastOf('tool_result', id);
-          if (result) throw refusal(`tool use ${id} already has a result (event ${result.seq}); this answer is refused`, Failure.ClientTool.AlreadyAnswered);
+          if (result)
+            throw refusal(
+              `tool use ${id} already has a result (event ${result.seq}); this answer is refused`,
+              Failure.ClientTool.AlreadyAnswered,
+            );
           const t = this.round.find((x) => x.id === id);
           if (!t) throw refusal(`no client tool call ${id} is waiting for a result`, Failure.ClientTool.Unknown);
-          if (!clientTools.has(t.name)) throw refusal(`tool use ${id} is a ${t.name} call, which the session runs itself`, Failure.ClientTool.NotClientTool);
-          if (!this.cleared(t)) throw refusal(`tool use ${id} waits for approval first`, Failure.ClientTool.NotApproved);
+          if (!clientTools.has(t.name))
+            throw refusal(
+              `tool use ${id} is a ${t.name} call, which the session runs itself`,
+              Failure.ClientTool.NotClientTool,
+            );
+          if (!this.cleared(t))
+            throw refusal(`tool use ${id} waits for approval first`, Failure.ClientTool.NotApproved);
         },
       },
     );

@@ -6,7 +6,14 @@ import type { NewEvent } from '../session/events';
 import { HandoffSandboxInputSchema } from '../tools/handoff-sandbox';
 import { formatIssues } from '../session/agent';
 import { failureMessage } from './failures';
-import { HandoffRequestSchema, handoffSandboxUpdate, sandboxReceivedSignal, SandboxGiftSchema, type HandedSandbox, type SandboxSlot } from '../session/contract';
+import {
+  HandoffRequestSchema,
+  handoffSandboxUpdate,
+  sandboxReceivedSignal,
+  SandboxGiftSchema,
+  type HandedSandbox,
+  type SandboxSlot,
+} from '../session/contract';
 import { toolError, type ToolOutcome } from '../tools/kind';
 import type { SandboxSlots } from './sandbox-slots';
 import { Failure } from '../session/failure-types';
@@ -23,7 +30,13 @@ export interface HandoffContext {
 /** A hand-off that cannot happen; its message is for the model or the user. */
 export class HandoffError extends Error {}
 
-export const handedOf = (slot: SandboxSlot): HandedSandbox => ({ name: slot.name, sandboxId: slot.sandboxId, taskQueue: slot.taskQueue, host: slot.host, stopped: slot.stopped });
+export const handedOf = (slot: SandboxSlot): HandedSandbox => ({
+  name: slot.name,
+  sandboxId: slot.sandboxId,
+  taskQueue: slot.taskQueue,
+  host: slot.host,
+  stopped: slot.stopped,
+});
 
 export class Handoff {
   constructor(private readonly ctx: HandoffContext) {}
@@ -36,7 +49,8 @@ export class Handoff {
   private async prepare(name: string): Promise<SandboxSlot> {
     const { slots } = this.ctx;
     const held = slots.held(name);
-    if (held?.handedTo) throw new HandoffError(`sandbox ${name} was handed to session ${held.handedTo}; it is no longer this session's`);
+    if (held?.handedTo)
+      throw new HandoffError(`sandbox ${name} was handed to session ${held.handedTo}; it is no longer this session's`);
     if (!held && !slots.declares(name)) throw new HandoffError(`this session has no sandbox named ${name}`);
     try {
       return await slots.ensure(name);
@@ -64,13 +78,22 @@ export class Handoff {
   }
 
   async undo(slots: readonly SandboxSlot[], to: string): Promise<void> {
-    for (const slot of slots) await this.transfer(slot, to, this.ctx.sessionId).catch((e) => log.warn('could not take a sandbox back', { error: failureMessage(e) }));
+    for (const slot of slots)
+      await this.transfer(slot, to, this.ctx.sessionId).catch((e) =>
+        log.warn('could not take a sandbox back', { error: failureMessage(e) }),
+      );
   }
 
   /** Records that `slot` now belongs to `to`: this session keeps the slot only to say its calls are denied. */
   markHandedOff(slot: SandboxSlot, to: string): void {
     this.ctx.slots.handTo(slot, to);
-    this.ctx.append({ type: 'sandbox_handed_off', name: slot.name, sandboxId: slot.sandboxId, from: this.ctx.sessionId, to });
+    this.ctx.append({
+      type: 'sandbox_handed_off',
+      name: slot.name,
+      sandboxId: slot.sandboxId,
+      from: this.ctx.sessionId,
+      to,
+    });
   }
 
   /** Passes a sandbox to another session for good; the receiver learns of it by signal. */
@@ -93,12 +116,20 @@ export class Handoff {
   async receive(from: string, sandbox: HandedSandbox, lentBy?: string): Promise<void> {
     const { slots, sessionId } = this.ctx;
     const previous = slots.receive(sandbox, lentBy);
-    this.ctx.append({ type: 'sandbox_received', name: sandbox.name, sandboxId: sandbox.sandboxId, from, host: sandbox.host });
+    this.ctx.append({
+      type: 'sandbox_received',
+      name: sandbox.name,
+      sandboxId: sandbox.sandboxId,
+      from,
+      host: sandbox.host,
+    });
     if (previous && previous.sandboxId !== sandbox.sandboxId && !previous.handedTo) {
       await slots
         .onHost(previous.taskQueue, 30)
         .destroySandbox({ sandboxId: previous.sandboxId, sessionId })
-        .catch((err) => log.warn('could not destroy the sandbox a received one replaced', { error: failureMessage(err) }));
+        .catch((err) =>
+          log.warn('could not destroy the sandbox a received one replaced', { error: failureMessage(err) }),
+        );
     }
   }
 
@@ -117,10 +148,19 @@ export class Handoff {
       try {
         await this.transfer(slot, holder, this.ctx.sessionId);
         this.ctx.slots.handTo(slot, undefined);
-        this.ctx.append({ type: 'sandbox_received', name: slot.name, sandboxId: slot.sandboxId, from: holder, host: slot.host });
+        this.ctx.append({
+          type: 'sandbox_received',
+          name: slot.name,
+          sandboxId: slot.sandboxId,
+          from: holder,
+          host: slot.host,
+        });
       } catch (err) {
         if (isCancellation(err)) throw err;
-        this.forgetHeldBy(holder, `session ${holder} did not hand it back, and it could not be taken back: ${failureMessage(err)}`);
+        this.forgetHeldBy(
+          holder,
+          `session ${holder} did not hand it back, and it could not be taken back: ${failureMessage(err)}`,
+        );
       }
     }
   }
@@ -133,7 +173,11 @@ export class Handoff {
       try {
         await this.transfer(slot, this.ctx.sessionId, slot.lentBy);
       } catch (err) {
-        this.ctx.append({ type: 'error', kind: 'sandbox', message: `could not hand sandbox ${slot.name} back to session ${slot.lentBy}: ${failureMessage(err)}` });
+        this.ctx.append({
+          type: 'error',
+          kind: 'sandbox',
+          message: `could not hand sandbox ${slot.name} back to session ${slot.lentBy}: ${failureMessage(err)}`,
+        });
         continue;
       }
       this.markHandedOff(slot, slot.lentBy);
@@ -148,7 +192,10 @@ export class Handoff {
     if (!parsed.success) return toolError(`invalid input for handoff_sandbox: ${formatIssues(parsed.error)}`);
     try {
       const slot = await this.give(parsed.data.sandbox, parsed.data.to);
-      return { output: `sandbox ${slot.name} (${slot.sandboxId.slice(0, 12)}) now belongs to session ${parsed.data.to}; your later calls to it will be denied`, isError: false };
+      return {
+        output: `sandbox ${slot.name} (${slot.sandboxId.slice(0, 12)}) now belongs to session ${parsed.data.to}; your later calls to it will be denied`,
+        isError: false,
+      };
     } catch (err) {
       if (err instanceof HandoffError) return toolError(err.message);
       throw err;
@@ -188,12 +235,22 @@ export class Handoff {
       {
         validator: (raw) => {
           const r = HandoffRequestSchema.safeParse(raw);
-          if (!r.success) throw ApplicationFailure.nonRetryable(`invalid handoff: ${formatIssues(r.error)}`, Failure.Handoff.Invalid);
+          if (!r.success)
+            throw ApplicationFailure.nonRetryable(`invalid handoff: ${formatIssues(r.error)}`, Failure.Handoff.Invalid);
           assertOpen();
-          if (r.data.to === sessionId) throw ApplicationFailure.nonRetryable('a session cannot hand a sandbox to itself', Failure.Handoff.Invalid);
+          if (r.data.to === sessionId)
+            throw ApplicationFailure.nonRetryable('a session cannot hand a sandbox to itself', Failure.Handoff.Invalid);
           const held = slots.held(r.data.sandbox);
-          if (held?.handedTo) throw ApplicationFailure.nonRetryable(`sandbox ${r.data.sandbox} was handed to session ${held.handedTo} already`, Failure.Handoff.Invalid);
-          if (!held && !slots.declares(r.data.sandbox)) throw ApplicationFailure.nonRetryable(`this session has no sandbox named ${r.data.sandbox}`, Failure.Handoff.Invalid);
+          if (held?.handedTo)
+            throw ApplicationFailure.nonRetryable(
+              `sandbox ${r.data.sandbox} was handed to session ${held.handedTo} already`,
+              Failure.Handoff.Invalid,
+            );
+          if (!held && !slots.declares(r.data.sandbox))
+            throw ApplicationFailure.nonRetryable(
+              `this session has no sandbox named ${r.data.sandbox}`,
+              Failure.Handoff.Invalid,
+            );
         },
       },
     );

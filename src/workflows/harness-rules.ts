@@ -15,6 +15,7 @@ export function workaroundActive(harness: string, workaround: Workaround): boole
 /** After a reply with no tool call: whether to nudge the model and ask again (`sent` nudges so far this turn). */
 export function shouldReprompt(harness: string, content: readonly ContentBlock[], sent: number): boolean {
   const version = harnessOf(harness);
-  if (!version || sent >= version.repromptEmptyReplies || !isEmptyReply(content as { type: string; text?: unknown }[])) return false;
+  if (!version || sent >= version.repromptEmptyReplies || !isEmptyReply(content as { type: string; text?: unknown }[]))
+    return false;
   return workaroundActive(harness, 'empty-reply-reprompt');
 }

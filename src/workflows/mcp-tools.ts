@@ -43,11 +43,19 @@ export class McpTools {
     const { agent } = this;
     let listed;
     try {
-      listed = await this.mcp(60, 3).listMcpTools({ sessionId: this.sessionId, vault: agent.vault, servers: agent.mcpServers, reserved: [...this.builtin.keys()] });
+      listed = await this.mcp(60, 3).listMcpTools({
+        sessionId: this.sessionId,
+        vault: agent.vault,
+        servers: agent.mcpServers,
+        reserved: [...this.builtin.keys()],
+      });
     } catch (err) {
       if (isCancellation(err)) throw err;
       const reason = failureMessage(err);
-      listed = { tools: [], failed: Object.keys(agent.mcpServers).map((server) => ({ server, message: `MCP server ${server}: ${reason}` })) };
+      listed = {
+        tools: [],
+        failed: Object.keys(agent.mcpServers).map((server) => ({ server, message: `MCP server ${server}: ${reason}` })),
+      };
     }
     this.listed = true;
     for (const t of listed.tools) {
@@ -55,7 +63,8 @@ export class McpTools {
       this.byName.set(t.name, { server: t.server, tool: t.tool, spec: t.spec });
       this.toolSpecs.push(t.spec);
     }
-    for (const f of listed.failed) this.append({ type: 'error', kind: 'mcp', message: `${f.message} (its tools are not offered in this run)` });
+    for (const f of listed.failed)
+      this.append({ type: 'error', kind: 'mcp', message: `${f.message} (its tools are not offered in this run)` });
   }
 
   /** Calls the MCP tool behind a model-facing name; undefined if no listed tool has that name. */
@@ -64,12 +73,26 @@ export class McpTools {
     return target ? this.call(use, target) : undefined;
   }
 
-  private async call(use: { id: string; input: unknown }, target: { server: string; tool: string }): Promise<ToolOutcome> {
+  private async call(
+    use: { id: string; input: unknown },
+    target: { server: string; tool: string },
+  ): Promise<ToolOutcome> {
     const server = this.agent.mcpServers[target.server];
     try {
-      const r = await this.mcp(server.timeoutSeconds, 2).callMcpTool.executeWithOptions({ summary: `mcp ${target.server}: ${target.tool}` }, [
-        { sessionId: this.sessionId, vault: this.agent.vault, serverName: target.server, server, tool: target.tool, input: use.input, toolUseId: use.id },
-      ]);
+      const r = await this.mcp(server.timeoutSeconds, 2).callMcpTool.executeWithOptions(
+        { summary: `mcp ${target.server}: ${target.tool}` },
+        [
+          {
+            sessionId: this.sessionId,
+            vault: this.agent.vault,
+            serverName: target.server,
+            server,
+            tool: target.tool,
+            input: use.input,
+            toolUseId: use.id,
+          },
+        ],
+      );
       return r.isError ? { ...r, error: { kind: 'tool', message: r.output.slice(0, 500) } } : r;
     } catch (err) {
       if (isCancellation(err)) throw err;
@@ -78,6 +101,13 @@ export class McpTools {
   }
 
   carry(): Carry['mcpTools'] {
-    return this.listed && this.byName.size ? [...this.byName].map(([name, t]) => ({ name, server: t.server, tool: t.tool, spec: t.spec as unknown as Record<string, unknown> })) : undefined;
+    return this.listed && this.byName.size
+      ? [...this.byName].map(([name, t]) => ({
+          name,
+          server: t.server,
+          tool: t.tool,
+          spec: t.spec as unknown as Record<string, unknown>,
+        }))
+      : undefined;
   }
 }

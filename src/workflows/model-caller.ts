@@ -51,9 +51,17 @@ export class ModelCaller {
     if (first.compact === undefined) return { reply: first, throughSeq: firstRequest.throughSeq };
     const cutSeq = first.compact.cutSeq;
     const compactRequest = this.request();
-    const c = await this.withRetries((p) => p.model.compactContext.executeWithOptions({ summary: 'compact context' }, [{ ...compactRequest, cutSeq }]));
+    const c = await this.withRetries((p) =>
+      p.model.compactContext.executeWithOptions({ summary: 'compact context' }, [{ ...compactRequest, cutSeq }]),
+    );
     this.readThrough = compactRequest.throughSeq;
-    this.run.compacted({ type: 'context_compacted', throughSeq: cutSeq - 1, summary: c.summary, tokensBefore: c.tokensBefore, tokensAfter: c.tokensAfter });
+    this.run.compacted({
+      type: 'context_compacted',
+      throughSeq: cutSeq - 1,
+      summary: c.summary,
+      tokensBefore: c.tokensBefore,
+      tokensAfter: c.tokensAfter,
+    });
     // Over budget even now (one huge tail): send it anyway rather than compact in a loop.
     const secondRequest = this.request();
     const second = await this.callModel(summary, secondRequest);
@@ -66,7 +74,18 @@ export class ModelCaller {
     const { agent, run } = this;
     const { limits } = agent;
     const throughSeq = run.nextSeq() - 1;
-    return { sessionId: run.sessionId, throughSeq, model: agent.model, system: agent.system, tools: this.toolSpecs, maxTokens: limits.maxOutputTokens, caching: agent.promptCaching, window: run.window, streamIdleMs: limits.modelStreamIdleMs, ...this.tailOf(throughSeq) };
+    return {
+      sessionId: run.sessionId,
+      throughSeq,
+      model: agent.model,
+      system: agent.system,
+      tools: this.toolSpecs,
+      maxTokens: limits.maxOutputTokens,
+      caching: agent.promptCaching,
+      window: run.window,
+      streamIdleMs: limits.modelStreamIdleMs,
+      ...this.tailOf(throughSeq),
+    };
   }
 
   /**
@@ -76,15 +95,25 @@ export class ModelCaller {
    */
   private tailOf(throughSeq: number) {
     const { run, readThrough } = this;
-    if (this.local || readThrough === undefined || throughSeq - readThrough > MAX_TAIL_DIGEST_EVENTS || !patched('model-tail-digest')) return {};
+    if (
+      this.local ||
+      readThrough === undefined ||
+      throughSeq - readThrough > MAX_TAIL_DIGEST_EVENTS ||
+      !patched('model-tail-digest')
+    )
+      return {};
     const fromSeq = readThrough + 1;
-    return { tail: { fromSeq, digest: eventsDigest(run.events.slice(fromSeq - run.baseSeq, throughSeq + 1 - run.baseSeq)) } };
+    return {
+      tail: { fromSeq, digest: eventsDigest(run.events.slice(fromSeq - run.baseSeq, throughSeq + 1 - run.baseSeq)) },
+    };
   }
 
   /** A model request; histories recorded before retries were logged leave every retry to Temporal, unseen. */
   private withRetries<T>(call: (proxies: ModelProxies) => Promise<T>): Promise<T> {
     const { acts } = this;
-    return patched('model-retry-event') ? withLoggedRetries(() => call(acts.loggedRetries), this.run, this.agent.limits.modelRetry) : call(acts);
+    return patched('model-retry-event')
+      ? withLoggedRetries(() => call(acts.loggedRetries), this.run, this.agent.limits.modelRetry)
+      : call(acts);
   }
 
   private callModel(summary: { summary: string }, request: CallModelInput): Promise<CallModelResult> {
@@ -92,7 +121,9 @@ export class ModelCaller {
     return this.withRetries((p) => {
       if (!this.local) return p.model.callModel.executeWithOptions(summary, [request]);
       const from = Math.max(request.window?.fromSeq ?? 0, run.baseSeq);
-      return p.localModel.callModel.executeWithOptions(summary, [{ ...request, events: run.events.slice(from - run.baseSeq, request.throughSeq + 1 - run.baseSeq) }]);
+      return p.localModel.callModel.executeWithOptions(summary, [
+        { ...request, events: run.events.slice(from - run.baseSeq, request.throughSeq + 1 - run.baseSeq) },
+      ]);
     });
   }
 }

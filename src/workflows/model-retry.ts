@@ -29,10 +29,23 @@ const MAX_MESSAGE_CHARS = 500;
 export function transientFailure(err: unknown): { type: string; message: string; retryAfterMs?: number } | undefined {
   if (!(err instanceof ActivityFailure)) return undefined;
   const cause = err.cause;
-  if (!(cause instanceof ApplicationFailure) || cause.nonRetryable || !cause.type || !TRANSIENT_MODEL_FAILURES.includes(cause.type)) return undefined;
+  if (
+    !(cause instanceof ApplicationFailure) ||
+    cause.nonRetryable ||
+    !cause.type ||
+    !TRANSIENT_MODEL_FAILURES.includes(cause.type)
+  )
+    return undefined;
   const detail = cause.details?.[0] as { retryAfterMs?: unknown } | undefined;
-  const retryAfterMs = typeof detail?.retryAfterMs === 'number' && Number.isFinite(detail.retryAfterMs) ? Math.max(0, detail.retryAfterMs) : undefined;
-  return { type: cause.type, message: cause.message.slice(0, MAX_MESSAGE_CHARS), ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+  const retryAfterMs =
+    typeof detail?.retryAfterMs === 'number' && Number.isFinite(detail.retryAfterMs)
+      ? Math.max(0, detail.retryAfterMs)
+      : undefined;
+  return {
+    type: cause.type,
+    message: cause.message.slice(0, MAX_MESSAGE_CHARS),
+    ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+  };
 }
 
 /** The policy's wait after failed attempt `attempt` (1 for the first), as Temporal's backoff computes it. */
@@ -53,7 +66,11 @@ function asActivityFailure(err: unknown): unknown {
  * Runs `call` until it returns, fails with anything but a transient failure, or has failed
  * `policy.maxAttempts` times; each retry is logged and waited for in `rescheduling`.
  */
-export async function withLoggedRetries<T>(call: () => Promise<T>, run: SessionRun, policy: Agent['limits']['modelRetry']): Promise<T> {
+export async function withLoggedRetries<T>(
+  call: () => Promise<T>,
+  run: SessionRun,
+  policy: Agent['limits']['modelRetry'],
+): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await call();
@@ -62,7 +79,12 @@ export async function withLoggedRetries<T>(call: () => Promise<T>, run: SessionR
       const failure = transientFailure(err);
       if (!failure || attempt >= policy.maxAttempts) throw err;
       const waitMs = Math.max(1, Math.round(failure.retryAfterMs ?? backoffMs(policy, attempt)));
-      run.append({ type: 'model_retry_scheduled', attempt, error: { type: failure.type, message: failure.message }, retryAt: new Date(Date.now() + waitMs).toISOString() });
+      run.append({
+        type: 'model_retry_scheduled',
+        attempt,
+        error: { type: failure.type, message: failure.message },
+        retryAt: new Date(Date.now() + waitMs).toISOString(),
+      });
       // An interrupt or the end cuts the wait.
       await run.rescheduled(() => sleep(waitMs));
       run.append({ type: 'model_retry_started', attempt: attempt + 1 });

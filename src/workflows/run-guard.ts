@@ -15,7 +15,12 @@
 // guard fails such an activation when it carries jobs that only new history events produce. sdk-core then
 // evicts the run and reports the query as failed, so the events are applied once, by the task that history
 // says processed them, on a run rebuilt from history. Readers retry the refused query (src/log/query-retry.ts).
-import type { ActivateInput, Next, WorkflowInterceptorsFactory, WorkflowInternalsInterceptor } from '@temporalio/workflow';
+import type {
+  ActivateInput,
+  Next,
+  WorkflowInterceptorsFactory,
+  WorkflowInternalsInterceptor,
+} from '@temporalio/workflow';
 import { ApplicationFailure } from '@temporalio/workflow';
 import { RUN_AHEAD_FAILURE_TYPE, RUN_AHEAD_MARKER } from '../session/run-ahead';
 
@@ -50,7 +55,13 @@ class RunGuard implements WorkflowInternalsInterceptor {
     if (batchIndex === 0 && !jobs.every((j) => j.queryWorkflow)) {
       const mark = markOf(activation);
       const known = mark.size !== '0' && mark.time !== '';
-      if (known && this.last && mark.size === this.last.size && mark.time === this.last.time && jobs.some(fromNewEvents)) {
+      if (
+        known &&
+        this.last &&
+        mark.size === this.last.size &&
+        mark.time === this.last.time &&
+        jobs.some(fromNewEvents)
+      ) {
         throw ApplicationFailure.retryable(
           `${RUN_AHEAD_MARKER} events after the last workflow task reached this worker outside a task; the run is rebuilt from history`,
           RUN_AHEAD_FAILURE_TYPE,

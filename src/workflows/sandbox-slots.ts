@@ -93,26 +93,56 @@ export class SandboxSlots {
     let result: ProvisionOutput | undefined;
     if (previous?.stopped) {
       try {
-        result = await provisioner(previous.taskQueue).provisionSandbox.executeWithOptions({ summary: `resume sandbox ${name}` }, [{ sessionId, name, recipe, vault: agent.vault, resume: previous.sandboxId }]);
+        result = await provisioner(previous.taskQueue).provisionSandbox.executeWithOptions(
+          { summary: `resume sandbox ${name}` },
+          [{ sessionId, name, recipe, vault: agent.vault, resume: previous.sandboxId }],
+        );
       } catch (err) {
         if (isCancellation(err)) throw err;
         this.byName.delete(name);
-        this.append({ type: 'sandbox_lost', name, sandboxId: previous.sandboxId, reason: `could not resume: ${failureMessage(err)}` });
+        this.append({
+          type: 'sandbox_lost',
+          name,
+          sandboxId: previous.sandboxId,
+          reason: `could not resume: ${failureMessage(err)}`,
+        });
       }
     }
     const preferred = this.lastHost.get(name);
     if (!result && preferred) {
       try {
-        result = await provisioner(preferred).provisionSandbox.executeWithOptions({ summary: `provision sandbox ${name}` }, [{ sessionId, name, recipe, vault: agent.vault }]);
+        result = await provisioner(preferred).provisionSandbox.executeWithOptions(
+          { summary: `provision sandbox ${name}` },
+          [{ sessionId, name, recipe, vault: agent.vault }],
+        );
       } catch (err) {
         if (isCancellation(err)) throw err;
         this.lastHost.delete(name);
       }
     }
-    result ??= await provisioner(HANDS_POOL).provisionSandbox.executeWithOptions({ summary: `provision sandbox ${name}` }, [{ sessionId, name, recipe, vault: agent.vault }]);
-    const slot: SandboxSlot = { name, sandboxId: result.sandboxId, taskQueue: result.taskQueue, host: result.host, stopped: false, lastUsed: Date.now() };
+    result ??= await provisioner(HANDS_POOL).provisionSandbox.executeWithOptions(
+      { summary: `provision sandbox ${name}` },
+      [{ sessionId, name, recipe, vault: agent.vault }],
+    );
+    const slot: SandboxSlot = {
+      name,
+      sandboxId: result.sandboxId,
+      taskQueue: result.taskQueue,
+      host: result.host,
+      stopped: false,
+      lastUsed: Date.now(),
+    };
     this.byName.set(name, slot);
-    this.append({ type: 'sandbox_provisioned', name, sandboxId: result.sandboxId, host: result.host, ms: Date.now() - started, resumed: result.resumed, ...(result.runtime ? { runtime: result.runtime } : {}), loosened: result.loosened });
+    this.append({
+      type: 'sandbox_provisioned',
+      name,
+      sandboxId: result.sandboxId,
+      host: result.host,
+      ms: Date.now() - started,
+      resumed: result.resumed,
+      ...(result.runtime ? { runtime: result.runtime } : {}),
+      loosened: result.loosened,
+    });
     return slot;
   }
 
@@ -144,12 +174,30 @@ export class SandboxSlots {
     const timeoutSeconds = agent.sandboxes[name].commandTimeoutSeconds;
     try {
       const repo = agent.sandboxes[name].repo;
-      const git = (bound.kind === 'git_push' || bound.kind === 'git_pull') && repo ? { sessionId, name, vault: agent.vault, repo } : undefined;
-      const r = await this.onHost(slot.taskQueue, timeoutSeconds).execute.executeWithOptions({ summary: toolSummary(bound.name, bound.kind, use.input) }, [{ sessionId, sandboxId: slot.sandboxId, toolUseId: use.id, tool: bound.kind as 'bash', input: use.input, timeoutSeconds, git }]);
+      const git =
+        (bound.kind === 'git_push' || bound.kind === 'git_pull') && repo
+          ? { sessionId, name, vault: agent.vault, repo }
+          : undefined;
+      const r = await this.onHost(slot.taskQueue, timeoutSeconds).execute.executeWithOptions(
+        { summary: toolSummary(bound.name, bound.kind, use.input) },
+        [
+          {
+            sessionId,
+            sandboxId: slot.sandboxId,
+            toolUseId: use.id,
+            tool: bound.kind as 'bash',
+            input: use.input,
+            timeoutSeconds,
+            git,
+          },
+        ],
+      );
       slot.lastUsed = Date.now();
       const { outputRef, ...rest } = r;
       const outcome: ToolOutcome = { ...rest, ...(outputRef ? { outputRef: { sandbox: name, ...outputRef } } : {}) };
-      return r.isError ? { ...outcome, error: { kind: 'tool', message: r.output.split('\n').slice(-2).join(' ').slice(0, 500) } } : outcome;
+      return r.isError
+        ? { ...outcome, error: { kind: 'tool', message: r.output.split('\n').slice(-2).join(' ').slice(0, 500) } }
+        : outcome;
     } catch (err) {
       if (isCancellation(err)) throw err;
       const reason = failureMessage(err);
@@ -201,7 +249,11 @@ export class SandboxSlots {
     await Promise.all(
       [...this.byName.values()]
         .filter((slot) => !slot.handedTo)
-        .map((slot) => this.onHost(slot.taskQueue, 30).destroySandbox({ sessionId: this.sessionId, sandboxId: slot.sandboxId }).catch((err) => log.warn('destroySandbox failed', { error: failureMessage(err) }))),
+        .map((slot) =>
+          this.onHost(slot.taskQueue, 30)
+            .destroySandbox({ sessionId: this.sessionId, sandboxId: slot.sandboxId })
+            .catch((err) => log.warn('destroySandbox failed', { error: failureMessage(err) })),
+        ),
     );
     this.byName.clear();
   }
@@ -209,7 +261,11 @@ export class SandboxSlots {
   /** The workspace path a file copy targets, refused if the sandbox or the path is not this agent's. */
   fileTarget(sandbox: string, path: string): string {
     const recipe = this.agent.sandboxes[sandbox];
-    if (!recipe) throw ApplicationFailure.nonRetryable(`no sandbox named ${sandbox}; this agent declares ${Object.keys(this.agent.sandboxes).join(', ')}`, Failure.Files.UnknownSandbox);
+    if (!recipe)
+      throw ApplicationFailure.nonRetryable(
+        `no sandbox named ${sandbox}; this agent declares ${Object.keys(this.agent.sandboxes).join(', ')}`,
+        Failure.Files.UnknownSandbox,
+      );
     try {
       return resolveWorkspacePath(recipe.workdir, path);
     } catch (err) {
@@ -218,7 +274,11 @@ export class SandboxSlots {
   }
 
   /** Runs a file copy on the sandbox's host, provisioning the sandbox first if it has none. */
-  async onFileSandbox<T>(sandbox: string, type: string, call: (host: ReturnType<SessionActivities['onHost']>, sandboxId: string) => Promise<T>): Promise<T> {
+  async onFileSandbox<T>(
+    sandbox: string,
+    type: string,
+    call: (host: ReturnType<SessionActivities['onHost']>, sandboxId: string) => Promise<T>,
+  ): Promise<T> {
     const slot = await this.ensure(sandbox);
     try {
       return await call(this.onHost(slot.taskQueue, 60), slot.sandboxId);

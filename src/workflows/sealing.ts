@@ -60,11 +60,20 @@ export class Sealing {
     try {
       // The digest is of the events as this run holds them, which history commits with the seal's scheduling.
       const digest = eventsDigest(run.events.slice(run.sealedThrough + 1 - run.baseSeq, through + 1 - run.baseSeq));
-      await this.p.archive.sealEvents({ sessionId: run.sessionId, fromSeq: run.sealedThrough + 1, throughSeq: through, digest });
+      await this.p.archive.sealEvents({
+        sessionId: run.sessionId,
+        fromSeq: run.sealedThrough + 1,
+        throughSeq: through,
+        digest,
+      });
       run.sealed(through);
       return true;
     } catch (err) {
-      run.append({ type: 'error', kind: 'archive', message: `could not seal events ${run.sealedThrough + 1} to ${through} into the session archive: ${failureMessage(err)}` });
+      run.append({
+        type: 'error',
+        kind: 'archive',
+        message: `could not seal events ${run.sealedThrough + 1} to ${through} into the session archive: ${failureMessage(err)}`,
+      });
       return false;
     }
   }
@@ -108,8 +117,18 @@ export class Sealing {
     const returned = await handoff.returnLent();
     await CancellationScope.nonCancellable(() => slots.destroyAll());
     if (parentRef && answer) {
-      const problem = await reportToParent(parentRef, { sessionId: run.sessionId, ...answer, usage: { ...run.usage }, returned });
-      if (problem) run.append({ type: 'error', kind: 'subagent', message: `could not report to the parent session ${parentRef.sessionId}: ${problem}` });
+      const problem = await reportToParent(parentRef, {
+        sessionId: run.sessionId,
+        ...answer,
+        usage: { ...run.usage },
+        returned,
+      });
+      if (problem)
+        run.append({
+          type: 'error',
+          kind: 'subagent',
+          message: `could not report to the parent session ${parentRef.sessionId}: ${problem}`,
+        });
     }
     run.ended(reason);
     await condition(allHandlersFinished);

@@ -42,7 +42,8 @@ export interface SessionParts {
 }
 
 /** The state a client sees: `requires_action` while a turn waits on a person or the calling application. */
-export const visibleState = (p: Pick<SessionParts, 'run' | 'gate'>) => (p.run.state === 'running' && p.gate.waiting() ? ('requires_action' as const) : p.run.state);
+export const visibleState = (p: Pick<SessionParts, 'run' | 'gate'>) =>
+  p.run.state === 'running' && p.gate.waiting() ? ('requires_action' as const) : p.run.state;
 
 export function registerSessionHandlers(p: SessionParts): void {
   const { agent, run, slots, gate, handoff, subagents } = p;
@@ -68,7 +69,11 @@ export function registerSessionHandlers(p: SessionParts): void {
   setHandler(sendMessageUpdate, (raw) => ({ seq: run.acceptUserMessage(UserMessageSchema.parse(raw)) }), {
     validator: (raw) => {
       const result = UserMessageSchema.safeParse(raw);
-      if (!result.success) throw ApplicationFailure.nonRetryable(`invalid message: ${formatIssues(result.error)}`, Failure.Session.InvalidMessage);
+      if (!result.success)
+        throw ApplicationFailure.nonRetryable(
+          `invalid message: ${formatIssues(result.error)}`,
+          Failure.Session.InvalidMessage,
+        );
       assertOpen();
     },
   });
@@ -78,17 +83,30 @@ export function registerSessionHandlers(p: SessionParts): void {
     async (raw) => {
       const req = PutFileSchema.parse(raw);
       const path = slots.fileTarget(req.sandbox, req.path);
-      const r = await slots.onFileSandbox(req.sandbox, Failure.Files.Put, (host, sandboxId) => host.putFile({ sessionId: run.sessionId, sandboxId, key: `put-${uuid4()}`, path, contentBase64: req.contentBase64 }));
+      const r = await slots.onFileSandbox(req.sandbox, Failure.Files.Put, (host, sandboxId) =>
+        host.putFile({
+          sessionId: run.sessionId,
+          sandboxId,
+          key: `put-${uuid4()}`,
+          path,
+          contentBase64: req.contentBase64,
+        }),
+      );
       return { path, bytes: r.bytes };
     },
     {
       validator: (raw) => {
         const r = PutFileSchema.safeParse(raw);
-        if (!r.success) throw ApplicationFailure.nonRetryable(`invalid putFile: ${formatIssues(r.error)}`, Failure.Files.Invalid);
+        if (!r.success)
+          throw ApplicationFailure.nonRetryable(`invalid putFile: ${formatIssues(r.error)}`, Failure.Files.Invalid);
         assertOpen();
         slots.fileTarget(r.data.sandbox, r.data.path);
         const bytes = Math.floor((r.data.contentBase64.length * 3) / 4);
-        if (bytes > MAX_FILE_BYTES + 2) throw ApplicationFailure.nonRetryable(`file is about ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`, Failure.Files.TooLarge);
+        if (bytes > MAX_FILE_BYTES + 2)
+          throw ApplicationFailure.nonRetryable(
+            `file is about ${bytes} bytes; the limit is ${MAX_FILE_BYTES}`,
+            Failure.Files.TooLarge,
+          );
       },
     },
   );
@@ -98,13 +116,16 @@ export function registerSessionHandlers(p: SessionParts): void {
     async (raw) => {
       const req = GetFileSchema.parse(raw);
       const path = slots.fileTarget(req.sandbox, req.path);
-      const r = await slots.onFileSandbox(req.sandbox, Failure.Files.Get, (host, sandboxId) => host.getFile({ sessionId: run.sessionId, sandboxId, key: `get-${uuid4()}`, path }));
+      const r = await slots.onFileSandbox(req.sandbox, Failure.Files.Get, (host, sandboxId) =>
+        host.getFile({ sessionId: run.sessionId, sandboxId, key: `get-${uuid4()}`, path }),
+      );
       return { path, ...r };
     },
     {
       validator: (raw) => {
         const r = GetFileSchema.safeParse(raw);
-        if (!r.success) throw ApplicationFailure.nonRetryable(`invalid getFile: ${formatIssues(r.error)}`, Failure.Files.Invalid);
+        if (!r.success)
+          throw ApplicationFailure.nonRetryable(`invalid getFile: ${formatIssues(r.error)}`, Failure.Files.Invalid);
         assertOpen();
         slots.fileTarget(r.data.sandbox, r.data.path);
       },
@@ -127,19 +148,31 @@ export function registerSessionHandlers(p: SessionParts): void {
     {
       validator: (raw) => {
         const r = ReasonSchema.safeParse(raw ?? {});
-        if (!r.success) throw ApplicationFailure.nonRetryable(`invalid interrupt: ${formatIssues(r.error)}`, Failure.Session.InvalidMessage);
+        if (!r.success)
+          throw ApplicationFailure.nonRetryable(
+            `invalid interrupt: ${formatIssues(r.error)}`,
+            Failure.Session.InvalidMessage,
+          );
         assertOpen();
       },
     },
   );
 
-  setHandler(updateSessionUpdate, (raw) => ({ seq: run.append({ type: 'session_updated', ...SessionUpdateSchema.parse(raw) }).seq }), {
-    validator: (raw) => {
-      const r = SessionUpdateSchema.safeParse(raw);
-      if (!r.success) throw ApplicationFailure.nonRetryable(`invalid session update: ${formatIssues(r.error)}`, Failure.Session.InvalidMessage);
-      assertOpen();
+  setHandler(
+    updateSessionUpdate,
+    (raw) => ({ seq: run.append({ type: 'session_updated', ...SessionUpdateSchema.parse(raw) }).seq }),
+    {
+      validator: (raw) => {
+        const r = SessionUpdateSchema.safeParse(raw);
+        if (!r.success)
+          throw ApplicationFailure.nonRetryable(
+            `invalid session update: ${formatIssues(r.error)}`,
+            Failure.Session.InvalidMessage,
+          );
+        assertOpen();
+      },
     },
-  });
+  );
 
   setHandler(endSignal, (raw) => {
     if (run.endReason !== undefined) return;
@@ -150,7 +183,11 @@ export function registerSessionHandlers(p: SessionParts): void {
   setHandler(eventsQuery, (raw) => {
     const parsedArgs = EventsQueryArgsSchema.safeParse(raw ?? {});
     // A readable refusal (see READABLE_FAILURE_TYPES): a query's failure reaches a client as its message alone.
-    if (!parsedArgs.success) throw ApplicationFailure.nonRetryable(`invalid events query: ${formatIssues(parsedArgs.error)}`, Failure.Session.InvalidQuery);
+    if (!parsedArgs.success)
+      throw ApplicationFailure.nonRetryable(
+        `invalid events query: ${formatIssues(parsedArgs.error)}`,
+        Failure.Session.InvalidQuery,
+      );
     return run.eventsPage(parsedArgs.data);
   });
 

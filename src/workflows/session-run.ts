@@ -7,16 +7,32 @@ import { FULL_WINDOW, windowOf, type ContextWindow } from '../session/context-bu
 import type { Agent } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
 import { logEvent } from './visibility';
-import { MAX_CARRIED_MESSAGE_IDS, type Carry, type EventsPage, type EventsQueryArgs, type ParentRef, type SessionState, type UserMessage } from '../session/contract';
+import {
+  MAX_CARRIED_MESSAGE_IDS,
+  type Carry,
+  type EventsPage,
+  type EventsQueryArgs,
+  type ParentRef,
+  type SessionState,
+  type UserMessage,
+} from '../session/contract';
 import { Failure } from '../session/failure-types';
 
 /** An events query answers with at most about this many bytes of events, to stay well under payload limits. */
 const QUERY_PAGE_BYTES = 1024 * 1024;
 
-const zeroUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 });
+const zeroUsage = (): Usage => ({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadInputTokens: 0,
+  cacheCreationInputTokens: 0,
+});
 
 /** What the other parts of a run add to the Carry: sandboxes, MCP tools, the round in progress, children. */
-export type CarryParts = Omit<Carry, 'nextSeq' | 'run' | 'window' | 'usage' | 'recentMessageIds' | 'lastUserSeq' | 'handledThrough' | 'parent'>;
+export type CarryParts = Omit<
+  Carry,
+  'nextSeq' | 'run' | 'window' | 'usage' | 'recentMessageIds' | 'lastUserSeq' | 'handledThrough' | 'parent'
+>;
 
 /** What a turn ends with: back to waiting for input, or a handover to a new run that resumes at `round`. */
 export type TurnEnd = { kind: 'idle' } | { kind: 'handover'; round: number };
@@ -28,13 +44,22 @@ export type TurnEnd = { kind: 'idle' } | { kind: 'handover'; round: number };
  * - `handover`: seal and continue as new, between turns or (with `inTurn`) in the middle of one;
  * - `end`: the session ends with `reason`.
  */
-export type Step = { kind: 'wait' } | { kind: 'turn'; round: number } | { kind: 'handover'; inTurn?: { round: number } } | { kind: 'end'; reason: string };
+export type Step =
+  | { kind: 'wait' }
+  | { kind: 'turn'; round: number }
+  | { kind: 'handover'; inTurn?: { round: number } }
+  | { kind: 'end'; reason: string };
 
 /**
  * Where the loop stands: at its head; after an idle handover that did not happen (it waits next); after a wait;
  * after a turn that ended to hand over at `round`; after that handover did not happen (the turn goes on).
  */
-type Position = { at: 'head' } | { at: 'idle-handover' } | { at: 'waited' } | { at: 'turn-over'; round: number } | { at: 'turn-handover'; round: number };
+type Position =
+  | { at: 'head' }
+  | { at: 'idle-handover' }
+  | { at: 'waited' }
+  | { at: 'turn-over'; round: number }
+  | { at: 'turn-handover'; round: number };
 
 export class SessionRun {
   /** This run's events; event `seq` is events[seq - baseSeq]. */
@@ -161,7 +186,8 @@ export class SessionRun {
 
   /** The turn was cut by an interrupt or the end (its open calls are closed already). */
   turnCut(turn: { interruptReason?: string }): void {
-    if (this._endReason === undefined) this.append({ type: 'interrupted', reason: turn.interruptReason ?? 'interrupted' });
+    if (this._endReason === undefined)
+      this.append({ type: 'interrupted', reason: turn.interruptReason ?? 'interrupted' });
     this.markInputHandled();
   }
 
@@ -220,7 +246,8 @@ export class SessionRun {
       turn.scope.cancel();
       await condition(() => this.lastInterruptedSeq >= from || this.turn !== turn || this._endReason !== undefined);
       if (this.lastInterruptedSeq >= from) return { seq: this.lastInterruptedSeq, after: from };
-      if (this._endReason !== undefined) throw ApplicationFailure.nonRetryable('session has ended', Failure.Session.Ended);
+      if (this._endReason !== undefined)
+        throw ApplicationFailure.nonRetryable('session has ended', Failure.Session.Ended);
     }
     if (this.handover) {
       this.handover.interruptReason = reason;
@@ -305,7 +332,11 @@ export class SessionRun {
       const existing = this.seenMessageIds.get(msg.messageId);
       if (existing !== undefined) return existing;
     }
-    const event = this.append({ type: 'user_message', text: msg.text, ...(msg.messageId ? { messageId: msg.messageId } : {}) });
+    const event = this.append({
+      type: 'user_message',
+      text: msg.text,
+      ...(msg.messageId ? { messageId: msg.messageId } : {}),
+    });
     if (msg.messageId !== undefined) this.seenMessageIds.set(msg.messageId, event.seq);
     this._lastUserSeq = event.seq;
     return event.seq;
@@ -317,11 +348,14 @@ export class SessionRun {
     this.usage.cacheReadInputTokens += u.cacheReadInputTokens;
     this.usage.cacheCreationInputTokens += u.cacheCreationInputTokens;
     // State only (the status query's usage): no command depends on it, so replay is unchanged.
-    if (u.cacheCreation1hInputTokens) this.usage.cacheCreation1hInputTokens = (this.usage.cacheCreation1hInputTokens ?? 0) + u.cacheCreation1hInputTokens;
+    if (u.cacheCreation1hInputTokens)
+      this.usage.cacheCreation1hInputTokens =
+        (this.usage.cacheCreation1hInputTokens ?? 0) + u.cacheCreation1hInputTokens;
   }
 
   assertOpen(): void {
-    if (this._endReason !== undefined) throw ApplicationFailure.nonRetryable('session has ended', Failure.Session.Ended);
+    if (this._endReason !== undefined)
+      throw ApplicationFailure.nonRetryable('session has ended', Failure.Session.Ended);
   }
 
   /** True once session_ended is in the log: nothing more may be appended. */
@@ -331,14 +365,25 @@ export class SessionRun {
 
   /** Gives every listed tool_use an error result, so the conversation stays valid. */
   closeToolUses(ids: readonly string[], message: string): void {
-    for (const id of ids) this.append({ type: 'tool_result', toolUseId: id, output: message, isError: true, error: { kind: 'tool', message } });
+    for (const id of ids)
+      this.append({
+        type: 'tool_result',
+        toolUseId: id,
+        output: message,
+        isError: true,
+        error: { kind: 'tool', message },
+      });
   }
 
   /** Whether the run should continue as new before going on: its history is long or large. */
   shouldHandOver(): boolean {
     if (this.nextSeq() < this.handoverRetryAtSeq) return false;
     const info = workflowInfo();
-    return info.continueAsNewSuggested || info.historyLength >= this.limits.historyEvents || info.historySize >= this.limits.historyBytes;
+    return (
+      info.continueAsNewSuggested ||
+      info.historyLength >= this.limits.historyEvents ||
+      info.historySize >= this.limits.historyBytes
+    );
   }
 
   /** A page of this run's events from `args.from`, at most `args.limit` of them and about QUERY_PAGE_BYTES. */

@@ -15,6 +15,7 @@ import { ToolGate, carriedRound } from './approvals';
 import { Handoff } from './handoff';
 import { McpTools } from './mcp-tools';
 import { ModelCaller } from './model-caller';
+import { openRun } from './run-start';
 import { SandboxSlots } from './sandbox-slots';
 import { Sealing } from './sealing';
 import { registerSessionHandlers, visibleState } from './session-handlers';
@@ -29,11 +30,16 @@ import { WebTools } from './web-tools';
  * The session runs in a scope a cancellation request cannot cancel: a request (as when a parent session
  * cancels its child) ends the session like the `end` signal, so it still cleans up and seals its log.
  */
-export const sessionWorkflow: SessionWorkflow = (rawInput) => CancellationScope.nonCancellable(() => runSession(rawInput));
+export const sessionWorkflow: SessionWorkflow = (rawInput) =>
+  CancellationScope.nonCancellable(() => runSession(rawInput));
 
 async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const parsed = SessionInputSchema.safeParse(rawInput);
-  if (!parsed.success) throw ApplicationFailure.nonRetryable(`invalid session input: ${formatIssues(parsed.error)}`, Failure.Session.InvalidInput);
+  if (!parsed.success)
+    throw ApplicationFailure.nonRetryable(
+      `invalid session input: ${formatIssues(parsed.error)}`,
+      Failure.Session.InvalidInput,
+    );
   const input = parsed.data;
   const agent: Agent = AgentSchema.parse(input.agent);
   const { continued: carried, start } = input;
@@ -52,7 +58,8 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const handoff = new Handoff({ sessionId, append, slots, closed });
   const subagents = new Subagents({ sessionId, agent, append, usage: run.usage, handoff, carried, closed });
   const webTools = new WebTools(sessionId, agent);
-  const dispatch = new ToolDispatch({ run, tools, slots, mcpTools, webTools, subagents, handoff, archive: acts.archive });
+  const { archive } = acts;
+  const dispatch = new ToolDispatch({ run, tools, slots, mcpTools, webTools, subagents, handoff, archive });
   const gate = new ToolGate({
     agent,
     run,
@@ -60,26 +67,10 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     carried: start === 'continued' ? carriedRound(carried, tools) : undefined,
     awaitExternal: (id) => subagents.awaitResult(id, () => run.shouldHandOver()),
   });
-  const sealing = new Sealing({ agent, run, archive: acts.archive, slots, mcpTools, gate, handoff, subagents });
+  const sealing = new Sealing({ agent, run, archive, slots, mcpTools, gate, handoff, subagents });
 
   // Before any handler is registered: input that arrived with the start is delivered when its handler is set.
-  switch (start) {
-    case 'new':
-      append({ type: 'session_started', agent: agent as unknown as Record<string, unknown>, ...(parentRef ? { parent: parentRef } : {}) });
-      for (const s of input.lent ?? []) await handoff.receive(parentRef?.sessionId ?? 'unknown', s, parentRef?.sessionId);
-      break;
-    case 'forked':
-      append({ type: 'session_started', agent: agent as unknown as Record<string, unknown>, forkedFrom: input.forkedFrom });
-      run.closeToolUses(carried?.openToolUses ?? [], 'the session was forked before this tool finished');
-      break;
-    case 'woken':
-      append({ type: 'error', kind: 'session', message: `run ${run.run - 1} of this session stopped without handing over; it was woken as run ${run.run}` });
-      run.closeToolUses(carried?.openToolUses ?? [], 'the run stopped before this tool finished');
-      break;
-    case 'continued':
-      break;
-  }
-  if (input.message) run.acceptUserMessage(input.message);
+  await openRun({ input, agent, run, handoff });
   // Histories recorded before the search attributes existed carry no upserts.
   if (patched('search-attributes')) {
     const firstUserText = () => (start === 'new' ? run.events.find((e) => e.type === 'user_message')?.text : undefined);
@@ -87,13 +78,17 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   }
   registerSessionHandlers({ agent, run, slots, gate, handoff, subagents, carry: (inTurn) => sealing.carry(inTurn) });
   // Built after the handlers: ModelCaller asks patched('model-local-activity') as it is built, in history's order.
-  const turn = new Turn({ agent, run, tools, mcpTools, model: new ModelCaller(agent, acts, run, toolSpecs), gate, subagents, sealing });
+  const model = new ModelCaller(agent, acts, run, toolSpecs);
+  const turn = new Turn({ agent, run, tools, mcpTools, model, gate, subagents, sealing });
 
   if (agent.provision === 'eager' && (start === 'new' || start === 'forked')) await slots.provisionAll();
   // A woken run gives up on the children its dead run waited for; their calls may have begun in an earlier run.
   if (start === 'woken') {
     const closedAlready = new Set(carried?.openToolUses ?? []);
-    run.closeToolUses((await subagents.cancelRunning()).filter((id) => !closedAlready.has(id)), 'the run stopped before this tool finished');
+    run.closeToolUses(
+      (await subagents.cancelRunning()).filter((id) => !closedAlready.has(id)),
+      'the run stopped before this tool finished',
+    );
     // A child whose run stopped mid-task does not pick the task up again: it ends and reports an error.
     if (parentRef) run.endNow('its run stopped before it answered');
   }

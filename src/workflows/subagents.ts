@@ -34,14 +34,20 @@ import { capOutput, toolError, type ToolOutcome } from '../tools/kind';
 
 const MAX_SESSION_ID = 200;
 
-export const zeroUsage = (): Usage => ({ inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 });
+export const zeroUsage = (): Usage => ({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadInputTokens: 0,
+  cacheCreationInputTokens: 0,
+});
 
 export function addUsage(into: Usage, more: Usage): void {
   into.inputTokens += more.inputTokens;
   into.outputTokens += more.outputTokens;
   into.cacheReadInputTokens += more.cacheReadInputTokens;
   into.cacheCreationInputTokens += more.cacheCreationInputTokens;
-  if (more.cacheCreation1hInputTokens) into.cacheCreation1hInputTokens = (into.cacheCreation1hInputTokens ?? 0) + more.cacheCreation1hInputTokens;
+  if (more.cacheCreation1hInputTokens)
+    into.cacheCreation1hInputTokens = (into.cacheCreation1hInputTokens ?? 0) + more.cacheCreation1hInputTokens;
 }
 
 /** 32-bit FNV-1a, as hex: a short stable tag for ids too long to repeat whole. */
@@ -76,7 +82,8 @@ export function childAnswer(events: readonly SessionEvent[], endReason: string):
         .trim();
       return { output: capOutput(text || '(the sub-agent answered with no text)'), isError: false };
     }
-    if (e.type === 'error') return { output: `the sub-agent stopped with an error (${e.kind}): ${e.message}`, isError: true };
+    if (e.type === 'error')
+      return { output: `the sub-agent stopped with an error (${e.kind}): ${e.message}`, isError: true };
     if (e.type === 'interrupted') return { output: `the sub-agent was interrupted: ${e.reason}`, isError: true };
     if (e.type === 'user_message' || e.type === 'session_started') break;
   }
@@ -103,7 +110,10 @@ export class Subagents {
   private readonly fromChildren: Usage;
   /** Children started by this run, whose close this run sees; others were carried over from an earlier run. */
   private readonly watched = new Set<string>();
-  private readonly checks = proxyActivities<SubagentActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 3, initialInterval: 1000 } });
+  private readonly checks = proxyActivities<SubagentActivities>({
+    startToCloseTimeout: '1 minute',
+    retry: { maximumAttempts: 3, initialInterval: 1000 },
+  });
 
   constructor(private readonly ctx: SubagentContext) {
     this.running = new Map<string, SubagentRef>((ctx.carried?.subagents ?? []).map((r) => [r.toolUseId, { ...r }]));
@@ -135,22 +145,31 @@ export class Subagents {
         if (isCancellation(err)) throw err;
         return [];
       });
-      if (closed.includes(ref.sessionId)) await this.onChildClosed(ref.toolUseId, ref.sessionId, 'its session closed without a report');
+      if (closed.includes(ref.sessionId))
+        await this.onChildClosed(ref.toolUseId, ref.sessionId, 'its session closed without a report');
     }
   }
 
   private async start(use: { id: string; input: unknown }): Promise<void> {
     const { ctx } = this;
-    const refuse = (message: string, kind: 'tool' | 'infra' = 'tool') => void this.refused.set(use.id, toolError(message, kind));
+    const refuse = (message: string, kind: 'tool' | 'infra' = 'tool') =>
+      void this.refused.set(use.id, toolError(message, kind));
     const input = SpawnAgentInputSchema.safeParse(use.input ?? {});
     if (!input.success) return refuse(`invalid input for spawn_agent: ${formatIssues(input.error)}`);
     const { task, agent: name, sandboxes: lend = [] } = input.data;
     const declared = Object.keys(ctx.agent.subagents);
-    if (name !== undefined && !declared.includes(name)) return refuse(`no sub-agent named ${name}; this agent declares ${declared.length ? declared.join(', ') : 'none'}`);
+    if (name !== undefined && !declared.includes(name))
+      return refuse(
+        `no sub-agent named ${name}; this agent declares ${declared.length ? declared.join(', ') : 'none'}`,
+      );
     const child = AgentSchema.safeParse(childAgentInput(ctx.agent, name));
-    if (!child.success) return refuse(`sub-agent ${name ?? '(default)'} is not a valid agent: ${formatIssues(child.error)}`);
+    if (!child.success)
+      return refuse(`sub-agent ${name ?? '(default)'} is not a valid agent: ${formatIssues(child.error)}`);
     const missing = lend.filter((n) => !(n in child.data.sandboxes));
-    if (missing.length) return refuse(`the sub-agent declares no sandbox named ${missing.join(', ')}, so it could not use what you lend it`);
+    if (missing.length)
+      return refuse(
+        `the sub-agent declares no sandbox named ${missing.join(', ')}, so it could not use what you lend it`,
+      );
     const childId = childSessionId(ctx.sessionId, use.id);
     let lent: HandedSandbox[] = [];
     let slots;
@@ -161,7 +180,12 @@ export class Subagents {
       if (err instanceof HandoffError) return refuse(`could not lend sandboxes: ${err.message}`);
       throw err;
     }
-    const args: SessionInput = { agent: child.data, message: { text: task }, parent: { sessionId: ctx.sessionId, toolUseId: use.id }, ...(lent.length ? { lent } : {}) };
+    const args: SessionInput = {
+      agent: child.data,
+      message: { text: task },
+      parent: { sessionId: ctx.sessionId, toolUseId: use.id },
+      ...(lent.length ? { lent } : {}),
+    };
     const taskQueue = name !== undefined ? ctx.agent.subagents[name].taskQueue : undefined;
     let handle;
     try {
@@ -176,7 +200,12 @@ export class Subagents {
       await ctx.handoff.undo(slots, childId);
       return refuse(`could not start the sub-agent: ${failureMessage(err)}`, 'infra');
     }
-    ctx.append({ type: 'subagent_started', sessionId: childId, toolUseId: use.id, ...(name !== undefined ? { agent: name } : {}) });
+    ctx.append({
+      type: 'subagent_started',
+      sessionId: childId,
+      toolUseId: use.id,
+      ...(name !== undefined ? { agent: name } : {}),
+    });
     for (const slot of slots) ctx.handoff.markHandedOff(slot, childId);
     this.running.set(use.id, { toolUseId: use.id, sessionId: childId, lent: slots.map((s) => s.name) });
     this.watched.add(use.id);
@@ -244,7 +273,13 @@ export class Subagents {
     }
     addUsage(ctx.usage, report.usage);
     addUsage(this.fromChildren, report.usage);
-    ctx.append({ type: 'subagent_finished', sessionId: report.sessionId, toolUseId: report.toolUseId, isError: report.isError, usage: report.usage });
+    ctx.append({
+      type: 'subagent_finished',
+      sessionId: report.sessionId,
+      toolUseId: report.toolUseId,
+      isError: report.isError,
+      usage: report.usage,
+    });
     for (const s of report.returned) await ctx.handoff.receive(report.sessionId, s);
     ctx.handoff.forgetHeldBy(report.sessionId, `session ${report.sessionId} ended without handing it back`);
     const ref = this.running.get(report.toolUseId);
@@ -260,7 +295,9 @@ export class Subagents {
       if (ref.result) continue;
       await getExternalWorkflowHandle(ref.sessionId)
         .cancel()
-        .catch((err) => log.warn('could not cancel a sub-agent', { sessionId: ref.sessionId, error: failureMessage(err) }));
+        .catch((err) =>
+          log.warn('could not cancel a sub-agent', { sessionId: ref.sessionId, error: failureMessage(err) }),
+        );
     }
     return ids;
   }
@@ -274,14 +311,25 @@ export class Subagents {
   }
 
   status() {
-    return { running: [...this.running.values()].filter((r) => !r.result).map((r) => ({ sessionId: r.sessionId, toolUseId: r.toolUseId })), usage: { ...this.fromChildren } };
+    return {
+      running: [...this.running.values()]
+        .filter((r) => !r.result)
+        .map((r) => ({ sessionId: r.sessionId, toolUseId: r.toolUseId })),
+      usage: { ...this.fromChildren },
+    };
   }
 }
 
 /** A child session's last act: its answer, usage and the lent sandboxes, to the parent's current run. */
-export async function reportToParent(parent: ParentRef, report: { sessionId: string; output: string; isError: boolean; usage: Usage; returned: HandedSandbox[] }): Promise<string | undefined> {
+export async function reportToParent(
+  parent: ParentRef,
+  report: { sessionId: string; output: string; isError: boolean; usage: Usage; returned: HandedSandbox[] },
+): Promise<string | undefined> {
   try {
-    await getExternalWorkflowHandle(parent.sessionId).signal(subagentFinishedSignal, { ...report, toolUseId: parent.toolUseId });
+    await getExternalWorkflowHandle(parent.sessionId).signal(subagentFinishedSignal, {
+      ...report,
+      toolUseId: parent.toolUseId,
+    });
     return undefined;
   } catch (err) {
     if (isCancellation(err)) throw err;

@@ -38,7 +38,9 @@ export class Turn {
     } catch (err) {
       if (!isCancellation(err)) throw err;
       // Children of the cut turn are cancelled; their calls may have begun in an earlier run.
-      await sealing.closeOpenCalls(run.endReason !== undefined ? 'session ended before the tool finished' : 'interrupted before the tool finished');
+      await sealing.closeOpenCalls(
+        run.endReason !== undefined ? 'session ended before the tool finished' : 'interrupted before the tool finished',
+      );
       run.turnCut(turn);
     }
     run.finishTurn(end);
@@ -54,7 +56,11 @@ export class Turn {
     for (let round = startRound; ; round++) {
       run.enterRound(round);
       if (round >= limits.maxToolRoundsPerTurn) {
-        run.append({ type: 'error', kind: 'limit', message: `stopped after ${round} tool rounds in one turn (limits.maxToolRoundsPerTurn)` });
+        run.append({
+          type: 'error',
+          kind: 'limit',
+          message: `stopped after ${round} tool rounds in one turn (limits.maxToolRoundsPerTurn)`,
+        });
         return { kind: 'idle' };
       }
       // Between two model calls of a long tool loop is a safe place to hand over.
@@ -74,7 +80,13 @@ export class Turn {
         throw err;
       }
       run.addUsage(reply.usage);
-      run.append({ type: 'assistant_message', content: reply.content, stopReason: reply.stopReason, usage: reply.usage, throughSeq });
+      run.append({
+        type: 'assistant_message',
+        content: reply.content,
+        stopReason: reply.stopReason,
+        usage: reply.usage,
+        throughSeq,
+      });
 
       const toolUses = reply.content.filter((b) => b.type === 'tool_use') as unknown as ToolUse[];
       if (toolUses.length === 0) {

@@ -1,7 +1,12 @@
 // Keeps a session's search attributes and memo current, so the Web UI can find it by state, agent and model.
 import type { SearchAttributePair } from '@temporalio/common';
 import { condition, log, proxySinks, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { FIRST_MESSAGE_MEMO, SESSION_STATE_KEY, firstMessageMemo, sessionSearchAttributes } from '../session/search-attributes';
+import {
+  FIRST_MESSAGE_MEMO,
+  SESSION_STATE_KEY,
+  firstMessageMemo,
+  sessionSearchAttributes,
+} from '../session/search-attributes';
 import type { SessionEvent } from '../session/events';
 import type { SessionState } from '../session/contract';
 import type { SessionLogSinks } from '../session/log-push';
@@ -12,7 +17,11 @@ const { sessionLog } = proxySinks<SessionLogSinks>();
  * Sets the agent's name and model (and the state) where the start did not, then upserts the state each time
  * it changes, and the first user message into the memo if the start did not carry it. Runs for the whole run.
  */
-export function trackVisibility(agent: { name: string; model: string }, state: () => SessionState, firstUserText: () => string | undefined): void {
+export function trackVisibility(
+  agent: { name: string; model: string },
+  state: () => SessionState,
+  firstUserText: () => string | undefined,
+): void {
   const info = workflowInfo();
   const current = info.typedSearchAttributes;
   const missing = sessionSearchAttributes(agent, state()).filter((p) => current.get(p.key as never) !== p.value);
@@ -42,9 +51,18 @@ export function logEvent(event: SessionEvent): void {
   // To the worker, which pushes each task's events to the API's feeds (src/session/log-push.ts). Not on replay,
   // where those events were pushed when they were first appended (and a replay worker has no such sink).
   if (!workflowInfo().unsafe.isReplaying) sessionLog.appended(event);
-  const fields: Record<string, unknown> = { sessionId: workflowInfo().workflowId, seq: event.seq, eventType: event.type };
+  const fields: Record<string, unknown> = {
+    sessionId: workflowInfo().workflowId,
+    seq: event.seq,
+    eventType: event.type,
+  };
   if (event.type === 'tool_result' && event.error) {
-    log.warn(`tool error (${event.error.kind})`, { ...fields, toolUseId: event.toolUseId, errorKind: event.error.kind, ...(event.error.kind === 'tool' ? {} : { error: event.error.message.slice(0, 300) }) });
+    log.warn(`tool error (${event.error.kind})`, {
+      ...fields,
+      toolUseId: event.toolUseId,
+      errorKind: event.error.kind,
+      ...(event.error.kind === 'tool' ? {} : { error: event.error.message.slice(0, 300) }),
+    });
   } else if (event.type === 'error') {
     log.warn(`session error (${event.kind})`, { ...fields, errorKind: event.kind, error: event.message.slice(0, 300) });
   } else {

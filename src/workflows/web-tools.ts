@@ -29,11 +29,16 @@ export class WebTools {
     return this.fetch(use, config);
   }
 
-  private async fetch(use: { id: string; name: string; input: unknown }, config: NonNullable<Agent['webFetch']>): Promise<ToolOutcome> {
+  private async fetch(
+    use: { id: string; name: string; input: unknown },
+    config: NonNullable<Agent['webFetch']>,
+  ): Promise<ToolOutcome> {
     const parsed = WebFetchInputSchema.safeParse(use.input ?? {});
     if (!parsed.success) return toolError(invalidInput(use.name, parsed.error));
     try {
-      const r = await web.webFetch.executeWithOptions({ summary: `web_fetch: ${parsed.data.url.slice(0, 70)}` }, [{ sessionId: this.sessionId, toolUseId: use.id, url: parsed.data.url, config }]);
+      const r = await web.webFetch.executeWithOptions({ summary: `web_fetch: ${parsed.data.url.slice(0, 70)}` }, [
+        { sessionId: this.sessionId, toolUseId: use.id, url: parsed.data.url, config },
+      ]);
       return r.isError ? { ...r, error: { kind: 'tool', message: r.output.slice(0, 500) } } : r;
     } catch (err) {
       if (isCancellation(err)) throw err;

@@ -43,7 +43,11 @@ const env = (networking: ApiEnvironment['config']['networking']): ApiEnvironment
   created_at: '',
   updated_at: '',
   archived_at: null,
-  config: { type: 'cloud', networking, packages: { type: 'packages', apt: [], cargo: [], gem: [], go: [], npm: [], pip: [] } },
+  config: {
+    type: 'cloud',
+    networking,
+    packages: { type: 'packages', apt: [], cargo: [], gem: [], go: [], npm: [], pip: [] },
+  },
 });
 const noNetwork = env({ type: 'limited', allowed_hosts: [], allow_mcp_servers: false, allow_package_managers: false });
 
@@ -51,15 +55,43 @@ const SHELL = { name: 'bash', tool: 'shell', sandbox: 'main' };
 
 it("maps the toolset's tools onto their kinds under the toolset's names, bash onto the persistent shell, with always_ask as a policy", () => {
   const a = agentFileFor(agent([toolset({ bash: { permission_policy: policy('always_ask') } })]), noNetwork);
-  expect(a).toMatchObject({ name: 'coder', model: 'claude-sonnet-5-5', system: 'Be careful.', tools: [SHELL, 'edit', 'read', 'write', 'glob', 'grep'], policies: { bash: 'always_ask' } });
+  expect(a).toMatchObject({
+    name: 'coder',
+    model: 'claude-sonnet-5-5',
+    system: 'Be careful.',
+    tools: [SHELL, 'edit', 'read', 'write', 'glob', 'grep'],
+    policies: { bash: 'always_ask' },
+  });
   expect(a.sandboxes.main.network).toBe('none');
 });
 
 it('offers only the enabled tools, each with its own policy', () => {
-  const a = agentFileFor(agent([toolset({ bash: { enabled: false }, glob: { enabled: false }, grep: { enabled: false }, write: { permission_policy: policy('always_ask') }, edit: { permission_policy: policy('always_ask') } })]), noNetwork);
+  const a = agentFileFor(
+    agent([
+      toolset({
+        bash: { enabled: false },
+        glob: { enabled: false },
+        grep: { enabled: false },
+        write: { permission_policy: policy('always_ask') },
+        edit: { permission_policy: policy('always_ask') },
+      }),
+    ]),
+    noNetwork,
+  );
   expect(a.tools).toEqual(['edit', 'read', 'write']);
   expect(a.policies).toEqual({ edit: 'always_ask', write: 'always_ask' });
-  const shellOnly = agentFileFor(agent([toolset({ edit: { enabled: false }, read: { enabled: false }, write: { enabled: false }, glob: { enabled: false }, grep: { enabled: false } })]), noNetwork);
+  const shellOnly = agentFileFor(
+    agent([
+      toolset({
+        edit: { enabled: false },
+        read: { enabled: false },
+        write: { enabled: false },
+        glob: { enabled: false },
+        grep: { enabled: false },
+      }),
+    ]),
+    noNetwork,
+  );
   expect(shellOnly.tools).toEqual([SHELL]);
   expect(shellOnly.policies).toEqual({});
 });
@@ -68,7 +100,12 @@ it('maps MCP toolsets to HTTP servers, custom tools to client tools, and unrestr
   const a = agentFileFor(
     agent(
       [
-        { type: 'mcp_toolset', mcp_server_name: 'tracker', default_config: { enabled: true, permission_policy: policy('always_ask') }, configs: [{ name: 'list', enabled: true, permission_policy: policy('always_allow') }] },
+        {
+          type: 'mcp_toolset',
+          mcp_server_name: 'tracker',
+          default_config: { enabled: true, permission_policy: policy('always_ask') },
+          configs: [{ name: 'list', enabled: true, permission_policy: policy('always_allow') }],
+        },
         { type: 'custom', name: 'ask_user', description: 'Ask', input_schema: { type: 'object' } },
       ],
       [{ type: 'url', name: 'tracker', url: 'http://127.0.0.1:9000/mcp' }],
@@ -80,22 +117,52 @@ it('maps MCP toolsets to HTTP servers, custom tools to client tools, and unrestr
   expect(a.mcpServers.tracker).toMatchObject({ transport: 'http', url: 'http://127.0.0.1:9000/mcp', tenant: true });
   // The toolset's default covers the tools the server lists later; a configured tool has its own policy.
   expect(a.policies).toEqual({ 'mcp__tracker__*': 'always_ask', mcp__tracker__list: 'always_allow' });
-  expect(a.clientTools).toEqual([{ name: 'ask_user', description: 'Ask', input_schema: { type: 'object', properties: {} } }]);
+  expect(a.clientTools).toEqual([
+    { name: 'ask_user', description: 'Ask', input_schema: { type: 'object', properties: {} } },
+  ]);
   expect(a.sandboxes.main.network).toBe('bridge');
 });
 
 it("binds each MCP server to the session's vaults, by id, when the session has some", () => {
-  const tools = [{ type: 'mcp_toolset' as const, mcp_server_name: 'tracker', default_config: { enabled: true, permission_policy: policy('always_ask') }, configs: [] }];
+  const tools = [
+    {
+      type: 'mcp_toolset' as const,
+      mcp_server_name: 'tracker',
+      default_config: { enabled: true, permission_policy: policy('always_ask') },
+      configs: [],
+    },
+  ];
   const servers = [{ type: 'url' as const, name: 'tracker', url: 'http://127.0.0.1:9000/mcp' }];
-  const bound = agentFileFor(agent(tools, servers), noNetwork, { workspaceId: 'wrkspc_a', vaultIds: ['vlt_1', 'vlt_2'] });
-  expect(bound.mcpServers.tracker).toMatchObject({ url: 'http://127.0.0.1:9000/mcp', apiVaults: { workspaceId: 'wrkspc_a', vaultIds: ['vlt_1', 'vlt_2'] } });
+  const bound = agentFileFor(agent(tools, servers), noNetwork, {
+    workspaceId: 'wrkspc_a',
+    vaultIds: ['vlt_1', 'vlt_2'],
+  });
+  expect(bound.mcpServers.tracker).toMatchObject({
+    url: 'http://127.0.0.1:9000/mcp',
+    apiVaults: { workspaceId: 'wrkspc_a', vaultIds: ['vlt_1', 'vlt_2'] },
+  });
   expect(bound.mcpServers.tracker).not.toHaveProperty('credential');
-  expect(agentFileFor(agent(tools, servers), noNetwork, { workspaceId: 'wrkspc_a', vaultIds: [] }).mcpServers.tracker).not.toHaveProperty('apiVaults');
+  expect(
+    agentFileFor(agent(tools, servers), noNetwork, { workspaceId: 'wrkspc_a', vaultIds: [] }).mcpServers.tracker,
+  ).not.toHaveProperty('apiVaults');
 });
 
 it('refuses, with a 400, what the agent file cannot hold yet', () => {
   expect(() =>
-    agentFileFor(agent([{ type: 'mcp_toolset', mcp_server_name: 'a__b', default_config: { enabled: true, permission_policy: policy('always_ask') }, configs: [] }], [{ type: 'url', name: 'a__b', url: 'http://h/mcp' }]), noNetwork),
+    agentFileFor(
+      agent(
+        [
+          {
+            type: 'mcp_toolset',
+            mcp_server_name: 'a__b',
+            default_config: { enabled: true, permission_policy: policy('always_ask') },
+            configs: [],
+          },
+        ],
+        [{ type: 'url', name: 'a__b', url: 'http://h/mcp' }],
+      ),
+      noNetwork,
+    ),
   ).toThrow(/a__b cannot run here yet/);
 });
 

@@ -22,25 +22,53 @@ describe.each(STORAGES)('agents on %s', (storage) => {
       tools: [
         { type: 'agent_toolset_20260401', configs: [{ name: 'bash', permission_policy: { type: 'always_ask' } }] },
         { type: 'mcp_toolset', mcp_server_name: 'tracker' },
-        { type: 'custom', name: 'ask_user', description: 'Ask the user', input_schema: { type: 'object', properties: { q: { type: 'string' } } } },
+        {
+          type: 'custom',
+          name: 'ask_user',
+          description: 'Ask the user',
+          input_schema: { type: 'object', properties: { q: { type: 'string' } } },
+        },
       ],
       mcp_servers: [{ type: 'url', name: 'tracker', url: 'http://127.0.0.1:9000/mcp' }],
       metadata: { team: 'a' },
     });
-    expect(agent).toMatchObject({ type: 'agent', name: 'coder', version: 1, model: { id: 'claude-sonnet-5-5' }, system: 'You are careful.', archived_at: null, metadata: { team: 'a' } });
+    expect(agent).toMatchObject({
+      type: 'agent',
+      name: 'coder',
+      version: 1,
+      model: { id: 'claude-sonnet-5-5' },
+      system: 'You are careful.',
+      archived_at: null,
+      metadata: { team: 'a' },
+    });
     expect(agent.id).toMatch(/^agent_/);
     const toolset = agent.tools.find((t) => t.type === 'agent_toolset_20260401');
     expect(toolset).toMatchObject({ default_config: { enabled: true, permission_policy: { type: 'always_allow' } } });
     const configs = toolset && 'configs' in toolset ? toolset.configs : [];
-    expect(configs.map((c) => c.name)).toEqual(['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search']);
+    expect(configs.map((c) => c.name)).toEqual([
+      'bash',
+      'edit',
+      'read',
+      'write',
+      'glob',
+      'grep',
+      'web_fetch',
+      'web_search',
+    ]);
     expect(configs.find((c) => c.name === 'bash')?.permission_policy).toEqual({ type: 'always_ask' });
-    expect(agent.tools.find((t) => t.type === 'mcp_toolset')).toMatchObject({ default_config: { enabled: true, permission_policy: { type: 'always_ask' } } });
+    expect(agent.tools.find((t) => t.type === 'mcp_toolset')).toMatchObject({
+      default_config: { enabled: true, permission_policy: { type: 'always_ask' } },
+    });
   });
 
   it('keeps every version: update bumps it, retrieve reads any, versions.list pages newest first', async () => {
     const a = await client.beta.agents.create({ name: 'v', model: 'claude-haiku-5-5' });
     const b = await client.beta.agents.update(a.id, { version: 1, system: 'second' });
-    const c = await client.beta.agents.update(a.id, { version: 2, model: { id: 'claude-opus-5-5', effort: 'high' }, metadata: { k: 'v' } });
+    const c = await client.beta.agents.update(a.id, {
+      version: 2,
+      model: { id: 'claude-opus-5-5', effort: 'high' },
+      metadata: { k: 'v' },
+    });
     expect([b.version, c.version]).toEqual([2, 3]);
     expect(c.model).toEqual({ id: 'claude-opus-5-5', effort: { type: 'high' } });
     expect((await client.beta.agents.retrieve(a.id, { version: 1 })).system).toBeNull();
@@ -60,18 +88,24 @@ describe.each(STORAGES)('agents on %s', (storage) => {
     const a = await client.beta.agents.create({ name: 'race', model: 'claude-haiku-5-5' });
     await client.beta.agents.update(a.id, { version: 1, description: 'first writer' });
     const retrying = new Anthropic({ apiKey: await api.key(), baseURL: api.url, maxRetries: 2 });
-    const err = await retrying.beta.agents.update(a.id, { version: 1, description: 'second writer' }).catch((e: unknown) => e);
+    const err = await retrying.beta.agents
+      .update(a.id, { version: 1, description: 'second writer' })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.ConflictError);
     const conflict = err as InstanceType<typeof Anthropic.ConflictError>;
     expect(conflict.headers.get('x-should-retry')).toBe('false');
-    expect(conflict.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('version 1 is stale') } });
+    expect(conflict.error).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringContaining('version 1 is stale') },
+    });
     expect((await client.beta.agents.retrieve(a.id)).description).toBe('first writer');
   });
 
   it('lists with cursors, hides archived agents unless asked, and archives for good', async () => {
     const ws = await api.client('list');
     const made = [];
-    for (let i = 0; i < 5; i++) made.push((await ws.beta.agents.create({ name: `a${i}`, model: 'claude-haiku-5-5' })).id);
+    for (let i = 0; i < 5; i++)
+      made.push((await ws.beta.agents.create({ name: `a${i}`, model: 'claude-haiku-5-5' })).id);
     const first = await ws.beta.agents.list({ limit: 2 });
     expect(first.data.map((a) => a.name)).toEqual(['a4', 'a3']);
     const all = [];
@@ -93,18 +127,38 @@ describe.each(STORAGES)('agents on %s', (storage) => {
     const cases: [unknown, RegExp][] = [
       [{ name: '', model: 'claude-haiku-5-5' }, /name/],
       [{ name: 'x' }, /model/],
-      [{ name: 'x', model: 'm', tools: [{ type: 'mcp_toolset', mcp_server_name: 'nope' }] }, /tools\.0\.mcp_server_name/],
-      [{ name: 'x', model: 'm', mcp_servers: [{ type: 'url', name: 's', url: 'http://h/mcp' }] }, /mcp_servers\.0.*not used/],
-      [{ name: 'x', model: 'm', tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'auto' } } }] }, /permission_policy.*auto is not supported/],
+      [
+        { name: 'x', model: 'm', tools: [{ type: 'mcp_toolset', mcp_server_name: 'nope' }] },
+        /tools\.0\.mcp_server_name/,
+      ],
+      [
+        { name: 'x', model: 'm', mcp_servers: [{ type: 'url', name: 's', url: 'http://h/mcp' }] },
+        /mcp_servers\.0.*not used/,
+      ],
+      [
+        {
+          name: 'x',
+          model: 'm',
+          tools: [{ type: 'agent_toolset_20260401', default_config: { permission_policy: { type: 'auto' } } }],
+        },
+        /permission_policy.*auto is not supported/,
+      ],
       [{ name: 'x', model: 'm', skills: [{ type: 'anthropic', skill_id: 'pdf' }] }, /skills are not supported/],
-      [{ name: 'x', model: 'm', metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }, /metadata/],
+      [
+        { name: 'x', model: 'm', metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) },
+        /metadata/,
+      ],
       [{ name: 'x', model: 'm', colour: 'blue' }, /colour/],
     ];
     for (const [body, message] of cases) {
       const err = await ws.beta.agents.create(body as Anthropic.Beta.AgentCreateParams).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(Anthropic.BadRequestError);
       const e = err as InstanceType<typeof Anthropic.BadRequestError>;
-      expect(e.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' }, request_id: expect.stringMatching(/^req_/) });
+      expect(e.error).toMatchObject({
+        type: 'error',
+        error: { type: 'invalid_request_error' },
+        request_id: expect.stringMatching(/^req_/),
+      });
       expect((e.error as { error: { message: string } }).error.message).toMatch(message);
     }
     expect((await ws.beta.agents.list()).data).toEqual([]);

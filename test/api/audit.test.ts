@@ -27,7 +27,8 @@ afterAll(async () => {
   fs.rmSync(dataDir, { recursive: true, force: true });
 });
 
-const cli = (args: string[]) => runAgents(h.env.address, args, { DATABASE_URL: api.databaseUrl!, DATA_DIR: dataDir, KEY_FILES: 'off' });
+const cli = (args: string[]) =>
+  runAgents(h.env.address, args, { DATABASE_URL: api.databaseUrl!, DATA_DIR: dataDir, KEY_FILES: 'off' });
 
 it('records who created, updated, archived and deleted what, for every resource, and never a secret', async () => {
   const { key, id: keyId, workspace_id } = await createApiKey(api.db!, 'team-a');
@@ -38,8 +39,13 @@ it('records who created, updated, archived and deleted what, for every resource,
   const env = await client.beta.environments.create({ name: 'audit-env' });
   await client.beta.environments.update(env.id, { description: 'd' });
   const vault = await client.beta.vaults.create({ display_name: 'v' });
-  const cred = await client.beta.vaults.credentials.create(vault.id, { auth: { type: 'static_bearer', mcp_server_url: 'https://mcp.example.com/mcp', token: TOKEN } });
-  await client.beta.vaults.credentials.update(cred.id, { vault_id: vault.id, auth: { type: 'static_bearer', token: `${TOKEN}-2` } });
+  const cred = await client.beta.vaults.credentials.create(vault.id, {
+    auth: { type: 'static_bearer', mcp_server_url: 'https://mcp.example.com/mcp', token: TOKEN },
+  });
+  await client.beta.vaults.credentials.update(cred.id, {
+    vault_id: vault.id,
+    auth: { type: 'static_bearer', token: `${TOKEN}-2` },
+  });
   await client.beta.vaults.credentials.archive(cred.id, { vault_id: vault.id });
   const session = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, title: 'audited' });
   await client.beta.sessions.update(session.id, { title: 'renamed' });
@@ -49,7 +55,9 @@ it('records who created, updated, archived and deleted what, for every resource,
   await client.beta.agents.archive(agent.id);
   await client.beta.vaults.delete(vault.id);
   // Refused requests change nothing and leave no record.
-  await expect(client.beta.agents.update(agent.id, { version: agent.version, system: 'x' })).rejects.toBeInstanceOf(Anthropic.APIError);
+  await expect(client.beta.agents.update(agent.id, { version: agent.version, system: 'x' })).rejects.toBeInstanceOf(
+    Anthropic.APIError,
+  );
   await expect(client.beta.environments.create({ name: 'audit-env' })).rejects.toBeInstanceOf(Anthropic.APIError);
   // Another workspace's changes are its own.
   const other = new Anthropic({ apiKey: await api.key('team-b'), baseURL: api.url, maxRetries: 0 });
@@ -84,13 +92,19 @@ it('records who created, updated, archived and deleted what, for every resource,
   const all = JSON.stringify(await api.db!.query('select * from audit_log'));
   expect(all).not.toContain(TOKEN);
   expect(all).not.toContain(key);
-  expect((await listAudit(api.db!, { workspace: 'team-b', limit: 100 })).map((r) => r.resource_type)).toEqual(['api_key', 'agent']);
+  expect((await listAudit(api.db!, { workspace: 'team-b', limit: 100 })).map((r) => r.resource_type)).toEqual([
+    'api_key',
+    'agent',
+  ]);
 });
 
 it('shows the trail with agents audit: tab-separated lines, or one JSON object per line with --json, per workspace and limited', async () => {
   const json = await cli(['audit', '--workspace', 'team-a', '--json']);
   expect(json.code).toBe(0);
-  const lines = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as AuditRecord);
+  const lines = json.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as AuditRecord);
   expect(lines).toEqual(await listAudit(api.db!, { workspace: 'team-a', limit: 100 }));
   expect(lines.every((l) => l.workspace === 'team-a')).toBe(true);
 
@@ -98,13 +112,22 @@ it('shows the trail with agents audit: tab-separated lines, or one JSON object p
   expect(two.code).toBe(0);
   const rows = two.stdout.trim().split('\n');
   expect(rows).toHaveLength(2);
-  expect(rows[1].split('\t').slice(1, 6)).toEqual(['team-a', lines[lines.length - 1].api_key_id, 'deleted', 'vault', lines[lines.length - 1].resource_id]);
+  expect(rows[1].split('\t').slice(1, 6)).toEqual([
+    'team-a',
+    lines[lines.length - 1].api_key_id,
+    'deleted',
+    'vault',
+    lines[lines.length - 1].resource_id,
+  ]);
 
   // The operator's own key commands are on the trail too, with no key id.
   const made = await cli(['api-keys', 'create', '--workspace', 'team-b', '--json']);
   const { id } = JSON.parse(made.stdout) as { id: string };
   expect((await cli(['api-keys', 'revoke', id])).code).toBe(0);
-  const b = (await cli(['audit', '--workspace', 'team-b', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as AuditRecord);
+  const b = (await cli(['audit', '--workspace', 'team-b', '--json'])).stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as AuditRecord);
   expect(b.slice(-2).map((r) => [r.action, r.resource_type, r.resource_id, r.api_key_id])).toEqual([
     ['created', 'api_key', id, null],
     ['revoked', 'api_key', id, null],

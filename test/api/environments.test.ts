@@ -4,7 +4,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import { recipeNetwork } from '../../src/api/environments';
 import { STORAGES, startTestApi, type TestApi } from '../helpers/api';
 
-const messageOf = (e: unknown) => ((e as InstanceType<typeof Anthropic.APIError>).error as { error: { message: string } }).error.message;
+const messageOf = (e: unknown) =>
+  ((e as InstanceType<typeof Anthropic.APIError>).error as { error: { message: string } }).error.message;
 
 describe.each(STORAGES)('environments on %s', (storage) => {
   let api: TestApi;
@@ -21,7 +22,11 @@ describe.each(STORAGES)('environments on %s', (storage) => {
       type: 'environment',
       name: 'plain',
       description: null,
-      config: { type: 'cloud', networking: { type: 'limited', allowed_hosts: [], allow_mcp_servers: false, allow_package_managers: false }, packages: { apt: [], pip: [], npm: [], cargo: [], gem: [], go: [] } },
+      config: {
+        type: 'cloud',
+        networking: { type: 'limited', allowed_hosts: [], allow_mcp_servers: false, allow_package_managers: false },
+        packages: { apt: [], pip: [], npm: [], cargo: [], gem: [], go: [] },
+      },
       archived_at: null,
     });
     expect(env.id).toMatch(/^env_/);
@@ -29,9 +34,17 @@ describe.each(STORAGES)('environments on %s', (storage) => {
   });
 
   it('maps unrestricted networking to the bridge network, and keeps omitted fields on update', async () => {
-    const env = await client.beta.environments.create({ name: 'open', config: { type: 'cloud', networking: { type: 'unrestricted' } }, metadata: { a: '1', b: '2' } });
+    const env = await client.beta.environments.create({
+      name: 'open',
+      config: { type: 'cloud', networking: { type: 'unrestricted' } },
+      metadata: { a: '1', b: '2' },
+    });
     expect(recipeNetwork(env.config as Parameters<typeof recipeNetwork>[0])).toBe('bridge');
-    const updated = await client.beta.environments.update(env.id, { description: 'd', metadata: { a: null, b: '', c: '3' }, config: { type: 'cloud' } });
+    const updated = await client.beta.environments.update(env.id, {
+      description: 'd',
+      metadata: { a: null, b: '', c: '3' },
+      config: { type: 'cloud' },
+    });
     expect(updated.config).toMatchObject({ networking: { type: 'unrestricted' } });
     expect(updated.metadata).toEqual({ c: '3' });
     expect(updated.description).toBe('d');
@@ -39,13 +52,21 @@ describe.each(STORAGES)('environments on %s', (storage) => {
   });
 
   it.each([
-    [{ type: 'cloud', networking: { type: 'limited', allowed_hosts: ['pypi.org'] } }, /allowed_hosts is not supported yet/],
-    [{ type: 'cloud', networking: { type: 'limited', allow_package_managers: true } }, /allow_package_managers is not supported yet/],
+    [
+      { type: 'cloud', networking: { type: 'limited', allowed_hosts: ['pypi.org'] } },
+      /allowed_hosts is not supported yet/,
+    ],
+    [
+      { type: 'cloud', networking: { type: 'limited', allow_package_managers: true } },
+      /allow_package_managers is not supported yet/,
+    ],
     [{ type: 'cloud', packages: { pip: ['pandas==2.2.0'] } }, /packages\.pip is not supported yet/],
     [{ type: 'self_hosted' }, /self_hosted environments are not supported yet/],
     [{ type: 'cloud', networking: { type: 'open' } }, /networking/],
   ])('refuses config %j with a 400 that says why', async (config, message) => {
-    const err = await client.beta.environments.create({ name: `refused-${Math.random()}`, config: config as Anthropic.Beta.BetaCloudConfigParams }).catch((e: unknown) => e);
+    const err = await client.beta.environments
+      .create({ name: `refused-${Math.random()}`, config: config as Anthropic.Beta.BetaCloudConfigParams })
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(Anthropic.BadRequestError);
     expect(messageOf(err)).toMatch(message);
   });

@@ -18,15 +18,20 @@ afterAll(async () => {
   await h?.stop();
 });
 
-const messageOf = (e: unknown) => (e as InstanceType<typeof Anthropic.APIError>).error as { error: { type: string; message: string } };
+const messageOf = (e: unknown) =>
+  (e as InstanceType<typeof Anthropic.APIError>).error as { error: { type: string; message: string } };
 
 it('refuses a version or cursor position past 2^31-1 with a 400 naming it', async () => {
   const agent = await client.beta.agents.create({ name: 'big', model: 'claude-haiku-5-5' });
   const env = await client.beta.environments.create({ name: 'big' });
-  const update = await client.beta.agents.update(agent.id, { version: 9007199254740990, name: 'x' }).catch((e: unknown) => e);
+  const update = await client.beta.agents
+    .update(agent.id, { version: 9007199254740990, name: 'x' })
+    .catch((e: unknown) => e);
   expect(update).toBeInstanceOf(Anthropic.BadRequestError);
   expect(messageOf(update).error.message).toMatch(/^version: /);
-  const session = await client.beta.sessions.create({ agent: { type: 'agent', id: agent.id, version: 2 ** 31 }, environment_id: env.id }).catch((e: unknown) => e);
+  const session = await client.beta.sessions
+    .create({ agent: { type: 'agent', id: agent.id, version: 2 ** 31 }, environment_id: env.id })
+    .catch((e: unknown) => e);
   expect(session).toBeInstanceOf(Anthropic.BadRequestError);
   expect(messageOf(session).error.message).toMatch(/^agent/);
   const page = Buffer.from(JSON.stringify({ p: 2 ** 40 })).toString('base64url');
@@ -42,9 +47,13 @@ it('takes a created_at filter with any RFC 3339 offset, and refuses a year Postg
   expect(later.data.map((a) => a.id)).not.toContain(agent.id);
   const since = await client.beta.agents.list({ 'created_at[gte]': '2000-01-01T00:00:00-23:59' } as never);
   expect(since.data.map((a) => a.id)).toContain(agent.id);
-  const zero = await client.beta.agents.list({ 'created_at[gte]': '0000-01-01T00:00:00+01:00' } as never).catch((e: unknown) => e);
+  const zero = await client.beta.agents
+    .list({ 'created_at[gte]': '0000-01-01T00:00:00+01:00' } as never)
+    .catch((e: unknown) => e);
   expect(zero).toBeInstanceOf(Anthropic.BadRequestError);
-  expect(messageOf(zero).error.message).toMatch(/^query parameter created_at\[gte\]: must be an RFC 3339 time between the years 1 and 9999/);
+  expect(messageOf(zero).error.message).toMatch(
+    /^query parameter created_at\[gte\]: must be an RFC 3339 time between the years 1 and 9999/,
+  );
 });
 
 it('deletes an environment whose sessions were all deleted', async () => {

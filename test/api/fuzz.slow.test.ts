@@ -12,12 +12,18 @@ let client: Anthropic;
 let ids: Record<string, string>;
 beforeAll(async () => {
   h = await startHarness();
-  api = await startTestApi('postgres', ['default'], { client: h.env.client, archive: testArchive(), log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)) });
+  api = await startTestApi('postgres', ['default'], {
+    client: h.env.client,
+    archive: testArchive(),
+    log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)),
+  });
   client = await api.client();
   const agent = await client.beta.agents.create({ name: 'fuzz', model: 'claude-haiku-5-5' });
   const env = await client.beta.environments.create({ name: 'fuzz' });
   const vault = await client.beta.vaults.create({ display_name: 'fuzz' });
-  const cred = await client.beta.vaults.credentials.create(vault.id, { auth: { type: 'static_bearer', mcp_server_url: 'http://127.0.0.1:1/mcp', token: 'fuzz-token' } });
+  const cred = await client.beta.vaults.credentials.create(vault.id, {
+    auth: { type: 'static_bearer', mcp_server_url: 'http://127.0.0.1:1/mcp', token: 'fuzz-token' },
+  });
   const session = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id });
   ids = { agent: agent.id, env: env.id, vault: vault.id, cred: cred.id, session: session.id };
 });
@@ -60,42 +66,138 @@ function expectEnvelope(e: unknown): void {
   const err = e as InstanceType<typeof Anthropic.APIError>;
   expect(err.status).toBeGreaterThanOrEqual(400);
   expect(err.status).toBeLessThan(500);
-  expect(err.error).toMatchObject({ type: 'error', error: { type: expect.any(String), message: expect.stringMatching(/\S/) }, request_id: expect.stringMatching(/^req_/) });
+  expect(err.error).toMatchObject({
+    type: 'error',
+    error: { type: expect.any(String), message: expect.stringMatching(/\S/) },
+    request_id: expect.stringMatching(/^req_/),
+  });
 }
 
 // Values shaped like the real bodies, with every field sometimes wrong, so the fuzz reaches past the first check.
 const field = fc.oneof(
   fc.jsonValue(),
   fc.string(),
-  fc.constantFrom(null, '', 'agent_toolset_20260401', 'mcp_toolset', 'custom', 'cloud', 'limited', 'unrestricted', 'static_bearer', 'mcp_oauth', 'user.message', 'user.interrupt', 'user.tool_confirmation', 'user.custom_tool_result', 'text'),
+  fc.constantFrom(
+    null,
+    '',
+    'agent_toolset_20260401',
+    'mcp_toolset',
+    'custom',
+    'cloud',
+    'limited',
+    'unrestricted',
+    'static_bearer',
+    'mcp_oauth',
+    'user.message',
+    'user.interrupt',
+    'user.tool_confirmation',
+    'user.custom_tool_result',
+    'text',
+  ),
   // Events shaped like the real ones, so sends reach the workflow.
-  fc.array(fc.record({ type: fc.constantFrom('user.message', 'user.interrupt', 'user.tool_confirmation', 'user.custom_tool_result'), content: fc.constant([{ type: 'text', text: 'hi' }]), tool_use_id: fc.string({ maxLength: 10 }) }, { requiredKeys: ['type'] }), { maxLength: 2 }),
+  fc.array(
+    fc.record(
+      {
+        type: fc.constantFrom('user.message', 'user.interrupt', 'user.tool_confirmation', 'user.custom_tool_result'),
+        content: fc.constant([{ type: 'text', text: 'hi' }]),
+        tool_use_id: fc.string({ maxLength: 10 }),
+      },
+      { requiredKeys: ['type'] },
+    ),
+    { maxLength: 2 },
+  ),
 );
 const nearBody = fc.dictionary(
-  fc.constantFrom('name', 'model', 'tools', 'mcp_servers', 'metadata', 'version', 'system', 'description', 'config', 'display_name', 'auth', 'type', 'networking', 'token', 'mcp_server_url', 'refresh', 'skills', 'agent', 'environment_id', 'initial_events', 'events', 'title', 'content', 'tool_use_id', 'result'),
-  fc.oneof(field, fc.array(fc.dictionary(fc.constantFrom('type', 'name', 'url', 'mcp_server_name', 'configs', 'default_config', 'input_schema', 'description'), field), { maxLength: 3 }), fc.dictionary(fc.string(), field, { maxKeys: 3 })),
+  fc.constantFrom(
+    'name',
+    'model',
+    'tools',
+    'mcp_servers',
+    'metadata',
+    'version',
+    'system',
+    'description',
+    'config',
+    'display_name',
+    'auth',
+    'type',
+    'networking',
+    'token',
+    'mcp_server_url',
+    'refresh',
+    'skills',
+    'agent',
+    'environment_id',
+    'initial_events',
+    'events',
+    'title',
+    'content',
+    'tool_use_id',
+    'result',
+  ),
+  fc.oneof(
+    field,
+    fc.array(
+      fc.dictionary(
+        fc.constantFrom(
+          'type',
+          'name',
+          'url',
+          'mcp_server_name',
+          'configs',
+          'default_config',
+          'input_schema',
+          'description',
+        ),
+        field,
+      ),
+      { maxLength: 3 },
+    ),
+    fc.dictionary(fc.string(), field, { maxKeys: 3 }),
+  ),
 );
 const body = fc.oneof(fc.jsonValue(), nearBody);
-const idValue = (k: string) => fc.oneof(fc.constant(k), fc.string({ maxLength: 40 }), fc.constantFrom('agent_x', '..', '%00', 'a'.repeat(300)));
-const query = fc.dictionary(fc.constantFrom('limit', 'page', 'version', 'include_archived', 'created_at[gte]', 'created_at[lte]', 'x'), fc.oneof(fc.string(), fc.integer().map(String), fc.constantFrom('true', '-1', '0', '1e9', 'eyJwIjotMX0')));
+const idValue = (k: string) =>
+  fc.oneof(fc.constant(k), fc.string({ maxLength: 40 }), fc.constantFrom('agent_x', '..', '%00', 'a'.repeat(300)));
+const query = fc.dictionary(
+  fc.constantFrom('limit', 'page', 'version', 'include_archived', 'created_at[gte]', 'created_at[lte]', 'x'),
+  fc.oneof(fc.string(), fc.integer().map(String), fc.constantFrom('true', '-1', '0', '1e9', 'eyJwIjotMX0')),
+);
 
 it('answers any request body, id and query on every route with a 2xx or a 4xx envelope', async () => {
   await fc.assert(
-    fc.asyncProperty(fc.integer({ min: 0, max: ROUTES.length - 1 }), body, query, fc.record({ agent: idValue('agent'), env: idValue('env'), vault: idValue('vault'), cred: idValue('cred'), session: idValue('session') }), async (r, b, q, pick) => {
-      const [method, path] = ROUTES[r];
-      const url = path((k) => encodeURIComponent(pick[k as keyof typeof pick] === k ? ids[k] : pick[k as keyof typeof pick]));
-      try {
-        await client[method](url, { headers: BETA, query: q, ...(method === 'post' ? { body: b } : {}) });
-      } catch (e) {
-        expectEnvelope(e);
-      }
-    }),
+    fc.asyncProperty(
+      fc.integer({ min: 0, max: ROUTES.length - 1 }),
+      body,
+      query,
+      fc.record({
+        agent: idValue('agent'),
+        env: idValue('env'),
+        vault: idValue('vault'),
+        cred: idValue('cred'),
+        session: idValue('session'),
+      }),
+      async (r, b, q, pick) => {
+        const [method, path] = ROUTES[r];
+        const url = path((k) =>
+          encodeURIComponent(pick[k as keyof typeof pick] === k ? ids[k] : pick[k as keyof typeof pick]),
+        );
+        try {
+          await client[method](url, { headers: BETA, query: q, ...(method === 'post' ? { body: b } : {}) });
+        } catch (e) {
+          expectEnvelope(e);
+        }
+      },
+    ),
     { numRuns: 400 },
   );
 });
 
 it('refused creates store nothing', async () => {
-  const count = async () => (await client.beta.agents.list({ limit: 1000 })).data.length + (await client.beta.environments.list({ limit: 1000 })).data.length + (await client.beta.vaults.list({ limit: 1000 })).data.length;
+  const count = async () =>
+    (await client.beta.agents.list({ limit: 1000 })).data.length +
+    (await client.beta.environments.list({ limit: 1000 })).data.length +
+    (await client.beta.vaults.list({ limit: 1000 })).data.length;
   await fc.assert(
     fc.asyncProperty(fc.constantFrom('/v1/agents', '/v1/environments', '/v1/vaults'), nearBody, async (path, b) => {
       const before = await count();
@@ -116,12 +218,32 @@ it('answers malformed bytes, wrong content types and unknown routes with a 4xx e
   const key = await api.key();
   const headers = { authorization: `Bearer ${key}`, ...BETA };
   await fc.assert(
-    fc.asyncProperty(fc.string(), fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/octet-stream', ''), fc.constantFrom('/v1/agents', '/v1/vaults', '/v1/nope', '/v2/agents', `/v1/agents/${ids.agent}`), async (raw, type, path) => {
-      const res = await fetch(`${api.url}${path}`, { method: 'POST', headers: { ...headers, ...(type ? { 'content-type': type } : {}) }, body: raw });
-      expect(res.status).toBeLessThan(500);
-      if (res.status >= 400) expect(await res.json()).toMatchObject({ type: 'error', error: { message: expect.stringMatching(/\S/) }, request_id: expect.stringMatching(/^req_/) });
-      else await res.arrayBuffer();
-    }),
+    fc.asyncProperty(
+      fc.string(),
+      fc.constantFrom(
+        'application/json',
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'application/octet-stream',
+        '',
+      ),
+      fc.constantFrom('/v1/agents', '/v1/vaults', '/v1/nope', '/v2/agents', `/v1/agents/${ids.agent}`),
+      async (raw, type, path) => {
+        const res = await fetch(`${api.url}${path}`, {
+          method: 'POST',
+          headers: { ...headers, ...(type ? { 'content-type': type } : {}) },
+          body: raw,
+        });
+        expect(res.status).toBeLessThan(500);
+        if (res.status >= 400)
+          expect(await res.json()).toMatchObject({
+            type: 'error',
+            error: { message: expect.stringMatching(/\S/) },
+            request_id: expect.stringMatching(/^req_/),
+          });
+        else await res.arrayBuffer();
+      },
+    ),
     { numRuns: 200 },
   );
 });

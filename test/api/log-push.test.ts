@@ -12,9 +12,25 @@ import { startHarness, type Harness } from '../helpers/env';
 import { TEST_CODEC_KEY } from '../helpers/test-keys';
 
 const W = 'http://127.0.0.1:7400';
-const msg = (seq: number): SessionEvent => ({ seq, type: 'user_message', text: `m${seq}`, time: '2026-01-01T00:00:00.000Z' });
-const batch = (task: number, seqs: number[], worker = W, runId = 'run-1'): PushedBatch => ({ type: 'batch', runId, task, events: seqs.map(msg), identity: `1@host stream=${worker}` });
-const task = (startedEventId: number, worker = W, runId = 'run-1'): CompletedTask => ({ runId, startedEventId, identity: `1@host stream=${worker}`, completedAtMs: 0 });
+const msg = (seq: number): SessionEvent => ({
+  seq,
+  type: 'user_message',
+  text: `m${seq}`,
+  time: '2026-01-01T00:00:00.000Z',
+});
+const batch = (task: number, seqs: number[], worker = W, runId = 'run-1'): PushedBatch => ({
+  type: 'batch',
+  runId,
+  task,
+  events: seqs.map(msg),
+  identity: `1@host stream=${worker}`,
+});
+const task = (startedEventId: number, worker = W, runId = 'run-1'): CompletedTask => ({
+  runId,
+  startedEventId,
+  identity: `1@host stream=${worker}`,
+  completedAtMs: 0,
+});
 const seqs = (events: SessionEvent[] | undefined) => events?.map((e) => e.seq);
 
 describe('which pushed events a completed task proves', () => {
@@ -82,12 +98,23 @@ describe('a stream fed by the log push', () => {
     })();
     for (let i = 0; i < TURNS; i++) {
       const idles = seen.filter((e) => e.type === 'session.status_idle').length;
-      await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: `turn ${i}` }] }] });
-      for (let t = 0; t < 600 && seen.filter((e) => e.type === 'session.status_idle').length === idles; t++) await new Promise((r) => setTimeout(r, 50));
+      await client.beta.sessions.events.send(session.id, {
+        events: [{ type: 'user.message', content: [{ type: 'text', text: `turn ${i}` }] }],
+      });
+      for (let t = 0; t < 600 && seen.filter((e) => e.type === 'session.status_idle').length === idles; t++)
+        await new Promise((r) => setTimeout(r, 50));
     }
     await reading;
 
-    const turn = ['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle'];
+    const turn = [
+      'user.message',
+      'session.status_running',
+      'span.model_request_start',
+      'agent.message',
+      'span.model_request_end',
+      'session.usage',
+      'session.status_idle',
+    ];
     expect(seen.map((e) => e.type)).toEqual(Array.from({ length: TURNS }, () => turn).flat());
     const listed = [];
     for await (const e of client.beta.sessions.events.list(session.id)) listed.push(e.id);
@@ -100,9 +127,18 @@ describe('a stream fed by the log push', () => {
     const url = h.worker.streamUrl!;
     const at = `${url}/v1/sessions/ses-x/log`;
     expect((await fetch(at)).status).toBe(401);
-    expect((await fetch(at, { headers: { authorization: `Bearer ${streamToken(parseCodecKeys(TEST_CODEC_KEY).current.key, 'ses-y')}` } })).status).toBe(401);
+    expect(
+      (
+        await fetch(at, {
+          headers: { authorization: `Bearer ${streamToken(parseCodecKeys(TEST_CODEC_KEY).current.key, 'ses-y')}` },
+        })
+      ).status,
+    ).toBe(401);
     const ctl = new AbortController();
-    const ok = await fetch(at, { headers: { authorization: `Bearer ${streamToken(parseCodecKeys(TEST_CODEC_KEY).current.key, 'ses-x')}` }, signal: ctl.signal });
+    const ok = await fetch(at, {
+      headers: { authorization: `Bearer ${streamToken(parseCodecKeys(TEST_CODEC_KEY).current.key, 'ses-x')}` },
+      signal: ctl.signal,
+    });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('content-type')).toBe('text/event-stream');
     ctl.abort();

@@ -15,7 +15,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-const get = (url: string, key: string) => fetch(`${url}/v1/agents`, { headers: { 'x-api-key': key, 'anthropic-beta': MANAGED_AGENTS_BETA } });
+const get = (url: string, key: string) =>
+  fetch(`${url}/v1/agents`, { headers: { 'x-api-key': key, 'anthropic-beta': MANAGED_AGENTS_BETA } });
 
 describe('the request rate per key', () => {
   let api: TestApi;
@@ -33,7 +34,11 @@ describe('the request rate per key', () => {
     const refused = burst.filter((r) => r.status === 429);
     expect(refused.length).toBeGreaterThan(0);
     expect(burst.filter((r) => r.status === 200).length).toBeLessThanOrEqual(3);
-    const body = (await refused[0].json()) as { type: string; error: { type: string; message: string }; request_id: string };
+    const body = (await refused[0].json()) as {
+      type: string;
+      error: { type: string; message: string };
+      request_id: string;
+    };
     expect(body).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
     expect(body.error.message).toMatch(/rate limit of 3 requests per 10 s/);
     expect(Number(refused[0].headers.get('retry-after'))).toBeGreaterThan(0);
@@ -95,20 +100,27 @@ describe('sessions open at once per workspace, across two API processes', () => 
     const create = (c: Anthropic) => c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
 
     const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => create(i % 2 ? a : b)));
-    const made = results.filter((r) => r.status === 'fulfilled').map((r) => (r as PromiseFulfilledResult<Anthropic.Beta.Sessions.BetaManagedAgentsSession>).value);
-    const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason as InstanceType<typeof Anthropic.APIError>);
+    const made = results
+      .filter((r) => r.status === 'fulfilled')
+      .map((r) => (r as PromiseFulfilledResult<Anthropic.Beta.Sessions.BetaManagedAgentsSession>).value);
+    const refused = results
+      .filter((r) => r.status === 'rejected')
+      .map((r) => (r as PromiseRejectedResult).reason as InstanceType<typeof Anthropic.APIError>);
     expect(made).toHaveLength(3);
     expect(refused).toHaveLength(7);
     for (const e of refused) {
       expect(e.status).toBe(429);
       expect(e.error).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
-      expect((e.error as { error: { message: string } }).error.message).toMatch(/3 open sessions, its quota \(API_SESSION_QUOTA 3\)/);
+      expect((e.error as { error: { message: string } }).error.message).toMatch(
+        /3 open sessions, its quota \(API_SESSION_QUOTA 3\)/,
+      );
     }
     // Nothing stored or started for a refused create.
     const rows = await servers[1].db.query<{ id: string }>('select id from sessions');
     expect(rows.map((r) => r.id).sort()).toEqual(made.map((s) => s.id).sort());
     const started = [];
-    for await (const w of h.env.client.workflow.list({ query: `AgentWorkspace = "team-q"` })) started.push(w.workflowId);
+    for await (const w of h.env.client.workflow.list({ query: `AgentWorkspace = "team-q"` }))
+      started.push(w.workflowId);
     expect(started.sort()).toEqual(made.map((s) => s.id).sort());
 
     // Archiving one frees its slot.
@@ -133,9 +145,13 @@ describe('sessions open at once per workspace, across two API processes', () => 
     const env = await c.beta.environments.create({ name: 'e-env' });
     const s = await c.beta.sessions.create({ agent: agent.id, environment_id: env.id });
     const message = { type: 'user.message' as const, content: [{ type: 'text' as const, text: 'hi' }] };
-    const err = await c.beta.sessions.events.send(s.id, { events: [message, message, message] }).catch((e: unknown) => e as InstanceType<typeof Anthropic.APIError>);
+    const err = await c.beta.sessions.events
+      .send(s.id, { events: [message, message, message] })
+      .catch((e: unknown) => e as InstanceType<typeof Anthropic.APIError>);
     expect(err).toBeInstanceOf(Anthropic.BadRequestError);
-    expect((err as { error: { error: { message: string } } }).error.error.message).toBe('events: at most 2 events per send (API_EVENTS_PER_SEND)');
+    expect((err as { error: { error: { message: string } } }).error.error.message).toBe(
+      'events: at most 2 events per send (API_EVENTS_PER_SEND)',
+    );
     const events = [];
     for await (const e of c.beta.sessions.events.list(s.id)) events.push(e);
     expect(events.filter((e) => e.type === 'user.message')).toEqual([]);

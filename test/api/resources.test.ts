@@ -24,10 +24,20 @@ beforeAll(async () => {
   // The git server is the one loopback server tenants may reach.
   process.env.EGRESS_ALLOW = new URL(repoUrl).host;
   // The hands host opens the tokens the API sealed, with the private half only it (and this test) holds.
-  h = await startHarness({ role: 'all', hostId: `api-res-${process.pid}`, repoTokens: (s, r) => createRepoTokens(() => api.db, api.vaultKey)(s, r) });
+  h = await startHarness({
+    role: 'all',
+    hostId: `api-res-${process.pid}`,
+    repoTokens: (s, r) => createRepoTokens(() => api.db, api.vaultKey)(s, r),
+  });
   api = await startApiOn(h, ['default', 'other']);
   client = await api.client();
-  agentId = (await client.beta.agents.create({ name: 'coder', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401' }] })).id;
+  agentId = (
+    await client.beta.agents.create({
+      name: 'coder',
+      model: 'claude-test',
+      tools: [{ type: 'agent_toolset_20260401' }],
+    })
+  ).id;
   envId = (await client.beta.environments.create({ name: 'env' })).id;
 });
 afterAll(async () => {
@@ -47,20 +57,41 @@ async function eventsUntil(id: string, done: (events: Event[]) => boolean): Prom
   throw new Error(`session ${id} did not get there`);
 }
 const idles = (n: number) => (events: Event[]) => events.filter((e) => e.type === 'session.status_idle').length >= n;
-const tool = (name: string, input: Record<string, unknown>) => ({ reply: { content: [{ type: 'tool_use' as const, name, input }] } });
+const tool = (name: string, input: Record<string, unknown>) => ({
+  reply: { content: [{ type: 'tool_use' as const, name, input }] },
+});
 const done = { reply: { content: [{ type: 'text' as const, text: 'done' }] } };
-const results = (events: Event[]) => events.filter((e) => e.type === 'agent.tool_result').map((e) => ((e as { content: { text: string }[] }).content ?? []).map((b) => b.text).join(''));
-const say = (id: string, text: string) => client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+const results = (events: Event[]) =>
+  events
+    .filter((e) => e.type === 'agent.tool_result')
+    .map((e) => ((e as { content: { text: string }[] }).content ?? []).map((b) => b.text).join(''));
+const say = (id: string, text: string) =>
+  client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
 const upstreamLog = () => git.git('app.git', 'log', '--format=%s', 'main').trim().split('\n');
 
 it('clones the repository at its mount path, pushes and pulls through the hands host, and rotates the token', async () => {
   const s = await client.beta.sessions.create({
     agent: agentId,
     environment_id: envId,
-    resources: [{ type: 'github_repository', url: repoUrl, authorization_token: TOKEN, checkout: { type: 'branch', name: 'main' } }],
+    resources: [
+      {
+        type: 'github_repository',
+        url: repoUrl,
+        authorization_token: TOKEN,
+        checkout: { type: 'branch', name: 'main' },
+      },
+    ],
   });
   expect(s.resources).toEqual([
-    { id: expect.stringMatching(/^sesrsc_/), type: 'github_repository', url: repoUrl, mount_path: '/workspace/app', checkout: { type: 'branch', name: 'main' }, created_at: expect.any(String), updated_at: expect.any(String) },
+    {
+      id: expect.stringMatching(/^sesrsc_/),
+      type: 'github_repository',
+      url: repoUrl,
+      mount_path: '/workspace/app',
+      checkout: { type: 'branch', name: 'main' },
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    },
   ]);
   const resourceId = (s.resources[0] as Anthropic.Beta.Sessions.BetaManagedAgentsGitHubRepositoryResource).id;
   expect(JSON.stringify(s)).not.toContain(TOKEN);
@@ -68,9 +99,15 @@ it('clones the repository at its mount path, pushes and pulls through the hands 
   h.mock.script(s.id, {
     steps: [
       // No token anywhere the sandbox can read: not in the environment, git's config or any file.
-      tool('bash', { command: 'p=ghp; cd app && cat README.md && git log --format=%s && git remote get-url origin; env | grep -c "${p}_"; git config --list | grep -ci token; grep -rl "${p}_" /workspace /tmp /home 2>/dev/null; echo end' }),
+      tool('bash', {
+        command:
+          'p=ghp; cd app && cat README.md && git log --format=%s && git remote get-url origin; env | grep -c "${p}_"; git config --list | grep -ci token; grep -rl "${p}_" /workspace /tmp /home 2>/dev/null; echo end',
+      }),
       // The shell persists: it is still in app.
-      tool('bash', { command: 'echo v2 > src/main.txt && git -c user.name=agent -c user.email=agent@example.com commit -qam "agent change" && echo committed' }),
+      tool('bash', {
+        command:
+          'echo v2 > src/main.txt && git -c user.name=agent -c user.email=agent@example.com commit -qam "agent change" && echo committed',
+      }),
       tool('git_push', {}),
       done,
     ],
@@ -87,7 +124,10 @@ it('clones the repository at its mount path, pushes and pulls through the hands 
   git.commitUpstream('app.git', { 'NEWS.md': 'from upstream\n' }, 'upstream change');
   git.tokens.delete(TOKEN);
   git.tokens.add(ROTATED);
-  const rotated = await client.beta.sessions.resources.update(resourceId, { session_id: s.id, authorization_token: ROTATED });
+  const rotated = await client.beta.sessions.resources.update(resourceId, {
+    session_id: s.id,
+    authorization_token: ROTATED,
+  });
   expect(rotated).toMatchObject({ id: resourceId, url: repoUrl, mount_path: '/workspace/app' });
   expect(JSON.stringify(rotated)).not.toContain(ROTATED);
 
@@ -97,7 +137,11 @@ it('clones the repository at its mount path, pushes and pulls through the hands 
   const [, , , pulled, news] = results(second);
   expect(pulled).toMatch(/Fast-forward|NEWS\.md/);
   expect(news).toBe('from upstream\n[exit 0]');
-  expect(git.seen.some((line) => line.includes(Buffer.from(`x-access-token:${ROTATED}`).toString('base64')) || line.includes(ROTATED))).toBe(true);
+  expect(
+    git.seen.some(
+      (line) => line.includes(Buffer.from(`x-access-token:${ROTATED}`).toString('base64')) || line.includes(ROTATED),
+    ),
+  ).toBe(true);
 
   const all = JSON.stringify(second);
   for (const secret of [TOKEN, ROTATED]) expect(all).not.toContain(secret);
@@ -106,12 +150,21 @@ it('clones the repository at its mount path, pushes and pulls through the hands 
 
   const listed = [];
   for await (const r of client.beta.sessions.resources.list(s.id)) listed.push(r);
-  expect(listed.map((r) => (r as Anthropic.Beta.Sessions.BetaManagedAgentsGitHubRepositoryResource).id)).toEqual([resourceId]);
-  expect(await client.beta.sessions.resources.retrieve(resourceId, { session_id: s.id })).toMatchObject({ id: resourceId, type: 'github_repository' });
+  expect(listed.map((r) => (r as Anthropic.Beta.Sessions.BetaManagedAgentsGitHubRepositoryResource).id)).toEqual([
+    resourceId,
+  ]);
+  expect(await client.beta.sessions.resources.retrieve(resourceId, { session_id: s.id })).toMatchObject({
+    id: resourceId,
+    type: 'github_repository',
+  });
   // Another workspace sees neither the session nor its resource.
   const stranger = await api.client('other');
-  await expect(stranger.beta.sessions.resources.retrieve(resourceId, { session_id: s.id })).rejects.toMatchObject({ status: 404 });
-  await expect(stranger.beta.sessions.resources.update(resourceId, { session_id: s.id, authorization_token: 'ghp_mine' })).rejects.toMatchObject({ status: 404 });
+  await expect(stranger.beta.sessions.resources.retrieve(resourceId, { session_id: s.id })).rejects.toMatchObject({
+    status: 404,
+  });
+  await expect(
+    stranger.beta.sessions.resources.update(resourceId, { session_id: s.id, authorization_token: 'ghp_mine' }),
+  ).rejects.toMatchObject({ status: 404 });
   await client.beta.sessions.archive(s.id);
 });
 
@@ -121,7 +174,15 @@ it('checks out a commit at /workspace', async () => {
   const s = await client.beta.sessions.create({
     agent: agentId,
     environment_id: envId,
-    resources: [{ type: 'github_repository', url: repoUrl, authorization_token: TOKEN, checkout: { type: 'commit', sha: initial }, mount_path: '/workspace' }],
+    resources: [
+      {
+        type: 'github_repository',
+        url: repoUrl,
+        authorization_token: TOKEN,
+        checkout: { type: 'commit', sha: initial },
+        mount_path: '/workspace',
+      },
+    ],
   });
   expect(s.resources[0]).toMatchObject({ mount_path: '/workspace', checkout: { type: 'commit', sha: initial } });
   h.mock.script(s.id, { steps: [tool('bash', { command: 'git rev-parse HEAD && cat src/main.txt' }), done] });
@@ -144,7 +205,9 @@ it('refuses resources it cannot mount, naming the field, and creates nothing', a
     [[{ ...repo, checkout: { type: 'branch', name: '-x' } }], /resources\.0\.checkout\.name/],
   ];
   for (const [resources, message] of refused) {
-    const err = await client.beta.sessions.create({ agent: agentId, environment_id: envId, resources: resources as never }).catch((e: unknown) => e);
+    const err = await client.beta.sessions
+      .create({ agent: agentId, environment_id: envId, resources: resources as never })
+      .catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 400 });
     expect((err as Error).message).toMatch(message);
     expect((err as Error).message).not.toContain(TOKEN);

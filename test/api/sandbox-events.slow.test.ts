@@ -25,20 +25,34 @@ beforeAll(async () => {
   h = await startHarness({ role: 'all', hostId: `api-sandbox-test-${process.pid}` });
   api = await startApiOn(h, ['default']);
   client = await api.client();
-  agentId = (await client.beta.agents.create({ name: 'shell', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401' }] })).id;
+  agentId = (
+    await client.beta.agents.create({
+      name: 'shell',
+      model: 'claude-test',
+      tools: [{ type: 'agent_toolset_20260401' }],
+    })
+  ).id;
   envId = (await client.beta.environments.create({ name: 'env' })).id;
 });
 
 afterAll(async () => {
   for (const id of sessions) await client?.beta.sessions.delete(id).catch(() => undefined);
-  for (const id of sessions) for (const c of await sessionContainers(d, id).catch(() => [])) await d.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+  for (const id of sessions)
+    for (const c of await sessionContainers(d, id).catch(() => []))
+      await d
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .catch(() => undefined);
   await api?.stop();
   await h?.stop();
 });
 
-const bash = (command: string) => ({ reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] } });
+const bash = (command: string) => ({
+  reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] },
+});
 const text = (t: string) => ({ reply: { content: [{ type: 'text' as const, text: t }] } });
-const endsTurn = (e: { type: string }) => e.type === 'session.status_idle' && (e as { stop_reason?: { type?: string } }).stop_reason?.type === 'end_turn';
+const endsTurn = (e: { type: string }) =>
+  e.type === 'session.status_idle' && (e as { stop_reason?: { type?: string } }).stop_reason?.type === 'end_turn';
 const isPlatform = (e: { type: string }): e is PlatformEvent => e.type.startsWith('platform.');
 
 async function list(id: string, params: Anthropic.Beta.Sessions.EventListParams = {}): Promise<Event[]> {
@@ -62,7 +76,8 @@ async function streamTurn(id: string, send: () => Promise<unknown>): Promise<Eve
   return seen;
 }
 
-const say = (id: string, t: string) => client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text: t }] }] });
+const say = (id: string, t: string) =>
+  client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text: t }] }] });
 
 async function newSession(): Promise<string> {
   const s = await client.beta.sessions.create({ agent: agentId, environment_id: envId });
@@ -103,13 +118,18 @@ it('lists and streams platform.sandbox_provisioned inside the first bash call, b
 
 it('shows a container killed between turns as platform.sandbox_lost on the next call, then provisions a new one with the files intact', async () => {
   const id = await newSession();
-  h.mock.script(id, { steps: [bash('echo kept > notes.txt'), text('written'), bash('cat notes.txt'), bash('cat notes.txt'), text('read')] });
+  h.mock.script(id, {
+    steps: [bash('echo kept > notes.txt'), text('written'), bash('cat notes.txt'), bash('cat notes.txt'), text('read')],
+  });
   await streamTurn(id, () => say(id, 'write it'));
   const [container] = await sessionContainers(d, id, false);
   await d.getContainer(container.Id).kill();
 
   const streamed = await streamTurn(id, () => say(id, 'read it'));
-  expect(streamed.filter(isPlatform).map((e) => e.type)).toEqual(['platform.sandbox_lost', 'platform.sandbox_provisioned']);
+  expect(streamed.filter(isPlatform).map((e) => e.type)).toEqual([
+    'platform.sandbox_lost',
+    'platform.sandbox_provisioned',
+  ]);
 
   const listed = await list(id);
   const platform = listed.filter(isPlatform);
@@ -122,7 +142,9 @@ it('shows a container killed between turns as platform.sandbox_lost on the next 
   expect(platform[2]).toMatchObject({ resumed: false });
 
   // The call that found it gone is an error result; the next runs in the new sandbox, on the same workspace volume.
-  const results = listed.filter((e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolResultEvent => e.type === 'agent.tool_result');
+  const results = listed.filter(
+    (e): e is Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolResultEvent => e.type === 'agent.tool_result',
+  );
   expect(results.map((r) => r.is_error)).toEqual([false, true, false]);
   expect(results[2].content?.[0]).toMatchObject({ text: expect.stringContaining('kept') });
   const order = listed.map((e) => e.id);
@@ -130,7 +152,9 @@ it('shows a container killed between turns as platform.sandbox_lost on the next 
   expect(order.indexOf(platform[2].id)).toBeLessThan(order.indexOf(results[2].id));
 
   // types[] takes the platform's types like any other (the SDK's parameter is typed with the hosted names only).
-  const lost = await list(id, { types: ['platform.sandbox_lost'] as unknown as Anthropic.Beta.Sessions.BetaManagedAgentsSessionEventType[] });
+  const lost = await list(id, {
+    types: ['platform.sandbox_lost'] as unknown as Anthropic.Beta.Sessions.BetaManagedAgentsSessionEventType[],
+  });
   expect(lost).toEqual([platform[1]]);
   expect((await list(id, { types: ['agent.tool_use'] })).some(isPlatform)).toBe(false);
 });

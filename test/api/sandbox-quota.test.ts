@@ -16,7 +16,14 @@ beforeAll(async () => {
   if (!(await resolveDockerHost())) throw new Error('no Docker engine: run npm run setup');
   h = await startHarness({ worker: false });
   api = await startApiOn(h, ['team-s', 'team-t']);
-  worker = await startTestWorker(h.env.address, h.mock.url, { role: 'all', hostId, apiDb: () => api.db, vaultKey: api.vaultKey, sandboxQuota: 1, reapIntervalMs: 0 });
+  worker = await startTestWorker(h.env.address, h.mock.url, {
+    role: 'all',
+    hostId,
+    apiDb: () => api.db,
+    vaultKey: api.vaultKey,
+    sandboxQuota: 1,
+    reapIntervalMs: 0,
+  });
 });
 afterAll(async () => {
   await worker?.shutdown().catch(() => undefined);
@@ -37,21 +44,32 @@ async function eventsUntil(client: Anthropic, id: string, done: (events: Event[]
   throw new Error(`session ${id} did not get there`);
 }
 const idles = (n: number) => (events: Event[]) => events.filter((e) => e.type === 'session.status_idle').length >= n;
-const results = (events: Event[]) => events.filter((e) => e.type === 'agent.tool_result') as Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolResultEvent[];
-const text = (r: Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolResultEvent) => (r.content as { text: string }[]).map((c) => c.text).join('');
+const results = (events: Event[]) =>
+  events.filter(
+    (e) => e.type === 'agent.tool_result',
+  ) as Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolResultEvent[];
+const text = (r: Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolResultEvent) =>
+  (r.content as { text: string }[]).map((c) => c.text).join('');
 
 async function sessionIn(workspace: string) {
   const client = await api.client(workspace);
-  const agent = await client.beta.agents.create({ name: 'sandboxed', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401' }] });
+  const agent = await client.beta.agents.create({
+    name: 'sandboxed',
+    model: 'claude-test',
+    tools: [{ type: 'agent_toolset_20260401' }],
+  });
   const env = await client.beta.environments.create({ name: `env-${workspace}` });
   return { client, agent, env };
 }
 
 it('refuses a sandbox past the workspace quota as a tool error, and frees the place when the holding session ends', async () => {
   const { client, agent, env } = await sessionIn('team-s');
-  const bash = (command: string) => ({ reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] } });
+  const bash = (command: string) => ({
+    reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] },
+  });
   const end = { reply: { content: [{ type: 'text' as const, text: 'done' }] } };
-  const say = (id: string, t: string) => client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text: t }] }] });
+  const say = (id: string, t: string) =>
+    client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text: t }] }] });
 
   const holder = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id });
   h.mock.script(holder.id, { steps: [bash('echo holding'), end] });
@@ -65,21 +83,28 @@ it('refuses a sandbox past the workspace quota as a tool error, and frees the pl
   const refused = await eventsUntil(client, second.id, idles(1));
   const [r] = results(refused);
   expect(r.is_error).toBe(true);
-  expect(text(r)).toMatch(/could not be provisioned: .*workspace team-s has 1 sandbox running, its quota \(SANDBOX_QUOTA 1\)/);
+  expect(text(r)).toMatch(
+    /could not be provisioned: .*workspace team-s has 1 sandbox running, its quota \(SANDBOX_QUOTA 1\)/,
+  );
   expect((await client.beta.sessions.retrieve(second.id)).status).toBe('idle');
 
   // Another workspace has a quota of its own.
   const other = await sessionIn('team-t');
   const elsewhere = await other.client.beta.sessions.create({ agent: other.agent.id, environment_id: other.env.id });
   h.mock.script(elsewhere.id, { steps: [bash('echo elsewhere'), end] });
-  await other.client.beta.sessions.events.send(elsewhere.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] });
+  await other.client.beta.sessions.events.send(elsewhere.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }],
+  });
   const there = await eventsUntil(other.client, elsewhere.id, idles(1));
   expect(results(there).map((x) => x.is_error)).toEqual([false]);
 
   // The holder ends (archive), its sandbox is destroyed and given back: the next call gets one.
   await client.beta.sessions.archive(holder.id);
   for (let i = 0; i < 600; i++) {
-    const rows = await api.db!.query<{ n: number }>("select count(*)::int as n from sandbox_leases where session_id = $1", [holder.id]);
+    const rows = await api.db!.query<{ n: number }>(
+      'select count(*)::int as n from sandbox_leases where session_id = $1',
+      [holder.id],
+    );
     if (rows[0].n === 0) break;
     await new Promise((res) => setTimeout(res, 100));
   }
@@ -87,5 +112,6 @@ it('refuses a sandbox past the workspace quota as a tool error, and frees the pl
   const after = await eventsUntil(client, second.id, idles(2));
   const last = results(after).at(-1)!;
   expect([last.is_error, text(last)]).toEqual([false, expect.stringContaining('second-run')]);
-  for (const id of [second.id, elsewhere.id]) await (id === elsewhere.id ? other.client : client).beta.sessions.archive(id);
+  for (const id of [second.id, elsewhere.id])
+    await (id === elsewhere.id ? other.client : client).beta.sessions.archive(id);
 });

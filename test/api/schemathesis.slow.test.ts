@@ -35,13 +35,33 @@ interface Seeded {
 
 /** One of each resource, with a repository resource on the session. */
 async function seed(client: Anthropic, tag: string, copies: number): Promise<Seeded> {
-  const s: Seeded = { agent_id: [], environment_id: [], vault_id: [], credential_id: [], session_id: [], resource_id: [] };
+  const s: Seeded = {
+    agent_id: [],
+    environment_id: [],
+    vault_id: [],
+    credential_id: [],
+    session_id: [],
+    resource_id: [],
+  };
   for (let i = 0; i < copies; i++) {
-    const agent = await client.beta.agents.create({ name: `${tag}-${i}`, model: 'claude-haiku-5-5', metadata: { tag } });
+    const agent = await client.beta.agents.create({
+      name: `${tag}-${i}`,
+      model: 'claude-haiku-5-5',
+      metadata: { tag },
+    });
     const env = await client.beta.environments.create({ name: `${tag}-${i}` });
     const vault = await client.beta.vaults.create({ display_name: `${tag}-${i}` });
-    const cred = await client.beta.vaults.credentials.create(vault.id, { auth: { type: 'static_bearer', mcp_server_url: 'https://mcp.example.com/mcp', token: `${tag}-token` } });
-    const session = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id, title: tag, resources: [{ type: 'github_repository', url: 'https://github.com/example/repo', authorization_token: `${tag}-gh` }] });
+    const cred = await client.beta.vaults.credentials.create(vault.id, {
+      auth: { type: 'static_bearer', mcp_server_url: 'https://mcp.example.com/mcp', token: `${tag}-token` },
+    });
+    const session = await client.beta.sessions.create({
+      agent: agent.id,
+      environment_id: env.id,
+      title: tag,
+      resources: [
+        { type: 'github_repository', url: 'https://github.com/example/repo', authorization_token: `${tag}-gh` },
+      ],
+    });
     const resources = await client.beta.sessions.resources.list(session.id);
     s.agent_id.push(agent.id);
     s.environment_id.push(env.id);
@@ -55,7 +75,8 @@ async function seed(client: Anthropic, tag: string, copies: number): Promise<See
 
 async function rows(api: TestApi, workspace: string): Promise<Record<string, Record<string, unknown>[]>> {
   const out: Record<string, Record<string, unknown>[]> = {};
-  for (const [table, cols] of Object.entries(TABLES)) out[table] = await api.db!.query(`select ${cols} from ${table} where workspace_id = $1 order by id`, [workspace]);
+  for (const [table, cols] of Object.entries(TABLES))
+    out[table] = await api.db!.query(`select ${cols} from ${table} where workspace_id = $1 order by id`, [workspace]);
   return out;
 }
 
@@ -139,23 +160,49 @@ it('finds no 5xx, hang or cross-workspace read on any route, and refused request
   const started = Date.now();
   const st = await runSchemathesis(
     python,
-    ['--config-file', path.join(work, 'schemathesis.toml'), 'run', `${api.url}/v1/openapi.json`, '--report', 'json', '--report-json-path', report],
+    [
+      '--config-file',
+      path.join(work, 'schemathesis.toml'),
+      'run',
+      `${api.url}/v1/openapi.json`,
+      '--report',
+      'json',
+      '--report-json-path',
+      report,
+    ],
     { FUZZ_FOREIGN_IDS: JSON.stringify(foreignIds), FUZZ_RECORD: record },
     work,
   );
   const seconds = (Date.now() - started) / 1000;
-  const figures = JSON.parse(fs.readFileSync(report, 'utf8')) as { operations: { tested: number }; test_cases: { generated: number; with_failures: number } };
-  process.stderr.write(`operations tested: ${figures.operations.tested}, cases: ${figures.test_cases.generated}, with failures: ${figures.test_cases.with_failures}\n`);
+  const figures = JSON.parse(fs.readFileSync(report, 'utf8')) as {
+    operations: { tested: number };
+    test_cases: { generated: number; with_failures: number };
+  };
+  process.stderr.write(
+    `operations tested: ${figures.operations.tested}, cases: ${figures.test_cases.generated}, with failures: ${figures.test_cases.with_failures}\n`,
+  );
   const summary = st.stdout.slice(st.stdout.indexOf('SUMMARY'));
   process.stderr.write(`schemathesis ${SCHEMATHESIS_VERSION} in ${seconds.toFixed(0)} s:\n${summary}\n`);
-  expect({ code: st.code, out: st.code === 0 ? '' : st.stdout.slice(-20_000) + st.stderr.slice(-5000) }).toEqual({ code: 0, out: '' });
+  expect({ code: st.code, out: st.code === 0 ? '' : st.stdout.slice(-20_000) + st.stderr.slice(-5000) }).toEqual({
+    code: 0,
+    out: '',
+  });
 
   // Every route was reached, and every row in the key's workspace came from the seed or a 2xx create.
-  const responses = fs.readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { method: string; path: string; status: number; id: string | null; foreign: boolean });
+  const responses = fs
+    .readFileSync(record, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { method: string; path: string; status: number; id: string | null; foreign: boolean });
   expect(responses.filter((r) => r.status >= 500)).toEqual([]);
   const foreign = responses.filter((r) => r.foreign);
-  const statuses = (rs: typeof responses) => Object.entries(rs.reduce<Record<number, number>>((m, r) => ({ ...m, [r.status]: (m[r.status] ?? 0) + 1 }), {})).map(([k, v]) => `${k}: ${v}`).join(', ');
-  process.stderr.write(`${responses.length} responses (${statuses(responses)}); ${foreign.length} named another workspace's id in the path (${statuses(foreign)})\n`);
+  const statuses = (rs: typeof responses) =>
+    Object.entries(rs.reduce<Record<number, number>>((m, r) => ({ ...m, [r.status]: (m[r.status] ?? 0) + 1 }), {}))
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ');
+  process.stderr.write(
+    `${responses.length} responses (${statuses(responses)}); ${foreign.length} named another workspace's id in the path (${statuses(foreign)})\n`,
+  );
   expect(foreign.length).toBeGreaterThan(0);
   expect(foreign.filter((r) => r.status < 400)).toEqual([]);
   const created = new Set(responses.filter((r) => r.status < 300 && r.method === 'POST' && r.id).map((r) => r.id!));
@@ -163,7 +210,11 @@ it('finds no 5xx, hang or cross-workspace read on any route, and refused request
   const known = (id: unknown) => seededIds.has(String(id)) || created.has(String(id));
   const stored = await rows(api, 'default');
   // A repository resource is made by the session create that names it, whose response carries the session's id.
-  const strays = Object.entries(stored).flatMap(([table, rs]) => rs.filter((r) => !known(table === 'session_resources' ? r.session_id : r.id)).map((r) => `${table} ${String(r.id)}`));
+  const strays = Object.entries(stored).flatMap(([table, rs]) =>
+    rs
+      .filter((r) => !known(table === 'session_resources' ? r.session_id : r.id))
+      .map((r) => `${table} ${String(r.id)}`),
+  );
   expect(strays).toEqual([]);
   // Nothing in the other workspace was changed, archived or deleted.
   expect(await rows(api, 'other')).toEqual(theirsBefore);

@@ -4,9 +4,18 @@
 import type { z } from 'zod';
 import type { PageCursorResponse } from '@anthropic-ai/sdk/core/pagination';
 import type { BetaManagedAgentsAgent } from '@anthropic-ai/sdk/resources/beta/agents/agents';
-import type { BetaEnvironment, BetaEnvironmentDeleteResponse } from '@anthropic-ai/sdk/resources/beta/environments/environments';
-import type { BetaManagedAgentsCredential, BetaManagedAgentsDeletedCredential } from '@anthropic-ai/sdk/resources/beta/vaults/credentials';
-import type { BetaManagedAgentsDeletedVault, BetaManagedAgentsVault } from '@anthropic-ai/sdk/resources/beta/vaults/vaults';
+import type {
+  BetaEnvironment,
+  BetaEnvironmentDeleteResponse,
+} from '@anthropic-ai/sdk/resources/beta/environments/environments';
+import type {
+  BetaManagedAgentsCredential,
+  BetaManagedAgentsDeletedCredential,
+} from '@anthropic-ai/sdk/resources/beta/vaults/credentials';
+import type {
+  BetaManagedAgentsDeletedVault,
+  BetaManagedAgentsVault,
+} from '@anthropic-ai/sdk/resources/beta/vaults/vaults';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { BetaManagedAgentsSessionEvent } from '@anthropic-ai/sdk/resources/beta/sessions/events';
 import type { BetaManagedAgentsGitHubRepositoryResource } from '@anthropic-ai/sdk/resources/beta/sessions/resources';
@@ -37,7 +46,10 @@ export type Checked = [
   Assignable<z.infer<typeof SessionSchema>, BetaManagedAgentsSession>,
   Assignable<ApiResource, BetaManagedAgentsGitHubRepositoryResource>,
   Assignable<Exclude<ApiSessionEvent, PlatformEvent>, BetaManagedAgentsSessionEvent>,
-  Assignable<{ type: 'error'; error: { type: 'invalid_request_error'; message: string }; request_id: string }, ErrorResponse>,
+  Assignable<
+    { type: 'error'; error: { type: 'invalid_request_error'; message: string }; request_id: string },
+    ErrorResponse
+  >,
 ];
 
 it('compiles the assignability of every response type to the SDK’s (the check is the compile)', () => {

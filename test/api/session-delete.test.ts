@@ -42,25 +42,40 @@ async function newSession(title: string) {
     environment_id: envId,
     title,
     metadata: { team: 'infra' },
-    resources: [{ type: 'github_repository', url: 'https://git.example.com/team/app.git', authorization_token: TOKEN, checkout: { type: 'branch', name: 'main' } }],
+    resources: [
+      {
+        type: 'github_repository',
+        url: 'https://git.example.com/team/app.git',
+        authorization_token: TOKEN,
+        checkout: { type: 'branch', name: 'main' },
+      },
+    ],
   });
 }
 
 /** Sends one message through the API and waits for its reply: the session's `n`th. */
 async function turn(id: string, text: string, n: number): Promise<void> {
   await client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
-  await waitForEvents(h.env.client.workflow.getHandle(id), (events) => events.filter((e) => e.type === 'assistant_message' && e.stopReason !== 'tool_use').length >= n);
+  await waitForEvents(
+    h.env.client.workflow.getHandle(id),
+    (events) => events.filter((e) => e.type === 'assistant_message' && e.stopReason !== 'tool_use').length >= n,
+  );
 }
 
 /** Rows of every table in the API's database whose text mentions `needle`, as `table: count`. */
 async function rowsMentioning(needle: string): Promise<Record<string, number>> {
-  const tables = await api.db!.query<{ table_name: string }>("select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'");
+  const tables = await api.db!.query<{ table_name: string }>(
+    "select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'",
+  );
   expect(tables.map((t) => t.table_name)).toEqual(expect.arrayContaining(['sessions', 'session_resources']));
   const found: Record<string, number> = {};
   for (const { table_name } of tables) {
     // The audit trail records who created and deleted the session, by id only (checked below).
     if (table_name === 'audit_log') continue;
-    const [{ n }] = await api.db!.query<{ n: number }>(`select count(*)::int as n from "${table_name}" t where strpos(t::text, $1) > 0`, [needle]);
+    const [{ n }] = await api.db!.query<{ n: number }>(
+      `select count(*)::int as n from "${table_name}" t where strpos(t::text, $1) > 0`,
+      [needle],
+    );
     if (n > 0) found[table_name] = n;
   }
   return found;
@@ -136,7 +151,11 @@ it('deletes a session that handed over with sealed segments: nothing of it is le
   await expect(client.beta.sessions.retrieve(s.id)).rejects.toBeInstanceOf(NotFound);
   await expect(client.beta.sessions.update(s.id, { title: 'x' })).rejects.toBeInstanceOf(NotFound);
   await expect(client.beta.sessions.events.list(s.id)).rejects.toBeInstanceOf(NotFound);
-  await expect(client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }] })).rejects.toBeInstanceOf(NotFound);
+  await expect(
+    client.beta.sessions.events.send(s.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text: 'hi' }] }],
+    }),
+  ).rejects.toBeInstanceOf(NotFound);
   await expect(client.beta.sessions.events.stream(s.id)).rejects.toBeInstanceOf(NotFound);
   await expect(client.beta.sessions.resources.list(s.id)).rejects.toBeInstanceOf(NotFound);
   await expect(client.beta.sessions.archive(s.id)).rejects.toBeInstanceOf(NotFound);
@@ -150,8 +169,13 @@ it('deletes a session that handed over with sealed segments: nothing of it is le
   // The repository token was only ever stored sealed, and the sealed box went with its row.
   expect(await rowsMentioning(TOKEN)).toEqual({});
   // What the audit trail keeps of it: that it was created and deleted, by id alone.
-  const audit = await api.db!.query<{ action: string; resource_type: string }>('select action, resource_type from audit_log where resource_id = $1 or parent_id = $1 order by seq', [s.id]);
-  expect(audit.filter((a) => a.resource_type === 'session' && a.action !== 'events_sent').map((a) => a.action)).toEqual(['created', 'deleted']);
+  const audit = await api.db!.query<{ action: string; resource_type: string }>(
+    'select action, resource_type from audit_log where resource_id = $1 or parent_id = $1 order by seq',
+    [s.id],
+  );
+  expect(audit.filter((a) => a.resource_type === 'session' && a.action !== 'events_sent').map((a) => a.action)).toEqual(
+    ['created', 'deleted'],
+  );
 });
 
 it('finishes a delete cut short after its first step: by a retried delete, and by the next API process to start', async () => {
@@ -192,7 +216,7 @@ it('finishes a delete cut short after its first step: by a retried delete, and b
   expect(await remains(resumed.id)).toEqual({ rows: {}, runs: 0, segments: 0, files: [] });
 });
 
-it('purges the child sessions a session started: their runs and sealed logs go with the parent\'s', async () => {
+it("purges the child sessions a session started: their runs and sealed logs go with the parent's", async () => {
   const parent = await startSession(h, { agent: { tools: ['spawn_agent'], sandboxes: {} } });
   const events = await scriptedTurn(h, parent, [spawn('toolu_kid', { task: 'count the files' })]);
   expect(resultOf(events, 'toolu_kid')).toMatchObject({ isError: false });

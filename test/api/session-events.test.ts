@@ -8,16 +8,42 @@ const T = '2026-12-01T10:00:00.000Z';
 const usage = { inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 2, cacheCreationInputTokens: 1 };
 type Draft = SessionEvent extends infer E ? (E extends SessionEvent ? Omit<E, 'seq' | 'time'> : never) : never;
 const log = (...events: Draft[]): SessionEvent[] => events.map((e, seq) => ({ ...e, seq, time: T }) as SessionEvent);
-const started = (clientTools: string[] = []): Draft => ({ type: 'session_started', agent: { name: 'a', model: 'm', clientTools: clientTools.map((name) => ({ name })) } });
+const started = (clientTools: string[] = []): Draft => ({
+  type: 'session_started',
+  agent: { name: 'a', model: 'm', clientTools: clientTools.map((name) => ({ name })) },
+});
 const types = (events: { type: string }[]) => events.map((e) => e.type);
 
 it('projects a turn from session.status_running to session.status_idle with spans and usage', () => {
-  const out = projectLog('ses-1', log(started(), { type: 'user_message', text: 'hi' }, { type: 'assistant_message', content: [{ type: 'text', text: 'hello' }], stopReason: 'end_turn', usage }));
-  expect(types(out)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle']);
+  const out = projectLog(
+    'ses-1',
+    log(
+      started(),
+      { type: 'user_message', text: 'hi' },
+      { type: 'assistant_message', content: [{ type: 'text', text: 'hello' }], stopReason: 'end_turn', usage },
+    ),
+  );
+  expect(types(out)).toEqual([
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'agent.message',
+    'span.model_request_end',
+    'session.usage',
+    'session.status_idle',
+  ]);
   expect(out[0]).toMatchObject({ content: [{ type: 'text', text: 'hi' }], processed_at: T });
   expect(out[3]).toMatchObject({ content: [{ type: 'text', text: 'hello' }] });
-  expect(out[4]).toMatchObject({ model_request_start_id: out[2].id, is_error: false, model_usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 2, cache_creation_input_tokens: 1 } });
-  expect(out[5]).toMatchObject({ type: 'session.usage', usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 2 }, budget: null });
+  expect(out[4]).toMatchObject({
+    model_request_start_id: out[2].id,
+    is_error: false,
+    model_usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 2, cache_creation_input_tokens: 1 },
+  });
+  expect(out[5]).toMatchObject({
+    type: 'session.usage',
+    usage: { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 2 },
+    budget: null,
+  });
   expect(out[6]).toMatchObject({ stop_reason: { type: 'end_turn' }, stop_details: null });
   expect(out.every((e) => /^sevt_[A-Za-z0-9_-]{26}$/.test(e.id))).toBe(true);
 });
@@ -26,15 +52,41 @@ it('reports the cumulative usage after each model request, cache writes split by
   const events = log(
     started(),
     { type: 'user_message', text: 'go' },
-    { type: 'assistant_message', content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash', input: {} }], stopReason: 'tool_use', usage },
+    {
+      type: 'assistant_message',
+      content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash', input: {} }],
+      stopReason: 'tool_use',
+      usage,
+    },
     { type: 'tool_use', id: 'toolu_1', name: 'bash', input: {} },
     { type: 'tool_result', toolUseId: 'toolu_1', output: 'ok', isError: false },
-    { type: 'assistant_message', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage: { inputTokens: 100, outputTokens: 7, cacheReadInputTokens: 0, cacheCreationInputTokens: 3, cacheCreation1hInputTokens: 2 } },
+    {
+      type: 'assistant_message',
+      content: [{ type: 'text', text: 'done' }],
+      stopReason: 'end_turn',
+      usage: {
+        inputTokens: 100,
+        outputTokens: 7,
+        cacheReadInputTokens: 0,
+        cacheCreationInputTokens: 3,
+        cacheCreation1hInputTokens: 2,
+      },
+    },
   );
   const snapshots = projectLog('ses-u', events).filter((e) => e.type === 'session.usage');
   expect(snapshots.map((e) => (e as { usage: unknown }).usage)).toEqual([
-    { input_tokens: 10, output_tokens: 5, cache_read_input_tokens: 2, cache_creation: { ephemeral_5m_input_tokens: 1, ephemeral_1h_input_tokens: 0 } },
-    { input_tokens: 110, output_tokens: 12, cache_read_input_tokens: 2, cache_creation: { ephemeral_5m_input_tokens: 2, ephemeral_1h_input_tokens: 2 } },
+    {
+      input_tokens: 10,
+      output_tokens: 5,
+      cache_read_input_tokens: 2,
+      cache_creation: { ephemeral_5m_input_tokens: 1, ephemeral_1h_input_tokens: 0 },
+    },
+    {
+      input_tokens: 110,
+      output_tokens: 12,
+      cache_read_input_tokens: 2,
+      cache_creation: { ephemeral_5m_input_tokens: 2, ephemeral_1h_input_tokens: 2 },
+    },
   ]);
   const paged = new SessionProjector('ses-u');
   const inPages = [...paged.push(events.slice(0, 3)), ...paged.push(events.slice(3))];
@@ -47,10 +99,29 @@ it('signals each thinking block of a reply with agent.thinking before its messag
     log(
       started(),
       { type: 'user_message', text: 'think' },
-      { type: 'assistant_message', content: [{ type: 'thinking', thinking: 'hmm', signature: 's' }, { type: 'redacted_thinking', data: 'x' }, { type: 'text', text: 'yes' }], stopReason: 'end_turn', usage },
+      {
+        type: 'assistant_message',
+        content: [
+          { type: 'thinking', thinking: 'hmm', signature: 's' },
+          { type: 'redacted_thinking', data: 'x' },
+          { type: 'text', text: 'yes' },
+        ],
+        stopReason: 'end_turn',
+        usage,
+      },
     ),
   );
-  expect(types(out)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.thinking', 'agent.thinking', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle']);
+  expect(types(out)).toEqual([
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'agent.thinking',
+    'agent.thinking',
+    'agent.message',
+    'span.model_request_end',
+    'session.usage',
+    'session.status_idle',
+  ]);
   // The thinking itself is not carried, as hosted: the event is a progress signal.
   expect(Object.keys(out[3]).sort()).toEqual(['id', 'processed_at', 'type']);
   expect(out.find((e) => e.type === 'agent.message')!.id).toBe(eventId('ses-t', 2, 1));
@@ -65,9 +136,19 @@ it('shows a logged model retry as a retrying session.error and session.status_re
     log(
       started(),
       { type: 'user_message', text: 'hi' },
-      { type: 'model_retry_scheduled', attempt: 1, error: { type: 'ModelError.RateLimited', message: 'model API returned 429: slow down' }, retryAt },
+      {
+        type: 'model_retry_scheduled',
+        attempt: 1,
+        error: { type: 'ModelError.RateLimited', message: 'model API returned 429: slow down' },
+        retryAt,
+      },
       { type: 'model_retry_started', attempt: 2 },
-      { type: 'model_retry_scheduled', attempt: 2, error: { type: 'ModelError.Stream', message: 'model API stream error' }, retryAt },
+      {
+        type: 'model_retry_scheduled',
+        attempt: 2,
+        error: { type: 'ModelError.Stream', message: 'model API stream error' },
+        retryAt,
+      },
       { type: 'model_retry_started', attempt: 3 },
       { type: 'assistant_message', content: [{ type: 'text', text: 'hello' }], stopReason: 'end_turn', usage },
     ),
@@ -87,7 +168,16 @@ it('shows a logged model retry as a retrying session.error and session.status_re
     'session.usage',
     'session.status_idle',
   ]);
-  expect(out[2]).toEqual({ type: 'session.error', id: eventId('ses-r', 2, 0), processed_at: T, error: { type: 'model_rate_limited_error', message: 'model API returned 429: slow down', retry_status: { type: 'retrying' } } });
+  expect(out[2]).toEqual({
+    type: 'session.error',
+    id: eventId('ses-r', 2, 0),
+    processed_at: T,
+    error: {
+      type: 'model_rate_limited_error',
+      message: 'model API returned 429: slow down',
+      retry_status: { type: 'retrying' },
+    },
+  });
   expect(out[3]).toEqual({ type: 'session.status_rescheduled', id: eventId('ses-r', 2, 1), processed_at: T });
   expect(out[4]).toEqual({ type: 'session.status_running', id: eventId('ses-r', 3, 0), processed_at: T });
   expect(out[5]).toMatchObject({ error: { type: 'model_request_failed_error', retry_status: { type: 'retrying' } } });
@@ -97,7 +187,12 @@ it('shows a logged model retry as a retrying session.error and session.status_re
 it('shows a logged session update as session.updated with only what changed, and an interrupt between turns alone', () => {
   const out = projectLog(
     'ses-up',
-    log(started(), { type: 'session_updated', title: 'new title' }, { type: 'session_updated', metadata: { a: '1' } }, { type: 'interrupted', reason: 'user.interrupt' }),
+    log(
+      started(),
+      { type: 'session_updated', title: 'new title' },
+      { type: 'session_updated', metadata: { a: '1' } },
+      { type: 'interrupted', reason: 'user.interrupt' },
+    ),
   );
   expect(out).toEqual([
     { type: 'session.updated', id: eventId('ses-up', 1), processed_at: T, title: 'new title' },
@@ -112,7 +207,12 @@ it('tells tool, MCP and custom calls apart, and answers results by the event id 
     log(
       started(['ask_user']),
       { type: 'user_message', text: 'go' },
-      { type: 'assistant_message', content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash', input: {} }], stopReason: 'tool_use', usage },
+      {
+        type: 'assistant_message',
+        content: [{ type: 'tool_use', id: 'toolu_1', name: 'bash', input: {} }],
+        stopReason: 'tool_use',
+        usage,
+      },
       { type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command: 'ls' } },
       { type: 'tool_use', id: 'toolu_2', name: 'mcp__tracker__list_issues', input: { q: 'x' } },
       { type: 'tool_result', toolUseId: 'toolu_1', output: 'a\n[exit 0]', isError: false },
@@ -129,13 +229,32 @@ it('tells tool, MCP and custom calls apart, and answers results by the event id 
   expect(bash).toMatchObject({ name: 'bash', input: { command: 'ls' } });
   expect(mcp).toMatchObject({ mcp_server_name: 'tracker', name: 'list_issues', input: { q: 'x' } });
   expect(custom).toMatchObject({ name: 'ask_user', input: { q: 'colour?' } });
-  expect(by('agent.tool_result')[0]).toMatchObject({ tool_use_id: bash.id, content: [{ type: 'text', text: 'a\n[exit 0]' }], is_error: false });
-  expect(by('agent.mcp_tool_result')[0]).toMatchObject({ mcp_tool_use_id: mcp.id, content: [{ type: 'text', text: '(no output)' }], is_error: true });
-  expect(by('user.custom_tool_result')[0]).toMatchObject({ custom_tool_use_id: custom.id, content: [{ type: 'text', text: 'teal' }] });
+  expect(by('agent.tool_result')[0]).toMatchObject({
+    tool_use_id: bash.id,
+    content: [{ type: 'text', text: 'a\n[exit 0]' }],
+    is_error: false,
+  });
+  expect(by('agent.mcp_tool_result')[0]).toMatchObject({
+    mcp_tool_use_id: mcp.id,
+    content: [{ type: 'text', text: '(no output)' }],
+    is_error: true,
+  });
+  expect(by('user.custom_tool_result')[0]).toMatchObject({
+    custom_tool_use_id: custom.id,
+    content: [{ type: 'text', text: 'teal' }],
+  });
   // The custom call waits on the application; its result lets the turn run on.
   const idles = by('session.status_idle');
-  expect(idles.map((e) => e.stop_reason)).toEqual([{ type: 'requires_action', event_ids: [custom.id] }, { type: 'end_turn' }]);
-  expect(types(out).filter((t) => t.startsWith('session.status'))).toEqual(['session.status_running', 'session.status_idle', 'session.status_running', 'session.status_idle']);
+  expect(idles.map((e) => e.stop_reason)).toEqual([
+    { type: 'requires_action', event_ids: [custom.id] },
+    { type: 'end_turn' },
+  ]);
+  expect(types(out).filter((t) => t.startsWith('session.status'))).toEqual([
+    'session.status_running',
+    'session.status_idle',
+    'session.status_running',
+    'session.status_idle',
+  ]);
 });
 
 it('waits on an always_ask call by its event id, and echoes the confirmation with the deny message', () => {
@@ -148,13 +267,25 @@ it('waits on an always_ask call by its event id, and echoes the confirmation wit
       { type: 'tool_use', id: 'toolu_9', name: 'bash', input: { command: 'git push' } },
       { type: 'approval_requested', toolUseId: 'toolu_9', policy: 'bash: always_ask' },
       { type: 'approval_resolved', toolUseId: 'toolu_9', allow: false, reason: 'not yet', by: 'user' },
-      { type: 'tool_result', toolUseId: 'toolu_9', output: 'denied: not yet', isError: true, error: { kind: 'denied', message: 'not yet' } },
+      {
+        type: 'tool_result',
+        toolUseId: 'toolu_9',
+        output: 'denied: not yet',
+        isError: true,
+        error: { kind: 'denied', message: 'not yet' },
+      },
     ),
   );
   const use = out.find((e) => e.type === 'agent.tool_use')!;
   expect(p.toolUseIdOf(use.id)).toBe('toolu_9');
-  expect(out.find((e) => e.type === 'session.status_idle')).toMatchObject({ stop_reason: { type: 'requires_action', event_ids: [use.id] } });
-  expect(out.find((e) => e.type === 'user.tool_confirmation')).toMatchObject({ tool_use_id: use.id, result: 'deny', deny_message: 'not yet' });
+  expect(out.find((e) => e.type === 'session.status_idle')).toMatchObject({
+    stop_reason: { type: 'requires_action', event_ids: [use.id] },
+  });
+  expect(out.find((e) => e.type === 'user.tool_confirmation')).toMatchObject({
+    tool_use_id: use.id,
+    result: 'deny',
+    deny_message: 'not yet',
+  });
   expect(types(out).slice(-3)).toEqual(['user.tool_confirmation', 'session.status_running', 'agent.tool_result']);
 });
 
@@ -184,7 +315,13 @@ it('ends a failed turn with retries_exhausted, an interrupted one with end_turn,
     'agent.thread_context_compacted',
     'session.status_terminated',
   ]);
-  expect(out[2]).toMatchObject({ error: { type: 'model_request_failed_error', message: 'overloaded past its retry budget', retry_status: { type: 'exhausted' } } });
+  expect(out[2]).toMatchObject({
+    error: {
+      type: 'model_request_failed_error',
+      message: 'overloaded past its retry budget',
+      retry_status: { type: 'exhausted' },
+    },
+  });
   expect(out[3]).toMatchObject({ stop_reason: { type: 'retries_exhausted' } });
   expect(out[7]).toMatchObject({ stop_reason: { type: 'end_turn' } });
   expect(JSON.stringify(out)).not.toContain('secret summary');
@@ -198,20 +335,70 @@ it("shows a sandbox's provisioning and loss as platform.* events, inside the tur
       { type: 'user_message', text: 'run' },
       { type: 'assistant_message', content: [], stopReason: 'tool_use', usage },
       { type: 'tool_use', id: 'toolu_1', name: 'bash', input: { command: 'ls' } },
-      { type: 'sandbox_provisioned', name: 'main', sandboxId: 'c1', host: 'hands-7', ms: 840, resumed: false, runtime: 'runc', loosened: ['network: bridge'] },
+      {
+        type: 'sandbox_provisioned',
+        name: 'main',
+        sandboxId: 'c1',
+        host: 'hands-7',
+        ms: 840,
+        resumed: false,
+        runtime: 'runc',
+        loosened: ['network: bridge'],
+      },
       { type: 'tool_result', toolUseId: 'toolu_1', output: 'ok', isError: false },
       { type: 'assistant_message', content: [], stopReason: 'tool_use', usage },
       { type: 'tool_use', id: 'toolu_2', name: 'bash', input: { command: 'ls' } },
       { type: 'sandbox_lost', name: 'main', sandboxId: 'c1', reason: 'container exited (137)' },
-      { type: 'tool_result', toolUseId: 'toolu_2', output: 'sandbox main was lost', isError: true, error: { kind: 'infra', message: 'lost' } },
-      { type: 'sandbox_provisioned', name: 'main', sandboxId: 'c2', host: 'hands-7', ms: 200, resumed: true, loosened: [] },
+      {
+        type: 'tool_result',
+        toolUseId: 'toolu_2',
+        output: 'sandbox main was lost',
+        isError: true,
+        error: { kind: 'infra', message: 'lost' },
+      },
+      {
+        type: 'sandbox_provisioned',
+        name: 'main',
+        sandboxId: 'c2',
+        host: 'hands-7',
+        ms: 200,
+        resumed: true,
+        loosened: [],
+      },
     ),
   );
   const platform = out.filter((e) => e.type.startsWith('platform.'));
   expect(platform).toEqual([
-    { type: 'platform.sandbox_provisioned', id: eventId('ses-6', 4), processed_at: T, sandbox_name: 'main', sandbox_id: 'c1', resumed: false, duration_ms: 840, runtime: 'runc', loosened: ['network: bridge'] },
-    { type: 'platform.sandbox_lost', id: eventId('ses-6', 8), processed_at: T, sandbox_name: 'main', sandbox_id: 'c1', reason: 'container exited (137)' },
-    { type: 'platform.sandbox_provisioned', id: eventId('ses-6', 10), processed_at: T, sandbox_name: 'main', sandbox_id: 'c2', resumed: true, duration_ms: 200, runtime: null, loosened: [] },
+    {
+      type: 'platform.sandbox_provisioned',
+      id: eventId('ses-6', 4),
+      processed_at: T,
+      sandbox_name: 'main',
+      sandbox_id: 'c1',
+      resumed: false,
+      duration_ms: 840,
+      runtime: 'runc',
+      loosened: ['network: bridge'],
+    },
+    {
+      type: 'platform.sandbox_lost',
+      id: eventId('ses-6', 8),
+      processed_at: T,
+      sandbox_name: 'main',
+      sandbox_id: 'c1',
+      reason: 'container exited (137)',
+    },
+    {
+      type: 'platform.sandbox_provisioned',
+      id: eventId('ses-6', 10),
+      processed_at: T,
+      sandbox_name: 'main',
+      sandbox_id: 'c2',
+      resumed: true,
+      duration_ms: 200,
+      runtime: null,
+      loosened: [],
+    },
   ]);
   // They change no status: the turn keeps running through a lost sandbox.
   expect(types(out).filter((t) => t.startsWith('session.status'))).toEqual(['session.status_running']);
@@ -226,32 +413,77 @@ it('refuses a log with a gap rather than project it wrong', () => {
 
 const draft: fc.Arbitrary<Draft> = fc.oneof(
   fc.record({ type: fc.constant('user_message' as const), text: fc.string() }),
-  fc.record({ type: fc.constant('assistant_message' as const), content: fc.constant([{ type: 'text', text: 'x' }] as { type: string; text: string }[]), stopReason: fc.constantFrom('end_turn', 'tool_use'), usage: fc.constant(usage) }),
-  fc.record({ type: fc.constant('tool_use' as const), id: fc.constantFrom('t1', 't2', 't3'), name: fc.constantFrom('bash', 'ask', 'mcp__s__t'), input: fc.constant({}) }),
-  fc.record({ type: fc.constant('tool_result' as const), toolUseId: fc.constantFrom('t1', 't2', 't3', 'tx'), output: fc.string(), isError: fc.boolean() }),
-  fc.record({ type: fc.constant('approval_requested' as const), toolUseId: fc.constantFrom('t1', 't2'), policy: fc.constant('p') }),
-  fc.record({ type: fc.constant('approval_resolved' as const), toolUseId: fc.constantFrom('t1', 't2'), allow: fc.boolean(), by: fc.constant('user') }),
+  fc.record({
+    type: fc.constant('assistant_message' as const),
+    content: fc.constant([{ type: 'text', text: 'x' }] as { type: string; text: string }[]),
+    stopReason: fc.constantFrom('end_turn', 'tool_use'),
+    usage: fc.constant(usage),
+  }),
+  fc.record({
+    type: fc.constant('tool_use' as const),
+    id: fc.constantFrom('t1', 't2', 't3'),
+    name: fc.constantFrom('bash', 'ask', 'mcp__s__t'),
+    input: fc.constant({}),
+  }),
+  fc.record({
+    type: fc.constant('tool_result' as const),
+    toolUseId: fc.constantFrom('t1', 't2', 't3', 'tx'),
+    output: fc.string(),
+    isError: fc.boolean(),
+  }),
+  fc.record({
+    type: fc.constant('approval_requested' as const),
+    toolUseId: fc.constantFrom('t1', 't2'),
+    policy: fc.constant('p'),
+  }),
+  fc.record({
+    type: fc.constant('approval_resolved' as const),
+    toolUseId: fc.constantFrom('t1', 't2'),
+    allow: fc.boolean(),
+    by: fc.constant('user'),
+  }),
   fc.record({ type: fc.constant('interrupted' as const), reason: fc.constant('r') }),
-  fc.record({ type: fc.constant('sandbox_provisioned' as const), name: fc.constant('main'), sandboxId: fc.string(), host: fc.constant('h'), ms: fc.nat(), resumed: fc.boolean(), loosened: fc.constant([] as string[]) }),
-  fc.record({ type: fc.constant('sandbox_lost' as const), name: fc.constant('main'), sandboxId: fc.string(), reason: fc.string() }),
-  fc.record({ type: fc.constant('error' as const), kind: fc.constantFrom('model', 'mcp', 'limit', 'x'), message: fc.string() }),
+  fc.record({
+    type: fc.constant('sandbox_provisioned' as const),
+    name: fc.constant('main'),
+    sandboxId: fc.string(),
+    host: fc.constant('h'),
+    ms: fc.nat(),
+    resumed: fc.boolean(),
+    loosened: fc.constant([] as string[]),
+  }),
+  fc.record({
+    type: fc.constant('sandbox_lost' as const),
+    name: fc.constant('main'),
+    sandboxId: fc.string(),
+    reason: fc.string(),
+  }),
+  fc.record({
+    type: fc.constant('error' as const),
+    kind: fc.constantFrom('model', 'mcp', 'limit', 'x'),
+    message: fc.string(),
+  }),
 );
 
 it('gives every API event a unique id, the same however the log is paged', () => {
   fc.assert(
-    fc.property(fc.array(draft, { maxLength: 40 }), fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 10 }), (drafts, sizes) => {
-      const events = log(started(['ask']), ...drafts);
-      const whole = projectLog('ses-p', events);
-      expect(new Set(whole.map((e) => e.id)).size).toBe(whole.length);
-      const paged = new SessionProjector('ses-p');
-      const parts = [];
-      for (let i = 0, k = 0; i < events.length; k++) {
-        const n = sizes[k % sizes.length];
-        parts.push(...paged.push(events.slice(i, i + n)));
-        i += n;
-      }
-      expect(parts).toEqual(whole);
-    }),
+    fc.property(
+      fc.array(draft, { maxLength: 40 }),
+      fc.array(fc.integer({ min: 1, max: 7 }), { minLength: 1, maxLength: 10 }),
+      (drafts, sizes) => {
+        const events = log(started(['ask']), ...drafts);
+        const whole = projectLog('ses-p', events);
+        expect(new Set(whole.map((e) => e.id)).size).toBe(whole.length);
+        const paged = new SessionProjector('ses-p');
+        const parts = [];
+        for (let i = 0, k = 0; i < events.length; k++) {
+          const n = sizes[k % sizes.length];
+          parts.push(...paged.push(events.slice(i, i + n)));
+          i += n;
+        }
+        expect(parts).toEqual(whole);
+      },
+    ),
   );
   expect(eventId('a', 1)).not.toBe(eventId('b', 1));
 });

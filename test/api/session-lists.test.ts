@@ -63,31 +63,45 @@ describe('sessions.list', () => {
   it('filters by created_at[gt], [gte], [lt] and [lte] at the times it returned, and orders asc or desc', async () => {
     const agent = await client.beta.agents.create({ name: 'by-time', model: 'claude-test' });
     const made = [];
-    for (let i = 0; i < 4; i++) made.push(await client.beta.sessions.create({ agent: agent.id, environment_id: envId }));
+    for (let i = 0; i < 4; i++)
+      made.push(await client.beta.sessions.create({ agent: agent.id, environment_id: envId }));
     const [s1, s2, s3, s4] = made;
-    const listed = async (q: Anthropic.Beta.SessionListParams) => ids(await all(client.beta.sessions.list({ agent_id: agent.id, ...q })));
+    const listed = async (q: Anthropic.Beta.SessionListParams) =>
+      ids(await all(client.beta.sessions.list({ agent_id: agent.id, ...q })));
     expect(await listed({})).toEqual([s4.id, s3.id, s2.id, s1.id]);
     expect(await listed({ order: 'asc' })).toEqual([s1.id, s2.id, s3.id, s4.id]);
     expect(await listed({ 'created_at[gt]': s2.created_at })).toEqual([s4.id, s3.id]);
     expect(await listed({ 'created_at[gte]': s2.created_at })).toEqual([s4.id, s3.id, s2.id]);
     expect(await listed({ 'created_at[lt]': s3.created_at })).toEqual([s2.id, s1.id]);
     expect(await listed({ 'created_at[lte]': s3.created_at, order: 'asc' })).toEqual([s1.id, s2.id, s3.id]);
-    expect(await listed({ 'created_at[gt]': s1.created_at, 'created_at[lt]': s4.created_at, limit: 1 })).toEqual([s3.id, s2.id]);
+    expect(await listed({ 'created_at[gt]': s1.created_at, 'created_at[lt]': s4.created_at, limit: 1 })).toEqual([
+      s3.id,
+      s2.id,
+    ]);
   });
 
   it('filters by statuses[] (idle, running, terminated) and hides archived sessions unless include_archived', async () => {
     const agent = await client.beta.agents.create({ name: 'by-status', model: 'claude-test' });
     const idle = await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
     const running = await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
-    h.mock.script(running.id, { steps: [{ gate: `hold-${running.id}`, reply: { content: [{ type: 'text', text: 'late' }] } }] });
-    await client.beta.sessions.events.send(running.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'wait' }] }] });
+    h.mock.script(running.id, {
+      steps: [{ gate: `hold-${running.id}`, reply: { content: [{ type: 'text', text: 'late' }] } }],
+    });
+    await client.beta.sessions.events.send(running.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text: 'wait' }] }],
+    });
     const ended = await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
     await h.env.client.workflow.getHandle(ended.id).signal(endSignal, { reason: 'done' });
     const archived = await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
     await client.beta.sessions.archive(archived.id);
     try {
-      await until('the statuses', () => Promise.all([running, ended].map((s) => client.beta.sessions.retrieve(s.id))), ([r, e]) => r.status === 'running' && e.status === 'terminated');
-      const listed = async (q: Anthropic.Beta.SessionListParams) => ids(await all(client.beta.sessions.list({ agent_id: agent.id, limit: 1, ...q })));
+      await until(
+        'the statuses',
+        () => Promise.all([running, ended].map((s) => client.beta.sessions.retrieve(s.id))),
+        ([r, e]) => r.status === 'running' && e.status === 'terminated',
+      );
+      const listed = async (q: Anthropic.Beta.SessionListParams) =>
+        ids(await all(client.beta.sessions.list({ agent_id: agent.id, limit: 1, ...q })));
       expect(await listed({})).toEqual([ended.id, running.id, idle.id]);
       expect(await listed({ include_archived: true })).toEqual([archived.id, ended.id, running.id, idle.id]);
       expect(await listed({ statuses: ['idle'] })).toEqual([idle.id]);
@@ -96,7 +110,9 @@ describe('sessions.list', () => {
       expect(await listed({ statuses: ['terminated'], include_archived: true })).toEqual([archived.id, ended.id]);
       expect(await listed({ statuses: ['idle', 'running'], order: 'asc' })).toEqual([idle.id, running.id]);
       expect(await listed({ statuses: ['rescheduling'] })).toEqual([]);
-      await expect(client.beta.sessions.list({ statuses: ['asleep' as 'idle'] })).rejects.toThrow(/statuses\[\]\.0: must be one of/);
+      await expect(client.beta.sessions.list({ statuses: ['asleep' as 'idle'] })).rejects.toThrow(
+        /statuses\[\]\.0: must be one of/,
+      );
     } finally {
       h.mock.release(`hold-${running.id}`);
     }
@@ -106,30 +122,48 @@ describe('sessions.list', () => {
     const agent = await client.beta.agents.create({ name: 'by-store', model: 'claude-test' });
     await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
     expect((await client.beta.sessions.list({ agent_id: agent.id })).data).toHaveLength(1);
-    expect(await client.beta.sessions.list({ agent_id: agent.id, deployment_id: 'depl_x' })).toMatchObject({ data: [], next_page: null, prev_page: null });
-    expect(await client.beta.sessions.list({ agent_id: agent.id, memory_store_id: 'memstore_x' })).toMatchObject({ data: [], next_page: null, prev_page: null });
+    expect(await client.beta.sessions.list({ agent_id: agent.id, deployment_id: 'depl_x' })).toMatchObject({
+      data: [],
+      next_page: null,
+      prev_page: null,
+    });
+    expect(await client.beta.sessions.list({ agent_id: agent.id, memory_store_id: 'memstore_x' })).toMatchObject({
+      data: [],
+      next_page: null,
+      prev_page: null,
+    });
   });
 
-  it.each(['desc', 'asc'] as const)('pages forward with next_page and back with prev_page, stable while sessions are created (%s)', async (order) => {
-    const agent = await client.beta.agents.create({ name: `paging-${order}`, model: 'claude-test' });
-    const made: string[] = [];
-    for (let i = 0; i < 5; i++) made.push((await client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id);
-    const p1 = await client.beta.sessions.list({ agent_id: agent.id, order, limit: 2 });
-    expect(p1.prev_page).toBeNull();
-    const late = (await client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id;
-    const p2 = await p1.getNextPage();
-    const p3 = await p2.getNextPage();
-    expect(p3.hasNextPage()).toBe(false);
-    // Desc began at the newest, so a later session comes before its first page; asc reaches it at the end.
-    expect([...ids(p1.data), ...ids(p2.data), ...ids(p3.data)]).toEqual(order === 'desc' ? [...made].reverse() : [...made, late]);
-    const back = await client.beta.sessions.list({ agent_id: agent.id, order, limit: 2, page: p3.prev_page });
-    expect(ids(back.data)).toEqual(ids(p2.data));
-    const front = await client.beta.sessions.list({ agent_id: agent.id, order, limit: 2, page: back.prev_page });
-    expect(ids(front.data)).toEqual(ids(p1.data));
-    expect(ids((await client.beta.sessions.list({ agent_id: agent.id, order, limit: 2, page: front.next_page })).data)).toEqual(ids(p2.data));
-    await expect(client.beta.sessions.list({ agent_id: agent.id, order: order === 'asc' ? 'desc' : 'asc', page: p1.next_page })).rejects.toThrow(new RegExp(`order=${order}`));
-    await expect(client.beta.sessions.list({ order, page: p1.next_page })).rejects.toThrow(/other filters/);
-  });
+  it.each(['desc', 'asc'] as const)(
+    'pages forward with next_page and back with prev_page, stable while sessions are created (%s)',
+    async (order) => {
+      const agent = await client.beta.agents.create({ name: `paging-${order}`, model: 'claude-test' });
+      const made: string[] = [];
+      for (let i = 0; i < 5; i++)
+        made.push((await client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id);
+      const p1 = await client.beta.sessions.list({ agent_id: agent.id, order, limit: 2 });
+      expect(p1.prev_page).toBeNull();
+      const late = (await client.beta.sessions.create({ agent: agent.id, environment_id: envId })).id;
+      const p2 = await p1.getNextPage();
+      const p3 = await p2.getNextPage();
+      expect(p3.hasNextPage()).toBe(false);
+      // Desc began at the newest, so a later session comes before its first page; asc reaches it at the end.
+      expect([...ids(p1.data), ...ids(p2.data), ...ids(p3.data)]).toEqual(
+        order === 'desc' ? [...made].reverse() : [...made, late],
+      );
+      const back = await client.beta.sessions.list({ agent_id: agent.id, order, limit: 2, page: p3.prev_page });
+      expect(ids(back.data)).toEqual(ids(p2.data));
+      const front = await client.beta.sessions.list({ agent_id: agent.id, order, limit: 2, page: back.prev_page });
+      expect(ids(front.data)).toEqual(ids(p1.data));
+      expect(
+        ids((await client.beta.sessions.list({ agent_id: agent.id, order, limit: 2, page: front.next_page })).data),
+      ).toEqual(ids(p2.data));
+      await expect(
+        client.beta.sessions.list({ agent_id: agent.id, order: order === 'asc' ? 'desc' : 'asc', page: p1.next_page }),
+      ).rejects.toThrow(new RegExp(`order=${order}`));
+      await expect(client.beta.sessions.list({ order, page: p1.next_page })).rejects.toThrow(/other filters/);
+    },
+  );
 });
 
 describe('events.list', () => {
@@ -145,25 +179,36 @@ describe('events.list', () => {
   it('filters by types[] and orders asc or desc', async () => {
     const messages = await all(client.beta.sessions.events.list(sid, { types: ['user.message'] }));
     expect(messages.map((e) => e.type)).toEqual(['user.message', 'user.message']);
-    const two = await all(client.beta.sessions.events.list(sid, { types: ['user.message', 'agent.message'], limit: 1 }));
+    const two = await all(
+      client.beta.sessions.events.list(sid, { types: ['user.message', 'agent.message'], limit: 1 }),
+    );
     expect(ids(two)).toEqual(ids(full.filter((e) => e.type === 'user.message' || e.type === 'agent.message')));
-    expect(ids(await all(client.beta.sessions.events.list(sid, { order: 'desc', limit: 4 })))).toEqual(ids(full).reverse());
-    await expect(client.beta.sessions.events.list(sid, { types: ['user.nothing' as 'user.message'] })).rejects.toThrow(/user\.nothing is not an event type/);
+    expect(ids(await all(client.beta.sessions.events.list(sid, { order: 'desc', limit: 4 })))).toEqual(
+      ids(full).reverse(),
+    );
+    await expect(client.beta.sessions.events.list(sid, { types: ['user.nothing' as 'user.message'] })).rejects.toThrow(
+      /user\.nothing is not an event type/,
+    );
   });
 
   it('filters by created_at[gt], [gte], [lt] and [lte] against processed_at', async () => {
     const second = full.filter((e) => e.type === 'user.message')[1];
     const t = second.processed_at!;
     const at = (e: Ev) => Date.parse(e.processed_at!);
-    const listed = async (q: Anthropic.Beta.Sessions.EventListParams) => ids(await all(client.beta.sessions.events.list(sid, q)));
+    const listed = async (q: Anthropic.Beta.Sessions.EventListParams) =>
+      ids(await all(client.beta.sessions.events.list(sid, q)));
     const gte = ids(full.filter((e) => at(e) >= Date.parse(t)));
     expect(gte.length).toBeGreaterThan(0);
     expect(gte.length).toBeLessThan(full.length);
     expect(await listed({ 'created_at[gte]': t })).toEqual(gte);
     expect(await listed({ 'created_at[gt]': t })).toEqual(ids(full.filter((e) => at(e) > Date.parse(t))));
     expect(await listed({ 'created_at[lt]': t })).toEqual(ids(full.filter((e) => at(e) < Date.parse(t))));
-    expect(await listed({ 'created_at[lte]': t, order: 'desc', limit: 2 })).toEqual(ids(full.filter((e) => at(e) <= Date.parse(t))).reverse());
-    await expect(client.beta.sessions.events.list(sid, { 'created_at[gt]': 'soon' })).rejects.toThrow(/created_at\[gt\]/);
+    expect(await listed({ 'created_at[lte]': t, order: 'desc', limit: 2 })).toEqual(
+      ids(full.filter((e) => at(e) <= Date.parse(t))).reverse(),
+    );
+    await expect(client.beta.sessions.events.list(sid, { 'created_at[gt]': 'soon' })).rejects.toThrow(
+      /created_at\[gt\]/,
+    );
   });
 
   it('pages with no repeat and no gap while events are appended between pages, in both orders', async () => {
@@ -185,9 +230,15 @@ describe('events.list', () => {
     // Asc continues through what was appended; desc began at the newest of its time and goes back from there.
     expect(await rest(asc1)).toEqual(ids(after));
     expect(await rest(desc1)).toEqual(ids(before).reverse());
-    await expect(client.beta.sessions.events.list(s, { order: 'desc', page: asc1.next_page })).rejects.toThrow(/order=asc/);
-    await expect(client.beta.sessions.events.list(s, { types: ['user.message'], page: asc1.next_page })).rejects.toThrow(/other filters/);
-    await expect(client.beta.sessions.events.list(s, { page: 'x'.repeat(600) })).rejects.toBeInstanceOf(Anthropic.BadRequestError);
+    await expect(client.beta.sessions.events.list(s, { order: 'desc', page: asc1.next_page })).rejects.toThrow(
+      /order=asc/,
+    );
+    await expect(
+      client.beta.sessions.events.list(s, { types: ['user.message'], page: asc1.next_page }),
+    ).rejects.toThrow(/other filters/);
+    await expect(client.beta.sessions.events.list(s, { page: 'x'.repeat(600) })).rejects.toBeInstanceOf(
+      Anthropic.BadRequestError,
+    );
     await expect(client.beta.sessions.events.list(s, { page: '!!' })).rejects.toThrow(/not a cursor/);
     // A cursor of one session is not one of another's.
     await expect(client.beta.sessions.events.list(sid, { page: asc1.next_page })).rejects.toThrow(/not a cursor/);
@@ -195,7 +246,9 @@ describe('events.list', () => {
 
   it('resources.list takes limit and page and refuses other parameters by name', async () => {
     expect((await client.beta.sessions.resources.list(sid, { limit: 1 })).data).toEqual([]);
-    await expect(client.beta.sessions.resources.list(sid, { order: 'asc' } as never)).rejects.toThrow(/order is not a parameter/);
+    await expect(client.beta.sessions.resources.list(sid, { order: 'asc' } as never)).rejects.toThrow(
+      /order is not a parameter/,
+    );
     await expect(client.beta.sessions.resources.list(sid, { page: 'bogus' })).rejects.toThrow(/not a cursor/);
   });
 });

@@ -32,7 +32,11 @@ async function listAll(id: string): Promise<ApiEvent[]> {
 }
 
 /** Reads the stream into `seen` until `stop` holds for an event, leaving the stream open for the next read. */
-async function readUntil(stream: AsyncIterator<ApiEvent>, seen: ApiEvent[], stop: (e: ApiEvent, seen: ApiEvent[]) => boolean): Promise<void> {
+async function readUntil(
+  stream: AsyncIterator<ApiEvent>,
+  seen: ApiEvent[],
+  stop: (e: ApiEvent, seen: ApiEvent[]) => boolean,
+): Promise<void> {
   for (;;) {
     const next = await stream.next();
     if (next.done) throw new Error('the stream ended first');
@@ -42,15 +46,26 @@ async function readUntil(stream: AsyncIterator<ApiEvent>, seen: ApiEvent[], stop
 }
 const open = async (id: string) => (await client.beta.sessions.events.stream(id))[Symbol.asyncIterator]();
 
-const say = (id: string, text: string) => client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+const say = (id: string, text: string) =>
+  client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
 
 it('shows two transient failures as retrying errors and status_rescheduled, each followed by status_running, then the reply', async () => {
   const s = await client.beta.sessions.create({ agent: agentId, environment_id: envId });
   const gate = `retried-${s.id}`;
-  h.mock.script(s.id, { steps: [{ status: 529 }, { status: 503 }, { gate, reply: { content: [{ type: 'text', text: 'after the storm' }] } }] });
+  h.mock.script(s.id, {
+    steps: [
+      { status: 529 },
+      { status: 503 },
+      { gate, reply: { content: [{ type: 'text', text: 'after the storm' }] } },
+    ],
+  });
   const stream = await open(s.id);
   const seen: ApiEvent[] = [];
-  const runningAgain = readUntil(stream, seen, (_e, all) => all.filter((x) => x.type === 'session.status_running').length === 3);
+  const runningAgain = readUntil(
+    stream,
+    seen,
+    (_e, all) => all.filter((x) => x.type === 'session.status_running').length === 3,
+  );
   await say(s.id, 'hello through the storm');
   await runningAgain;
   // The third attempt is held at the model: the retried call went ahead, and the session reads running.
@@ -78,7 +93,9 @@ it('shows two transient failures as retrying errors and status_rescheduled, each
     { type: 'model_overloaded_error', message: expect.stringMatching(/529/), retry_status: { type: 'retrying' } },
     { type: 'model_request_failed_error', message: expect.stringMatching(/503/), retry_status: { type: 'retrying' } },
   ]);
-  expect(seen.find((e) => e.type === 'agent.message')).toMatchObject({ content: [{ type: 'text', text: 'after the storm' }] });
+  expect(seen.find((e) => e.type === 'agent.message')).toMatchObject({
+    content: [{ type: 'text', text: 'after the storm' }],
+  });
   expect(seen.at(-1)).toMatchObject({ stop_reason: { type: 'end_turn' } });
   // The list carries the same events with the same ids.
   expect(await listAll(s.id)).toEqual(seen);
@@ -88,7 +105,7 @@ it('shows two transient failures as retrying errors and status_rescheduled, each
   await stream.return?.();
 });
 
-it('reads rescheduling in retrieve and list while a retry waits out the server\'s retry-after, and an interrupt ends the wait', async () => {
+it("reads rescheduling in retrieve and list while a retry waits out the server's retry-after, and an interrupt ends the wait", async () => {
   const s = await client.beta.sessions.create({ agent: agentId, environment_id: envId });
   // An hour's retry-after: the retry is still waiting whenever the test looks.
   h.mock.script(s.id, { steps: [{ status: 429, retryAfter: 3600 }] });
@@ -96,7 +113,12 @@ it('reads rescheduling in retrieve and list while a retry waits out the server\'
   const seen: ApiEvent[] = [];
   await say(s.id, 'hello, rate limits');
   await readUntil(stream, seen, (e) => e.type === 'session.status_rescheduled');
-  expect(seen.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'session.error', 'session.status_rescheduled']);
+  expect(seen.map((e) => e.type)).toEqual([
+    'user.message',
+    'session.status_running',
+    'session.error',
+    'session.status_rescheduled',
+  ]);
   expect(seen[2]).toMatchObject({ error: { type: 'model_rate_limited_error', retry_status: { type: 'retrying' } } });
 
   expect((await client.beta.sessions.retrieve(s.id)).status).toBe('rescheduling');

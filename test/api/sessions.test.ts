@@ -27,7 +27,10 @@ afterAll(async () => {
 });
 
 /** Lists the session's events until `done` holds for them. */
-async function eventsUntil(id: string, done: (events: { type: string }[]) => boolean): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
+async function eventsUntil(
+  id: string,
+  done: (events: { type: string }[]) => boolean,
+): Promise<Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent[]> {
   for (let i = 0; i < 600; i++) {
     const events = [];
     for await (const e of client.beta.sessions.events.list(id)) events.push(e);
@@ -36,7 +39,8 @@ async function eventsUntil(id: string, done: (events: { type: string }[]) => boo
   }
   throw new Error(`session ${id} did not get there`);
 }
-const idles = (n: number) => (events: { type: string }[]) => events.filter((e) => e.type === 'session.status_idle').length >= n;
+const idles = (n: number) => (events: { type: string }[]) =>
+  events.filter((e) => e.type === 'session.status_idle').length >= n;
 
 it('runs a turn from initial_events and shows it as API events, from status_running to status_idle', async () => {
   const s = await client.beta.sessions.create({
@@ -46,10 +50,24 @@ it('runs a turn from initial_events and shows it as API events, from status_runn
     metadata: { ticket: '42' },
     initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'What is 2+2?' }] }],
   });
-  expect(s).toMatchObject({ type: 'session', environment_id: envId, title: 'first', metadata: { ticket: '42' }, agent: { id: agentId, version: 1, name: 'chat' } });
+  expect(s).toMatchObject({
+    type: 'session',
+    environment_id: envId,
+    title: 'first',
+    metadata: { ticket: '42' },
+    agent: { id: agentId, version: 1, name: 'chat' },
+  });
   expect(s.id).toMatch(/^sesn_/);
   const events = await eventsUntil(s.id, idles(1));
-  expect(events.map((e) => e.type)).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle']);
+  expect(events.map((e) => e.type)).toEqual([
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'agent.message',
+    'span.model_request_end',
+    'session.usage',
+    'session.status_idle',
+  ]);
   expect(events[0]).toMatchObject({ content: [{ type: 'text', text: 'What is 2+2?' }] });
   const done = await client.beta.sessions.retrieve(s.id);
   expect(done.status).toBe('idle');
@@ -60,8 +78,13 @@ it('runs a turn from initial_events and shows it as API events, from status_runn
 });
 
 it('takes a user.message through events.send and answers it in a second turn', async () => {
-  const s = await client.beta.sessions.create({ agent: { type: 'agent', id: agentId, version: 1 }, environment_id: envId });
-  const sent = await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'hello' }] }] });
+  const s = await client.beta.sessions.create({
+    agent: { type: 'agent', id: agentId, version: 1 },
+    environment_id: envId,
+  });
+  const sent = await client.beta.sessions.events.send(s.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'hello' }] }],
+  });
   expect(sent.data?.[0]).toMatchObject({ type: 'user.message', id: expect.stringMatching(/^sevt_/) });
   const events = await eventsUntil(s.id, idles(1));
   expect(events[0].id).toBe(sent.data?.[0].id);
@@ -71,9 +94,15 @@ it('takes a user.message through events.send and answers it in a second turn', a
 it('refuses image content and a stale tool reference with a 400, and appends nothing', async () => {
   const s = await client.beta.sessions.create({ agent: agentId, environment_id: envId });
   await expect(
-    client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'image', source: { type: 'url', url: 'http://x/y.png' } }] }] }),
+    client.beta.sessions.events.send(s.id, {
+      events: [{ type: 'user.message', content: [{ type: 'image', source: { type: 'url', url: 'http://x/y.png' } }] }],
+    }),
   ).rejects.toThrow(/image blocks are not supported yet/);
-  await expect(client.beta.sessions.events.send(s.id, { events: [{ type: 'user.tool_confirmation', tool_use_id: 'sevt_nope', result: 'allow' }] })).rejects.toThrow(/no tool call sevt_nope/);
+  await expect(
+    client.beta.sessions.events.send(s.id, {
+      events: [{ type: 'user.tool_confirmation', tool_use_id: 'sevt_nope', result: 'allow' }],
+    }),
+  ).rejects.toThrow(/no tool call sevt_nope/);
   expect((await client.beta.sessions.events.list(s.id)).data).toEqual([]);
 });
 
@@ -85,7 +114,9 @@ it('lists, updates, archives and deletes sessions, and hides them from another w
   expect(listed).toContain(s.id);
   const other = new Anthropic({ apiKey: await api.key('intruder'), baseURL: api.url, maxRetries: 0 });
   await expect(other.beta.sessions.retrieve(s.id)).rejects.toBeInstanceOf(Anthropic.NotFoundError);
-  await expect(other.beta.sessions.create({ agent: agentId, environment_id: envId })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
+  await expect(other.beta.sessions.create({ agent: agentId, environment_id: envId })).rejects.toBeInstanceOf(
+    Anthropic.NotFoundError,
+  );
   const archived = await client.beta.sessions.archive(s.id);
   expect(archived.archived_at).not.toBeNull();
   await eventsUntil(s.id, (events) => events.some((e) => e.type === 'session.status_terminated'));
@@ -95,10 +126,13 @@ it('lists, updates, archives and deletes sessions, and hides them from another w
   await new Promise((r) => setTimeout(r, 1500));
   expect((await client.beta.sessions.retrieve(s.id)).stats.duration_seconds).toBe(ended.stats.duration_seconds);
   const terminated = [];
-  for await (const x of client.beta.sessions.list({ statuses: ['terminated'], include_archived: true, limit: 1 })) terminated.push(x);
+  for await (const x of client.beta.sessions.list({ statuses: ['terminated'], include_archived: true, limit: 1 }))
+    terminated.push(x);
   expect(terminated.map((x) => x.id)).toContain(s.id);
   expect(terminated.every((x) => x.status === 'terminated')).toBe(true);
-  expect((await client.beta.sessions.list({ statuses: ['idle', 'running'], include_archived: true })).data.map((x) => x.id)).not.toContain(s.id);
+  expect(
+    (await client.beta.sessions.list({ statuses: ['idle', 'running'], include_archived: true })).data.map((x) => x.id),
+  ).not.toContain(s.id);
   expect(await client.beta.sessions.delete(s.id)).toEqual({ id: s.id, type: 'session_deleted' });
   await expect(client.beta.sessions.retrieve(s.id)).rejects.toBeInstanceOf(Anthropic.NotFoundError);
 });
@@ -107,21 +141,53 @@ it('round-trips a custom tool: agent.custom_tool_use, idle requires_action, user
   const agent = await client.beta.agents.create({
     name: 'form',
     model: 'claude-test',
-    tools: [{ type: 'custom', name: 'ask_user_form', description: 'Ask the user', input_schema: { type: 'object', properties: { question: { type: 'string' } } } }],
+    tools: [
+      {
+        type: 'custom',
+        name: 'ask_user_form',
+        description: 'Ask the user',
+        input_schema: { type: 'object', properties: { question: { type: 'string' } } },
+      },
+    ],
   });
   const s = await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
   h.mock.script(s.id, {
-    steps: [{ reply: { content: [{ type: 'text', text: 'Asking.' }, { type: 'tool_use', name: 'ask_user_form', input: { question: 'Which colour?' } }] } }, { reply: { content: [{ type: 'text', text: 'Teal it is.' }] } }],
+    steps: [
+      {
+        reply: {
+          content: [
+            { type: 'text', text: 'Asking.' },
+            { type: 'tool_use', name: 'ask_user_form', input: { question: 'Which colour?' } },
+          ],
+        },
+      },
+      { reply: { content: [{ type: 'text', text: 'Teal it is.' }] } },
+    ],
   });
-  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'pick a colour' }] }] });
+  await client.beta.sessions.events.send(s.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'pick a colour' }] }],
+  });
   const waiting = await eventsUntil(s.id, idles(1));
   const use = waiting.find((e) => e.type === 'agent.custom_tool_use')!;
   expect(use).toMatchObject({ name: 'ask_user_form', input: { question: 'Which colour?' } });
-  expect(waiting.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: { type: 'requires_action', event_ids: [use.id] } });
-  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [{ type: 'text', text: 'teal' }] }] });
+  expect(waiting.at(-1)).toMatchObject({
+    type: 'session.status_idle',
+    stop_reason: { type: 'requires_action', event_ids: [use.id] },
+  });
+  await client.beta.sessions.events.send(s.id, {
+    events: [
+      { type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [{ type: 'text', text: 'teal' }] },
+    ],
+  });
   const done = await eventsUntil(s.id, idles(2));
-  expect(done.find((e) => e.type === 'user.custom_tool_result')).toMatchObject({ custom_tool_use_id: use.id, content: [{ type: 'text', text: 'teal' }], is_error: false });
-  expect(done.filter((e) => e.type === 'agent.message').at(-1)).toMatchObject({ content: [{ type: 'text', text: 'Teal it is.' }] });
+  expect(done.find((e) => e.type === 'user.custom_tool_result')).toMatchObject({
+    custom_tool_use_id: use.id,
+    content: [{ type: 'text', text: 'teal' }],
+    is_error: false,
+  });
+  expect(done.filter((e) => e.type === 'agent.message').at(-1)).toMatchObject({
+    content: [{ type: 'text', text: 'Teal it is.' }],
+  });
   expect(done.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: { type: 'end_turn' } });
 });
 
@@ -135,9 +201,19 @@ it('streams a turn over SSE from session.status_running to session.status_idle, 
       if (e.type === 'session.status_idle') break;
     }
   })();
-  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'stream me' }] }] });
+  await client.beta.sessions.events.send(s.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'stream me' }] }],
+  });
   await reading;
-  expect(seen).toEqual(['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle']);
+  expect(seen).toEqual([
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'agent.message',
+    'span.model_request_end',
+    'session.usage',
+    'session.status_idle',
+  ]);
 
   const second = await client.beta.sessions.events.stream(s.id);
   const tail: string[] = [];
@@ -152,7 +228,9 @@ it('streams a turn over SSE from session.status_running to session.status_idle, 
 it('interrupts a slow turn with user.interrupt: the turn ends with end_turn', async () => {
   const s = await client.beta.sessions.create({ agent: agentId, environment_id: envId });
   h.mock.script(s.id, { steps: [{ gate: `slow-${s.id}`, reply: { content: [{ type: 'text', text: 'too late' }] } }] });
-  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'take your time' }] }] });
+  await client.beta.sessions.events.send(s.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'take your time' }] }],
+  });
   await eventsUntil(s.id, (events) => events.some((e) => e.type === 'session.status_running'));
   await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.interrupt' }] });
   const events = await eventsUntil(s.id, idles(1));
@@ -170,31 +248,66 @@ it('asks before an always_ask bash call: denied, then allowed and run in the san
     tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'bash', permission_policy: { type: 'always_ask' } }] }],
   });
   const s = await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
-  const bash = (command: string) => ({ reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] } });
-  h.mock.script(s.id, { steps: [bash('echo denied-run'), bash('echo allowed-run'), { reply: { content: [{ type: 'text', text: 'done' }] } }] });
-  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }] });
+  const bash = (command: string) => ({
+    reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] },
+  });
+  h.mock.script(s.id, {
+    steps: [
+      bash('echo denied-run'),
+      bash('echo allowed-run'),
+      { reply: { content: [{ type: 'text', text: 'done' }] } },
+    ],
+  });
+  await client.beta.sessions.events.send(s.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'run it' }] }],
+  });
 
   const first = await eventsUntil(s.id, idles(1));
   const use1 = first.filter((e) => e.type === 'agent.tool_use').at(-1)!;
-  expect(first.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: { type: 'requires_action', event_ids: [use1.id] } });
-  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.tool_confirmation', tool_use_id: use1.id, result: 'deny', deny_message: 'not that one' }] });
+  expect(first.at(-1)).toMatchObject({
+    type: 'session.status_idle',
+    stop_reason: { type: 'requires_action', event_ids: [use1.id] },
+  });
+  await client.beta.sessions.events.send(s.id, {
+    events: [{ type: 'user.tool_confirmation', tool_use_id: use1.id, result: 'deny', deny_message: 'not that one' }],
+  });
 
   const second = await eventsUntil(s.id, idles(2));
   const use2 = second.filter((e) => e.type === 'agent.tool_use').at(-1)!;
   expect(use2.id).not.toBe(use1.id);
-  expect(second.find((e) => e.type === 'user.tool_confirmation')).toMatchObject({ tool_use_id: use1.id, result: 'deny', deny_message: 'not that one' });
-  expect(second.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === use1.id)).toMatchObject({ is_error: true });
-  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.tool_confirmation', tool_use_id: use2.id, result: 'allow' }] });
+  expect(second.find((e) => e.type === 'user.tool_confirmation')).toMatchObject({
+    tool_use_id: use1.id,
+    result: 'deny',
+    deny_message: 'not that one',
+  });
+  expect(second.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === use1.id)).toMatchObject({
+    is_error: true,
+  });
+  await client.beta.sessions.events.send(s.id, {
+    events: [{ type: 'user.tool_confirmation', tool_use_id: use2.id, result: 'allow' }],
+  });
 
-  const done = await eventsUntil(s.id, (events) => events.at(-1)?.type === 'session.status_idle' && (events.at(-1) as unknown as { stop_reason: { type: string } }).stop_reason.type === 'end_turn');
-  const result = done.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === use2.id) as { content: { text: string }[]; is_error: boolean };
+  const done = await eventsUntil(
+    s.id,
+    (events) =>
+      events.at(-1)?.type === 'session.status_idle' &&
+      (events.at(-1) as unknown as { stop_reason: { type: string } }).stop_reason.type === 'end_turn',
+  );
+  const result = done.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === use2.id) as {
+    content: { text: string }[];
+    is_error: boolean;
+  };
   expect(result.is_error).toBe(false);
   expect(result.content[0].text).toContain('allowed-run');
   expect(JSON.stringify(done)).not.toContain('denied-run\n[exit');
 });
 
-it("runs every tool of the built-in toolset in a real sandbox, bash as one shell across calls", async () => {
-  const agent = await client.beta.agents.create({ name: 'toolset', model: 'claude-test', tools: [{ type: 'agent_toolset_20260401' }] });
+it('runs every tool of the built-in toolset in a real sandbox, bash as one shell across calls', async () => {
+  const agent = await client.beta.agents.create({
+    name: 'toolset',
+    model: 'claude-test',
+    tools: [{ type: 'agent_toolset_20260401' }],
+  });
   const s = await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
   const calls: [string, Record<string, unknown>][] = [
     ['write', { file_path: 'notes/todo.md', content: 'alpha\nTODO: beta\n' }],
@@ -205,13 +318,27 @@ it("runs every tool of the built-in toolset in a real sandbox, bash as one shell
     ['bash', { command: 'cd notes && export MARK=kept' }],
     ['bash', { command: 'pwd; echo $MARK; cat todo.md' }],
   ];
-  h.mock.script(s.id, { steps: [...calls.map(([name, input]) => toolStep(name, input)), { reply: { content: [{ type: 'text', text: 'done' }] } }] });
-  await client.beta.sessions.events.send(s.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'use every tool' }] }] });
+  h.mock.script(s.id, {
+    steps: [
+      ...calls.map(([name, input]) => toolStep(name, input)),
+      { reply: { content: [{ type: 'text', text: 'done' }] } },
+    ],
+  });
+  await client.beta.sessions.events.send(s.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'use every tool' }] }],
+  });
 
   const done = await eventsUntil(s.id, idles(1));
-  const uses = done.filter((e) => e.type === 'agent.tool_use') as Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolUseEvent[];
+  const uses = done.filter(
+    (e) => e.type === 'agent.tool_use',
+  ) as Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolUseEvent[];
   expect(uses.map((u) => [u.name, u.input])).toEqual(calls);
-  const results = uses.map((u) => done.find((e) => e.type === 'agent.tool_result' && e.tool_use_id === u.id) as Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolResultEvent);
+  const results = uses.map(
+    (u) =>
+      done.find(
+        (e) => e.type === 'agent.tool_result' && e.tool_use_id === u.id,
+      ) as Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolResultEvent,
+  );
   expect(results.map((r) => [r.is_error, (r.content as { text: string }[]).map((c) => c.text).join('')])).toEqual([
     [false, 'wrote 17 bytes to /workspace/notes/todo.md'],
     [false, 'edited /workspace/notes/todo.md: 1 replacement'],

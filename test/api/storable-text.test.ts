@@ -3,7 +3,12 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { STORAGES, startTestApi, type TestApi } from '../helpers/api';
 
-const BAD = { nul: 'a\u0000b', 'lone high surrogate': 'a\ud800b', 'lone low surrogate': 'a\udc00b', 'reversed pair': '\udc00\ud800' };
+const BAD = {
+  nul: 'a\u0000b',
+  'lone high surrogate': 'a\ud800b',
+  'lone low surrogate': 'a\udc00b',
+  'reversed pair': '\udc00\ud800',
+};
 const BETA = { 'anthropic-beta': 'managed-agents-2026-04-01' };
 const MESSAGE = 'must not contain NUL (\\u0000) or an unpaired surrogate (\\ud800-\\udfff)';
 
@@ -38,27 +43,55 @@ describe.each(STORAGES)('unstorable strings on %s', (storage) => {
     ['create a session', '/v1/sessions', (s) => ({ agent: agentId, environment_id: envId, title: s }), 'title'],
   ];
 
-  it.each(requests)('refuses them to %s with a 400 naming the field, and stores nothing', async (_what, route, body, field) => {
-    const before = await counts();
-    for (const [kind, s] of Object.entries(BAD)) {
-      const err = await client.post(route.replace('{agent}', agentId), { headers: BETA, body: body(s) }).catch((e: unknown) => e);
-      expect({ kind, err }).toMatchObject({ kind, err: expect.any(Anthropic.BadRequestError) });
-      expect((err as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ error: { type: 'invalid_request_error', message: `${field}: ${MESSAGE}` } });
-    }
-    expect(await counts()).toEqual(before);
-  });
+  it.each(requests)(
+    'refuses them to %s with a 400 naming the field, and stores nothing',
+    async (_what, route, body, field) => {
+      const before = await counts();
+      for (const [kind, s] of Object.entries(BAD)) {
+        const err = await client
+          .post(route.replace('{agent}', agentId), { headers: BETA, body: body(s) })
+          .catch((e: unknown) => e);
+        expect({ kind, err }).toMatchObject({ kind, err: expect.any(Anthropic.BadRequestError) });
+        expect((err as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+          error: { type: 'invalid_request_error', message: `${field}: ${MESSAGE}` },
+        });
+      }
+      expect(await counts()).toEqual(before);
+    },
+  );
 
   it('refuses them in a metadata key, a vault update, a query string and deep inside a body', async () => {
-    const key = await client.post('/v1/environments', { headers: BETA, body: { name: 'k', metadata: { 'a\u0000': 'v' } } }).catch((e: unknown) => e);
-    expect((key as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ error: { message: `metadata: keys ${MESSAGE}` } });
-    const update = await client.beta.vaults.update(vaultId, { display_name: 'x\ud83d' }).catch((e: unknown) => e);
-    expect((update as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ error: { message: `display_name: ${MESSAGE}` } });
-    const query = await client.beta.agents.list({ page: 'p\u0000' }).catch((e: unknown) => e);
-    expect((query as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ error: { message: `query parameter page: ${MESSAGE}` } });
-    const deep = await client.beta.agents
-      .create({ name: 'deep', model: 'claude-haiku-5-5', tools: [{ type: 'custom', name: 'f', description: 'd', input_schema: { type: 'object', properties: { q: { type: 'string', description: 'q\udfff' } } } }] })
+    const key = await client
+      .post('/v1/environments', { headers: BETA, body: { name: 'k', metadata: { 'a\u0000': 'v' } } })
       .catch((e: unknown) => e);
-    expect((deep as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ error: { message: `tools.0.input_schema.properties.q.description: ${MESSAGE}` } });
+    expect((key as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      error: { message: `metadata: keys ${MESSAGE}` },
+    });
+    const update = await client.beta.vaults.update(vaultId, { display_name: 'x\ud83d' }).catch((e: unknown) => e);
+    expect((update as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      error: { message: `display_name: ${MESSAGE}` },
+    });
+    const query = await client.beta.agents.list({ page: 'p\u0000' }).catch((e: unknown) => e);
+    expect((query as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      error: { message: `query parameter page: ${MESSAGE}` },
+    });
+    const deep = await client.beta.agents
+      .create({
+        name: 'deep',
+        model: 'claude-haiku-5-5',
+        tools: [
+          {
+            type: 'custom',
+            name: 'f',
+            description: 'd',
+            input_schema: { type: 'object', properties: { q: { type: 'string', description: 'q\udfff' } } },
+          },
+        ],
+      })
+      .catch((e: unknown) => e);
+    expect((deep as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+      error: { message: `tools.0.input_schema.properties.q.description: ${MESSAGE}` },
+    });
     expect((await client.beta.vaults.retrieve(vaultId)).display_name).toBe('base');
     expect((await client.beta.agents.list({ limit: 100 })).data.map((a) => a.name)).toEqual(['base']);
   });
@@ -66,23 +99,42 @@ describe.each(STORAGES)('unstorable strings on %s', (storage) => {
   it('refuses a body nested 100,000 deep with a 400 naming where, never a 5xx', async () => {
     const res = await fetch(`${api.url}/v1/agents`, {
       method: 'POST',
-      headers: { 'x-api-key': await api.key(), 'anthropic-beta': 'managed-agents-2026-04-01', 'content-type': 'application/json' },
+      headers: {
+        'x-api-key': await api.key(),
+        'anthropic-beta': 'managed-agents-2026-04-01',
+        'content-type': 'application/json',
+      },
       body: `{"name":"n","model":"m","metadata":${'['.repeat(100_000)}"\\u0000"${']'.repeat(100_000)}}`,
     });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(/^metadata(\.0)+\.?…: nested deeper than 128 levels$/);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(
+      /^metadata(\.0)+\.?…: nested deeper than 128 levels$/,
+    );
     const deepSchema = await fetch(`${api.url}/v1/agents`, {
       method: 'POST',
-      headers: { 'x-api-key': await api.key(), 'anthropic-beta': 'managed-agents-2026-04-01', 'content-type': 'application/json' },
+      headers: {
+        'x-api-key': await api.key(),
+        'anthropic-beta': 'managed-agents-2026-04-01',
+        'content-type': 'application/json',
+      },
       body: `{"name":"n","model":"m","tools":[{"type":"custom","name":"f","description":"d","input_schema":{"type":"object","properties":{"q":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}}}]}`,
     });
     expect(deepSchema.status).toBe(400);
-    expect(((await deepSchema.json()) as { error: { message: string } }).error.message).toMatch(/^tools\.0\.input_schema\.properties\.q(\.a)+\.?…: nested deeper than 128 levels$/);
+    expect(((await deepSchema.json()) as { error: { message: string } }).error.message).toMatch(
+      /^tools\.0\.input_schema\.properties\.q(\.a)+\.?…: nested deeper than 128 levels$/,
+    );
     expect((await client.beta.agents.list({ limit: 100 })).data.map((a) => a.name)).not.toContain('n');
   });
 
   it('stores a well-formed surrogate pair and reads it back unchanged', async () => {
-    const agent = await client.beta.agents.create({ name: 'robot \u{1F916}', model: 'claude-haiku-5-5', metadata: { mood: '\u{1F600}' } });
-    expect(await client.beta.agents.retrieve(agent.id)).toMatchObject({ name: 'robot \u{1F916}', metadata: { mood: '\u{1F600}' } });
+    const agent = await client.beta.agents.create({
+      name: 'robot \u{1F916}',
+      model: 'claude-haiku-5-5',
+      metadata: { mood: '\u{1F600}' },
+    });
+    expect(await client.beta.agents.retrieve(agent.id)).toMatchObject({
+      name: 'robot \u{1F916}',
+      metadata: { mood: '\u{1F600}' },
+    });
   });
 });

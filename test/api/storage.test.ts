@@ -20,7 +20,9 @@ it('migrates a new PostgreSQL database once, however many processes open it at o
     try {
       const rows = await dbs[0].query<{ version: number }>('select version from schema_migrations order by version');
       expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
-      expect((await dbs[1].query<{ n: number }>("select count(*)::int as n from workspaces where name = 'default'"))[0].n).toBe(1);
+      expect(
+        (await dbs[1].query<{ n: number }>("select count(*)::int as n from workspaces where name = 'default'"))[0].n,
+      ).toBe(1);
       expect(dbs.map((d) => d.kind)).toEqual(['postgres', 'postgres', 'postgres']);
     } finally {
       await Promise.all(dbs.map((d) => d.close()));
@@ -41,7 +43,10 @@ it('keeps the embedded database across restarts, under DATA_DIR, one process at 
     const second = await cli(['api-keys', 'create', '--workspace', 'two', '--json']);
     expect([first.code, second.code]).toEqual([0, 0]);
     expect(fs.existsSync(path.join(dataDir, 'api-db'))).toBe(true);
-    const listed = (await cli(['api-keys', 'list', '--json'])).stdout.trim().split('\n').map((l) => JSON.parse(l) as { workspace: string });
+    const listed = (await cli(['api-keys', 'list', '--json'])).stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { workspace: string });
     expect(listed.map((k) => k.workspace)).toEqual(['one', 'two']);
   } finally {
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -63,7 +68,10 @@ it('tells a second process that the embedded database is in use, rather than sha
 
 it('prints the vault public key the API seals to, derived from VAULT_KEY', async () => {
   const vaultKey = randomBytes(32).toString('base64');
-  const r = await runAgents('localhost:7233', ['vault', 'public-key', '--json'], { VAULT_KEY: vaultKey, KEY_FILES: 'off' });
+  const r = await runAgents('localhost:7233', ['vault', 'public-key', '--json'], {
+    VAULT_KEY: vaultKey,
+    KEY_FILES: 'off',
+  });
   expect(r.code).toBe(0);
   expect(JSON.parse(r.stdout)).toEqual({ publicKey: await vaultPublicKey(vaultKey) });
   expect(r.stdout).not.toContain(vaultKey);

@@ -24,7 +24,11 @@ afterAll(async () => {
 });
 
 async function brain(): Promise<ChildWorker> {
-  const w = await spawnWorker({ TEMPORAL_ADDRESS: h.env.address, ANTHROPIC_BASE_URL: h.mock.url, ANTHROPIC_API_KEY: 'test-key' });
+  const w = await spawnWorker({
+    TEMPORAL_ADDRESS: h.env.address,
+    ANTHROPIC_BASE_URL: h.mock.url,
+    ANTHROPIC_API_KEY: 'test-key',
+  });
   workers.push(w);
   return w;
 }
@@ -54,7 +58,9 @@ it('keeps one stream delivering across a SIGKILL of the brain worker: every even
   const nextIdle = () => new Promise<void>((resolve) => idled.push(resolve));
   const say = async (text: string) => {
     const idle = nextIdle();
-    await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+    await client.beta.sessions.events.send(session.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
+    });
     await idle;
   };
 
@@ -64,7 +70,15 @@ it('keeps one stream delivering across a SIGKILL of the brain worker: every even
   await say('after the crash');
   await reading;
 
-  const turn = ['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle'];
+  const turn = [
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'agent.message',
+    'span.model_request_end',
+    'session.usage',
+    'session.status_idle',
+  ];
   expect(seen.map((e) => e.type)).toEqual([...turn, ...turn]);
   expect(new Set(seen.map((e) => e.id)).size).toBe(seen.length);
   const replies = seen.filter((e) => e.type === 'agent.message').map((e) => e.text);

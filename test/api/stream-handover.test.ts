@@ -32,7 +32,11 @@ afterAll(async () => {
 type Seen = { type: string; id: string; text?: string };
 
 /** Reads `stream` until `turns` turns have gone idle; `onIdle` hears each. */
-async function collect(stream: AsyncIterable<BetaManagedAgentsStreamSessionEvents>, turns: number, onIdle: () => void): Promise<Seen[]> {
+async function collect(
+  stream: AsyncIterable<BetaManagedAgentsStreamSessionEvents>,
+  turns: number,
+  onIdle: () => void,
+): Promise<Seen[]> {
   const seen: Seen[] = [];
   let idles = 0;
   for await (const e of stream) {
@@ -58,7 +62,9 @@ it('keeps two streams delivering across handovers of the session run: every even
   const b = collect(await client.beta.sessions.events.stream(session.id), TURNS, () => undefined);
   for (let i = 0; i < TURNS; i++) {
     const idle = new Promise<void>((resolve) => idled.push(resolve));
-    await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: `turn ${i}` }] }] });
+    await client.beta.sessions.events.send(session.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text: `turn ${i}` }] }],
+    });
     await idle;
   }
   const [seenA, seenB] = await Promise.all([a, b]);
@@ -71,12 +77,24 @@ it('keeps two streams delivering across handovers of the session run: every even
   const status = await h.env.client.workflow.getHandle(session.id).query(statusQuery);
   expect(status.run).toBeGreaterThanOrEqual(3);
   expect(status.firstSeq).toBeGreaterThan(0);
-  expect((await runsOf(h.env.client, session.id)).filter((r) => r.status.name === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(2);
+  expect(
+    (await runsOf(h.env.client, session.id)).filter((r) => r.status.name === 'CONTINUED_AS_NEW').length,
+  ).toBeGreaterThanOrEqual(2);
 
-  const turn = ['user.message', 'session.status_running', 'span.model_request_start', 'agent.message', 'span.model_request_end', 'session.usage', 'session.status_idle'];
+  const turn = [
+    'user.message',
+    'session.status_running',
+    'span.model_request_start',
+    'agent.message',
+    'span.model_request_end',
+    'session.usage',
+    'session.status_idle',
+  ];
   expect(seenA.map((e) => e.type)).toEqual(Array.from({ length: TURNS }, () => turn).flat());
   expect(new Set(seenA.map((e) => e.id)).size).toBe(seenA.length);
-  expect(seenA.filter((e) => e.type === 'agent.message').map((e) => e.text)).toEqual(Array.from({ length: TURNS }, (_, i) => `You said: turn ${i}`));
+  expect(seenA.filter((e) => e.type === 'agent.message').map((e) => e.text)).toEqual(
+    Array.from({ length: TURNS }, (_, i) => `You said: turn ${i}`),
+  );
   expect(seenB).toEqual(seenA);
   // What the streams carried is what a client listing the log afterwards reads, the sealed runs included.
   const listed = [];

@@ -34,7 +34,12 @@ async function openStream(sessionId: string, opts: { lastEventId?: string; query
   const key = await api.key();
   const ctl = new AbortController();
   const res = await fetch(`${api.url}/v1/sessions/${sessionId}/events/stream${opts.query ?? ''}`, {
-    headers: { authorization: `Bearer ${key}`, 'anthropic-beta': 'managed-agents-2026-04-01', accept: 'text/event-stream', ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}) },
+    headers: {
+      authorization: `Bearer ${key}`,
+      'anthropic-beta': 'managed-agents-2026-04-01',
+      accept: 'text/event-stream',
+      ...(opts.lastEventId ? { 'last-event-id': opts.lastEventId } : {}),
+    },
     signal: ctl.signal,
   });
   const body = res.status === 200 ? undefined : await res.text();
@@ -58,7 +63,11 @@ async function openStream(sessionId: string, opts: { lastEventId?: string; query
             if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 2));
           }
           if (!fields.has('event')) continue;
-          frames.push({ id: fields.get('id'), event: fields.get('event')!, data: JSON.parse(fields.get('data') ?? '{}') as Record<string, unknown> });
+          frames.push({
+            id: fields.get('id'),
+            event: fields.get('event')!,
+            data: JSON.parse(fields.get('data') ?? '{}') as Record<string, unknown>,
+          });
           for (const w of waiters.splice(0)) w();
         }
       }
@@ -78,7 +87,8 @@ async function openStream(sessionId: string, opts: { lastEventId?: string; query
       for (;;) {
         const i = frames.findIndex(pred);
         if (i >= 0) return i;
-        if (ended) throw new Error(`the stream ended before the frame; it had ${frames.map((f) => f.event).join(', ')}`);
+        if (ended)
+          throw new Error(`the stream ended before the frame; it had ${frames.map((f) => f.event).join(', ')}`);
         await new Promise<void>((r) => waiters.push(r));
       }
     },
@@ -90,8 +100,14 @@ async function openStream(sessionId: string, opts: { lastEventId?: string; query
 }
 
 type Stream = Awaited<ReturnType<typeof openStream>>;
-const durable = (frames: Frame[]) => frames.filter((f) => f.event !== 'ping' && f.event !== 'event_start' && f.event !== 'event_delta');
-const idles = (s: Stream, n: number) => s.until((f, i) => f.event === 'session.status_idle' && s.frames.slice(0, i + 1).filter((g) => g.event === 'session.status_idle').length === n);
+const durable = (frames: Frame[]) =>
+  frames.filter((f) => f.event !== 'ping' && f.event !== 'event_start' && f.event !== 'event_delta');
+const idles = (s: Stream, n: number) =>
+  s.until(
+    (f, i) =>
+      f.event === 'session.status_idle' &&
+      s.frames.slice(0, i + 1).filter((g) => g.event === 'session.status_idle').length === n,
+  );
 
 async function listedIds(sessionId: string): Promise<string[]> {
   const client = await api.client();
@@ -109,10 +125,14 @@ async function newSession() {
 
 it('resumes a stream cut in the middle of a turn right after its last event: nothing lost, nothing repeated', async () => {
   const { client, session } = await newSession();
-  h.mock.script(session.id, { steps: [{ gate: 'resume-mid-turn', reply: { content: [{ type: 'text', text: 'held reply' }] } }] });
+  h.mock.script(session.id, {
+    steps: [{ gate: 'resume-mid-turn', reply: { content: [{ type: 'text', text: 'held reply' }] } }],
+  });
   const first = await openStream(session.id);
   expect(first.status).toBe(200);
-  await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'hello' }] }] });
+  await client.beta.sessions.events.send(session.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'hello' }] }],
+  });
   // The turn is running and its model call is held: hang up here.
   await first.until((f) => f.event === 'session.status_running');
   await first.close();
@@ -126,7 +146,9 @@ it('resumes a stream cut in the middle of a turn right after its last event: not
   const watcher = await openStream(session.id, { lastEventId: last });
   await idles(watcher, 1);
   await watcher.close();
-  await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'again' }] }] });
+  await client.beta.sessions.events.send(session.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'again' }] }],
+  });
 
   const second = await openStream(session.id, { lastEventId: last });
   await idles(second, 2);
@@ -134,7 +156,9 @@ it('resumes a stream cut in the middle of a turn right after its last event: not
   const seenSecond = durable(second.frames);
   expect(seenSecond.every((f) => f.id === f.data.id)).toBe(true);
   expect(seenSecond[0].event).toBe('span.model_request_start');
-  const texts = seenSecond.filter((f) => f.event === 'agent.message').map((f) => (f.data.content as { text: string }[])[0].text);
+  const texts = seenSecond
+    .filter((f) => f.event === 'agent.message')
+    .map((f) => (f.data.content as { text: string }[])[0].text);
   expect(texts).toEqual(['held reply', 'You said: again']);
   // Together the two connections carried the log once, in order: what a list reads.
   expect([...seenFirst, ...seenSecond].map((f) => f.id)).toEqual(await listedIds(session.id));
@@ -143,7 +167,9 @@ it('resumes a stream cut in the middle of a turn right after its last event: not
 it('resumes across a handover of the session run, and from the start with the session id', async () => {
   const { client, session } = await newSession();
   const say = async (text: string, watch: Stream, n: number) => {
-    await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+    await client.beta.sessions.events.send(session.id, {
+      events: [{ type: 'user.message', content: [{ type: 'text', text }] }],
+    });
     await idles(watch, n);
   };
   const first = await openStream(session.id);
@@ -168,9 +194,11 @@ it('resumes across a handover of the session run, and from the start with the se
   const ids = [...durable(first.frames), ...durable(resumed.frames)].map((f) => f.id);
   expect(new Set(ids).size).toBe(ids.length);
   expect(ids).toEqual(await listedIds(session.id));
-  expect(durable(resumed.frames).filter((f) => f.event === 'agent.message').map((f) => (f.data.content as { text: string }[])[0].text)).toEqual(
-    Array.from({ length: turns + 1 }, (_, i) => `You said: turn ${i + 1}`),
-  );
+  expect(
+    durable(resumed.frames)
+      .filter((f) => f.event === 'agent.message')
+      .map((f) => (f.data.content as { text: string }[])[0].text),
+  ).toEqual(Array.from({ length: turns + 1 }, (_, i) => `You said: turn ${i + 1}`));
 
   // The session's own id is the cursor of the log's start: the whole log, sealed runs included.
   const fromStart = await openStream(session.id, { lastEventId: session.id });
@@ -192,10 +220,25 @@ it('refuses a Last-Event-ID that names no event of the session, and event_deltas
 it('previews a reply as event_start and event_delta frames under the id its agent.message then carries', async () => {
   const { client, session } = await newSession();
   const reply = 'one two three four five six seven eight';
-  h.mock.script(session.id, { steps: [{ midGate: 'deltas-mid', chunkDelayMs: 5, reply: { content: [{ type: 'thinking', thinking: 'let me see' }, { type: 'text', text: reply }] } }] });
+  h.mock.script(session.id, {
+    steps: [
+      {
+        midGate: 'deltas-mid',
+        chunkDelayMs: 5,
+        reply: {
+          content: [
+            { type: 'thinking', thinking: 'let me see' },
+            { type: 'text', text: reply },
+          ],
+        },
+      },
+    ],
+  });
   const plain = await openStream(session.id);
   const s = await openStream(session.id, { query: '?event_deltas[]=agent.message&event_deltas[]=agent.thinking' });
-  await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }] });
+  await client.beta.sessions.events.send(session.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'go' }] }],
+  });
   // Half the reply has streamed and the rest is held: the preview is under way before any buffered reply.
   await s.until((f) => f.event === 'event_delta');
   h.mock.release('deltas-mid');
@@ -211,7 +254,9 @@ it('previews a reply as event_start and event_delta frames under the id its agen
     { type: 'agent.message', id: message.data.id },
   ]);
   const deltas = s.frames.filter((f) => f.event === 'event_delta');
-  expect(deltas.every((f) => f.data.event_id === message.data.id && (f.data.delta as { index: number }).index === 0)).toBe(true);
+  expect(
+    deltas.every((f) => f.data.event_id === message.data.id && (f.data.delta as { index: number }).index === 0),
+  ).toBe(true);
   expect(deltas.map((f) => (f.data.delta as { content: { text: string } }).content.text).join('')).toBe(reply);
   // Every preview comes before the buffered event that concludes it, and nothing follows that.
   const at = s.frames.indexOf(message);
@@ -232,7 +277,9 @@ it('records sessions.update in the log as session.updated, and echoes user.inter
   await client.beta.sessions.update(session.id, { title: 'second' });
   // Interrupted while idle, then in the middle of a turn whose model call is held.
   const idleEcho = await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.interrupt' }] });
-  await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.message', content: [{ type: 'text', text: 'wait' }] }] });
+  await client.beta.sessions.events.send(session.id, {
+    events: [{ type: 'user.message', content: [{ type: 'text', text: 'wait' }] }],
+  });
   await s.until((f) => f.event === 'session.status_running');
   const turnEcho = await client.beta.sessions.events.send(session.id, { events: [{ type: 'user.interrupt' }] });
   await idles(s, 1);
@@ -251,7 +298,9 @@ it('records sessions.update in the log as session.updated, and echoes user.inter
   expect(interrupts).toEqual([idleEcho.data![0].id, turnEcho.data![0].id]);
   // The stream carried the same events under the same ids, the interrupted turn ending idle.
   const streamed = durable(s.frames);
-  expect(streamed.filter((f) => f.event === 'session.updated' || f.event === 'user.interrupt').map((f) => f.id)).toEqual([...updates.map((e) => e.id), ...interrupts]);
+  expect(
+    streamed.filter((f) => f.event === 'session.updated' || f.event === 'user.interrupt').map((f) => f.id),
+  ).toEqual([...updates.map((e) => e.id), ...interrupts]);
   expect(streamed.map((f) => f.event).slice(-2)).toEqual(['user.interrupt', 'session.status_idle']);
   expect((await client.beta.sessions.retrieve(session.id)).title).toBe('second');
 });

@@ -17,7 +17,11 @@ it('answers 401 with the error envelope without a key, with a wrong one, and wit
   const none = new Anthropic({ apiKey: 'sk-ma-not-a-key', baseURL: api.url, maxRetries: 0 });
   const err = await none.beta.agents.list().catch((e: unknown) => e);
   expect(err).toBeInstanceOf(Anthropic.AuthenticationError);
-  expect((err as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({ type: 'error', error: { type: 'authentication_error', message: 'invalid API key' }, request_id: expect.stringMatching(/^req_/) });
+  expect((err as InstanceType<typeof Anthropic.APIError>).error).toMatchObject({
+    type: 'error',
+    error: { type: 'authentication_error', message: 'invalid API key' },
+    request_id: expect.stringMatching(/^req_/),
+  });
 
   const made = await runAgents('localhost:7233', ['api-keys', 'create', '--workspace', 'revokers', '--json'], cliEnv());
   expect(made.code).toBe(0);
@@ -39,7 +43,13 @@ it('answers 401 with the error envelope without a key, with a wrong one, and wit
 
 it('takes the key as x-api-key as well as a bearer token', async () => {
   const key = await api.key();
-  const viaHeader = new Anthropic({ apiKey: null, authToken: null, baseURL: api.url, maxRetries: 0, defaultHeaders: { 'x-api-key': key } });
+  const viaHeader = new Anthropic({
+    apiKey: null,
+    authToken: null,
+    baseURL: api.url,
+    maxRetries: 0,
+    defaultHeaders: { 'x-api-key': key },
+  });
   const made = await viaHeader.beta.environments.create({ name: `via-header-${Date.now()}` });
   const listed = await viaHeader.beta.environments.list();
   expect(listed.data.map((e) => e.id)).toContain(made.id);
@@ -49,7 +59,9 @@ it('takes the key as x-api-key as well as a bearer token', async () => {
 
 it('refuses a request without the managed-agents beta', async () => {
   const client = await api.client();
-  const err = await client.get('/v1/agents', { headers: { 'anthropic-beta': 'something-else' } }).catch((e: unknown) => e);
+  const err = await client
+    .get('/v1/agents', { headers: { 'anthropic-beta': 'something-else' } })
+    .catch((e: unknown) => e);
   expect(err).toBeInstanceOf(Anthropic.BadRequestError);
   expect(String((err as Error).message)).toMatch(/managed-agents-2026-04-01/);
 });
@@ -80,9 +92,14 @@ it('keeps two workspaces from seeing or touching each other’s agents, environm
   await expect(b.beta.vaults.update(vault.id, { display_name: 'x' })).rejects.toBeInstanceOf(NOT_FOUND);
 
   // A 404 for another workspace's id reads exactly like one for an id that never existed.
-  const foreign = (await b.beta.agents.retrieve(agent.id).catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>;
-  const missing = (await b.beta.agents.retrieve('agent_01nothere').catch((e: unknown) => e)) as InstanceType<typeof Anthropic.APIError>;
-  const shape = (e: InstanceType<typeof Anthropic.APIError>) => (e.error as { error: { type: string; message: string } }).error.message.replace(/agent_\w+/, 'ID');
+  const foreign = (await b.beta.agents.retrieve(agent.id).catch((e: unknown) => e)) as InstanceType<
+    typeof Anthropic.APIError
+  >;
+  const missing = (await b.beta.agents.retrieve('agent_01nothere').catch((e: unknown) => e)) as InstanceType<
+    typeof Anthropic.APIError
+  >;
+  const shape = (e: InstanceType<typeof Anthropic.APIError>) =>
+    (e.error as { error: { type: string; message: string } }).error.message.replace(/agent_\w+/, 'ID');
   expect(shape(foreign)).toBe(shape(missing));
 
   // Names are per workspace: b may use the same environment name.
@@ -94,8 +111,27 @@ it('keeps two workspaces from seeing or touching each other’s agents, environm
 it('serves the OpenAPI document generated from the route schemas, without a key', async () => {
   const res = await fetch(`${api.url}/v1/openapi.json`);
   expect(res.status).toBe(200);
-  const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown> } }> } }>> };
+  const doc = (await res.json()) as {
+    openapi: string;
+    paths: Record<
+      string,
+      Record<
+        string,
+        { requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown> } }> } }
+      >
+    >;
+  };
   expect(doc.openapi).toBe('3.1.0');
-  expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/v1/agents', '/v1/agents/{agent_id}', '/v1/agents/{agent_id}/versions', '/v1/environments', '/v1/vaults/{vault_id}/credentials']));
-  expect(Object.keys(doc.paths['/v1/agents'].post.requestBody!.content['application/json'].schema.properties!)).toEqual(expect.arrayContaining(['name', 'model', 'tools', 'mcp_servers']));
+  expect(Object.keys(doc.paths)).toEqual(
+    expect.arrayContaining([
+      '/v1/agents',
+      '/v1/agents/{agent_id}',
+      '/v1/agents/{agent_id}/versions',
+      '/v1/environments',
+      '/v1/vaults/{vault_id}/credentials',
+    ]),
+  );
+  expect(Object.keys(doc.paths['/v1/agents'].post.requestBody!.content['application/json'].schema.properties!)).toEqual(
+    expect.arrayContaining(['name', 'model', 'tools', 'mcp_servers']),
+  );
 });

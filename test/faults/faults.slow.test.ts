@@ -25,7 +25,11 @@ afterAll(async () => {
   await stack.stop();
 });
 
-it.each(CELLS)('%s: %s leaves the same session, with nothing lost, duplicated or stuck', async (phase, fault) => {
-  const r = await runCell(stack, fault, phase, baseline);
-  expect(r.problems).toEqual([]);
-}, 300_000);
+it.each(CELLS)(
+  '%s: %s leaves the same session, with nothing lost, duplicated or stuck',
+  async (phase, fault) => {
+    const r = await runCell(stack, fault, phase, baseline);
+    expect(r.problems).toEqual([]);
+  },
+  300_000,
+);

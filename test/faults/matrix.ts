@@ -12,8 +12,27 @@ import { endSignal, sendMessageUpdate, statusQuery } from '../../src/session/con
 import { testAgent, testArchive, uniqueId } from '../helpers/env';
 import type { FaultStack } from './stack';
 
-export const PHASES = ['waiting', 'model_in_flight', 'mid_stream', 'tool_dispatch', 'execute_in_flight', 'provisioning', 'handover'] as const;
-export const FAULTS = ['kill_brain', 'kill_hands', 'kill_sandbox', 'restart_docker', 'restart_temporal', 'model_429', 'model_500', 'model_529', 'model_timeout', 'model_drop'] as const;
+export const PHASES = [
+  'waiting',
+  'model_in_flight',
+  'mid_stream',
+  'tool_dispatch',
+  'execute_in_flight',
+  'provisioning',
+  'handover',
+] as const;
+export const FAULTS = [
+  'kill_brain',
+  'kill_hands',
+  'kill_sandbox',
+  'restart_docker',
+  'restart_temporal',
+  'model_429',
+  'model_500',
+  'model_529',
+  'model_timeout',
+  'model_drop',
+] as const;
 export type Phase = (typeof PHASES)[number];
 export type Fault = (typeof FAULTS)[number];
 
@@ -29,7 +48,10 @@ export interface CellResult {
 
 /** The task: four steps that each append to a counter in the workspace, then a look at the counter. */
 const STEPS = 4;
-const messages = [...Array.from({ length: STEPS }, (_, i) => `step ${i + 1}: \`sleep 1; echo ${i + 1} >> counter.txt\``), 'check: `cat counter.txt`'];
+const messages = [
+  ...Array.from({ length: STEPS }, (_, i) => `step ${i + 1}: \`sleep 1; echo ${i + 1} >> counter.txt\``),
+  'check: `cat counter.txt`',
+];
 
 const agent = () =>
   testAgent({
@@ -79,13 +101,19 @@ export function shapeOf(events: SessionEvent[]): string[] {
   for (const e of events) {
     if (e.type === 'user_message') out.push(`user: ${e.text}`);
     if (e.type === 'tool_result' && !e.isError) out.push(`result: ${e.output}`);
-    if (e.type === 'assistant_message' && e.stopReason === 'end_turn') out.push(`reply: ${e.content.map((b) => String(b.text ?? '')).join('')}`);
+    if (e.type === 'assistant_message' && e.stopReason === 'end_turn')
+      out.push(`reply: ${e.content.map((b) => String(b.text ?? '')).join('')}`);
     if (e.type === 'session_ended') out.push('ended');
   }
   return out;
 }
 
-export async function runCell(stack: FaultStack, fault: Fault | 'none', phase: Phase | 'none', baseline?: string[]): Promise<CellResult> {
+export async function runCell(
+  stack: FaultStack,
+  fault: Fault | 'none',
+  phase: Phase | 'none',
+  baseline?: string[],
+): Promise<CellResult> {
   const id = uniqueId(`fault-${fault}-${phase}`);
   const problems: string[] = [];
   const mock = stack.mock;
@@ -116,17 +144,33 @@ export async function runCell(stack: FaultStack, fault: Fault | 'none', phase: P
   const handle = () => stack.client.workflow.getHandle(id);
   const log = new ArchivedSessionLog(testArchive(), new LiveSessionLog(stack.client));
   const events = () => retrying(() => readEvents(log, id, 0));
-  const lastRequest = () => mock.requests(id).filter((r) => r.path === '/v1/messages').pop();
+  const lastRequest = () =>
+    mock
+      .requests(id)
+      .filter((r) => r.path === '/v1/messages')
+      .pop();
 
-  await retrying(() => stack.client.workflow.start('sessionWorkflow', { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: agent() }] }));
+  await retrying(() =>
+    stack.client.workflow.start('sessionWorkflow', {
+      taskQueue: BRAIN_TASK_QUEUE,
+      workflowId: id,
+      args: [{ agent: agent() }],
+    }),
+  );
   for (const [i, text] of messages.entries()) {
     const turn = i + 1;
     if (turn === 2 && phase === 'waiting') await inject();
     if (turn === 2 && (phase === 'model_in_flight' || phase === 'mid_stream')) {
       const slow: MockStep = phase === 'model_in_flight' ? { firstByteDelayMs: 1500 } : { chunkDelayMs: 250 };
-      mock.script(id, { steps: [fault !== 'none' && isModelFault(fault) ? { ...slow, ...modelStep(fault, phase === 'mid_stream') } : slow] });
+      mock.script(id, {
+        steps: [
+          fault !== 'none' && isModelFault(fault) ? { ...slow, ...modelStep(fault, phase === 'mid_stream') } : slow,
+        ],
+      });
     }
-    const { seq } = await retrying(() => handle().executeUpdate(sendMessageUpdate, { args: [{ text, messageId: `${id}-${turn}` }] }));
+    const { seq } = await retrying(() =>
+      handle().executeUpdate(sendMessageUpdate, { args: [{ text, messageId: `${id}-${turn}` }] }),
+    );
     // Watch for the phase while the turn runs, then wait for it to finish.
     const deadline = Date.now() + 180_000;
     for (;;) {
@@ -172,7 +216,9 @@ export async function runCell(stack: FaultStack, fault: Fault | 'none', phase: P
       }
       case 'provisioning': {
         if (turn !== 1) return false;
-        const containers = await stack.provider.docker.listContainers({ filters: JSON.stringify({ label: [`managed-agents.session=${id}`] }) }).catch(() => []);
+        const containers = await stack.provider.docker
+          .listContainers({ filters: JSON.stringify({ label: [`managed-agents.session=${id}`] }) })
+          .catch(() => []);
         if (containers.length === 0) return false;
         return !(await events()).some((e) => e.type === 'sandbox_provisioned');
       }
@@ -191,12 +237,18 @@ export async function runCell(stack: FaultStack, fault: Fault | 'none', phase: P
 
   // End the session, let the reaper run, and check the aftermath.
   await retrying(() => handle().signal(endSignal, { reason: 'cell done' }));
-  await retrying(() => handle().result()).catch((err) => problems.push(`the session did not complete: ${(err as Error).message}`));
+  await retrying(() => handle().result()).catch((err) =>
+    problems.push(`the session did not complete: ${(err as Error).message}`),
+  );
   const log2 = await events();
   let recoveryMs: number | undefined;
   if (injectedAt !== undefined) {
     // Progress after the fault: the next model reply or successful tool result appended after the injection.
-    const next = log2.find((e) => Date.parse(e.time) >= injectedAt! && (e.type === 'assistant_message' || (e.type === 'tool_result' && !e.isError)));
+    const next = log2.find(
+      (e) =>
+        Date.parse(e.time) >= injectedAt! &&
+        (e.type === 'assistant_message' || (e.type === 'tool_result' && !e.isError)),
+    );
     if (next) recoveryMs = Math.max(0, Date.parse(next.time) - injectedAt);
   }
   const seqs = log2.map((e) => e.seq);
@@ -205,11 +257,22 @@ export async function runCell(stack: FaultStack, fault: Fault | 'none', phase: P
   for (const e of log2) if (e.type === 'tool_result') results.set(e.toolUseId, (results.get(e.toolUseId) ?? 0) + 1);
   for (const [tool, n] of results) if (n > 1) problems.push(`tool_use ${tool} has ${n} results`);
   const shape = shapeOf(log2);
-  const counter = shape.find((s) => s.startsWith('result: ') && /^result: (\d+\n)+\[exit 0\]$/.test(s) && s.includes('\n4\n'));
-  if (counter !== `result: ${Array.from({ length: STEPS }, (_, i) => i + 1).join('\n')}\n[exit 0]`) problems.push(`the counter reads ${JSON.stringify(counter)}`);
-  if (baseline && JSON.stringify(shape) !== JSON.stringify(baseline)) problems.push(`final shape differs: ${JSON.stringify(shape.filter((s) => !baseline.includes(s)))} vs ${JSON.stringify(baseline.filter((s) => !shape.includes(s)))}`);
-  await reapOrphans({ provider: stack.provider, client: stack.client, hostId: stack.hostId, graceMs: 0 }).catch((err) => problems.push(`reaper failed: ${(err as Error).message}`));
-  const left = await stack.provider.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`managed-agents.session=${id}`] }) });
+  const counter = shape.find(
+    (s) => s.startsWith('result: ') && /^result: (\d+\n)+\[exit 0\]$/.test(s) && s.includes('\n4\n'),
+  );
+  if (counter !== `result: ${Array.from({ length: STEPS }, (_, i) => i + 1).join('\n')}\n[exit 0]`)
+    problems.push(`the counter reads ${JSON.stringify(counter)}`);
+  if (baseline && JSON.stringify(shape) !== JSON.stringify(baseline))
+    problems.push(
+      `final shape differs: ${JSON.stringify(shape.filter((s) => !baseline.includes(s)))} vs ${JSON.stringify(baseline.filter((s) => !shape.includes(s)))}`,
+    );
+  await reapOrphans({ provider: stack.provider, client: stack.client, hostId: stack.hostId, graceMs: 0 }).catch((err) =>
+    problems.push(`reaper failed: ${(err as Error).message}`),
+  );
+  const left = await stack.provider.docker.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [`managed-agents.session=${id}`] }),
+  });
   if (left.length) problems.push(`${left.length} container(s) left after the reaper ran`);
   const failedTasks = await failedWorkflowTasks(stack, id);
   if (failedTasks.length) problems.push(`workflow tasks failed: ${failedTasks.join('; ')}`);

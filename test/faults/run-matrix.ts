@@ -47,9 +47,17 @@ async function main() {
     if (!base.pass) throw new Error(`the run without faults failed: ${base.problems.join('; ')}`);
     for (const fault of faults) {
       for (const phase of phases) {
-        const r = await runCell(stack, fault, phase, base.shape).catch((err): CellResult => ({ fault, phase, pass: false, problems: [`the cell crashed: ${(err as Error).message}`], shape: [] }));
+        const r = await runCell(stack, fault, phase, base.shape).catch((err): CellResult => ({
+          fault,
+          phase,
+          pass: false,
+          problems: [`the cell crashed: ${(err as Error).message}`],
+          shape: [],
+        }));
         results.push(r);
-        process.stderr.write(`${r.pass ? 'pass' : 'FAIL'} ${fault} @ ${phase}${r.recoveryMs !== undefined ? ` (${r.recoveryMs} ms)` : ''}${r.pass ? '' : `: ${r.problems.join('; ')}`}\n`);
+        process.stderr.write(
+          `${r.pass ? 'pass' : 'FAIL'} ${fault} @ ${phase}${r.recoveryMs !== undefined ? ` (${r.recoveryMs} ms)` : ''}${r.pass ? '' : `: ${r.problems.join('; ')}`}\n`,
+        );
       }
     }
   } finally {
@@ -58,7 +66,8 @@ async function main() {
   const jsonFile = path.join(__dirname, '../../docs/fault-matrix.json');
   if (process.argv.includes('--merge') && fs.existsSync(jsonFile)) {
     const previous = JSON.parse(fs.readFileSync(jsonFile, 'utf8')) as { results: CellResult[] };
-    for (const r of previous.results) if (!results.some((x) => x.fault === r.fault && x.phase === r.phase)) results.push(r);
+    for (const r of previous.results)
+      if (!results.some((x) => x.fault === r.fault && x.phase === r.phase)) results.push(r);
   }
   const shownFaults = FAULTS.filter((f) => results.some((r) => r.fault === f));
   const shownPhases = PHASES.filter((p) => results.some((r) => r.phase === p));
@@ -92,7 +101,7 @@ async function main() {
     '- no container of the session is left once the reaper has run;',
     '- no workflow task failed in any run (a killed worker times its task out; it never fails one).',
     '',
-    'Each passing cell shows the time from the injection to the session\'s next progress (the next model reply or',
+    "Each passing cell shows the time from the injection to the session's next progress (the next model reply or",
     'successful tool result); it includes the work that was under way, such as the rest of a running command.',
     '',
     `| fault \\ phase | ${shownPhases.map((p) => PHASE_TEXT[p]).join(' | ')} |`,
@@ -109,8 +118,13 @@ async function main() {
   const out = path.join(__dirname, '../../docs/fault-matrix.md');
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, lines.join('\n'));
-  fs.writeFileSync(jsonFile, `${JSON.stringify({ commit, results: results.map(({ shape: _s, ...r }) => r) }, null, 1)}\n`);
-  process.stderr.write(`wrote ${out}: ${results.length - failed.length} of ${results.length} cells pass, in ${minutes} min\n`);
+  fs.writeFileSync(
+    jsonFile,
+    `${JSON.stringify({ commit, results: results.map(({ shape: _s, ...r }) => r) }, null, 1)}\n`,
+  );
+  process.stderr.write(
+    `wrote ${out}: ${results.length - failed.length} of ${results.length} cells pass, in ${minutes} min\n`,
+  );
   process.exitCode = failed.length ? 1 : 0;
 }
 

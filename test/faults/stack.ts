@@ -52,11 +52,24 @@ export class FaultStack {
   }
 
   private async startServer(): Promise<void> {
-    this.server = await startDevServer({ cli: temporalCliPath(), dbFile: path.join(this.dir, 'temporal.db'), port: this.port, headless: true });
+    this.server = await startDevServer({
+      cli: temporalCliPath(),
+      dbFile: path.join(this.dir, 'temporal.db'),
+      port: this.port,
+      headless: true,
+    });
   }
 
   spawn(role: 'brain' | 'hands'): Promise<ChildWorker> {
-    return spawnWorker({ TEMPORAL_ADDRESS: this.address, ANTHROPIC_BASE_URL: this.mock.url, ANTHROPIC_API_KEY: 'test-key', HANDS_HOST_ID: this.hostId }, role);
+    return spawnWorker(
+      {
+        TEMPORAL_ADDRESS: this.address,
+        ANTHROPIC_BASE_URL: this.mock.url,
+        ANTHROPIC_API_KEY: 'test-key',
+        HANDS_HOST_ID: this.hostId,
+      },
+      role,
+    );
   }
 
   /** SIGKILL, then a replacement started at once (a supervisor restarting the process). */
@@ -82,14 +95,24 @@ export class FaultStack {
 
   /** `docker kill` of the session's running containers; false if it had none. */
   async killSandbox(sessionId: string): Promise<boolean> {
-    const mine = await this.provider.docker.listContainers({ filters: JSON.stringify({ label: [`${LABEL.session}=${sessionId}`] }) });
-    await Promise.all(mine.map((c) => this.provider.docker.getContainer(c.Id).kill().catch(() => undefined)));
+    const mine = await this.provider.docker.listContainers({
+      filters: JSON.stringify({ label: [`${LABEL.session}=${sessionId}`] }),
+    });
+    await Promise.all(
+      mine.map((c) =>
+        this.provider.docker
+          .getContainer(c.Id)
+          .kill()
+          .catch(() => undefined),
+      ),
+    );
     return mine.length > 0;
   }
 
   async stop(): Promise<void> {
     await Promise.all([...this.brains.map((b) => b.kill()), this.hands?.kill()].map((p) => p?.catch(() => undefined)));
-    for (const sb of (await this.provider?.list(this.hostId).catch(() => [])) ?? []) await this.provider.destroy(sb.sandboxId).catch(() => undefined);
+    for (const sb of (await this.provider?.list(this.hostId).catch(() => [])) ?? [])
+      await this.provider.destroy(sb.sandboxId).catch(() => undefined);
     await this.client?.connection.close().catch(() => undefined);
     await this.mock.stop();
     await this.server?.stop();

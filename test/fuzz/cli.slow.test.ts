@@ -11,11 +11,73 @@ import { DIRECT_RUNS, LIVE_RUNS, SEED, hostileString, inBatches, liveSample } fr
 
 const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/;
 
-const COMMANDS = [['start'], ['send'], ['events'], ['watch'], ['status'], ['list'], ['wake'], ['fork'], ['handoff'], ['interrupt'], ['end'], ['files', 'put'], ['files', 'get'], ['vault', 'put'], ['vault', 'list'], ['vault', 'rm'], ['worker'], ['model-server'], ['codec-server']];
-const OPTIONS = ['--id', '--agent', '--system', '--model', '--json', '--message-id', '--from', '--limit', '--at', '--sandboxes', '--reason', '--sandbox', '--vault', '--role', '--port', '--origin', '--bogus', '-x', '--'];
-const number = fc.oneof(fc.nat().map(String), fc.constantFrom('-1', '1.5', '1e3', '0x10', ' 7', '07', '٣', '', '99999999999999999999', '9007199254740993', 'Infinity'));
-const token = fc.oneof({ weight: 3, arbitrary: hostileString }, { weight: 3, arbitrary: fc.constantFrom(...OPTIONS) }, { weight: 2, arbitrary: number }, { weight: 1, arbitrary: fc.constantFrom('ses-1', 'a.b_c-d', 'main', 'hello') });
-const argv = fc.tuple(fc.constantFrom(...COMMANDS), fc.array(token, { maxLength: 6 })).map(([cmd, rest]) => [...cmd, ...rest]);
+const COMMANDS = [
+  ['start'],
+  ['send'],
+  ['events'],
+  ['watch'],
+  ['status'],
+  ['list'],
+  ['wake'],
+  ['fork'],
+  ['handoff'],
+  ['interrupt'],
+  ['end'],
+  ['files', 'put'],
+  ['files', 'get'],
+  ['vault', 'put'],
+  ['vault', 'list'],
+  ['vault', 'rm'],
+  ['worker'],
+  ['model-server'],
+  ['codec-server'],
+];
+const OPTIONS = [
+  '--id',
+  '--agent',
+  '--system',
+  '--model',
+  '--json',
+  '--message-id',
+  '--from',
+  '--limit',
+  '--at',
+  '--sandboxes',
+  '--reason',
+  '--sandbox',
+  '--vault',
+  '--role',
+  '--port',
+  '--origin',
+  '--bogus',
+  '-x',
+  '--',
+];
+const number = fc.oneof(
+  fc.nat().map(String),
+  fc.constantFrom(
+    '-1',
+    '1.5',
+    '1e3',
+    '0x10',
+    ' 7',
+    '07',
+    '٣',
+    '',
+    '99999999999999999999',
+    '9007199254740993',
+    'Infinity',
+  ),
+);
+const token = fc.oneof(
+  { weight: 3, arbitrary: hostileString },
+  { weight: 3, arbitrary: fc.constantFrom(...OPTIONS) },
+  { weight: 2, arbitrary: number },
+  { weight: 1, arbitrary: fc.constantFrom('ses-1', 'a.b_c-d', 'main', 'hello') },
+);
+const argv = fc
+  .tuple(fc.constantFrom(...COMMANDS), fc.array(token, { maxLength: 6 }))
+  .map(([cmd, rest]) => [...cmd, ...rest]);
 
 /**
  * Parses each command line with the built CLI's `buildProgram()`, every action replaced by a recorder (no
@@ -47,10 +109,14 @@ const all = (c) => [c, ...c.commands.flatMap(all)];
 })();
 `;
 
-type Parsed = { ok: true; command: string; args: unknown[] } | { ok: false; exitCode: number; stderr: string; stdout: string };
+type Parsed =
+  { ok: true; command: string; args: unknown[] } | { ok: false; exitCode: number; stderr: string; stdout: string };
 
 function parseAll(lines: string[][]): Parsed[] {
-  const r = spawnSync(process.execPath, ['-e', PARSER, path.join(ROOT, 'dist/client.js')], { input: JSON.stringify(lines), maxBuffer: 256 * 1024 * 1024 });
+  const r = spawnSync(process.execPath, ['-e', PARSER, path.join(ROOT, 'dist/client.js')], {
+    input: JSON.stringify(lines),
+    maxBuffer: 256 * 1024 * 1024,
+  });
   if (r.status !== 0) throw new Error(`parser process failed: ${r.stderr.toString()}`);
   return JSON.parse(r.stdout.toString()) as Parsed[];
 }
@@ -73,14 +139,24 @@ describe('the agents command line, in process (1,000 command lines)', () => {
       const args = lines[i];
       if (!r.ok) {
         // --help prints help on stdout and exits 0; anything else is a one-line refusal.
-        if (r.exitCode === 0 ? !/^Usage: /.test(r.stdout) : !/^error: [^\n]*\n$/.test(r.stderr)) problems.push({ args, ...r });
+        if (r.exitCode === 0 ? !/^Usage: /.test(r.stdout) : !/^error: [^\n]*\n$/.test(r.stderr))
+          problems.push({ args, ...r });
         continue;
       }
       const [positional, opts] = [r.args.slice(0, -1), r.args.at(-1) as Record<string, unknown>];
-      const ids = [...(['send', 'events', 'watch', 'status', 'wake', 'fork', 'interrupt', 'end', 'put', 'get'].includes(r.command) && args[0] !== 'vault' ? [positional[0]] : []), ...(opts.id !== undefined ? [opts.id] : [])];
+      const ids = [
+        ...(['send', 'events', 'watch', 'status', 'wake', 'fork', 'interrupt', 'end', 'put', 'get'].includes(
+          r.command,
+        ) && args[0] !== 'vault'
+          ? [positional[0]]
+          : []),
+        ...(opts.id !== undefined ? [opts.id] : []),
+      ];
       if (r.command === 'handoff') ids.push(positional[0], positional[2]);
       for (const id of ids) if (typeof id !== 'string' || !SESSION_ID.test(id)) problems.push({ args, id });
-      for (const k of ['from', 'limit', 'at', 'port'] as const) if (opts[k] !== undefined && !(Number.isSafeInteger(opts[k]) && (opts[k] as number) >= 0)) problems.push({ args, [k]: opts[k] });
+      for (const k of ['from', 'limit', 'at', 'port'] as const)
+        if (opts[k] !== undefined && !(Number.isSafeInteger(opts[k]) && (opts[k] as number) >= 0))
+          problems.push({ args, [k]: opts[k] });
     }
     expect(problems).toEqual([]);
   });
@@ -111,7 +187,11 @@ describe(`the agents command line as a child process (${LIVE_RUNS} command lines
       argv,
     );
     // A NUL cannot be passed in argv at all.
-    const cases = liveSample(live.filter((a) => a.every((t) => !t.includes('\0'))), LIVE_RUNS, SEED);
+    const cases = liveSample(
+      live.filter((a) => a.every((t) => !t.includes('\0'))),
+      LIVE_RUNS,
+      SEED,
+    );
     const sends = cases.filter((a) => a[0] === 'send');
     const others = cases.filter((a) => a[0] !== 'send');
 
@@ -130,7 +210,13 @@ describe(`the agents command line as a child process (${LIVE_RUNS} command lines
     }
     // A number past what a query can carry is refused by the CLI itself, naming the option.
     const huge = await runAgents(h.env.address, ['events', handle.workflowId, '--from', '99999999999999999999']);
-    expect(huge).toEqual({ code: 1, stdout: '', stderr: expect.stringMatching(/^error: option '--from <n>' argument '99999999999999999999' is invalid\. must be a non-negative integer up to 9007199254740991\n$/) });
+    expect(huge).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: expect.stringMatching(
+        /^error: option '--from <n>' argument '99999999999999999999' is invalid\. must be a non-negative integer up to 9007199254740991\n$/,
+      ),
+    });
     // Commander's suggestion joins its error on the one line.
     const typo = await runAgents(h.env.address, ['events', handle.workflowId, '--limt', '3']);
     expect(typo).toEqual({ code: 1, stdout: '', stderr: "error: unknown option '--limt' (Did you mean --limit?)\n" });
@@ -138,7 +224,11 @@ describe(`the agents command line as a child process (${LIVE_RUNS} command lines
     for (const [i, r] of runs.entries()) {
       const what = { args: others[i], code: r.code, stderr: r.stderr };
       if (r.code === 0) continue;
-      expect({ ...what, oneLine: /^error: [^\n]*\n$/.test(r.stderr), stdout: r.stdout }).toEqual({ ...what, oneLine: true, stdout: '' });
+      expect({ ...what, oneLine: /^error: [^\n]*\n$/.test(r.stderr), stdout: r.stdout }).toEqual({
+        ...what,
+        oneLine: true,
+        stdout: '',
+      });
     }
   });
 });

@@ -71,7 +71,10 @@ export const hostileJson: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
 export function shaped(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<Record<string, unknown>> {
   const withHostile = Object.fromEntries(Object.entries(fields).map(([k, a]) => [k, fc.oneof(a, hostileJson)]));
   return fc
-    .tuple(fc.record(withHostile, { requiredKeys: [] }), fc.option(fc.tuple(hostileString, hostileJson), { nil: undefined }))
+    .tuple(
+      fc.record(withHostile, { requiredKeys: [] }),
+      fc.option(fc.tuple(hostileString, hostileJson), { nil: undefined }),
+    )
     .map(([rec, extra]) => (extra ? { ...rec, [extra[0]]: extra[1] } : rec));
 }
 
@@ -87,7 +90,9 @@ export async function failedWorkflowTasks(handle: WorkflowHandle): Promise<strin
   const history = await handle.fetchHistory();
   return (history.events ?? [])
     .filter((e) => e.eventType === WFT_FAILED)
-    .map((e) => `${e.workflowTaskFailedEventAttributes?.cause}: ${e.workflowTaskFailedEventAttributes?.failure?.message}`);
+    .map(
+      (e) => `${e.workflowTaskFailedEventAttributes?.cause}: ${e.workflowTaskFailedEventAttributes?.failure?.message}`,
+    );
 }
 
 /** Runs `fn` over `items`, `width` at a time, in order of start. */

@@ -15,21 +15,59 @@ import {
   UserMessageSchema,
 } from '../../src/session/contract';
 import { allEvents, startHarness, startSession, waitForEvents, type Harness } from '../helpers/env';
-import { LIVE_RUNS, directParams, failedWorkflowTasks, hostileJson, hostileString, inBatches, liveSample, overTheWire, shaped } from './fuzz-helpers';
+import {
+  LIVE_RUNS,
+  directParams,
+  failedWorkflowTasks,
+  hostileJson,
+  hostileString,
+  inBatches,
+  liveSample,
+  overTheWire,
+  shaped,
+} from './fuzz-helpers';
 
 const base64 = fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b).toString('base64'));
-const bigText = fc.constantFrom('x'.repeat(MAX_MESSAGE_BYTES), 'x'.repeat(MAX_MESSAGE_BYTES + 1), 'é'.repeat(MAX_MESSAGE_BYTES / 2 + 1));
-const message = shaped({ text: fc.oneof({ weight: 10, arbitrary: hostileString }, { weight: 10, arbitrary: fc.string({ minLength: 1 }) }, { weight: 1, arbitrary: bigText }), messageId: hostileString });
+const bigText = fc.constantFrom(
+  'x'.repeat(MAX_MESSAGE_BYTES),
+  'x'.repeat(MAX_MESSAGE_BYTES + 1),
+  'é'.repeat(MAX_MESSAGE_BYTES / 2 + 1),
+);
+const message = shaped({
+  text: fc.oneof(
+    { weight: 10, arbitrary: hostileString },
+    { weight: 10, arbitrary: fc.string({ minLength: 1 }) },
+    { weight: 1, arbitrary: bigText },
+  ),
+  messageId: hostileString,
+});
 const reason = fc.oneof(fc.constant(undefined), shaped({ reason: hostileString }));
-const eventsArgs = fc.oneof(fc.constant(undefined), shaped({ from: fc.integer({ min: -5, max: 50 }), limit: fc.integer({ min: -5, max: 6000 }) }));
-const putFile = shaped({ sandbox: fc.oneof(fc.constant('main'), hostileString), path: hostileString, contentBase64: fc.oneof(base64, hostileString) });
+const eventsArgs = fc.oneof(
+  fc.constant(undefined),
+  shaped({ from: fc.integer({ min: -5, max: 50 }), limit: fc.integer({ min: -5, max: 6000 }) }),
+);
+const putFile = shaped({
+  sandbox: fc.oneof(fc.constant('main'), hostileString),
+  path: hostileString,
+  contentBase64: fc.oneof(base64, hostileString),
+});
 const getFile = shaped({ sandbox: fc.oneof(fc.constant('main'), hostileString), path: hostileString });
 const toolUseId = fc.oneof(hostileString, fc.stringMatching(/^toolu_[a-z0-9]{1,20}$/));
-const resolve = shaped({ toolUseId, allow: fc.oneof(fc.boolean(), hostileJson), reason: hostileString, by: fc.oneof(fc.constant('timeout'), hostileString) });
-const submit = shaped({ toolUseId, output: fc.oneof(hostileString, bigText), isError: fc.oneof(fc.boolean(), hostileJson) });
+const resolve = shaped({
+  toolUseId,
+  allow: fc.oneof(fc.boolean(), hostileJson),
+  reason: hostileString,
+  by: fc.oneof(fc.constant('timeout'), hostileString),
+});
+const submit = shaped({
+  toolUseId,
+  output: fc.oneof(hostileString, bigText),
+  isError: fc.oneof(fc.boolean(), hostileJson),
+});
 
 /** The field names a zod error points at, so a rejection can be checked for naming each. */
-const fieldsOf = (issues: { path: PropertyKey[] }[]) => issues.filter((i) => i.path.length > 0).map((i) => String(i.path[0]));
+const fieldsOf = (issues: { path: PropertyKey[] }[]) =>
+  issues.filter((i) => i.path.length > 0).map((i) => String(i.path[0]));
 
 function utf8Bytes(s: string): number {
   return Buffer.byteLength(s, 'utf8');
@@ -59,7 +97,10 @@ describe('validators, in process (1,000 cases per kind)', () => {
     fc.assert(
       fc.property(reason, (raw) => {
         const r = ReasonSchema.safeParse(raw ?? {});
-        if (r.success) expect(r.data.reason === undefined || (typeof r.data.reason === 'string' && r.data.reason.length <= 10_000)).toBe(true);
+        if (r.success)
+          expect(
+            r.data.reason === undefined || (typeof r.data.reason === 'string' && r.data.reason.length <= 10_000),
+          ).toBe(true);
         else for (const f of fieldsOf(r.error.issues)) expect(formatIssues(r.error)).toContain(f);
       }),
       directParams,
@@ -159,10 +200,14 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
 
   const lastSeq = async () => (await allEvents(handle)).at(-1)!.seq;
   /** The turn a message started has answered. */
-  const idle = () => waitForEvents(handle, (ev) => ev.at(-1)!.type === 'assistant_message' || ev.at(-1)!.type === 'session_started');
+  const idle = () =>
+    waitForEvents(handle, (ev) => ev.at(-1)!.type === 'assistant_message' || ev.at(-1)!.type === 'session_started');
 
   /** Sends an update by name with raw arguments; returns its result or the failure's message. */
-  async function sendUpdate(name: string, args: unknown[]): Promise<{ ok: true; value: unknown } | { ok: false; message: string; type?: string }> {
+  async function sendUpdate(
+    name: string,
+    args: unknown[],
+  ): Promise<{ ok: true; value: unknown } | { ok: false; message: string; type?: string }> {
     try {
       return { ok: true, value: await handle.executeUpdate(name, { args: args as [unknown] }) };
     } catch (e) {
@@ -184,7 +229,11 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
       const before = await lastSeq();
       const r = await sendUpdate('sendMessage', raw === undefined ? [] : [raw]);
       if (!expected.success) {
-        expect(r).toEqual({ ok: false, message: `invalid message: ${formatIssues(expected.error)}`, type: 'SessionError.InvalidMessage' });
+        expect(r).toEqual({
+          ok: false,
+          message: `invalid message: ${formatIssues(expected.error)}`,
+          type: 'SessionError.InvalidMessage',
+        });
         expect(await lastSeq()).toBe(before);
         continue;
       }
@@ -193,7 +242,10 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
       if (dup === undefined) {
         if (expected.data.messageId !== undefined) seen.set(expected.data.messageId, before + 1);
         const events = await idle();
-        expect(events.find((e) => e.seq === before + 1)).toMatchObject({ type: 'user_message', text: expected.data.text });
+        expect(events.find((e) => e.seq === before + 1)).toMatchObject({
+          type: 'user_message',
+          text: expected.data.text,
+        });
       } else expect(await lastSeq()).toBe(before);
     }
   });
@@ -207,8 +259,18 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
       for (const raw of liveSample(fc.oneof(arb as fc.Arbitrary<unknown>, hostileJson))) {
         const expected = schema.safeParse(overTheWire(raw));
         const r = await sendUpdate(name, [raw]);
-        if (expected.success) expect(r).toEqual({ ok: false, message: expect.stringMatching(/^no sandbox named /), type: 'FilesError.UnknownSandbox' });
-        else expect(r).toEqual({ ok: false, message: `invalid ${name}: ${formatIssues(expected.error)}`, type: 'FilesError.Invalid' });
+        if (expected.success)
+          expect(r).toEqual({
+            ok: false,
+            message: expect.stringMatching(/^no sandbox named /),
+            type: 'FilesError.UnknownSandbox',
+          });
+        else
+          expect(r).toEqual({
+            ok: false,
+            message: `invalid ${name}: ${formatIssues(expected.error)}`,
+            type: 'FilesError.Invalid',
+          });
       }
     }
     expect(await lastSeq()).toBe(before);
@@ -223,8 +285,18 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
       for (const raw of liveSample(fc.oneof(arb as fc.Arbitrary<unknown>, hostileJson))) {
         const expected = schema.safeParse(overTheWire(raw));
         const r = await sendUpdate(name, [raw]);
-        if (expected.success) expect(r).toEqual({ ok: false, message: expect.stringMatching(/^no (approval is pending for tool use|client tool call) /), type: `${family}.Unknown` });
-        else expect(r).toEqual({ ok: false, message: `invalid ${name}: ${formatIssues(expected.error)}`, type: `${family}.Invalid` });
+        if (expected.success)
+          expect(r).toEqual({
+            ok: false,
+            message: expect.stringMatching(/^no (approval is pending for tool use|client tool call) /),
+            type: `${family}.Unknown`,
+          });
+        else
+          expect(r).toEqual({
+            ok: false,
+            message: `invalid ${name}: ${formatIssues(expected.error)}`,
+            type: `${family}.Invalid`,
+          });
       }
     }
     expect(await lastSeq()).toBe(before);
@@ -234,10 +306,12 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
     const last = await lastSeq();
     for (const raw of liveSample(eventsArgs)) {
       const expected = EventsQueryArgsSchema.safeParse(overTheWire(raw) ?? {});
-      const r = await handle.query<{ events: { seq: number }[] }, unknown[]>('events', ...(raw === undefined ? [] : [raw])).then(
-        (page) => ({ ok: true as const, page }),
-        (e: Error) => ({ ok: false as const, message: e.message }),
-      );
+      const r = await handle
+        .query<{ events: { seq: number }[] }, unknown[]>('events', ...(raw === undefined ? [] : [raw]))
+        .then(
+          (page) => ({ ok: true as const, page }),
+          (e: Error) => ({ ok: false as const, message: e.message }),
+        );
       if (expected.success) {
         if (!r.ok) throw new Error(`query refused ${JSON.stringify(raw)}: ${r.message}`);
         const want = Math.max(0, Math.min(expected.data.limit, last + 1 - expected.data.from));
@@ -252,7 +326,9 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
 
   it('userMessage, interrupt: a bad signal is dropped and appends nothing; good messages are appended in order', async () => {
     const before = await lastSeq();
-    const seenIds = new Set((await allEvents(handle)).flatMap((e) => (e.type === 'user_message' && e.messageId ? [e.messageId] : [])));
+    const seenIds = new Set(
+      (await allEvents(handle)).flatMap((e) => (e.type === 'user_message' && e.messageId ? [e.messageId] : [])),
+    );
     const interrupts = liveSample(reason, LIVE_RUNS, 1);
     for (const raw of interrupts) await handle.signal('interrupt', ...(raw === undefined ? [] : [raw]));
     expect(await lastSeq()).toBe(before);
@@ -271,8 +347,17 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
     expect(want.length).toBeGreaterThan(0);
     expect(want.length).toBeLessThan(messages.length);
     for (const raw of messages) await handle.signal('userMessage', raw);
-    const events = await waitForEvents(handle, (ev) => ev.filter((e) => e.seq > before && e.type === 'user_message').length >= want.length && ev.at(-1)!.type === 'assistant_message');
-    expect(events.filter((e) => e.seq > before && e.type === 'user_message').map((e) => (e.type === 'user_message' ? e.text : ''))).toEqual(want);
+    const events = await waitForEvents(
+      handle,
+      (ev) =>
+        ev.filter((e) => e.seq > before && e.type === 'user_message').length >= want.length &&
+        ev.at(-1)!.type === 'assistant_message',
+    );
+    expect(
+      events
+        .filter((e) => e.seq > before && e.type === 'user_message')
+        .map((e) => (e.type === 'user_message' ? e.text : '')),
+    ).toEqual(want);
   });
 
   it('end: any argument ends the session with its reason or the default, and never fails a task', async () => {

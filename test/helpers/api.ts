@@ -61,7 +61,10 @@ export async function freshPostgresDatabase(): Promise<{ url: string; drop(): Pr
   const server = await ensurePostgres(() => undefined);
   const name = `test_${randomBytes(6).toString('hex')}`;
   await adminQuery(server.url, `create database ${name}`);
-  return { url: withDatabase(server.url, name), drop: () => adminQuery(server.url, `drop database if exists ${name} with (force)`) };
+  return {
+    url: withDatabase(server.url, name),
+    drop: () => adminQuery(server.url, `drop database if exists ${name} with (force)`),
+  };
 }
 
 const children = new Set<ChildProcess>();
@@ -69,7 +72,10 @@ process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 
 /** `agents api` as a child process (PGlite runs outside jest's module sandbox, which cannot load it), its URL once it listens. */
 async function spawnApi(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), 'api', '--json'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), 'api', '--json'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(child);
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -97,7 +103,13 @@ async function spawnApi(env: Record<string, string>): Promise<{ url: string; sto
  * A server on `storage` whose keys may be in `workspaces`; on PostgreSQL, sessions run on `sessions` when given, and the
  * server's log lines go to `log`. The rate limit and the session quota are off unless `extraEnv` sets them.
  */
-export async function startTestApi(storage: Storage, workspaces: string[] = ['default'], sessions?: SessionDeps, log: (m: string) => void = () => undefined, extraEnv: Record<string, string> = {}): Promise<TestApi> {
+export async function startTestApi(
+  storage: Storage,
+  workspaces: string[] = ['default'],
+  sessions?: SessionDeps,
+  log: (m: string) => void = () => undefined,
+  extraEnv: Record<string, string> = {},
+): Promise<TestApi> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-api-'));
   const vaultKey = randomBytes(32).toString('base64');
   const pg = storage === 'postgres' ? await freshPostgresDatabase() : undefined;
@@ -183,7 +195,12 @@ export async function startTestApi(storage: Storage, workspaces: string[] = ['de
 /** What a test API's sessions run on: `client`'s Temporal, the test archive, and the codec key (for the workers' streams and log push). */
 export function testSessionDeps(client: import('@temporalio/client').Client): SessionDeps {
   const archive = testArchive();
-  return { client, archive, log: new ArchivedSessionLog(archive, new LiveSessionLog(client)), streamKey: parseCodecKeys(TEST_CODEC_KEY).current.key };
+  return {
+    client,
+    archive,
+    log: new ArchivedSessionLog(archive, new LiveSessionLog(client)),
+    streamKey: parseCodecKeys(TEST_CODEC_KEY).current.key,
+  };
 }
 
 /** A test API on PostgreSQL whose sessions run on the harness's Temporal; the harness is stopped if it fails to start. */

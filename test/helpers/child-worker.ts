@@ -15,7 +15,12 @@ process.on('exit', () => {
 });
 
 /** Runs `agents worker --role ROLE [...args]`; `prefix` wraps the command (e.g. `ip netns exec NS`). */
-export async function spawnWorker(env: Record<string, string | undefined>, role = 'brain', prefix: string[] = [], args: string[] = []): Promise<ChildWorker> {
+export async function spawnWorker(
+  env: Record<string, string | undefined>,
+  role = 'brain',
+  prefix: string[] = [],
+  args: string[] = [],
+): Promise<ChildWorker> {
   const argv = [...prefix, process.execPath, path.join(ROOT, 'dist/client.js'), 'worker', '--role', role, ...args];
   const child = spawn(argv[0], argv.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   live.add(child);

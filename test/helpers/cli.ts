@@ -56,7 +56,10 @@ process.on('exit', () => {
 
 /** Runs `agents ARGS` and records each stdout line with the time it arrived, for commands that keep running. */
 export function spawnAgents(address: string, args: string[], env: Record<string, string> = {}): LiveRun {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), ...args], { env: { ...process.env, TEMPORAL_ADDRESS: address, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist/client.js'), ...args], {
+    env: { ...process.env, TEMPORAL_ADDRESS: address, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   running.add(child);
   const lines: Line[] = [];
   let partial = '';
@@ -83,7 +86,10 @@ export function spawnAgents(address: string, args: string[], env: Record<string,
     for (;;) {
       const hit = lines.find(pred);
       if (hit) return hit;
-      if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no such line (exit ${child.exitCode}); stdout:\n${lines.map((l) => l.text).join('\n')}\nstderr:\n${stderr}`);
+      if (child.exitCode !== null || Date.now() > deadline)
+        throw new Error(
+          `no such line (exit ${child.exitCode}); stdout:\n${lines.map((l) => l.text).join('\n')}\nstderr:\n${stderr}`,
+        );
       await new Promise<void>((r) => {
         waiters.push(r);
         setTimeout(r, 200);

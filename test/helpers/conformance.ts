@@ -21,7 +21,8 @@ interface Route {
 let loaded: { contract: SdkContract; ajv: Ajv; routes: Route[] } | undefined;
 function load() {
   if (loaded) return loaded;
-  if (!fs.existsSync(CONTRACT_FILE)) throw new Error(`${CONTRACT_FILE} is missing: run \`npm run build\` (it generates the SDK's schemas)`);
+  if (!fs.existsSync(CONTRACT_FILE))
+    throw new Error(`${CONTRACT_FILE} is missing: run \`npm run build\` (it generates the SDK's schemas)`);
   const contract = JSON.parse(fs.readFileSync(CONTRACT_FILE, 'utf8')) as SdkContract;
   const ajv = new Ajv({ allErrors: true, strict: false, discriminator: true });
   const defs = contract.schema.definitions as Record<string, Json>;
@@ -30,7 +31,9 @@ function load() {
     .filter((m) => m.schema && m.route && m.verb)
     .map((method) => {
       const parts = method.route!.split('/');
-      const pattern = new RegExp(`^${parts.map((p) => (/^\{\w+\}$/.test(p) ? '[^/]+' : p.replace(/[.*+?^$()|[\]\\]/g, '\\$&'))).join('/')}$`);
+      const pattern = new RegExp(
+        `^${parts.map((p) => (/^\{\w+\}$/.test(p) ? '[^/]+' : p.replace(/[.*+?^$()|[\]\\]/g, '\\$&'))).join('/')}$`,
+      );
       return { method, pattern, literals: parts.filter((p) => !p.startsWith('{')).length };
     })
     // `/work/poll` before `/work/{work_id}`.
@@ -65,12 +68,15 @@ type Json = { [k: string]: unknown };
  * only, so an `agent.message` missing `content` is reported as that, not as 41 branches that failed.
  */
 function withDiscriminators(schema: Json, definitions: Record<string, Json>): Json {
-  const resolve = (s: Json): Json | undefined => (typeof s.$ref === 'string' ? definitions[decodeURIComponent(s.$ref.replace('#/definitions/', ''))] : s);
+  const resolve = (s: Json): Json | undefined =>
+    typeof s.$ref === 'string' ? definitions[decodeURIComponent(s.$ref.replace('#/definitions/', ''))] : s;
   const tagOf = (members: Json[]): string | undefined => {
     const objects = members.map(resolve);
     if (objects.some((o) => !o || o.type !== 'object')) return undefined;
     for (const tag of ['type', 'name']) {
-      const values = objects.map((o) => ((o!.properties as Record<string, Json> | undefined)?.[tag] as Json | undefined)?.const);
+      const values = objects.map(
+        (o) => ((o!.properties as Record<string, Json> | undefined)?.[tag] as Json | undefined)?.const,
+      );
       const required = objects.every((o) => (o!.required as string[] | undefined)?.includes(tag));
       if (required && values.every((v) => typeof v === 'string') && new Set(values).size === values.length) return tag;
     }
@@ -103,9 +109,24 @@ function describe(errors: ErrorObject[], value: unknown): string {
   return relevantErrors(errors)
     .slice(0, 8)
     .map((e) => {
-      const extra = e.keyword === 'additionalProperties' ? ` (${(e.params as { additionalProperty: string }).additionalProperty})` : e.keyword === 'const' ? ` (${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)})` : e.keyword === 'enum' ? ` (${JSON.stringify((e.params as { allowedValues: unknown }).allowedValues)})` : '';
+      const extra =
+        e.keyword === 'additionalProperties'
+          ? ` (${(e.params as { additionalProperty: string }).additionalProperty})`
+          : e.keyword === 'const'
+            ? ` (${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)})`
+            : e.keyword === 'enum'
+              ? ` (${JSON.stringify((e.params as { allowedValues: unknown }).allowedValues)})`
+              : '';
       const at = e.instancePath || '/';
-      const got = at === '/' ? '' : ` got ${JSON.stringify(e.instancePath.split('/').slice(1).reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], value))?.slice(0, 80)}`;
+      const got =
+        at === '/'
+          ? ''
+          : ` got ${JSON.stringify(
+              e.instancePath
+                .split('/')
+                .slice(1)
+                .reduce<unknown>((o, k) => (o as Record<string, unknown> | undefined)?.[k], value),
+            )?.slice(0, 80)}`;
       return `${at}: ${e.message}${extra}${got} [${e.schemaPath}]`;
     })
     .join('; ');
@@ -141,7 +162,8 @@ function checkError(where: string, body: unknown): void {
 /** Checks one streamed event: the SDK's stream union, or the platform's own declaration for `platform.*`. */
 function checkEvent(where: string, method: SdkMethod, event: unknown): void {
   const type = (event as { type?: unknown } | null)?.type;
-  if (typeof type === 'string' && type.startsWith('platform.')) check(`${where} event ${type}`, pointer('$platformEvent'), 'PlatformEvent', event);
+  if (typeof type === 'string' && type.startsWith('platform.'))
+    check(`${where} event ${type}`, pointer('$platformEvent'), 'PlatformEvent', event);
   else check(`${where} event ${String(type)}`, pointer(method.name), method.type ?? method.name, event);
 }
 
@@ -151,8 +173,14 @@ function checkedSse(body: ReadableStream<Uint8Array>, where: string, method: Sdk
   let buffer = '';
   const frame = (raw: string) => {
     const lines = raw.split(/\r?\n/);
-    const event = lines.find((l) => l.startsWith('event:'))?.slice(6).trim();
-    const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).replace(/^ /, '')).join('\n');
+    const event = lines
+      .find((l) => l.startsWith('event:'))
+      ?.slice(6)
+      .trim();
+    const data = lines
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => l.slice(5).replace(/^ /, ''))
+      .join('\n');
     if (event === 'ping' || !data) return;
     let parsed: unknown;
     try {
@@ -163,7 +191,8 @@ function checkedSse(body: ReadableStream<Uint8Array>, where: string, method: Sdk
     }
     if (event === 'error') return checkError(`${where} error frame`, parsed);
     const type = (parsed as { type?: unknown }).type;
-    if (event !== undefined && event !== type) violations.push(`${where}: frame \`event: ${event}\` carries data of type ${String(type)}`);
+    if (event !== undefined && event !== type)
+      violations.push(`${where}: frame \`event: ${event}\` carries data of type ${String(type)}`);
     checkEvent(where, method, parsed);
   };
   return body.pipeThrough(
@@ -185,11 +214,13 @@ function checkedSse(body: ReadableStream<Uint8Array>, where: string, method: Sdk
 async function checkResponse(verb: string, url: URL, res: Response): Promise<Response> {
   const method = sdkMethodFor(verb, url.pathname);
   const where = `${verb} ${url.pathname} → ${res.status}${method ? ` (${method.name})` : ''}`;
-  if (url.pathname.startsWith('/v1/') && !res.headers.get('request-id')) violations.push(`${where}: no request-id header`);
+  if (url.pathname.startsWith('/v1/') && !res.headers.get('request-id'))
+    violations.push(`${where}: no request-id header`);
   const type = res.headers.get('content-type') ?? '';
   if (res.status >= 400) {
     if (!type.includes('application/json')) {
-      if (url.pathname.startsWith('/v1/')) violations.push(`${where}: an error with content-type ${type || 'none'}, not the JSON envelope`);
+      if (url.pathname.startsWith('/v1/'))
+        violations.push(`${where}: an error with content-type ${type || 'none'}, not the JSON envelope`);
       return res;
     }
     checkError(where, await res.clone().json());
@@ -197,17 +228,27 @@ async function checkResponse(verb: string, url: URL, res: Response): Promise<Res
   }
   if (!method) return res;
   if (method.kind === 'stream' && type.includes('text/event-stream') && res.body) {
-    return new Response(checkedSse(res.body, where, method), { status: res.status, statusText: res.statusText, headers: res.headers });
+    return new Response(checkedSse(res.body, where, method), {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+    });
   }
   if (type.includes('application/json')) {
     let body = (await res.clone().json()) as { data?: unknown[] };
     // Listed events: each one that is the platform's own is checked against its declaration, the rest as the page.
     if (method.name === 'beta.sessions.events.list' && Array.isArray(body.data)) {
       const own = (e: unknown) => String((e as { type?: unknown }).type).startsWith('platform.');
-      for (const e of body.data.filter(own)) check(`${where} event ${(e as { type: string }).type}`, pointer('$platformEvent'), 'PlatformEvent', e);
+      for (const e of body.data.filter(own))
+        check(`${where} event ${(e as { type: string }).type}`, pointer('$platformEvent'), 'PlatformEvent', e);
       body = { ...body, data: body.data.filter((e) => !own(e)) };
     }
-    check(where, pointer(method.name), method.page ? `${method.page}<${method.type}>` : (method.type ?? method.name), body);
+    check(
+      where,
+      pointer(method.name),
+      method.page ? `${method.page}<${method.type}>` : (method.type ?? method.name),
+      body,
+    );
   } else if (res.status !== 204) violations.push(`${where}: content-type ${type || 'none'}, not JSON`);
   return res;
 }
@@ -242,5 +283,6 @@ export function takeViolations(): string[] {
 /** Throws when any response or event since the last call disagreed with the SDK's types. */
 export function assertConformance(): void {
   const v = takeViolations();
-  if (v.length) throw new Error(`responses that disagree with the SDK's types (dist/sdk-contract.json):\n- ${v.join('\n- ')}`);
+  if (v.length)
+    throw new Error(`responses that disagree with the SDK's types (dist/sdk-contract.json):\n- ${v.join('\n- ')}`);
 }

@@ -52,7 +52,12 @@ export async function createTestEnv(extraArgs: string[] = []): Promise<TestWorkf
     await env.teardown();
     throw err;
   }
-  const client = new Client({ connection, namespace: env.namespace ?? 'default', dataConverter: testDataConverter(), interceptors: clientInterceptors });
+  const client = new Client({
+    connection,
+    namespace: env.namespace ?? 'default',
+    dataConverter: testDataConverter(),
+    interceptors: clientInterceptors,
+  });
   Object.assign(env, { connection, client, workflowClient: client.workflow, asyncCompletionClient: client.activity });
   await unguarded.close();
   return env;
@@ -61,7 +66,14 @@ export async function createTestEnv(extraArgs: string[] = []): Promise<TestWorkf
 let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
   // A prebuilt bundle carries the failure converter itself: a worker ignores its dataConverter's path for it.
-  bundle ??= buildWorkflowBundle({ info() {}, warn() {}, error: console.error, debug() {}, trace() {}, log() {} } as never);
+  bundle ??= buildWorkflowBundle({
+    info() {},
+    warn() {},
+    error: console.error,
+    debug() {},
+    trace() {},
+    log() {},
+  } as never);
   return bundle;
 }
 
@@ -76,7 +88,11 @@ export interface Harness {
  * An in-process worker as tests run it: the shared bundle and converter, quiet logs, and a model: the local
  * Messages API server at a URL, or an in-process ModelClient.
  */
-export async function startTestWorker(address: string, model: string | ModelClient, opts: Partial<WorkerOptions> = {}): Promise<RunningWorker> {
+export async function startTestWorker(
+  address: string,
+  model: string | ModelClient,
+  opts: Partial<WorkerOptions> = {},
+): Promise<RunningWorker> {
   return startWorker({
     role: 'brain',
     address,
@@ -147,7 +163,11 @@ export function testAgent(overrides: Partial<AgentInput> = {}) {
     name: 'test',
     model: 'claude-test',
     ...overrides,
-    limits: { modelRetry: { initialIntervalMs: 50, maximumIntervalMs: 500, maxAttempts: 10 }, modelHeartbeatTimeoutMs: 2000, ...(overrides.limits ?? {}) },
+    limits: {
+      modelRetry: { initialIntervalMs: 50, maximumIntervalMs: 500, maxAttempts: 10 },
+      modelHeartbeatTimeoutMs: 2000,
+      ...(overrides.limits ?? {}),
+    },
   });
 }
 
@@ -156,7 +176,10 @@ export function uniqueId(prefix: string): string {
   return `${prefix}-${process.pid}-${Date.now()}-${++counter}`;
 }
 
-export async function startSession(h: Pick<Harness, 'env'>, opts: { id?: string; agent?: Partial<AgentInput>; message?: UserMessage } = {}) {
+export async function startSession(
+  h: Pick<Harness, 'env'>,
+  opts: { id?: string; agent?: Partial<AgentInput>; message?: UserMessage } = {},
+) {
   return h.env.client.workflow.start(sessionWorkflow, {
     taskQueue: BRAIN_TASK_QUEUE,
     workflowId: opts.id ?? uniqueId('ses'),
@@ -172,7 +195,9 @@ export function testArchive(): SessionArchive {
 /** A session's whole log as a client reads it: sealed segments from the archive, the live tail by query. */
 export function logOf(handle: WorkflowHandle): SessionLog {
   // A fork's log links to its source's: read other sessions through the same client.
-  return new ArchivedSessionLog(testArchive(), { read: (id, from, limit) => handle.client.getHandle(id).query(eventsQuery, { from, limit: Math.min(limit, 1000) }) });
+  return new ArchivedSessionLog(testArchive(), {
+    read: (id, from, limit) => handle.client.getHandle(id).query(eventsQuery, { from, limit: Math.min(limit, 1000) }),
+  });
 }
 
 export async function allEvents(handle: WorkflowHandle): Promise<SessionEvent[]> {
@@ -180,12 +205,17 @@ export async function allEvents(handle: WorkflowHandle): Promise<SessionEvent[]>
 }
 
 /** Polls the log until `pred` holds for it; fails with the log if it does not within the deadline. */
-export async function waitForEvents(handle: WorkflowHandle, pred: (events: SessionEvent[]) => boolean, timeoutMs = 60_000): Promise<SessionEvent[]> {
+export async function waitForEvents(
+  handle: WorkflowHandle,
+  pred: (events: SessionEvent[]) => boolean,
+  timeoutMs = 60_000,
+): Promise<SessionEvent[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const events = await allEvents(handle);
     if (pred(events)) return events;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; log: ${JSON.stringify(events.map((e) => e.type))}`);
+    if (Date.now() > deadline)
+      throw new Error(`condition not met within ${timeoutMs} ms; log: ${JSON.stringify(events.map((e) => e.type))}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -253,7 +283,13 @@ export function expectGapFreeAndValid(events: unknown[]): void {
 }
 
 export const turnDone = (afterSeq: number) => (events: SessionEvent[]) =>
-  events.some((e) => e.seq > afterSeq && ((e.type === 'assistant_message' && e.stopReason !== 'tool_use') || e.type === 'error' || e.type === 'interrupted'));
+  events.some(
+    (e) =>
+      e.seq > afterSeq &&
+      ((e.type === 'assistant_message' && e.stopReason !== 'tool_use') ||
+        e.type === 'error' ||
+        e.type === 'interrupted'),
+  );
 
 /** Sends a message by update and waits until its turn has finished. */
 export async function say(handle: WorkflowHandle, text: string): Promise<SessionEvent[]> {

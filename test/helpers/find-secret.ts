@@ -4,7 +4,9 @@
 
 /** Undoes %XX escapes (and `+` for a space) wherever they occur, as UTF-8. */
 export function percentDecode(text: string): string {
-  return text.replace(/(?:%[0-9a-fA-F]{2})+/g, (run) => Buffer.from(run.replace(/%/g, ''), 'hex').toString('utf8')).replace(/\+/g, ' ');
+  return text
+    .replace(/(?:%[0-9a-fA-F]{2})+/g, (run) => Buffer.from(run.replace(/%/g, ''), 'hex').toString('utf8'))
+    .replace(/\+/g, ' ');
 }
 
 /** Undoes JSON string escapes, several levels deep. */
@@ -26,7 +28,8 @@ export function jsonUnescape(text: string): string {
 function decodedRuns(text: string): Buffer[] {
   const out: Buffer[] = [];
   for (const run of text.match(/[0-9a-fA-F]{8,}/g) ?? []) {
-    for (const skip of [0, 1]) out.push(Buffer.from(run.slice(skip, skip + Math.floor((run.length - skip) / 2) * 2), 'hex'));
+    for (const skip of [0, 1])
+      out.push(Buffer.from(run.slice(skip, skip + Math.floor((run.length - skip) / 2) * 2), 'hex'));
   }
   for (const run of text.match(/[A-Za-z0-9+/_-]{6,}/g) ?? []) {
     const std = run.replace(/-/g, '+').replace(/_/g, '/');
@@ -46,7 +49,13 @@ export function findSecret(text: string, secret: string): string[] {
   const found = new Set<string>();
   const bytes = Buffer.from(secret, 'utf8');
   const middle = bytes.length >= 8 ? bytes.subarray(1, bytes.length - 1) : bytes;
-  const variants = new Set([text, percentDecode(text), jsonUnescape(text), jsonUnescape(percentDecode(text)), percentDecode(jsonUnescape(text))]);
+  const variants = new Set([
+    text,
+    percentDecode(text),
+    jsonUnescape(text),
+    jsonUnescape(percentDecode(text)),
+    percentDecode(jsonUnescape(text)),
+  ]);
   for (const v of variants) {
     if (v.includes(secret)) found.add(v === text ? 'plain' : 'unescaped');
     for (const run of decodedRuns(v)) if (run.includes(middle)) found.add('decoded');

@@ -24,7 +24,12 @@ function tokenOf(auth: string | undefined): string | undefined {
   if (!auth) return undefined;
   const [scheme, value] = auth.split(' ');
   if (scheme === 'Bearer') return value;
-  if (scheme === 'Basic') return Buffer.from(value ?? '', 'base64').toString('utf8').split(':').slice(1).join(':');
+  if (scheme === 'Basic')
+    return Buffer.from(value ?? '', 'base64')
+      .toString('utf8')
+      .split(':')
+      .slice(1)
+      .join(':');
   return undefined;
 }
 
@@ -83,7 +88,11 @@ export async function startGitServer(tokens: string[]): Promise<GitServer> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   const git = (repo: string, ...args: string[]) =>
-    execFileSync('git', ['-C', path.join(root, repo), '-c', 'user.name=upstream', '-c', 'user.email=up@example.com', ...args], { encoding: 'utf8' });
+    execFileSync(
+      'git',
+      ['-C', path.join(root, repo), '-c', 'user.name=upstream', '-c', 'user.email=up@example.com', ...args],
+      { encoding: 'utf8' },
+    );
   return {
     url: `http://127.0.0.1:${port}`,
     root,
@@ -92,7 +101,8 @@ export async function startGitServer(tokens: string[]): Promise<GitServer> {
     git,
     createRepo(name, files, branch = 'main') {
       const work = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-git-work-'));
-      const w = (...args: string[]) => execFileSync('git', ['-C', work, '-c', 'user.name=upstream', '-c', 'user.email=up@example.com', ...args]);
+      const w = (...args: string[]) =>
+        execFileSync('git', ['-C', work, '-c', 'user.name=upstream', '-c', 'user.email=up@example.com', ...args]);
       w('init', '--quiet', '--initial-branch', branch);
       for (const [f, content] of Object.entries(files)) {
         fs.mkdirSync(path.dirname(path.join(work, f)), { recursive: true });
@@ -108,7 +118,8 @@ export async function startGitServer(tokens: string[]): Promise<GitServer> {
     commitUpstream(repo, files, message, branch = 'main') {
       const other = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-other-'));
       try {
-        const g = (...args: string[]) => execFileSync('git', ['-C', other, '-c', 'user.name=o', '-c', 'user.email=o@example.com', ...args]);
+        const g = (...args: string[]) =>
+          execFileSync('git', ['-C', other, '-c', 'user.name=o', '-c', 'user.email=o@example.com', ...args]);
         execFileSync('git', ['clone', '--quiet', '--branch', branch, path.join(root, repo), other]);
         for (const [f, content] of Object.entries(files)) fs.writeFileSync(path.join(other, f), content);
         g('add', ...Object.keys(files));

@@ -41,4 +41,5 @@ export async function callTool(
   return result;
 }
 
-export const bash = (h: Harness, handle: WorkflowHandle, command: string, opts?: Parameters<typeof callTool>[4]) => callTool(h, handle, 'bash', { command }, opts);
+export const bash = (h: Harness, handle: WorkflowHandle, command: string, opts?: Parameters<typeof callTool>[4]) =>
+  callTool(h, handle, 'bash', { command }, opts);

@@ -11,5 +11,8 @@ export function recordedHistories(): { workflowId: string; history: temporal.api
   return fs
     .readdirSync(HISTORIES_DIR)
     .filter((f) => f.endsWith('.json'))
-    .map((f) => ({ workflowId: `recorded-${f.replace(/(-run-\d+)?\.json$/, '')}`, history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, f), 'utf8'))) }));
+    .map((f) => ({
+      workflowId: `recorded-${f.replace(/(-run-\d+)?\.json$/, '')}`,
+      history: historyFromJSON(JSON.parse(fs.readFileSync(path.join(HISTORIES_DIR, f), 'utf8'))),
+    }));
 }

@@ -18,8 +18,12 @@ server.registerTool('whoami', { description: 'Says whether the token was accepte
     ? { content: [{ type: 'text', text: `authorized with ${token} (pid ${process.pid}, instance ${instance})` }] }
     : { content: [{ type: 'text', text: 'unauthorized' }], isError: true },
 );
-server.registerTool('add', { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } }, async ({ a, b }) => ({
-  content: [{ type: 'text', text: String(a + b) }],
-}));
+server.registerTool(
+  'add',
+  { description: 'Adds two numbers.', inputSchema: { a: z.number(), b: z.number() } },
+  async ({ a, b }) => ({
+    content: [{ type: 'text', text: String(a + b) }],
+  }),
+);
 
 void server.connect(new StdioServerTransport());

@@ -8,7 +8,9 @@ import { ROOT } from './env';
 /** The compiled script and the NODE_PATH it needs to find the SDK from a temporary directory. */
 export function buildStdioServer(fixture = 'mcp-stdio-server.ts'): { script: string; nodePath: string; dir: string } {
   const source = fs.readFileSync(path.join(__dirname, fixture), 'utf8');
-  const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } });
+  const { outputText } = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
+  });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-mcp-stdio-'));
   const script = path.join(dir, 'server.js');
   fs.writeFileSync(script, outputText);

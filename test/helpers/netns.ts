@@ -55,7 +55,8 @@ export async function createNetns(opts: { name: string; onlyTcpPort?: number }):
   const nsIp = `${subnet}.${base + 2}`;
   const table = 100;
   const { name } = opts;
-  const inNs = async (cmd: string, args: string[]) => (await exec('ip', ['netns', 'exec', name, cmd, ...args], { timeout: 30_000 })).stdout;
+  const inNs = async (cmd: string, args: string[]) =>
+    (await exec('ip', ['netns', 'exec', name, cmd, ...args], { timeout: 30_000 })).stdout;
 
   // A crashed earlier run with the same pid left these behind.
   await removeNetns(name, hostVeth);
@@ -65,21 +66,42 @@ export async function createNetns(opts: { name: string; onlyTcpPort?: number }):
   try {
     await ip('netns', 'add', name);
   } catch (err) {
-    throw new Error(`cannot create a network namespace (this test needs root, or CAP_SYS_ADMIN and CAP_NET_ADMIN): ${(err as Error).message}`);
+    throw new Error(
+      `cannot create a network namespace (this test needs root, or CAP_SYS_ADMIN and CAP_NET_ADMIN): ${(err as Error).message}`,
+    );
   }
   try {
     // No IPv6: a veth would otherwise get a link-local address that reaches this machine on any port.
-    await inNs('sh', ['-c', '[ ! -d /proc/sys/net/ipv6 ] || { echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 && echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; }']);
+    await inNs('sh', [
+      '-c',
+      '[ ! -d /proc/sys/net/ipv6 ] || { echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 && echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; }',
+    ]);
     await ip('link', 'add', hostVeth, 'type', 'veth', 'peer', 'name', nsVeth, 'netns', name);
     await ip('addr', 'add', `${hostIp}/30`, 'dev', hostVeth);
     await ip('link', 'set', hostVeth, 'up');
     await ip('-n', name, 'link', 'set', 'lo', 'up');
     await ip('-n', name, 'addr', 'add', `${nsIp}/30`, 'dev', nsVeth, 'noprefixroute');
     await ip('-n', name, 'link', 'set', nsVeth, 'up');
-    if (opts.onlyTcpPort === undefined) await ip('-n', name, 'route', 'add', `${hostIp}/32`, 'dev', nsVeth, 'src', nsIp);
+    if (opts.onlyTcpPort === undefined)
+      await ip('-n', name, 'route', 'add', `${hostIp}/32`, 'dev', nsVeth, 'src', nsIp);
     else {
       await ip('-n', name, 'route', 'add', `${hostIp}/32`, 'dev', nsVeth, 'src', nsIp, 'table', String(table));
-      await ip('-n', name, 'rule', 'add', 'pref', '100', 'to', `${hostIp}/32`, 'ipproto', 'tcp', 'dport', String(opts.onlyTcpPort), 'table', String(table));
+      await ip(
+        '-n',
+        name,
+        'rule',
+        'add',
+        'pref',
+        '100',
+        'to',
+        `${hostIp}/32`,
+        'ipproto',
+        'tcp',
+        'dport',
+        String(opts.onlyTcpPort),
+        'table',
+        String(table),
+      );
     }
   } catch (err) {
     await removeNetns(name, hostVeth);
@@ -104,6 +126,10 @@ export async function tcpProbe(host: string, port: number, ns?: string): Promise
 }
 
 /** Runs `agents worker --role ROLE` inside namespace `ns` (`ip netns exec` execs node, so the child is the worker). */
-export function spawnWorkerInNetns(ns: string, env: Record<string, string | undefined>, role = 'hands'): Promise<ChildWorker> {
+export function spawnWorkerInNetns(
+  ns: string,
+  env: Record<string, string | undefined>,
+  role = 'hands',
+): Promise<ChildWorker> {
   return spawnWorker(env, role, ['ip', 'netns', 'exec', ns]);
 }

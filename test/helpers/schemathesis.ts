@@ -41,7 +41,10 @@ export async function ensureSchemathesis(log: (m: string) => void = () => undefi
   const done = path.join(dir, '.installed');
   if (fs.existsSync(done)) return python;
   const base = onPath('python3');
-  if (!base) throw new Error('python3 is needed to install schemathesis for the API fuzz test; install python3 (with its venv module)');
+  if (!base)
+    throw new Error(
+      'python3 is needed to install schemathesis for the API fuzz test; install python3 (with its venv module)',
+    );
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   return withLockFile(`${dir}.lock`, async () => {
     if (fs.existsSync(done)) return python;
@@ -49,7 +52,15 @@ export async function ensureSchemathesis(log: (m: string) => void = () => undefi
     log(`installing schemathesis ${SCHEMATHESIS_VERSION} into ${dir}`);
     const venv = await run(base, ['-m', 'venv', dir]);
     if (venv.code !== 0) throw new Error(`python3 -m venv ${dir} failed: ${venv.stderr}`);
-    const pip = await run(python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '-r', REQUIREMENTS]);
+    const pip = await run(python, [
+      '-m',
+      'pip',
+      'install',
+      '--disable-pip-version-check',
+      '--no-input',
+      '-r',
+      REQUIREMENTS,
+    ]);
     if (pip.code !== 0) throw new Error(`pip install of schemathesis failed: ${pip.stderr.slice(-2000)}`);
     fs.writeFileSync(done, `${SCHEMATHESIS_VERSION}\n`);
     return python;
@@ -57,6 +68,11 @@ export async function ensureSchemathesis(log: (m: string) => void = () => undefi
 }
 
 /** `st` with `args`, run by the virtualenv's python. */
-export async function runSchemathesis(python: string, args: string[], env: Record<string, string>, cwd: string): Promise<Run> {
+export async function runSchemathesis(
+  python: string,
+  args: string[],
+  env: Record<string, string>,
+  cwd: string,
+): Promise<Run> {
   return run(python, ['-m', 'schemathesis.cli', ...args], { env: { ...process.env, ...env, NO_COLOR: '1' }, cwd });
 }

@@ -54,7 +54,9 @@ function alternationProblem(messages: readonly Msg[]): string | undefined {
 }
 
 function bodyOf(request: ModelRequest): Record<string, unknown> {
-  const system = (typeof request.system === 'string' ? [request.system] : (request.system ?? [])).filter((t) => t !== '');
+  const system = (typeof request.system === 'string' ? [request.system] : (request.system ?? [])).filter(
+    (t) => t !== '',
+  );
   return {
     model: request.model,
     max_tokens: request.maxTokens,
@@ -69,7 +71,12 @@ function bodyOf(request: ModelRequest): Record<string, unknown> {
 function apiError(step: ScriptedStep, status: number): Error {
   const message = step.message ?? `injected ${status}`;
   const headers = new Headers(step.retryAfter !== undefined ? { 'retry-after': String(step.retryAfter) } : {});
-  return Anthropic.APIError.generate(status, { type: 'error', error: { type: errorTypeOf(status), message } }, message, headers);
+  return Anthropic.APIError.generate(
+    status,
+    { type: 'error', error: { type: errorTypeOf(status), message } },
+    message,
+    headers,
+  );
 }
 
 /** Waits until `gate` is released; rejects as the SDK does for a request its caller aborts, if `signal` aborts first. */
@@ -131,7 +138,13 @@ export class ScriptedModel implements ModelClient {
   async createMessage(request: ModelRequest, opts: ModelCallOptions): Promise<ModelReply> {
     const body = bodyOf(request);
     let settle!: (outcome: CallOutcome) => void;
-    const call: ScriptedCall = { sessionId: request.sessionId, request, body, compaction: isCompactionRequest(body), settled: new Promise((r) => (settle = r)) };
+    const call: ScriptedCall = {
+      sessionId: request.sessionId,
+      request,
+      body,
+      compaction: isCompactionRequest(body),
+      settled: new Promise((r) => (settle = r)),
+    };
     this.calls.push(call);
     this.notify();
     let step: ScriptedStep;
@@ -178,7 +191,11 @@ export class ScriptedModel implements ModelClient {
   }
 
   /** The reply, streamed to `onProgress` block by block as the SDK client reports a stream. */
-  private replyOf(scripted: NonNullable<ScriptedStep['reply']>, call: ScriptedCall, opts: ModelCallOptions): ModelReply {
+  private replyOf(
+    scripted: NonNullable<ScriptedStep['reply']>,
+    call: ScriptedCall,
+    opts: ModelCallOptions,
+  ): ModelReply {
     const { content, stopReason } = completeReply(scripted, call.request.messages.length);
     opts.onProgress?.();
     for (const [index, b] of content.entries()) {

@@ -5,14 +5,26 @@ import type { MockBlock } from '../../src/dev/model-script';
 import { sendMessageUpdate } from '../../src/session/contract';
 import { turnDone, waitForEvents, type Harness } from './env';
 
-export const spawn = (id: string, input: Record<string, unknown>): MockBlock => ({ type: 'tool_use', id, name: 'spawn_agent', input });
+export const spawn = (id: string, input: Record<string, unknown>): MockBlock => ({
+  type: 'tool_use',
+  id,
+  name: 'spawn_agent',
+  input,
+});
 
 /** Scripts the session's next reply and sends a message; returns the log once that turn has finished. */
-export async function turn(h: Harness, handle: WorkflowHandle, content: MockBlock[], timeoutMs = 120_000): Promise<SessionEvent[]> {
+export async function turn(
+  h: Harness,
+  handle: WorkflowHandle,
+  content: MockBlock[],
+  timeoutMs = 120_000,
+): Promise<SessionEvent[]> {
   h.mock.script(handle.workflowId, { steps: [{ reply: { content } }] });
   const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'go' }] });
   return waitForEvents(handle, turnDone(seq), timeoutMs);
 }
 
-export const resultOf = (events: SessionEvent[], toolUseId: string) => events.find((e): e is EventOf<'tool_result'> => e.type === 'tool_result' && e.toolUseId === toolUseId);
-export const ofType = <T extends SessionEvent['type']>(events: SessionEvent[], type: T) => events.filter((e): e is EventOf<T> => e.type === type);
+export const resultOf = (events: SessionEvent[], toolUseId: string) =>
+  events.find((e): e is EventOf<'tool_result'> => e.type === 'tool_result' && e.toolUseId === toolUseId);
+export const ofType = <T extends SessionEvent['type']>(events: SessionEvent[], type: T) =>
+  events.filter((e): e is EventOf<T> => e.type === type);

@@ -9,7 +9,8 @@ import { createDataConverter } from '../../src/codec';
 /** Replay fixtures are recorded under a fixed key kept beside them; it protects nothing. */
 export const FIXTURE_CODEC_KEY = fs.readFileSync(path.join(__dirname, '../histories/fixture-codec.key'), 'utf8').trim();
 
-export const TEST_CODEC_KEY = process.env.RECORD_HISTORIES === '1' ? FIXTURE_CODEC_KEY : randomBytes(32).toString('base64');
+export const TEST_CODEC_KEY =
+  process.env.RECORD_HISTORIES === '1' ? FIXTURE_CODEC_KEY : randomBytes(32).toString('base64');
 process.env.CODEC_KEY = TEST_CODEC_KEY;
 
 let converter: DataConverter | undefined;

@@ -39,9 +39,13 @@ function parse(argv: string[]): { opts: Partial<SoakOptions>; report?: string; j
     else if (flag === '--failures') opts.failuresDir = value;
     else if (FLAGS[flag]) {
       const n = Number(value);
-      if (!Number.isFinite(n) || n < 0) throw new Error(`${flag} takes a non-negative number, not ${JSON.stringify(value)}`);
+      if (!Number.isFinite(n) || n < 0)
+        throw new Error(`${flag} takes a non-negative number, not ${JSON.stringify(value)}`);
       (opts as Record<string, number | boolean>)[FLAGS[flag]] = FLAGS[flag] === 'killOnHandover' ? n > 0 : n;
-    } else throw new Error(`unknown option ${flag}; options: ${[...Object.keys(FLAGS), '--failures', '--report', '--json'].join(' ')}`);
+    } else
+      throw new Error(
+        `unknown option ${flag}; options: ${[...Object.keys(FLAGS), '--failures', '--report', '--json'].join(' ')}`,
+      );
   }
   if ((opts.brains ?? DEFAULTS.brains) < 1) throw new Error('--brains must be at least 1');
   return { opts, report, json };

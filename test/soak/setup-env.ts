@@ -9,5 +9,6 @@ process.env.RECORD_HISTORIES = '1';
 process.env.LOG_LEVEL ??= 'WARN';
 
 /** Set when the soak made DATA_DIR itself, and removes it when it is done. */
-export const OWN_DATA_DIR = process.env.DATA_DIR === undefined ? fs.mkdtempSync(path.join(os.tmpdir(), 'agents-soak-data-')) : undefined;
+export const OWN_DATA_DIR =
+  process.env.DATA_DIR === undefined ? fs.mkdtempSync(path.join(os.tmpdir(), 'agents-soak-data-')) : undefined;
 if (OWN_DATA_DIR) process.env.DATA_DIR = OWN_DATA_DIR;

@@ -3,11 +3,22 @@
 // failed workflow task, stuck session or refused model request fails it, listed with its session and seq.
 import { formatSoak, runSoak } from './soak';
 
-it('loses, doubles and breaks nothing while input races tool loops, handovers, brain kills and a server restart', async () => {
-  const result = await runSoak({ sessions: 6, minutes: 4, seed: 14, killEverySeconds: 45, restarts: 1, log: () => undefined });
-  if (result.violations.length) process.stderr.write(formatSoak(result));
-  expect(result.figures.handovers).toBeGreaterThan(0);
-  expect(result.figures.kills).toBeGreaterThan(0);
-  expect(result.figures.messagesAccepted).toBeGreaterThan(0);
-  expect(result.violations).toEqual([]);
-}, 20 * 60_000);
+it(
+  'loses, doubles and breaks nothing while input races tool loops, handovers, brain kills and a server restart',
+  async () => {
+    const result = await runSoak({
+      sessions: 6,
+      minutes: 4,
+      seed: 14,
+      killEverySeconds: 45,
+      restarts: 1,
+      log: () => undefined,
+    });
+    if (result.violations.length) process.stderr.write(formatSoak(result));
+    expect(result.figures.handovers).toBeGreaterThan(0);
+    expect(result.figures.kills).toBeGreaterThan(0);
+    expect(result.figures.messagesAccepted).toBeGreaterThan(0);
+    expect(result.violations).toEqual([]);
+  },
+  20 * 60_000,
+);

@@ -82,7 +82,19 @@ export const DEFAULTS: SoakOptions = {
 
 export interface Violation {
   session: string;
-  kind: 'lost' | 'doubled' | 'misplaced' | 'gap' | 'changed' | 'tool_results' | 'action' | 'workflow_task_failed' | 'stuck' | 'model_request_refused' | 'read_failed' | 'unreadable';
+  kind:
+    | 'lost'
+    | 'doubled'
+    | 'misplaced'
+    | 'gap'
+    | 'changed'
+    | 'tool_results'
+    | 'action'
+    | 'workflow_task_failed'
+    | 'stuck'
+    | 'model_request_refused'
+    | 'read_failed'
+    | 'unreadable';
   seq?: number;
   detail: string;
 }
@@ -169,21 +181,42 @@ export function prng(seed: number): () => number {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** JSON with object keys sorted: the archive and the live query may list an event's fields in another order. */
-const canonical = (v: unknown) => JSON.stringify(v, (_k, x: unknown) => (x && typeof x === 'object' && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1))) : x));
+const canonical = (v: unknown) =>
+  JSON.stringify(v, (_k, x: unknown) =>
+    x && typeof x === 'object' && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : x,
+  );
 const BY = 'soak-approver';
-const FORM = { name: 'ask_user_form', description: 'Asks the user a question and returns the answer.', input_schema: { type: 'object' as const, properties: { question: { type: 'string' } }, required: ['question'] } };
+const FORM = {
+  name: 'ask_user_form',
+  description: 'Asks the user a question and returns the answer.',
+  input_schema: { type: 'object' as const, properties: { question: { type: 'string' } }, required: ['question'] },
+};
 const UNHANDLED_COMMAND = temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND;
 
 function agentFor(kind: SessionKind, historyEvents: number) {
   const limits = { historyEvents };
   if (kind === 'bash') return testAgent({ tools: ['bash', 'session_events'], sandboxes: { main: {} }, limits });
-  if (kind === 'action') return testAgent({ tools: ['session_events'], sandboxes: {}, clientTools: [FORM], policies: { session_events: 'always_ask' }, limits });
+  if (kind === 'action')
+    return testAgent({
+      tools: ['session_events'],
+      sandboxes: {},
+      clientTools: [FORM],
+      policies: { session_events: 'always_ask' },
+      limits,
+    });
   return testAgent({ tools: ['session_events'], sandboxes: {}, limits });
 }
 
 /** A refusal by the workflow (its validator or handler), as opposed to a call that did not get through. */
 const isRefusal = (err: unknown) => err instanceof WorkflowUpdateFailedError;
-const messageOf = (err: unknown) => String((err as Error)?.cause instanceof Error ? `${(err as Error).message}: ${((err as Error).cause as Error).message}` : (err as Error)?.message ?? err);
+const messageOf = (err: unknown) =>
+  String(
+    (err as Error)?.cause instanceof Error
+      ? `${(err as Error).message}: ${((err as Error).cause as Error).message}`
+      : ((err as Error)?.message ?? err),
+  );
 
 export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResult> {
   const o: SoakOptions = { ...DEFAULTS, ...opts };
@@ -225,7 +258,9 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
   let inputOpen = true;
   const inFlight = new Set<Promise<void>>();
   const track = (p: Promise<void>) => {
-    const q = p.catch((err) => log(`soak: internal error: ${(err as Error).stack ?? err}`)).finally(() => inFlight.delete(q));
+    const q = p
+      .catch((err) => log(`soak: internal error: ${(err as Error).stack ?? err}`))
+      .finally(() => inFlight.delete(q));
     inFlight.add(q);
   };
 
@@ -244,11 +279,26 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     });
     for (const [index, kind] of kinds.entries()) {
       const id = `soak-${o.seed}-${started.toString(36)}-${index}`;
-      await client.workflow.start('sessionWorkflow', { taskQueue: BRAIN_TASK_QUEUE, workflowId: id, args: [{ agent: agentFor(kind, o.historyEvents) }] });
-      sessions.push({ index, id, kind, handle: client.workflow.getHandle(id), sent: [], answers: new Map(), tools: 0, refused: [] });
+      await client.workflow.start('sessionWorkflow', {
+        taskQueue: BRAIN_TASK_QUEUE,
+        workflowId: id,
+        args: [{ agent: agentFor(kind, o.historyEvents) }],
+      });
+      sessions.push({
+        index,
+        id,
+        kind,
+        handle: client.workflow.getHandle(id),
+        sent: [],
+        answers: new Map(),
+        tools: 0,
+        refused: [],
+      });
       figures.sessions[kind]++;
     }
-    log(`soak: ${o.sessions} sessions (${JSON.stringify(figures.sessions)}), seed ${o.seed}, ${o.minutes !== undefined ? `${o.minutes} min` : `${o.messages} messages`} of input at ${o.rate}/s, ${o.brains} brains, a kill every ~${o.killEverySeconds} s, ${o.restarts} restart(s)`);
+    log(
+      `soak: ${o.sessions} sessions (${JSON.stringify(figures.sessions)}), seed ${o.seed}, ${o.minutes !== undefined ? `${o.minutes} min` : `${o.messages} messages`} of input at ${o.rate}/s, ${o.brains} brains, a kill every ~${o.killEverySeconds} s, ${o.restarts} restart(s)`,
+    );
 
     /** A tool loop for the model to run: session_events everywhere, bash in a sandbox, the client tool where there is one. */
     const loopFor = (s: Session, rounds: number): MockStep[] =>
@@ -270,8 +320,23 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       if (channel === 'update') return (await s.handle.executeUpdate(sendMessageUpdate, { args: [msg] })).seq;
       if (channel === 'signal') return void (await s.handle.signal(userMessageSignal, msg));
       await new Promise<void>((resolve, reject) =>
-        execFile(cli, ['workflow', 'signal', '--address', stack.address, '--workflow-id', s.id, '--name', 'userMessage', '--input', JSON.stringify(msg)], { timeout: 30_000 }, (err, _out, stderr) =>
-          err ? reject(new Error(`temporal workflow signal: ${stderr.trim() || err.message}`)) : resolve(),
+        execFile(
+          cli,
+          [
+            'workflow',
+            'signal',
+            '--address',
+            stack.address,
+            '--workflow-id',
+            s.id,
+            '--name',
+            'userMessage',
+            '--input',
+            JSON.stringify(msg),
+          ],
+          { timeout: 30_000 },
+          (err, _out, stderr) =>
+            err ? reject(new Error(`temporal workflow signal: ${stderr.trim() || err.message}`)) : resolve(),
         ),
       );
     };
@@ -299,7 +364,13 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     const sendMessage = async (s: Session) => {
       const n = s.sent.length + 1;
       const channel = pick<Channel>(['update', 'update', 'signal', 'signal', 'cli']);
-      const m: SentMessage = { messageId: `${s.id}-m${n}`, text: `message ${n} to session ${s.index}, first sent by ${channel}`, accepted: false, attempts: 0, seqs: [] };
+      const m: SentMessage = {
+        messageId: `${s.id}-m${n}`,
+        text: `message ${n} to session ${s.index}, first sent by ${channel}`,
+        accepted: false,
+        attempts: 0,
+        seqs: [],
+      };
       s.sent.push(m);
       figures.messagesSent++;
       const again = rand() < o.retryShare;
@@ -320,9 +391,20 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
           a.attempts++;
           if (a.attempts > 1) figures.actionRetries++;
           try {
-            if (a.kind === 'approval') await s.handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: a.toolUseId, allow: a.allow!, by: BY }] });
-            else await s.handle.executeUpdate(submitToolResultUpdate, { args: [{ toolUseId: a.toolUseId, output: a.output! }] });
-            if (a.accepted) violations.push({ session: s.id, kind: 'action', detail: `a repeated ${a.kind} answer to ${a.toolUseId} was accepted again` });
+            if (a.kind === 'approval')
+              await s.handle.executeUpdate(resolveToolUseUpdate, {
+                args: [{ toolUseId: a.toolUseId, allow: a.allow!, by: BY }],
+              });
+            else
+              await s.handle.executeUpdate(submitToolResultUpdate, {
+                args: [{ toolUseId: a.toolUseId, output: a.output! }],
+              });
+            if (a.accepted)
+              violations.push({
+                session: s.id,
+                kind: 'action',
+                detail: `a repeated ${a.kind} answer to ${a.toolUseId} was accepted again`,
+              });
             a.accepted = true;
             break;
           } catch (err) {
@@ -344,7 +426,13 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
         const status = await s.handle.query(statusQuery).catch(() => undefined);
         for (const p of status?.pending ?? []) {
           if (s.answers.has(p.toolUseId)) continue;
-          const a: Answer = { toolUseId: p.toolUseId, kind: p.kind, accepted: false, attempts: 0, ...(p.kind === 'approval' ? { allow: rand() < 0.8 } : { output: `answer to ${p.toolUseId}` }) };
+          const a: Answer = {
+            toolUseId: p.toolUseId,
+            kind: p.kind,
+            accepted: false,
+            attempts: 0,
+            ...(p.kind === 'approval' ? { allow: rand() < 0.8 } : { output: `answer to ${p.toolUseId}` }),
+          };
           s.answers.set(p.toolUseId, a);
           figures.actionsAnswered++;
           track(answer(s, a, rand() < o.retryShare));
@@ -354,7 +442,11 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     const approvers = sessions.filter((s) => s.kind === 'action').map((s) => approver(s));
 
     const untilHandover = async (s: Session, ms: number) => {
-      const runOf = () => s.handle.query(statusQuery).then((st) => st.run ?? 1, () => undefined);
+      const runOf = () =>
+        s.handle.query(statusQuery).then(
+          (st) => st.run ?? 1,
+          () => undefined,
+        );
       const first = await runOf();
       for (const end = Date.now() + ms; Date.now() < end; await sleep(50)) {
         const now = await runOf();
@@ -362,7 +454,10 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       }
     };
     // --- Faults: brain SIGKILLs at random moments (restarted after a few seconds), dev server restarts.
-    const restartAt = Array.from({ length: o.restarts }, (_, r) => started + ((r + 0.2 + 0.6 * rand()) / o.restarts) * plannedMs).sort((a, b) => a - b);
+    const restartAt = Array.from(
+      { length: o.restarts },
+      (_, r) => started + ((r + 0.2 + 0.6 * rand()) / o.restarts) * plannedMs,
+    ).sort((a, b) => a - b);
     const faults = (async () => {
       let nextKill = o.killEverySeconds > 0 ? Date.now() + o.killEverySeconds * 1000 * (0.5 + rand()) : Infinity;
       while (inputOpen) {
@@ -430,11 +525,22 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
           const got = await readEvents(clientLog, s.id, from);
           figures.reads++;
           const bad = got.findIndex((e, i) => e.seq !== from + i);
-          if (bad >= 0) violations.push({ session: s.id, kind: 'read_failed', seq: from + bad, detail: `a read from ${from} returned seq ${got[bad].seq} at position ${bad}` });
+          if (bad >= 0)
+            violations.push({
+              session: s.id,
+              kind: 'read_failed',
+              seq: from + bad,
+              detail: `a read from ${from} returned seq ${got[bad].seq} at position ${bad}`,
+            });
           known.set(s.id, Math.max(known.get(s.id) ?? 0, from + got.length));
         } catch (err) {
           if (err instanceof MissingEventsError) {
-            violations.push({ session: s.id, kind: 'read_failed', seq: from, detail: `${((Date.now() - started) / 60_000).toFixed(2)} min: ${err.message}` });
+            violations.push({
+              session: s.id,
+              kind: 'read_failed',
+              seq: from,
+              detail: `${((Date.now() - started) / 60_000).toFixed(2)} min: ${err.message}`,
+            });
             log(`soak: read failed: ${err.message}`);
           }
         }
@@ -453,13 +559,21 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       harvest();
       if (Date.now() - lastProgress > 30_000) {
         lastProgress = Date.now();
-        log(`soak: ${((Date.now() - started) / 60_000).toFixed(1)} min: ${figures.messagesSent} messages sent, ${figures.kills} kills, ${figures.restarts} restarts, ${inFlight.size} calls in flight`);
+        log(
+          `soak: ${((Date.now() - started) / 60_000).toFixed(1)} min: ${figures.messagesSent} messages sent, ${figures.kills} kills, ${figures.restarts} restarts, ${inFlight.size} calls in flight`,
+        );
       }
-      if ((o.minutes !== undefined && Date.now() - started >= o.minutes * 60_000) || (o.messages !== undefined && figures.messagesSent >= o.messages)) inputOpen = false;
+      if (
+        (o.minutes !== undefined && Date.now() - started >= o.minutes * 60_000) ||
+        (o.messages !== undefined && figures.messagesSent >= o.messages)
+      )
+        inputOpen = false;
     }
     await Promise.all([faults, ...readers]);
     checkAborted();
-    log(`soak: input stopped after ${((Date.now() - started) / 60_000).toFixed(1)} min; waiting for calls in flight and for every session to end its turn`);
+    log(
+      `soak: input stopped after ${((Date.now() - started) / 60_000).toFixed(1)} min; waiting for calls in flight and for every session to end its turn`,
+    );
     while (inFlight.size) await Promise.all([...inFlight]);
     for (const s of sessions) stack.mock.script(s.id, { steps: [] });
 
@@ -482,7 +596,11 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     for (const s of sessions) {
       if (settled.has(s.id)) continue;
       const st = await s.handle.query(statusQuery).catch((err) => ({ error: messageOf(err) }));
-      violations.push({ session: s.id, kind: 'stuck', detail: `not waiting for the user ${o.settleSeconds} s after input stopped: ${JSON.stringify(st).slice(0, 400)}` });
+      violations.push({
+        session: s.id,
+        kind: 'stuck',
+        detail: `not waiting for the user ${o.settleSeconds} s after input stopped: ${JSON.stringify(st).slice(0, 400)}`,
+      });
     }
     approving = false;
     await Promise.all(approvers);
@@ -495,15 +613,25 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       sessions.map(async (s) => {
         await s.handle.signal(endSignal, { reason: 'soak done' }).catch(() => undefined);
         let timer: NodeJS.Timeout | undefined;
-        await Promise.race([s.handle.result().catch(() => undefined), new Promise((r) => (timer = setTimeout(r, 60_000)))]);
+        await Promise.race([
+          s.handle.result().catch(() => undefined),
+          new Promise((r) => (timer = setTimeout(r, 60_000))),
+        ]);
         clearTimeout(timer);
       }),
     );
     for (const s of sessions) {
-      const found = await checkSession(s).catch((err): Violation[] => [{ session: s.id, kind: 'unreadable', detail: `the checks could not run: ${messageOf(err)}` }]);
+      const found = await checkSession(s).catch((err): Violation[] => [
+        { session: s.id, kind: 'unreadable', detail: `the checks could not run: ${messageOf(err)}` },
+      ]);
       violations.push(...found);
       const refused = refusedRequests.get(s.id) ?? [];
-      if (refused.length) violations.push({ session: s.id, kind: 'model_request_refused', detail: `${refused.length} model request(s) refused with 400, the first: ${refused[0]}` });
+      if (refused.length)
+        violations.push({
+          session: s.id,
+          kind: 'model_request_refused',
+          detail: `${refused.length} model request(s) refused with 400, the first: ${refused[0]}`,
+        });
     }
     return { options: o, startedAt, figures, violations, saved };
   } finally {
@@ -520,11 +648,18 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     const problems: Violation[] = [];
     const put = (e: SessionEvent) => {
       const had = events.get(e.seq);
-      if (had && canonical(had) !== canonical(e)) problems.push({ session: s.id, kind: 'changed', seq: e.seq, detail: `the archive and the live run disagree: ${JSON.stringify(had).slice(0, 200)} vs ${JSON.stringify(e).slice(0, 200)}` });
+      if (had && canonical(had) !== canonical(e))
+        problems.push({
+          session: s.id,
+          kind: 'changed',
+          seq: e.seq,
+          detail: `the archive and the live run disagree: ${JSON.stringify(had).slice(0, 200)} vs ${JSON.stringify(e).slice(0, 200)}`,
+        });
       events.set(e.seq, e);
     };
     for (const seg of await archive.segments(s.id)) {
-      if (seg.kind === 'events') for (const e of await archive.readSegment(s.id, seg, seg.fromSeq, seg.throughSeq + 1 - seg.fromSeq)) put(e);
+      if (seg.kind === 'events')
+        for (const e of await archive.readSegment(s.id, seg, seg.fromSeq, seg.throughSeq + 1 - seg.fromSeq)) put(e);
     }
     const query = (from: number): Promise<EventsPage> => s.handle.query(eventsQuery, { from, limit: 1000 });
     let page = await query(0);
@@ -538,7 +673,8 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
 
   async function checkSession(s: Session): Promise<Violation[]> {
     const out: Violation[] = [];
-    const v = (kind: Violation['kind'], detail: string, seq?: number) => out.push({ session: s.id, kind, detail, ...(seq !== undefined ? { seq } : {}) });
+    const v = (kind: Violation['kind'], detail: string, seq?: number) =>
+      out.push({ session: s.id, kind, detail, ...(seq !== undefined ? { seq } : {}) });
     // Runs: handovers, and any workflow task that failed.
     const runs = await retrying(() => runsOf(stack.client, s.id), 60_000);
     figures.runs += runs.length;
@@ -547,7 +683,13 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     const saveRuns = async () => {
       if (runsSaved) return;
       runsSaved = true;
-      for (const [i, run] of runs.entries()) saved.push(save(`${s.id}-run-${i + 1}.json`, historyToJSON(await stack.client.workflow.getHandle(s.id, run.runId).fetchHistory())));
+      for (const [i, run] of runs.entries())
+        saved.push(
+          save(
+            `${s.id}-run-${i + 1}.json`,
+            historyToJSON(await stack.client.workflow.getHandle(s.id, run.runId).fetchHistory()),
+          ),
+        );
     };
     for (const [i, run] of runs.entries()) {
       const history = await retrying(() => stack.client.workflow.getHandle(s.id, run.runId).fetchHistory(), 60_000);
@@ -557,13 +699,20 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
       let sealedThrough: number | undefined;
       for (const e of history.events ?? []) {
         const scheduled = e.activityTaskScheduledEventAttributes;
-        if (scheduled?.activityType?.name === 'sealEvents') seals.set(Number(e.eventId), (await decoded<{ throughSeq: number }>(scheduled.input?.payloads)).throughSeq);
+        if (scheduled?.activityType?.name === 'sealEvents')
+          seals.set(Number(e.eventId), (await decoded<{ throughSeq: number }>(scheduled.input?.payloads)).throughSeq);
         const completed = e.activityTaskCompletedEventAttributes;
-        if (completed && seals.has(Number(completed.scheduledEventId))) sealedThrough = seals.get(Number(completed.scheduledEventId));
+        if (completed && seals.has(Number(completed.scheduledEventId)))
+          sealedThrough = seals.get(Number(completed.scheduledEventId));
         const continued = e.workflowExecutionContinuedAsNewEventAttributes;
         if (continued) {
           const next = (await decoded<{ continued: { nextSeq: number } }>(continued.input?.payloads)).continued.nextSeq;
-          if (sealedThrough === undefined || next !== sealedThrough + 1) v('gap', `run ${i + 1} handed over with nextSeq ${next}, but sealed only through ${sealedThrough}`, (sealedThrough ?? -1) + 1);
+          if (sealedThrough === undefined || next !== sealedThrough + 1)
+            v(
+              'gap',
+              `run ${i + 1} handed over with nextSeq ${next}, but sealed only through ${sealedThrough}`,
+              (sealedThrough ?? -1) + 1,
+            );
         }
         const failed = e.workflowTaskFailedEventAttributes;
         if (!failed) continue;
@@ -572,12 +721,14 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
           continue;
         }
         const cause = temporal.api.enums.v1.WorkflowTaskFailedCause[failed.cause ?? 0] ?? String(failed.cause);
-        v('workflow_task_failed', `run ${i + 1} (${run.runId}), history event ${e.eventId}: ${cause}: ${(failed.failure?.message ?? '').slice(0, 300)}`);
+        v(
+          'workflow_task_failed',
+          `run ${i + 1} (${run.runId}), history event ${e.eventId}: ${cause}: ${(failed.failure?.message ?? '').slice(0, 300)}`,
+        );
         saveIt = true;
       }
       if (saveIt && o.failuresDir) saved.push(save(`${s.id}-run-${i + 1}.json`, historyToJSON(history)));
     }
-
 
     let whole: Awaited<ReturnType<typeof readLog>>;
     try {
@@ -604,11 +755,21 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
           .getHandle(s.id, run.runId)
           .query(eventsQuery, { from: Math.max(0, seq - 5), limit: to - seq + 10 })
           .catch((err) => ({ error: messageOf(err) }) as unknown as EventsPage);
-        (evidence.runs as unknown[]).push({ run: i + 1, runId: run.runId, status: run.status.name, firstSeq: page.firstSeq, events: page.events });
+        (evidence.runs as unknown[]).push({
+          run: i + 1,
+          runId: run.runId,
+          status: run.status.name,
+          firstSeq: page.firstSeq,
+          events: page.events,
+        });
         if (page.events?.some((e) => e.seq >= seq && e.seq <= to)) heldBy.push(`run ${i + 1}`);
       }
       const around = events.filter((e) => e.seq >= seq - 3 && e.seq <= to + 3).map((e) => `${e.seq} ${e.type}`);
-      v('gap', `events ${seq} to ${to} are in neither the archive nor the live run${heldBy.length ? `; held only in the state of ${heldBy.join(', ')}` : ''}; around it: ${around.join(', ')}`, seq);
+      v(
+        'gap',
+        `events ${seq} to ${to} are in neither the archive nor the live run${heldBy.length ? `; held only in the state of ${heldBy.join(', ')}` : ''}; around it: ${around.join(', ')}`,
+        seq,
+      );
       if (o.failuresDir) {
         saved.push(save(`${s.id}-gap-${seq}.json`, JSON.stringify(evidence, null, 1)));
         await saveRuns();
@@ -620,13 +781,25 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
 
     // Every accepted message exactly once (a retried messageId dropped), at the seq its updates returned.
     const byId = new Map<string, SessionEvent[]>();
-    for (const e of events) if (e.type === 'user_message' && e.messageId) byId.set(e.messageId, [...(byId.get(e.messageId) ?? []), e]);
+    for (const e of events)
+      if (e.type === 'user_message' && e.messageId) byId.set(e.messageId, [...(byId.get(e.messageId) ?? []), e]);
     for (const m of s.sent) {
       const found = byId.get(m.messageId) ?? [];
-      if (m.accepted && found.length === 0) v('lost', `${m.messageId} (${m.attempts} attempt(s)) was acknowledged but is not in the log`);
-      if (found.length > 1) v('doubled', `${m.messageId} is in the log ${found.length} times, at ${found.map((e) => e.seq).join(', ')} (${m.attempts} attempts)`, found[1].seq);
+      if (m.accepted && found.length === 0)
+        v('lost', `${m.messageId} (${m.attempts} attempt(s)) was acknowledged but is not in the log`);
+      if (found.length > 1)
+        v(
+          'doubled',
+          `${m.messageId} is in the log ${found.length} times, at ${found.map((e) => e.seq).join(', ')} (${m.attempts} attempts)`,
+          found[1].seq,
+        );
       for (const seq of new Set(m.seqs)) {
-        if (!found.some((e) => e.seq === seq)) v('misplaced', `an update for ${m.messageId} returned seq ${seq}, where the log has ${JSON.stringify(whole.events.get(seq)?.type)}`, seq);
+        if (!found.some((e) => e.seq === seq))
+          v(
+            'misplaced',
+            `an update for ${m.messageId} returned seq ${seq}, where the log has ${JSON.stringify(whole.events.get(seq)?.type)}`,
+            seq,
+          );
       }
       if (m.accepted) figures.messagesAccepted++;
       else figures.messagesUnacknowledged++;
@@ -645,19 +818,28 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     for (const [id, n] of uses) {
       const r = results.get(id) ?? [];
       if (n > 1) v('tool_results', `tool_use ${id} is in the log ${n} times`);
-      if (r.length !== 1) v('tool_results', `tool_use ${id} has ${r.length} results${r.length ? ` (at ${r.map((e) => e.seq).join(', ')})` : ''}`, r[1]?.seq);
+      if (r.length !== 1)
+        v(
+          'tool_results',
+          `tool_use ${id} has ${r.length} results${r.length ? ` (at ${r.map((e) => e.seq).join(', ')})` : ''}`,
+          r[1]?.seq,
+        );
     }
     for (const a of s.answers.values()) {
       if (!a.accepted) continue;
       if (a.kind === 'approval') {
         const d = (decisions.get(a.toolUseId) ?? []).filter((e) => e.type === 'approval_resolved' && e.by === BY);
-        if (d.length !== 1) v('action', `the approval of ${a.toolUseId} was accepted, and the log has ${d.length} decisions by ${BY}`);
+        if (d.length !== 1)
+          v('action', `the approval of ${a.toolUseId} was accepted, and the log has ${d.length} decisions by ${BY}`);
       } else {
         const r = (results.get(a.toolUseId) ?? []).filter((e) => e.type === 'tool_result' && e.output === a.output);
-        if (r.length !== 1) v('action', `the result submitted for ${a.toolUseId} was accepted, and the log has it ${r.length} times`);
+        if (r.length !== 1)
+          v('action', `the result submitted for ${a.toolUseId} was accepted, and the log has it ${r.length} times`);
       }
     }
-    for (const [id, d] of decisions) if (d.length > 1) v('action', `${id} was decided ${d.length} times, at ${d.map((e) => e.seq).join(', ')}`, d[1].seq);
+    for (const [id, d] of decisions)
+      if (d.length > 1)
+        v('action', `${id} was decided ${d.length} times, at ${d.map((e) => e.seq).join(', ')}`, d[1].seq);
     return out;
   }
 
@@ -680,7 +862,9 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
 export function formatSoak(r: SoakResult, commit = ''): string {
   const f = r.figures;
   const o = r.options;
-  const kinds = Object.entries(f.sessions).map(([k, n]) => `${n} ${k}`).join(', ');
+  const kinds = Object.entries(f.sessions)
+    .map(([k, n]) => `${n} ${k}`)
+    .join(', ');
   const byKind = new Map<string, number>();
   for (const v of r.violations) byKind.set(v.kind, (byKind.get(v.kind) ?? 0) + 1);
   const lines = [
@@ -710,11 +894,17 @@ export function formatSoak(r: SoakResult, commit = ''): string {
     '',
     '## What it found',
     '',
-    r.violations.length === 0 ? 'No violations: every acknowledged message once, every retry dropped, gap-free logs, one result per tool call, no failed workflow task, no session stuck.' : `${r.violations.length} violation(s): ${[...byKind].map(([k, n]) => `${n} ${k}`).join(', ')}.`,
+    r.violations.length === 0
+      ? 'No violations: every acknowledged message once, every retry dropped, gap-free logs, one result per tool call, no failed workflow task, no session stuck.'
+      : `${r.violations.length} violation(s): ${[...byKind].map(([k, n]) => `${n} ${k}`).join(', ')}.`,
     '',
-    ...r.violations.slice(0, 200).map((v) => `- **${v.kind}** ${v.session}${v.seq !== undefined ? ` seq ${v.seq}` : ''}: ${v.detail}`),
+    ...r.violations
+      .slice(0, 200)
+      .map((v) => `- **${v.kind}** ${v.session}${v.seq !== undefined ? ` seq ${v.seq}` : ''}: ${v.detail}`),
     ...(r.violations.length > 200 ? [`- ... and ${r.violations.length - 200} more`] : []),
-    ...(r.saved.length ? ['', 'Saved for replay and study:', '', ...[...new Set(r.saved)].map((f) => `- \`${f}\``)] : []),
+    ...(r.saved.length
+      ? ['', 'Saved for replay and study:', '', ...[...new Set(r.saved)].map((f) => `- \`${f}\``)]
+      : []),
     '',
   ];
   return lines.join('\n');

@@ -56,12 +56,21 @@ it('stores, lists and removes a secret in PostgreSQL, and writes nothing under D
   expect(JSON.stringify(rows)).not.toContain(SECRET);
   // Another host with the same VAULT_KEY opens it; the sealing binds the vault and name in.
   expect(await new PostgresVault(db, vaultKey).resolve('alice', 'vault:gh-token')).toBe(SECRET);
-  await expect(new PostgresVault(db, vaultKey).get('bob', 'gh-token')).rejects.toThrow(/no secret gh-token in vault bob/);
-  await expect(new PostgresVault(db, crypto.randomBytes(32).toString('base64')).get('alice', 'gh-token')).rejects.toThrow(/does not open with this VAULT_KEY/);
+  await expect(new PostgresVault(db, vaultKey).get('bob', 'gh-token')).rejects.toThrow(
+    /no secret gh-token in vault bob/,
+  );
+  await expect(
+    new PostgresVault(db, crypto.randomBytes(32).toString('base64')).get('alice', 'gh-token'),
+  ).rejects.toThrow(/does not open with this VAULT_KEY/);
 
   const listed = await vault(['list', '--vault', 'alice', '--json']);
   expect(listed.code).toBe(0);
-  expect(listed.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { name: string }).name)).toEqual(['gh-token']);
+  expect(
+    listed.stdout
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { name: string }).name),
+  ).toEqual(['gh-token']);
   expect((await vault(['rm', 'gh-token', '--vault', 'alice'])).code).toBe(0);
   expect((await vault(['list', '--vault', 'alice'])).stdout).toBe('');
   const again = await vault(['rm', 'gh-token', '--vault', 'alice']);

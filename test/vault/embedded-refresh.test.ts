@@ -22,7 +22,11 @@ afterAll(async () => {
 
 function run(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(path.join(ROOT, 'node_modules/.bin/tsx'), [path.join(ROOT, 'test/helpers/embedded-refresh.ts')], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      path.join(ROOT, 'node_modules/.bin/tsx'),
+      [path.join(ROOT, 'test/helpers/embedded-refresh.ts')],
+      { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -44,7 +48,12 @@ it('refreshes an expired API credential once for ten callers on the embedded dat
     CLIENT_SECRET: tracker.clientSecret,
   });
   expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
-  const out = JSON.parse(r.stdout) as { kind: string; tokens: string[]; stored: { access: string; refresh: string }; expiresAt: string };
+  const out = JSON.parse(r.stdout) as {
+    kind: string;
+    tokens: string[];
+    stored: { access: string; refresh: string };
+    expiresAt: string;
+  };
   expect(out.kind).toBe('embedded');
   expect(new Set(out.tokens)).toEqual(new Set([out.stored.access]));
   expect(tracker.accepts(out.stored.access)).toBe(true);
@@ -53,7 +62,10 @@ it('refreshes an expired API credential once for ten callers on the embedded dat
   expect(tracker.refreshes).toBe(1);
   expect(tracker.reuses).toBe(0);
   // The database's files hold only sealed boxes.
-  const files = fs.readdirSync(path.join(dataDir, 'api-db'), { recursive: true, encoding: 'utf8' }).map((f) => path.join(dataDir, 'api-db', f));
+  const files = fs
+    .readdirSync(path.join(dataDir, 'api-db'), { recursive: true, encoding: 'utf8' })
+    .map((f) => path.join(dataDir, 'api-db', f));
   const bytes = Buffer.concat(files.filter((f) => fs.statSync(f).isFile()).map((f) => fs.readFileSync(f)));
-  for (const secret of [out.stored.access, out.stored.refresh, erin.refreshToken, tracker.clientSecret]) expect(bytes.includes(secret)).toBe(false);
+  for (const secret of [out.stored.access, out.stored.refresh, erin.refreshToken, tracker.clientSecret])
+    expect(bytes.includes(secret)).toBe(false);
 });

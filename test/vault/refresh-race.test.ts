@@ -10,7 +10,12 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type Anthropic from '@anthropic-ai/sdk';
 import { McpClientPool } from '../../src/mcp/pool';
 import { McpCredentials, type ApiCredentialLookup } from '../../src/mcp/credentials';
-import { createToolsActivities, type CallMcpToolInput, type CallMcpToolOutput, type ListMcpToolsOutput } from '../../src/mcp/mcp-activities';
+import {
+  createToolsActivities,
+  type CallMcpToolInput,
+  type CallMcpToolOutput,
+  type ListMcpToolsOutput,
+} from '../../src/mcp/mcp-activities';
 import type { McpServer } from '../../src/session/agent';
 import { openDb, type Db } from '../../src/storage/db';
 import { FileVault, type SecretVault } from '../../src/vault';
@@ -60,16 +65,34 @@ async function tenCallsAtOnce(workers: ReturnType<typeof toolsWorker>[], server:
   const run = Date.now();
   return Promise.all(
     Array.from({ length: 10 }, (_, i) => {
-      const input: CallMcpToolInput = { sessionId: `race-${run}-${i}`, vault, serverName: 'tracker', server, tool: 'create_issue', input: { title: `issue ${i}` }, toolUseId: `toolu_${i}` };
+      const input: CallMcpToolInput = {
+        sessionId: `race-${run}-${i}`,
+        vault,
+        serverName: 'tracker',
+        server,
+        tool: 'create_issue',
+        input: { title: `issue ${i}` },
+        toolUseId: `toolu_${i}`,
+      };
       return new MockActivityEnvironment().run(workers[i % 2].callMcpTool, input) as Promise<CallMcpToolOutput>;
     }),
   );
 }
 
-const http = (extra: Partial<Extract<McpServer, { transport: 'http' }>>): McpServer => ({ transport: 'http', url: tracker.url, headers: {}, timeoutSeconds: 60, ...extra });
+const http = (extra: Partial<Extract<McpServer, { transport: 'http' }>>): McpServer => ({
+  transport: 'http',
+  url: tracker.url,
+  headers: {},
+  timeoutSeconds: 60,
+  ...extra,
+});
 
-function expectOneRefreshAndNoReuse(results: { output: string; isError: boolean }[], before: { refreshes: number; reuses: number; issues: number }) {
-  for (const r of results) expect(r).toMatchObject({ isError: false, output: expect.stringMatching(/^created issue #\d+: issue \d$/) });
+function expectOneRefreshAndNoReuse(
+  results: { output: string; isError: boolean }[],
+  before: { refreshes: number; reuses: number; issues: number },
+) {
+  for (const r of results)
+    expect(r).toMatchObject({ isError: false, output: expect.stringMatching(/^created issue #\d+: issue \d$/) });
   expect(tracker.issues.length - before.issues).toBe(10);
   expect(tracker.refreshes - before.refreshes).toBe(1);
   expect(tracker.reuses).toBe(0);
@@ -77,7 +100,7 @@ function expectOneRefreshAndNoReuse(results: { output: string; isError: boolean 
 
 const counts = () => ({ refreshes: tracker.refreshes, reuses: tracker.reuses, issues: tracker.issues.length });
 
-it("refreshes an API credential once for ten calls on two tools workers, and writes the new tokens back sealed", async () => {
+it('refreshes an API credential once for ten calls on two tools workers, and writes the new tokens back sealed', async () => {
   const alice = tracker.issue('alice');
   const vault = await client.beta.vaults.create({ display_name: 'race' });
   const cred = await client.beta.vaults.credentials.create(vault.id, {
@@ -86,23 +109,38 @@ it("refreshes an API credential once for ten calls on two tools workers, and wri
       mcp_server_url: tracker.url,
       access_token: alice.accessToken,
       expires_at: new Date(Date.now() + 3600_000).toISOString(),
-      refresh: { client_id: tracker.clientId, refresh_token: alice.refreshToken, token_endpoint: tracker.tokenUrl, token_endpoint_auth: { type: 'client_secret_basic', client_secret: tracker.clientSecret } },
+      refresh: {
+        client_id: tracker.clientId,
+        refresh_token: alice.refreshToken,
+        token_endpoint: tracker.tokenUrl,
+        token_endpoint_auth: { type: 'client_secret_basic', client_secret: tracker.clientSecret },
+      },
     },
   });
   // The server has let the access token lapse: every first request is refused with 401.
   tracker.expire(alice.accessToken);
-  const [{ workspace_id: workspaceId }] = await api.db!.query<{ workspace_id: string }>('select workspace_id from credentials where id = $1', [cred.id]);
+  const [{ workspace_id: workspaceId }] = await api.db!.query<{ workspace_id: string }>(
+    'select workspace_id from credentials where id = $1',
+    [cred.id],
+  );
   const before = counts();
-  const workers = [toolsWorker({ api: new ApiCredentials(() => api.db, api.vaultKey, tokenGate()) }), toolsWorker({ api: new ApiCredentials(() => otherDb, api.vaultKey, tokenGate()) })];
+  const workers = [
+    toolsWorker({ api: new ApiCredentials(() => api.db, api.vaultKey, tokenGate()) }),
+    toolsWorker({ api: new ApiCredentials(() => otherDb, api.vaultKey, tokenGate()) }),
+  ];
 
-  expectOneRefreshAndNoReuse(await tenCallsAtOnce(workers, http({ apiVaults: { workspaceId, vaultIds: [vault.id] } })), before);
+  expectOneRefreshAndNoReuse(
+    await tenCallsAtOnce(workers, http({ apiVaults: { workspaceId, vaultIds: [vault.id] } })),
+    before,
+  );
 
   const stored = await credentialForServer(otherDb, api.vaultKey, workspaceId, [vault.id], tracker.url);
   expect(stored!.access_token).not.toBe(alice.accessToken);
   expect(tracker.accepts(stored!.access_token)).toBe(true);
   expect(stored!.refresh_token).not.toBe(alice.refreshToken);
   const row = JSON.stringify(await api.db!.query('select * from credentials where id = $1', [cred.id]));
-  for (const secret of [stored!.access_token, stored!.refresh_token!, tracker.clientSecret]) expect(row).not.toContain(secret);
+  for (const secret of [stored!.access_token, stored!.refresh_token!, tracker.clientSecret])
+    expect(row).not.toContain(secret);
   // The new expiry is what the API shows; the secrets it never shows.
   const shown = await client.beta.vaults.credentials.retrieve(cred.id, { vault_id: vault.id });
   expect(Date.parse((shown.auth as { expires_at: string }).expires_at)).toBeGreaterThan(Date.now() + 3000_000);
@@ -118,31 +156,71 @@ it('refreshes a proactively expired API credential once, before any request is r
       mcp_server_url: tracker.url,
       access_token: bob.accessToken,
       expires_at: new Date(Date.now() + 3600_000).toISOString(),
-      refresh: { client_id: tracker.clientId, refresh_token: bob.refreshToken, token_endpoint: tracker.tokenUrl, token_endpoint_auth: { type: 'client_secret_post', client_secret: tracker.clientSecret } },
+      refresh: {
+        client_id: tracker.clientId,
+        refresh_token: bob.refreshToken,
+        token_endpoint: tracker.tokenUrl,
+        token_endpoint_auth: { type: 'client_secret_post', client_secret: tracker.clientSecret },
+      },
     },
   });
   // Past its expiry by the clock; the server would still take it, so a request with it would mean no refresh ran.
-  await api.db!.query(`update credentials set auth = jsonb_set(auth, '{expires_at}', to_jsonb($2::text)) where id = $1`, [cred.id, new Date(Date.now() - 60_000).toISOString()]);
-  const [{ workspace_id: workspaceId }] = await api.db!.query<{ workspace_id: string }>('select workspace_id from credentials where id = $1', [cred.id]);
+  await api.db!.query(
+    `update credentials set auth = jsonb_set(auth, '{expires_at}', to_jsonb($2::text)) where id = $1`,
+    [cred.id, new Date(Date.now() - 60_000).toISOString()],
+  );
+  const [{ workspace_id: workspaceId }] = await api.db!.query<{ workspace_id: string }>(
+    'select workspace_id from credentials where id = $1',
+    [cred.id],
+  );
   const before = counts();
   const sent = tracker.requests.length;
-  const workers = [toolsWorker({ api: new ApiCredentials(() => api.db, api.vaultKey, tokenGate()) }), toolsWorker({ api: new ApiCredentials(() => otherDb, api.vaultKey, tokenGate()) })];
-  expectOneRefreshAndNoReuse(await tenCallsAtOnce(workers, http({ apiVaults: { workspaceId, vaultIds: [vault.id] } })), before);
+  const workers = [
+    toolsWorker({ api: new ApiCredentials(() => api.db, api.vaultKey, tokenGate()) }),
+    toolsWorker({ api: new ApiCredentials(() => otherDb, api.vaultKey, tokenGate()) }),
+  ];
+  expectOneRefreshAndNoReuse(
+    await tenCallsAtOnce(workers, http({ apiVaults: { workspaceId, vaultIds: [vault.id] } })),
+    before,
+  );
   expect(tracker.requests.slice(sent).filter((r) => r.auth !== 'ok')).toEqual([]);
 });
 
 describe.each([
   ['PostgreSQL', () => [new PostgresVault(api.db!, api.vaultKey), new PostgresVault(otherDb, api.vaultKey)]],
-  ['file', () => [new FileVault(path.join(dataDir, 'vaults'), api.vaultKey), new FileVault(path.join(dataDir, 'vaults'), api.vaultKey)]],
+  [
+    'file',
+    () => [
+      new FileVault(path.join(dataDir, 'vaults'), api.vaultKey),
+      new FileVault(path.join(dataDir, 'vaults'), api.vaultKey),
+    ],
+  ],
 ] as const)('the named-secret vault on %s', (_kind, vaults) => {
   it('refreshes a named OAuth secret once for ten calls on two tools workers', async () => {
     const [a, b] = vaults();
     const user = `carol-${_kind}`;
     const t = tracker.issue(user);
     tracker.expire(t.accessToken);
-    await a.put(user, 'tracker-oauth', JSON.stringify({ access_token: t.accessToken, refresh_token: t.refreshToken, token_url: tracker.tokenUrl, client_id: tracker.clientId, client_secret: tracker.clientSecret }));
+    await a.put(
+      user,
+      'tracker-oauth',
+      JSON.stringify({
+        access_token: t.accessToken,
+        refresh_token: t.refreshToken,
+        token_url: tracker.tokenUrl,
+        client_id: tracker.clientId,
+        client_secret: tracker.clientSecret,
+      }),
+    );
     const before = counts();
-    expectOneRefreshAndNoReuse(await tenCallsAtOnce([toolsWorker({ vault: a }), toolsWorker({ vault: b })], http({ credential: 'vault:tracker-oauth' }), user), before);
+    expectOneRefreshAndNoReuse(
+      await tenCallsAtOnce(
+        [toolsWorker({ vault: a }), toolsWorker({ vault: b })],
+        http({ credential: 'vault:tracker-oauth' }),
+        user,
+      ),
+      before,
+    );
     const stored = JSON.parse(await b.get(user, 'tracker-oauth')) as { access_token: string };
     expect(tracker.accepts(stored.access_token)).toBe(true);
   });
@@ -150,7 +228,9 @@ describe.each([
   it('loses no update when twenty writers rewrite one secret at once', async () => {
     const [a, b] = vaults();
     await a.put('counter', 'n', '0');
-    await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).update('counter', 'n', async (v) => String(Number(v) + 1))));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).update('counter', 'n', async (v) => String(Number(v) + 1))),
+    );
     expect(await a.get('counter', 'n')).toBe('20');
   });
 });

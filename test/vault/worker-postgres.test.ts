@@ -58,20 +58,49 @@ it('uses and refreshes a secret put on another host, with nothing of the vault u
   const toolsHost = host();
   const t = tracker.issue('hal');
   tracker.expire(t.accessToken);
-  const credential = { access_token: t.accessToken, refresh_token: t.refreshToken, token_url: tracker.tokenUrl, client_id: tracker.clientId, client_secret: tracker.clientSecret };
+  const credential = {
+    access_token: t.accessToken,
+    refresh_token: t.refreshToken,
+    token_url: tracker.tokenUrl,
+    client_id: tracker.clientId,
+    client_secret: tracker.clientSecret,
+  };
   expect(await put(cliHost, 'hal', 'tracker-oauth', JSON.stringify(credential))).toBe(0);
-  worker = await spawnWorker({ TEMPORAL_ADDRESS: h.env.address, DATA_DIR: toolsHost, DATABASE_URL: pg.url, VAULT_KEY: vaultKey, KEY_FILES: 'off', MCP_STDIO_JAIL: 'off' }, 'tools');
+  worker = await spawnWorker(
+    {
+      TEMPORAL_ADDRESS: h.env.address,
+      DATA_DIR: toolsHost,
+      DATABASE_URL: pg.url,
+      VAULT_KEY: vaultKey,
+      KEY_FILES: 'off',
+      MCP_STDIO_JAIL: 'off',
+    },
+    'tools',
+  );
 
-  const handle = await startSession(h, { agent: { vault: 'hal', tools: ['session_events'], sandboxes: {}, mcpServers: { tracker: { transport: 'http', url: tracker.url, credential: 'vault:tracker-oauth' } } } });
+  const handle = await startSession(h, {
+    agent: {
+      vault: 'hal',
+      tools: ['session_events'],
+      sandboxes: {},
+      mcpServers: { tracker: { transport: 'http', url: tracker.url, credential: 'vault:tracker-oauth' } },
+    },
+  });
   const result = await callTool(h, handle, 'mcp__tracker__create_issue', { title: 'from another host' });
-  expect(result).toMatchObject({ isError: false, output: expect.stringMatching(/^created issue #\d+: from another host$/) });
+  expect(result).toMatchObject({
+    isError: false,
+    output: expect.stringMatching(/^created issue #\d+: from another host$/),
+  });
   expect(tracker.issues.at(-1)).toEqual({ title: 'from another host', user: 'hal' });
   expect(tracker.refreshes).toBe(1);
   expect(tracker.reuses).toBe(0);
 
   db = await openDb({ databaseUrl: pg.url, dataDir: cliHost });
-  const stored = JSON.parse(await new PostgresVault(db, vaultKey).get('hal', 'tracker-oauth')) as { access_token: string };
+  const stored = JSON.parse(await new PostgresVault(db, vaultKey).get('hal', 'tracker-oauth')) as {
+    access_token: string;
+  };
   expect(stored.access_token).not.toBe(t.accessToken);
   expect(tracker.accepts(stored.access_token)).toBe(true);
-  for (const dir of [cliHost, toolsHost]) expect(fs.readdirSync(dir, { recursive: true, encoding: 'utf8' })).toEqual([]);
+  for (const dir of [cliHost, toolsHost])
+    expect(fs.readdirSync(dir, { recursive: true, encoding: 'utf8' })).toEqual([]);
 });

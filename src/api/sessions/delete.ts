@@ -38,7 +38,9 @@ export function resumeDeletes(deps: DeleteDeps, log: (m: string) => void): () =>
   const run = (async () => {
     for (const id of await deletedSessionIds(deps.db)) {
       if (stopped) return;
-      await finish(deps, id).catch((e: unknown) => log(`could not finish deleting session ${id} (the next start tries again): ${(e as Error).message}`));
+      await finish(deps, id).catch((e: unknown) =>
+        log(`could not finish deleting session ${id} (the next start tries again): ${(e as Error).message}`),
+      );
     }
   })().catch((e: unknown) => log(`could not look for unfinished session deletes: ${(e as Error).message}`));
   return async () => {

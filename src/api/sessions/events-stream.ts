@@ -59,11 +59,17 @@ export function streamRoute(
       const header = req.headers['last-event-id'];
       const lastEventId = typeof header === 'string' && header.trim() !== '' ? header.trim() : undefined;
       const deltas = new Set([req.query['event_deltas[]'] ?? []].flat());
-      if (deltas.size > 0 && !relay) throw badRequest('query parameter event_deltas[]: previews need the codec key (CODEC_KEY), which this API process does not have');
+      if (deltas.size > 0 && !relay)
+        throw badRequest(
+          'query parameter event_deltas[]: previews need the codec key (CODEC_KEY), which this API process does not have',
+        );
       const feed = await feeds.get(row.id);
       // Between here and the subscription nothing else runs: no event can fall between the backlog and the live ones.
       const backlog = feed.events.slice(startOf(feed, lastEventId));
-      let cursor = backlog.length > 0 ? backlog[backlog.length - 1].id : (lastEventId ?? feed.events[feed.events.length - 1]?.id ?? row.id);
+      let cursor =
+        backlog.length > 0
+          ? backlog[backlog.length - 1].id
+          : (lastEventId ?? feed.events[feed.events.length - 1]?.id ?? row.id);
       reply.hijack();
       const res = reply.raw;
       const sse = openSse(res, { headers: { 'request-id': req.id }, greeting: 'stream open' });
@@ -73,7 +79,8 @@ export function streamRoute(
       let done!: () => void;
       const closed = Promise.race([sse.closed, new Promise<void>((resolve) => (done = resolve))]);
       const known = (id: string) => {
-        for (let i = feed.events.length - 1; i >= Math.max(0, feed.events.length - KNOWN_WINDOW); i--) if (feed.events[i].id === id) return true;
+        for (let i = feed.events.length - 1; i >= Math.max(0, feed.events.length - KNOWN_WINDOW); i--)
+          if (feed.events[i].id === id) return true;
         return false;
       };
       const previews = deltas.size > 0 ? new PreviewMapper(row.id, deltas, known) : undefined;
@@ -96,7 +103,13 @@ export function streamRoute(
         void sessionDeleted(deps.db, row.id).then(
           (gone) => {
             if (gone) {
-              sse.write(frame({ type: 'session.deleted', id: eventId(row.id, feed.seq, 9), processed_at: new Date().toISOString() }));
+              sse.write(
+                frame({
+                  type: 'session.deleted',
+                  id: eventId(row.id, feed.seq, 9),
+                  processed_at: new Date().toISOString(),
+                }),
+              );
               done();
             } else sse.write(pingFrame(cursor));
           },

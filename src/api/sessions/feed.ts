@@ -33,7 +33,17 @@ type TailLog = SessionLog & { readTail?: SessionLog['read'] };
  * proven by pushed batches, how many of those waited for a batch, and for the last 1,000 rings, the time from the
  * last task's commit (the server's record of it) to the ring, and from the ring to the pushed events' delivery.
  */
-export const feedStats = { logReads: 0, feeds: 0, followers: 0, readMs: [] as number[], pushedEvents: 0, pushedRings: 0, pushWaits: 0, ringLagMs: [] as number[], ringToDeliverMs: [] as number[] };
+export const feedStats = {
+  logReads: 0,
+  feeds: 0,
+  followers: 0,
+  readMs: [] as number[],
+  pushedEvents: 0,
+  pushedRings: 0,
+  pushWaits: 0,
+  ringLagMs: [] as number[],
+  ringToDeliverMs: [] as number[],
+};
 
 const keepLast = (a: number[], v: number) => {
   a.push(v);
@@ -110,7 +120,10 @@ export class SessionFeed {
       feedStats.logReads++;
       const t0 = Date.now();
       // The first read of a feed may start in a sealed segment; later ones follow the live run's tail.
-      const page: EventsPage = from > 0 && this.log.readTail ? await this.log.readTail(this.sessionId, from, PAGE) : await this.log.read(this.sessionId, from, PAGE);
+      const page: EventsPage =
+        from > 0 && this.log.readTail
+          ? await this.log.readTail(this.sessionId, from, PAGE)
+          : await this.log.read(this.sessionId, from, PAGE);
       keepLast(feedStats.readMs, Date.now() - t0);
       if (page.events.length === 0) return;
       this.deliver(page.events);
@@ -177,15 +190,25 @@ export class SessionFeed {
     const ctl = new AbortController();
     this.follower = ctl;
     feedStats.followers++;
-    const read = () => this.catchUp().catch((err: Error) => this.note(`api: reading the log of ${this.sessionId} failed: ${err.message.split('\n')[0]}`));
+    const read = () =>
+      this.catchUp().catch((err: Error) =>
+        this.note(`api: reading the log of ${this.sessionId} failed: ${err.message.split('\n')[0]}`),
+      );
     if (this.pushKey) this.pushed ??= new PushedLog(this.sessionId, this.pushKey);
     // Rings are handled in order: a pushed batch is delivered only after everything rung before it.
     let rings: Promise<void> = Promise.resolve();
-    const ringing = followHistory(this.client, this.sessionId, (_r, tasks) => void (rings = rings.then(() => this.onRing(tasks, read))), ctl.signal);
+    const ringing = followHistory(
+      this.client,
+      this.sessionId,
+      (_r, tasks) => void (rings = rings.then(() => this.onRing(tasks, read))),
+      ctl.signal,
+    );
     void ringing
       .catch(async (err: Error) => {
         if (ctl.signal.aborted) return;
-        this.note(`api: cannot long-poll the history of ${this.sessionId} (${err.message.split('\n')[0]}); polling its log every ${FALLBACK_POLL_MS} ms`);
+        this.note(
+          `api: cannot long-poll the history of ${this.sessionId} (${err.message.split('\n')[0]}); polling its log every ${FALLBACK_POLL_MS} ms`,
+        );
         while (!ctl.signal.aborted && !this.ended) {
           await read();
           await new Promise((r) => setTimeout(r, FALLBACK_POLL_MS));

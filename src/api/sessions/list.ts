@@ -4,7 +4,18 @@
 import { z } from 'zod';
 import type { Db } from '../../storage/db';
 import { listSessions, type SessionRow } from '../../storage/repos/sessions-repo';
-import { IdSchema, PageQuerySchema, TimeQuerySchema, booleanQuery, repeated, decodeCursor, encodeCursor, filterDigest, type Cursor, type Order } from '../shared-fields';
+import {
+  IdSchema,
+  PageQuerySchema,
+  TimeQuerySchema,
+  booleanQuery,
+  repeated,
+  decodeCursor,
+  encodeCursor,
+  filterDigest,
+  type Cursor,
+  type Order,
+} from '../shared-fields';
 import type { ApiApp } from '../route-context';
 import { badRequest } from '../api-error';
 
@@ -14,10 +25,20 @@ export type ApiStatus = (typeof STATUSES)[number];
 const StatusSchema = z.enum(STATUSES, { error: `must be one of ${STATUSES.join(', ')}` });
 
 export const SessionListQuerySchema = PageQuerySchema.extend({
-  limit: z.coerce.number({ error: 'limit must be an integer' }).int('limit must be an integer').min(1, 'limit must be at least 1').max(100, 'limit must be at most 100').default(20),
+  limit: z.coerce
+    .number({ error: 'limit must be an integer' })
+    .int('limit must be an integer')
+    .min(1, 'limit must be at least 1')
+    .max(100, 'limit must be at most 100')
+    .default(20),
   order: z.enum(['asc', 'desc'], { error: 'must be asc or desc' }).default('desc'),
   agent_id: IdSchema.optional(),
-  agent_version: z.coerce.number({ error: 'agent_version must be an integer' }).int('agent_version must be an integer').min(1, 'agent_version must be at least 1').max(2 ** 31 - 1).optional(),
+  agent_version: z.coerce
+    .number({ error: 'agent_version must be an integer' })
+    .int('agent_version must be an integer')
+    .min(1, 'agent_version must be at least 1')
+    .max(2 ** 31 - 1)
+    .optional(),
   'created_at[gt]': TimeQuerySchema.optional(),
   'created_at[gte]': TimeQuerySchema.optional(),
   'created_at[lt]': TimeQuerySchema.optional(),
@@ -36,7 +57,14 @@ export interface SessionListDeps<S extends { status: ApiStatus }> {
 }
 
 /** Rows past `key` (exclusive) in `order`, the first `limit` of them. */
-function rows(db: Db, workspaceId: string, q: SessionListQuery, key: number | undefined, order: Order, limit: number): Promise<SessionRow[]> {
+function rows(
+  db: Db,
+  workspaceId: string,
+  q: SessionListQuery,
+  key: number | undefined,
+  order: Order,
+  limit: number,
+): Promise<SessionRow[]> {
   const filter = {
     agentId: q.agent_id ?? null,
     agentVersion: q.agent_version ?? null,
@@ -60,12 +88,19 @@ export function sessionListRoute<S extends { status: ApiStatus }>(app: ApiApp, d
       schema: {
         operationId: 'listSessions',
         querystring: SessionListQuerySchema,
-        response: { 200: z.object({ data: z.array(deps.response), next_page: z.string().nullable(), prev_page: z.string().nullable() }) },
+        response: {
+          200: z.object({
+            data: z.array(deps.response),
+            next_page: z.string().nullable(),
+            prev_page: z.string().nullable(),
+          }),
+        },
       },
     },
     async (req) => {
       const q = req.query;
-      if (q.agent_version !== undefined && q.agent_id === undefined) throw badRequest('agent_version filters by a version of agent_id: give agent_id with it');
+      if (q.agent_version !== undefined && q.agent_id === undefined)
+        throw badRequest('agent_version filters by a version of agent_id: give agent_id with it');
       const statuses = q['statuses[]'] === undefined ? undefined : new Set(q['statuses[]']);
       const filters = filterDigest({
         agent_id: q.agent_id,
@@ -81,7 +116,8 @@ export function sessionListRoute<S extends { status: ApiStatus }>(app: ApiApp, d
       });
       const cursor = decodeCursor(q.page, q.order, filters);
       // No session is created by a deployment or mounts a memory store (both are refused at create), so either filter matches none.
-      if (q.deployment_id !== undefined || q.memory_store_id !== undefined) return { data: [], next_page: null, prev_page: null };
+      if (q.deployment_id !== undefined || q.memory_store_id !== undefined)
+        return { data: [], next_page: null, prev_page: null };
 
       // A prev_page reads backwards from its key, then shows the rows in the list's order.
       const scan = cursor?.back ? flip(q.order) : q.order;

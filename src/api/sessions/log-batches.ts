@@ -22,13 +22,19 @@ export type PushedBatch = LogBatch;
  * cannot prove it. A task with no batch appended nothing only if a later task's batch starts where the log stands;
  * so a task without a batch at the end of `tasks` leaves the answer to the log (unless it is all there is).
  */
-export function pushedEvents(batches: readonly PushedBatch[], tasks: readonly CompletedTask[], fromSeq: number): SessionEvent[] | undefined {
+export function pushedEvents(
+  batches: readonly PushedBatch[],
+  tasks: readonly CompletedTask[],
+  fromSeq: number,
+): SessionEvent[] | undefined {
   const out: SessionEvent[] = [];
   let next = fromSeq;
   let unproven = false;
   for (const t of tasks) {
     // The worker that completed the task, by the identity the history records; the latest of its attempts.
-    const b = [...batches].reverse().find((x) => x.runId === t.runId && x.task === t.startedEventId && x.identity === t.identity);
+    const b = [...batches]
+      .reverse()
+      .find((x) => x.runId === t.runId && x.task === t.startedEventId && x.identity === t.identity);
     if (!b) {
       unproven = true;
       continue;
@@ -72,7 +78,8 @@ export class PushedLog {
       new URL(`/v1/sessions/${encodeURIComponent(this.sessionId)}/log`, url),
       { authorization: `Bearer ${streamToken(this.key, this.sessionId)}` },
       (b) => {
-        for (let i = this.batches.length - 1; i >= 0; i--) if (reattempts(b, this.batches[i])) this.batches.splice(i, 1);
+        for (let i = this.batches.length - 1; i >= 0; i--)
+          if (reattempts(b, this.batches[i])) this.batches.splice(i, 1);
         this.batches.push(b);
         if (this.batches.length > KEEP) this.batches.shift();
         for (const w of this.waiters.splice(0)) w();

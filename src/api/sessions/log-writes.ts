@@ -29,7 +29,12 @@ export async function recordSessionUpdate(
 ): Promise<void> {
   const change: SessionUpdate = {};
   if (sent.title && after.title !== before.title) change.title = after.title;
-  if (sent.metadata && JSON.stringify(after.metadata) !== JSON.stringify(before.metadata) && Object.keys(after.metadata).length > 0) change.metadata = after.metadata;
+  if (
+    sent.metadata &&
+    JSON.stringify(after.metadata) !== JSON.stringify(before.metadata) &&
+    Object.keys(after.metadata).length > 0
+  )
+    change.metadata = after.metadata;
   if (change.title === undefined && change.metadata === undefined) return;
   try {
     await client.workflow.getHandle(sessionId).executeUpdate(updateSessionUpdate, { args: [change] });
@@ -43,10 +48,13 @@ export async function recordSessionUpdate(
 export async function interruptAck(client: Client, feeds: SessionFeeds, sessionId: string): Promise<string> {
   let r: { seq: number | null; after: number };
   try {
-    r = await client.workflow.getHandle(sessionId).executeUpdate(interruptUpdate, { args: [{ reason: 'user.interrupt' }] });
+    r = await client.workflow
+      .getHandle(sessionId)
+      .executeUpdate(interruptUpdate, { args: [{ reason: 'user.interrupt' }] });
   } catch (e) {
     if (ended(e)) throw conflict(`session ${sessionId} has ended`);
-    if (e instanceof WorkflowUpdateFailedError) throw badRequest(`session ${sessionId} refused the interrupt: ${(e.cause?.message ?? e.message).split('\n')[0]}`);
+    if (e instanceof WorkflowUpdateFailedError)
+      throw badRequest(`session ${sessionId} refused the interrupt: ${(e.cause?.message ?? e.message).split('\n')[0]}`);
     throw e;
   }
   if (r.seq !== null) return eventId(sessionId, r.seq);
@@ -56,7 +64,10 @@ export async function interruptAck(client: Client, feeds: SessionFeeds, sessionI
     const feed = await feeds.get(sessionId);
     const ids = new Set(feed.events.filter((e) => e.type === 'user.interrupt').map((e) => e.id));
     for (let s = r.after; s < feed.seq; s++) if (ids.has(eventId(sessionId, s))) return eventId(sessionId, s);
-    if (Date.now() > deadline) throw conflict(`session ${sessionId} took the interrupt during a handover and has not logged it yet; list its events to find it`);
+    if (Date.now() > deadline)
+      throw conflict(
+        `session ${sessionId} took the interrupt during a handover and has not logged it yet; list its events to find it`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -2,7 +2,11 @@
 // src/stream/relay.ts) as the SDK's `event_start` and `event_delta` events. A preview names the id the buffered
 // event will carry: a reply to the call that read the log through seq T is appended at seq T + 1 unless the log
 // took something else meanwhile, and event ids derive from (session, seq, part). Best effort, never stored.
-import type { BetaManagedAgentsDeltaEvent, BetaManagedAgentsDeltaType, BetaManagedAgentsStartEvent } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
+import type {
+  BetaManagedAgentsDeltaEvent,
+  BetaManagedAgentsDeltaType,
+  BetaManagedAgentsStartEvent,
+} from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { StreamFrame, StreamPart } from '../../stream/hub';
 import { MESSAGE_PART, eventId, thinkingPart, type ApiSessionEvent } from './projection';
 
@@ -44,7 +48,15 @@ export class PreviewMapper {
       const messageId = eventId(this.sessionId, seq, MESSAGE_PART);
       const prev = this.previews.get(f.key);
       if (prev && prev.attempt > f.attempt) return out;
-      const p: Preview = { attempt: f.attempt, seq, messageId, textBlocks: new Map(), thinkingBlocks: new Map(), started: false, done: this.concluded.has(messageId) || this.known(messageId) };
+      const p: Preview = {
+        attempt: f.attempt,
+        seq,
+        messageId,
+        textBlocks: new Map(),
+        thinkingBlocks: new Map(),
+        started: false,
+        done: this.concluded.has(messageId) || this.known(messageId),
+      };
       this.previews.set(f.key, p);
       for (const part of f.parts ?? []) this.part(p, part, part.text, out);
       return out;
@@ -66,7 +78,8 @@ export class PreviewMapper {
       const k = p.thinkingBlocks.size;
       p.thinkingBlocks.set(part.block, k);
       const id = eventId(this.sessionId, p.seq, thinkingPart(k));
-      if (this.wanted.has('agent.thinking') && !this.concluded.has(id)) out.push({ type: 'event_start', event: { type: 'agent.thinking', id } });
+      if (this.wanted.has('agent.thinking') && !this.concluded.has(id))
+        out.push({ type: 'event_start', event: { type: 'agent.thinking', id } });
       return;
     }
     if (part.kind !== 'text' || text === '' || !this.wanted.has('agent.message')) return;
@@ -80,7 +93,11 @@ export class PreviewMapper {
       p.started = true;
       out.push({ type: 'event_start', event: { type: 'agent.message', id: p.messageId } });
     }
-    out.push({ type: 'event_delta', event_id: p.messageId, delta: { type: 'content_delta', content: { type: 'text', text }, index } });
+    out.push({
+      type: 'event_delta',
+      event_id: p.messageId,
+      delta: { type: 'content_delta', content: { type: 'text', text }, index },
+    });
   }
 
   /** Buffered events written to the connection: each concludes the preview of its id, and a request's end its own. */
@@ -89,7 +106,12 @@ export class PreviewMapper {
       if (e.type === 'agent.message' || e.type === 'agent.thinking') this.remember(e.id);
       if (e.type !== 'span.model_request_end' && e.type !== 'agent.message') continue;
       for (const p of this.previews.values()) {
-        if (e.type === 'agent.message' ? p.messageId === e.id : eventId(this.sessionId, p.seq, 0) === e.model_request_start_id) p.done = true;
+        if (
+          e.type === 'agent.message'
+            ? p.messageId === e.id
+            : eventId(this.sessionId, p.seq, 0) === e.model_request_start_id
+        )
+          p.done = true;
       }
     }
   }

@@ -105,7 +105,8 @@ export class SessionProjector {
   push(events: readonly SessionEvent[]): ApiSessionEvent[] {
     const out: ApiSessionEvent[] = [];
     for (const e of events) {
-      if (e.seq !== this.nextSeq) throw new Error(`projection of ${this.sessionId} expected seq ${this.nextSeq}, got ${e.seq}`);
+      if (e.seq !== this.nextSeq)
+        throw new Error(`projection of ${this.sessionId} expected seq ${this.nextSeq}, got ${e.seq}`);
       this.nextSeq++;
       out.push(...this.one(e));
     }
@@ -124,14 +125,31 @@ export class SessionProjector {
     out.push({ type: 'session.status_running', id: eventId(this.sessionId, e.seq, part), processed_at: e.time });
   }
 
-  private idle(e: SessionEvent, part: number, stop: 'end_turn' | 'retries_exhausted' | 'requires_action', out: ApiSessionEvent[]): void {
+  private idle(
+    e: SessionEvent,
+    part: number,
+    stop: 'end_turn' | 'retries_exhausted' | 'requires_action',
+    out: ApiSessionEvent[],
+  ): void {
     const id = eventId(this.sessionId, e.seq, part);
     if (stop === 'requires_action') {
-      out.push({ type: 'session.status_idle', id, processed_at: e.time, stop_reason: { type: 'requires_action', event_ids: [...this.waiting] }, stop_details: null });
+      out.push({
+        type: 'session.status_idle',
+        id,
+        processed_at: e.time,
+        stop_reason: { type: 'requires_action', event_ids: [...this.waiting] },
+        stop_details: null,
+      });
       return;
     }
     this.running = false;
-    out.push({ type: 'session.status_idle', id, processed_at: e.time, stop_reason: { type: stop }, stop_details: null });
+    out.push({
+      type: 'session.status_idle',
+      id,
+      processed_at: e.time,
+      stop_reason: { type: stop },
+      stop_details: null,
+    });
   }
 
   private wait(useEventId: string, e: SessionEvent, out: ApiSessionEvent[]): void {
@@ -165,7 +183,10 @@ export class SessionProjector {
         input_tokens: u.input,
         output_tokens: u.output,
         cache_read_input_tokens: u.cacheRead,
-        cache_creation: { ephemeral_5m_input_tokens: u.cacheCreation - u.cacheCreation1h, ephemeral_1h_input_tokens: u.cacheCreation1h },
+        cache_creation: {
+          ephemeral_5m_input_tokens: u.cacheCreation - u.cacheCreation1h,
+          ephemeral_1h_input_tokens: u.cacheCreation1h,
+        },
       },
       budget: null,
     };
@@ -192,8 +213,14 @@ export class SessionProjector {
         out.push({ type: 'span.model_request_start', id: start, processed_at: at });
         // One progress signal per thinking block; the thinking itself is not carried, as hosted.
         let thinking = 0;
-        for (const b of e.content) if (b.type === 'thinking' || b.type === 'redacted_thinking') out.push({ type: 'agent.thinking', id: id(thinkingPart(thinking++)), processed_at: at });
-        const text = e.content.flatMap((b) => (b.type === 'text' && typeof b.text === 'string' && b.text !== '' ? [{ type: 'text' as const, text: b.text }] : []));
+        for (const b of e.content)
+          if (b.type === 'thinking' || b.type === 'redacted_thinking')
+            out.push({ type: 'agent.thinking', id: id(thinkingPart(thinking++)), processed_at: at });
+        const text = e.content.flatMap((b) =>
+          b.type === 'text' && typeof b.text === 'string' && b.text !== ''
+            ? [{ type: 'text' as const, text: b.text }]
+            : [],
+        );
         if (text.length > 0) out.push({ type: 'agent.message', id: id(MESSAGE_PART), processed_at: at, content: text });
         out.push({
           type: 'span.model_request_end',
@@ -218,11 +245,21 @@ export class SessionProjector {
         const useId = id();
         this.uses.set(e.id, { eventId: useId, kind });
         this.byEventId.set(useId, e.id);
-        const input = (typeof e.input === 'object' && e.input !== null && !Array.isArray(e.input) ? e.input : {}) as Record<string, unknown>;
+        const input = (
+          typeof e.input === 'object' && e.input !== null && !Array.isArray(e.input) ? e.input : {}
+        ) as Record<string, unknown>;
         if (kind.kind === 'custom') {
           out.push({ type: 'agent.custom_tool_use', id: useId, processed_at: at, name: e.name, input });
           this.wait(useId, e, out);
-        } else if (kind.kind === 'mcp') out.push({ type: 'agent.mcp_tool_use', id: useId, processed_at: at, mcp_server_name: kind.server, name: kind.tool, input });
+        } else if (kind.kind === 'mcp')
+          out.push({
+            type: 'agent.mcp_tool_use',
+            id: useId,
+            processed_at: at,
+            mcp_server_name: kind.server,
+            name: kind.tool,
+            input,
+          });
         else out.push({ type: 'agent.tool_use', id: useId, processed_at: at, name: e.name, input });
         break;
       }
@@ -250,11 +287,34 @@ export class SessionProjector {
         const content = [{ type: 'text' as const, text: e.output === '' ? '(no output)' : e.output }];
         const useId = use?.eventId ?? eventId(this.sessionId, -1, 0);
         if (use?.kind.kind === 'custom') {
-          out.push({ type: 'user.custom_tool_result', id: id(), processed_at: at, custom_tool_use_id: useId, content, is_error: e.isError });
+          out.push({
+            type: 'user.custom_tool_result',
+            id: id(),
+            processed_at: at,
+            custom_tool_use_id: useId,
+            content,
+            is_error: e.isError,
+          });
           this.settle(useId, e, 1, out);
         } else {
-          if (use?.kind.kind === 'mcp') out.push({ type: 'agent.mcp_tool_result', id: id(), processed_at: at, mcp_tool_use_id: useId, content, is_error: e.isError });
-          else out.push({ type: 'agent.tool_result', id: id(), processed_at: at, tool_use_id: useId, content, is_error: e.isError });
+          if (use?.kind.kind === 'mcp')
+            out.push({
+              type: 'agent.mcp_tool_result',
+              id: id(),
+              processed_at: at,
+              mcp_tool_use_id: useId,
+              content,
+              is_error: e.isError,
+            });
+          else
+            out.push({
+              type: 'agent.tool_result',
+              id: id(),
+              processed_at: at,
+              tool_use_id: useId,
+              content,
+              is_error: e.isError,
+            });
           // An interrupt or end closes waiting calls with error results; they wait no longer.
           if (use) this.waiting.delete(use.eventId);
         }
@@ -286,7 +346,14 @@ export class SessionProjector {
         });
         break;
       case 'sandbox_lost':
-        out.push({ type: 'platform.sandbox_lost', id: id(), processed_at: at, sandbox_name: e.name, sandbox_id: e.sandboxId, reason: e.reason });
+        out.push({
+          type: 'platform.sandbox_lost',
+          id: id(),
+          processed_at: at,
+          sandbox_name: e.name,
+          sandbox_id: e.sandboxId,
+          reason: e.reason,
+        });
         break;
       case 'session_updated':
         out.push({
@@ -299,7 +366,12 @@ export class SessionProjector {
         break;
       case 'model_retry_scheduled':
         // The error with `retrying`, then the status; the exhausted error, if it comes, is the log's `error` event.
-        out.push({ type: 'session.error', id: id(), processed_at: at, error: retryingError(e.error.type, e.error.message) });
+        out.push({
+          type: 'session.error',
+          id: id(),
+          processed_at: at,
+          error: retryingError(e.error.type, e.error.message),
+        });
         out.push({ type: 'session.status_rescheduled', id: id(1), processed_at: at });
         break;
       case 'model_retry_started':

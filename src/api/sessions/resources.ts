@@ -7,7 +7,13 @@ import { BRANCH_NAME_RE } from '../../tools/git';
 import { repoTokenBinding } from '../../hands/repo-tokens';
 import { sealSecret } from '../../vault/sealed';
 import type { Queryable } from '../../storage/db';
-import { findResource, insertResource, listResources, updateResourceToken, type ResourceRow } from '../../storage/repos/session-resources-repo';
+import {
+  findResource,
+  insertResource,
+  listResources,
+  updateResourceToken,
+  type ResourceRow,
+} from '../../storage/repos/session-resources-repo';
 import { IdSchema, PageQuerySchema, cursorPos, iso, newId } from '../shared-fields';
 import type { ApiApp, ApiDeps } from '../route-context';
 import { badRequest, notFound } from '../api-error';
@@ -17,8 +23,14 @@ const WORKDIR = '/workspace';
 const PATH_PART = /^[A-Za-z0-9._-]+$/;
 
 const CheckoutSchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('branch'), name: z.string().regex(BRANCH_NAME_RE, 'checkout.name must be a plain branch name') }),
-  z.strictObject({ type: z.literal('commit'), sha: z.string().regex(/^[0-9a-f]{40}$/, 'checkout.sha is a full 40-character commit SHA') }),
+  z.strictObject({
+    type: z.literal('branch'),
+    name: z.string().regex(BRANCH_NAME_RE, 'checkout.name must be a plain branch name'),
+  }),
+  z.strictObject({
+    type: z.literal('commit'),
+    sha: z.string().regex(/^[0-9a-f]{40}$/, 'checkout.sha is a full 40-character commit SHA'),
+  }),
 ]);
 
 const GitHubRepositoryParamsSchema = z.strictObject({
@@ -32,7 +44,8 @@ const GitHubRepositoryParamsSchema = z.strictObject({
   mount_path: z.string().max(500).nullish(),
 });
 
-const unsupported = <T extends string>(type: T, why: string) => z.looseObject({ type: z.literal(type) }).refine(() => false, `${type} resources are not supported yet: ${why}`);
+const unsupported = <T extends string>(type: T, why: string) =>
+  z.looseObject({ type: z.literal(type) }).refine(() => false, `${type} resources are not supported yet: ${why}`);
 
 export const ResourceParamsSchema = z.discriminatedUnion('type', [
   GitHubRepositoryParamsSchema,
@@ -60,7 +73,9 @@ export type ApiResource = z.infer<typeof ResourceSchema>;
 /** Where in the workspace a repository goes, relative to it: `mount_path`, or /workspace/<repo-name>. */
 function relativeMountPath(url: string, mountPath: string | null | undefined, i: number): string | undefined {
   if (mountPath === null || mountPath === undefined) {
-    const name = (new URL(url).pathname.split('/').filter(Boolean).pop() ?? 'repo').replace(/\.git$/, '').replace(/[^A-Za-z0-9._-]/g, '_');
+    const name = (new URL(url).pathname.split('/').filter(Boolean).pop() ?? 'repo')
+      .replace(/\.git$/, '')
+      .replace(/[^A-Za-z0-9._-]/g, '_');
     return name === '' || name === '.' || name === '..' ? 'repo' : name;
   }
   const normal = mountPath.replace(/\/+$/, '');
@@ -68,7 +83,9 @@ function relativeMountPath(url: string, mountPath: string | null | undefined, i:
   const rel = normal.startsWith(`${WORKDIR}/`) ? normal.slice(WORKDIR.length + 1) : undefined;
   const parts = rel?.split('/') ?? [];
   if (!rel || parts.some((p) => !PATH_PART.test(p) || p === '.' || p === '..')) {
-    throw badRequest(`resources.${i}.mount_path: a repository mounts at ${WORKDIR} or a plain directory under it, such as ${WORKDIR}/app`);
+    throw badRequest(
+      `resources.${i}.mount_path: a repository mounts at ${WORKDIR} or a plain directory under it, such as ${WORKDIR}/app`,
+    );
   }
   return rel;
 }
@@ -87,7 +104,8 @@ export interface PlannedResource {
  */
 export async function planResources(deps: ApiDeps, resources: readonly ResourceParams[]): Promise<PlannedResource[]> {
   const planned = resources.map((params, i) => {
-    if (params.type !== 'github_repository') throw badRequest(`resources.${i}: ${params.type} resources are not supported yet`);
+    if (params.type !== 'github_repository')
+      throw badRequest(`resources.${i}: ${params.type} resources are not supported yet`);
     const id = newId('sesrsc');
     const path = relativeMountPath(params.url, params.mount_path, i);
     const checkout = params.checkout ?? undefined;
@@ -110,11 +128,25 @@ export async function planResources(deps: ApiDeps, resources: readonly ResourceP
 }
 
 /** Stores the planned resources of a new session, their tokens sealed; nothing here ever reads a token back. */
-export async function insertResources(db: Queryable, deps: ApiDeps, sessionId: string, workspaceId: string, planned: readonly PlannedResource[]): Promise<void> {
+export async function insertResources(
+  db: Queryable,
+  deps: ApiDeps,
+  sessionId: string,
+  workspaceId: string,
+  planned: readonly PlannedResource[],
+): Promise<void> {
   for (const r of planned) {
     const token = r.params.authorization_token;
     const sealed = token ? await sealSecret(deps.vaultPublicKey, repoTokenBinding(r.id, sessionId), token) : null;
-    await insertResource(db, { id: r.id, sessionId, workspaceId, url: r.params.url, mountPath: r.mountPath, checkout: r.params.checkout, sealedToken: sealed });
+    await insertResource(db, {
+      id: r.id,
+      sessionId,
+      workspaceId,
+      url: r.params.url,
+      mountPath: r.mountPath,
+      checkout: r.params.checkout,
+      sealedToken: sealed,
+    });
   }
 }
 
@@ -141,7 +173,11 @@ const ResourcePath = z.object({ session_id: IdSchema, resource_id: IdSchema });
  * `client.beta.sessions.resources`: list, retrieve, and update (token rotation: the hands host reads the token at
  * each clone, push and pull, so the next one uses the new token). `session` finds the caller's own session or 404s.
  */
-export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId: string, id: string) => Promise<{ id: string; archived_at: Date | null }>): void {
+export function resourceRoutes(
+  app: ApiApp,
+  deps: ApiDeps,
+  session: (workspaceId: string, id: string) => Promise<{ id: string; archived_at: Date | null }>,
+): void {
   const { db } = deps;
   /** One resource of the caller's own session (looked up first, so another workspace's answers 404). */
   const one = async (sessionId: string, resourceId: string): Promise<ResourceRow<Checkout>> => {
@@ -168,18 +204,32 @@ export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId
     },
   );
 
-  app.get('/v1/sessions/:session_id/resources/:resource_id', { schema: { operationId: 'retrieveSessionResource', params: ResourcePath, response: { 200: ResourceSchema } } }, async (req) =>
-    toResource(await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id)),
+  app.get(
+    '/v1/sessions/:session_id/resources/:resource_id',
+    { schema: { operationId: 'retrieveSessionResource', params: ResourcePath, response: { 200: ResourceSchema } } },
+    async (req) =>
+      toResource(await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id)),
   );
 
   app.post(
     '/v1/sessions/:session_id/resources/:resource_id',
-    { schema: { operationId: 'updateSessionResource', params: ResourcePath, body: z.strictObject({ authorization_token: z.string().min(1).max(8192) }), response: { 200: ResourceSchema } } },
+    {
+      schema: {
+        operationId: 'updateSessionResource',
+        params: ResourcePath,
+        body: z.strictObject({ authorization_token: z.string().min(1).max(8192) }),
+        response: { 200: ResourceSchema },
+      },
+    },
     async (req) => {
       const s = await session(req.workspaceId, req.params.session_id);
       if (s.archived_at) throw badRequest(`session ${s.id} is archived and read-only`);
       const row = await one(s.id, req.params.resource_id);
-      const sealed = await sealSecret(deps.vaultPublicKey, repoTokenBinding(row.id, s.id), req.body.authorization_token);
+      const sealed = await sealSecret(
+        deps.vaultPublicKey,
+        repoTokenBinding(row.id, s.id),
+        req.body.authorization_token,
+      );
       const updated = await updateResourceToken<Checkout>(db, row.id, sealed);
       return toResource(updated);
     },
@@ -187,14 +237,25 @@ export function resourceRoutes(app: ApiApp, deps: ApiDeps, session: (workspaceId
 
   // Refused routes carry their reason in `config.refused`, which docs/api.md's compatibility table shows.
   const noAdd = 'resources can be given only when a session is created, for now';
-  app.post('/v1/sessions/:session_id/resources', { schema: { operationId: 'addSessionResource', params: z.object({ session_id: IdSchema }) }, config: { refused: noAdd } }, async (req) => {
-    await session(req.workspaceId, req.params.session_id);
-    throw badRequest(noAdd);
-  });
+  app.post(
+    '/v1/sessions/:session_id/resources',
+    {
+      schema: { operationId: 'addSessionResource', params: z.object({ session_id: IdSchema }) },
+      config: { refused: noAdd },
+    },
+    async (req) => {
+      await session(req.workspaceId, req.params.session_id);
+      throw badRequest(noAdd);
+    },
+  );
 
   const noRemove = 'a repository cannot be removed from a session yet';
-  app.delete('/v1/sessions/:session_id/resources/:resource_id', { schema: { operationId: 'deleteSessionResource', params: ResourcePath }, config: { refused: noRemove } }, async (req) => {
-    await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id);
-    throw badRequest(noRemove);
-  });
+  app.delete(
+    '/v1/sessions/:session_id/resources/:resource_id',
+    { schema: { operationId: 'deleteSessionResource', params: ResourcePath }, config: { refused: noRemove } },
+    async (req) => {
+      await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id);
+      throw badRequest(noRemove);
+    },
+  );
 }

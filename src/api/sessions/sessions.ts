@@ -5,10 +5,25 @@ import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@
 import { z } from 'zod';
 import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../../session-ops';
 import type { Usage } from '../../session/events';
-import { endSignal, sendMessageUpdate, statusQuery, userMessageSignal, type SessionState } from '../../session/contract';
+import {
+  endSignal,
+  sendMessageUpdate,
+  statusQuery,
+  userMessageSignal,
+  type SessionState,
+} from '../../session/contract';
 import { agentFileFor } from '../agent-file';
 import { SessionAgentSchema, getAgent, type ApiAgent } from '../agents';
-import { IdSchema, INT4_MAX, MetadataPatchSchema, MetadataSchema, applyMetadataPatch, iso, isoOrNull, newId } from '../shared-fields';
+import {
+  IdSchema,
+  INT4_MAX,
+  MetadataPatchSchema,
+  MetadataSchema,
+  applyMetadataPatch,
+  iso,
+  isoOrNull,
+  newId,
+} from '../shared-fields';
 import type { ApiApp, ApiDeps, SessionDeps } from '../route-context';
 import { getEnvironment } from '../environments';
 import { ApiError, badRequest, conflict, notFound } from '../api-error';
@@ -23,36 +38,78 @@ import { STATUSES, sessionListRoute, type ApiStatus } from './list';
 import { eventListRoute } from './events-list';
 import { StreamRelay } from '../../stream/relay';
 import { deleteSession, resumeDeletes } from './delete';
-import { ResourceSchema, ResourcesSchema, insertResources, planResources, resourceRoutes, resourcesOf } from './resources';
+import {
+  ResourceSchema,
+  ResourcesSchema,
+  insertResources,
+  planResources,
+  resourceRoutes,
+  resourcesOf,
+} from './resources';
 import { isSessionClosed } from '../../temporal-errors';
 import { deleteResources } from '../../storage/repos/session-resources-repo';
-import { archiveSessionRow, findSession, insertSession, removeSessionRow, updateSessionFields, type SessionRow } from '../../storage/repos/sessions-repo';
+import {
+  archiveSessionRow,
+  findSession,
+  insertSession,
+  removeSessionRow,
+  updateSessionFields,
+  type SessionRow,
+} from '../../storage/repos/sessions-repo';
 
 export type { SessionDeps };
 
-const TextBlockSchema = z.strictObject({ type: z.literal('text'), text: z.string().min(1, 'text must not be empty').max(1_000_000) });
+const TextBlockSchema = z.strictObject({
+  type: z.literal('text'),
+  text: z.string().min(1, 'text must not be empty').max(1_000_000),
+});
 const ContentSchema = z
   .array(z.looseObject({ type: z.string() }))
   .min(1, 'content must not be empty')
   .max(100)
   .superRefine((blocks, ctx) => {
     blocks.forEach((b, i) => {
-      if (b.type !== 'text') ctx.addIssue({ code: 'custom', path: [i, 'type'], message: `${b.type} blocks are not supported yet; send text` });
-      else if (!TextBlockSchema.safeParse(b).success) ctx.addIssue({ code: 'custom', path: [i], message: 'a text block is {type: "text", text} with non-empty text' });
+      if (b.type !== 'text')
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, 'type'],
+          message: `${b.type} blocks are not supported yet; send text`,
+        });
+      else if (!TextBlockSchema.safeParse(b).success)
+        ctx.addIssue({
+          code: 'custom',
+          path: [i],
+          message: 'a text block is {type: "text", text} with non-empty text',
+        });
     });
   });
 const UserMessageSchema = z.strictObject({ type: z.literal('user.message'), content: ContentSchema });
 const InboundEventSchema = z.discriminatedUnion('type', [
   UserMessageSchema,
   z.strictObject({ type: z.literal('user.interrupt'), session_thread_id: z.string().nullish() }),
-  z.strictObject({ type: z.literal('user.tool_confirmation'), tool_use_id: IdSchema, result: z.enum(['allow', 'deny']), deny_message: z.string().max(10_000).nullish(), session_thread_id: z.string().nullish() }),
-  z.strictObject({ type: z.literal('user.custom_tool_result'), custom_tool_use_id: IdSchema, content: z.array(TextBlockSchema).max(100).nullish(), is_error: z.boolean().nullish(), session_thread_id: z.string().nullish() }),
+  z.strictObject({
+    type: z.literal('user.tool_confirmation'),
+    tool_use_id: IdSchema,
+    result: z.enum(['allow', 'deny']),
+    deny_message: z.string().max(10_000).nullish(),
+    session_thread_id: z.string().nullish(),
+  }),
+  z.strictObject({
+    type: z.literal('user.custom_tool_result'),
+    custom_tool_use_id: IdSchema,
+    content: z.array(TextBlockSchema).max(100).nullish(),
+    is_error: z.boolean().nullish(),
+    session_thread_id: z.string().nullish(),
+  }),
 ]);
 type InboundEvent = z.infer<typeof InboundEventSchema>;
 
 const textOf = (content: { type: string; text?: unknown }[]) => content.map((b) => String(b.text ?? '')).join('\n\n');
 
-const AgentRefSchema = z.union([IdSchema, z.strictObject({ type: z.literal('agent'), id: IdSchema, version: z.number().int().min(1).max(INT4_MAX).optional() })]);
+const AgentRefSchema = z.union([
+  IdSchema,
+  z.strictObject({ type: z.literal('agent'), id: IdSchema, version: z.number().int().min(1).max(INT4_MAX).optional() }),
+]);
 
 const SessionCreateSchema = z.strictObject({
   agent: AgentRefSchema,
@@ -64,7 +121,6 @@ const SessionCreateSchema = z.strictObject({
   resources: ResourcesSchema.optional(),
   budget: z.null({ error: 'budget is not supported yet' }).optional(),
 });
-
 
 export const SessionSchema = z
   .object({
@@ -94,7 +150,13 @@ export const SessionSchema = z
   .meta({ id: 'Session' });
 type ApiSession = z.infer<typeof SessionSchema>;
 
-const STATE: Record<SessionState, ApiStatus> = { running: 'running', rescheduling: 'rescheduling', waiting_for_user: 'idle', requires_action: 'idle', ended: 'terminated' };
+const STATE: Record<SessionState, ApiStatus> = {
+  running: 'running',
+  rescheduling: 'rescheduling',
+  waiting_for_user: 'idle',
+  requires_action: 'idle',
+  ended: 'terminated',
+};
 const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 
 /**
@@ -108,7 +170,12 @@ async function liveStatus(client: Client, id: string): Promise<{ status: ApiStat
     const s = await handle.query(statusQuery);
     return { status: STATE[s.state], usage: s.usage, ...(s.state === 'ended' ? { endedAt: await closedAt() } : {}) };
   } catch (e) {
-    if (isSessionClosed(e)) return { status: 'terminated', usage: NO_USAGE, ...(e instanceof WorkflowNotFoundError ? {} : { endedAt: await closedAt() }) };
+    if (isSessionClosed(e))
+      return {
+        status: 'terminated',
+        usage: NO_USAGE,
+        ...(e instanceof WorkflowNotFoundError ? {} : { endedAt: await closedAt() }),
+      };
     throw e;
   }
 }
@@ -130,7 +197,12 @@ function snapshot(agent: ApiAgent): z.infer<typeof SessionAgentSchema> {
   return rest;
 }
 
-async function toSession(deps: ApiDeps, sessions: SessionDeps, workspaceId: string, r: SessionRow): Promise<ApiSession> {
+async function toSession(
+  deps: ApiDeps,
+  sessions: SessionDeps,
+  workspaceId: string,
+  r: SessionRow,
+): Promise<ApiSession> {
   const agent = await getAgent(deps.db, workspaceId, r.agent_id, r.agent_version);
   const live = await liveStatus(sessions.client, r.id);
   return {
@@ -172,7 +244,12 @@ const opError = (e: unknown): never => {
 };
 
 const SessionPath = z.object({ session_id: IdSchema });
-export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps, log: (m: string) => void = () => undefined): void {
+export function sessionRoutes(
+  app: ApiApp,
+  deps: ApiDeps,
+  sessions: SessionDeps,
+  log: (m: string) => void = () => undefined,
+): void {
   const { db } = deps;
   // The session's log, projected once per process and kept up to date; the projector maps call event ids back to the model's ids.
   const feeds = new SessionFeeds(sessions.log, sessions.client, log, sessions.streamKey);
@@ -187,49 +264,74 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
   resourceRoutes(app, deps, (workspaceId, id) => sessionRow(deps, workspaceId, id));
   // Deletes a stopped process left half done are finished in the background.
   let stopResuming: (() => Promise<void>) | undefined;
-  app.addHook('onReady', async () => void (stopResuming = resumeDeletes({ db, client: sessions.client, archive: sessions.archive }, log)));
+  app.addHook(
+    'onReady',
+    async () => void (stopResuming = resumeDeletes({ db, client: sessions.client, archive: sessions.archive }, log)),
+  );
   app.addHook('onClose', async () => stopResuming?.());
 
-  app.post('/v1/sessions', { schema: { operationId: 'createSession', body: SessionCreateSchema, response: { 200: SessionSchema } } }, async (req) => {
-    const p = req.body;
-    const ref = typeof p.agent === 'string' ? { id: p.agent, version: undefined } : p.agent;
-    const agent = await getAgent(db, req.workspaceId, ref.id, ref.version);
-    if (agent.archived_at) throw badRequest(`agent ${agent.id} is archived; new sessions cannot use it`);
-    const environment = await getEnvironment(db, req.workspaceId, p.environment_id);
-    if (environment.archived_at) throw badRequest(`environment ${environment.id} is archived; new sessions cannot use it`, 'environment_archived');
-    // A session may use only its own workspace's vaults.
-    for (const v of p.vault_ids ?? []) await getVault(db, req.workspaceId, v);
-    const planned = await planResources(deps, p.resources ?? []);
-    const file = agentFileFor(agent, environment, { workspaceId: req.workspaceId, vaultIds: p.vault_ids ?? [] }, planned[0]?.repo);
-    const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
-    const id = newId('sesn');
-    // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
-    await withSessionSlot(deps, sessions.client, req.workspaceId, (tx) =>
-      insertSession(tx, {
-        id,
-        workspaceId: req.workspaceId,
-        agentId: agent.id,
-        agentVersion: agent.version,
-        environmentId: environment.id,
-        title: p.title ?? null,
-        metadata: p.metadata ?? {},
-        vaultIds: p.vault_ids ?? [],
-      }),
-    );
-    try {
-      await insertResources(db, deps, id, req.workspaceId, planned);
-      const handle = await startSessionRun(sessions.client, { workflowId: id, input: { agent: file, ...(first ? { message: first } : {}) }, agent: file, firstMessage: first?.text, workspace: req.workspace });
-      for (const m of rest) await handle.signal(userMessageSignal, m);
-    } catch (e) {
-      await deleteResources(db, id);
-      await removeSessionRow(db, id);
-      throw e;
-    }
-    return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, id));
-  });
+  app.post(
+    '/v1/sessions',
+    { schema: { operationId: 'createSession', body: SessionCreateSchema, response: { 200: SessionSchema } } },
+    async (req) => {
+      const p = req.body;
+      const ref = typeof p.agent === 'string' ? { id: p.agent, version: undefined } : p.agent;
+      const agent = await getAgent(db, req.workspaceId, ref.id, ref.version);
+      if (agent.archived_at) throw badRequest(`agent ${agent.id} is archived; new sessions cannot use it`);
+      const environment = await getEnvironment(db, req.workspaceId, p.environment_id);
+      if (environment.archived_at)
+        throw badRequest(
+          `environment ${environment.id} is archived; new sessions cannot use it`,
+          'environment_archived',
+        );
+      // A session may use only its own workspace's vaults.
+      for (const v of p.vault_ids ?? []) await getVault(db, req.workspaceId, v);
+      const planned = await planResources(deps, p.resources ?? []);
+      const file = agentFileFor(
+        agent,
+        environment,
+        { workspaceId: req.workspaceId, vaultIds: p.vault_ids ?? [] },
+        planned[0]?.repo,
+      );
+      const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
+      const id = newId('sesn');
+      // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
+      await withSessionSlot(deps, sessions.client, req.workspaceId, (tx) =>
+        insertSession(tx, {
+          id,
+          workspaceId: req.workspaceId,
+          agentId: agent.id,
+          agentVersion: agent.version,
+          environmentId: environment.id,
+          title: p.title ?? null,
+          metadata: p.metadata ?? {},
+          vaultIds: p.vault_ids ?? [],
+        }),
+      );
+      try {
+        await insertResources(db, deps, id, req.workspaceId, planned);
+        const handle = await startSessionRun(sessions.client, {
+          workflowId: id,
+          input: { agent: file, ...(first ? { message: first } : {}) },
+          agent: file,
+          firstMessage: first?.text,
+          workspace: req.workspace,
+        });
+        for (const m of rest) await handle.signal(userMessageSignal, m);
+      } catch (e) {
+        await deleteResources(db, id);
+        await removeSessionRow(db, id);
+        throw e;
+      }
+      return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, id));
+    },
+  );
 
-  app.get('/v1/sessions/:session_id', { schema: { operationId: 'retrieveSession', params: SessionPath, response: { 200: SessionSchema } } }, async (req) =>
-    toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, req.params.session_id)),
+  app.get(
+    '/v1/sessions/:session_id',
+    { schema: { operationId: 'retrieveSession', params: SessionPath, response: { 200: SessionSchema } } },
+    async (req) =>
+      toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, req.params.session_id)),
   );
 
   app.post(
@@ -251,30 +353,51 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
     async (req) => {
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
-      const after = { title: req.body.title === undefined ? row.title : req.body.title, metadata: applyMetadataPatch(row.metadata, req.body.metadata) };
+      const after = {
+        title: req.body.title === undefined ? row.title : req.body.title,
+        metadata: applyMetadataPatch(row.metadata, req.body.metadata),
+      };
       await updateSessionFields(db, row.id, after.title, after.metadata);
-      await recordSessionUpdate(sessions.client, row.id, row, after, { title: req.body.title !== undefined, metadata: req.body.metadata != null });
+      await recordSessionUpdate(sessions.client, row.id, row, after, {
+        title: req.body.title !== undefined,
+        metadata: req.body.metadata != null,
+      });
       return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
     },
   );
 
-  sessionListRoute(app, { db, response: SessionSchema, toSession: (workspaceId, r: SessionRow) => toSession(deps, sessions, workspaceId, r) });
-
-  app.post('/v1/sessions/:session_id/archive', { schema: { operationId: 'archiveSession', params: SessionPath, response: { 200: SessionSchema } } }, async (req) => {
-    const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
-    if (!row.archived_at) {
-      await endSession(sessions.client, row.id, 'archived');
-      await archiveSessionRow(db, row.id);
-    }
-    return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
+  sessionListRoute(app, {
+    db,
+    response: SessionSchema,
+    toSession: (workspaceId, r: SessionRow) => toSession(deps, sessions, workspaceId, r),
   });
+
+  app.post(
+    '/v1/sessions/:session_id/archive',
+    { schema: { operationId: 'archiveSession', params: SessionPath, response: { 200: SessionSchema } } },
+    async (req) => {
+      const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
+      if (!row.archived_at) {
+        await endSession(sessions.client, row.id, 'archived');
+        await archiveSessionRow(db, row.id);
+      }
+      return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
+    },
+  );
 
   app.delete(
     '/v1/sessions/:session_id',
-    { schema: { operationId: 'deleteSession', params: SessionPath, response: { 200: z.object({ id: z.string(), type: z.literal('session_deleted') }) } } },
+    {
+      schema: {
+        operationId: 'deleteSession',
+        params: SessionPath,
+        response: { 200: z.object({ id: z.string(), type: z.literal('session_deleted') }) },
+      },
+    },
     async (req) => {
       const id = req.params.session_id;
-      if (!(await deleteSession({ db, client: sessions.client, archive: sessions.archive }, req.workspaceId, id))) throw notFound('session', id);
+      if (!(await deleteSession({ db, client: sessions.client, archive: sessions.archive }, req.workspaceId, id)))
+        throw notFound('session', id);
       return { id, type: 'session_deleted' as const };
     },
   );
@@ -283,7 +406,18 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
 
   app.post(
     '/v1/sessions/:session_id/events',
-    { schema: { operationId: 'sendSessionEvents', params: SessionPath, body: z.strictObject({ events: z.array(InboundEventSchema).min(1, 'events must not be empty').max(eventsPerSend(deps), `at most ${eventsPerSend(deps)} events per send (API_EVENTS_PER_SEND)`) }) } },
+    {
+      schema: {
+        operationId: 'sendSessionEvents',
+        params: SessionPath,
+        body: z.strictObject({
+          events: z
+            .array(InboundEventSchema)
+            .min(1, 'events must not be empty')
+            .max(eventsPerSend(deps), `at most ${eventsPerSend(deps)} events per send (API_EVENTS_PER_SEND)`),
+        }),
+      },
+    },
     async (req) => {
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
@@ -293,13 +427,17 @@ export function sessionRoutes(app: ApiApp, deps: ApiDeps, sessions: SessionDeps,
         if (e.type === 'user.tool_confirmation' || e.type === 'user.custom_tool_result') {
           const ref = e.type === 'user.tool_confirmation' ? e.tool_use_id : e.custom_tool_use_id;
           const toolUseId = await feeds.toolUseIdOf(row.id, ref);
-          if (!toolUseId) throw badRequest(`events.${i}.${e.type === 'user.tool_confirmation' ? 'tool_use_id' : 'custom_tool_use_id'}: no tool call ${ref} in this session`);
+          if (!toolUseId)
+            throw badRequest(
+              `events.${i}.${e.type === 'user.tool_confirmation' ? 'tool_use_id' : 'custom_tool_use_id'}: no tool call ${ref} in this session`,
+            );
           resolved.push({ e, toolUseId });
         } else resolved.push({ e });
       }
       const echoed: Record<string, unknown>[] = [];
       const handle = sessions.client.workflow.getHandle(row.id);
-      for (const { e, toolUseId } of resolved) echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds));
+      for (const { e, toolUseId } of resolved)
+        echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds));
       return { data: echoed };
     },
   );
@@ -313,7 +451,14 @@ async function endSession(client: Client, id: string, reason: string): Promise<v
   }
 }
 
-async function deliver(client: Client, handle: ReturnType<Client['workflow']['getHandle']>, sessionId: string, e: InboundEvent, toolUseId: string | undefined, feeds: SessionFeeds): Promise<Record<string, unknown>> {
+async function deliver(
+  client: Client,
+  handle: ReturnType<Client['workflow']['getHandle']>,
+  sessionId: string,
+  e: InboundEvent,
+  toolUseId: string | undefined,
+  feeds: SessionFeeds,
+): Promise<Record<string, unknown>> {
   const now = new Date().toISOString();
   try {
     switch (e.type) {
@@ -324,12 +469,20 @@ async function deliver(client: Client, handle: ReturnType<Client['workflow']['ge
       case 'user.interrupt':
         return { ...e, id: await interruptAck(client, feeds, sessionId), processed_at: now };
       case 'user.tool_confirmation': {
-        const { seq } = await resolveToolUse(client, sessionId, { toolUseId: toolUseId!, allow: e.result === 'allow', ...(e.deny_message ? { reason: e.deny_message } : {}) }).catch(opError);
+        const { seq } = await resolveToolUse(client, sessionId, {
+          toolUseId: toolUseId!,
+          allow: e.result === 'allow',
+          ...(e.deny_message ? { reason: e.deny_message } : {}),
+        }).catch(opError);
         return { ...e, id: eventId(sessionId, seq), processed_at: now };
       }
       case 'user.custom_tool_result': {
         const output = (e.content ?? []).map((b) => b.text).join('\n\n');
-        const { seq } = await submitToolResult(client, sessionId, { toolUseId: toolUseId!, output, isError: e.is_error ?? false }).catch(opError);
+        const { seq } = await submitToolResult(client, sessionId, {
+          toolUseId: toolUseId!,
+          output,
+          isError: e.is_error ?? false,
+        }).catch(opError);
         return { ...e, id: eventId(sessionId, seq), processed_at: now };
       }
     }
@@ -338,7 +491,9 @@ async function deliver(client: Client, handle: ReturnType<Client['workflow']['ge
     // The workflow's validators refuse what it cannot take (an ended session, an over-long message) and append nothing.
     if (err instanceof WorkflowUpdateFailedError) {
       const why = (err.cause?.message ?? err.message).split('\n')[0];
-      throw /ended/i.test(why) ? conflict(`session ${sessionId} refused the event: ${why}`) : badRequest(`session ${sessionId} refused the event: ${why}`);
+      throw /ended/i.test(why)
+        ? conflict(`session ${sessionId} refused the event: ${why}`)
+        : badRequest(`session ${sessionId} refused the event: ${why}`);
     }
     if (err instanceof WorkflowNotFoundError) throw conflict(`session ${sessionId} has ended`);
     throw err;

@@ -10,12 +10,24 @@ import type { ApiApp } from '../route-context';
 const SessionPath = z.object({ session_id: IdSchema });
 const KEEPALIVE_MS = 15_000;
 
-export function liveRoute(app: ApiApp, relay: StreamRelay, sessionRow: (workspaceId: string, id: string) => Promise<{ id: string }>): void {
-  app.get('/v1/sessions/:session_id/stream', { schema: { operationId: 'streamSessionPreviews', params: SessionPath } }, async (req, reply) => {
-    const row = await sessionRow(req.workspaceId, req.params.session_id);
-    reply.hijack();
-    const sse = openSse(reply.raw, { headers: { 'request-id': req.id }, greeting: 'stream open', keepaliveMs: KEEPALIVE_MS });
-    const unsubscribe = relay.subscribe(row.id, (frame) => sse.send({ data: frame }));
-    void sse.closed.then(unsubscribe);
-  });
+export function liveRoute(
+  app: ApiApp,
+  relay: StreamRelay,
+  sessionRow: (workspaceId: string, id: string) => Promise<{ id: string }>,
+): void {
+  app.get(
+    '/v1/sessions/:session_id/stream',
+    { schema: { operationId: 'streamSessionPreviews', params: SessionPath } },
+    async (req, reply) => {
+      const row = await sessionRow(req.workspaceId, req.params.session_id);
+      reply.hijack();
+      const sse = openSse(reply.raw, {
+        headers: { 'request-id': req.id },
+        greeting: 'stream open',
+        keepaliveMs: KEEPALIVE_MS,
+      });
+      const unsubscribe = relay.subscribe(row.id, (frame) => sse.send({ data: frame }));
+      void sse.closed.then(unsubscribe);
+    },
+  );
 }

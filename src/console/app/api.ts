@@ -60,8 +60,17 @@ export function withQuery(path: string, query: Query = {}): string {
 }
 
 /** One request with `key` (default: the signed-in one). */
-export async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown, key = keyStore.get() ?? ''): Promise<T> {
-  const res = await fetch(path, { method, headers: headers(key, body !== undefined), ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+export async function call<T>(
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+  key = keyStore.get() ?? '',
+): Promise<T> {
+  const res = await fetch(path, {
+    method,
+    headers: headers(key, body !== undefined),
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
   if (!res.ok) throw await failure(res);
   return (await res.json()) as T;
 }
@@ -87,8 +96,16 @@ export async function listAll<T>(path: string, query: Query = {}): Promise<T[]> 
  * Follows GET /v1/sessions/{id}/events/stream until it ends or `signal` aborts. `onOpen` runs once the server has
  * taken its place in the log (its first bytes), so a list read after it misses nothing the stream will not send.
  */
-export async function followStream(sessionId: string, signal: AbortSignal, onOpen: () => void, onEvent: (e: unknown) => void): Promise<void> {
-  const res = await fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/events/stream`, { headers: { ...headers(keyStore.get() ?? '', false), accept: 'text/event-stream' }, signal });
+export async function followStream(
+  sessionId: string,
+  signal: AbortSignal,
+  onOpen: () => void,
+  onEvent: (e: unknown) => void,
+): Promise<void> {
+  const res = await fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/events/stream`, {
+    headers: { ...headers(keyStore.get() ?? '', false), accept: 'text/event-stream' },
+    signal,
+  });
   if (!res.ok || !res.body) throw await failure(res);
   const reader = res.body.getReader();
   const decoder = new TextDecoder();

@@ -15,4 +15,3 @@ export function parseFrames(buffer: string): { frames: { event: string; data: st
   }
   return { frames, rest };
 }
-

@@ -27,12 +27,18 @@ export function tokens(n: number): string {
 export function cost(prices: Prices, model: string, usage: Usage): number | undefined {
   const p = prices[model] ?? prices[/^(.+)-(\d{8}|latest)$/.exec(model)?.[1] ?? ''];
   if (!p) return undefined;
-  const writes = (usage.cache_creation?.ephemeral_5m_input_tokens ?? 0) + (usage.cache_creation?.ephemeral_1h_input_tokens ?? 0);
-  const perMillion = usage.input_tokens * p.input + usage.output_tokens * p.output + usage.cache_read_input_tokens * (p.cacheRead ?? p.input * 0.1) + writes * (p.cacheWrite ?? p.input * 1.25);
+  const writes =
+    (usage.cache_creation?.ephemeral_5m_input_tokens ?? 0) + (usage.cache_creation?.ephemeral_1h_input_tokens ?? 0);
+  const perMillion =
+    usage.input_tokens * p.input +
+    usage.output_tokens * p.output +
+    usage.cache_read_input_tokens * (p.cacheRead ?? p.input * 0.1) +
+    writes * (p.cacheWrite ?? p.input * 1.25);
   return perMillion / 1_000_000;
 }
 
-export const dollars = (n: number | undefined): string => (n === undefined ? '–' : n > 0 && n < 0.01 ? `$${n.toFixed(4)}` : `$${n.toFixed(2)}`);
+export const dollars = (n: number | undefined): string =>
+  n === undefined ? '–' : n > 0 && n < 0.01 ? `$${n.toFixed(4)}` : `$${n.toFixed(2)}`;
 
 export const FOLD_LINES = 12;
 export const FOLD_CHARS = 1500;

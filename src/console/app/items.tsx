@@ -25,7 +25,8 @@ function Folded(props: { text: string; label: string }) {
 }
 
 function inputText(call: CallItem): string {
-  if (call.name === 'bash' && typeof call.input.command === 'string' && Object.keys(call.input).length === 1) return `$ ${call.input.command}`;
+  if (call.name === 'bash' && typeof call.input.command === 'string' && Object.keys(call.input).length === 1)
+    return `$ ${call.input.command}`;
   return JSON.stringify(call.input, null, 2);
 }
 
@@ -56,7 +57,12 @@ function Confirm(props: { call: CallItem; steer: Steer }) {
     <div ref={shown} class="action" role="group" aria-label={`Confirm ${props.call.name}`}>
       <p class="waiting">Waiting for your approval.</p>
       <label for={id}>Reason (optional)</label>
-      <input id={id} value={reason} onInput={(e) => setReason(e.currentTarget.value)} placeholder="Told to the agent with a denial" />
+      <input
+        id={id}
+        value={reason}
+        onInput={(e) => setReason(e.currentTarget.value)}
+        placeholder="Told to the agent with a denial"
+      />
       <div class="buttons">
         <button type="button" disabled={busy} onClick={() => void go(true)}>
           Allow
@@ -90,7 +96,8 @@ function Answer(props: { call: CallItem; steer: Steer }) {
       <label for={id}>Result</label>
       <textarea id={id} rows={3} value={text} onInput={(e) => setText(e.currentTarget.value)} />
       <label class="check">
-        <input type="checkbox" checked={isError} onChange={(e) => setIsError(e.currentTarget.checked)} /> Report as an error
+        <input type="checkbox" checked={isError} onChange={(e) => setIsError(e.currentTarget.checked)} /> Report as an
+        error
       </label>
       <div class="buttons">
         <button type="submit" disabled={busy}>
@@ -110,7 +117,13 @@ function Call(props: { call: CallItem; waiting: boolean; steer: Steer }) {
     <>
       <div class="meta">
         <span class="tag">{KIND_LABEL[c.call]}</span> <strong>{name}</strong>
-        {c.confirmation && <span class={`verdict verdict-${c.confirmation.result}`}>{c.confirmation.result === 'allow' ? 'allowed' : `denied${c.confirmation.message ? `: ${c.confirmation.message}` : ''}`}</span>}
+        {c.confirmation && (
+          <span class={`verdict verdict-${c.confirmation.result}`}>
+            {c.confirmation.result === 'allow'
+              ? 'allowed'
+              : `denied${c.confirmation.message ? `: ${c.confirmation.message}` : ''}`}
+          </span>
+        )}
       </div>
       <Folded text={inputText(c)} label="the input" />
       {c.result && (
@@ -119,7 +132,9 @@ function Call(props: { call: CallItem; waiting: boolean; steer: Steer }) {
           <Folded text={c.result.text} label="the output" />
         </div>
       )}
-      {props.waiting && !c.result && (c.call === 'custom' ? <Answer call={c} steer={props.steer} /> : <Confirm call={c} steer={props.steer} />)}
+      {props.waiting &&
+        !c.result &&
+        (c.call === 'custom' ? <Answer call={c} steer={props.steer} /> : <Confirm call={c} steer={props.steer} />)}
     </>
   );
 }

@@ -25,7 +25,11 @@ function SignIn(props: { notice?: string; onSignedIn: () => void }) {
       keyStore.set(k);
       props.onSignedIn();
     } catch (err) {
-      setError(err instanceof ApiError && err.status === 401 ? 'That key was refused: check it, or create one with `agents api-keys create`.' : `Could not sign in: ${(err as Error).message}`);
+      setError(
+        err instanceof ApiError && err.status === 401
+          ? 'That key was refused: check it, or create one with `agents api-keys create`.'
+          : `Could not sign in: ${(err as Error).message}`,
+      );
     } finally {
       setBusy(false);
     }
@@ -33,10 +37,20 @@ function SignIn(props: { notice?: string; onSignedIn: () => void }) {
   return (
     <main class="signin">
       <h1>Managed Agents console</h1>
-      <p>Sign in with an API key of your workspace. It stays in this tab only (session storage) and is sent as a header, never in a link.</p>
+      <p>
+        Sign in with an API key of your workspace. It stays in this tab only (session storage) and is sent as a header,
+        never in a link.
+      </p>
       <form onSubmit={submit}>
         <label for="api-key">API key</label>
-        <input id="api-key" type="password" autocomplete="off" spellcheck={false} value={key} onInput={(e) => setKey(e.currentTarget.value)} />
+        <input
+          id="api-key"
+          type="password"
+          autocomplete="off"
+          spellcheck={false}
+          value={key}
+          onInput={(e) => setKey(e.currentTarget.value)}
+        />
         <button type="submit" disabled={busy}>
           Sign in
         </button>

@@ -17,7 +17,11 @@ export function NewSession() {
 
   useEffect(() => {
     // The live ones of a list, and the first of them chosen.
-    const load = <T extends { id: string; archived_at: string | null }>(path: string, set: (v: T[]) => void, choose: (id: string) => void) =>
+    const load = <T extends { id: string; archived_at: string | null }>(
+      path: string,
+      set: (v: T[]) => void,
+      choose: (id: string) => void,
+    ) =>
       listAll<T>(path, { limit: 100 }).then(
         (all) => {
           const live = all.filter((x) => !x.archived_at);
@@ -53,7 +57,12 @@ export function NewSession() {
   return (
     <main class="page narrow">
       <h1>New session</h1>
-      {none && <p class="empty">This workspace needs an agent and an environment first: create them with the SDK (`client.beta.agents.create`, `client.beta.environments.create`).</p>}
+      {none && (
+        <p class="empty">
+          This workspace needs an agent and an environment first: create them with the SDK (`client.beta.agents.create`,
+          `client.beta.environments.create`).
+        </p>
+      )}
       <form class="stack" onSubmit={submit}>
         <label for="agent">Agent</label>
         <select id="agent" value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>

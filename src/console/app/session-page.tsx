@@ -125,8 +125,24 @@ export function SessionPage(props: { id: string }) {
     }
   };
   const steer: Steer = {
-    confirm: (c, allow, reason) => send([{ type: 'user.tool_confirmation', tool_use_id: c.id, result: allow ? 'allow' : 'deny', ...(!allow && reason.trim() ? { deny_message: reason.trim() } : {}) }]),
-    answer: (c, text, isError) => send([{ type: 'user.custom_tool_result', custom_tool_use_id: c.id, content: text ? [{ type: 'text', text }] : [], is_error: isError }]),
+    confirm: (c, allow, reason) =>
+      send([
+        {
+          type: 'user.tool_confirmation',
+          tool_use_id: c.id,
+          result: allow ? 'allow' : 'deny',
+          ...(!allow && reason.trim() ? { deny_message: reason.trim() } : {}),
+        },
+      ]),
+    answer: (c, text, isError) =>
+      send([
+        {
+          type: 'user.custom_tool_result',
+          custom_tool_use_id: c.id,
+          content: text ? [{ type: 'text', text }] : [],
+          is_error: isError,
+        },
+      ]),
   };
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -165,10 +181,14 @@ export function SessionPage(props: { id: string }) {
           </p>
         </div>
         <div class="head-status">
-          <StatusBadge status={status} detail={status === 'idle' ? idleReason(timeline.stopReason, timeline.waiting.size) : undefined} />
+          <StatusBadge
+            status={status}
+            detail={status === 'idle' ? idleReason(timeline.stopReason, timeline.waiting.size) : undefined}
+          />
           {usage && (
             <span class="usage" title="Input (with cache reads) and output tokens">
-              {tokens(usage.input_tokens + usage.cache_read_input_tokens)} in · {tokens(Math.max(usage.output_tokens, timeline.outputTokens))} out
+              {tokens(usage.input_tokens + usage.cache_read_input_tokens)} in ·{' '}
+              {tokens(Math.max(usage.output_tokens, timeline.outputTokens))} out
             </span>
           )}
           <span class={`link link-${link}`} aria-live="polite">
@@ -181,7 +201,9 @@ export function SessionPage(props: { id: string }) {
           <StableItem key={it.id} item={it} waiting={timeline.waiting.has(it.id)} steer={steer} />
         ))}
       </ol>
-      {link !== 'connecting' && timeline.items.length === 0 && <p class="empty">No events yet: send the first message.</p>}
+      {link !== 'connecting' && timeline.items.length === 0 && (
+        <p class="empty">No events yet: send the first message.</p>
+      )}
       <form ref={composer} class="composer" onSubmit={submit}>
         <label for="message">Message</label>
         <textarea

@@ -14,7 +14,14 @@ const REFRESH_MS = 10_000;
 
 /** What an idle session waits for: the stop reason of its latest `session.status_idle`. */
 async function waitsFor(id: string): Promise<string> {
-  const last = await call<Page<ApiEvent>>('GET', withQuery(`/v1/sessions/${encodeURIComponent(id)}/events`, { 'types[]': 'session.status_idle', order: 'desc', limit: 1 }));
+  const last = await call<Page<ApiEvent>>(
+    'GET',
+    withQuery(`/v1/sessions/${encodeURIComponent(id)}/events`, {
+      'types[]': 'session.status_idle',
+      order: 'desc',
+      limit: 1,
+    }),
+  );
   const stop = (last.data[0]?.stop_reason ?? {}) as { type?: string; event_ids?: unknown[] };
   return idleReason(stop.type, stop.event_ids?.length ?? 0);
 }
@@ -43,7 +50,9 @@ export function SessionsList(props: { prices: Prices }) {
         setPage(p);
         setError(undefined);
         const idle = p.data.filter((s) => s.status === 'idle');
-        const found = await Promise.all(idle.map(async (s) => [s.id, await waitsFor(s.id).catch(() => 'idle')] as const));
+        const found = await Promise.all(
+          idle.map(async (s) => [s.id, await waitsFor(s.id).catch(() => 'idle')] as const),
+        );
         if (live) setDetails(Object.fromEntries(found));
       },
       (e: Error) => live && setError(e.message),
@@ -93,7 +102,9 @@ export function SessionsList(props: { prices: Prices }) {
         </button>
       </form>
       <Alert message={error} />
-      {page && page.data.length === 0 && <p class="empty">No sessions{agent || status ? ' match these filters' : ' yet: start one with New session'}.</p>}
+      {page && page.data.length === 0 && (
+        <p class="empty">No sessions{agent || status ? ' match these filters' : ' yet: start one with New session'}.</p>
+      )}
       {page && page.data.length > 0 && (
         <table class="sessions">
           <caption class="visually-hidden">Sessions, newest first</caption>
@@ -126,7 +137,8 @@ export function SessionsList(props: { prices: Prices }) {
                   </time>
                 </td>
                 <td data-label="Usage">
-                  {tokens(s.usage.input_tokens + s.usage.cache_read_input_tokens)} in · {tokens(s.usage.output_tokens)} out
+                  {tokens(s.usage.input_tokens + s.usage.cache_read_input_tokens)} in · {tokens(s.usage.output_tokens)}{' '}
+                  out
                 </td>
                 <td data-label="Cost">{dollars(cost(props.prices, modelOf(s.agent), s.usage))}</td>
               </tr>
@@ -138,7 +150,11 @@ export function SessionsList(props: { prices: Prices }) {
         <button type="button" disabled={cursors.length < 2} onClick={() => setCursors((c) => c.slice(0, -1))}>
           Newer
         </button>
-        <button type="button" disabled={!page?.next_page} onClick={() => page?.next_page && setCursors((c) => [...c, page.next_page!])}>
+        <button
+          type="button"
+          disabled={!page?.next_page}
+          onClick={() => page?.next_page && setCursors((c) => [...c, page.next_page!])}
+        >
           Older
         </button>
       </nav>

@@ -45,25 +45,40 @@ export type Status = 'unknown' | 'running' | 'idle' | 'terminated';
 const textOf = (content: unknown): string =>
   Array.isArray(content)
     ? content
-        .map((b: { type?: string; text?: unknown }) => (b.type === 'text' ? String(b.text ?? '') : `[${b.type ?? 'block'}]`))
+        .map((b: { type?: string; text?: unknown }) =>
+          b.type === 'text' ? String(b.text ?? '') : `[${b.type ?? 'block'}]`,
+        )
         .join('\n\n')
     : '';
 
-const RESULT_REF: Record<string, string> = { 'agent.tool_result': 'tool_use_id', 'agent.mcp_tool_result': 'mcp_tool_use_id', 'user.custom_tool_result': 'custom_tool_use_id' };
-const CALL_KIND: Record<string, CallKind> = { 'agent.tool_use': 'tool', 'agent.mcp_tool_use': 'mcp', 'agent.custom_tool_use': 'custom' };
+const RESULT_REF: Record<string, string> = {
+  'agent.tool_result': 'tool_use_id',
+  'agent.mcp_tool_result': 'mcp_tool_use_id',
+  'user.custom_tool_result': 'custom_tool_use_id',
+};
+const CALL_KIND: Record<string, CallKind> = {
+  'agent.tool_use': 'tool',
+  'agent.mcp_tool_use': 'mcp',
+  'agent.custom_tool_use': 'custom',
+};
 const MARKERS: Record<string, string> = {
   'user.interrupt': 'Interrupted',
   'agent.thread_context_compacted': 'Context compacted: earlier turns were summarised',
   'session.status_terminated': 'Session ended',
   'session.deleted': 'Session deleted',
 };
-const seconds = (ms: unknown): string => (typeof ms === 'number' && Number.isFinite(ms) ? ` in ${(ms / 1000).toFixed(1)} s` : '');
+const seconds = (ms: unknown): string =>
+  typeof ms === 'number' && Number.isFinite(ms) ? ` in ${(ms / 1000).toFixed(1)} s` : '';
 
 /** The platform's sandbox events (`platform.sandbox_*`, see docs/api.md) as markers. */
 function sandboxMarker(e: ApiEvent): Omit<MarkerItem, 'kind' | 'id' | 'at'> {
   const name = typeof e.sandbox_name === 'string' ? e.sandbox_name : 'sandbox';
   if (e.type === 'platform.sandbox_lost') {
-    return { text: `Sandbox ${name} lost`, detail: `${typeof e.reason === 'string' ? e.reason : 'gone'}; the next call gets a new one`, tone: 'warn' };
+    return {
+      text: `Sandbox ${name} lost`,
+      detail: `${typeof e.reason === 'string' ? e.reason : 'gone'}; the next call gets a new one`,
+      tone: 'warn',
+    };
   }
   const loosened = Array.isArray(e.loosened) ? e.loosened.filter((l): l is string => typeof l === 'string') : [];
   return {
@@ -73,7 +88,14 @@ function sandboxMarker(e: ApiEvent): Omit<MarkerItem, 'kind' | 'id' | 'at'> {
 }
 
 /** Events that carry state or accounting, not a line of the conversation (the page's header shows status and usage). */
-const SILENT = new Set(['session.status_running', 'session.status_idle', 'session.status_rescheduled', 'session.usage', 'span.model_request_start', 'span.model_request_end']);
+const SILENT = new Set([
+  'session.status_running',
+  'session.status_idle',
+  'session.status_rescheduled',
+  'session.usage',
+  'span.model_request_start',
+  'span.model_request_end',
+]);
 
 export class Timeline {
   readonly items: Item[] = [];
@@ -145,7 +167,15 @@ export class Timeline {
         const input = typeof e.input === 'object' && e.input !== null ? (e.input as Record<string, unknown>) : {};
         this.calls.set(e.id, this.items.length);
         if (e.type === 'agent.tool_use') this.open.push(e.id);
-        this.items.push({ kind: 'call', id: e.id, call: CALL_KIND[e.type], name: String(e.name ?? ''), ...(typeof e.mcp_server_name === 'string' ? { server: e.mcp_server_name } : {}), input, at });
+        this.items.push({
+          kind: 'call',
+          id: e.id,
+          call: CALL_KIND[e.type],
+          name: String(e.name ?? ''),
+          ...(typeof e.mcp_server_name === 'string' ? { server: e.mcp_server_name } : {}),
+          input,
+          at,
+        });
         return;
       }
       case 'agent.tool_result':
@@ -154,19 +184,32 @@ export class Timeline {
         const ref = String(e[RESULT_REF[e.type]] ?? '');
         this.waiting.delete(ref);
         if (this.open.includes(ref)) this.open.splice(this.open.indexOf(ref), 1);
-        if (this.calls.has(ref)) this.update(ref, { result: { text: textOf(e.content), isError: e.is_error === true } });
+        if (this.calls.has(ref))
+          this.update(ref, { result: { text: textOf(e.content), isError: e.is_error === true } });
         else this.items.push({ kind: 'other', id: e.id, type: e.type, at });
         return;
       }
       case 'user.tool_confirmation': {
         const ref = String(e.tool_use_id ?? '');
         this.waiting.delete(ref);
-        this.update(ref, { confirmation: { result: e.result === 'deny' ? 'deny' : 'allow', ...(typeof e.deny_message === 'string' ? { message: e.deny_message } : {}) } });
+        this.update(ref, {
+          confirmation: {
+            result: e.result === 'deny' ? 'deny' : 'allow',
+            ...(typeof e.deny_message === 'string' ? { message: e.deny_message } : {}),
+          },
+        });
         return;
       }
       case 'session.error': {
         const err = (e.error ?? {}) as { type?: string; message?: string; retry_status?: { type?: string } };
-        this.items.push({ kind: 'error', id: e.id, errorType: err.type ?? 'error', message: err.message ?? '', retry: err.retry_status?.type ?? 'unknown', at });
+        this.items.push({
+          kind: 'error',
+          id: e.id,
+          errorType: err.type ?? 'error',
+          message: err.message ?? '',
+          retry: err.retry_status?.type ?? 'unknown',
+          at,
+        });
         return;
       }
       case 'session.status_running':
@@ -179,7 +222,8 @@ export class Timeline {
         this.status = 'idle';
         this.stopReason = stop.type;
         this.waiting.clear();
-        if (stop.type === 'requires_action' && Array.isArray(stop.event_ids)) for (const id of stop.event_ids) if (typeof id === 'string') this.waiting.add(id);
+        if (stop.type === 'requires_action' && Array.isArray(stop.event_ids))
+          for (const id of stop.event_ids) if (typeof id === 'string') this.waiting.add(id);
         return;
       }
       case 'platform.sandbox_provisioned':
@@ -205,7 +249,8 @@ export class Timeline {
 
 /** What an idle session waits for, in words. */
 export function idleReason(stopReason: string | undefined, waiting = 0): string {
-  if (stopReason === 'requires_action') return waiting === 1 ? 'waiting for your action on 1 call' : `waiting for your action on ${waiting || 'its'} calls`;
+  if (stopReason === 'requires_action')
+    return waiting === 1 ? 'waiting for your action on 1 call' : `waiting for your action on ${waiting || 'its'} calls`;
   if (stopReason === 'retries_exhausted') return 'stopped after an error';
   // end_turn, or a session that has not run a turn yet.
   return 'waiting for a message';

@@ -26,4 +26,5 @@ export interface Session {
   archived_at: string | null;
 }
 
-export const modelOf = (agent: Pick<Agent, 'model'>): string => (typeof agent.model === 'string' ? agent.model : (agent.model?.id ?? ''));
+export const modelOf = (agent: Pick<Agent, 'model'>): string =>
+  typeof agent.model === 'string' ? agent.model : (agent.model?.id ?? '');

@@ -13,15 +13,10 @@ export interface NewAuditRow {
 
 /** Appends one record; run it in the transaction of the change it records, when there is one. */
 export async function insertAuditRow(q: Queryable, e: NewAuditRow): Promise<void> {
-  await q.query('insert into audit_log (workspace_id, api_key_id, action, resource_type, resource_id, parent_id, request_id) values ($1, $2, $3, $4, $5, $6, $7)', [
-    e.workspaceId,
-    e.apiKeyId,
-    e.action,
-    e.resourceType,
-    e.resourceId,
-    e.parentId,
-    e.requestId,
-  ]);
+  await q.query(
+    'insert into audit_log (workspace_id, api_key_id, action, resource_type, resource_id, parent_id, request_id) values ($1, $2, $3, $4, $5, $6, $7)',
+    [e.workspaceId, e.apiKeyId, e.action, e.resourceType, e.resourceId, e.parentId, e.requestId],
+  );
 }
 
 export interface AuditRow {

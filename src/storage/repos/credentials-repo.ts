@@ -16,8 +16,16 @@ export interface CredentialRow<Auth = unknown> {
 
 const CREDENTIAL_COLUMNS = 'id, pos, vault_id, display_name, auth, metadata, created_at, updated_at, archived_at';
 
-export async function findCredential<Auth>(db: Queryable, workspaceId: string, vaultId: string, id: string): Promise<CredentialRow<Auth> | undefined> {
-  const [row] = await db.query<CredentialRow<Auth>>(`select ${CREDENTIAL_COLUMNS} from credentials where id = $1 and vault_id = $2 and workspace_id = $3`, [id, vaultId, workspaceId]);
+export async function findCredential<Auth>(
+  db: Queryable,
+  workspaceId: string,
+  vaultId: string,
+  id: string,
+): Promise<CredentialRow<Auth> | undefined> {
+  const [row] = await db.query<CredentialRow<Auth>>(
+    `select ${CREDENTIAL_COLUMNS} from credentials where id = $1 and vault_id = $2 and workspace_id = $3`,
+    [id, vaultId, workspaceId],
+  );
   return row;
 }
 
@@ -38,7 +46,10 @@ export interface NewCredential {
 export async function insertCredentialUnlessClash(db: Db, c: NewCredential): Promise<boolean> {
   return db.transaction(async (tx) => {
     await tx.query('select 1 from vaults where id = $1 for update', [c.vaultId]);
-    const clash = await tx.query(`select id from credentials where vault_id = $1 and archived_at is null and auth->>'mcp_server_url' = $2`, [c.vaultId, c.auth.mcp_server_url]);
+    const clash = await tx.query(
+      `select id from credentials where vault_id = $1 and archived_at is null and auth->>'mcp_server_url' = $2`,
+      [c.vaultId, c.auth.mcp_server_url],
+    );
     if (clash.length > 0) return false;
     await tx.query(
       'insert into credentials (id, workspace_id, vault_id, display_name, auth, sealed, metadata, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, now(), now())',
@@ -49,18 +60,28 @@ export async function insertCredentialUnlessClash(db: Db, c: NewCredential): Pro
 }
 
 /** Rewrites the public fields; `replaced` secrets are merged over the sealed ones. */
-export async function updateCredential(db: Queryable, id: string, displayName: string | null, auth: unknown, replaced: Record<string, string>, metadata: Record<string, string>): Promise<void> {
-  await db.query('update credentials set display_name = $2, auth = $3, sealed = sealed || $4::jsonb, metadata = $5, updated_at = now() where id = $1', [
-    id,
-    displayName,
-    auth,
-    JSON.stringify(replaced),
-    metadata,
-  ]);
+export async function updateCredential(
+  db: Queryable,
+  id: string,
+  displayName: string | null,
+  auth: unknown,
+  replaced: Record<string, string>,
+  metadata: Record<string, string>,
+): Promise<void> {
+  await db.query(
+    'update credentials set display_name = $2, auth = $3, sealed = sealed || $4::jsonb, metadata = $5, updated_at = now() where id = $1',
+    [id, displayName, auth, JSON.stringify(replaced), metadata],
+  );
 }
 
 /** The vault's credentials, newest first, before `pos` `before` (null: from the newest). */
-export async function listCredentials<Auth>(db: Queryable, vaultId: string, before: number | null, includeArchived: boolean, limit: number): Promise<CredentialRow<Auth>[]> {
+export async function listCredentials<Auth>(
+  db: Queryable,
+  vaultId: string,
+  before: number | null,
+  includeArchived: boolean,
+  limit: number,
+): Promise<CredentialRow<Auth>[]> {
   return db.query<CredentialRow<Auth>>(
     `select ${CREDENTIAL_COLUMNS} from credentials where vault_id = $1 and ($2::int is null or pos < $2) and ($3::boolean or archived_at is null) order by pos desc limit $4`,
     [vaultId, before, includeArchived, limit],
@@ -68,7 +89,10 @@ export async function listCredentials<Auth>(db: Queryable, vaultId: string, befo
 }
 
 export async function archiveCredential(db: Queryable, id: string): Promise<void> {
-  await db.query('update credentials set archived_at = now(), updated_at = now() where id = $1 and archived_at is null', [id]);
+  await db.query(
+    'update credentials set archived_at = now(), updated_at = now() where id = $1 and archived_at is null',
+    [id],
+  );
 }
 
 export async function deleteCredential(db: Queryable, id: string): Promise<void> {

@@ -16,11 +16,15 @@ export interface SessionRow {
   archived_at: Date | null;
 }
 
-const COLUMNS = 'id, pos, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at, archived_at';
+const COLUMNS =
+  'id, pos, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at, archived_at';
 
 /** The workspace's session `id`, unless it is deleted (or being deleted). */
 export async function findSession(db: Queryable, workspaceId: string, id: string): Promise<SessionRow | undefined> {
-  const [row] = await db.query<SessionRow>(`select ${COLUMNS} from sessions where id = $1 and workspace_id = $2 and deleted_at is null`, [id, workspaceId]);
+  const [row] = await db.query<SessionRow>(
+    `select ${COLUMNS} from sessions where id = $1 and workspace_id = $2 and deleted_at is null`,
+    [id, workspaceId],
+  );
   return row;
 }
 
@@ -47,8 +51,17 @@ export async function removeSessionRow(db: Queryable, id: string): Promise<void>
   await db.query('delete from sessions where id = $1', [id]);
 }
 
-export async function updateSessionFields(db: Queryable, id: string, title: string | null, metadata: Record<string, string>): Promise<void> {
-  await db.query('update sessions set title = $2, metadata = $3, updated_at = now() where id = $1', [id, title, metadata]);
+export async function updateSessionFields(
+  db: Queryable,
+  id: string,
+  title: string | null,
+  metadata: Record<string, string>,
+): Promise<void> {
+  await db.query('update sessions set title = $2, metadata = $3, updated_at = now() where id = $1', [
+    id,
+    title,
+    metadata,
+  ]);
 }
 
 export async function archiveSessionRow(db: Queryable, id: string): Promise<void> {
@@ -66,7 +79,14 @@ export interface SessionListFilter {
 }
 
 /** The workspace's sessions past `pos` `key` (exclusive; null: from the start) in `order`, the first `limit` of them. */
-export async function listSessions(db: Queryable, workspaceId: string, f: SessionListFilter, key: number | null, order: 'asc' | 'desc', limit: number): Promise<SessionRow[]> {
+export async function listSessions(
+  db: Queryable,
+  workspaceId: string,
+  f: SessionListFilter,
+  key: number | null,
+  order: 'asc' | 'desc',
+  limit: number,
+): Promise<SessionRow[]> {
   return db.query<SessionRow>(
     // Times compare at the millisecond precision the API shows them in, so a returned created_at bounds exactly.
     `select ${COLUMNS} from sessions cross join lateral (select date_trunc('milliseconds', created_at) as ms) t where workspace_id = $1 and deleted_at is null
@@ -75,7 +95,19 @@ export async function listSessions(db: Queryable, workspaceId: string, f: Sessio
       and ($5::timestamptz is null or ms > $5) and ($6::timestamptz is null or ms >= $6) and ($7::timestamptz is null or ms < $7) and ($8::timestamptz is null or ms <= $8)
       and ($9::int is null or (case when $10 = 'asc' then pos > $9 else pos < $9 end))
       order by case when $10 = 'asc' then pos end asc, case when $10 = 'desc' then pos end desc limit $11`,
-    [workspaceId, f.agentId, f.agentVersion, f.includeArchived, f.createdGt, f.createdGte, f.createdLt, f.createdLte, key, order, limit],
+    [
+      workspaceId,
+      f.agentId,
+      f.agentVersion,
+      f.includeArchived,
+      f.createdGt,
+      f.createdGte,
+      f.createdLt,
+      f.createdLte,
+      key,
+      order,
+      limit,
+    ],
   );
 }
 
@@ -87,16 +119,18 @@ export async function sessionDeleted(db: Queryable, id: string): Promise<boolean
 
 /** Marks the workspace's session `id` deleted (again, if an earlier attempt did); false when it has no such session. */
 export async function markSessionDeleted(db: Queryable, workspaceId: string, id: string): Promise<boolean> {
-  const [row] = await db.query<{ id: string }>('update sessions set deleted_at = coalesce(deleted_at, now()), updated_at = now() where id = $1 and workspace_id = $2 returning id', [
-    id,
-    workspaceId,
-  ]);
+  const [row] = await db.query<{ id: string }>(
+    'update sessions set deleted_at = coalesce(deleted_at, now()), updated_at = now() where id = $1 and workspace_id = $2 returning id',
+    [id, workspaceId],
+  );
   return row !== undefined;
 }
 
 /** The sessions marked deleted, oldest first. */
 export async function deletedSessionIds(db: Queryable): Promise<string[]> {
-  return (await db.query<{ id: string }>('select id from sessions where deleted_at is not null order by pos')).map((r) => r.id);
+  return (await db.query<{ id: string }>('select id from sessions where deleted_at is not null order by pos')).map(
+    (r) => r.id,
+  );
 }
 
 /**
@@ -135,8 +169,15 @@ export async function countOpenSessions(tx: Queryable, workspaceId: string): Pro
 }
 
 /** The workspace's open sessions; `old` when created more than `graceSeconds` ago. */
-export async function openSessions(tx: Queryable, workspaceId: string, graceSeconds: number): Promise<{ id: string; old: boolean }[]> {
-  return tx.query<{ id: string; old: boolean }>(`select id, created_at < now() - make_interval(secs => $2) as old from sessions where ${OPEN}`, [workspaceId, graceSeconds]);
+export async function openSessions(
+  tx: Queryable,
+  workspaceId: string,
+  graceSeconds: number,
+): Promise<{ id: string; old: boolean }[]> {
+  return tx.query<{ id: string; old: boolean }>(
+    `select id, created_at < now() - make_interval(secs => $2) as old from sessions where ${OPEN}`,
+    [workspaceId, graceSeconds],
+  );
 }
 
 export async function markSessionsEnded(tx: Queryable, ids: string[]): Promise<void> {

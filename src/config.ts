@@ -7,7 +7,7 @@ import { LOG_LEVELS } from './observability/log-levels';
 import { parsePriceTable } from './observability/pricing';
 import { SandboxRuntimePreferenceSchema } from './sandbox/runtime';
 import { parseAllowList } from './egress/egress-policy';
-import { PlatformError } from './platform-error';
+import { PlatformError } from './session/platform-error';
 
 const optional = z
   .string()

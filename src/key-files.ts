@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { codecKeyProblem } from './codec/codec-keys';
 import type { Config } from './config';
-import { PlatformError } from './platform-error';
+import { PlatformError } from './session/platform-error';
 
 export class KeyFileError extends PlatformError {}
 

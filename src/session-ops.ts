@@ -25,7 +25,7 @@ import {
   type SubmitToolResult,
   type UserMessage,
 } from './session/contract';
-import { PlatformError } from './platform-error';
+import { PlatformError } from './session/platform-error';
 
 export class SessionOpError extends PlatformError {}
 

@@ -107,7 +107,7 @@ const FLOORS: string[][] = [
   ['archive', 'temporal-connection', 'temporal-errors'],
   ['config'],
   ['sandbox', 'vault', 'model', 'codec', 'observability', 'egress', 'stream'],
-  ['storage', 'host', 'http', 'platform-error'],
+  ['storage', 'host', 'http'],
   ['session', 'tools'],
 ];
 const floorOf = (room: string) => {

@@ -1,6 +1,6 @@
 // The API's errors: one class the routes throw, and the envelope every error answers with.
 import { z } from 'zod';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 export const ERROR_TYPES = [
   'invalid_request_error',

@@ -14,7 +14,7 @@ import { sessionArchive, type SessionArchive } from '../archive';
 import { ArchivedSessionLog, LiveSessionLog, type SessionLog } from '../log/session-log';
 import { clientInterceptors } from '../log/query-retry';
 import { SessionOpError } from '../session-ops';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 import { isWorkflowNotFound } from '../temporal-errors';
 
 export class CliError extends PlatformError {}

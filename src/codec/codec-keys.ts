@@ -1,7 +1,7 @@
 // CODEC_KEY parsing: one base64 key, or `id:base64,...` with the encrypting key first and older keys after it.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 export interface CodecKey {
   id: string;

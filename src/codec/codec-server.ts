@@ -6,7 +6,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { JSONToPayload, payloadToJSON, type JSONPayload } from '@temporalio/common/lib/proto-utils';
 import { z } from 'zod';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 /** The Web UI of `temporal server start-dev`. */
 export const DEFAULT_UI_ORIGIN = 'http://localhost:8233';

@@ -1,5 +1,5 @@
 // The conversation checks the real Messages API makes, with its error messages and error types, and its token count estimate.
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 const ERROR_TYPES: Record<number, string> = {
   400: 'invalid_request_error',

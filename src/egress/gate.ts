@@ -6,7 +6,7 @@ import dns from 'node:dns';
 import net from 'node:net';
 import { Agent, buildConnector, fetch as undiciFetch } from 'undici';
 import { checkAddress, checkUrl, normalHost, urlPort, type EgressPolicy, type EgressRule } from './egress-policy';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 /** A connection the gate refused; its message says what and why, and never holds anything the target sent. */
 export class EgressRefusedError extends PlatformError {

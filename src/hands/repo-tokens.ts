@@ -3,6 +3,7 @@
 // workflow history only ever see `resource:<id>`.
 import type { Queryable } from '../storage/db';
 import { openSecret } from '../vault/sealed';
+import { PlatformError } from '../session/platform-error';
 
 /** Which box holds a resource's token: the binding its seal was made with. */
 export const repoTokenBinding = (resourceId: string, sessionId: string) => ({
@@ -11,7 +12,7 @@ export const repoTokenBinding = (resourceId: string, sessionId: string) => ({
   field: 'authorization_token',
 });
 
-export class RepoTokenError extends Error {}
+export class RepoTokenError extends PlatformError {}
 
 /** Resolves `resource:<id>` references of one session to their tokens (undefined: the resource has none). */
 export type RepoTokens = (sessionId: string, ref: string) => Promise<string | undefined>;

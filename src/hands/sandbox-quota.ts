@@ -8,8 +8,9 @@ import { statusQuery } from '../session/contract';
 import { DEFAULT_WORKSPACE } from '../session/search-attributes';
 import type { Db, Queryable } from '../storage/db';
 import { randomUUID } from 'node:crypto';
+import { PlatformError } from '../session/platform-error';
 
-export class SandboxQuotaError extends Error {}
+export class SandboxQuotaError extends PlatformError {}
 
 export interface Lease {
   id: string;

@@ -8,7 +8,7 @@ import { isAlive, withLock } from '../host/lock';
 import { isMountPoint } from './mounts';
 import { defaultLog, logTail, readFrom, run, type Log } from '../host/run';
 import { ensureTool, isRoot, systemPath } from './system-tools';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 const RUN_DIR = '/run/managed-agents';
 const DATA_ROOT = '/var/lib/managed-agents-docker';

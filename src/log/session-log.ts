@@ -5,7 +5,7 @@ import { eventsQuery, type EventsPage } from '../session/contract';
 import type { SessionArchive } from '../archive';
 import type { SessionEvent } from '../session/events';
 import { eventsDigest } from '../session/digest';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 /** The minimal contract: read events [from, from+limit) of a session. Events never change once appended. */
 export interface SessionLog {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { McpServer } from '../session/agent';
 import { refName, type SecretVault } from '../vault';
 import { EgressRefusedError } from '../egress';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 /** Errors here never carry a secret in their message; callers still redact, in case a server echoes one. */
 export class McpCredentialError extends PlatformError {

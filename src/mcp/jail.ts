@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { onPath } from '../host/which';
 import type { McpServer } from '../session/agent';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 type StdioServer = Extract<McpServer, { transport: 'stdio' }>;
 

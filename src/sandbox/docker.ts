@@ -26,7 +26,7 @@ import {
   type SandboxProvider,
   type SandboxRef,
 } from './provider';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 export const LABEL = {
   managed: 'managed-agents',

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { redact } from '../vault';
 import { resourceName } from './names';
 import { EgressRefusedError, type EgressGate } from '../egress';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 export interface GitResult {
   code: number;

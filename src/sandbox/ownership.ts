@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 const EntrySchema = z.object({ owner: z.string(), name: z.string(), since: z.number() }).strict();
 const FileSchema = z.record(z.string(), EntrySchema);

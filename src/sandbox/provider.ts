@@ -1,6 +1,6 @@
 // SandboxProvider: the minimal contract the hands need from a place that runs commands.
 import type { SandboxRecipe } from '../session/agent';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 export interface SandboxRef {
   sessionId: string;

@@ -4,7 +4,7 @@
 import type Docker from 'dockerode';
 import { z } from 'zod';
 import type { SandboxRecipe } from '../session/agent';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 /** `auto`: runsc when the engine has it, else runc (loosened). `runsc`: required. `runc`: chosen (loosened). */
 export const SandboxRuntimePreferenceSchema = z.enum(['auto', 'runsc', 'runc'], {

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, Pool, types } from 'pg';
 import { MIGRATIONS } from './migrations';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 // int8 (counts, identities) as numbers, as PGlite returns them; no value here nears 2^53.
 types.setTypeParser(20, (v) => Number(v));

@@ -4,7 +4,7 @@
 import crypto from 'node:crypto';
 import sodium from 'libsodium-wrappers';
 import { z } from 'zod';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 export class SealError extends PlatformError {}
 

@@ -1,7 +1,7 @@
 // AES-256-GCM for the named-secret vault: a key derived per vault from VAULT_KEY, and the vault and secret name
 // bound in as associated data, so an entry copied into another vault or renamed does not open. Both stores use it.
 import crypto from 'node:crypto';
-import { PlatformError } from '../platform-error';
+import { PlatformError } from '../session/platform-error';
 
 export class VaultError extends PlatformError {}
 

@@ -17,6 +17,7 @@ import {
 import { toolError, type ToolOutcome } from '../tools/kind';
 import type { SandboxSlots } from './sandbox-slots';
 import { Failure } from '../session/failure-types';
+import { PlatformError } from '../session/platform-error';
 
 export interface HandoffContext {
   sessionId: string;
@@ -28,7 +29,7 @@ export interface HandoffContext {
 }
 
 /** A hand-off that cannot happen; its message is for the model or the user. */
-export class HandoffError extends Error {}
+export class HandoffError extends PlatformError {}
 
 export const handedOf = (slot: SandboxSlot): HandedSandbox => ({
   name: slot.name,

@@ -294,7 +294,14 @@ describe('MCP servers through the tools worker', () => {
     // on the host by its command line.
     const running = processesRunning(stdio.script);
     expect(running.length).toBeGreaterThan(0);
-    for (const pid of running) process.kill(pid, 'SIGKILL');
+    // Killing the jail's outer process takes the inner one with it (--die-with-parent): one already gone is fine.
+    for (const pid of running) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+      }
+    }
     const revived = await callTool(h, handle, 'mcp__local__whoami', {});
     expect(revived).toMatchObject({
       isError: false,

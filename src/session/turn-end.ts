@@ -1,12 +1,25 @@
-// When a turn is over, decided once for the log's readers (`agents send` and `watch`, the demo): the model's reply
-// that calls no tool, an error the run gave up on, an interrupt, or the session's end.
+// When a turn is over, decided once for every reader of the log (the API's projection, `agents send` and `watch`,
+// the demo): the model's reply that calls no tool, an interrupt, an error the run gave up on, or the session's end.
 import type { SessionEvent } from './events';
 
+/** Why an event ends the turn it belongs to, or undefined when the turn goes on after it. */
+export type TurnEnd = 'end_turn' | 'interrupted' | 'retries_exhausted' | 'session_ended';
+
+export function turnEnd(e: SessionEvent): TurnEnd | undefined {
+  switch (e.type) {
+    case 'assistant_message':
+      return e.stopReason !== 'tool_use' ? 'end_turn' : undefined;
+    case 'interrupted':
+      return 'interrupted';
+    case 'error':
+      return 'retries_exhausted';
+    case 'session_ended':
+      return 'session_ended';
+    default:
+      return undefined;
+  }
+}
+
 export function endsTurn(e: SessionEvent): boolean {
-  return (
-    (e.type === 'assistant_message' && e.stopReason !== 'tool_use') ||
-    e.type === 'error' ||
-    e.type === 'interrupted' ||
-    e.type === 'session_ended'
-  );
+  return turnEnd(e) !== undefined;
 }

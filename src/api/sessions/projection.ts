@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { BetaManagedAgentsSessionEvent } from '@anthropic-ai/sdk/resources/beta/sessions/events';
 import type { SessionEvent, Usage } from '../../session/events';
 import { Failure } from '../../session/failure-types';
+import { turnEnd } from '../../session/turn-end';
 
 /**
  * The platform's own events, beside the hosted API's. `platform.` is a namespace the hosted API does not use, so a
@@ -237,7 +238,7 @@ export class SessionProjector {
         });
         this.addUsage(e.usage);
         out.push(this.usageEvent(id(USAGE_PART), at));
-        if (e.stopReason !== 'tool_use' && this.waiting.size === 0) this.idle(e, 3, 'end_turn', out);
+        if (turnEnd(e) === 'end_turn' && this.waiting.size === 0) this.idle(e, 3, 'end_turn', out);
         break;
       }
       case 'tool_use': {
@@ -326,11 +327,12 @@ export class SessionProjector {
       case 'interrupted':
         out.push({ type: 'user.interrupt', id: id(), processed_at: at });
         this.waiting.clear();
-        if (this.running) this.idle(e, 1, 'end_turn', out);
+        // An interrupted turn reads as one that ended: the SDK's stop reasons have no interrupt of their own.
+        if (this.running && turnEnd(e) === 'interrupted') this.idle(e, 1, 'end_turn', out);
         break;
       case 'error':
         out.push({ type: 'session.error', id: id(), processed_at: at, error: errorObject(e.kind, e.message) });
-        if (this.running) this.idle(e, 1, 'retries_exhausted', out);
+        if (this.running && turnEnd(e) === 'retries_exhausted') this.idle(e, 1, 'retries_exhausted', out);
         break;
       case 'sandbox_provisioned':
         out.push({

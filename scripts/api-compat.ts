@@ -9,6 +9,7 @@ import type { SdkContract, SdkMethod } from './sdk-contract';
 import { buildApiServer } from '../src/api/server';
 import type { ApiRoute, SessionDeps } from '../src/api/route-context';
 import type { Db } from '../src/storage/db';
+import { BlobStore } from '../src/storage/blobs';
 
 const ROOT = path.join(__dirname, '..');
 export const API_DOC = path.join(ROOT, 'docs/api.md');
@@ -57,7 +58,11 @@ export interface Row {
 export async function serverRoutes(): Promise<ApiRoute[]> {
   const inert = {} as never;
   const sessions = { client: inert, log: inert, archive: inert } as SessionDeps;
-  const app = await buildApiServer({ db: {} as Db, vaultPublicKey: '' }, () => undefined, sessions);
+  const app = await buildApiServer(
+    { db: {} as Db, vaultPublicKey: '', blobs: new BlobStore({} as Db) },
+    () => undefined,
+    sessions,
+  );
   const routes = [...app.apiRoutes];
   await app.close();
   return routes;

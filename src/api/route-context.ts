@@ -12,6 +12,7 @@ import type { SessionArchive } from '../archive';
 import type { SessionLog } from '../log/session-log';
 import type { PriceTable } from '../observability/pricing';
 import type { Db } from '../storage/db';
+import type { BlobStore } from '../storage/blobs';
 import type { EgressGate } from '../egress';
 
 export type ApiApp = FastifyInstance<
@@ -41,6 +42,8 @@ export interface ApiDeps {
   egress?: EgressGate;
   /** What one workspace may use (src/api/quotas.ts); absent: no rate limit and no session quota. */
   quotas?: Quotas;
+  /** Contents of files, skills and memories, in `db`, sealed under CODEC_KEY (src/storage/blobs.ts). */
+  blobs: BlobStore;
 }
 
 /** One route the server registered; `refused` when it always answers 400, and why. */

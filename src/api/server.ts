@@ -15,7 +15,9 @@ import type { Config } from '../config';
 import { egressGate } from '../egress';
 import { consoleRoutes } from './console-routes';
 import { closeServer, httpUrl } from '../http/listen';
-import { loadVaultPublicKey } from '../key-files';
+import { loadCodecKey, loadVaultPublicKey } from '../key-files';
+import { createDataConverter } from '../codec';
+import { BlobStore } from '../storage/blobs';
 import { parsePriceTable } from '../observability/pricing';
 import { openDb, type Db } from '../storage/db';
 import { agentRoutes } from './agents';
@@ -31,7 +33,7 @@ import { credentialRoutes } from './vaults/vault-credentials';
 import { sessionRoutes, type SessionDeps } from './sessions/sessions';
 import { findUnstorable, unstorableMessage } from './storable-text';
 
-import { MANAGED_AGENTS_BETA } from './beta';
+import { MANAGED_AGENTS_BETA, betaRequiredFor } from './beta';
 
 export { MANAGED_AGENTS_BETA };
 const OPENAPI_PATH = '/v1/openapi.json';
@@ -139,8 +141,9 @@ export async function buildApiServer(
       throw new ApiError(403, 'permission_error', `this API key belongs to another workspace than ${wanted}`);
     const beta = req.headers['anthropic-beta'];
     const betas = (Array.isArray(beta) ? beta.join(',') : (beta ?? '')).split(',').map((b) => b.trim());
-    if (!betas.includes(MANAGED_AGENTS_BETA))
-      throw new ApiError(400, 'invalid_request_error', `the anthropic-beta header must include ${MANAGED_AGENTS_BETA}`);
+    const required = betaRequiredFor(req.url);
+    if (required && !betas.includes(required))
+      throw new ApiError(400, 'invalid_request_error', `the anthropic-beta header must include ${required}`);
     req.workspaceId = who.workspaceId;
     req.workspace = who.workspace;
     req.apiKeyId = who.keyId;
@@ -337,6 +340,7 @@ export async function startApiServer(
         vaultPublicKey,
         egress,
         quotas: quotasFrom(config),
+        blobs: new BlobStore(db, createDataConverter(loadCodecKey(config))),
         ...('table' in prices ? { prices: prices.table } : {}),
       },
       log,

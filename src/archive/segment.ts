@@ -1,7 +1,7 @@
 // What every session archive shares: the interface, the segment shape, the payload encoding of a sealed segment,
 // and the in-memory cache of decoded segments (a sealed segment never changes, so a decoded one is never stale).
-import { defaultPayloadConverter, type DataConverter, type Payload } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+import type { DataConverter } from '@temporalio/common';
+import { decodeValue, encodeValue } from '../storage/payload-seal';
 import { z } from 'zod';
 import { SessionEventSchema, type SessionEvent } from '../session/events';
 
@@ -44,17 +44,7 @@ export function segmentOf(events: readonly SessionEvent[]): Segment & { kind: 'e
  * One value as the bytes of one Temporal payload, encoded by the data converter's payload codecs: the same
  * encoding as the history, so a segment is encrypted under CODEC_KEY when the history is.
  */
-export async function encodeValue(dataConverter: DataConverter, value: unknown): Promise<Uint8Array> {
-  let payloads: Payload[] = [defaultPayloadConverter.toPayload(value)];
-  for (const codec of dataConverter.payloadCodecs ?? []) payloads = await codec.encode(payloads);
-  return temporal.api.common.v1.Payload.encode(payloads[0]).finish();
-}
-
-export async function decodeValue(dataConverter: DataConverter, bytes: Uint8Array): Promise<unknown> {
-  let payloads: Payload[] = [temporal.api.common.v1.Payload.decode(bytes) as Payload];
-  for (const codec of [...(dataConverter.payloadCodecs ?? [])].reverse()) payloads = await codec.decode(payloads);
-  return defaultPayloadConverter.fromPayload(payloads[0]);
-}
+export { decodeValue, encodeValue };
 
 const EventsSchema = z.array(SessionEventSchema);
 

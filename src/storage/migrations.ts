@@ -202,4 +202,26 @@ export const MIGRATIONS: readonly Migration[] = [
       `create index audit_log_by_workspace on audit_log (workspace_id, seq)`,
     ],
   },
+  {
+    version: 6,
+    name: 'blobs',
+    up: [
+      // Content kept for files, skills and memories (src/storage/blobs.ts): a blob row, and its chunks, each chunk one
+      // payload sealed by the history's codec. `size_bytes`, `sha256` and `chunks` are set when the last chunk is in.
+      `create table blobs (
+        id text primary key,
+        workspace_id text not null,
+        size_bytes bigint not null,
+        sha256 text not null,
+        chunks integer not null,
+        created_at timestamptz not null default now()
+      )`,
+      `create table blob_chunks (
+        blob_id text not null references blobs (id) on delete cascade,
+        n integer not null,
+        data bytea not null,
+        primary key (blob_id, n)
+      )`,
+    ],
+  },
 ];

@@ -38,7 +38,7 @@ export const FileMetadataSchema = z
     scope: z.object({ type: z.literal('session'), id: z.string() }).nullable(),
   })
   .meta({ id: 'FileMetadata' });
-type ApiFile = z.infer<typeof FileMetadataSchema>;
+export type ApiFile = z.infer<typeof FileMetadataSchema>;
 
 export const MIN_EXPIRES_IN_SECONDS = 3600;
 export const MAX_EXPIRES_IN_SECONDS = 7_776_000;

@@ -11,6 +11,7 @@ import { deleteSessionFiles, saveSessionOutput } from '../../src/storage/repos/f
 import type { Db } from '../../src/storage/db';
 import { TEST_CODEC_KEY } from '../helpers/test-keys';
 import { STORAGES, startTestApi, type TestApi } from '../helpers/api';
+import { expectOneLineError, runAgents } from '../helpers/cli';
 
 const MAX = 4096;
 const messageOf = (e: unknown) => (e as { error?: { error?: { message?: string } } }).error?.error?.message ?? '';
@@ -350,5 +351,69 @@ describe('session outputs, expiry and the quota on postgres', () => {
     await client.beta.files.upload({ file: await toFile(Buffer.alloc(1000, 1), 'fits.bin') });
     await client.beta.files.delete(made[0].id);
     await client.beta.files.upload({ file: await toFile(Buffer.alloc(2000, 2), 'again.bin') });
+  });
+
+  it('gives operators agents files list, upload, info, download and delete on the same files', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'files-cli-'));
+    const cli = (args: string[]) =>
+      runAgents('127.0.0.1:1', ['files', ...args], {
+        DATABASE_URL: api.databaseUrl!,
+        DATA_DIR: dir,
+        KEY_FILES: 'off',
+        CODEC_KEY: TEST_CODEC_KEY,
+        FILES_MAX_BYTES: '2048',
+        STORAGE_QUOTA_BYTES: 'off',
+      });
+    try {
+      await db.query('delete from files');
+      const local = path.join(dir, 'plan.md');
+      fs.writeFileSync(local, '# plan');
+      const up = await cli(['upload', local, '--expires-in', '7200', '--json']);
+      expect(up.code).toBe(0);
+      const made = JSON.parse(up.stdout) as Anthropic.Beta.BetaFileMetadata;
+      expect(made).toMatchObject({
+        filename: 'plan.md',
+        mime_type: 'text/markdown',
+        size_bytes: 6,
+        downloadable: false,
+      });
+      expect(await client.beta.files.retrieveMetadata(made.id)).toEqual(made);
+      expect(JSON.parse((await cli(['info', made.id, '--json'])).stdout)).toEqual(made);
+      expectOneLineError(await cli(['download', made.id, '-o', path.join(dir, 'x')]), /is not downloadable/);
+      expectOneLineError(await cli(['upload', local, '--expires-in', '60']), /--expires-in: must be between 3600/);
+      fs.writeFileSync(path.join(dir, 'big.bin'), Buffer.alloc(2049));
+      expectOneLineError(await cli(['upload', path.join(dir, 'big.bin')]), /FILES_MAX_BYTES/);
+
+      const ws = (await db.query<{ id: string }>(`select id from workspaces where name = 'default'`))[0].id;
+      const content = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+      const outFile = await saveSessionOutput(db, blobs, {
+        workspaceId: ws,
+        sessionId: 'sesn_cli',
+        relativePath: 'out.bin',
+        content,
+      });
+      const listed = (await cli(['list', '--json'])).stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { id: string });
+      expect(listed.map((f) => f.id)).toEqual([outFile.id, made.id]);
+      const scoped = await cli(['list', '--session', 'sesn_cli']);
+      expect(scoped.stdout.trim().split('\n')).toHaveLength(1);
+      expect(scoped.stdout).toContain(`${outFile.id}\tout.bin\t`);
+      const target = path.join(dir, 'got.bin');
+      const down = await cli(['download', outFile.id, '-o', target, '--json']);
+      expect(JSON.parse(down.stdout)).toEqual({ id: outFile.id, path: target, bytes: 256 });
+      expect(fs.readFileSync(target).equals(content)).toBe(true);
+
+      expect(JSON.parse((await cli(['delete', made.id, '--json'])).stdout)).toEqual({
+        id: made.id,
+        type: 'file_deleted',
+      });
+      expect(await rejection(client.beta.files.retrieveMetadata(made.id))).toBeInstanceOf(Anthropic.NotFoundError);
+      expectOneLineError(await cli(['delete', made.id]), /no file .* in workspace default/);
+      expectOneLineError(await cli(['info', outFile.id, '--workspace', 'nope']), /no workspace nope/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -143,6 +143,7 @@ describe.each(STORAGES)('files on %s', (storage) => {
     const before = await allIds();
     const blobsBefore = await blobCount();
     const e = await rejection(client.beta.files.upload({ file: await toFile(Buffer.alloc(MAX + 1, 7), 'big.bin') }));
+    expect(e).toBeInstanceOf(Anthropic.ContentTooLargeError);
     expect(e.status).toBe(413);
     expect(messageOf(e)).toMatch(`larger than ${MAX} bytes`);
     const bigger = await rejection(

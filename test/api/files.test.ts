@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { BlobStore } from '../../src/storage/blobs';
 import { createDataConverter } from '../../src/codec';
-import { deleteSessionFiles, saveSessionOutput } from '../../src/storage/repos/files-repo';
+import { deleteSessionFiles, saveSessionOutput, sessionOutputs } from '../../src/storage/repos/files-repo';
 import type { Db } from '../../src/storage/db';
 import { TEST_CODEC_KEY } from '../helpers/test-keys';
 import { STORAGES, startTestApi, type TestApi } from '../helpers/api';
@@ -92,6 +92,12 @@ describe.each(STORAGES)('files on %s', (storage) => {
     const res = await fetch(`${api.url}/v1/files`, { method: 'POST', body: form, headers: { 'x-api-key': key } });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ filename: 'unnamed.pdf', mime_type: 'application/pdf' });
+    const bare = await fetch(`${api.url}/v1/files`, {
+      method: 'POST',
+      body: '--xyz\r\nContent-Disposition: form-data; name="file"\r\nContent-Type: image/png\r\n\r\n\x89PNG\r\n--xyz--\r\n',
+      headers: { 'x-api-key': key, 'content-type': 'multipart/form-data; boundary=xyz' },
+    });
+    expect(await bare.json()).toMatchObject({ filename: 'unnamed.png', mime_type: 'image/png' });
     const f = await client.beta.files.upload({ file: await toFile(Buffer.from('x'), '..\\..\\evil\\run.sh') });
     expect(f).toMatchObject({ filename: 'run.sh', mime_type: 'application/x-sh' });
   });
@@ -233,6 +239,25 @@ describe.each(STORAGES)('files on %s', (storage) => {
         /malformed multipart|file: required/,
       ],
       [
+        'no boundary',
+        { method: 'POST', body: 'x', headers: { 'content-type': 'multipart/form-data' } },
+        /malformed multipart/,
+      ],
+      [
+        'another multipart type',
+        { method: 'POST', body: 'x', headers: { 'content-type': 'multipart/mixed; boundary=xyz' } },
+        /multipart\/form-data/,
+      ],
+      [
+        'a content type that is not a MIME type',
+        {
+          method: 'POST',
+          body: '--xyz\r\nContent-Disposition: form-data; name="file"; filename="a.txt"\r\nContent-Type: nonsense\r\n\r\nabc\r\n--xyz--\r\n',
+          headers: { 'content-type': 'multipart/form-data; boundary=xyz' },
+        },
+        /is not a MIME type/,
+      ],
+      [
         'a control character in the name',
         { method: 'POST', body: form((f) => f.append('file', new Blob(['a']), 'a\u0001.txt')) },
         /control characters/,
@@ -308,6 +333,9 @@ describe('session outputs, expiry and the quota on postgres', () => {
       content: Buffer.from('v2'),
     });
     expect(changed.id).not.toBe(out.id);
+    expect((await sessionOutputs(db, 'sesn_out1')).map((f) => [f.scope_path, f.id])).toEqual([
+      ['charts/all-bytes.bin', changed.id],
+    ]);
     expect(await blobCount()).toBe(blobsBefore);
     expect(await rejection(client.beta.files.retrieveMetadata(out.id))).toBeInstanceOf(Anthropic.NotFoundError);
     expect(Buffer.from(await (await client.beta.files.download(changed.id)).arrayBuffer()).toString()).toBe('v2');

@@ -278,6 +278,14 @@ export async function saveSessionOutput(
   });
 }
 
+/** The files scoped to session `sessionId` (its outputs), by path: what a scan of its outputs dir compares with. */
+export async function sessionOutputs(q: Queryable, sessionId: string): Promise<FileRow[]> {
+  const rows = await q.query<FileRow>(`select ${COLUMNS} from files where scope_session_id = $1 order by scope_path`, [
+    sessionId,
+  ]);
+  return rows.map(normalise);
+}
+
 /** Deletes every file scoped to session `sessionId`, with their blobs: part of deleting the session for good. */
 export async function deleteSessionFiles(q: Queryable, blobs: BlobStore, sessionId: string): Promise<void> {
   const gone = await q.query<{ blob_id: string | null }>(

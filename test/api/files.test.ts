@@ -440,6 +440,25 @@ describe('session outputs, expiry and the quota on postgres', () => {
       });
       expect(await rejection(client.beta.files.retrieveMetadata(made.id))).toBeInstanceOf(Anthropic.NotFoundError);
       expectOneLineError(await cli(['delete', made.id]), /no file .* in workspace default/);
+      // The operator's upload and delete are on the audit trail, with no key; the API's with the key that made them.
+      const trail = await db.query<{ action: string; api_key_id: string | null }>(
+        `select action, api_key_id from audit_log where resource_type = 'file' and resource_id = $1 order by seq`,
+        [made.id],
+      );
+      expect(trail).toEqual([
+        { action: 'created', api_key_id: null },
+        { action: 'deleted', api_key_id: null },
+      ]);
+      const viaApi = await client.beta.files.upload({ file: await toFile(Buffer.from('k'), 'k.txt') });
+      await client.beta.files.delete(viaApi.id);
+      const keyed = await db.query<{ action: string; api_key_id: string | null }>(
+        `select action, api_key_id from audit_log where resource_type = 'file' and resource_id = $1 order by seq`,
+        [viaApi.id],
+      );
+      expect(keyed.map((r) => [r.action, r.api_key_id?.startsWith('apikey_')])).toEqual([
+        ['created', true],
+        ['deleted', true],
+      ]);
       expectOneLineError(await cli(['info', outFile.id, '--workspace', 'nope']), /no workspace nope/);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

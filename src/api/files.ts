@@ -122,9 +122,12 @@ export function uploadMimeType(partType: string | undefined, filename: string | 
 
 const FilePath = z.object({ file_id: IdSchema });
 
+/** An id to look up: any that names no file of the workspace is left out of the answer, as the SDK documents. */
+const LookupIdSchema = z.string().min(1, 'ids must not be empty').max(256, 'ids are at most 256 characters');
+
 /** `ids[]`, as the SDK sends it: one value or many, at most 100 once duplicates are dropped. */
 const IdsSchema = z
-  .preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(IdSchema).max(1000, 'ids: at most 100 ids'))
+  .preprocess((v) => (typeof v === 'string' ? [v] : v), z.array(LookupIdSchema).max(1000, 'at most 100 ids'))
   .transform((ids) => [...new Set(ids)])
   .refine((ids) => ids.length <= 100, 'at most 100 ids (after de-duplication)');
 
@@ -138,7 +141,11 @@ const FileListQuerySchema = z
       .optional(),
     page: z.string().max(512, 'page is not a cursor this API returned').optional(),
     'ids[]': IdsSchema.optional(),
-    scope_id: IdSchema.optional(),
+    // A session id: the API's (`sesn_…`) or one the command line chose (letters, digits, dot, dash, underscore).
+    scope_id: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/, 'is not a session id')
+      .optional(),
   })
   .refine((q) => q['ids[]'] === undefined || (q.limit === undefined && q.page === undefined), {
     message: 'ids is mutually exclusive with page and limit',

@@ -112,7 +112,7 @@ describe.each(STORAGES)('files on %s', (storage) => {
     expect(first.data).toHaveLength(2);
     expect(first.next_page).toEqual(expect.any(String));
 
-    const some = await client.beta.files.list({ ids: [made[0].id, made[2].id, made[0].id, 'file_nope'] });
+    const some = await client.beta.files.list({ ids: [made[0].id, made[2].id, made[0].id, 'file_nope', 'not an id'] });
     expect(some.data.map((f) => f.id)).toEqual([made[2].id, made[0].id]);
     expect(some.next_page).toBeNull();
 

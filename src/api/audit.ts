@@ -47,6 +47,8 @@ const TYPES: Record<string, string> = {
   credentials: 'credential',
   sessions: 'session',
   resources: 'session_resource',
+  memory_stores: 'memory_store',
+  memories: 'memory',
 };
 
 /**

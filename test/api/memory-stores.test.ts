@@ -7,6 +7,7 @@ import { STORAGES, startTestApi, type TestApi } from '../helpers/api';
 import { BlobStore } from '../../src/storage/blobs';
 import { createDataConverter } from '../../src/codec';
 import { TEST_CODEC_KEY } from '../helpers/test-keys';
+import { expectOneLineError, runAgents } from '../helpers/cli';
 import {
   deleteMemoryAt,
   findMemoryStore,
@@ -486,5 +487,38 @@ describe('memory writes on PostgreSQL', () => {
     await client.beta.memoryStores.delete(s.id);
     expect(await db.query('select id from blobs where id = any($1)', [held.map((h) => h.blob_id)])).toEqual([]);
     expect(await db.query('select id from memory_versions where store_id = $1', [s.id])).toEqual([]);
+  });
+
+  it('shows stores, memories, contents and history to the operator with agents memory', async () => {
+    const s = await client.beta.memoryStores.create({ name: 'operator view' });
+    const m = await client.beta.memoryStores.memories.create(s.id, { path: '/notes/a.md', content: 'first' });
+    await client.beta.memoryStores.memories.update(m.id, { memory_store_id: s.id, path: '/notes/b.md', content: 'ü' });
+    await client.beta.memoryStores.memories.create(s.id, { path: '/top.md', content: 'top' });
+    const env = { DATABASE_URL: api.databaseUrl!, DATA_DIR: api.dataDir, KEY_FILES: 'off', CODEC_KEY: TEST_CODEC_KEY };
+    const agents = (...args: string[]) => runAgents('127.0.0.1:1', ['memory', ...args], env);
+    const lines = (stdout: string) =>
+      stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+    const stores = await agents('stores', '--json');
+    expect(stores.code).toBe(0);
+    expect(lines(stores.stdout)).toContainEqual(
+      expect.objectContaining({ id: s.id, name: 'operator view', workspace: 'default' }),
+    );
+    const ls = await agents('ls', s.id, '--prefix', '/notes/', '--json');
+    expect(lines(ls.stdout)).toEqual([
+      expect.objectContaining({ id: m.id, path: '/notes/b.md', content_size_bytes: 2, content_sha256: sha('ü') }),
+    ]);
+    expect((await agents('ls', s.id)).stdout).toMatch(/^\/notes\/b\.md\t2\t.*\n\/top\.md\t3\t/);
+    expect((await agents('cat', s.id, '/notes/b.md')).stdout).toBe('ü');
+    const versions = await agents('versions', s.id, '--path', '/notes/a.md', '--json');
+    expect(lines(versions.stdout).map((v) => [v.operation, v.path])).toEqual([
+      ['modified', '/notes/b.md'],
+      ['created', '/notes/a.md'],
+    ]);
+    expectOneLineError(await agents('cat', s.id, '/nothing.md'), /no memory at \/nothing\.md/);
+    expectOneLineError(await agents('ls', 'memstore_missing'), /no memory store memstore_missing/);
   });
 });

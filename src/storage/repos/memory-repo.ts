@@ -115,6 +115,36 @@ export async function findMemoryStore(
   return row;
 }
 
+/** A store by id in any workspace, with its workspace's name: what the operator's `agents memory` reads. */
+export async function findMemoryStoreById(
+  q: Queryable,
+  storeId: string,
+): Promise<(MemoryStoreRow & { workspace: string }) | undefined> {
+  const [row] = await q.query<MemoryStoreRow & { workspace: string }>(
+    `select ${STORE_COLUMNS.split(', ')
+      .map((c) => `s.${c}`)
+      .join(', ')}, w.name as workspace
+     from memory_stores s join workspaces w on w.id = s.workspace_id where s.id = $1`,
+    [storeId],
+  );
+  return row;
+}
+
+/** Every store, of one workspace (by name) or all, oldest first. */
+export async function listAllMemoryStores(
+  q: Queryable,
+  workspace: string | null,
+): Promise<Array<MemoryStoreRow & { workspace: string }>> {
+  return q.query<MemoryStoreRow & { workspace: string }>(
+    `select ${STORE_COLUMNS.split(', ')
+      .map((c) => `s.${c}`)
+      .join(', ')}, w.name as workspace
+     from memory_stores s join workspaces w on w.id = s.workspace_id
+     where $1::text is null or w.name = $1 order by s.pos`,
+    [workspace],
+  );
+}
+
 export async function insertMemoryStore(
   q: Queryable,
   s: { id: string; workspaceId: string; name: string; description: string; metadata: Record<string, string> },
@@ -311,6 +341,16 @@ export async function listMemoryVersions(
       f.limit,
     ],
   );
+}
+
+/** The ids of the memories that were ever at `path` in the store (a rename keeps the id), oldest first. */
+export async function memoryIdsAtPath(q: Queryable, storeId: string, path: string): Promise<string[]> {
+  const rows = await q.query<{ memory_id: string }>(
+    `select memory_id from memory_versions where store_id = $1 and path = $2
+     group by memory_id order by min(pos)`,
+    [storeId, path],
+  );
+  return rows.map((r) => r.memory_id);
 }
 
 /** The content a version recorded; undefined when it has none (a deletion, or redacted). */
@@ -559,7 +599,8 @@ export async function deleteMemory(
   });
 }
 
-async function memoryAtPath(tx: Queryable, storeId: string, path: string): Promise<MemoryRow | undefined> {
+/** The live memory at `path`, if there is one. */
+export async function memoryAtPath(tx: Queryable, storeId: string, path: string): Promise<MemoryRow | undefined> {
   const [row] = await tx.query<MemoryRow>(`select ${MEMORY_COLUMNS} from memories where store_id = $1 and path = $2`, [
     storeId,
     path,

@@ -3,6 +3,7 @@
 // included), and redaction that removes a version's content and keeps its record.
 import Anthropic from '@anthropic-ai/sdk';
 import { createHash } from 'node:crypto';
+import fc from 'fast-check';
 import { STORAGES, startTestApi, type TestApi } from '../helpers/api';
 import { BlobStore } from '../../src/storage/blobs';
 import { createDataConverter } from '../../src/codec';
@@ -520,5 +521,96 @@ describe('memory writes on PostgreSQL', () => {
     ]);
     expectOneLineError(await agents('cat', s.id, '/nothing.md'), /no memory at \/nothing\.md/);
     expectOneLineError(await agents('ls', 'memstore_missing'), /no memory store memstore_missing/);
+  });
+
+  it('answers any body, query and id on every memory route with a 2xx or a 4xx envelope; refused writes store nothing', async () => {
+    const s = await client.beta.memoryStores.create({ name: 'fuzz' });
+    const m = await client.beta.memoryStores.memories.create(s.id, { path: '/fuzz/a.md', content: 'a' });
+    await client.beta.memoryStores.memories.update(m.id, { memory_store_id: s.id, content: 'b' });
+    const [v] = (await client.beta.memoryStores.memoryVersions.list(s.id, { operation: 'created' })).data;
+    const ids: Record<string, string> = { store: s.id, memory: m.id, version: v.id };
+    const routes: ['get' | 'post' | 'delete', (id: (k: string) => string) => string][] = [
+      ['post', () => '/v1/memory_stores'],
+      ['get', () => '/v1/memory_stores'],
+      ['post', (id) => `/v1/memory_stores/${id('store')}`],
+      ['post', (id) => `/v1/memory_stores/${id('store')}/memories`],
+      ['get', (id) => `/v1/memory_stores/${id('store')}/memories`],
+      ['get', (id) => `/v1/memory_stores/${id('store')}/memories/${id('memory')}`],
+      ['post', (id) => `/v1/memory_stores/${id('store')}/memories/${id('memory')}`],
+      ['delete', (id) => `/v1/memory_stores/${id('store')}/memories/${id('memory')}`],
+      ['get', (id) => `/v1/memory_stores/${id('store')}/memory_versions`],
+      ['get', (id) => `/v1/memory_stores/${id('store')}/memory_versions/${id('version')}`],
+      ['post', (id) => `/v1/memory_stores/${id('store')}/memory_versions/${id('version')}/redact`],
+    ];
+    const text = fc.oneof(
+      fc.string(),
+      fc.constantFrom('/a', '/a/b', '/fuzz', '/fuzz/a.md/x', '/../x', '/a/', '', '/\u200b', 'é'.repeat(60_000)),
+    );
+    const body = fc.oneof(
+      fc.jsonValue(),
+      fc.dictionary(
+        fc.constantFrom('name', 'description', 'metadata', 'path', 'content', 'precondition'),
+        fc.oneof(
+          text,
+          fc.jsonValue(),
+          fc.record({
+            type: fc.constantFrom('content_sha256', 'x'),
+            content_sha256: fc.oneof(fc.string(), fc.constant('0'.repeat(64))),
+          }),
+        ),
+      ),
+    );
+    const query = fc.dictionary(
+      fc.constantFrom(
+        'limit',
+        'page',
+        'view',
+        'depth',
+        'path_prefix',
+        'expected_content_sha256',
+        'memory_id',
+        'operation',
+        'session_id',
+        'created_at[gte]',
+        'include_archived',
+        'x',
+      ),
+      fc.oneof(
+        fc.string(),
+        fc.integer().map(String),
+        fc.constantFrom('full', 'basic', '/', '/fuzz/', '-1', '21', 'deleted', 'eyJhIjoiLyJ9'),
+      ),
+    );
+    const idValue = (k: string) =>
+      fc.oneof(fc.constant(k), fc.string({ maxLength: 40 }), fc.constantFrom('..', 'mem_x', 'a'.repeat(300)));
+    const headers = { 'anthropic-beta': 'agent-memory-2026-07-22' };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: routes.length - 1 }),
+        body,
+        query,
+        fc.record({ store: idValue('store'), memory: idValue('memory'), version: idValue('version') }),
+        async (r, b, q, pick) => {
+          const [method, path] = routes[r];
+          const url = path((k) =>
+            encodeURIComponent(pick[k as keyof typeof pick] === k ? ids[k] : pick[k as keyof typeof pick]),
+          );
+          try {
+            await client[method](url, { headers, query: q, ...(method === 'post' ? { body: b } : {}) });
+          } catch (e) {
+            expect(e).toBeInstanceOf(Anthropic.APIError);
+            const status = (e as InstanceType<typeof Anthropic.APIError>).status!;
+            expect(status).toBeGreaterThanOrEqual(400);
+            expect(status).toBeLessThan(500);
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+    // Every blob is some version's content: no refused write left one behind.
+    const [{ n }] = await api.db!.query<{ n: number }>(
+      `select count(*)::int as n from blobs b where not exists (select 1 from memory_versions v where v.blob_id = b.id)`,
+    );
+    expect(n).toBe(0);
   });
 });

@@ -286,6 +286,11 @@ describe.each(STORAGES)('memory stores on %s', (storage) => {
       expect(before).toBeTruthy();
       expect(await api.db.query('select id from blobs where id = $1', [before])).toEqual([]);
       expect((await blobOf())?.[0]?.blob_id).toBeNull();
+      const audit = await api.db.query<{ action: string; resource_type: string; parent_id: string }>(
+        'select action, resource_type, parent_id from audit_log where resource_id = $1',
+        [r.id],
+      );
+      expect(audit).toEqual([{ action: 'redacted', resource_type: 'memory_version', parent_id: s.id }]);
     }
     expect((await client.beta.memoryStores.memories.retrieve(m.id, { memory_store_id: s.id })).content).toBe(
       'nothing to see',

@@ -47,6 +47,8 @@ const TYPES: Record<string, string> = {
   credentials: 'credential',
   sessions: 'session',
   resources: 'session_resource',
+  skills: 'skill',
+  versions: 'skill_version',
 };
 
 /**

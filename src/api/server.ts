@@ -30,6 +30,7 @@ import { auditHook } from './audit';
 import { quotasFrom, registerRateLimit } from './quotas';
 import { vaultRoutes } from './vaults/vaults';
 import { credentialRoutes } from './vaults/vault-credentials';
+import { skillRoutes } from './skills/skills';
 import { sessionRoutes, type SessionDeps } from './sessions/sessions';
 import { findUnstorable, unstorableMessage } from './storable-text';
 
@@ -246,6 +247,7 @@ export async function buildApiServer(
   environmentRoutes(app, deps);
   vaultRoutes(app, deps);
   credentialRoutes(app, deps);
+  skillRoutes(app, deps);
   if (sessions) sessionRoutes(app, deps, sessions, log);
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());

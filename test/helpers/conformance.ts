@@ -227,6 +227,8 @@ async function checkResponse(verb: string, url: URL, res: Response): Promise<Res
     return res;
   }
   if (!method) return res;
+  // A download (files, skill versions) is the content itself, in its own type: there is no JSON to check.
+  if (method.kind === 'binary') return res;
   if (method.kind === 'stream' && type.includes('text/event-stream') && res.body) {
     return new Response(checkedSse(res.body, where, method), {
       status: res.status,

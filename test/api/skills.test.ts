@@ -48,10 +48,14 @@ const under = (dir: string, files: Record<string, Buffer>) =>
 const parts = async (files: Record<string, Buffer | string>) =>
   Promise.all(Object.entries(files).map(([p, c]) => toFile(Buffer.from(c), p)));
 
-/** The zip with every entry's uncompressed size in its central directory set to 10 bytes. */
-function understating(zip: Buffer): Buffer {
+/** The zip with `name`'s uncompressed size in its central directory set to 10 bytes. */
+function understating(zip: Buffer, name: string): Buffer {
   const out = Buffer.from(zip);
-  for (let i = 0; i + 4 <= out.length; i++) if (out.readUInt32LE(i) === 0x02014b50) out.writeUInt32LE(10, i + 24);
+  for (let i = 0; i + 46 <= out.length; i++) {
+    if (out.readUInt32LE(i) !== 0x02014b50) continue;
+    const n = out.readUInt16LE(i + 28);
+    if (out.subarray(i + 46, i + 46 + n).toString() === name) out.writeUInt32LE(10, i + 24);
+  }
   return out;
 }
 
@@ -213,7 +217,7 @@ describe('skills on postgres', () => {
 
   it('refuses each bad upload with a 400, storing nothing', async () => {
     const md = Buffer.from(SKILL_MD('csv-charts'));
-    const zeros = Buffer.alloc(64 * 1024 * 1024);
+    const zeros = Buffer.alloc(24 * 1024 * 1024);
     const cases: Array<[string, () => Promise<Array<Awaited<ReturnType<typeof toFile>>>>, RegExp]> = [
       ['not an archive', async () => [await toFile(Buffer.from('hello'), 'x.zip')], /not a zip archive/],
       [
@@ -338,7 +342,10 @@ describe('skills on postgres', () => {
       [
         'a zip bomb that understates its size',
         async () => [
-          await toFile(understating(zipOf({ 'csv-charts/SKILL.md': md, 'csv-charts/zeros': zeros })), 'b.zip'),
+          await toFile(
+            understating(zipOf({ 'csv-charts/SKILL.md': md, 'csv-charts/zeros': zeros }), 'csv-charts/zeros'),
+            'b.zip',
+          ),
         ],
         /at most 8388608 bytes/,
       ],

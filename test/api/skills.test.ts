@@ -4,6 +4,7 @@ import { gzipSync } from 'node:zlib';
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { strToU8, unzipSync, zipSync, type Zippable } from 'fflate';
 import { pack, type Header } from 'tar-stream';
+import { listAudit } from '../../src/api/audit';
 import { BlobStore } from '../../src/storage/blobs';
 import { resolveSkillVersion, skillVersionFiles } from '../../src/storage/repos/skills-repo';
 import { startTestApi, type TestApi } from '../helpers/api';
@@ -200,6 +201,13 @@ describe('skills on postgres', () => {
     ).rejects.toBeInstanceOf(Anthropic.BadRequestError);
     expect(await client.beta.skills.delete(skill.id)).toEqual({ id: skill.id, type: 'skill_deleted' });
     expect((await counts()).blobs).toBe(after.blobs - 5);
+    const trail = (await listAudit(api.db!, { limit: 1000 })).filter((r) => [skill.id, v2.id].includes(r.resource_id));
+    expect(trail.map((r) => [r.action, r.resource_type, r.parent_id])).toEqual([
+      ['created', 'skill', null],
+      ['created', 'skill_version', skill.id],
+      ['deleted', 'skill_version', skill.id],
+      ['deleted', 'skill', null],
+    ]);
     await expect(client.beta.skills.retrieve(skill.id)).rejects.toBeInstanceOf(Anthropic.NotFoundError);
   });
 

@@ -33,6 +33,7 @@ import type { ApiApp, ApiDeps } from './route-context';
 import { ApiError, badRequest, conflict, notFound } from './api-error';
 import { refuseAtTheDoor } from './egress-door';
 import { ResolvedToolSchema, ToolParamsSchema, resolveTools, withWebToolsResolved } from './agent-tools';
+import { AgentSkillSchema, SkillListParamsSchema, resolveAgentSkills } from './skills/agent-skills';
 
 export { TOOLSET_TOOLS } from './agent-tools';
 
@@ -57,9 +58,6 @@ const ExecutionIdentitySchema = z.strictObject({
   type: z.literal('service_account', { error: 'only service_account is supported (aws_role is not supported yet)' }),
 });
 
-const notSupported = (what: string) => (v: unknown) =>
-  v === undefined || v === null || (Array.isArray(v) && v.length === 0) || `${what} are not supported yet`;
-
 export const AgentCreateSchema = z.strictObject({
   name: z.string().min(1, 'name must not be empty').max(256),
   model: ModelParamsSchema,
@@ -67,10 +65,7 @@ export const AgentCreateSchema = z.strictObject({
   system: z.string().max(100_000).nullish(),
   tools: z.array(ToolParamsSchema).max(256).optional(),
   mcp_servers: z.array(McpServerSchema).max(20).optional(),
-  skills: z
-    .array(z.unknown())
-    .optional()
-    .refine((v) => notSupported('skills')(v) === true, 'skills are not supported yet'),
+  skills: SkillListParamsSchema.optional(),
   multiagent: z
     .unknown()
     .optional()
@@ -87,10 +82,7 @@ export const AgentUpdateSchema = z.strictObject({
   system: z.string().max(100_000).nullish(),
   tools: z.array(ToolParamsSchema).max(256).nullish(),
   mcp_servers: z.array(McpServerSchema).max(20).nullish(),
-  skills: z
-    .array(z.unknown())
-    .nullish()
-    .refine((v) => notSupported('skills')(v) === true, 'skills are not supported yet'),
+  skills: SkillListParamsSchema.nullish(),
   multiagent: z
     .unknown()
     .optional()
@@ -113,7 +105,7 @@ const AgentBodySchema = z.object({
   system: z.string().nullable(),
   tools: z.array(ResolvedToolSchema),
   mcp_servers: z.array(McpServerSchema),
-  skills: z.array(z.never()),
+  skills: z.array(AgentSkillSchema),
   multiagent: z.null(),
   execution_identity: z.object({ type: z.literal('service_account') }),
   metadata: z.record(z.string(), z.string()),
@@ -235,7 +227,7 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
         system: p.system || null,
         tools: resolveTools(p.tools ?? []),
         mcp_servers: p.mcp_servers ?? [],
-        skills: [],
+        skills: await resolveAgentSkills(db, req.workspaceId, p.skills ?? []),
         multiagent: null,
         execution_identity: { type: 'service_account' },
         metadata: p.metadata ?? {},
@@ -297,7 +289,8 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
           system: p.system === undefined ? current.system : p.system || null,
           tools: p.tools === undefined ? current.tools : resolveTools(p.tools ?? []),
           mcp_servers: p.mcp_servers === undefined ? current.mcp_servers : (p.mcp_servers ?? []),
-          skills: [],
+          skills:
+            p.skills === undefined ? current.skills : await resolveAgentSkills(tx, req.workspaceId, p.skills ?? []),
           multiagent: null,
           execution_identity: { type: 'service_account' },
           metadata: applyMetadataPatch(current.metadata, p.metadata),

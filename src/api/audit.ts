@@ -59,6 +59,8 @@ const TYPES: Record<string, string> = {
   memory_stores: 'memory_store',
   memories: 'memory',
   memory_versions: 'memory_version',
+  skills: 'skill',
+  versions: 'skill_version',
 };
 
 /**

@@ -32,6 +32,7 @@ import { vaultRoutes } from './vaults/vaults';
 import { credentialRoutes } from './vaults/vault-credentials';
 import { fileRoutes, fileLimitsFrom } from './files';
 import { memoryStoreRoutes } from './memory-stores/memory-stores';
+import { skillRoutes } from './skills/skills';
 import { sessionRoutes, type SessionDeps } from './sessions/sessions';
 import { findUnstorable, unstorableMessage } from './storable-text';
 
@@ -252,6 +253,7 @@ export async function buildApiServer(
   credentialRoutes(app, deps);
   fileRoutes(app, deps);
   memoryStoreRoutes(app, deps);
+  skillRoutes(app, deps);
   if (sessions) sessionRoutes(app, deps, sessions, log);
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());

@@ -303,4 +303,45 @@ export const MIGRATIONS: readonly Migration[] = [
       `create index memory_versions_by_memory on memory_versions (memory_id, pos)`,
     ],
   },
+  {
+    version: 9,
+    name: 'skills',
+    up: [
+      // Custom skills (src/api/skills/). `name` is the skill's slug, fixed by its first version's SKILL.md.
+      `create table skills (
+        id text primary key,
+        workspace_id text not null references workspaces (id),
+        pos integer generated always as identity,
+        name text not null,
+        display_name text not null,
+        created_at timestamptz not null,
+        updated_at timestamptz not null
+      )`,
+      `create index skills_list on skills (workspace_id, pos)`,
+      // One row per version, never updated. `version` is the version's id (epoch microseconds, as a string); the
+      // newest is the one of highest `pos`. `bundle_blob_id` is the zip a download returns.
+      `create table skill_versions (
+        skill_id text not null references skills (id),
+        version text not null,
+        pos integer generated always as identity,
+        name text not null,
+        description text not null,
+        bundle_blob_id text not null,
+        created_at timestamptz not null,
+        primary key (skill_id, version)
+      )`,
+      `create index skill_versions_list on skill_versions (skill_id, pos)`,
+      // Each file of a version, its content one blob; `path` is relative to the skill's directory.
+      `create table skill_files (
+        skill_id text not null,
+        version text not null,
+        path text not null,
+        blob_id text not null,
+        size_bytes bigint not null,
+        executable boolean not null,
+        primary key (skill_id, version, path),
+        foreign key (skill_id, version) references skill_versions (skill_id, version)
+      )`,
+    ],
+  },
 ];

@@ -143,7 +143,10 @@ describe.each(STORAGES)('agents on %s', (storage) => {
         },
         /permission_policy.*auto is not supported/,
       ],
-      [{ name: 'x', model: 'm', skills: [{ type: 'anthropic', skill_id: 'pdf' }] }, /skills are not supported/],
+      [
+        { name: 'x', model: 'm', skills: [{ type: 'anthropic', skill_id: 'pdf' }] },
+        /skills\.0: Anthropic's pre-built skills/,
+      ],
       [
         { name: 'x', model: 'm', metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) },
         /metadata/,

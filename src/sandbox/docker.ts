@@ -12,6 +12,7 @@ import { LIVE_DELAY_MS, startLiveCopy, type LiveCopy } from './live-copy';
 import type { EgressGate } from '../egress';
 import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror, upstreamOf } from './host-git';
 import { resourceName } from './names';
+import { putTree, removeAsRoot, scanTree } from './mount-tree';
 import { hostLimits, RuntimeSelector, runtimeOf, type SandboxRuntimePreference } from './runtime';
 
 export { resourceName };
@@ -25,6 +26,8 @@ import {
   type SandboxInfo,
   type SandboxProvider,
   type SandboxRef,
+  type ScanResult,
+  type TreeEntry,
 } from './provider';
 import { PlatformError } from '../session/platform-error';
 
@@ -131,8 +134,8 @@ export class DockerSandboxProvider implements SandboxProvider {
       if (c.State === 'running' && c.Labels[LABEL.host] === req.hostId) {
         return this.found(c.Id, recipe, req.resume === c.Id);
       }
-      // Anything else left over (killed, crashed) is replaced; the workspace volume stays.
-      await container.remove({ force: true }).catch(() => undefined);
+      // Anything else left over (killed, crashed) is replaced; the workspace volume stays, its /mnt goes.
+      await container.remove({ force: true, v: true }).catch(() => undefined);
     }
     const workspace = resourceName('ws', req.sessionId, req.name);
     const home = resourceName('home', req.sessionId, req.name);
@@ -160,6 +163,8 @@ export class DockerSandboxProvider implements SandboxProvider {
         Mounts: [
           { Type: 'volume', Source: workspace, Target: recipe.workdir },
           { Type: 'volume', Source: home, Target: SANDBOX_HOME },
+          // The session's mounts (mount-tree.ts): a volume of the container's own, as the archive call needs.
+          { Type: 'volume', Source: '', Target: '/mnt' },
         ],
         PidsLimit: limits.pids,
         Memory: limits.memoryBytes,
@@ -250,6 +255,18 @@ export class DockerSandboxProvider implements SandboxProvider {
       maxOutputBytes: 4096,
     });
     if (r.exitCode !== 0) throw new Error(`cannot write ${dir}/${name} in the sandbox: ${r.output.trim()}`);
+  }
+
+  putTree(sandboxId: string, dir: string, entries: readonly TreeEntry[]): Promise<void> {
+    return putTree(this.docker, sandboxId, dir, entries);
+  }
+
+  removePaths(sandboxId: string, paths: readonly string[]): Promise<void> {
+    return removeAsRoot(this.docker, sandboxId, paths);
+  }
+
+  scanFiles(sandboxId: string, dirs: readonly string[], known: Record<string, { size: number; mtime: string }>): Promise<ScanResult> {
+    return scanTree((req) => this.execute(sandboxId, req), dirs, known);
   }
 
   async execute(sandboxId: string, req: ExecRequest, signal?: AbortSignal): Promise<ExecResult> {
@@ -393,7 +410,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     } catch {
       return;
     }
-    await container.remove({ force: true }).catch(() => undefined);
+    await container.remove({ force: true, v: true }).catch(() => undefined);
     if (!opts.keepWorkspace && labels[LABEL.session] && labels[LABEL.sandbox]) {
       for (const kind of ['ws', 'home'])
         await this.docker

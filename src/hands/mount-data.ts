@@ -62,7 +62,12 @@ export interface MountData {
     skillId: string,
     version: string,
   ): Promise<Array<{ path: string; content: Buffer; executable: boolean }>>;
-  saveOutput(o: { workspaceId: string; sessionId: string; relativePath: string; content: Buffer }): Promise<{ fileId: string }>;
+  saveOutput(o: {
+    workspaceId: string;
+    sessionId: string;
+    relativePath: string;
+    content: Buffer;
+  }): Promise<{ fileId: string }>;
 }
 
 /** The part of MountData that session_mounts answers alone. */
@@ -70,17 +75,15 @@ export type SessionMountRows = Pick<MountData, 'mounts' | 'generation'>;
 
 /** `mounts` and `generation` from the API's database (`db` is asked on each use: the dev stack opens it late). */
 export function sessionMountsFromDb(db: () => Queryable | undefined): SessionMountRows {
-  const open = () => {
-    const q = db();
-    if (!q) throw new Error("the API's database is not open on this hands host yet");
-    return q;
-  };
+  // Before the API's database opens (the dev stack opens it after its workers) no API session exists yet.
   return {
     async generation(sessionId) {
-      return mountGeneration(open(), sessionId);
+      const q = db();
+      return q ? mountGeneration(q, sessionId) : undefined;
     },
     async mounts(sessionId) {
-      const q = open();
+      const q = db();
+      if (!q) return undefined;
       const generation = await mountGeneration(q, sessionId);
       if (generation === undefined) return undefined;
       const rows = await listMounts(q, sessionId);
@@ -88,10 +91,37 @@ export function sessionMountsFromDb(db: () => Queryable | undefined): SessionMou
       const mounts = rows.map((r): SessionMount => {
         if (r.kind === 'file') return { kind: 'file', resourceId: r.id, fileId: r.ref_id, mountPath: r.mount_path };
         if (r.kind === 'memory_store')
-          return { kind: 'memory_store', resourceId: r.id, storeId: r.ref_id, mountPath: r.mount_path, access: r.access };
+          return {
+            kind: 'memory_store',
+            resourceId: r.id,
+            storeId: r.ref_id,
+            mountPath: r.mount_path,
+            access: r.access,
+          };
         return { kind: 'skill', skillId: r.ref_id, version: r.version ?? 'latest', mountPath: r.mount_path };
       });
       return { workspaceId: rows[0].workspace_id, generation, mounts };
     },
+  };
+}
+
+/** A part of MountData this host cannot serve: a session that needs it fails with this message. */
+function unserved(what: string): () => Promise<never> {
+  return () => Promise.reject(new Error(`this hands host cannot read ${what} yet`));
+}
+
+/**
+ * The MountData of a hands host that holds the API's database: session_mounts answers the mounts; files, memories
+ * and skills come from their own repositories (files-repo.ts, memory-repo.ts, skills-repo.ts).
+ */
+export function createMountData(db: () => Queryable | undefined): MountData {
+  return {
+    ...sessionMountsFromDb(db),
+    fileContent: unserved('files'),
+    memories: unserved('memory stores'),
+    writeMemory: unserved('memory stores'),
+    deleteMemory: unserved('memory stores'),
+    skillFiles: unserved('skills'),
+    saveOutput: unserved('session outputs'),
   };
 }

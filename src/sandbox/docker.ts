@@ -265,7 +265,11 @@ export class DockerSandboxProvider implements SandboxProvider {
     return removeAsRoot(this.docker, sandboxId, paths);
   }
 
-  scanFiles(sandboxId: string, dirs: readonly string[], known: Record<string, { size: number; mtime: string }>): Promise<ScanResult> {
+  scanFiles(
+    sandboxId: string,
+    dirs: readonly string[],
+    known: Record<string, { size: number; mtime: string }>,
+  ): Promise<ScanResult> {
     return scanTree((req) => this.execute(sandboxId, req), dirs, known);
   }
 

@@ -41,7 +41,12 @@ export async function packTree(entries: readonly TreeEntry[]): Promise<Buffer> {
 const depth = (p: string) => p.split('/').filter(Boolean).length;
 
 /** Writes `entries` under `dir` (which must exist in the sandbox) in one archive call. */
-export async function putTree(docker: Docker, sandboxId: string, dir: string, entries: readonly TreeEntry[]): Promise<void> {
+export async function putTree(
+  docker: Docker,
+  sandboxId: string,
+  dir: string,
+  entries: readonly TreeEntry[],
+): Promise<void> {
   if (entries.length === 0) return;
   const archive = await packTree(entries);
   const body = new PassThrough();
@@ -164,7 +169,8 @@ export async function scanTree(
     timeoutSeconds: 120,
     maxOutputBytes: Math.ceil((SCAN_READ_BYTES * 4) / 3) + 4 * 1024 * 1024,
   });
-  if (r.exitCode !== 0 || r.fullOutputPath) throw new Error(`the scan of ${dirs.join(', ')} failed: ${r.output.slice(-500)}`);
+  if (r.exitCode !== 0 || r.fullOutputPath)
+    throw new Error(`the scan of ${dirs.join(', ')} failed: ${r.output.slice(-500)}`);
   const reply = JSON.parse(r.output) as ScanReply;
   return {
     files: reply.files.map((f) => ({

@@ -132,9 +132,7 @@ async function orNone<T>(q: Promise<T[]>): Promise<T[]> {
 
 /** Whether the workspace has file `fileId`. */
 export async function fileExists(db: Queryable, workspaceId: string, fileId: string): Promise<boolean> {
-  const rows = await orNone(
-    db.query('select 1 from files where id = $1 and workspace_id = $2', [fileId, workspaceId]),
-  );
+  const rows = await orNone(db.query('select 1 from files where id = $1 and workspace_id = $2', [fileId, workspaceId]));
   return rows.length > 0;
 }
 

@@ -117,8 +117,7 @@ export function sessionListRoute<S extends { status: ApiStatus }>(app: ApiApp, d
       });
       const cursor = decodeCursor(q.page, q.order, filters);
       // No session is created by a deployment (refused at create), so that filter matches none.
-      if (q.deployment_id !== undefined)
-        return { data: [], next_page: null, prev_page: null };
+      if (q.deployment_id !== undefined) return { data: [], next_page: null, prev_page: null };
 
       // A prev_page reads backwards from its key, then shows the rows in the list's order.
       const scan = cursor?.back ? flip(q.order) : q.order;

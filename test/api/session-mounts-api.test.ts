@@ -9,7 +9,7 @@ import { startApiOn, type TestApi } from '../helpers/api';
 import { ROOT, startHarness, type Harness } from '../helpers/env';
 import { endSignal } from '../../src/session/contract';
 import { promptSections } from '../../src/api/sessions/prompt-sections';
-import { slugOf } from '../../src/api/sessions/mounts';
+import { slugOf } from '../../src/api/sessions/resource-mounts';
 
 let h: Harness;
 let api: TestApi;

@@ -28,7 +28,7 @@ import {
   planMounts,
   toMountResource,
   type MountResource,
-} from './mounts';
+} from './resource-mounts';
 import { refuseAtTheDoor } from '../egress-door';
 
 const WORKDIR = '/workspace';

@@ -47,7 +47,7 @@ import {
   resourceRoutes,
   resourcesOf,
 } from './resources';
-import { insertMounts, planSkillMounts, promptMountsOf, type AgentSkill } from './mounts';
+import { insertMounts, planSkillMounts, promptMountsOf, type AgentSkill } from './resource-mounts';
 import { withPromptSections } from './prompt-sections';
 import { deleteSessionMounts } from '../../storage/repos/session-mounts-repo';
 import { isSessionClosed } from '../../temporal-errors';

@@ -22,6 +22,11 @@ class MemoryMountData implements MountData {
   readonly writes: { path: string; content: string; expectedSha256: string | null }[] = [];
   readonly deletes: { path: string; expectedSha256: string }[] = [];
 
+  unmount(sessionId: string, mountPath: string): void {
+    const s = this.sessions.get(sessionId)!;
+    s.mounts = s.mounts.filter((m) => m.mountPath !== mountPath);
+    s.generation += 1;
+  }
   mount(sessionId: string, ...mounts: SessionMount[]): void {
     const s = this.sessions.get(sessionId) ?? { generation: 0, mounts: [] };
     s.mounts.push(...mounts);
@@ -288,7 +293,7 @@ describe('memory stores', () => {
 });
 
 describe('mounts over a session', () => {
-  it('a mount added mid-session is there before the next tool runs', async () => {
+  it('a mount added mid-session is there before the next tool runs, and one removed is gone', async () => {
     const handle = await startSession(h);
     data.files.set('file_a', Buffer.from('a'));
     data.mount(handle.workflowId, {
@@ -307,6 +312,11 @@ describe('mounts over a session', () => {
       mountPath: '/workspace/data/later.txt',
     });
     expect((await bash(h, handle, 'cat /workspace/data/later.txt')).output).toBe('added later\n[exit 0]');
+    // A mount removed is gone before the next tool runs; the others stay.
+    data.unmount(handle.workflowId, '/mnt/session/uploads/a');
+    expect((await bash(h, handle, 'ls /mnt/session/uploads; cat /workspace/data/later.txt')).output).toBe(
+      'added later\n[exit 0]',
+    );
     await handle.signal(endSignal, {});
   });
 

@@ -9,6 +9,10 @@ import { bash, docker, sessionContainers } from './helpers/hands';
 import type { MountData, MemoryWrite, SessionMount } from '../src/hands/mount-data';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
+import { sessionMountsHands } from '../src/hands/session-mounts';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
@@ -383,4 +387,45 @@ describe('the provider under each runtime', () => {
       }
     },
   );
+});
+
+describe('a restarted worker', () => {
+  it('carries on from what the last one recorded: no rewrite over the agent’s change, which is saved on its base', async () => {
+    const provider = new DockerSandboxProvider({
+      dockerHost: (await resolveDockerHost())!,
+      defaultImage: sandboxImage(),
+    });
+    const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mount-state-'));
+    const sessionId = unique('ses');
+    const store = unique('memstore');
+    data.stores.set(store, new Map([['/a.md', Buffer.from('one\n')]]));
+    data.mount(sessionId, {
+      kind: 'memory_store',
+      resourceId: unique('sesrsc'),
+      storeId: store,
+      mountPath: '/mnt/memory/m',
+      access: 'read_write',
+    });
+    const { AgentSchema } = await import('../src/session/agent');
+    const recipe = AgentSchema.parse({ name: 't', model: 'm', sandboxes: { main: {} } }).sandboxes.main;
+    const p = await provider.provision({ sessionId, name: 'main', recipe, hostId: HOST });
+    try {
+      await sessionMountsHands(provider, data, stateDir).provisioned(sessionId, p.sandboxId);
+      const r = await provider.execute(p.sandboxId, {
+        key: unique('k'),
+        script: 'echo two > /mnt/memory/m/a.md',
+        timeoutSeconds: 30,
+        maxOutputBytes: 4096,
+      });
+      expect(r.exitCode).toBe(0);
+      const restarted = sessionMountsHands(provider, data, stateDir);
+      await restarted.beforeTool(sessionId, p.sandboxId);
+      expect(await restarted.afterTool(sessionId, p.sandboxId)).toBe('');
+      expect(data.writes.at(-1)).toEqual({ path: '/a.md', content: 'two\n', expectedSha256: sha('one\n') });
+      expect(data.stores.get(store)!.get('/a.md')!.toString()).toBe('two\n');
+    } finally {
+      await provider.destroy(p.sandboxId);
+      fs.rmSync(stateDir, { recursive: true, force: true });
+    }
+  });
 });

@@ -26,8 +26,6 @@ import {
   type SandboxInfo,
   type SandboxProvider,
   type SandboxRef,
-  type ScanResult,
-  type TreeEntry,
 } from './provider';
 import { PlatformError } from '../session/platform-error';
 
@@ -163,7 +161,7 @@ export class DockerSandboxProvider implements SandboxProvider {
         Mounts: [
           { Type: 'volume', Source: workspace, Target: recipe.workdir },
           { Type: 'volume', Source: home, Target: SANDBOX_HOME },
-          // The session's mounts (mount-tree.ts): a volume of the container's own, as the archive call needs.
+          // The session's mounts: a volume of the container's own (the archive call cannot write a tmpfs).
           { Type: 'volume', Source: '', Target: '/mnt' },
         ],
         PidsLimit: limits.pids,
@@ -257,21 +255,11 @@ export class DockerSandboxProvider implements SandboxProvider {
     if (r.exitCode !== 0) throw new Error(`cannot write ${dir}/${name} in the sandbox: ${r.output.trim()}`);
   }
 
-  putTree(sandboxId: string, dir: string, entries: readonly TreeEntry[]): Promise<void> {
-    return putTree(this.docker, sandboxId, dir, entries);
-  }
-
-  removePaths(sandboxId: string, paths: readonly string[]): Promise<void> {
-    return removeAsRoot(this.docker, sandboxId, paths);
-  }
-
-  scanFiles(
-    sandboxId: string,
-    dirs: readonly string[],
-    known: Record<string, { size: number; mtime: string }>,
-  ): Promise<ScanResult> {
-    return scanTree((req) => this.execute(sandboxId, req), dirs, known);
-  }
+  // The session's mounts (mount-tree.ts): trees through the archive call, removals as root, the change scan.
+  readonly putTree: SandboxProvider['putTree'] = (id, dir, entries) => putTree(this.docker, id, dir, entries);
+  readonly removePaths: SandboxProvider['removePaths'] = (id, paths) => removeAsRoot(this.docker, id, paths);
+  readonly scanFiles: SandboxProvider['scanFiles'] = (id, dirs, known) =>
+    scanTree((req) => this.execute(id, req), dirs, known);
 
   async execute(sandboxId: string, req: ExecRequest, signal?: AbortSignal): Promise<ExecResult> {
     const container = this.docker.getContainer(sandboxId);

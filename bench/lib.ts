@@ -19,7 +19,7 @@ import {
 } from '../test/helpers/env';
 import { MockModelServer } from '../src/dev/model-server';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
-import type { RunningWorker, WorkerStatus } from '../src/worker';
+import type { RunningWorker, WorkerOptions, WorkerStatus } from '../src/worker';
 import type { ChildWorker } from '../test/helpers/child-worker';
 import type { SessionEvent } from '../src/session/events';
 import { endSignal, eventsQuery } from '../src/session/contract';
@@ -200,12 +200,15 @@ export class Stack {
   }
 
   /** An in-process worker of every role (brain, hands on this stack's host id, tools). */
-  worker(opts: { role?: 'all' | 'brain' | 'hands'; hostId?: string } = {}): Promise<RunningWorker> {
+  worker(
+    opts: { role?: 'all' | 'brain' | 'hands'; hostId?: string; apiDb?: WorkerOptions['apiDb'] } = {},
+  ): Promise<RunningWorker> {
     return startTestWorker(this.env.address, this.mock.url, {
       role: opts.role ?? 'all',
       hostId: opts.hostId ?? this.hostId,
       reapIntervalMs: 0,
       namespace: this.namespace,
+      ...(opts.apiDb ? { apiDb: opts.apiDb } : {}),
     });
   }
 

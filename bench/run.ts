@@ -28,6 +28,7 @@ const BENCHMARKS: { key: string; run: Runner; alone?: boolean }[] = [
   { key: 'scale', run: lazyImport('./scale', 'runScale') },
   { key: 'history', run: lazyImport('./history', 'runHistory') },
   { key: 'console', run: lazyImport('./console', 'runConsole'), alone: true },
+  { key: 'session_files', run: lazyImport('./session-files', 'runSessionFiles'), alone: true },
 ];
 
 /** The order benchmarks run in: those that run alone, then the others, the longest first. */
@@ -38,6 +39,7 @@ const ORDER = [
   'runtime',
   'archive',
   'console',
+  'session_files',
   'api_stream',
   'ttft',
   'crash',

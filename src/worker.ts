@@ -363,7 +363,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const limit = opts.sandboxQuota ?? (config.SANDBOX_QUOTA === 'off' ? 0 : Number(config.SANDBOX_QUOTA));
     const quota = limit > 0 && (opts.apiDb || db) ? createSandboxQuota(apiDb, limit) : undefined;
     // Sessions' mounts are read from the API's database, like repository tokens.
-    const mountData = opts.mountData ?? (opts.apiDb || db ? createMountData(apiDb) : undefined);
+    const mountData = opts.mountData ?? (opts.apiDb || db ? createMountData(apiDb, dataConverter) : undefined);
     const activities = createHandsActivities({
       provider,
       hostId,

@@ -2,7 +2,12 @@
 // contents, memories and skill files in, session outputs and changed memories out. The hands side sees only this
 // interface; `sessionMountsFromDb` answers the mount rows from the API's database, and the stores' parts come from
 // the files, memory and skills repositories.
-import type { Queryable } from '../storage/db';
+import type { DataConverter } from '@temporalio/common';
+import type { Db, Queryable } from '../storage/db';
+import { BlobStore } from '../storage/blobs';
+import { findFile, isExpired, saveSessionOutput } from '../storage/repos/files-repo';
+import { deleteMemoryAt, readStoreMemories, writeMemoryAt, type MemoryAtResult } from '../storage/repos/memory-repo';
+import { resolveSkillVersion, skillVersionFiles } from '../storage/repos/skills-repo';
 import { listMounts, mountGeneration } from '../storage/repos/session-mounts-repo';
 
 export type SessionMount =
@@ -106,22 +111,71 @@ export function sessionMountsFromDb(db: () => Queryable | undefined): SessionMou
 }
 
 /** A part of MountData this host cannot serve: a session that needs it fails with this message. */
-function unserved(what: string): () => Promise<never> {
-  return () => Promise.reject(new Error(`this hands host cannot read ${what} yet`));
-}
-
 /**
- * The MountData of a hands host that holds the API's database: session_mounts answers the mounts; files, memories
- * and skills come from their own repositories (files-repo.ts, memory-repo.ts, skills-repo.ts).
+ * The hands host's MountData over the API's database: mount rows, file contents, memories and skill files read from
+ * their repositories and the blob store (opened with the history's codec, as the API seals them), outputs saved as
+ * files of the session and memory changes written as the session's, under the store's lock.
  */
-export function createMountData(db: () => Queryable | undefined): MountData {
+export function createMountData(db: () => Db | undefined, dataConverter: DataConverter = {}): MountData {
+  let opened: { db: Db; blobs: BlobStore } | undefined;
+  const open = () => {
+    const d = db();
+    if (!d) throw new Error("this hands host has no connection to the API's database");
+    if (opened?.db !== d) opened = { db: d, blobs: new BlobStore(d, dataConverter) };
+    return opened;
+  };
+  const asWrite = (r: MemoryAtResult): MemoryWrite => (r.ok ? { ok: true, sha256: r.sha256 } : r);
   return {
     ...sessionMountsFromDb(db),
-    fileContent: unserved('files'),
-    memories: unserved('memory stores'),
-    writeMemory: unserved('memory stores'),
-    deleteMemory: unserved('memory stores'),
-    skillFiles: unserved('skills'),
-    saveOutput: unserved('session outputs'),
+    async fileContent(workspaceId, fileId) {
+      const { db: d, blobs } = open();
+      const row = await findFile(d, workspaceId, fileId);
+      if (!row) throw new Error(`file ${fileId} no longer exists`);
+      if (isExpired(row) || !row.blob_id) throw new Error(`file ${fileId} has expired`);
+      return blobs.get(row.blob_id);
+    },
+    async memories(storeId) {
+      const { db: d, blobs } = open();
+      return (await readStoreMemories(d, blobs, storeId)).map((m) => ({
+        path: m.path,
+        content: m.content,
+        sha256: m.sha256,
+      }));
+    },
+    async writeMemory(w) {
+      const { db: d, blobs } = open();
+      return asWrite(
+        await writeMemoryAt(d, blobs, {
+          workspaceId: w.workspaceId,
+          storeId: w.storeId,
+          path: w.path,
+          content: w.content,
+          expectedSha256: w.expectedSha256,
+          actor: { type: 'session_actor', session_id: w.sessionId },
+        }),
+      );
+    },
+    async deleteMemory(del) {
+      const { db: d, blobs } = open();
+      return asWrite(
+        await deleteMemoryAt(d, blobs, {
+          workspaceId: del.workspaceId,
+          storeId: del.storeId,
+          path: del.path,
+          expectedSha256: del.expectedSha256,
+          actor: { type: 'session_actor', session_id: del.sessionId },
+        }),
+      );
+    },
+    async skillFiles(workspaceId, skillId, version) {
+      const { db: d, blobs } = open();
+      const v = await resolveSkillVersion(d, workspaceId, skillId, version);
+      if (!v) throw new Error(`skill ${skillId} has no version ${version} any more`);
+      return skillVersionFiles(d, blobs, v.skillId, v.version);
+    },
+    async saveOutput(o) {
+      const { db: d, blobs } = open();
+      return { fileId: (await saveSessionOutput(d, blobs, o)).id };
+    },
   };
 }

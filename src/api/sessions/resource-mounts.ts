@@ -2,6 +2,7 @@
 // resources.add) and the agent's custom skills, checked against the workspace's files and stores, placed at their
 // mount paths and stored as session_mounts rows, which the hands host writes into the sandbox.
 import { z } from 'zod';
+import { resolveSkillVersion } from '../../storage/repos/skills-repo';
 import type { Queryable } from '../../storage/db';
 import {
   fileExists,
@@ -149,6 +150,27 @@ export interface AgentSkill {
   description: string;
   /** The skill's directory name: it mounts at /mnt/skills/<directory>. */
   directory: string;
+}
+
+/**
+ * The agent's custom skills (each pinned to a version when the agent was saved), resolved in the workspace: a skill
+ * or version deleted since is a 400 that says how to fix the agent.
+ */
+export async function resolveSessionSkills(
+  q: Queryable,
+  workspaceId: string,
+  skills: readonly { skill_id: string; version: string }[],
+): Promise<AgentSkill[]> {
+  const resolved: AgentSkill[] = [];
+  for (const [i, s] of skills.entries()) {
+    const v = await resolveSkillVersion(q, workspaceId, s.skill_id, s.version);
+    if (!v)
+      throw badRequest(
+        `agent skills.${i}: skill ${s.skill_id} version ${s.version} no longer exists; update the agent's skills`,
+      );
+    resolved.push(v);
+  }
+  return resolved;
 }
 
 /** The skills of a new session's agent, as mounts at /mnt/skills/<directory> (a repeated directory gets -2, -3...). */

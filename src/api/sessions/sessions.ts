@@ -47,7 +47,7 @@ import {
   resourceRoutes,
   resourcesOf,
 } from './resources';
-import { insertMounts, planSkillMounts, promptMountsOf, type AgentSkill } from './resource-mounts';
+import { insertMounts, planSkillMounts, promptMountsOf, resolveSessionSkills } from './resource-mounts';
 import { withPromptSections } from './prompt-sections';
 import { deleteSessionMounts } from '../../storage/repos/session-mounts-repo';
 import { isSessionClosed } from '../../temporal-errors';
@@ -298,8 +298,7 @@ export function sessionRoutes(
       // A session may use only its own workspace's vaults.
       for (const v of p.vault_ids ?? []) await getVault(db, req.workspaceId, v);
       const planned = await planResources(deps, p.resources ?? []);
-      // The agent's custom skills, resolved by the skills repository; agents.ts takes none yet.
-      const skills: AgentSkill[] = [];
+      const skills = await resolveSessionSkills(db, req.workspaceId, agent.skills ?? []);
       const mounts = [
         ...(await planResourceMounts(db, req.workspaceId, p.resources ?? [])),
         ...planSkillMounts(skills),

@@ -117,22 +117,11 @@ export const SESSION_MOUNT_ROWS: readonly string[] = [
   'delete from session_mount_generations where session_id = $1',
 ];
 
-// The tables of the Files API and memory stores, as far as a mount needs them: `files(id, workspace_id)` and
-// `memory_stores(id, workspace_id, name, description, archived_at)`. A database without them (the schema has not got
-// there) holds no file or store, as the lookups answer.
-const UNDEFINED_TABLE = '42P01';
-async function orNone<T>(q: Promise<T[]>): Promise<T[]> {
-  try {
-    return await q;
-  } catch (err) {
-    if ((err as { code?: string }).code === UNDEFINED_TABLE) return [];
-    throw err;
-  }
-}
+// The Files API's and the memory stores' tables, as far as a mount needs them.
 
 /** Whether the workspace has file `fileId`. */
 export async function fileExists(db: Queryable, workspaceId: string, fileId: string): Promise<boolean> {
-  const rows = await orNone(db.query('select 1 from files where id = $1 and workspace_id = $2', [fileId, workspaceId]));
+  const rows = await db.query('select 1 from files where id = $1 and workspace_id = $2', [fileId, workspaceId]);
   return rows.length > 0;
 }
 
@@ -145,11 +134,9 @@ export interface StoreRef {
 
 /** The workspace's memory store `storeId`, if it has one. */
 export async function findStore(db: Queryable, workspaceId: string, storeId: string): Promise<StoreRef | undefined> {
-  const [row] = await orNone(
-    db.query<StoreRef>(
-      'select id, name, description, archived_at from memory_stores where id = $1 and workspace_id = $2',
-      [storeId, workspaceId],
-    ),
+  const [row] = await db.query<StoreRef>(
+    'select id, name, description, archived_at from memory_stores where id = $1 and workspace_id = $2',
+    [storeId, workspaceId],
   );
   return row;
 }

@@ -423,6 +423,13 @@ describe('a restarted worker', () => {
       expect(await restarted.afterTool(sessionId, p.sandboxId)).toBe('');
       expect(data.writes.at(-1)).toEqual({ path: '/a.md', content: 'two\n', expectedSha256: sha('one\n') });
       expect(data.stores.get(store)!.get('/a.md')!.toString()).toBe('two\n');
+      // A call that changed nothing writes nothing: no version, and the state file is left as it is.
+      const file = path.join(stateDir, `${p.sandboxId}.json`);
+      const { ino } = fs.statSync(file);
+      const writes = data.writes.length;
+      expect(await restarted.afterTool(sessionId, p.sandboxId)).toBe('');
+      expect(fs.statSync(file).ino).toBe(ino);
+      expect(data.writes.length).toBe(writes);
     } finally {
       await provider.destroy(p.sandboxId);
       fs.rmSync(stateDir, { recursive: true, force: true });

@@ -115,13 +115,19 @@ export function sessionMountsHands(
   const fileOf = (sandboxId: string) =>
     stateDir ? path.join(stateDir, `${sandboxId.replace(/[^A-Za-z0-9_-]/g, '_')}.json`) : undefined;
 
+  /** What each sandbox's file holds, as written or read: a save that would write the same is skipped. */
+  const written = new Map<string, string>();
   const load = (sandboxId: string, sessionId: string): MountState | undefined => {
     let s = states.get(sandboxId);
     const file = fileOf(sandboxId);
     if (!s && file) {
       try {
         const parsed = StateSchema.safeParse(JSON.parse(fs.readFileSync(file, 'utf8')));
-        if (parsed.success) s = parsed.data;
+        if (parsed.success) {
+          s = parsed.data;
+          states.set(sandboxId, s);
+          written.set(sandboxId, JSON.stringify(s));
+        }
       } catch {
         // no record: every mount is written again
       }
@@ -134,10 +140,13 @@ export function sessionMountsHands(
     states.set(sandboxId, s);
     const file = fileOf(sandboxId);
     if (!file) return;
+    const json = JSON.stringify(s);
+    if (written.get(sandboxId) === json) return;
     fs.mkdirSync(path.dirname(file), { recursive: true });
     const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify(s));
+    fs.writeFileSync(tmp, json);
     fs.renameSync(tmp, file);
+    written.set(sandboxId, json);
   };
 
   const fetching = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
@@ -294,6 +303,10 @@ export function sessionMountsHands(
         notes.push(`${o.path} was not collected: it is a ${o.kind}, and only regular files are.`);
       }
       const seen: MountState['seen'] = {};
+      // Outputs to save and memories to write: the two run side by side (outputs' rows and a store's lock do not
+      // meet); each kind in scan order.
+      const outputs: Array<{ path: string; content: Buffer; sha: string }> = [];
+      const writes: Array<{ path: string; content: Buffer; sha: string; store: (typeof stores)[number] }> = [];
       for (const f of scan.files) {
         present.add(f.path);
         if (f.error) {
@@ -309,65 +322,82 @@ export function sessionMountsHands(
         }
         const sha = sha256(f.content);
         if (f.path.startsWith(`${OUTPUTS_DIR}/`)) {
-          if (state.outputs[f.path] !== sha) {
-            await data.saveOutput({
-              workspaceId: state.workspaceId,
-              sessionId,
-              relativePath: f.path.slice(OUTPUTS_DIR.length + 1),
-              content: f.content,
-            });
-            state.outputs[f.path] = sha;
-          }
+          if (state.outputs[f.path] !== sha) outputs.push({ path: f.path, content: f.content, sha });
           seen[f.path] = { size: f.size, mtime: f.mtime };
           continue;
         }
         const store = stores.find((s) => f.path.startsWith(`${s.mountPath}/`));
         if (!store) continue;
         const rel = f.path.slice(store.mountPath.length);
-        const base = (state.base[store.mountPath] ??= {});
         seen[f.path] = { size: f.size, mtime: f.mtime };
-        if (base[rel] === sha || state.refused[f.path] === sha) continue;
-        if (!isUtf8(f.content)) {
-          state.refused[f.path] = sha;
-          notes.push(`Memory ${f.path} was not saved: a memory is UTF-8 text, and this file is not.`);
-          continue;
-        }
-        const w = await data.writeMemory({
-          workspaceId: state.workspaceId,
-          storeId: store.storeId,
-          sessionId,
-          path: rel,
-          content: f.content.toString('utf8'),
-          expectedSha256: base[rel] ?? null,
-        });
-        if (w.ok) {
-          base[rel] = w.sha256;
-          delete state.refused[f.path];
-        } else if (w.reason === 'invalid') {
-          state.refused[f.path] = sha;
-          notes.push(`Memory ${f.path} was not saved: ${w.message}`);
-        } else {
-          notes.push(await conflict(sandboxId, store.storeId, f.path, rel, base, seen));
-        }
+        if ((state.base[store.mountPath] ??= {})[rel] === sha || state.refused[f.path] === sha) continue;
+        writes.push({ path: f.path, content: f.content, sha, store });
       }
-      // Memories the sandbox no longer has: deleted from the store, unless another session changed them since.
-      for (const store of stores) {
-        const base = state.base[store.mountPath] ?? {};
-        for (const [rel, expected] of Object.entries(base)) {
-          const abs = `${store.mountPath}${rel}`;
-          if (present.has(abs)) continue;
-          const d = await data.deleteMemory({
+      const saveOutputs = async () => {
+        for (const o of outputs) {
+          await data.saveOutput({
+            workspaceId: state.workspaceId,
+            sessionId,
+            relativePath: o.path.slice(OUTPUTS_DIR.length + 1),
+            content: o.content,
+          });
+          state.outputs[o.path] = o.sha;
+        }
+      };
+      const memoryNotes: string[] = [];
+      const syncMemories = async () => {
+        for (const { path: abs, content, sha, store } of writes) {
+          const rel = abs.slice(store.mountPath.length);
+          const base = state.base[store.mountPath];
+          if (!isUtf8(content)) {
+            state.refused[abs] = sha;
+            memoryNotes.push(`Memory ${abs} was not saved: a memory is UTF-8 text, and this file is not.`);
+            continue;
+          }
+          const w = await data.writeMemory({
             workspaceId: state.workspaceId,
             storeId: store.storeId,
             sessionId,
             path: rel,
-            expectedSha256: expected,
+            content: content.toString('utf8'),
+            expectedSha256: base[rel] ?? null,
           });
-          if (d.ok) delete base[rel];
-          else if (d.reason === 'invalid') notes.push(`Memory ${abs} was not deleted: ${d.message}`);
-          else notes.push(await conflict(sandboxId, store.storeId, abs, rel, base, seen, 'deletion'));
+          if (w.ok) {
+            base[rel] = w.sha256;
+            delete state.refused[abs];
+          } else if (w.reason === 'invalid') {
+            state.refused[abs] = sha;
+            memoryNotes.push(`Memory ${abs} was not saved: ${w.message}`);
+          } else {
+            memoryNotes.push(await conflict(sandboxId, store.storeId, abs, rel, base, seen));
+          }
         }
+        // Memories the sandbox no longer has: deleted from the store, unless another session changed them since.
+        for (const store of stores) {
+          const base = state.base[store.mountPath] ?? {};
+          for (const [rel, expected] of Object.entries(base)) {
+            const abs = `${store.mountPath}${rel}`;
+            if (present.has(abs)) continue;
+            const d = await data.deleteMemory({
+              workspaceId: state.workspaceId,
+              storeId: store.storeId,
+              sessionId,
+              path: rel,
+              expectedSha256: expected,
+            });
+            if (d.ok) delete base[rel];
+            else if (d.reason === 'invalid') memoryNotes.push(`Memory ${abs} was not deleted: ${d.message}`);
+            else memoryNotes.push(await conflict(sandboxId, store.storeId, abs, rel, base, seen, 'deletion'));
+          }
+        }
+      };
+      const failed = (await Promise.allSettled([saveOutputs(), syncMemories()])).find((r) => r.status === 'rejected');
+      if (failed) {
+        // What was saved stays recorded; the rest, not marked as seen, is read and tried again by the next scan.
+        save(sandboxId, state);
+        throw failed.reason;
       }
+      notes.push(...memoryNotes);
       for (const p of Object.keys(state.outputs)) if (!present.has(p)) delete state.outputs[p];
       for (const p of Object.keys(state.refused)) if (!present.has(p)) delete state.refused[p];
       state.noted = [...new Set(state.noted)].filter((p) => present.has(p));
@@ -378,6 +408,7 @@ export function sessionMountsHands(
 
     forget(sandboxId) {
       states.delete(sandboxId);
+      written.delete(sandboxId);
       const file = fileOf(sandboxId);
       if (file) fs.rmSync(file, { force: true });
     },

@@ -258,8 +258,20 @@ export class DockerSandboxProvider implements SandboxProvider {
   // The session's mounts (mount-tree.ts): trees through the archive call, removals as root, the change scan.
   readonly putTree: SandboxProvider['putTree'] = (id, dir, entries) => putTree(this.docker, id, dir, entries);
   readonly removePaths: SandboxProvider['removePaths'] = (id, paths) => removeAsRoot(this.docker, id, paths);
-  readonly scanFiles: SandboxProvider['scanFiles'] = (id, dirs, known) =>
-    scanTree((req) => this.execute(id, req), dirs, known);
+  /** The scan is a direct exec (no run-once wrapper: it only reads, and is run again after any failure). */
+  readonly scanFiles: SandboxProvider['scanFiles'] = async (id, dirs, known) => {
+    const watchdog = this.watchContainer(id);
+    try {
+      return await Promise.race([scanTree(this.docker, id, dirs, known), watchdog.gone]);
+    } catch (err) {
+      if (err instanceof SandboxLostError) throw err;
+      if ((await this.health(id)) !== 'running')
+        throw new SandboxLostError(`sandbox ${id.slice(0, 12)} is gone: ${(err as Error).message}`);
+      throw err;
+    } finally {
+      watchdog.stop();
+    }
+  };
 
   async execute(sandboxId: string, req: ExecRequest, signal?: AbortSignal): Promise<ExecResult> {
     const container = this.docker.getContainer(sandboxId);

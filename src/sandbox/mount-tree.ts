@@ -2,10 +2,9 @@
 // with its owner and mode, so read-only mounts are root's and refuse the sandbox user), and the scan that finds
 // what the sandbox changed under given directories, reading only regular files and never following a link.
 import type Docker from 'dockerode';
-import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import tar from 'tar-stream';
-import type { ExecRequest, ExecResult, ScanResult, TreeEntry } from './provider';
+import type { ScanResult, TreeEntry } from './provider';
 
 /** The sandbox user, who owns read-write mounts. */
 export const SANDBOX_UID = 1000;
@@ -14,6 +13,8 @@ export const SANDBOX_UID = 1000;
 export const SCAN_READ_BYTES = 64 * 1024 * 1024;
 /** A file larger than this is listed, never read. */
 export const SCAN_FILE_BYTES = 32 * 1024 * 1024;
+/** The scan ends itself (SIGALRM) after this long; the host stops waiting a little later. */
+export const SCAN_TIMEOUT_SECONDS = 120;
 
 /** The tar of `entries`, parents before children; paths are relative to the directory the archive is put in. */
 export async function packTree(entries: readonly TreeEntry[]): Promise<Buffer> {
@@ -78,11 +79,13 @@ export async function removeAsRoot(docker: Docker, sandboxId: string, paths: rea
 /**
  * The scan, run by python3 in the sandbox as its user. Input (stdin, JSON): `dirs` and `known` (path -> [size,
  * mtime_ns]). Walks each directory without following links (lstat only); a regular file whose size or mtime differs
- * from `known` is read through an O_NOFOLLOW descriptor, checked again as a regular file on that descriptor.
+ * from `known` is read through an O_NOFOLLOW descriptor, checked again as a regular file on that descriptor. It
+ * ends itself after `timeout` seconds (the alarm's default action ends the process).
  */
 export const SCAN_PY = String.raw`
-import base64, json, os, stat, sys
+import base64, json, os, signal, stat, sys
 req = json.load(sys.stdin)
+signal.alarm(req["timeout"])
 known = req["known"]; budget = req["budget"]; per_file = req["perFile"]
 files = []; other = []
 def kind(m):
@@ -148,30 +151,89 @@ interface ScanReply {
   other: { path: string; kind: string }[];
 }
 
-/** Runs the scan through `exec` (the provider's execute on one sandbox). */
+/** Output of one direct exec: stdout whole (up to its cap), the tail of stderr, and the exit code. */
+interface DirectExec {
+  exitCode: number | null;
+  stdout: Buffer;
+  stderr: string;
+}
+
+/**
+ * Runs `cmd` in the sandbox as `user` with `stdin`, without the run-once wrapper of `execute` (a read-only program
+ * that is safe to run again needs neither its record under /tmp nor its processes). More than `maxStdout` bytes of
+ * stdout, or no end within `timeoutMs`, ends the exec with an error.
+ */
+async function execDirect(
+  docker: Docker,
+  sandboxId: string,
+  req: { cmd: string[]; user: string; stdin: Buffer; maxStdout: number; timeoutMs: number },
+): Promise<DirectExec> {
+  const container = docker.getContainer(sandboxId);
+  const exec = await container.exec({
+    Cmd: req.cmd,
+    User: req.user,
+    AttachStdin: true,
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const stream = await exec.start({ hijack: true, stdin: true });
+  const destroy = (err: Error) => (stream as unknown as { destroy(e?: Error): void }).destroy(err);
+  const out: Buffer[] = [];
+  let outBytes = 0;
+  let errTail = '';
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  stdout.on('data', (c: Buffer) => {
+    outBytes += c.length;
+    if (outBytes > req.maxStdout) return destroy(new Error(`the sandbox sent more than ${req.maxStdout} bytes`));
+    out.push(c);
+  });
+  stderr.on('data', (c: Buffer) => void (errTail = (errTail + c.toString('utf8')).slice(-2000)));
+  docker.modem.demuxStream(stream, stdout, stderr);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      timer = setTimeout(() => destroy(new Error(`no answer in ${req.timeoutMs} ms`)), req.timeoutMs);
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', reject);
+      stream.end(req.stdin);
+    });
+  } finally {
+    clearTimeout(timer);
+  }
+  const info = await exec.inspect();
+  return { exitCode: info.ExitCode, stdout: Buffer.concat(out), stderr: errTail };
+}
+
+/** Runs the scan in one exec of python3 as the sandbox user. */
 export async function scanTree(
-  exec: (req: ExecRequest) => Promise<ExecResult>,
+  docker: Docker,
+  sandboxId: string,
   dirs: readonly string[],
   known: Readonly<Record<string, { size: number; mtime: string }>>,
 ): Promise<ScanResult> {
-  const r = await exec({
-    key: `scan-${randomUUID()}`,
-    script: 'exec python3 -c "$MA_SCAN"',
-    env: { MA_SCAN: SCAN_PY },
+  const r = await execDirect(docker, sandboxId, {
+    // -I -S: no environment variables, user site or site module: less to start, nothing of the sandbox's imported.
+    cmd: ['python3', '-I', '-S', '-c', SCAN_PY],
+    user: `${SANDBOX_UID}:${SANDBOX_UID}`,
     stdin: Buffer.from(
       JSON.stringify({
         dirs,
         known: Object.fromEntries(Object.entries(known).map(([p, k]) => [p, [k.size, k.mtime]])),
         budget: SCAN_READ_BYTES,
         perFile: SCAN_FILE_BYTES,
+        timeout: SCAN_TIMEOUT_SECONDS,
       }),
     ),
-    timeoutSeconds: 120,
-    maxOutputBytes: Math.ceil((SCAN_READ_BYTES * 4) / 3) + 4 * 1024 * 1024,
+    maxStdout: Math.ceil((SCAN_READ_BYTES * 4) / 3) + 4 * 1024 * 1024,
+    timeoutMs: (SCAN_TIMEOUT_SECONDS + 15) * 1000,
   });
-  if (r.exitCode !== 0 || r.fullOutputPath)
-    throw new Error(`the scan of ${dirs.join(', ')} failed: ${r.output.slice(-500)}`);
-  const reply = JSON.parse(r.output) as ScanReply;
+  if (r.exitCode !== 0)
+    throw new Error(
+      `the scan of ${dirs.join(', ')} failed (exit ${r.exitCode}): ${(r.stderr || r.stdout.toString('utf8')).slice(-500)}`,
+    );
+  const reply = JSON.parse(r.stdout.toString('utf8')) as ScanReply;
   return {
     files: reply.files.map((f) => ({
       path: f.path,

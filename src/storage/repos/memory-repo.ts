@@ -500,10 +500,11 @@ async function updateLocked(
   u: { path?: string; content?: Buffer; expectedSha256?: string; actor: MemoryActor },
 ): Promise<MemoryWriteResult> {
   const newPath = u.path ?? current.path;
-  const oldContent = await memoryContent(tx, blobs, current);
-  const newContent = u.content ?? oldContent;
+  // The current content is read only when the new version carries it over (a move); a change is told by its hash.
+  const newContent = u.content ?? (await memoryContent(tx, blobs, current));
   // Nothing would change: no new version, and a precondition that no longer holds does not matter.
-  if (newPath === current.path && newContent.equals(oldContent)) return { ok: true, memory: current, changed: false };
+  if (newPath === current.path && sha256(newContent) === current.content_sha256)
+    return { ok: true, memory: current, changed: false };
   if (store.archived_at) return { ok: false, reason: 'archived' };
   if (u.expectedSha256 !== undefined && u.expectedSha256 !== current.content_sha256)
     return { ok: false, reason: 'precondition', currentSha256: current.content_sha256 };

@@ -230,7 +230,7 @@ it("browses a memory store's memories a directory at a time, and its versions wi
   await versions.getByRole('link', { name: /^created / }).click();
   const first = page.getByRole('region', { name: /^Version memver_/ });
   await first.getByText('- ship it', { exact: false }).waitFor();
-  expect(await first.getByLabel('Content').innerText()).toBe('- ship it\n');
+  expect(await first.locator('pre').textContent()).toBe('- ship it\n');
   await page.screenshot({ path: path.join(ARTIFACTS, 'console-memory.png') });
 
   // Every version of the store.
@@ -248,7 +248,7 @@ it("browses a memory store's memories a directory at a time, and its versions wi
     .getByText('- celebrate', { exact: false })
     .waitFor();
   await fitsWidth(phone);
-  await phone.getByRole('link', { name: 'Versions' }).click();
+  await phone.getByRole('link', { name: 'Versions', exact: true }).click();
   await phone.locator('table.versions tbody tr').first().waitFor();
   await fitsWidth(phone);
 });

@@ -250,9 +250,7 @@ function MemoryView(props: { store: string; id: string }) {
             </span>
             <Link href={storePath(props.store, { tab: 'versions', memoryFilter: memory.id })}>History</Link>
           </p>
-          <pre class="output" aria-label="Content">
-            {memory.content ?? ''}
-          </pre>
+          <pre class="output">{memory.content ?? ''}</pre>
         </>
       )}
     </section>
@@ -413,9 +411,7 @@ function VersionView(props: { store: string; id: string }) {
           ) : v.operation === 'deleted' ? (
             <p class="empty">The memory was deleted in this version.</p>
           ) : (
-            <pre class="output" aria-label="Content">
-              {v.content ?? ''}
-            </pre>
+            <pre class="output">{v.content ?? ''}</pre>
           )}
         </>
       )}

@@ -113,10 +113,10 @@ function App() {
           >
             Memory stores
           </Link>
-          <button type="button" class="quiet" onClick={signOut}>
-            Sign out
-          </button>
         </nav>
+        <button type="button" class="quiet sign-out" onClick={signOut}>
+          Sign out
+        </button>
       </header>
       {route.page === 'list' && <SessionsList prices={prices} />}
       {route.page === 'new' && <NewSession />}

@@ -290,8 +290,10 @@ function Versions(props: { store: string; view: StoreView }) {
       live = false;
     };
   }, [store, view.memoryFilter]);
+  // The opened version above the list: the list is a wide table, and the page opens at its top.
   return (
-    <div class="browser">
+    <div class="browser stacked">
+      {view.version && <VersionView store={store} id={view.version} />}
       <section class="panel" aria-labelledby="versions-title">
         <h2 id="versions-title" class="visually-hidden">
           Versions
@@ -358,7 +360,6 @@ function Versions(props: { store: string; view: StoreView }) {
           </div>
         )}
       </section>
-      {view.version && <VersionView store={store} id={view.version} />}
     </div>
   );
 }

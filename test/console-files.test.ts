@@ -87,7 +87,10 @@ async function fitsWidth(page: Page): Promise<void> {
   ).toBeLessThanOrEqual(0);
 }
 
-it("uploads files picked in the new-session form, shows their mounts, and downloads the session's output byte for byte", async () => {
+/** The session of the upload test, which the outputs test goes on with. */
+let reporting: { id: string; upload: string; data: Buffer } | undefined;
+
+it('uploads the files picked in the new-session form and shows where each is mounted', async () => {
   // Every byte value, and text: what goes in must come back out unchanged.
   const data = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), Buffer.from('\nend of data\n')]);
   const readme = Buffer.from('Read me first.\n');
@@ -123,7 +126,14 @@ it("uploads files picked in the new-session form, shows their mounts, and downlo
   await mounted.getByText('data.bin', { exact: false }).waitFor();
   const outputs = page.getByRole('region', { name: 'Outputs' });
   await outputs.getByText('None yet', { exact: false }).waitFor();
+  reporting = { id, upload, data };
+});
 
+it('lists what the session leaves in /mnt/session/outputs once it is idle, and downloads it byte for byte', async () => {
+  const { id, upload, data } = reporting!;
+  const page = await signedIn(await api.key(), `/console/sessions/${id}`);
+  const outputs = page.getByRole('region', { name: 'Outputs' });
+  await outputs.getByText('None yet', { exact: false }).waitFor();
   h.mock.script(id, {
     steps: [
       bash(`sha256sum ${upload} && cp ${upload} /mnt/session/outputs/report.txt`),
@@ -253,7 +263,10 @@ it("browses a memory store's memories a directory at a time, and its versions wi
   await fitsWidth(phone);
 });
 
-it('attaches a memory store from the form, and names the session that wrote a version through its mount', async () => {
+/** The session of the memory attach test, which the mount-write test goes on with. */
+let remembering: { id: string; mountPath: string } | undefined;
+
+it('attaches a memory store from the form with its access, and links the mount to the store', async () => {
   const store = await client.beta.memoryStores.create({ name: 'Shared notes' });
   await client.beta.memoryStores.memories.create(store.id, { path: '/seed.md', content: 'seeded\n' });
   const page = await signedIn(await api.key(), '/console/new');
@@ -270,14 +283,26 @@ it('attaches a memory store from the form, and names the session that wrote a ve
   const mountPath = (resource as Anthropic.Beta.Sessions.BetaManagedAgentsMemoryStoreResource).mount_path!;
   const mounted = page.getByRole('region', { name: 'Mounted' });
   await mounted.getByText(mountPath, { exact: true }).waitFor();
+  await mounted.getByText('read and write', { exact: false }).waitFor();
+  // The mount's link opens the store.
+  await mounted.getByRole('link', { name: 'Shared notes' }).click();
+  await page.getByRole('heading', { name: 'Shared notes' }).waitFor();
+  await page.getByRole('list', { name: 'Memories in /' }).getByRole('link', { name: 'seed.md' }).waitFor();
+  remembering = { id, mountPath };
+});
 
+it('names the session that wrote a memory through its mount in the version, linked to the session', async () => {
+  const { id, mountPath } = remembering!;
+  const page = await signedIn(await api.key(), `/console/sessions/${id}`);
+  const mounted = page.getByRole('region', { name: 'Mounted' });
   h.mock.script(id, {
     steps: [bash(`cat ${mountPath}/seed.md && echo 'learned today' > ${mountPath}/learned.md`), text('Noted.')],
   });
   await send(page, 'remember what you learned');
   await page.getByRole('listitem', { name: 'Agent message' }).filter({ hasText: 'Noted.' }).waitFor();
+  await page.getByRole('listitem', { name: 'Tool call bash' }).getByText('seeded').first().waitFor();
 
-  // The mount's link opens the store; the new memory's version names this session, which links back.
+  // The new memory's version names this session, which links back.
   await mounted.getByRole('link', { name: 'Shared notes' }).click();
   await page.getByRole('heading', { name: 'Shared notes' }).waitFor();
   await page.getByRole('link', { name: 'learned.md' }).click();

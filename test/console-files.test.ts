@@ -275,11 +275,16 @@ it('attaches a memory store from the form with its access, and links the mount t
   await page.getByLabel('Title (optional)').fill('Remember this');
   await page.getByLabel('Memory store (optional)').selectOption({ label: 'Shared notes' });
   await page.getByLabel('Memory access').selectOption({ label: 'Read and write' });
+  await page.getByLabel('How the agent should use it (optional)').fill('Keep what you learn here.');
   await page.getByRole('button', { name: 'Start session' }).click();
   await page.waitForURL(/\/console\/sessions\/sesn_/);
   const id = decodeURIComponent(new URL(page.url()).pathname.split('/').pop()!);
   const resource = (await client.beta.sessions.retrieve(id)).resources.find((r) => r.type === 'memory_store');
-  expect(resource).toMatchObject({ memory_store_id: store.id, access: 'read_write' });
+  expect(resource).toMatchObject({
+    memory_store_id: store.id,
+    access: 'read_write',
+    instructions: 'Keep what you learn here.',
+  });
   const mountPath = (resource as Anthropic.Beta.Sessions.BetaManagedAgentsMemoryStoreResource).mount_path!;
   const mounted = page.getByRole('region', { name: 'Mounted' });
   await mounted.getByText(mountPath, { exact: true }).waitFor();

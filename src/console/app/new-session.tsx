@@ -10,6 +10,8 @@ import { Alert } from './ui';
 
 /** The API's limit on one file (docs/guide/files-memory-skills.md): checked here before any byte is sent. */
 const MAX_FILE_BYTES = 100 * 1024 * 1024;
+/** The most a memory store resource's `instructions` may hold. */
+const MAX_INSTRUCTIONS = 4096;
 
 const sameFile = (a: File, b: File) => a.name === b.name && a.size === b.size && a.lastModified === b.lastModified;
 
@@ -24,6 +26,7 @@ export function NewSession() {
   const [files, setFiles] = useState<File[]>([]);
   const [store, setStore] = useState('');
   const [access, setAccess] = useState<'read_write' | 'read_only'>('read_write');
+  const [instructions, setInstructions] = useState('');
   const [busy, setBusy] = useState(false);
   const [progress, setProgress] = useState<string>();
   const [error, setError] = useState<string>();
@@ -79,7 +82,16 @@ export function NewSession() {
       const first = text.trim();
       const resources = [
         ...uploaded.map((f) => ({ type: 'file', file_id: f.id })),
-        ...(store ? [{ type: 'memory_store', memory_store_id: store, access }] : []),
+        ...(store
+          ? [
+              {
+                type: 'memory_store',
+                memory_store_id: store,
+                access,
+                ...(instructions.trim() ? { instructions: instructions.trim() } : {}),
+              },
+            ]
+          : []),
       ];
       const s = await call<Session>('POST', '/v1/sessions', {
         agent,
@@ -181,6 +193,18 @@ export function NewSession() {
                   <option value="read_write">Read and write</option>
                   <option value="read_only">Read only</option>
                 </select>
+                <label for="memory-instructions">How the agent should use it (optional)</label>
+                <textarea
+                  id="memory-instructions"
+                  rows={2}
+                  maxLength={MAX_INSTRUCTIONS}
+                  aria-describedby="memory-hint"
+                  value={instructions}
+                  onInput={(e) => setInstructions(e.currentTarget.value)}
+                />
+                <p id="memory-hint" class="hint">
+                  Mounted at /mnt/memory/&lt;name&gt;/; these instructions go into the agent's system prompt.
+                </p>
               </>
             )}
           </>

@@ -201,12 +201,18 @@ it("browses a memory store's memories a directory at a time, and its versions wi
   const todo = await memories.create(store.id, { path: '/notes/todo.md', content: '- ship it\n' });
   await memories.create(store.id, { path: '/notes/2026/december.md', content: 'Cold.\n' });
   await memories.update(todo.id, { memory_store_id: store.id, content: '- ship it\n- celebrate\n' });
+  const old = await client.beta.memoryStores.create({ name: 'Old memory' });
+  await client.beta.memoryStores.archive(old.id);
 
   const page = await signedIn(await api.key());
   await page.getByRole('link', { name: 'Memory stores' }).click();
   await page.getByRole('heading', { name: 'Memory stores' }).waitFor();
   const row = page.getByRole('row').filter({ hasText: 'Project memory' });
   await row.getByText('What the team decided').waitFor();
+  // Archived stores only when asked for, and marked.
+  expect(await page.getByRole('row').filter({ hasText: 'Old memory' }).count()).toBe(0);
+  await page.getByLabel('Show archived stores').check();
+  await page.getByRole('row').filter({ hasText: 'Old memory' }).getByText('archived').waitFor();
   await row.getByRole('link', { name: 'Project memory' }).click();
   await page.getByRole('heading', { name: 'Project memory' }).waitFor();
 

@@ -229,6 +229,14 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
       'Sessions a workspace may have open (running or idle) at once, counted in the database across every API process; `0` or `off` disables it. Past it, `sessions.create` answers 429 `rate_limit_error`.',
   },
   API_EVENTS_PER_SEND: { about: 'Events one `events.send` may carry, 1 to 1000; more is a 400 naming the limit.' },
+  FILES_MAX_BYTES: {
+    about:
+      'The largest file `files.upload` takes, in bytes (`104857600`, 100 MiB, the most a blob holds). Past it: 413 `invalid_request_error`, and nothing is stored.',
+  },
+  STORAGE_QUOTA_BYTES: {
+    about:
+      "Bytes of live files (uploads and session outputs not expired) a workspace may hold; `0` or `off` disables it. Past it, `files.upload` answers 400 `storage_quota_exceeded` (the SDK's `StorageQuotaExceededError`) and stores nothing.",
+  },
   SANDBOX_QUOTA: {
     about:
       'Sandboxes a workspace may have running at once, counted in the API database (`DATABASE_URL`) across every hands host; `0` or `off` disables it. Past it, the tool call that needed a sandbox gets an error result saying so.',

@@ -94,6 +94,17 @@ export const ConfigSchema = z.object({
     .regex(/^\d{1,4}$/, 'must be a whole number from 1 to 1000')
     .refine((v) => Number(v) >= 1 && Number(v) <= 1000, 'must be a whole number from 1 to 1000')
     .default('50'),
+  /** The largest file `files.upload` takes, in bytes, up to the blob limit (100 MiB). */
+  FILES_MAX_BYTES: z
+    .string()
+    .regex(/^\d{1,9}$/, 'must be a whole number of bytes from 1 to 104857600')
+    .refine((v) => Number(v) >= 1 && Number(v) <= 104857600, 'must be a whole number of bytes from 1 to 104857600')
+    .default('104857600'),
+  /** Bytes of live files (uploads and session outputs) a workspace may hold; `0` or `off` disables it. */
+  STORAGE_QUOTA_BYTES: z
+    .string()
+    .regex(/^(off|\d{1,15})$/, 'must be a whole number of bytes, or off')
+    .default('off'),
   /** Sandboxes a workspace may have running at once, across every hands host that reaches the API's database; `0` or `off` disables it. */
   SANDBOX_QUOTA: z
     .string()
@@ -260,6 +271,8 @@ export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
     'API_RATE_LIMIT',
     'API_SESSION_QUOTA',
     'API_EVENTS_PER_SEND',
+    'FILES_MAX_BYTES',
+    'STORAGE_QUOTA_BYTES',
   ],
   cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
 };

@@ -47,6 +47,7 @@ const TYPES: Record<string, string> = {
   credentials: 'credential',
   sessions: 'session',
   resources: 'session_resource',
+  files: 'file',
 };
 
 /**

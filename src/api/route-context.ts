@@ -44,6 +44,16 @@ export interface ApiDeps {
   quotas?: Quotas;
   /** Contents of files, skills and memories, in `db`, sealed under CODEC_KEY (src/storage/blobs.ts). */
   blobs: BlobStore;
+  /** The Files API's limits (FILES_MAX_BYTES, STORAGE_QUOTA_BYTES); absent: 100 MiB a file and no quota. */
+  files?: FileLimits;
+}
+
+/** What the Files API takes (src/api/files.ts). */
+export interface FileLimits {
+  /** The largest upload, in bytes, at most MAX_BLOB_BYTES. */
+  maxBytes: number;
+  /** Bytes of live files a workspace may hold; absent: no quota. */
+  quotaBytes?: number;
 }
 
 /** One route the server registered; `refused` when it always answers 400, and why. */

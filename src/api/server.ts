@@ -30,6 +30,7 @@ import { auditHook } from './audit';
 import { quotasFrom, registerRateLimit } from './quotas';
 import { vaultRoutes } from './vaults/vaults';
 import { credentialRoutes } from './vaults/vault-credentials';
+import { fileRoutes, fileLimitsFrom } from './files';
 import { sessionRoutes, type SessionDeps } from './sessions/sessions';
 import { findUnstorable, unstorableMessage } from './storable-text';
 
@@ -246,6 +247,7 @@ export async function buildApiServer(
   environmentRoutes(app, deps);
   vaultRoutes(app, deps);
   credentialRoutes(app, deps);
+  fileRoutes(app, deps);
   if (sessions) sessionRoutes(app, deps, sessions, log);
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
@@ -340,6 +342,7 @@ export async function startApiServer(
         vaultPublicKey,
         egress,
         quotas: quotasFrom(config),
+        files: fileLimitsFrom(config),
         blobs: new BlobStore(db, createDataConverter(loadCodecKey(config))),
         ...('table' in prices ? { prices: prices.table } : {}),
       },

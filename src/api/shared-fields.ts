@@ -1,17 +1,9 @@
 // What every resource shares: ids, timestamps, metadata with its patch semantics, and cursor pages.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { badRequest } from './api-error';
 
-const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZabcdefghijkmnopqrstuvwxyz';
-
-/** A new opaque id such as `agent_011CZk…`: the prefix, then 24 random characters. */
-export function newId(prefix: string): string {
-  const bytes = randomBytes(24);
-  let s = '';
-  for (const b of bytes) s += ALPHABET[b % ALPHABET.length];
-  return `${prefix}_01${s}`;
-}
+export { newId } from '../storage/ids';
 
 /** PostgreSQL's `integer`: versions and positions are stored as one, so a larger number is a 400, not a failed query. */
 export const INT4_MAX = 2 ** 31 - 1;

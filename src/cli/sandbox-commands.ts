@@ -5,12 +5,15 @@ import { loadConfig } from '../config';
 import { MAX_FILE_BYTES } from '../session/paths';
 import { getFileUpdate, handoffSandboxUpdate, putFileUpdate } from '../session/contract';
 import { CliError, connect, err, out, sessionId, update, withSession } from './cli-common';
+import { fileStoreCommands } from './file-commands';
 
-/** `agents files put` and `agents files get`. */
+/** `agents files put` and `agents files get`, and the Files API's commands (./file-commands.ts). */
 export function filesCommands(program: Command): void {
   const files = program
     .command('files')
-    .description("copy files into and out of a session's sandbox (provisions it if needed)");
+    .description(
+      "copy files into and out of a session's sandbox (put, get; provisions it if needed), and manage the Files API's files (list, upload, info, download, delete)",
+    );
   files
     .command('put')
     .description('copy LOCAL into the sandbox at PATH (relative to the workspace, or absolute inside it)')
@@ -57,6 +60,7 @@ export function filesCommands(program: Command): void {
       if (opts.json) out(JSON.stringify({ path: r.path, bytes: r.bytes }));
       err(`read ${r.bytes} bytes from ${r.path}`);
     });
+  fileStoreCommands(files);
 }
 
 /** `agents handoff`: one of a session's sandboxes passed to another session. */

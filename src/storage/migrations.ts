@@ -224,4 +224,32 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 7,
+    name: 'files',
+    up: [
+      // The Files API (src/storage/repos/files-repo.ts): an upload (no scope), or a session's output (scoped to the
+      // session, one row per path under its outputs directory). Deleting a file removes its row and its blob;
+      // \`blob_id\` is null once an expired file's bytes are gone (its metadata stays).
+      `create table files (
+        id text primary key,
+        workspace_id text not null,
+        pos integer generated always as identity,
+        filename text not null,
+        mime_type text not null,
+        size_bytes bigint not null,
+        sha256 text not null,
+        blob_id text,
+        scope_session_id text,
+        scope_path text,
+        downloadable boolean not null,
+        expires_at timestamptz,
+        created_at timestamptz not null default now()
+      )`,
+      `create index files_list on files (workspace_id, pos)`,
+      `create index files_by_scope on files (scope_session_id, pos) where scope_session_id is not null`,
+      `create unique index files_scope_path on files (scope_session_id, scope_path) where scope_session_id is not null`,
+      `create index files_expiring on files (workspace_id, expires_at) where expires_at is not null and blob_id is not null`,
+    ],
+  },
 ];

@@ -176,7 +176,7 @@ describe('routing before the beta check', () => {
       { 'x-api-key': key, ...BETA },
       { 'x-api-key': 'wrong', 'anthropic-beta': 'other' },
     ];
-    for (const path of ['/v1/files', '/v1/skills', '/v1/memory_stores', '/v1/agents/agent_x/nothing']) {
+    for (const path of ['/v1/files/file_x/nothing', '/v1/skills', '/v1/memory_stores', '/v1/agents/agent_x/nothing']) {
       for (const headers of headerSets) {
         const got = await raw(path, { headers });
         expect({ path, headers, status: got.status, type: got.body.error?.type }).toEqual({

@@ -11,6 +11,9 @@ import { loadConfig } from '../../src/config';
 import { vaultPublicKey } from '../../src/vault/sealed';
 import { startApiOn, testSessionDeps, type TestApi } from '../helpers/api';
 import { TEST_CODEC_KEY } from '../helpers/test-keys';
+import { BlobStore } from '../../src/storage/blobs';
+import { createDataConverter } from '../../src/codec';
+import { saveSessionOutput } from '../../src/storage/repos/files-repo';
 import { purgeSession } from '../../src/session-purge';
 import { childSessionId } from '../../src/workflows/subagents';
 import { runsOf, startHarness, startSession, testArchive, waitForEvents, type Harness } from '../helpers/env';
@@ -137,9 +140,21 @@ it('deletes a session that handed over with sealed segments: nothing of it is le
     const handedOver = (await runsOf(h.env.client, s.id)).some((r) => r.status.name === 'CONTINUED_AS_NEW');
     if (i >= 2 && handedOver && (await testArchive().segments(s.id)).length > 0) break;
   }
+  // An output the session left, as the hands host stores it: a file scoped to the session, and its blob.
+  const blobs = new BlobStore(api.db!, createDataConverter(TEST_CODEC_KEY));
+  const [{ workspace_id }] = await api.db!.query<{ workspace_id: string }>(
+    'select workspace_id from sessions where id = $1',
+    [s.id],
+  );
+  const output = await saveSessionOutput(api.db!, blobs, {
+    workspaceId: workspace_id,
+    sessionId: s.id,
+    relativePath: 'report.txt',
+    content: Buffer.from('made by the session'),
+  });
   // What the delete has to remove is there to begin with.
   const before = await remains(s.id);
-  expect(before.rows).toEqual({ sessions: 1, session_resources: 1 });
+  expect(before.rows).toEqual({ sessions: 1, session_resources: 1, files: 1 });
   expect(before.runs).toBeGreaterThanOrEqual(2);
   expect(before.segments).toBeGreaterThan(0);
   expect(before.files.some((f) => f.includes(path.join('archive', s.id)))).toBe(true);
@@ -166,6 +181,8 @@ it('deletes a session that handed over with sealed segments: nothing of it is le
 
   await untilGoneFromTemporal(s.id);
   expect(await remains(s.id)).toEqual({ rows: {}, runs: 0, segments: 0, files: [] });
+  await expect(client.beta.files.retrieveMetadata(output.id)).rejects.toBeInstanceOf(NotFound);
+  expect(await blobs.stat(output.blob_id!)).toBeUndefined();
   // The repository token was only ever stored sealed, and the sealed box went with its row.
   expect(await rowsMentioning(TOKEN)).toEqual({});
   // What the audit trail keeps of it: that it was created and deleted, by id alone.

@@ -226,7 +226,8 @@ async function checkResponse(verb: string, url: URL, res: Response): Promise<Res
     checkError(where, await res.clone().json());
     return res;
   }
-  if (!method) return res;
+  // A download (`files.download`) is the content itself, typed by the file's own MIME type.
+  if (!method || method.kind === 'binary') return res;
   if (method.kind === 'stream' && type.includes('text/event-stream') && res.body) {
     return new Response(checkedSse(res.body, where, method), {
       status: res.status,

@@ -6,12 +6,16 @@ import type { Client } from '@temporalio/client';
 import type { SessionArchive } from '../../archive';
 import { purgeSession } from '../../session-purge';
 import type { Db } from '../../storage/db';
+import type { BlobStore } from '../../storage/blobs';
+import { deleteSessionFiles } from '../../storage/repos/files-repo';
 import { deleteSessionRows, deletedSessionIds, markSessionDeleted } from '../../storage/repos/sessions-repo';
 
 export interface DeleteDeps {
   db: Db;
   client: Client;
   archive: SessionArchive;
+  /** The blob store the session's files (its outputs) are in. */
+  blobs: BlobStore;
 }
 
 /** Deletes session `id` of the workspace; false when it has no such session (or it is deleted already). */
@@ -25,7 +29,8 @@ export async function deleteSession(deps: DeleteDeps, workspaceId: string, id: s
 /** The steps after the mark, in the order that keeps each repeatable: what is found through the row goes last. */
 async function finish(deps: DeleteDeps, id: string): Promise<void> {
   await purgeSession(deps.client, deps.archive, id);
-  // Files scoped to a session (the Files API's session-scoped uploads, once it stores any) are removed here.
+  // The files scoped to the session (its outputs) go with it, blobs included; then the rows that name it.
+  await deps.db.transaction((tx) => deleteSessionFiles(tx, deps.blobs, id));
   await deleteSessionRows(deps.db, id);
 }
 

@@ -266,7 +266,11 @@ export function sessionRoutes(
   let stopResuming: (() => Promise<void>) | undefined;
   app.addHook(
     'onReady',
-    async () => void (stopResuming = resumeDeletes({ db, client: sessions.client, archive: sessions.archive }, log)),
+    async () =>
+      void (stopResuming = resumeDeletes(
+        { db, client: sessions.client, archive: sessions.archive, blobs: deps.blobs },
+        log,
+      )),
   );
   app.addHook('onClose', async () => stopResuming?.());
 
@@ -396,7 +400,13 @@ export function sessionRoutes(
     },
     async (req) => {
       const id = req.params.session_id;
-      if (!(await deleteSession({ db, client: sessions.client, archive: sessions.archive }, req.workspaceId, id)))
+      if (
+        !(await deleteSession(
+          { db, client: sessions.client, archive: sessions.archive, blobs: deps.blobs },
+          req.workspaceId,
+          id,
+        ))
+      )
         throw notFound('session', id);
       return { id, type: 'session_deleted' as const };
     },

@@ -8,6 +8,12 @@ export async function ensureWorkspace(tx: Queryable, newId: string, name: string
   return ws.id;
 }
 
+/** The id of the workspace named `name`, or undefined when there is none. */
+export async function findWorkspaceId(q: Queryable, name: string): Promise<string | undefined> {
+  const [ws] = await q.query<{ id: string }>('select id from workspaces where name = $1', [name]);
+  return ws?.id;
+}
+
 export async function insertApiKey(
   tx: Queryable,
   id: string,

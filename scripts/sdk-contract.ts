@@ -51,7 +51,7 @@ export interface SdkContract {
   sdkVersion: string;
   hash: string;
   methods: SdkMethod[];
-  /** One JSON Schema: `properties[method name]` is the response body (an event for a stream); also `$error`, `$errorDetails` and `$platformEvent`. */
+  /** One JSON Schema: `properties[method name]` is the response body (an event for a stream); also `$error`, `$memoryError`, `$errorDetails` and `$platformEvent`. */
   schema: { properties: Record<string, unknown>; definitions: Record<string, unknown> };
 }
 
@@ -205,6 +205,10 @@ function entryModule(methods: Found[]): { text: string; names: string[] } {
     names.push(m.name);
   }
   props.push(`  $error: ${alias({ name: 'ErrorResponse', file: path.join(SDK, 'resources/shared.d.ts') })};`);
+  // The memory stores' routes answer with their own error objects too (memory_precondition_failed_error...).
+  props.push(
+    `  $memoryError: { type: 'error'; request_id: string | null; error: ${alias({ name: 'BetaManagedAgentsErrorObject', file: path.join(SDK, 'resources/beta/memory-stores/memories.d.ts') })} };`,
+  );
   props.push(`  $errorDetails: ${alias({ name: 'ErrorDetails', file: path.join(SDK, 'resources/shared.d.ts') })};`);
   // The platform's own events (docs/api.md), outside the SDK's union by design, checked against our declaration.
   props.push(`  $platformEvent: ${alias({ name: 'PlatformEvent', file: PLATFORM_EVENTS })};`);

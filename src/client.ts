@@ -30,6 +30,7 @@ import {
   watchCommand,
 } from './cli/session-commands';
 import { vaultCommands } from './cli/vault-commands';
+import { memoryCommands } from './cli/memory-commands';
 
 export { CliError, loadAgent };
 
@@ -63,6 +64,7 @@ export function buildProgram(): Command {
   vaultCommands(program);
   apiCommand(program);
   apiKeysCommands(program);
+  memoryCommands(program);
   auditCommand(program);
   devCommand(program);
   modelServerCommand(program);

@@ -11,7 +11,13 @@ export const ERROR_TYPES = [
   'api_error',
   'overloaded_error',
 ] as const;
-export type ErrorType = (typeof ERROR_TYPES)[number];
+/** The memory stores' own 409s (`BetaManagedAgentsErrorObject`): a failed precondition, a path taken, a conflict. */
+export const MEMORY_ERROR_TYPES = [
+  'memory_precondition_failed_error',
+  'memory_path_conflict_error',
+  'conflict_error',
+] as const;
+export type ErrorType = (typeof ERROR_TYPES)[number] | (typeof MEMORY_ERROR_TYPES)[number];
 
 export const ErrorEnvelopeSchema = z
   .object({
@@ -30,7 +36,12 @@ export class ApiError extends PlatformError {
     readonly status: number,
     readonly type: ErrorType,
     message: string,
-    readonly extra: { errorCode?: string; headers?: Record<string, string> } = {},
+    readonly extra: {
+      errorCode?: string;
+      headers?: Record<string, string>;
+      /** Fields of the error object beside `type` and `message` (`conflicting_path`...). */
+      fields?: Record<string, string>;
+    } = {},
   ) {
     super(message);
   }

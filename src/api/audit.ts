@@ -7,7 +7,15 @@ import { insertAuditRow, listAuditRows } from '../storage/repos/audit-repo';
 import { iso } from './shared-fields';
 import type { ApiApp } from './route-context';
 
-export const AUDIT_ACTIONS = ['created', 'updated', 'archived', 'deleted', 'events_sent', 'revoked'] as const;
+export const AUDIT_ACTIONS = [
+  'created',
+  'updated',
+  'archived',
+  'deleted',
+  'events_sent',
+  'revoked',
+  'redacted',
+] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 export interface AuditEntry {
@@ -48,11 +56,14 @@ const TYPES: Record<string, string> = {
   sessions: 'session',
   resources: 'session_resource',
   files: 'file',
+  memory_stores: 'memory_store',
+  memories: 'memory',
+  memory_versions: 'memory_version',
 };
 
 /**
  * What a successful request to a route pattern (`/v1/vaults/:vault_id/credentials/:credential_id/archive`) did:
- * POST to a collection creates, POST to an item updates, `/archive` archives, DELETE deletes, and events.send sends
+ * POST to a collection creates, POST to an item updates, `/archive` archives, `/redact` redacts, DELETE deletes, and events.send sends
  * events to its session. Undefined for anything else (reads, and routes outside these resources).
  */
 export function auditedAction(
@@ -68,8 +79,8 @@ export function auditedAction(
     return { action: 'events_sent', resourceType: 'session', resourceId: ids[0] };
   let action: AuditAction;
   let last = parts[parts.length - 1];
-  if (last === 'archive' && method === 'POST') {
-    action = 'archived';
+  if ((last === 'archive' || last === 'redact') && method === 'POST') {
+    action = last === 'archive' ? 'archived' : 'redacted';
     parts.pop();
     last = parts[parts.length - 1];
   } else if (method === 'DELETE') action = 'deleted';

@@ -31,6 +31,7 @@ import { quotasFrom, registerRateLimit } from './quotas';
 import { vaultRoutes } from './vaults/vaults';
 import { credentialRoutes } from './vaults/vault-credentials';
 import { fileRoutes, fileLimitsFrom } from './files';
+import { memoryStoreRoutes } from './memory-stores/memory-stores';
 import { sessionRoutes, type SessionDeps } from './sessions/sessions';
 import { findUnstorable, unstorableMessage } from './storable-text';
 
@@ -188,10 +189,12 @@ export async function buildApiServer(
     let type: ErrorType;
     let message: string;
     let errorCode: string | undefined;
+    let fields: Record<string, string> | undefined;
     const down = err instanceof ApiError ? undefined : dependencyDown(err);
     if (err instanceof ApiError) {
       ({ status, type, message } = err);
       errorCode = err.extra.errorCode;
+      fields = err.extra.fields;
       for (const [k, v] of Object.entries(err.extra.headers ?? {})) reply.header(k, v);
     } else if (hasZodFastifySchemaValidationErrors(err)) {
       status = 400;
@@ -227,7 +230,7 @@ export async function buildApiServer(
       .type('application/json')
       .send({
         type: 'error',
-        error: { type, message, ...(errorCode ? { details: { error_code: errorCode } } : {}) },
+        error: { ...fields, type, message, ...(errorCode ? { details: { error_code: errorCode } } : {}) },
         request_id: req.id,
       });
   });
@@ -248,6 +251,7 @@ export async function buildApiServer(
   vaultRoutes(app, deps);
   credentialRoutes(app, deps);
   fileRoutes(app, deps);
+  memoryStoreRoutes(app, deps);
   if (sessions) sessionRoutes(app, deps, sessions, log);
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());

@@ -73,6 +73,10 @@ const EXAMPLES: Record<string, string[]> = {
   ],
   'api-keys list': ['agents api-keys list', 'agents api-keys list --json'],
   'api-keys revoke': ['agents api-keys revoke apikey_01AB…'],
+  'memory stores': ['agents memory stores', 'agents memory stores --workspace team-a --json'],
+  'memory ls': ['agents memory ls memstore_01AB…', 'agents memory ls memstore_01AB… --prefix /notes/ --json'],
+  'memory cat': ['agents memory cat memstore_01AB… /notes/todo.md'],
+  'memory versions': ['agents memory versions memstore_01AB… --path /notes/todo.md'],
   audit: ['agents audit', 'agents audit --workspace team-a --limit 20 --json'],
   'vault public-key': ['VAULT_PUBLIC_KEY=$(agents vault public-key) agents api'],
   'codec-server': [

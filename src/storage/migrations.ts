@@ -250,6 +250,57 @@ export const MIGRATIONS: readonly Migration[] = [
       `create index files_by_scope on files (scope_session_id, pos) where scope_session_id is not null`,
       `create unique index files_scope_path on files (scope_session_id, scope_path) where scope_session_id is not null`,
       `create index files_expiring on files (workspace_id, expires_at) where expires_at is not null and blob_id is not null`,
+      ],
+    },
+    {
+    version: 8,
+    name: 'memory stores',
+    up: [
+      // Memory stores (src/storage/repos/memory-repo.ts): every write to a store's memories locks its row first.
+      `create table memory_stores (
+        id text primary key,
+        workspace_id text not null references workspaces (id),
+        pos integer generated always as identity,
+        name text not null,
+        description text not null,
+        metadata jsonb not null,
+        created_at timestamptz not null,
+        updated_at timestamptz not null,
+        archived_at timestamptz
+      )`,
+      `create index memory_stores_list on memory_stores (workspace_id, pos)`,
+      // A live memory: its path and the version that holds its current content. A deleted memory has no row here;
+      // its versions stay. Paths compare byte-wise (collate "C"), so listings sort the same on every host.
+      `create table memories (
+        id text primary key,
+        store_id text not null references memory_stores (id),
+        path text collate "C" not null,
+        version_id text not null,
+        content_sha256 text not null,
+        content_size_bytes integer not null,
+        created_at timestamptz not null,
+        updated_at timestamptz not null,
+        unique (store_id, path)
+      )`,
+      // One row per change, never updated but by a redaction (which clears path, hash, size and the blob). A
+      // 'deleted' version has no content; `blob_id` names the version's own copy of the content.
+      `create table memory_versions (
+        id text primary key,
+        store_id text not null references memory_stores (id),
+        memory_id text not null,
+        pos integer generated always as identity,
+        operation text not null check (operation in ('created', 'modified', 'deleted')),
+        path text,
+        blob_id text,
+        content_sha256 text,
+        content_size_bytes integer,
+        created_by jsonb,
+        created_at timestamptz not null,
+        redacted_at timestamptz,
+        redacted_by jsonb
+      )`,
+      `create index memory_versions_list on memory_versions (store_id, pos)`,
+      `create index memory_versions_by_memory on memory_versions (memory_id, pos)`,
     ],
   },
 ];

@@ -147,7 +147,7 @@ function check(where: string, ref: string, typeName: string, value: unknown): vo
   violations.push(`${where}: not a ${typeName}: ${describe(v.errors ?? [], value)}`);
 }
 
-function checkError(where: string, body: unknown): void {
+function checkError(where: string, body: unknown, pathname = ''): void {
   const b = body as { error?: { details?: unknown } } | null;
   const details = b && typeof b === 'object' && b.error && typeof b.error === 'object' ? b.error.details : undefined;
   // The SDK reads `error.details` (APIError.details: ErrorDetails) beside the ErrorObject its body type declares.
@@ -156,7 +156,9 @@ function checkError(where: string, body: unknown): void {
     const { details: _, ...error } = b!.error!;
     body = { ...b, error };
   }
-  check(where, pointer('$error'), 'ErrorResponse', body);
+  // The memory stores' errors are the SDK's BetaManagedAgentsErrorObject, which adds their own 409s.
+  if (pathname.startsWith('/v1/memory_stores')) check(where, pointer('$memoryError'), 'memory store error', body);
+  else check(where, pointer('$error'), 'ErrorResponse', body);
 }
 
 /** Checks one streamed event: the SDK's stream union, or the platform's own declaration for `platform.*`. */
@@ -223,7 +225,7 @@ async function checkResponse(verb: string, url: URL, res: Response): Promise<Res
         violations.push(`${where}: an error with content-type ${type || 'none'}, not the JSON envelope`);
       return res;
     }
-    checkError(where, await res.clone().json());
+    checkError(where, await res.clone().json(), url.pathname);
     return res;
   }
   // A download (`files.download`) is the content itself, typed by the file's own MIME type.

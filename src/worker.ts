@@ -40,6 +40,7 @@ import { ApiCredentials } from './mcp/api-credentials';
 import { secretVault } from './vault/open';
 import { openDb, type Db } from './storage/db';
 import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';
+import { createMountData, type MountData } from './hands/mount-data';
 import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
 import { parseCodecKeys, type CodecKeys } from './codec';
 import { StreamHub, identityWithStream } from './stream';
@@ -82,6 +83,8 @@ export interface WorkerOptions {
   vaultKey?: string;
   /** Hands: opens repository tokens itself (tests holding the vault key); defaults to the API's database. */
   repoTokens?: RepoTokens;
+  /** Hands: API sessions' files, memory stores and skills; defaults to the API's database's. */
+  mountData?: MountData;
   /** Hands: sandboxes a workspace may have running at once; defaults to SANDBOX_QUOTA (0: none). Needs the API's database. */
   sandboxQuota?: number;
   /** Hands: how often the reaper runs; 0 turns it off. */
@@ -359,6 +362,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     // SANDBOX_QUOTA is counted in the API's database, so a host without it enforces none.
     const limit = opts.sandboxQuota ?? (config.SANDBOX_QUOTA === 'off' ? 0 : Number(config.SANDBOX_QUOTA));
     const quota = limit > 0 && (opts.apiDb || db) ? createSandboxQuota(apiDb, limit) : undefined;
+    // Sessions' mounts are read from the API's database, like repository tokens.
+    const mountData = opts.mountData ?? (opts.apiDb || db ? createMountData(apiDb) : undefined);
     const activities = createHandsActivities({
       provider,
       hostId,
@@ -369,6 +374,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
       repoTokens,
       egress: await gate(),
       quota,
+      mountData,
+      mountStateDir: path.join(path.dirname(registry.file), 'mounts'),
     });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
       workers.push(

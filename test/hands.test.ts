@@ -79,9 +79,9 @@ describe('sandbox provisioning', () => {
     });
     const status = await handle.query(statusQuery);
     expect(status.sandboxes).toEqual([{ name: 'main', sandboxId: containers[0].Id, host: HOST, state: 'running' }]);
-    // Only named volumes are mounted: no host path, no Docker socket.
+    // Only volumes are mounted (workspace, home, and the container's own /mnt): no host path, no Docker socket.
     const inspect = await d.getContainer(containers[0].Id).inspect();
-    expect(inspect.Mounts.map((m) => m.Type)).toEqual(['volume', 'volume']);
+    expect(inspect.Mounts.map((m) => m.Type)).toEqual(['volume', 'volume', 'volume']);
     expect(JSON.stringify(inspect.Mounts)).not.toMatch(/docker\.sock/);
     expect(inspect.HostConfig).toMatchObject({
       Runtime: 'runsc-nonet',

@@ -29,6 +29,8 @@ import { Failure } from '../session/failure-types';
 import { RepoTokenError, type RepoTokens } from './repo-tokens';
 import { SealError } from '../vault/sealed';
 import { SandboxQuotaError, leaseIsLive, type SandboxQuota } from './sandbox-quota';
+import type { MountData } from './mount-data';
+import { MountDataError, sessionMountsHands, withMounts } from './session-mounts';
 
 export { formatBashOutput } from './tool-runners';
 export {
@@ -60,6 +62,10 @@ export interface HandsDeps {
   egress?: EgressGate;
   /** SANDBOX_QUOTA, counted in the API's database; absent: no quota. */
   quota?: SandboxQuota;
+  /** API sessions' files, memory stores and skills (src/hands/mount-data.ts); absent: no session has mounts here. */
+  mountData?: MountData;
+  /** Where what each sandbox was given of its mounts is recorded (beside the ownership registry); absent: memory only. */
+  mountStateDir?: string;
 }
 
 /** Heartbeats while `fn` runs, so a dead host is noticed within the heartbeat timeout, not the command's. */
@@ -126,6 +132,7 @@ export function createHandsActivities(deps: HandsDeps) {
   };
 
   const git = createGitOps(provider, deps.mirrorsDir, deps.egress);
+  const mounts = deps.mountData && sessionMountsHands(provider, deps.mountData, deps.mountStateDir);
 
   /** Refuses a caller the registry does not name as the sandbox's owner. */
   const checkOwner = (sandboxId: string, caller: Caller) => {
@@ -173,11 +180,20 @@ export function createHandsActivities(deps: HandsDeps) {
           if (err instanceof OwnershipError) denied(err.message);
           throw err;
         }
+        try {
+          await heartbeating(async () => mounts?.provisioned(input.sessionId, r.sandboxId));
+        } catch (err) {
+          // A sandbox without its mounts is not handed out: the workflow sees the provision fail.
+          await provider.destroy(r.sandboxId, { keepWorkspace: true }).catch(() => undefined);
+          deps.registry?.remove(r.sandboxId);
+          mounts?.forget(r.sandboxId);
+          throw err;
+        }
         return { ...r, taskQueue: hostTaskQueue(hostId), host: hostId };
       } catch (err) {
         if (lease) await deps.quota!.drop(lease).catch(() => undefined);
         const message = redact((err as Error).message, repoToken ? [repoToken] : []);
-        if (err instanceof SetupFailedError || err instanceof GitError)
+        if (err instanceof SetupFailedError || err instanceof GitError || err instanceof MountDataError)
           throw ApplicationFailure.create({ message, type: Failure.Sandbox.SetupFailed, nonRetryable: true });
         if (err instanceof RuntimeUnavailableError)
           throw ApplicationFailure.create({ message, type: Failure.Sandbox.Runtime, nonRetryable: true });
@@ -241,7 +257,10 @@ export function createHandsActivities(deps: HandsDeps) {
           return heartbeating(() => run(input.sandboxId, key, input.git!, gitInput, token)).catch(lost);
         },
       };
-      return runner(ctx, parsed.data);
+      if (!mounts || input.sessionId === undefined) return runner(ctx, parsed.data);
+      return withMounts(mounts, input.sessionId, input.sandboxId, () => runner(ctx, parsed.data), heartbeating).catch(
+        lost,
+      );
     },
 
     async stopSandbox(input: { sandboxId: string } & Caller): Promise<void> {
@@ -254,6 +273,7 @@ export function createHandsActivities(deps: HandsDeps) {
       checkOwner(input.sandboxId, input);
       await provider.destroy(input.sandboxId);
       deps.registry?.remove(input.sandboxId);
+      mounts?.forget(input.sandboxId);
       await deps.quota?.release(input.sandboxId);
     },
 

@@ -12,6 +12,7 @@ import { LIVE_DELAY_MS, startLiveCopy, type LiveCopy } from './live-copy';
 import type { EgressGate } from '../egress';
 import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror, upstreamOf } from './host-git';
 import { resourceName } from './names';
+import { putTree, removeAsRoot, scanTree } from './mount-tree';
 import { hostLimits, RuntimeSelector, runtimeOf, type SandboxRuntimePreference } from './runtime';
 
 export { resourceName };
@@ -131,8 +132,8 @@ export class DockerSandboxProvider implements SandboxProvider {
       if (c.State === 'running' && c.Labels[LABEL.host] === req.hostId) {
         return this.found(c.Id, recipe, req.resume === c.Id);
       }
-      // Anything else left over (killed, crashed) is replaced; the workspace volume stays.
-      await container.remove({ force: true }).catch(() => undefined);
+      // Anything else left over (killed, crashed) is replaced; the workspace volume stays, its /mnt goes.
+      await container.remove({ force: true, v: true }).catch(() => undefined);
     }
     const workspace = resourceName('ws', req.sessionId, req.name);
     const home = resourceName('home', req.sessionId, req.name);
@@ -160,6 +161,8 @@ export class DockerSandboxProvider implements SandboxProvider {
         Mounts: [
           { Type: 'volume', Source: workspace, Target: recipe.workdir },
           { Type: 'volume', Source: home, Target: SANDBOX_HOME },
+          // The session's mounts: a volume of the container's own (the archive call cannot write a tmpfs).
+          { Type: 'volume', Source: '', Target: '/mnt' },
         ],
         PidsLimit: limits.pids,
         Memory: limits.memoryBytes,
@@ -251,6 +254,12 @@ export class DockerSandboxProvider implements SandboxProvider {
     });
     if (r.exitCode !== 0) throw new Error(`cannot write ${dir}/${name} in the sandbox: ${r.output.trim()}`);
   }
+
+  // The session's mounts (mount-tree.ts): trees through the archive call, removals as root, the change scan.
+  readonly putTree: SandboxProvider['putTree'] = (id, dir, entries) => putTree(this.docker, id, dir, entries);
+  readonly removePaths: SandboxProvider['removePaths'] = (id, paths) => removeAsRoot(this.docker, id, paths);
+  readonly scanFiles: SandboxProvider['scanFiles'] = (id, dirs, known) =>
+    scanTree((req) => this.execute(id, req), dirs, known);
 
   async execute(sandboxId: string, req: ExecRequest, signal?: AbortSignal): Promise<ExecResult> {
     const container = this.docker.getContainer(sandboxId);
@@ -393,7 +402,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     } catch {
       return;
     }
-    await container.remove({ force: true }).catch(() => undefined);
+    await container.remove({ force: true, v: true }).catch(() => undefined);
     if (!opts.keepWorkspace && labels[LABEL.session] && labels[LABEL.sandbox]) {
       for (const kind of ['ws', 'home'])
         await this.docker

@@ -56,6 +56,28 @@ export interface ExecResult {
   fullOutputPath?: string;
 }
 
+/** One entry of a tree written into a sandbox: its path relative to the target directory, owner and mode. */
+export type TreeEntry =
+  | { type: 'dir'; path: string; uid: number; mode: number }
+  | { type: 'file'; path: string; uid: number; mode: number; content: Buffer };
+
+/** What a scan found: regular files (with content where read) and anything else, by kind; links are never followed. */
+export interface ScanResult {
+  files: {
+    path: string;
+    size: number;
+    /** Modification time in nanoseconds, as a decimal string. */
+    mtime: string;
+    /** Present when the file was read: it was not in `known`, or its size or mtime differed. */
+    content?: Buffer;
+    /** Why it could not be read (too large, unreadable). */
+    error?: string;
+    /** Not read this time: the scan's read budget was spent. */
+    deferred?: boolean;
+  }[];
+  other: { path: string; kind: string }[];
+}
+
 export type SandboxHealth = 'running' | 'stopped' | 'missing';
 
 export interface SandboxInfo extends SandboxRef {
@@ -83,6 +105,19 @@ export interface SandboxProvider {
   copyOut(sandboxId: string, file: string): Promise<Buffer>;
   /** Writes one file into a directory of the sandbox, owned by the sandbox user. */
   copyIn(sandboxId: string, dir: string, name: string, content: Buffer): Promise<void>;
+  /** Writes a tree under `dir` (an existing directory) through the engine's archive call, with each entry's owner and mode. */
+  putTree(sandboxId: string, dir: string, entries: readonly TreeEntry[]): Promise<void>;
+  /** Removes paths as root (read-only mounts are root's). */
+  removePaths(sandboxId: string, paths: readonly string[]): Promise<void>;
+  /**
+   * Lists the regular files under `dirs` with size and mtime, and reads those whose size or mtime differ from
+   * `known`; links and other types are reported apart, never followed. One exec.
+   */
+  scanFiles(
+    sandboxId: string,
+    dirs: readonly string[],
+    known: Readonly<Record<string, { size: number; mtime: string }>>,
+  ): Promise<ScanResult>;
 }
 
 export class SandboxLostError extends PlatformError {}

@@ -301,6 +301,38 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
       `create index memory_versions_list on memory_versions (store_id, pos)`,
       `create index memory_versions_by_memory on memory_versions (memory_id, pos)`,
+      ],
+    },
+    {
+    version: 10,
+    name: 'session mounts',
+    up: [
+      // What a session mounts into its sandbox: files, memory stores and skills (src/storage/repos/session-mounts-repo.ts).
+      // `ref_id` is the file, store or skill; `name` and `description` are the store's or skill's, snapshotted at attach.
+      `create table session_mounts (
+        id text primary key,
+        session_id text not null,
+        workspace_id text not null,
+        pos bigint generated always as identity,
+        kind text not null check (kind in ('file', 'memory_store', 'skill')),
+        ref_id text not null,
+        version text,
+        mount_path text not null,
+        access text not null check (access in ('read_write', 'read_only')),
+        instructions text,
+        name text,
+        description text,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now(),
+        unique (session_id, mount_path)
+      )`,
+      `create index session_mounts_by_session on session_mounts (session_id, pos)`,
+      `create index session_mounts_by_ref on session_mounts (kind, ref_id)`,
+      // Bumped by every insert and delete of a session's mounts: the hands host compares it before each tool call.
+      `create table session_mount_generations (
+        session_id text primary key,
+        generation integer not null
+      )`,
     ],
   },
 ];

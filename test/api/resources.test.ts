@@ -197,7 +197,7 @@ it('refuses resources it cannot mount, naming the field, and creates nothing', a
   const repo = { type: 'github_repository' as const, url: repoUrl };
   const refused: [unknown[], RegExp][] = [
     [[repo, repo], /resources: a session mounts at most one repository for now/],
-    [[{ type: 'file', file_id: 'file_1' }], /resources\.0: file resources are not supported yet/],
+    [[{ type: 'file', file_id: 'file_1', mount_path: '/etc/x' }], /resources\.0\.mount_path: a file mounts at/],
     [[{ ...repo, mount_path: '/etc' }], /resources\.0\.mount_path: a repository mounts at \/workspace/],
     [[{ ...repo, mount_path: '/workspace/../etc' }], /resources\.0\.mount_path/],
     [[{ ...repo, url: `http://user:${TOKEN}@127.0.0.1/app.git` }], /resources\.0\.url: url must not carry credentials/],

@@ -18,7 +18,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/beta/vaults/vaults';
 import type { BetaManagedAgentsSession } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { BetaManagedAgentsSessionEvent } from '@anthropic-ai/sdk/resources/beta/sessions/events';
-import type { BetaManagedAgentsGitHubRepositoryResource } from '@anthropic-ai/sdk/resources/beta/sessions/resources';
+import type { BetaManagedAgentsSessionResource } from '@anthropic-ai/sdk/resources/beta/sessions/resources';
 import type { ErrorResponse } from '@anthropic-ai/sdk/resources/shared';
 import type { ApiAgent, AgentSchema } from '../../src/api/agents';
 import type { ApiEnvironment } from '../../src/api/environments';
@@ -44,7 +44,7 @@ export type Checked = [
   Assignable<z.infer<typeof CredentialSchema>, BetaManagedAgentsCredential>,
   Assignable<Deleted<'vault_credential_deleted'>, BetaManagedAgentsDeletedCredential>,
   Assignable<z.infer<typeof SessionSchema>, BetaManagedAgentsSession>,
-  Assignable<ApiResource, BetaManagedAgentsGitHubRepositoryResource>,
+  Assignable<ApiResource, BetaManagedAgentsSessionResource>,
   Assignable<Exclude<ApiSessionEvent, PlatformEvent>, BetaManagedAgentsSessionEvent>,
   Assignable<
     { type: 'error'; error: { type: 'invalid_request_error'; message: string }; request_id: string },

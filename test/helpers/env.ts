@@ -14,6 +14,7 @@ import { DockerSandboxProvider } from '../../src/sandbox/docker';
 import type { SandboxProvider } from '../../src/sandbox/provider';
 import type { SecretVault } from '../../src/vault';
 import type { RepoTokens } from '../../src/hands/repo-tokens';
+import type { MountData } from '../../src/hands/mount-data';
 import { AgentSchema, type AgentInput } from '../../src/session/agent';
 import { EVENT_TYPES, SessionEventSchema, type SessionEvent } from '../../src/session/events';
 import { BRAIN_TASK_QUEUE } from '../../src/session/queues';
@@ -115,6 +116,8 @@ export async function startHarness(
     vault?: SecretVault;
     archive?: SessionArchive;
     repoTokens?: RepoTokens;
+    /** The hands role's session mounts (files, memory stores, skills). */
+    mountData?: MountData;
     /** The hands role's sandboxes (default: the Docker engine with SANDBOX_RUNTIME's choice). */
     sandboxes?: SandboxProvider;
     log?: (msg: string) => void;
@@ -135,6 +138,7 @@ export async function startHarness(
         vault: opts.vault,
         archive: opts.archive,
         repoTokens: opts.repoTokens,
+        mountData: opts.mountData,
         sandboxes: opts.sandboxes,
         ...(opts.log ? { log: opts.log } : {}),
       });

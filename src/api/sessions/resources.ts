@@ -1,6 +1,7 @@
-// A session's resources: github_repository, cloned by the hands host into the sandbox's workspace. The token is
-// sealed to the vault public key at create (the API can write it, never read it back) and the agent file names it
-// only as `resource:<id>`, so it is in no history, event or sandbox; git_push and git_pull use it on the host.
+// A session's resources: github_repository, cloned by the hands host into the sandbox's workspace, and file and
+// memory_store, mounted into the sandbox (mounts.ts). A repository's token is sealed to the vault public key at
+// create (the API can write it, never read it back) and the agent file names it only as `resource:<id>`, so it is in
+// no history, event or sandbox; git_push and git_pull use it on the host.
 import { z } from 'zod';
 import type { SandboxRecipe } from '../../session/agent';
 import { BRANCH_NAME_RE } from '../../tools/git';
@@ -17,6 +18,17 @@ import {
 import { IdSchema, PageQuerySchema, cursorPos, iso, newId } from '../shared-fields';
 import type { ApiApp, ApiDeps } from '../route-context';
 import { badRequest, notFound } from '../api-error';
+import { deleteMount, findMount, listMounts } from '../../storage/repos/session-mounts-repo';
+import {
+  FileParamsSchema,
+  FileResourceSchema,
+  MemoryStoreParamsSchema,
+  MemoryStoreResourceSchema,
+  insertMounts,
+  planMounts,
+  toMountResource,
+  type MountResource,
+} from './resource-mounts';
 import { refuseAtTheDoor } from '../egress-door';
 
 const WORKDIR = '/workspace';
@@ -44,31 +56,35 @@ const GitHubRepositoryParamsSchema = z.strictObject({
   mount_path: z.string().max(500).nullish(),
 });
 
-const unsupported = <T extends string>(type: T, why: string) =>
-  z.looseObject({ type: z.literal(type) }).refine(() => false, `${type} resources are not supported yet: ${why}`);
-
 export const ResourceParamsSchema = z.discriminatedUnion('type', [
   GitHubRepositoryParamsSchema,
-  unsupported('file', 'there is no Files API'),
-  unsupported('memory_store', 'there are no memory stores'),
+  FileParamsSchema,
+  MemoryStoreParamsSchema,
 ]);
 export type ResourceParams = z.infer<typeof ResourceParamsSchema>;
 
 /** At most one repository: a session has one sandbox with one repo for now. */
-export const ResourcesSchema = z.array(ResourceParamsSchema).max(1, 'a session mounts at most one repository for now');
+export const ResourcesSchema = z
+  .array(ResourceParamsSchema)
+  .max(100, 'a session has at most 100 resources')
+  .refine(
+    (rs) => rs.filter((r) => r.type === 'github_repository').length <= 1,
+    'a session mounts at most one repository for now',
+  );
 
+const RepositoryResourceSchema = z.object({
+  id: z.string(),
+  type: z.literal('github_repository'),
+  url: z.string(),
+  mount_path: z.string(),
+  checkout: CheckoutSchema.nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
 export const ResourceSchema = z
-  .object({
-    id: z.string(),
-    type: z.literal('github_repository'),
-    url: z.string(),
-    mount_path: z.string(),
-    checkout: CheckoutSchema.nullable(),
-    created_at: z.string(),
-    updated_at: z.string(),
-  })
+  .discriminatedUnion('type', [RepositoryResourceSchema, FileResourceSchema, MemoryStoreResourceSchema])
   .meta({ id: 'SessionResource' });
-export type ApiResource = z.infer<typeof ResourceSchema>;
+export type ApiResource = z.infer<typeof RepositoryResourceSchema> | MountResource;
 
 /** Where in the workspace a repository goes, relative to it: `mount_path`, or /workspace/<repo-name>. */
 function relativeMountPath(url: string, mountPath: string | null | undefined, i: number): string | undefined {
@@ -103,9 +119,8 @@ export interface PlannedResource {
  * egress gate (the hands host checks it again before git connects), and its repo is marked as a tenant's.
  */
 export async function planResources(deps: ApiDeps, resources: readonly ResourceParams[]): Promise<PlannedResource[]> {
-  const planned = resources.map((params, i) => {
-    if (params.type !== 'github_repository')
-      throw badRequest(`resources.${i}: ${params.type} resources are not supported yet`);
+  const repos = resources.flatMap((params, i) => (params.type === 'github_repository' ? [{ params, i }] : []));
+  const planned = repos.map(({ params, i }) => {
     const id = newId('sesrsc');
     const path = relativeMountPath(params.url, params.mount_path, i);
     const checkout = params.checkout ?? undefined;
@@ -150,6 +165,15 @@ export async function insertResources(
   }
 }
 
+/** The file and memory_store resources of a new session, checked against the workspace's files and stores. */
+export function planResourceMounts(db: Queryable, workspaceId: string, resources: readonly ResourceParams[]) {
+  return planMounts(
+    db,
+    workspaceId,
+    resources.flatMap((p, i) => (p.type === 'github_repository' ? [] : [{ i, field: `resources.${i}`, p }])),
+  );
+}
+
 type Checkout = z.infer<typeof CheckoutSchema>;
 
 const toResource = (r: ResourceRow<Checkout>): ApiResource => ({
@@ -162,9 +186,11 @@ const toResource = (r: ResourceRow<Checkout>): ApiResource => ({
   updated_at: iso(r.updated_at),
 });
 
-/** A session's resources, oldest first. */
+/** A session's resources: its repository, then its files and memory stores, oldest first. */
 export async function resourcesOf(db: Queryable, sessionId: string): Promise<ApiResource[]> {
-  return (await listResources<Checkout>(db, sessionId)).map(toResource);
+  const repos = (await listResources<Checkout>(db, sessionId)).map(toResource);
+  const mounts = (await listMounts(db, sessionId)).flatMap((m) => toMountResource(m) ?? []);
+  return [...repos, ...mounts];
 }
 
 const ResourcePath = z.object({ session_id: IdSchema, resource_id: IdSchema });
@@ -180,11 +206,18 @@ export function resourceRoutes(
 ): void {
   const { db } = deps;
   /** One resource of the caller's own session (looked up first, so another workspace's answers 404). */
-  const one = async (sessionId: string, resourceId: string): Promise<ResourceRow<Checkout>> => {
-    const row = await findResource<Checkout>(db, sessionId, resourceId);
-    if (!row) throw notFound('resource', resourceId);
-    return row;
+  const one = async (
+    sessionId: string,
+    resourceId: string,
+  ): Promise<{ repo: ResourceRow<Checkout> } | { mount: NonNullable<Awaited<ReturnType<typeof findMount>>> }> => {
+    const repo = await findResource<Checkout>(db, sessionId, resourceId);
+    if (repo) return { repo };
+    const mount = await findMount(db, sessionId, resourceId);
+    if (mount && mount.kind !== 'skill') return { mount };
+    throw notFound('resource', resourceId);
   };
+  const shown = (r: Awaited<ReturnType<typeof one>>): ApiResource =>
+    'repo' in r ? toResource(r.repo) : toMountResource(r.mount)!;
 
   app.get(
     '/v1/sessions/:session_id/resources',
@@ -207,8 +240,7 @@ export function resourceRoutes(
   app.get(
     '/v1/sessions/:session_id/resources/:resource_id',
     { schema: { operationId: 'retrieveSessionResource', params: ResourcePath, response: { 200: ResourceSchema } } },
-    async (req) =>
-      toResource(await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id)),
+    async (req) => shown(await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id)),
   );
 
   app.post(
@@ -224,7 +256,12 @@ export function resourceRoutes(
     async (req) => {
       const s = await session(req.workspaceId, req.params.session_id);
       if (s.archived_at) throw badRequest(`session ${s.id} is archived and read-only`);
-      const row = await one(s.id, req.params.resource_id);
+      const found = await one(s.id, req.params.resource_id);
+      if (!('repo' in found))
+        throw badRequest(
+          `resource ${req.params.resource_id} is a ${found.mount.kind}; only github_repository resources take an authorization_token`,
+        );
+      const row = found.repo;
       const sealed = await sealSecret(
         deps.vaultPublicKey,
         repoTokenBinding(row.id, s.id),
@@ -235,27 +272,49 @@ export function resourceRoutes(
     },
   );
 
-  // Refused routes carry their reason in `config.refused`, which docs/api.md's compatibility table shows.
-  const noAdd = 'resources can be given only when a session is created, for now';
   app.post(
     '/v1/sessions/:session_id/resources',
     {
-      schema: { operationId: 'addSessionResource', params: z.object({ session_id: IdSchema }) },
-      config: { refused: noAdd },
+      schema: {
+        operationId: 'addSessionResource',
+        params: z.object({ session_id: IdSchema }),
+        body: z.discriminatedUnion('type', [
+          FileParamsSchema,
+          z
+            .looseObject({ type: z.enum(['github_repository', 'memory_store']) })
+            .refine(() => false, 'resources.add takes file resources; give repositories and memory stores at create'),
+        ]),
+        response: { 200: FileResourceSchema },
+      },
     },
     async (req) => {
-      await session(req.workspaceId, req.params.session_id);
-      throw badRequest(noAdd);
+      const s = await session(req.workspaceId, req.params.session_id);
+      if (s.archived_at) throw badRequest(`session ${s.id} is archived and read-only`);
+      if (req.body.type !== 'file') throw badRequest('resources.add takes file resources');
+      const existing = (await listMounts(db, s.id)).map((m) => m.mount_path);
+      const planned = await planMounts(db, req.workspaceId, [{ i: 0, field: 'body', p: req.body }], existing);
+      const [row] = await db.transaction((tx) => insertMounts(tx, s.id, req.workspaceId, planned));
+      return toMountResource(row) as z.infer<typeof FileResourceSchema>;
     },
   );
 
   const noRemove = 'a repository cannot be removed from a session yet';
   app.delete(
     '/v1/sessions/:session_id/resources/:resource_id',
-    { schema: { operationId: 'deleteSessionResource', params: ResourcePath }, config: { refused: noRemove } },
+    {
+      schema: {
+        operationId: 'deleteSessionResource',
+        params: ResourcePath,
+        response: { 200: z.object({ id: z.string(), type: z.literal('session_resource_deleted') }) },
+      },
+    },
     async (req) => {
-      await one((await session(req.workspaceId, req.params.session_id)).id, req.params.resource_id);
-      throw badRequest(noRemove);
+      const s = await session(req.workspaceId, req.params.session_id);
+      const found = await one(s.id, req.params.resource_id);
+      if ('repo' in found) throw badRequest(noRemove);
+      if (s.archived_at) throw badRequest(`session ${s.id} is archived and read-only`);
+      await db.transaction((tx) => deleteMount(tx, s.id, found.mount.id));
+      return { id: req.params.resource_id, type: 'session_resource_deleted' as const };
     },
   );
 }

@@ -42,10 +42,14 @@ import {
   ResourceSchema,
   ResourcesSchema,
   insertResources,
+  planResourceMounts,
   planResources,
   resourceRoutes,
   resourcesOf,
 } from './resources';
+import { insertMounts, planSkillMounts, promptMountsOf, type AgentSkill } from './resource-mounts';
+import { withPromptSections } from './prompt-sections';
+import { deleteSessionMounts } from '../../storage/repos/session-mounts-repo';
 import { isSessionClosed } from '../../temporal-errors';
 import { deleteResources } from '../../storage/repos/session-resources-repo';
 import {
@@ -58,6 +62,9 @@ import {
 } from '../../storage/repos/sessions-repo';
 
 export type { SessionDeps };
+
+/** The agent file's limit on a system prompt. */
+const MAX_SYSTEM_CHARS = 200_000;
 
 const TextBlockSchema = z.strictObject({
   type: z.literal('text'),
@@ -291,12 +298,24 @@ export function sessionRoutes(
       // A session may use only its own workspace's vaults.
       for (const v of p.vault_ids ?? []) await getVault(db, req.workspaceId, v);
       const planned = await planResources(deps, p.resources ?? []);
+      // The agent's custom skills, resolved by the skills repository; agents.ts takes none yet.
+      const skills: AgentSkill[] = [];
+      const mounts = [
+        ...(await planResourceMounts(db, req.workspaceId, p.resources ?? [])),
+        ...planSkillMounts(skills),
+      ];
       const file = agentFileFor(
         agent,
         environment,
         { workspaceId: req.workspaceId, vaultIds: p.vault_ids ?? [] },
         planned[0]?.repo,
       );
+      const system = withPromptSections(file.system, promptMountsOf(mounts));
+      if (system !== undefined && system.length > MAX_SYSTEM_CHARS)
+        throw badRequest(
+          `resources: the system prompt with the memory and skills sections would be ${system.length} characters; the limit is ${MAX_SYSTEM_CHARS}`,
+        );
+      if (system !== undefined) file.system = system;
       const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
       const id = newId('sesn');
       // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
@@ -314,6 +333,7 @@ export function sessionRoutes(
       );
       try {
         await insertResources(db, deps, id, req.workspaceId, planned);
+        await insertMounts(db, id, req.workspaceId, mounts);
         const handle = await startSessionRun(sessions.client, {
           workflowId: id,
           input: { agent: file, ...(first ? { message: first } : {}) },
@@ -324,6 +344,7 @@ export function sessionRoutes(
         for (const m of rest) await handle.signal(userMessageSignal, m);
       } catch (e) {
         await deleteResources(db, id);
+        await deleteSessionMounts(db, id);
         await removeSessionRow(db, id);
         throw e;
       }

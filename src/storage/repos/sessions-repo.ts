@@ -1,6 +1,7 @@
 // The sessions table: the API's index of the sessions it started (their workflows hold everything else), and the
 // rows of the other tables that a session's delete removes with it.
 import type { Db, Queryable } from '../db';
+import { SESSION_MOUNT_ROWS } from './session-mounts-repo';
 
 export interface SessionRow {
   id: string;
@@ -76,6 +77,8 @@ export interface SessionListFilter {
   createdGte: string | null;
   createdLt: string | null;
   createdLte: string | null;
+  /** Sessions that mount this memory store. */
+  memoryStoreId: string | null;
 }
 
 /** The workspace's sessions past `pos` `key` (exclusive; null: from the start) in `order`, the first `limit` of them. */
@@ -93,6 +96,7 @@ export async function listSessions(
       and ($2::text is null or agent_id = $2) and ($3::int is null or agent_version = $3)
       and ($4::boolean or archived_at is null)
       and ($5::timestamptz is null or ms > $5) and ($6::timestamptz is null or ms >= $6) and ($7::timestamptz is null or ms < $7) and ($8::timestamptz is null or ms <= $8)
+      and ($12::text is null or exists (select 1 from session_mounts m where m.session_id = sessions.id and m.kind = 'memory_store' and m.ref_id = $12))
       and ($9::int is null or (case when $10 = 'asc' then pos > $9 else pos < $9 end))
       order by case when $10 = 'asc' then pos end asc, case when $10 = 'desc' then pos end desc limit $11`,
     [
@@ -107,6 +111,7 @@ export async function listSessions(
       key,
       order,
       limit,
+      f.memoryStoreId,
     ],
   );
 }
@@ -142,6 +147,7 @@ export async function deletedSessionIds(db: Queryable): Promise<string[]> {
 const SESSION_ROWS: readonly string[] = [
   'delete from session_resources where session_id = $1',
   'delete from sandbox_leases where session_id = $1',
+  ...SESSION_MOUNT_ROWS,
   'delete from sessions where id = $1',
 ];
 

@@ -1,11 +1,11 @@
 // The console's fold of API events, fed the API's own projection of a log: calls carry their results and verdicts,
 // what waits on the user is known, each event counts once however the stream and the list overlap; and the SSE
-// frame splitter, folding of long text and cost.
+// frame splitter, folding of long text, cost and file sizes.
 import { projectLog } from '../src/api/sessions/projection';
 import type { SessionEvent } from '../src/session/events';
 import { Timeline, idleReason, type ApiEvent, type CallItem } from '../src/console/app/timeline';
 import { parseFrames } from '../src/console/app/event-stream';
-import { FOLD_LINES, cost, dollars, folded } from '../src/console/app/formatters';
+import { FOLD_LINES, bytes, cost, dollars, folded } from '../src/console/app/formatters';
 
 const T = '2026-12-01T10:00:00.000Z';
 const usage = { inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
@@ -173,4 +173,17 @@ it('folds long text to its head, and prices usage by model, dated ids included',
   expect(cost(prices, 'claude-sonnet-4-5-20250929', u)).toBeCloseTo(3 + 1.5 + 0.3);
   expect(cost(prices, 'claude-test', u)).toBeUndefined();
   expect([dollars(undefined), dollars(0), dollars(0.004), dollars(4.8)]).toEqual(['–', '$0.00', '$0.0040', '$4.80']);
+});
+
+it('writes file sizes as people read them', () => {
+  expect([0, 269, 1023, 1024, 4300, 10 * 1024, 100 * 1024 * 1024, 3 * 1024 ** 3].map(bytes)).toEqual([
+    '0 B',
+    '269 B',
+    '1023 B',
+    '1.0 KB',
+    '4.2 KB',
+    '10 KB',
+    '100 MB',
+    '3.0 GB',
+  ]);
 });

@@ -65,7 +65,14 @@ export function consoleRoutes(app: ApiApp, opts: { prices?: PriceTable; dir?: st
         .send('The console is not built: run `npm run build`.\n');
     return send(req, reply, index, 'no-cache');
   };
-  for (const url of [CONSOLE_PATH, `${CONSOLE_PATH}/`, `${CONSOLE_PATH}/new`, `${CONSOLE_PATH}/sessions/:session_id`])
+  for (const url of [
+    CONSOLE_PATH,
+    `${CONSOLE_PATH}/`,
+    `${CONSOLE_PATH}/new`,
+    `${CONSOLE_PATH}/sessions/:session_id`,
+    `${CONSOLE_PATH}/memory_stores`,
+    `${CONSOLE_PATH}/memory_stores/:memory_store_id`,
+  ])
     app.get(url, { schema: { hide: true } }, page);
   // Only the bundle's own names: a request for anything else is the API's 404.
   for (const [name, asset] of bundle) {

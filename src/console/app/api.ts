@@ -4,6 +4,8 @@
 import { parseFrames } from './event-stream';
 
 export const BETA = 'managed-agents-2026-04-01';
+/** Memory stores answer only requests that name their own beta (src/api/beta.ts); the SDK sends it for them. */
+export const MEMORY_BETA = 'agent-memory-2026-07-22';
 const KEY_SLOT = 'managed-agents.console.key';
 
 export const keyStore = {
@@ -28,8 +30,17 @@ export function whenUnauthorized(fn: (message: string) => void): void {
   onUnauthorized = fn;
 }
 
-function headers(key: string, json: boolean): Record<string, string> {
-  return { 'x-api-key': key, 'anthropic-beta': BETA, ...(json ? { 'content-type': 'application/json' } : {}) };
+/** The betas a request to `path` names: those its route family takes, as the SDK sends them. */
+function betasFor(path: string): string {
+  return /^\/v1\/memory_stores(\/|\?|$)/.test(path) ? `${BETA},${MEMORY_BETA}` : BETA;
+}
+
+function headers(key: string, json: boolean, path: string): Record<string, string> {
+  return {
+    'x-api-key': key,
+    'anthropic-beta': betasFor(path),
+    ...(json ? { 'content-type': 'application/json' } : {}),
+  };
 }
 
 async function failure(res: Response): Promise<ApiError> {
@@ -61,14 +72,14 @@ export function withQuery(path: string, query: Query = {}): string {
 
 /** One request with `key` (default: the signed-in one). */
 export async function call<T>(
-  method: 'GET' | 'POST',
+  method: 'GET' | 'POST' | 'DELETE',
   path: string,
   body?: unknown,
   key = keyStore.get() ?? '',
 ): Promise<T> {
   const res = await fetch(path, {
     method,
-    headers: headers(key, body !== undefined),
+    headers: headers(key, body !== undefined, path),
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   if (!res.ok) throw await failure(res);
@@ -92,6 +103,39 @@ export async function listAll<T>(path: string, query: Query = {}): Promise<T[]> 
   return out;
 }
 
+/** Uploads one file (POST /v1/files, multipart with a `file` part) and answers its metadata. */
+export async function uploadFile<T>(file: File): Promise<T> {
+  const form = new FormData();
+  form.append('file', file, file.name);
+  // No content-type of our own: the browser writes the multipart boundary.
+  const res = await fetch('/v1/files', {
+    method: 'POST',
+    headers: headers(keyStore.get() ?? '', false, '/v1/files'),
+    body: form,
+  });
+  if (!res.ok) throw await failure(res);
+  return (await res.json()) as T;
+}
+
+/**
+ * Saves a file's content as `filename`. The key goes in a header, so a plain link cannot fetch it: the bytes are
+ * fetched here and handed to the browser's download through a blob URL, released once the download has begun.
+ */
+export async function downloadFile(fileId: string, filename: string): Promise<void> {
+  const path = `/v1/files/${encodeURIComponent(fileId)}/content`;
+  const res = await fetch(path, { headers: headers(keyStore.get() ?? '', false, path) });
+  if (!res.ok) throw await failure(res);
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  a.hidden = true;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
 /**
  * Follows GET /v1/sessions/{id}/events/stream until it ends or `signal` aborts. `onOpen` runs once the server has
  * taken its place in the log (its first bytes), so a list read after it misses nothing the stream will not send.
@@ -103,7 +147,7 @@ export async function followStream(
   onEvent: (e: unknown) => void,
 ): Promise<void> {
   const res = await fetch(`/v1/sessions/${encodeURIComponent(sessionId)}/events/stream`, {
-    headers: { ...headers(keyStore.get() ?? '', false), accept: 'text/event-stream' },
+    headers: { ...headers(keyStore.get() ?? '', false, '/v1/sessions'), accept: 'text/event-stream' },
     signal,
   });
   if (!res.ok || !res.body) throw await failure(res);

@@ -49,3 +49,16 @@ export function folded(text: string): { head: string; lines: number } | undefine
   if (lines.length <= FOLD_LINES && text.length <= FOLD_CHARS) return undefined;
   return { head: lines.slice(0, FOLD_LINES).join('\n').slice(0, FOLD_CHARS), lines: lines.length };
 }
+
+/** A size in bytes, as people read it: 812 B, 4.2 KB, 12 MB (powers of 1,024). */
+export function bytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  const units = ['KB', 'MB', 'GB'];
+  let v = n / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v.toFixed(v < 10 ? 1 : 0)} ${units[i]}`;
+}

@@ -1,11 +1,12 @@
 // The console's shell: sign-in with an API key (kept in session storage, sent as a header), the header bar and the
-// three pages, each on the public API the SDK calls.
+// pages (sessions, a new session, one session, memory stores, one store), each on the public API the SDK calls.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call, keyStore, whenUnauthorized } from './api';
 import type { Prices } from './formatters';
+import { MemoryStorePage, MemoryStores } from './memory-browser';
 import { NewSession } from './new-session';
-import { BASE, Link, navigate, useRoute } from './router';
+import { BASE, Link, navigate, storesPath, useRoute, type Route } from './router';
 import { SessionPage } from './session-page';
 import { SessionsList } from './sessions-list';
 import { Alert } from './ui';
@@ -60,6 +61,14 @@ function SignIn(props: { notice?: string; onSignedIn: () => void }) {
   );
 }
 
+const TITLES: Record<Route['page'], string> = {
+  list: 'Sessions',
+  new: 'New session',
+  session: 'Session',
+  stores: 'Memory stores',
+  store: 'Memory store',
+};
+
 function App() {
   const [signedIn, setSignedIn] = useState(() => keyStore.get() !== null);
   const [notice, setNotice] = useState<string>();
@@ -76,7 +85,8 @@ function App() {
       .then(setPrices, () => undefined);
   }, []);
   useEffect(() => {
-    document.title = `${route.page === 'session' ? route.id : route.page === 'new' ? 'New session' : 'Sessions'} · Managed Agents console`;
+    const name = route.page === 'session' || route.page === 'store' ? route.id : TITLES[route.page];
+    document.title = `${name} · Managed Agents console`;
   }, [route]);
   if (!signedIn) return <SignIn notice={notice} onSignedIn={() => (setNotice(undefined), setSignedIn(true))} />;
   const signOut = () => {
@@ -97,14 +107,22 @@ function App() {
           <Link href={`${BASE}/new`} {...(route.page === 'new' ? { 'aria-current': 'page' as const } : {})}>
             New session
           </Link>
-          <button type="button" class="quiet" onClick={signOut}>
-            Sign out
-          </button>
+          <Link
+            href={storesPath}
+            {...(route.page === 'stores' || route.page === 'store' ? { 'aria-current': 'page' as const } : {})}
+          >
+            Memory stores
+          </Link>
         </nav>
+        <button type="button" class="quiet sign-out" onClick={signOut}>
+          Sign out
+        </button>
       </header>
       {route.page === 'list' && <SessionsList prices={prices} />}
       {route.page === 'new' && <NewSession />}
       {route.page === 'session' && <SessionPage key={route.id} id={route.id} />}
+      {route.page === 'stores' && <MemoryStores />}
+      {route.page === 'store' && <MemoryStorePage key={route.id} id={route.id} view={route} />}
     </>
   );
 }

@@ -4,17 +4,61 @@ import { useEffect, useState } from 'preact/hooks';
 
 export const BASE = '/console';
 
-export type Route = { page: 'list' } | { page: 'new' } | { page: 'session'; id: string };
+/** Where a memory store's page is: its memories under a prefix (one open), or its versions (one open). */
+export interface StoreView {
+  tab: 'memories' | 'versions';
+  /** The directory listed, ending in `/`; `/` for the whole store. */
+  prefix: string;
+  memory?: string;
+  version?: string;
+  /** Versions of this memory only. */
+  memoryFilter?: string;
+}
 
-export function parseRoute(pathname: string): Route {
+export type Route =
+  | { page: 'list' }
+  | { page: 'new' }
+  | { page: 'session'; id: string }
+  | { page: 'stores' }
+  | ({ page: 'store'; id: string } & StoreView);
+
+export function parseRoute(pathname: string, search = ''): Route {
   const rest = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname;
   const session = /^\/sessions\/([^/]+)\/?$/.exec(rest);
   if (session) return { page: 'session', id: decodeURIComponent(session[1]) };
   if (/^\/new\/?$/.test(rest)) return { page: 'new' };
+  if (/^\/memory_stores\/?$/.test(rest)) return { page: 'stores' };
+  const store = /^\/memory_stores\/([^/]+)\/?$/.exec(rest);
+  if (store) {
+    const q = new URLSearchParams(search);
+    const prefix = q.get('prefix') ?? '/';
+    return {
+      page: 'store',
+      id: decodeURIComponent(store[1]),
+      tab: q.get('tab') === 'versions' ? 'versions' : 'memories',
+      prefix: prefix.startsWith('/') && prefix.endsWith('/') ? prefix : '/',
+      memory: q.get('memory') ?? undefined,
+      version: q.get('version') ?? undefined,
+      memoryFilter: q.get('memory_id') ?? undefined,
+    };
+  }
   return { page: 'list' };
 }
 
 export const sessionPath = (id: string) => `${BASE}/sessions/${encodeURIComponent(id)}`;
+export const storesPath = `${BASE}/memory_stores`;
+
+/** A memory store's page at `view` (the defaults left out of the link). */
+export function storePath(id: string, view: Partial<StoreView> = {}): string {
+  const q = new URLSearchParams();
+  if (view.tab === 'versions') q.set('tab', 'versions');
+  if (view.prefix && view.prefix !== '/') q.set('prefix', view.prefix);
+  if (view.memory) q.set('memory', view.memory);
+  if (view.version) q.set('version', view.version);
+  if (view.memoryFilter) q.set('memory_id', view.memoryFilter);
+  const s = q.toString();
+  return `${storesPath}/${encodeURIComponent(id)}${s ? `?${s}` : ''}`;
+}
 
 const listeners = new Set<() => void>();
 
@@ -25,9 +69,9 @@ export function navigate(to: string): void {
 }
 
 export function useRoute(): Route {
-  const [route, setRoute] = useState(() => parseRoute(location.pathname));
+  const [route, setRoute] = useState(() => parseRoute(location.pathname, location.search));
   useEffect(() => {
-    const update = () => setRoute(parseRoute(location.pathname));
+    const update = () => setRoute(parseRoute(location.pathname, location.search));
     listeners.add(update);
     window.addEventListener('popstate', update);
     return () => {
@@ -39,7 +83,13 @@ export function useRoute(): Route {
 }
 
 /** A link that changes page without reloading; a modified click (new tab) is the browser's. */
-export function Link(props: { href: string; class?: string; children: ComponentChildren; 'aria-current'?: 'page' }) {
+export function Link(props: {
+  href: string;
+  class?: string;
+  children: ComponentChildren;
+  'aria-current'?: 'page' | 'true';
+  'aria-label'?: string;
+}) {
   return (
     <a
       {...props}

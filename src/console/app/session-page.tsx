@@ -2,6 +2,7 @@
 // with the steering controls. Every action is a POST /v1/sessions/{id}/events, as any other client sends it.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, call, followStream, listAll } from './api';
+import { SessionFiles } from './files-panel';
 import { tokens } from './formatters';
 import { StableItem, type Steer } from './items';
 import { Timeline, idleReason, type ApiEvent } from './timeline';
@@ -196,6 +197,11 @@ export function SessionPage(props: { id: string }) {
           </span>
         </div>
       </div>
+      <SessionFiles
+        sessionId={props.id}
+        resources={session?.resources}
+        settled={status === 'idle' || status === 'terminated'}
+      />
       <ol class="log" aria-label="Session events" aria-busy={link === 'connecting'} data-events={timeline.size}>
         {timeline.items.map((it) => (
           <StableItem key={it.id} item={it} waiting={timeline.waiting.has(it.id)} steer={steer} />

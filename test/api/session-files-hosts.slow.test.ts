@@ -6,12 +6,19 @@ import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import type Docker from 'dockerode';
 import { resolveDockerHost } from '../../src/host/docker-host';
 import { startApiOn, type TestApi } from '../helpers/api';
+import {
+  bashStep,
+  doneStep,
+  eventsUntil as sessionEventsUntil,
+  sayTo,
+  toolResultTexts,
+  type ApiEvent,
+  idles,
+} from '../helpers/sdk-session';
 import { spawnWorker, type ChildWorker } from '../helpers/child-worker';
 import { removeHostSandboxes, startHarness, type Harness } from '../helpers/env';
 import { docker } from '../helpers/hands';
 import { TEST_CODEC_KEY } from '../helpers/test-keys';
-
-type Event = Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent;
 
 const HOST = `files-hosts-${process.pid}`;
 let h: Harness;
@@ -48,30 +55,11 @@ async function handsHost(hostId: string): Promise<ChildWorker> {
   return w;
 }
 
-async function eventsUntil(id: string, done: (events: Event[]) => boolean): Promise<Event[]> {
-  let events: Event[] = [];
-  for (let i = 0; i < 1200; i++) {
-    events = [];
-    for await (const e of client.beta.sessions.events.list(id)) events.push(e);
-    if (done(events)) return events;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`session ${id} did not get there: ${JSON.stringify(events.map((e) => e.type))}`);
-}
-const idles = (n: number) => (events: Event[]) =>
-  events.filter(
-    (e) => e.type === 'session.status_idle' && (e as { stop_reason: { type: string } }).stop_reason.type === 'end_turn',
-  ).length >= n;
-const bash = (command: string) => ({
-  reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] },
-});
-const done = { reply: { content: [{ type: 'text' as const, text: 'done' }] } };
-const results = (events: Event[]) =>
-  events
-    .filter((e) => e.type === 'agent.tool_result')
-    .map((e) => ((e as { content?: { text?: string }[] }).content ?? []).map((b) => b.text ?? '').join(''));
-const say = (id: string, text: string) =>
-  client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+const eventsUntil = (id: string, done: (events: ApiEvent[]) => boolean) => sessionEventsUntil(client, id, done, 1200);
+const bash = bashStep;
+const done = doneStep;
+const results = toolResultTexts;
+const say = (id: string, text: string) => sayTo(client, id, text);
 
 it('keeps the outputs and the memory of a session whose hands host was killed, and mounts them again on the next', async () => {
   const first = await handsHost(`${HOST}-a`);

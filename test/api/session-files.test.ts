@@ -5,11 +5,18 @@
 // description is in the request's system prompt. Real Docker sandboxes, real PostgreSQL-compatible storage.
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { startApiOn, type TestApi } from '../helpers/api';
+import {
+  bashStep,
+  doneStep,
+  eventsUntil as sessionEventsUntil,
+  idles,
+  sayTo,
+  toolResultTexts,
+  type ApiEvent,
+} from '../helpers/sdk-session';
 import { startHarness, type Harness } from '../helpers/env';
 import { testDataConverter } from '../helpers/test-keys';
 import { createMountData } from '../../src/hands/mount-data';
-
-type Event = Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent;
 
 let h: Harness;
 let api: TestApi;
@@ -31,30 +38,12 @@ afterAll(async () => {
   await h?.stop();
 });
 
-async function eventsUntil(id: string, done: (events: Event[]) => boolean): Promise<Event[]> {
-  let events: Event[] = [];
-  for (let i = 0; i < 900; i++) {
-    events = [];
-    for await (const e of client.beta.sessions.events.list(id)) events.push(e);
-    if (done(events)) return events;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`session ${id} did not go idle: ${JSON.stringify(events.map((e) => e.type))}`);
-}
-const idle = (events: Event[]) =>
-  events.some(
-    (e) => e.type === 'session.status_idle' && (e as { stop_reason: { type: string } }).stop_reason.type === 'end_turn',
-  );
-const bash = (command: string) => ({
-  reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] },
-});
-const done = { reply: { content: [{ type: 'text' as const, text: 'done' }] } };
-const results = (events: Event[]) =>
-  events
-    .filter((e) => e.type === 'agent.tool_result')
-    .map((e) => ((e as { content?: { text?: string }[] }).content ?? []).map((b) => b.text ?? '').join(''));
-const say = (id: string, text: string) =>
-  client.beta.sessions.events.send(id, { events: [{ type: 'user.message', content: [{ type: 'text', text }] }] });
+const eventsUntil = (id: string, done: (events: ApiEvent[]) => boolean) => sessionEventsUntil(client, id, done);
+const bash = bashStep;
+const done = doneStep;
+const results = toolResultTexts;
+const say = (id: string, text: string) => sayTo(client, id, text);
+const idle = idles(1);
 
 const CSV = 'region,amount\nnorth,12\nsouth,30\neast,18\n';
 const SKILL_MD = [

@@ -3,10 +3,8 @@
 // system prompt. The files and stores themselves come from the Files API and memory stores (client.beta.files,
 // client.beta.memoryStores); the cases that need them run where those are part of the build.
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
-import fs from 'node:fs';
-import path from 'node:path';
 import { startApiOn, type TestApi } from '../helpers/api';
-import { ROOT, startHarness, type Harness } from '../helpers/env';
+import { startHarness, type Harness } from '../helpers/env';
 import { endSignal } from '../../src/session/contract';
 import { promptSections } from '../../src/api/sessions/prompt-sections';
 import { slugOf } from '../../src/api/sessions/resource-mounts';
@@ -142,11 +140,7 @@ describe('prompt sections and mount paths', () => {
 });
 
 // Files and memory stores are created through their own APIs.
-const withStores =
-  fs.existsSync(path.join(ROOT, 'src/storage/repos/files-repo.ts')) &&
-  fs.existsSync(path.join(ROOT, 'src/storage/repos/memory-repo.ts'));
-
-(withStores ? describe : describe.skip)('with files and memory stores', () => {
+describe('with files and memory stores', () => {
   it('creates, adds, lists, retrieves and deletes file and memory_store resources, and lists sessions by store', async () => {
     const file = await client.beta.files.upload({ file: await toFile(Buffer.from('a,b\n1,2\n'), 'data.csv') });
     const other = await client.beta.files.upload({ file: await toFile(Buffer.from('more'), 'more.txt') });

@@ -1,6 +1,8 @@
-// /v1/environments: containers of type `cloud`, which map onto the sandbox recipe. `unrestricted` networking is the
-// recipe's bridge network (recorded as a loosening when a sandbox starts); `limited` with no allowed hosts is no
-// network at all. What the platform cannot honour yet (allowed hosts, package managers, packages, self-hosted) is a 400.
+// /v1/environments: `cloud` environments map onto the sandbox recipe on our hands hosts: `unrestricted` networking is
+// the recipe's bridge network (recorded as a loosening when a sandbox starts); `limited` with no allowed hosts is no
+// network at all. What the platform cannot honour yet (allowed hosts, package managers, packages) is a 400.
+// `self_hosted` environments run the toolset on the operator's machines, through the work queue under
+// /v1/environments/{id}/work (environment-work.ts). An environment keeps its type for life.
 import { z } from 'zod';
 import {
   IdSchema,
@@ -81,6 +83,8 @@ const CloudConfigSchema = z.object({
   }),
 });
 type CloudConfig = z.infer<typeof CloudConfigSchema>;
+const SelfHostedConfigSchema = z.object({ type: z.literal('self_hosted') });
+export type EnvironmentConfig = CloudConfig | z.infer<typeof SelfHostedConfigSchema>;
 
 export const EnvironmentSchema = z
   .object({
@@ -88,7 +92,7 @@ export const EnvironmentSchema = z
     type: z.literal('environment'),
     name: z.string(),
     description: z.string().nullable(),
-    config: CloudConfigSchema,
+    config: z.discriminatedUnion('type', [CloudConfigSchema, SelfHostedConfigSchema]),
     metadata: z.record(z.string(), z.string()),
     scope: z.literal('organization'),
     created_at: z.string(),
@@ -118,11 +122,12 @@ const DEFAULT_CONFIG: CloudConfig = { type: 'cloud', networking: NO_NETWORK, pac
 /** The resolved config for `params` on top of `current` (omitted fields keep their values), or a 400 saying what is not supported. */
 function resolveConfig(
   params: z.infer<typeof ConfigParamsSchema> | null | undefined,
-  current: CloudConfig = DEFAULT_CONFIG,
-): CloudConfig {
+  current: EnvironmentConfig = DEFAULT_CONFIG,
+): EnvironmentConfig {
   if (params === null || params === undefined) return current;
-  if (params.type === 'self_hosted')
-    throw badRequest('config.type: self_hosted environments are not supported yet; use cloud');
+  if (params.type !== current.type)
+    throw badRequest(`config.type cannot change from ${current.type} to ${params.type}`, 'invalid_config_type_change');
+  if (params.type === 'self_hosted' || current.type === 'self_hosted') return { type: 'self_hosted' };
   let networking = current.networking;
   if (params.networking) {
     const n = params.networking;
@@ -155,12 +160,12 @@ function resolveConfig(
   return { type: 'cloud', networking, packages: NO_PACKAGES };
 }
 
-/** The sandbox recipe's network for an environment's config. */
-export function recipeNetwork(config: CloudConfig): 'none' | 'bridge' {
-  return config.networking.type === 'unrestricted' ? 'bridge' : 'none';
+/** The sandbox recipe's network for an environment's config; a self-hosted environment has no sandbox of ours. */
+export function recipeNetwork(config: EnvironmentConfig): 'none' | 'bridge' {
+  return config.type === 'cloud' && config.networking.type === 'unrestricted' ? 'bridge' : 'none';
 }
 
-function toEnvironment(r: EnvironmentRow<CloudConfig>): ApiEnvironment {
+function toEnvironment(r: EnvironmentRow<EnvironmentConfig>): ApiEnvironment {
   return {
     id: r.id,
     type: 'environment',
@@ -176,7 +181,7 @@ function toEnvironment(r: EnvironmentRow<CloudConfig>): ApiEnvironment {
 }
 
 export async function getEnvironment(db: Queryable, workspaceId: string, id: string): Promise<ApiEnvironment> {
-  const row = await findEnvironment<CloudConfig>(db, workspaceId, id);
+  const row = await findEnvironment<EnvironmentConfig>(db, workspaceId, id);
   if (!row)
     throw new ApiError(404, 'not_found_error', `environment ${id} not found`, { errorCode: 'environment_not_found' });
   return toEnvironment(row);
@@ -209,7 +214,7 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
     },
     async (req) => {
       const p = req.body;
-      const config = resolveConfig(p.config);
+      const config = p.config?.type === 'self_hosted' ? { type: 'self_hosted' as const } : resolveConfig(p.config);
       const id = newId('env');
       const now = new Date();
       try {
@@ -256,8 +261,6 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
       const current = await getEnvironment(db, req.workspaceId, id);
       if (current.archived_at)
         throw badRequest(`environment ${id} is archived and cannot be changed`, 'environment_archived');
-      if (p.config?.type === 'self_hosted')
-        throw badRequest('config.type cannot change from cloud to self_hosted', 'invalid_config_type_change');
       const name = p.name ?? current.name;
       try {
         await updateEnvironment(db, req.workspaceId, id, {
@@ -286,7 +289,7 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
     async (req) => {
       const q = req.query;
       const filters = filterDigest({ include_archived: q.include_archived ?? false });
-      const rows = await listEnvironments<CloudConfig>(
+      const rows = await listEnvironments<EnvironmentConfig>(
         db,
         req.workspaceId,
         cursorPos(q.page, filters) ?? null,

@@ -78,9 +78,22 @@ declare module 'fastify' {
     workspace: string;
     /** The id of the request's API key (never the key): what the rate limit counts and the audit trail records. */
     apiKeyId?: string;
+    /** Who presented the request's credential: a workspace API key, an environment key, or a work item's sessions token. */
+    principal: Principal;
     requestId: string;
   }
 }
+
+/**
+ * The credential behind a request. An API key reaches its workspace. An environment key (the operator-minted standing
+ * credential of a self-hosted worker) reaches only its environment's work queue. A sessions token (minted per claim of
+ * a work item, carried in the item's `secret`) reaches only that item's session: reading it, posting tool results, its
+ * agent's skills and its memory stores; `live` is false once the claim's lease has ended (a late heartbeat then gets 412).
+ */
+export type Principal =
+  | { kind: 'api_key'; keyId: string }
+  | { kind: 'environment_key'; keyId: string; environmentId: string }
+  | { kind: 'sessions_token'; workId: string; environmentId: string; sessionId: string; live: boolean };
 
 /** What sessions need beyond storage: Temporal, and the log as workers write it. */
 export interface SessionDeps {

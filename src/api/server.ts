@@ -150,6 +150,7 @@ export async function buildApiServer(
     req.workspaceId = who.workspaceId;
     req.workspace = who.workspace;
     req.apiKeyId = who.keyId;
+    req.principal = { kind: 'api_key', keyId: who.keyId };
   });
   // Per key, after the hook above has authenticated it; and the audit trail of every change.
   await registerRateLimit(app, deps.quotas);

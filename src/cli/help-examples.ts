@@ -54,6 +54,14 @@ const EXAMPLES: Record<string, string[]> = {
     'agents files put ses-1234 --sandbox builder ./Makefile Makefile --json',
   ],
   'files get': ['agents files get ses-1234 report.md ./report.md'],
+  'files list': ['agents files list', 'agents files list --session sesn_01AB… --limit 20 --json'],
+  'files upload': [
+    'agents files upload ./data.csv',
+    'agents files upload ./data.csv --workspace team-a --expires-in 86400 --json | jq -r .id',
+  ],
+  'files info': ['agents files info file_01AB…', 'agents files info file_01AB… --json'],
+  'files download': ['agents files download file_01AB… -o ./report.md', 'agents files download file_01AB… > report.md'],
+  'files delete': ['agents files delete file_01AB…', 'agents files delete file_01AB… --json'],
   'vault put': [
     'printf %s "$GITHUB_TOKEN" | agents vault put git-token',
     'agents vault put tracker-oauth --vault team-a < oauth.json',

@@ -33,7 +33,7 @@ const agent = (tools: ApiAgent['tools'], mcp: ApiAgent['mcp_servers'] = []): Api
   updated_at: '',
   archived_at: null,
 });
-const env = (networking: ApiEnvironment['config']['networking']): ApiEnvironment => ({
+const env = (networking: Extract<ApiEnvironment['config'], { type: 'cloud' }>['networking']): ApiEnvironment => ({
   id: 'env_1',
   type: 'environment',
   name: 'e',

@@ -61,7 +61,6 @@ describe.each(STORAGES)('environments on %s', (storage) => {
       /allow_package_managers is not supported yet/,
     ],
     [{ type: 'cloud', packages: { pip: ['pandas==2.2.0'] } }, /packages\.pip is not supported yet/],
-    [{ type: 'self_hosted' }, /self_hosted environments are not supported yet/],
     [{ type: 'cloud', networking: { type: 'open' } }, /networking/],
   ])('refuses config %j with a 400 that says why', async (config, message) => {
     const err = await client.beta.environments

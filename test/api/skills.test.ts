@@ -404,6 +404,10 @@ describe('skills on postgres', () => {
     const empty = new FormData();
     empty.append('display_name', 'x');
     expect((await post(empty)).status).toBe(400);
+    // multipart/form-data without its boundary cannot be read: a 400 that says so.
+    const noBoundary = await post('', { 'content-type': 'multipart/form-data' });
+    expect(noBoundary.status).toBe(400);
+    expect(((await noBoundary.json()) as { error: { message: string } }).error.message).toMatch(/multipart/);
   });
 
   it('gives agents custom skills, pinned to a version, and refuses what cannot be', async () => {

@@ -3,6 +3,7 @@
 // route's body parsing changes.
 import { Readable } from 'node:stream';
 import fastifyMultipart from '@fastify/multipart';
+import { multipartError } from '../multipart';
 import type { FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -141,7 +142,8 @@ async function readUpload(
     if (e instanceof errors.FilesLimitError || e instanceof errors.PartsLimitError)
       throw badRequest(`files: a skill holds at most ${SKILL_LIMITS.maxFiles} files`);
     if (e instanceof errors.FieldsLimitError) throw badRequest('too many fields: this endpoint takes display_name');
-    throw e;
+    // A missing boundary, a truncated body and the like: the parser's error as a 400.
+    throw multipartError(e, { fileBytes: MAX_UPLOAD_BYTES, files: SKILL_LIMITS.maxFiles, fields: 2 });
   }
   return { parts, ...(displayName !== undefined ? { displayName } : {}) };
 }

@@ -233,6 +233,11 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
     about:
       'The largest file `files.upload` takes, in bytes (`104857600`, 100 MiB, the most a blob holds). Past it: 413 `invalid_request_error`, and nothing is stored.',
   },
+  SELF_HOSTED_TOOL_TIMEOUT_SECONDS: {
+    about:
+      "Seconds a session of a self-hosted environment waits for its worker's `user.tool_result` to a toolset call (a durable timer in the session). Past it the session writes an error result for the call and the turn goes on; a late answer is refused with a 400.",
+    default: '120',
+  },
   STORAGE_QUOTA_BYTES: {
     about:
       "Bytes of live files (uploads and session outputs not expired) a workspace may hold; `0` or `off` disables it. Past it, `files.upload` answers 400 `storage_quota_exceeded` (the SDK's `StorageQuotaExceededError`) and stores nothing.",

@@ -100,6 +100,12 @@ export const ConfigSchema = z.object({
     .regex(/^\d{1,9}$/, 'must be a whole number of bytes from 1 to 104857600')
     .refine((v) => Number(v) >= 1 && Number(v) <= 104857600, 'must be a whole number of bytes from 1 to 104857600')
     .default('104857600'),
+  /** Seconds a session of a self-hosted environment waits for its worker's answer to a toolset call before an error result. */
+  SELF_HOSTED_TOOL_TIMEOUT_SECONDS: z
+    .string()
+    .regex(/^\d{1,5}$/, 'must be a whole number of seconds from 1 to 86400')
+    .refine((v) => Number(v) >= 1 && Number(v) <= 86_400, 'must be a whole number of seconds from 1 to 86400')
+    .default('120'),
   /** Bytes of live files (uploads and session outputs) a workspace may hold; `0` or `off` disables it. */
   STORAGE_QUOTA_BYTES: z
     .string()
@@ -273,6 +279,7 @@ export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
     'API_EVENTS_PER_SEND',
     'FILES_MAX_BYTES',
     'STORAGE_QUOTA_BYTES',
+    'SELF_HOSTED_TOOL_TIMEOUT_SECONDS',
   ],
   cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
 };

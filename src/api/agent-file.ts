@@ -9,6 +9,7 @@ import {
   type ToolEntry,
 } from '../session/agent';
 import type { ToolPolicy } from '../session/policy';
+import { betaAgentToolset20260401 } from '@anthropic-ai/sdk/tools/agent-toolset/node';
 import type { ApiAgent, TOOLSET_TOOLS } from './agents';
 import { recipeNetwork, type ApiEnvironment } from './environments';
 import { badRequest } from './api-error';
@@ -28,6 +29,21 @@ const TOOLSET_ENTRIES: Partial<Record<(typeof TOOLSET_TOOLS)[number], ToolEntry>
   grep: 'grep',
 };
 
+/**
+ * The toolset as the SDK's own runner serves it (`EnvironmentWorker` runs `betaAgentToolset20260401`): the names,
+ * descriptions and input schemas a self-hosted environment's model is offered are the ones its worker executes.
+ * Building the tools starts nothing (the shell starts on the first call), and the workdir is never touched.
+ */
+const SELF_HOSTED_TOOLS: ReadonlyMap<string, Pick<ClientTool, 'description' | 'input_schema'>> = new Map(
+  betaAgentToolset20260401({ workdir: '/nonexistent' }).map((t) => {
+    const tool = t as unknown as { name: string; description?: string; input_schema: ClientTool['input_schema'] };
+    return [tool.name, { description: tool.description || tool.name, input_schema: tool.input_schema }];
+  }),
+);
+
+/** How long a self-hosted session waits for its worker's answer to a toolset call, as the hosted product does. */
+export const DEFAULT_SELF_HOSTED_TOOL_TIMEOUT_SECONDS = 120;
+
 const policyOf = (p: Policy): ToolPolicy => (p.type === 'always_ask' ? 'always_ask' : 'always_allow');
 
 /** A session's vaults: its MCP servers' credentials are looked up there by URL, on the tools worker. */
@@ -46,7 +62,13 @@ export function agentFileFor(
   environment: ApiEnvironment,
   vaults?: VaultBinding,
   repo?: SandboxRecipe['repo'],
+  selfHostedTimeoutSeconds = DEFAULT_SELF_HOSTED_TOOL_TIMEOUT_SECONDS,
 ): Agent {
+  const selfHosted = environment.config.type === 'self_hosted';
+  if (selfHosted && repo)
+    throw badRequest(
+      `resources: a github_repository cannot be cloned for a session of the self-hosted environment ${environment.id}: its worker runs in the operator's own working directory`,
+    );
   const tools: Agent['tools'] = [];
   const policies: Record<string, ToolPolicy> = {};
   const clientTools: ClientTool[] = [];
@@ -72,7 +94,15 @@ export function agentFileFor(
         }
         const entry = TOOLSET_ENTRIES[c.name];
         if (!c.enabled || !entry) continue;
-        tools.push(entry);
+        const served = SELF_HOSTED_TOOLS.get(c.name);
+        if (selfHosted && served)
+          clientTools.push({
+            name: c.name,
+            ...served,
+            runsIn: 'environment',
+            timeoutSeconds: selfHostedTimeoutSeconds,
+          });
+        else tools.push(entry);
         policies[c.name] = policyOf(c.permission_policy as Policy);
       }
     } else if (t.type === 'mcp_toolset') {

@@ -44,6 +44,8 @@ export interface ApiDeps {
   quotas?: Quotas;
   /** Contents of files, skills and memories, in `db`, sealed under CODEC_KEY (src/storage/blobs.ts). */
   blobs: BlobStore;
+  /** SELF_HOSTED_TOOL_TIMEOUT_SECONDS: how long a self-hosted session waits for a toolset call's answer; absent: 120. */
+  selfHostedToolTimeoutSeconds?: number;
   /** The Files API's limits (FILES_MAX_BYTES, STORAGE_QUOTA_BYTES); absent: 100 MiB a file and no quota. */
   files?: FileLimits;
 }

@@ -350,6 +350,7 @@ export async function startApiServer(
         egress,
         quotas: quotasFrom(config),
         files: fileLimitsFrom(config),
+        selfHostedToolTimeoutSeconds: Number(config.SELF_HOSTED_TOOL_TIMEOUT_SECONDS),
         blobs: new BlobStore(db, createDataConverter(loadCodecKey(config))),
         ...('table' in prices ? { prices: prices.table } : {}),
       },

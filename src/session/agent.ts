@@ -280,6 +280,14 @@ export const ClientToolSchema = shared('agent.ClientToolSchema', () =>
           required: z.array(z.string()).optional(),
         })
         .passthrough(),
+      /**
+       * `environment`: a toolset tool of a self-hosted environment, run by the operator's worker from the session's
+       * work queue. The session does not wait on a person for it (its state stays running), and an answer that does
+       * not come within `timeoutSeconds` becomes an error result.
+       */
+      runsIn: z.literal('environment').optional(),
+      /** Seconds the session waits for the answer before it appends an error result; absent: no limit. */
+      timeoutSeconds: z.number().int().min(1).max(86_400).optional(),
     })
     .strict(),
 );

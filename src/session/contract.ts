@@ -234,6 +234,8 @@ export const PendingToolSchema = shared('contract.PendingToolSchema', () =>
         .object({ policy: z.string(), expiresAt: z.number().optional(), onTimeout: z.enum(['allow', 'deny']) })
         .strict()
         .optional(),
+      /** For a client tool with a time limit: when its answer is due (epoch ms), set when the wait starts. */
+      resultDueAt: z.number().optional(),
       /** Set once approval_resolved is in the log. */
       decision: z
         .object({ allow: z.boolean(), by: z.string().optional(), reason: z.string().optional() })

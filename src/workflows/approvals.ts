@@ -1,7 +1,7 @@
 // The tool gate: every tool call of a round passes through it. It asks for approval where the agent's policy
 // says so, hands client tools to the calling application, and runs the rest. Its state (the round's calls still
 // without a result) is carried across continue-as-new, so a pending approval or client call survives a handover.
-import { condition, setHandler } from '@temporalio/workflow';
+import { condition, patched, setHandler } from '@temporalio/workflow';
 import { formatIssues, type Agent, type BoundTool } from '../session/agent';
 import type { NewEvent, SessionEvent } from '../session/events';
 import { evaluatePolicy } from '../session/policy';
@@ -100,17 +100,46 @@ export class ToolGate {
     return event.seq;
   }
 
-  /** Waits until `done` holds; false when the run should hand over first. */
-  private async waitFor(t: PendingTool, done: () => boolean, timeoutMs?: number): Promise<boolean | 'timeout'> {
-    this.waitingOn = t;
+  /**
+   * Waits until `done` holds; false when the run should hand over first. Unless `onPerson` is false (a self-hosted
+   * environment's worker answers), the session reads as requires_action meanwhile.
+   */
+  private async waitFor(
+    t: PendingTool,
+    done: () => boolean,
+    timeoutMs?: number,
+    onPerson = true,
+  ): Promise<boolean | 'timeout'> {
+    if (onPerson) this.waitingOn = t;
     try {
       const ready = () => done() || this.deps.run.shouldHandOver();
       if (timeoutMs === undefined) await condition(ready);
       else if (!(await condition(ready, Math.max(1, timeoutMs)))) return 'timeout';
       return done();
     } finally {
-      this.waitingOn = undefined;
+      if (onPerson) this.waitingOn = undefined;
     }
+  }
+
+  /**
+   * A self-hosted environment's tool call: its worker answers through `submitToolResult`; an answer not in by
+   * `timeoutSeconds` after the wait began (a durable timer, carried across handovers) becomes an error result.
+   */
+  private async awaitEnvironment(t: PendingTool, timeoutSeconds: number): Promise<'done' | 'handover'> {
+    t.resultDueAt ??= Date.now() + timeoutSeconds * 1000;
+    const r = await this.waitFor(t, () => this.answered.has(t.id), t.resultDueAt - Date.now(), false);
+    if (r === 'timeout') {
+      this.deps.run.append({
+        type: 'tool_result',
+        toolUseId: t.id,
+        ...toolError(
+          `no worker of the self-hosted environment answered within ${timeoutSeconds} s; the call may not have run`,
+          'infra',
+        ),
+      });
+      return 'done';
+    }
+    return r ? 'done' : 'handover';
   }
 
   private missingRequired(t: PendingTool): string[] {
@@ -166,9 +195,15 @@ export class ToolGate {
       append({ type: 'tool_result', toolUseId: t.id, ...toolError(message, 'denied') });
       return 'done';
     }
-    if (this.clientTools.has(t.name)) {
+    const client = this.clientTools.get(t.name);
+    if (client) {
       if (this.answered.has(t.id)) return 'done';
-      return (await this.waitFor(t, () => this.answered.has(t.id))) ? 'done' : 'handover';
+      // Only sessions of self-hosted environments have such tools, none of them older than the patch.
+      if (client.timeoutSeconds !== undefined && patched('client-tool-timeout'))
+        return this.awaitEnvironment(t, client.timeoutSeconds);
+      return (await this.waitFor(t, () => this.answered.has(t.id), undefined, client.runsIn !== 'environment'))
+        ? 'done'
+        : 'handover';
     }
     const external = this.deps.awaitExternal?.(t.id);
     if (external && !(await external)) return 'handover';
@@ -309,7 +344,12 @@ export class ToolGate {
           onTimeout: t.approval.onTimeout,
           ...(t.approval.expiresAt !== undefined ? { expiresAt: new Date(t.approval.expiresAt).toISOString() } : {}),
         });
-      } else if (this.clientTools.has(t.name) && !this.answered.has(t.id) && this.cleared(t)) {
+      } else if (
+        this.clientTools.has(t.name) &&
+        this.clientTools.get(t.name)!.runsIn !== 'environment' &&
+        !this.answered.has(t.id) &&
+        this.cleared(t)
+      ) {
         out.push({ kind: 'client_tool', toolUseId: t.id, name: t.name, input: t.input });
       }
     }

@@ -204,9 +204,13 @@ export function testSessionDeps(client: import('@temporalio/client').Client): Se
 }
 
 /** A test API on PostgreSQL whose sessions run on the harness's Temporal; the harness is stopped if it fails to start. */
-export async function startApiOn(h: Harness, workspaces: string[] = ['default']): Promise<TestApi> {
+export async function startApiOn(
+  h: Harness,
+  workspaces: string[] = ['default'],
+  extraEnv: Record<string, string> = {},
+): Promise<TestApi> {
   try {
-    return await startTestApi('postgres', workspaces, testSessionDeps(h.env.client));
+    return await startTestApi('postgres', workspaces, testSessionDeps(h.env.client), undefined, extraEnv);
   } catch (e) {
     await h.stop();
     throw e;

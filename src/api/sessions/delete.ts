@@ -8,6 +8,7 @@ import { purgeSession } from '../../session-purge';
 import type { Db } from '../../storage/db';
 import type { BlobStore } from '../../storage/blobs';
 import { deleteSessionFiles } from '../../storage/repos/files-repo';
+import { stopSessionWork } from '../environment-work';
 import { deleteSessionRows, deletedSessionIds, markSessionDeleted } from '../../storage/repos/sessions-repo';
 
 export interface DeleteDeps {
@@ -29,6 +30,8 @@ export async function deleteSession(deps: DeleteDeps, workspaceId: string, id: s
 /** The steps after the mark, in the order that keeps each repeatable: what is found through the row goes last. */
 async function finish(deps: DeleteDeps, id: string): Promise<void> {
   await purgeSession(deps.client, deps.archive, id);
+  // A self-hosted worker still serving it is told to stop (its heartbeat reads stopping); the item stays listed.
+  await stopSessionWork(deps.db, id);
   // The files scoped to the session (its outputs) go with it, blobs included; then the rows that name it.
   await deps.db.transaction((tx) => deleteSessionFiles(tx, deps.blobs, id));
   await deleteSessionRows(deps.db, id);

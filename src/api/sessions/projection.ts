@@ -7,6 +7,7 @@ import type { BetaManagedAgentsSessionEvent } from '@anthropic-ai/sdk/resources/
 import type { SessionEvent, Usage } from '../../session/events';
 import { Failure } from '../../session/failure-types';
 import { turnEnd } from '../../session/turn-end';
+import { evaluatePolicy, type ToolPolicy } from '../../session/policy';
 
 /**
  * The platform's own events, beside the hosted API's. `platform.` is a namespace the hosted API does not use, so a
@@ -56,7 +57,9 @@ export const thinkingPart = (k: number) => 10 + k;
 
 const MCP_NAME = /^mcp__(.+?)__(.+)$/;
 
-type ToolKind = { kind: 'tool' } | { kind: 'custom' } | { kind: 'mcp'; server: string; tool: string };
+/** `environment`: a toolset call a self-hosted environment's worker answers with `user.tool_result`. */
+type ToolKind =
+  { kind: 'tool' } | { kind: 'environment' } | { kind: 'custom' } | { kind: 'mcp'; server: string; tool: string };
 
 type SessionErrorObject = Extract<ApiSessionEvent, { type: 'session.error' }>['error'];
 
@@ -83,6 +86,8 @@ function retryingError(failureType: string, message: string): SessionErrorObject
  */
 export class SessionProjector {
   private customTools = new Set<string>();
+  private environmentTools = new Set<string>();
+  private policies: Record<string, ToolPolicy> = {};
   private readonly uses = new Map<string, { eventId: string; kind: ToolKind }>();
   private readonly byEventId = new Map<string, string>();
   private readonly waiting = new Set<string>();
@@ -115,6 +120,7 @@ export class SessionProjector {
   }
 
   private kindOf(name: string): ToolKind {
+    if (this.environmentTools.has(name)) return { kind: 'environment' };
     if (this.customTools.has(name)) return { kind: 'custom' };
     const m = MCP_NAME.exec(name);
     return m ? { kind: 'mcp', server: m[1], tool: m[2] } : { kind: 'tool' };
@@ -199,8 +205,20 @@ export class SessionProjector {
     const out: ApiSessionEvent[] = [];
     switch (e.type) {
       case 'session_started': {
-        const tools = (e.agent as { clientTools?: { name?: unknown }[] }).clientTools ?? [];
-        this.customTools = new Set(tools.map((t) => t.name).filter((n): n is string => typeof n === 'string'));
+        const agent = e.agent as { clientTools?: { name?: unknown; runsIn?: unknown }[]; policies?: unknown };
+        const named = (env: boolean) =>
+          new Set(
+            (agent.clientTools ?? [])
+              .filter((t) => (t.runsIn === 'environment') === env)
+              .map((t) => t.name)
+              .filter((n): n is string => typeof n === 'string'),
+          );
+        this.customTools = named(false);
+        this.environmentTools = named(true);
+        this.policies =
+          typeof agent.policies === 'object' && agent.policies !== null
+            ? (agent.policies as Record<string, ToolPolicy>)
+            : {};
         break;
       }
       case 'user_message':
@@ -261,7 +279,22 @@ export class SessionProjector {
             name: kind.tool,
             input,
           });
-        else out.push({ type: 'agent.tool_use', id: useId, processed_at: at, name: e.name, input });
+        else {
+          // The session's own gate decides with the same pure function (src/workflows/approvals.ts), so the
+          // permission shown is the one applied: a runner holds an `ask` call until its confirmation.
+          const policy = this.policies[e.name];
+          const ask = evaluatePolicy(e.name, policy, e.input).ask;
+          out.push({
+            type: 'agent.tool_use',
+            id: useId,
+            processed_at: at,
+            name: e.name,
+            input,
+            evaluated_permission: ask ? 'ask' : 'allow',
+            // The API's agents set always_allow or always_ask; an agent file's pattern rules have no API name.
+            ...(typeof policy !== 'object' ? { evaluation: { type: ask ? 'always_ask' : 'always_allow' } } : {}),
+          });
+        }
         break;
       }
       case 'approval_requested': {
@@ -293,6 +326,17 @@ export class SessionProjector {
             id: id(),
             processed_at: at,
             custom_tool_use_id: useId,
+            content,
+            is_error: e.isError,
+          });
+          this.settle(useId, e, 1, out);
+        } else if (use?.kind.kind === 'environment') {
+          // The worker's answer, or the error the session wrote when none came in time: either way the call's result.
+          out.push({
+            type: 'user.tool_result',
+            id: id(),
+            processed_at: at,
+            tool_use_id: useId,
             content,
             is_error: e.isError,
           });

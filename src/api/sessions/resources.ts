@@ -18,6 +18,7 @@ import {
 import { IdSchema, PageQuerySchema, cursorPos, iso, newId } from '../shared-fields';
 import type { ApiApp, ApiDeps } from '../route-context';
 import { badRequest, notFound } from '../api-error';
+import { getEnvironment } from '../environments';
 import { deleteMount, findMount, listMounts } from '../../storage/repos/session-mounts-repo';
 import {
   FileParamsSchema,
@@ -166,6 +167,12 @@ export async function insertResources(
 }
 
 /** The file and memory_store resources of a new session, checked against the workspace's files and stores. */
+/** A file resource on a self-hosted environment: its worker has no way to receive one. */
+export const selfHostedFiles = (environmentId: string) =>
+  badRequest(
+    `resources: file resources cannot be mounted for a session of the self-hosted environment ${environmentId}: its worker downloads skills and memory stores only; fetch files from the worker with the Files API instead`,
+  );
+
 export function planResourceMounts(db: Queryable, workspaceId: string, resources: readonly ResourceParams[]) {
   return planMounts(
     db,
@@ -202,7 +209,7 @@ const ResourcePath = z.object({ session_id: IdSchema, resource_id: IdSchema });
 export function resourceRoutes(
   app: ApiApp,
   deps: ApiDeps,
-  session: (workspaceId: string, id: string) => Promise<{ id: string; archived_at: Date | null }>,
+  session: (workspaceId: string, id: string) => Promise<{ id: string; archived_at: Date | null; environment_id: string }>,
 ): void {
   const { db } = deps;
   /** One resource of the caller's own session (looked up first, so another workspace's answers 404). */
@@ -291,6 +298,8 @@ export function resourceRoutes(
       const s = await session(req.workspaceId, req.params.session_id);
       if (s.archived_at) throw badRequest(`session ${s.id} is archived and read-only`);
       if (req.body.type !== 'file') throw badRequest('resources.add takes file resources');
+      const environment = await getEnvironment(db, req.workspaceId, s.environment_id);
+      if (environment.config.type === 'self_hosted') throw selfHostedFiles(environment.id);
       const existing = (await listMounts(db, s.id)).map((m) => m.mount_path);
       const planned = await planMounts(db, req.workspaceId, [{ i: 0, field: 'body', p: req.body }], existing);
       const [row] = await db.transaction((tx) => insertMounts(tx, s.id, req.workspaceId, planned));

@@ -46,12 +46,14 @@ import {
   planResources,
   resourceRoutes,
   resourcesOf,
+  selfHostedFiles,
 } from './resources';
 import { insertMounts, planSkillMounts, promptMountsOf, resolveSessionSkills } from './resource-mounts';
 import { withPromptSections } from './prompt-sections';
 import { deleteSessionMounts } from '../../storage/repos/session-mounts-repo';
 import { isSessionClosed } from '../../temporal-errors';
 import { deleteResources } from '../../storage/repos/session-resources-repo';
+import { enqueueSessionWork, stopSessionWork } from '../environment-work';
 import {
   archiveSessionRow,
   findSession,
@@ -90,6 +92,13 @@ const ContentSchema = z
         });
     });
   });
+/** A tool result's block: text; the other kinds the SDK types are refused by name, since the log keeps text. */
+const ToolResultBlockSchema = z.union([
+  TextBlockSchema,
+  z
+    .looseObject({ type: z.enum(['image', 'document', 'search_result']) })
+    .refine(() => false, 'only text blocks can be a tool result here: the session log keeps a tool result as text'),
+]);
 const UserMessageSchema = z.strictObject({ type: z.literal('user.message'), content: ContentSchema });
 const InboundEventSchema = z.discriminatedUnion('type', [
   UserMessageSchema,
@@ -99,6 +108,13 @@ const InboundEventSchema = z.discriminatedUnion('type', [
     tool_use_id: IdSchema,
     result: z.enum(['allow', 'deny']),
     deny_message: z.string().max(10_000).nullish(),
+    session_thread_id: z.string().nullish(),
+  }),
+  z.strictObject({
+    type: z.literal('user.tool_result'),
+    tool_use_id: IdSchema,
+    content: z.array(ToolResultBlockSchema).max(100).nullish(),
+    is_error: z.boolean().nullish(),
     session_thread_id: z.string().nullish(),
   }),
   z.strictObject({
@@ -297,6 +313,8 @@ export function sessionRoutes(
         );
       // A session may use only its own workspace's vaults.
       for (const v of p.vault_ids ?? []) await getVault(db, req.workspaceId, v);
+      if (environment.config.type === 'self_hosted' && (p.resources ?? []).some((r) => r.type === 'file'))
+        throw selfHostedFiles(environment.id);
       const planned = await planResources(deps, p.resources ?? []);
       const skills = await resolveSessionSkills(db, req.workspaceId, agent.skills ?? []);
       const mounts = [
@@ -308,8 +326,14 @@ export function sessionRoutes(
         environment,
         { workspaceId: req.workspaceId, vaultIds: p.vault_ids ?? [] },
         planned[0]?.repo,
+        deps.selfHostedToolTimeoutSeconds,
       );
-      const system = withPromptSections(file.system, promptMountsOf(mounts));
+      // A self-hosted worker unpacks each skill under skills/<name> in its working directory, as the SDK's runner does.
+      const prompted =
+        environment.config.type === 'self_hosted'
+          ? mounts.map((m) => (m.kind === 'skill' ? { ...m, mountPath: `skills/${m.name ?? m.refId}` } : m))
+          : mounts;
+      const system = withPromptSections(file.system, promptMountsOf(prompted));
       if (system !== undefined && system.length > MAX_SYSTEM_CHARS)
         throw badRequest(
           `resources: the system prompt with the memory and skills sections would be ${system.length} characters; the limit is ${MAX_SYSTEM_CHARS}`,
@@ -341,6 +365,9 @@ export function sessionRoutes(
           workspace: req.workspace,
         });
         for (const m of rest) await handle.signal(userMessageSignal, m);
+        // A self-hosted environment's workers learn of the session from its queue.
+        if (environment.config.type === 'self_hosted')
+          await enqueueSessionWork(db, { workspaceId: req.workspaceId, environmentId: environment.id, sessionId: id });
       } catch (e) {
         await deleteResources(db, id);
         await deleteSessionMounts(db, id);
@@ -404,6 +431,7 @@ export function sessionRoutes(
       if (!row.archived_at) {
         await endSession(sessions.client, row.id, 'archived');
         await archiveSessionRow(db, row.id);
+        await stopSessionWork(db, row.id);
       }
       return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));
     },
@@ -454,13 +482,11 @@ export function sessionRoutes(
       // All or nothing: every reference is resolved before anything is sent. A user.message needs no read of the log.
       const resolved: { e: InboundEvent; toolUseId?: string }[] = [];
       for (const [i, e] of req.body.events.entries()) {
-        if (e.type === 'user.tool_confirmation' || e.type === 'user.custom_tool_result') {
-          const ref = e.type === 'user.tool_confirmation' ? e.tool_use_id : e.custom_tool_use_id;
+        if (e.type !== 'user.message' && e.type !== 'user.interrupt') {
+          const field = e.type === 'user.custom_tool_result' ? 'custom_tool_use_id' : 'tool_use_id';
+          const ref = e.type === 'user.custom_tool_result' ? e.custom_tool_use_id : e.tool_use_id;
           const toolUseId = await feeds.toolUseIdOf(row.id, ref);
-          if (!toolUseId)
-            throw badRequest(
-              `events.${i}.${e.type === 'user.tool_confirmation' ? 'tool_use_id' : 'custom_tool_use_id'}: no tool call ${ref} in this session`,
-            );
+          if (!toolUseId) throw badRequest(`events.${i}.${field}: no tool call ${ref} in this session`);
           resolved.push({ e, toolUseId });
         } else resolved.push({ e });
       }
@@ -468,6 +494,16 @@ export function sessionRoutes(
       const handle = sessions.client.workflow.getHandle(row.id);
       for (const { e, toolUseId } of resolved)
         echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds));
+      // A message to a session of a self-hosted environment whose worker has let go of it queues it again.
+      if (resolved.some(({ e }) => e.type === 'user.message')) {
+        const environment = await getEnvironment(db, req.workspaceId, row.environment_id);
+        if (environment.config.type === 'self_hosted')
+          await enqueueSessionWork(db, {
+            workspaceId: req.workspaceId,
+            environmentId: environment.id,
+            sessionId: row.id,
+          });
+      }
       return { data: echoed };
     },
   );
@@ -506,8 +542,9 @@ async function deliver(
         }).catch(opError);
         return { ...e, id: eventId(sessionId, seq), processed_at: now };
       }
+      case 'user.tool_result':
       case 'user.custom_tool_result': {
-        const output = (e.content ?? []).map((b) => b.text).join('\n\n');
+        const output = (e.content ?? []).map((b) => ('text' in b ? String(b.text) : '')).join('\n\n');
         const { seq } = await submitToolResult(client, sessionId, {
           toolUseId: toolUseId!,
           output,

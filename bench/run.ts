@@ -29,6 +29,7 @@ const BENCHMARKS: { key: string; run: Runner; alone?: boolean }[] = [
   { key: 'history', run: lazyImport('./history', 'runHistory') },
   { key: 'console', run: lazyImport('./console', 'runConsole'), alone: true },
   { key: 'session_files', run: lazyImport('./session-files', 'runSessionFiles'), alone: true },
+  { key: 'self_hosted', run: lazyImport('./self-hosted', 'runSelfHosted'), alone: true },
 ];
 
 /** The order benchmarks run in: those that run alone, then the others, the longest first. */
@@ -40,6 +41,7 @@ const ORDER = [
   'archive',
   'console',
   'session_files',
+  'self_hosted',
   'api_stream',
   'ttft',
   'crash',

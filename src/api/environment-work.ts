@@ -274,7 +274,7 @@ export function environmentWorkRoutes(app: ApiApp, deps: ApiDeps): void {
         const work = await claimOnce(deps, id, reclaimMs, workerId, apiBaseUrl);
         if (work) return work;
         const left = deadline - Date.now();
-        if (left <= 0 || req.raw.destroyed) return null;
+        if (left <= 0 || req.socket.destroyed) return null;
         await sleep(Math.min(POLL_RECHECK_MS, left));
       }
     },

@@ -372,6 +372,35 @@ describe('self-hosted work queue on postgres', () => {
     );
   });
 
+  it("passes a healthcheck through to stopped with the SDK's own EnvironmentWorker", async () => {
+    const env = await client.beta.environments.create({ name: 'healthcheck', config: { type: 'self_hosted' } });
+    const { key } = await createEnvironmentKey(db, env.id);
+    const workdir = fs.mkdtempSync(path.join(os.tmpdir(), 'hc-worker-'));
+    const stop = new AbortController();
+    const running = client.beta.environments.work
+      .worker({ environmentId: env.id, environmentKey: key, workdir, workerId: 'hc-worker' })
+      .run(stop.signal)
+      .catch((e: unknown) => (stop.signal.aborted ? undefined : Promise.reject(e)));
+    try {
+      let item: Work | undefined;
+      for (let i = 0; i < 200 && item?.state !== 'stopped'; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        [item] = (await client.beta.environments.work.list(env.id)).data;
+      }
+      expect(item).toMatchObject({ state: 'stopped', data: { type: 'healthcheck' } });
+      expect(item!.acknowledged_at).not.toBeNull();
+      expect(await client.beta.environments.work.stats(env.id)).toMatchObject({
+        depth: 0,
+        pending: 0,
+        workers_polling: 1,
+      });
+    } finally {
+      stop.abort();
+      await running;
+      fs.rmSync(workdir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses bad input by name and stores nothing', async () => {
     const { envId, worker } = await queue('inputs');
     for (const [p, re] of [

@@ -19,7 +19,7 @@ import {
   revokeEnvironmentKey,
 } from '../../src/api/environment-keys';
 import { enqueueSessionWork, stopSessionWork } from '../../src/api/environment-work';
-import { insertSession } from '../../src/storage/repos/sessions-repo';
+import { deleteSessionRows, insertSession } from '../../src/storage/repos/sessions-repo';
 import { insertMount } from '../../src/storage/repos/session-mounts-repo';
 import { newId } from '../../src/storage/ids';
 import type { Db } from '../../src/storage/db';
@@ -213,6 +213,12 @@ describe('self-hosted work queue on postgres', () => {
       ['session', 'stopped'],
       ['healthcheck', 'stopped'],
     ]);
+    // A session removed for good takes its items and their tokens with it.
+    await deleteSessionRows(db, sessionId);
+    expect((await client.beta.environments.work.list(envId)).data.map((i) => i.data.type)).toEqual(['healthcheck']);
+    expect(await failure(w.heartbeat(work.id, { environment_id: envId }))).toBeInstanceOf(
+      Anthropic.AuthenticationError,
+    );
   });
 
   it('keeps a sessions token to its own session, its work item, and what is mounted for it', async () => {

@@ -305,3 +305,9 @@ export async function deleteEnvironmentWork(q: Queryable, environmentId: string)
   await q.query('delete from work_pollers where environment_id = $1', [environmentId]);
   await q.query('delete from environment_keys where environment_id = $1', [environmentId]);
 }
+
+/** The statements that remove a session's work items and their tokens (sessions-repo.ts runs them on delete). */
+export const SESSION_WORK_ROWS: readonly string[] = [
+  `delete from work_tokens where work_id in (select id from work_items where data_type = 'session' and data_id = $1)`,
+  `delete from work_items where data_type = 'session' and data_id = $1`,
+];

@@ -16,6 +16,7 @@ import path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import { startTestApi, testSessionDeps, type TestApi } from '../test/helpers/api';
 import { createEnvironmentKey } from '../src/api/environment-keys';
+import { ensureWorkerNode } from '../src/infra/sdk-worker-node';
 import { armStats, interleave, ratio, type BenchResult, type Ctx } from './lib';
 
 type Event = Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent;
@@ -87,7 +88,7 @@ export async function runSelfHosted(ctx: Ctx): Promise<BenchResult[]> {
       const workdir = path.join(scratch, name);
       fs.mkdirSync(workdir, { recursive: true });
       const child = spawn(
-        process.execPath,
+        ensureWorkerNode(),
         ['--import', 'tsx', path.join(ROOT, 'test/helpers/sdk-environment-worker.ts')],
         {
           cwd: ROOT,

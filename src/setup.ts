@@ -6,6 +6,7 @@ import { ensureSandboxRuntime } from './infra/gvisor';
 import { ensureTemporalCli } from './infra/temporal-cli';
 import { progress } from './host/term';
 import { ensureChromium } from './infra/chromium';
+import { ensureWorkerNode } from './infra/sdk-worker-node';
 import { ensurePostgres } from './infra/postgres-server';
 
 const USAGE = 'usage: setup [--temporal-only]';
@@ -53,6 +54,8 @@ async function main(argv: string[]): Promise<number> {
     log(`sandbox runtime: ${runtime.runtime}: ${runtime.detail}`);
     // Stdio MCP servers run in a bubblewrap jail on the tools worker.
     log(`stdio MCP jail: ${await ensureTool('bwrap', 'bubblewrap', (m) => log(`bubblewrap: ${m}`))}`);
+    // The SDK's self-hosted runner needs Node 22+; the suites run it as the operator would.
+    log(`node for the SDK's environment worker: ${ensureWorkerNode((m) => log(`worker node: ${m}`))}`);
     // Only the Web UI browser test needs it; a machine that cannot install it still runs everything else.
     try {
       log(`chromium (Web UI browser test): ${ensureChromium((m) => log(`chromium: ${m}`))}`);

@@ -236,7 +236,6 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   SELF_HOSTED_TOOL_TIMEOUT_SECONDS: {
     about:
       "Seconds a session of a self-hosted environment waits for its worker's `user.tool_result` to a toolset call (a durable timer in the session). Past it the session writes an error result for the call and the turn goes on; a late answer is refused with a 400.",
-    default: '120',
   },
   STORAGE_QUOTA_BYTES: {
     about:
@@ -244,7 +243,7 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   },
   WORK_LEASE_TTL_SECONDS: {
     about:
-      "The lease, in seconds, a self-hosted work item's heartbeat grants when the worker asks for none (`desired_ttl_seconds`), and the one `ack` starts. A lease that runs out puts the item back in the queue, and its sessions token stops working.",
+      "The lease, in seconds, a self-hosted work item's heartbeat grants when the worker asks for none (`desired_ttl_seconds`), and the one `ack` starts. A lease that runs out puts the item back in the queue, and its sessions token stops working. Keep it well inside `SELF_HOSTED_TOOL_TIMEOUT_SECONDS`, so a dead worker's call is reclaimed and rerun before the session gives up on it.",
   },
   WORK_LEASE_MIN_TTL_SECONDS: {
     about: 'The shortest lease a heartbeat may ask for, in seconds; a shorter `desired_ttl_seconds` is raised to it.',

@@ -117,7 +117,7 @@ export const ConfigSchema = z.object({
     .regex(/^(off|\d{1,15})$/, 'must be a whole number of bytes, or off')
     .default('off'),
   /** Self-hosted work queue: the lease a heartbeat grants when the worker asks for none, in seconds. */
-  WORK_LEASE_TTL_SECONDS: seconds1to86400.default('90'),
+  WORK_LEASE_TTL_SECONDS: seconds1to86400.default('30'),
   /** The shortest lease a heartbeat's `desired_ttl_seconds` may ask for; shorter asks are raised to it. */
   WORK_LEASE_MIN_TTL_SECONDS: seconds1to86400.default('10'),
   /** The longest lease a heartbeat's `desired_ttl_seconds` may ask for; longer asks are cut to it. */

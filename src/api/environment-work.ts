@@ -51,7 +51,7 @@ import {
   toPage,
 } from './shared-fields';
 
-export const DEFAULT_WORK_LEASE: WorkLease = { ttlSeconds: 90, minTtlSeconds: 10, maxTtlSeconds: 600 };
+export const DEFAULT_WORK_LEASE: WorkLease = { ttlSeconds: 30, minTtlSeconds: 10, maxTtlSeconds: 600 };
 /** How long an item polled and not acked stays pending before a poll may reclaim it, unless the poll says. */
 export const DEFAULT_RECLAIM_MS = 5000;
 /** How often a long poll re-reads the queue. */

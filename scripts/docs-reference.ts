@@ -237,6 +237,17 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
     about:
       "Bytes of live files (uploads and session outputs not expired) a workspace may hold; `0` or `off` disables it. Past it, `files.upload` answers 400 `storage_quota_exceeded` (the SDK's `StorageQuotaExceededError`) and stores nothing.",
   },
+  WORK_LEASE_TTL_SECONDS: {
+    about:
+      "The lease, in seconds, a self-hosted work item's heartbeat grants when the worker asks for none (`desired_ttl_seconds`), and the one `ack` starts. A lease that runs out puts the item back in the queue, and its sessions token stops working.",
+  },
+  WORK_LEASE_MIN_TTL_SECONDS: {
+    about: 'The shortest lease a heartbeat may ask for, in seconds; a shorter `desired_ttl_seconds` is raised to it.',
+  },
+  WORK_LEASE_MAX_TTL_SECONDS: {
+    about:
+      'The longest lease a heartbeat may ask for, in seconds; a longer `desired_ttl_seconds` is cut to it (and a minimum above it lowered to it).',
+  },
   SANDBOX_QUOTA: {
     about:
       'Sandboxes a workspace may have running at once, counted in the API database (`DATABASE_URL`) across every hands host; `0` or `off` disables it. Past it, the tool call that needed a sandbox gets an error result saying so.',

@@ -88,6 +88,8 @@ interface Found {
   kind: ResultKind;
   type?: { name: string; file: string };
   page?: string;
+  /** The response may be `null` too (`work.poll` with nothing to claim). */
+  nullable?: boolean;
 }
 
 /** The verb and route of each method of the class `className` in its JavaScript file. */
@@ -119,6 +121,8 @@ function walkMethods(): Found[] {
   const program = ts.createProgram([betaDts], {
     skipLibCheck: true,
     noEmit: true,
+    // So that a `T | null` return (work.poll) keeps its null.
+    strictNullChecks: true,
     types: [],
     lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
   });
@@ -159,7 +163,14 @@ function walkMethods(): Found[] {
           const innerName = inner.getSymbol()?.getName();
           if (innerName === 'Stream') Object.assign(m, { kind: 'stream', type: named(args(inner)[0]) });
           else if (innerName === 'Response') m.kind = 'binary';
-          else Object.assign(m, { kind: 'json', type: named(inner) });
+          else if (inner.isUnion() && inner.types.some((u) => u.flags & ts.TypeFlags.Null)) {
+            const nonNull = inner.types.filter((u) => !(u.flags & ts.TypeFlags.Null));
+            Object.assign(m, {
+              kind: 'json',
+              type: nonNull.length === 1 ? named(nonNull[0]) : undefined,
+              nullable: true,
+            });
+          } else Object.assign(m, { kind: 'json', type: named(inner) });
         }
         if (!r) m.kind = 'local';
         out.push(m);
@@ -201,7 +212,7 @@ function entryModule(methods: Found[]): { text: string; names: string[] } {
       if (!resp) throw new Error(`${m.name}: unknown page type ${m.page}`);
       t = `${alias({ name: resp, file: path.join(SDK, 'core/pagination.d.ts') })}<${t}>`;
     }
-    props.push(`  '${m.name}': ${t};`);
+    props.push(`  '${m.name}': ${t}${m.nullable ? ' | null' : ''};`);
     names.push(m.name);
   }
   props.push(`  $error: ${alias({ name: 'ErrorResponse', file: path.join(SDK, 'resources/shared.d.ts') })};`);

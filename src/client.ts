@@ -7,6 +7,7 @@ import { addExamples, PROGRAM_HELP } from './cli/help-examples';
 import { CliError, err } from './cli/cli-common';
 import { approvalCommands, submitCommand } from './cli/approval-commands';
 import { apiKeysCommands } from './cli/api-key-commands';
+import { environmentKeysCommands } from './cli/environment-key-commands';
 import { auditCommand } from './cli/audit-commands';
 import { filesCommands, handoffCommand } from './cli/sandbox-commands';
 import {
@@ -64,6 +65,7 @@ export function buildProgram(): Command {
   vaultCommands(program);
   apiCommand(program);
   apiKeysCommands(program);
+  environmentKeysCommands(program);
   memoryCommands(program);
   auditCommand(program);
   devCommand(program);

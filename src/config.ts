@@ -30,6 +30,11 @@ function isReadableFile(file: string): boolean {
   }
 }
 
+const seconds1to86400 = z
+  .string()
+  .regex(/^\d{1,5}$/, 'must be a whole number of seconds from 1 to 86400')
+  .refine((v) => Number(v) >= 1 && Number(v) <= 86400, 'must be a whole number of seconds from 1 to 86400');
+
 export const ConfigSchema = z.object({
   TEMPORAL_ADDRESS: z
     .string()
@@ -105,6 +110,12 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^(off|\d{1,15})$/, 'must be a whole number of bytes, or off')
     .default('off'),
+  /** Self-hosted work queue: the lease a heartbeat grants when the worker asks for none, in seconds. */
+  WORK_LEASE_TTL_SECONDS: seconds1to86400.default('90'),
+  /** The shortest lease a heartbeat's `desired_ttl_seconds` may ask for; shorter asks are raised to it. */
+  WORK_LEASE_MIN_TTL_SECONDS: seconds1to86400.default('10'),
+  /** The longest lease a heartbeat's `desired_ttl_seconds` may ask for; longer asks are cut to it. */
+  WORK_LEASE_MAX_TTL_SECONDS: seconds1to86400.default('600'),
   /** Sandboxes a workspace may have running at once, across every hands host that reaches the API's database; `0` or `off` disables it. */
   SANDBOX_QUOTA: z
     .string()
@@ -273,6 +284,9 @@ export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
     'API_EVENTS_PER_SEND',
     'FILES_MAX_BYTES',
     'STORAGE_QUOTA_BYTES',
+    'WORK_LEASE_TTL_SECONDS',
+    'WORK_LEASE_MIN_TTL_SECONDS',
+    'WORK_LEASE_MAX_TTL_SECONDS',
   ],
   cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
 };

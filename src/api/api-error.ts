@@ -25,7 +25,7 @@ export const ErrorEnvelopeSchema = z
     error: z.object({
       type: z.string(),
       message: z.string(),
-      details: z.object({ error_code: z.string() }).optional(),
+      details: z.looseObject({ error_code: z.string() }).optional(),
     }),
     request_id: z.string(),
   })
@@ -38,6 +38,8 @@ export class ApiError extends PlatformError {
     message: string,
     readonly extra: {
       errorCode?: string;
+      /** More of `error.details` beside `error_code` (a refused heartbeat's `current_state`); only with `errorCode`. */
+      details?: Record<string, unknown>;
       headers?: Record<string, string>;
       /** Fields of the error object beside `type` and `message` (`conflicting_path`...). */
       fields?: Record<string, string>;

@@ -61,6 +61,7 @@ const TYPES: Record<string, string> = {
   memory_versions: 'memory_version',
   skills: 'skill',
   versions: 'skill_version',
+  work: 'work_item',
 };
 
 /**

@@ -31,6 +31,7 @@ import {
   updateEnvironment,
   type EnvironmentRow,
 } from '../storage/repos/environments-repo';
+import { stopLiveEnvironmentWork } from '../storage/repos/work-repo';
 
 const PACKAGE_MANAGERS = ['apt', 'cargo', 'gem', 'go', 'npm', 'pip'] as const;
 
@@ -307,6 +308,8 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
       const id = req.params.environment_id;
       await getEnvironment(db, req.workspaceId, id);
       await archiveEnvironment(db, req.workspaceId, id);
+      // Its workers are told to stop: live items go to stopping (stopped when never acked).
+      await stopLiveEnvironmentWork(db, id);
       return getEnvironment(db, req.workspaceId, id);
     },
   );

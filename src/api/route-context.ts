@@ -46,6 +46,15 @@ export interface ApiDeps {
   blobs: BlobStore;
   /** The Files API's limits (FILES_MAX_BYTES, STORAGE_QUOTA_BYTES); absent: 100 MiB a file and no quota. */
   files?: FileLimits;
+  /** The leases of self-hosted work items (WORK_LEASE_*_SECONDS); absent: 90 s, asks clamped to 10-600 s. */
+  workLease?: WorkLease;
+}
+
+/** The lease a heartbeat grants a work item (src/api/environment-work.ts), in seconds. */
+export interface WorkLease {
+  ttlSeconds: number;
+  minTtlSeconds: number;
+  maxTtlSeconds: number;
 }
 
 /** What the Files API takes (src/api/files.ts). */

@@ -25,7 +25,8 @@ import { newId } from './shared-fields';
 import type { ApiApp, ApiDeps, ApiRoute } from './route-context';
 import { environmentRoutes } from './environments';
 import { ApiError, badRequest, type ErrorType } from './api-error';
-import { authenticate } from './workspace-keys';
+import { authenticateRequest, authorizeRequest, registerPrincipalChecks } from './principals';
+import { environmentWorkRoutes, workLeaseFrom } from './environment-work';
 import { auditHook } from './audit';
 import { quotasFrom, registerRateLimit } from './quotas';
 import { vaultRoutes } from './vaults/vaults';
@@ -64,14 +65,6 @@ function fieldOf(context: string | undefined, instancePath: string): string {
 function unknownKeys(keys: string[], noun: 'parameter' | 'field'): string {
   const shown = keys.slice(0, 5).map((k) => JSON.stringify(k.slice(0, 64)).slice(1, -1));
   return `${shown.join(', ')}${keys.length > 5 ? ` and ${keys.length - 5} more` : ''} ${keys.length === 1 ? `is not a ${noun}` : `are not ${noun}s`} this endpoint takes`;
-}
-
-function presentedKey(headers: Record<string, string | string[] | undefined>): string | undefined {
-  const x = headers['x-api-key'];
-  if (typeof x === 'string' && x) return x.trim();
-  const auth = headers.authorization;
-  const m = typeof auth === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(auth) : null;
-  return m?.[1];
 }
 
 /** Builds the server over `deps` (not listening yet). */
@@ -131,17 +124,14 @@ export async function buildApiServer(
     const path = req.url.split('?')[0];
     // A route that does not exist is a 404 whatever the request carries: the not-found handler answers it unchecked.
     if (req.is404 || path === OPENAPI_PATH || !path.startsWith('/v1/')) return;
-    const key = presentedKey(req.headers);
-    const who = key ? await authenticate(deps.db, key) : undefined;
-    if (!who)
-      throw new ApiError(
-        401,
-        'authentication_error',
-        key ? 'invalid API key' : 'an API key is required: send it as x-api-key or Authorization: Bearer',
-      );
+    const who = await authenticateRequest(deps.db, req);
     const wanted = req.headers['anthropic-workspace-id'];
     if (typeof wanted === 'string' && wanted && wanted !== who.workspaceId)
-      throw new ApiError(403, 'permission_error', `this API key belongs to another workspace than ${wanted}`);
+      throw new ApiError(
+        403,
+        'permission_error',
+        `this ${who.principal.kind === 'api_key' ? 'API key' : 'credential'} belongs to another workspace than ${wanted}`,
+      );
     const beta = req.headers['anthropic-beta'];
     const betas = (Array.isArray(beta) ? beta.join(',') : (beta ?? '')).split(',').map((b) => b.trim());
     const required = betaRequiredFor(req.url);
@@ -149,12 +139,14 @@ export async function buildApiServer(
       throw new ApiError(400, 'invalid_request_error', `the anthropic-beta header must include ${required}`);
     req.workspaceId = who.workspaceId;
     req.workspace = who.workspace;
-    req.apiKeyId = who.keyId;
-    req.principal = { kind: 'api_key', keyId: who.keyId };
+    if (who.principal.kind === 'api_key') req.apiKeyId = who.principal.keyId;
+    req.principal = who.principal;
+    await authorizeRequest(deps.db, req, who.principal);
   });
   // Per key, after the hook above has authenticated it; and the audit trail of every change.
   await registerRateLimit(app, deps.quotas);
   auditHook(app, deps.db, log);
+  registerPrincipalChecks(app);
 
   // Before any route's schema: a string PostgreSQL cannot store, or JSON nested past reason, is a 400 naming its field.
   app.addHook('preValidation', async (req) => {
@@ -192,10 +184,12 @@ export async function buildApiServer(
     let message: string;
     let errorCode: string | undefined;
     let fields: Record<string, string> | undefined;
+    let details: Record<string, unknown> | undefined;
     const down = err instanceof ApiError ? undefined : dependencyDown(err);
     if (err instanceof ApiError) {
       ({ status, type, message } = err);
       errorCode = err.extra.errorCode;
+      details = err.extra.details;
       fields = err.extra.fields;
       for (const [k, v] of Object.entries(err.extra.headers ?? {})) reply.header(k, v);
     } else if (hasZodFastifySchemaValidationErrors(err)) {
@@ -232,7 +226,7 @@ export async function buildApiServer(
       .type('application/json')
       .send({
         type: 'error',
-        error: { ...fields, type, message, ...(errorCode ? { details: { error_code: errorCode } } : {}) },
+        error: { ...fields, type, message, ...(errorCode ? { details: { error_code: errorCode, ...details } } : {}) },
         request_id: req.id,
       });
   });
@@ -250,6 +244,7 @@ export async function buildApiServer(
 
   agentRoutes(app, deps);
   environmentRoutes(app, deps);
+  environmentWorkRoutes(app, deps);
   vaultRoutes(app, deps);
   credentialRoutes(app, deps);
   fileRoutes(app, deps);
@@ -350,6 +345,7 @@ export async function startApiServer(
         egress,
         quotas: quotasFrom(config),
         files: fileLimitsFrom(config),
+        workLease: workLeaseFrom(config),
         blobs: new BlobStore(db, createDataConverter(loadCodecKey(config))),
         ...('table' in prices ? { prices: prices.table } : {}),
       },

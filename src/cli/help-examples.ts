@@ -81,6 +81,15 @@ const EXAMPLES: Record<string, string[]> = {
   ],
   'api-keys list': ['agents api-keys list', 'agents api-keys list --json'],
   'api-keys revoke': ['agents api-keys revoke apikey_01AB…'],
+  'environment-keys create': [
+    'agents environment-keys create --environment env_01AB…',
+    'KEY=$(agents environment-keys create --environment env_01AB… --json | jq -r .key)',
+  ],
+  'environment-keys list': [
+    'agents environment-keys list',
+    'agents environment-keys list --environment env_01AB… --json',
+  ],
+  'environment-keys revoke': ['agents environment-keys revoke envkey_01AB…'],
   'memory stores': ['agents memory stores', 'agents memory stores --workspace team-a --json'],
   'memory ls': ['agents memory ls memstore_01AB…', 'agents memory ls memstore_01AB… --prefix /notes/ --json'],
   'memory cat': ['agents memory cat memstore_01AB… /notes/todo.md'],

@@ -376,4 +376,64 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 11,
+    name: 'self-hosted work queue',
+    up: [
+      // A self-hosted environment's standing credentials (src/api/environment-keys.ts): only the key's SHA-256 is kept.
+      `create table environment_keys (
+        id text primary key,
+        workspace_id text not null,
+        environment_id text not null,
+        hash text not null unique,
+        hint text not null,
+        created_at timestamptz not null default now(),
+        revoked_at timestamptz
+      )`,
+      `create index environment_keys_by_environment on environment_keys (environment_id, created_at)`,
+      // The work queue (src/api/environment-work.ts). `claim` counts the claims: a sessions token names the claim it
+      // was minted for, so a new claim ends the old one. `lease_expires_at` is null until the claim is acked.
+      `create table work_items (
+        id text primary key,
+        workspace_id text not null,
+        environment_id text not null,
+        pos bigint generated always as identity,
+        data_type text not null check (data_type in ('session', 'healthcheck')),
+        data_id text not null,
+        state text not null check (state in ('queued', 'starting', 'active', 'stopping', 'stopped')),
+        metadata jsonb not null default '{}',
+        created_at timestamptz not null default now(),
+        polled_at timestamptz,
+        worker_id text,
+        claim integer not null default 0,
+        acknowledged_at timestamptz,
+        started_at timestamptz,
+        latest_heartbeat_at timestamptz,
+        lease_ttl_seconds integer,
+        lease_expires_at timestamptz,
+        stop_requested_at timestamptz,
+        stopped_at timestamptz
+      )`,
+      `create index work_items_list on work_items (environment_id, pos)`,
+      `create index work_items_by_state on work_items (environment_id, state, pos)`,
+      // At most one live item a session: enqueueing twice at once inserts one.
+      `create unique index work_items_live_session on work_items (data_id)
+         where data_type = 'session' and state in ('queued', 'starting', 'active')`,
+      // The sessions tokens handed out in work items' secrets, by SHA-256, each for one claim of one item.
+      `create table work_tokens (
+        hash text primary key,
+        work_id text not null,
+        claim integer not null,
+        created_at timestamptz not null default now()
+      )`,
+      `create index work_tokens_by_work on work_tokens (work_id)`,
+      // Who polls: one row per environment and worker id (Anthropic-Worker-ID), for stats and the console.
+      `create table work_pollers (
+        environment_id text not null,
+        worker_id text not null,
+        last_polled_at timestamptz not null,
+        primary key (environment_id, worker_id)
+      )`,
+    ],
+  },
 ];

@@ -55,8 +55,12 @@ function validator(ref: string): ValidateFunction {
 }
 const pointer = (key: string) => `/properties/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`;
 
+/** The platform's own routes, which the SDK has no method for, though an SDK route's pattern would match them. */
+const OWN_ROUTES = [/^\/v1\/environments\/[^/]+\/work\/workers$/];
+
 /** The SDK method a request is a call of, by its verb and path. */
 export function sdkMethodFor(verb: string, pathname: string): SdkMethod | undefined {
+  if (OWN_ROUTES.some((r) => r.test(pathname))) return undefined;
   return load().routes.find((r) => r.method.verb === verb.toUpperCase() && r.pattern.test(pathname))?.method;
 }
 

@@ -1,5 +1,6 @@
 // The environments table. The config's shape is the API's (`Config`).
 import type { Db, Queryable } from '../db';
+import { deleteEnvironmentWork } from './work-repo';
 
 export interface EnvironmentRow<Config = unknown> {
   id: string;
@@ -96,6 +97,23 @@ export async function deleteEnvironment(db: Db, workspaceId: string, id: string)
     await tx.query('update sessions set environment_id = null where environment_id = $1 and deleted_at is not null', [
       id,
     ]);
-    await tx.query('delete from environments where id = $1 and workspace_id = $2', [id, workspaceId]);
+    const gone = await tx.query('delete from environments where id = $1 and workspace_id = $2 returning id', [
+      id,
+      workspaceId,
+    ]);
+    // Its work queue and keys go with it.
+    if (gone.length > 0) await deleteEnvironmentWork(tx, id);
   });
+}
+
+/** An environment by id alone, whatever its workspace: for the operator's commands, which hold no workspace. */
+export async function findEnvironmentById<Config>(
+  db: Queryable,
+  id: string,
+): Promise<(EnvironmentRow<Config> & { workspace_id: string }) | undefined> {
+  const [row] = await db.query<EnvironmentRow<Config> & { workspace_id: string }>(
+    `select ${COLUMNS}, workspace_id from environments where id = $1`,
+    [id],
+  );
+  return row;
 }

@@ -170,14 +170,17 @@ function WorkFor(props: { data: WorkItem['data'] }) {
   const d = props.data;
   if (d.type === 'session')
     return (
-      <span>
-        session <Link href={sessionPath(d.id)}>{d.id}</Link>
-      </span>
+      <div>
+        session{' '}
+        <Link href={sessionPath(d.id)} class="id">
+          {d.id}
+        </Link>
+      </div>
     );
   return (
-    <span>
+    <div>
       {d.type ?? 'healthcheck'} <span class="id">{d.id}</span>
-    </span>
+    </div>
   );
 }
 
@@ -443,6 +446,9 @@ export function EnvironmentPage(props: { id: string }) {
                 <time dateTime={updated}>{new Date(updated).toLocaleTimeString()}</time>
               </span>
             )}
+            <button type="button" class="quiet small" onClick={() => setTick((t) => t + 1)}>
+              Refresh
+            </button>
           </div>
         )}
       </div>

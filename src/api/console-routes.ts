@@ -72,6 +72,8 @@ export function consoleRoutes(app: ApiApp, opts: { prices?: PriceTable; dir?: st
     `${CONSOLE_PATH}/sessions/:session_id`,
     `${CONSOLE_PATH}/memory_stores`,
     `${CONSOLE_PATH}/memory_stores/:memory_store_id`,
+    `${CONSOLE_PATH}/environments`,
+    `${CONSOLE_PATH}/environments/:environment_id`,
   ])
     app.get(url, { schema: { hide: true } }, page);
   // Only the bundle's own names: a request for anything else is the API's 404.

@@ -1,12 +1,14 @@
 // The console's shell: sign-in with an API key (kept in session storage, sent as a header), the header bar and the
-// pages (sessions, a new session, one session, memory stores, one store), each on the public API the SDK calls.
+// pages (sessions, a new session, one session, memory stores, one store, environments, one environment's queue), each
+// on the public API the SDK calls.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call, keyStore, whenUnauthorized } from './api';
+import { EnvironmentPage, Environments } from './environments';
 import type { Prices } from './formatters';
 import { MemoryStorePage, MemoryStores } from './memory-browser';
 import { NewSession } from './new-session';
-import { BASE, Link, navigate, storesPath, useRoute, type Route } from './router';
+import { BASE, environmentsPath, Link, navigate, storesPath, useRoute, type Route } from './router';
 import { SessionPage } from './session-page';
 import { SessionsList } from './sessions-list';
 import { Alert } from './ui';
@@ -67,6 +69,8 @@ const TITLES: Record<Route['page'], string> = {
   session: 'Session',
   stores: 'Memory stores',
   store: 'Memory store',
+  environments: 'Environments',
+  environment: 'Environment',
 };
 
 function App() {
@@ -85,7 +89,10 @@ function App() {
       .then(setPrices, () => undefined);
   }, []);
   useEffect(() => {
-    const name = route.page === 'session' || route.page === 'store' ? route.id : TITLES[route.page];
+    const name =
+      route.page === 'session' || route.page === 'store' || route.page === 'environment'
+        ? route.id
+        : TITLES[route.page];
     document.title = `${name} · Managed Agents console`;
   }, [route]);
   if (!signedIn) return <SignIn notice={notice} onSignedIn={() => (setNotice(undefined), setSignedIn(true))} />;
@@ -113,6 +120,14 @@ function App() {
           >
             Memory stores
           </Link>
+          <Link
+            href={environmentsPath}
+            {...(route.page === 'environments' || route.page === 'environment'
+              ? { 'aria-current': 'page' as const }
+              : {})}
+          >
+            Environments
+          </Link>
         </nav>
         <button type="button" class="quiet sign-out" onClick={signOut}>
           Sign out
@@ -123,6 +138,8 @@ function App() {
       {route.page === 'session' && <SessionPage key={route.id} id={route.id} />}
       {route.page === 'stores' && <MemoryStores />}
       {route.page === 'store' && <MemoryStorePage key={route.id} id={route.id} view={route} />}
+      {route.page === 'environments' && <Environments />}
+      {route.page === 'environment' && <EnvironmentPage key={route.id} id={route.id} />}
     </>
   );
 }

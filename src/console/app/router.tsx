@@ -20,7 +20,9 @@ export type Route =
   | { page: 'new' }
   | { page: 'session'; id: string }
   | { page: 'stores' }
-  | ({ page: 'store'; id: string } & StoreView);
+  | ({ page: 'store'; id: string } & StoreView)
+  | { page: 'environments' }
+  | { page: 'environment'; id: string };
 
 export function parseRoute(pathname: string, search = ''): Route {
   const rest = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname;
@@ -28,6 +30,9 @@ export function parseRoute(pathname: string, search = ''): Route {
   if (session) return { page: 'session', id: decodeURIComponent(session[1]) };
   if (/^\/new\/?$/.test(rest)) return { page: 'new' };
   if (/^\/memory_stores\/?$/.test(rest)) return { page: 'stores' };
+  if (/^\/environments\/?$/.test(rest)) return { page: 'environments' };
+  const environment = /^\/environments\/([^/]+)\/?$/.exec(rest);
+  if (environment) return { page: 'environment', id: decodeURIComponent(environment[1]) };
   const store = /^\/memory_stores\/([^/]+)\/?$/.exec(rest);
   if (store) {
     const q = new URLSearchParams(search);
@@ -47,6 +52,8 @@ export function parseRoute(pathname: string, search = ''): Route {
 
 export const sessionPath = (id: string) => `${BASE}/sessions/${encodeURIComponent(id)}`;
 export const storesPath = `${BASE}/memory_stores`;
+export const environmentsPath = `${BASE}/environments`;
+export const environmentPath = (id: string) => `${environmentsPath}/${encodeURIComponent(id)}`;
 
 /** A memory store's page at `view` (the defaults left out of the link). */
 export function storePath(id: string, view: Partial<StoreView> = {}): string {

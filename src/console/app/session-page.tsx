@@ -2,11 +2,13 @@
 // with the steering controls. Every action is a POST /v1/sessions/{id}/events, as any other client sends it.
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, call, followStream, listAll } from './api';
+import { isSelfHosted } from './environments';
 import { SessionFiles } from './files-panel';
 import { tokens } from './formatters';
 import { StableItem, type Steer } from './items';
 import { Timeline, idleReason, type ApiEvent } from './timeline';
-import type { Session } from './types';
+import { environmentPath, Link as PageLink } from './router';
+import type { Environment, Session } from './types';
 import { modelOf } from './types';
 import { Alert, StatusBadge } from './ui';
 
@@ -18,6 +20,7 @@ export function SessionPage(props: { id: string }) {
   const timeline = useMemo(() => new Timeline(), [props.id]);
   const [, setVersion] = useState(0);
   const [session, setSession] = useState<Session>();
+  const [environment, setEnvironment] = useState<Environment>();
   const [missing, setMissing] = useState<string>();
   const [link, setLink] = useState<Link>('connecting');
   const [error, setError] = useState<string>();
@@ -115,6 +118,20 @@ export function SessionPage(props: { id: string }) {
     return () => abort.abort();
   }, [props.id]);
 
+  // Where the session's tools run: a self-hosted environment's page shows its queue and workers.
+  const environmentId = session?.environment_id;
+  useEffect(() => {
+    if (!environmentId) return;
+    let live = true;
+    call<Environment>('GET', `/v1/environments/${encodeURIComponent(environmentId)}`).then(
+      (e) => live && setEnvironment(e),
+      () => undefined,
+    );
+    return () => {
+      live = false;
+    };
+  }, [environmentId]);
+
   const send = async (events: unknown[]): Promise<boolean> => {
     setError(undefined);
     try {
@@ -180,6 +197,12 @@ export function SessionPage(props: { id: string }) {
               </>
             )}
           </p>
+          {environment && isSelfHosted(environment) && (
+            <p class="sub">
+              Its tools run on the self-hosted environment{' '}
+              <PageLink href={environmentPath(environment.id)}>{environment.name}</PageLink>, through its work queue.
+            </p>
+          )}
         </div>
         <div class="head-status">
           <StatusBadge

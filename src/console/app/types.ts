@@ -1,17 +1,27 @@
-// The API's resources as the console reads them (the fields it shows; the SDK's types have the rest).
+// The API's resources as the console reads them (the fields it shows; the SDK's types have the rest). Environments
+// and their work queue are the SDK's own types: type-only imports, which the bundle drops.
 import type { Usage } from './formatters';
+
+export type { BetaEnvironment as Environment } from '@anthropic-ai/sdk/resources/beta/environments/environments';
+export type {
+  BetaSelfHostedWork as WorkItem,
+  BetaSelfHostedWorkQueueStats as QueueStats,
+} from '@anthropic-ai/sdk/resources/beta/environments/work';
+
+/** A worker that polled the environment's queue lately, as GET /v1/environments/{id}/work/workers lists it. */
+export interface QueueWorker {
+  /** The `Anthropic-Worker-ID` it polls with. */
+  worker_id: string;
+  last_polled_at: string;
+  /** The work items it holds. */
+  work_ids: string[];
+}
 
 export interface Agent {
   id: string;
   name: string;
   version: number;
   model: string | { id: string };
-  archived_at: string | null;
-}
-
-export interface Environment {
-  id: string;
-  name: string;
   archived_at: string | null;
 }
 

@@ -10,7 +10,6 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { chromiumPath } from '../src/infra/chromium';
 import { createApiKey } from '../src/api/workspace-keys';
 import { createEnvironmentKey } from '../src/api/environment-keys';
-import { enqueueSessionWork } from '../src/api/environment-work';
 import { startApiOn, type TestApi } from './helpers/api';
 import { startHarness, type Harness } from './helpers/env';
 
@@ -20,7 +19,6 @@ const TIMEOUT = 60_000;
 let h: Harness;
 let api: TestApi;
 let key: string;
-let workspaceId: string;
 let client: Anthropic;
 let browser: Browser;
 const contexts: BrowserContext[] = [];
@@ -39,7 +37,6 @@ beforeAll(async () => {
   }
   const made = await createApiKey(api.db!, 'default');
   key = made.key;
-  workspaceId = made.workspace_id;
   client = new Anthropic({ apiKey: key, baseURL: api.url, maxRetries: 0 });
 });
 
@@ -87,7 +84,6 @@ it("lists the environments with their types, and follows a self-hosted one's que
     model: 'claude-test',
     tools: [{ type: 'agent_toolset_20260401' }],
   });
-  const session = await client.beta.sessions.create({ agent: agent.id, environment_id: farm.id, title: 'On the farm' });
 
   const page = await signedIn();
   await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Environments' }).click();
@@ -117,7 +113,8 @@ it("lists the environments with their types, and follows a self-hosted one's que
   // From here on the page must follow the queue by itself: a reload would lose this mark.
   await page.evaluate('window.__sameDocument = true');
 
-  await enqueueSessionWork(api.db!, { workspaceId, environmentId: farm.id, sessionId: session.id });
+  // A session on the environment queues its work item.
+  const session = await client.beta.sessions.create({ agent: agent.id, environment_id: farm.id, title: 'On the farm' });
   const queued = (await client.beta.environments.work.list(farm.id)).data;
   expect(queued.map((w) => [w.data.type, w.data.id, w.state])).toEqual([['session', session.id, 'queued']]);
   const workId = queued[0].id;
@@ -163,6 +160,11 @@ it("lists the environments with their types, and follows a self-hosted one's que
     .sessions_token;
   expect(html).not.toContain(token);
   await page.screenshot({ path: path.join(ARTIFACTS, 'console-environment.png'), fullPage: true });
+
+  // A reload (or a shared link) opens the same page.
+  await page.reload();
+  await page.getByRole('heading', { name: 'build-farm' }).waitFor();
+  await row.locator('td[data-label="State"]').getByText('starting', { exact: true }).waitFor();
 
   // The session's page says where its tools run, and links to that environment's page.
   await row.getByRole('link', { name: session.id }).click();

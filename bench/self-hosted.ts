@@ -9,19 +9,18 @@
 //   workers, each session one turn of 3 bash calls: the wall time from the first message to the last idle, calls
 //   per second, and the deepest queue `stats` reported meanwhile. The SDK's worker serves one session at a time
 //   and lets go of it `maxIdleMs` after its turn ends (here 500 ms; the SDK's default is 60 s).
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type Anthropic from '@anthropic-ai/sdk';
 import { startTestApi, testSessionDeps, type TestApi } from '../test/helpers/api';
+import { startSdkWorker } from '../test/helpers/sdk-worker';
 import { createEnvironmentKey } from '../src/api/environment-keys';
-import { ensureWorkerNode } from '../src/infra/sdk-worker-node';
 import { armStats, interleave, ratio, type BenchResult, type Ctx } from './lib';
 
 type Event = Anthropic.Beta.Sessions.BetaManagedAgentsSessionEvent;
 
-const ROOT = path.resolve(__dirname, '..');
 const bash = (command: string) => ({
   reply: { content: [{ type: 'tool_use' as const, name: 'bash', input: { command } }] },
 });
@@ -84,33 +83,17 @@ export async function runSelfHosted(ctx: Ctx): Promise<BenchResult[]> {
     const cloud = await client.beta.environments.create({ name: 'bench-cloud' });
     const onPrem = await client.beta.environments.create({ name: 'bench-on-prem', config: { type: 'self_hosted' } });
     const key = await createEnvironmentKey(api.db!, onPrem.id);
-    const startWorker = async (name: string, maxIdleMs: number) => {
-      const workdir = path.join(scratch, name);
-      fs.mkdirSync(workdir, { recursive: true });
-      const child = spawn(
-        ensureWorkerNode(),
-        ['--import', 'tsx', path.join(ROOT, 'test/helpers/sdk-environment-worker.ts')],
-        {
-          cwd: ROOT,
-          env: {
-            PATH: process.env.PATH ?? '',
-            HOME: process.env.HOME ?? '/root',
-            API_URL: api!.url,
-            ENVIRONMENT_ID: onPrem.id,
-            ENVIRONMENT_KEY: key.key,
-            WORKDIR: workdir,
-            WORKER_ID: name,
-            MAX_IDLE_MS: String(maxIdleMs),
-          },
-          stdio: ['ignore', 'pipe', 'inherit'],
-        },
+    const startWorker = async (name: string, maxIdleMs: number) =>
+      children.push(
+        await startSdkWorker({
+          apiUrl: api!.url,
+          environmentId: onPrem.id,
+          environmentKey: key.key,
+          workdir: path.join(scratch, name),
+          workerId: name,
+          env: { MAX_IDLE_MS: String(maxIdleMs) },
+        }),
       );
-      children.push(child);
-      await new Promise<void>((resolve, reject) => {
-        child.stdout!.on('data', (d: Buffer) => d.toString().includes('polling') && resolve());
-        child.once('exit', (code) => reject(new Error(`worker ${name} exited (${code})`)));
-      });
-    };
 
     // tool_call: one long-lived session per arm; a self-hosted worker keeps serving its session between turns.
     // It keeps its session between turns (maxIdleMs 10 min), so no sample includes a claim.

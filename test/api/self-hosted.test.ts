@@ -5,16 +5,16 @@
 // reclaims the item once the lease lapses and the session finishes with every call answered exactly once, while the
 // first worker's late heartbeat gets 412. A revoked key cannot poll; a sessions token reaches no other session; a
 // call no worker answers becomes an error result when the session's timer runs out.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { startApiOn, type TestApi } from '../helpers/api';
-import { ROOT, startHarness, type Harness } from '../helpers/env';
+import { startHarness, type Harness } from '../helpers/env';
+import { startSdkWorker } from '../helpers/sdk-worker';
 import { eventsUntil as sessionEventsUntil, idles, sayTo, type ApiEvent } from '../helpers/sdk-session';
 import { createEnvironmentKey, revokeEnvironmentKey } from '../../src/api/environment-keys';
-import { ensureWorkerNode } from '../../src/infra/sdk-worker-node';
 
 const TOOL_TIMEOUT_SECONDS = 40;
 
@@ -47,34 +47,17 @@ afterAll(async () => {
   fs.rmSync(path.join('/mnt/memory', storeSlug), { recursive: true, force: true });
 });
 
-/** The SDK's runner in a child process; resolves once it polls. */
-async function startWorker(name: string, workdir: string, extra: Record<string, string> = {}): Promise<ChildProcess> {
-  fs.mkdirSync(workdir, { recursive: true });
-  const child = spawn(
-    ensureWorkerNode(),
-    ['--import', 'tsx', path.join(ROOT, 'test/helpers/sdk-environment-worker.ts')],
-    {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '/root',
-        API_URL: api.url,
-        ENVIRONMENT_ID: envId,
-        ENVIRONMENT_KEY: envKey.key,
-        WORKDIR: workdir,
-        WORKER_ID: name,
-        ...extra,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  workers.push(child);
-  let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => d.toString().includes('polling') && resolve());
-    child.once('exit', (code) => reject(new Error(`worker ${name} exited (${code}): ${stderr}`)));
+/** The SDK's runner in a child process, serving the suite's environment; resolves once it polls. */
+async function startWorker(name: string, workdir: string, env: Record<string, string> = {}): Promise<ChildProcess> {
+  const child = await startSdkWorker({
+    apiUrl: api.url,
+    environmentId: envId,
+    environmentKey: envKey.key,
+    workdir,
+    workerId: name,
+    env,
   });
+  workers.push(child);
   return child;
 }
 

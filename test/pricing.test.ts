@@ -3,6 +3,7 @@ import { loadConfig } from '../src/config';
 import { DEFAULT_PRICES, costOf, parsePriceTable, priceOf } from '../src/observability/pricing';
 import { formatDuration, spendLine } from '../src/observability/session-stats';
 import { centsOf, costNanoUsd } from '../src/session/list-cost';
+import { formatEvent } from '../src/session/format';
 
 const usage = {
   inputTokens: 1_000_000,
@@ -45,6 +46,10 @@ describe('model prices', () => {
     );
     expect(spendLine({ costNanoUsd: 36_000_000, budget: { amount: 3, currency: 'USD' }, reached: true })).toBe(
       '$0.0360 of a $0.03 budget (reached: no model call until it is raised or removed)',
+    );
+    const stop = { seq: 7, time: 't', type: 'budget_reached' as const, costNanoUsd: 36_000_000 };
+    expect(formatEvent({ ...stop, budget: { amount: 3, currency: 'USD' } })).toBe(
+      '#7 budget_reached: list cost $0.0360 of a $0.03 budget; no model call until it is raised',
     );
   });
 

@@ -2,7 +2,7 @@
 // with its answer, and a child started at or over the budget stops before its first model call. The parent then stops
 // too, with the list cost past the budget by less than one call's cost.
 import { WorkflowUpdateFailedError } from '@temporalio/client';
-import { statusQuery, updateSessionUpdate, endSignal } from '../src/session/contract';
+import { endSignal, handoverQuery, statusQuery, updateSessionUpdate } from '../src/session/contract';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { sessionWorkflow } from '../src/workflows';
 import { childSessionId } from '../src/workflows/subagents';
@@ -78,6 +78,13 @@ it("counts a child's spend in its parent's, and stops a child started over the b
     costNanoUsd: 6 * CENT,
     budget: { amount: 7, currency: 'USD' },
     reached: false,
+  });
+  // A handover (or `agents wake`) gives the next run the prices, the budget and the spend.
+  expect((await parent.query(handoverQuery)).carry.listCost).toEqual({
+    prices: { [MODEL]: { input: 1, output: 5 } },
+    budget: { amount: 7, currency: 'USD' },
+    costNanoUsd: 6 * CENT,
+    baseNanoUsd: 0,
   });
   await parent.signal(endSignal, {});
   await parent.result();

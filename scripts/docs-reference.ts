@@ -92,7 +92,7 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
   user_message:
     'User input, by signal or update. A repeated `messageId` is appended once. `source: "harness"` marks a message the harness wrote (default@2\'s nudge after an empty reply).',
   assistant_message:
-    "A model reply: Anthropic content blocks, the stop reason, and the call's token usage (cache reads and writes included). `throughSeq` is the last seq the call read: input appended after it comes after this reply in the conversation and is answered next ([causal order](../design/causal-order.md)).",
+    "A model reply: Anthropic content blocks, the stop reason, and the call's token usage (cache reads and writes included); `costNanoUsd` is its list cost where the session counts one. `throughSeq` is the last seq the call read: input appended after it comes after this reply in the conversation and is answered next ([causal order](../design/causal-order.md)).",
   tool_use: "A tool call from the model's reply.",
   tool_result:
     "A tool call's result. `error.kind` tells the tool's own failure (`tool`) from ours (`infra`: a lost sandbox, host or MCP server) and from a refusal (`denied`: a denied approval, or a sandbox handed to another session). `outputRef` says where the whole output is kept when `output` was cut.",
@@ -108,13 +108,15 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
   subagent_started:
     'A spawn_agent call started the child session `sessionId`; `agent` names the sub-agent entry when one was given.',
   subagent_finished:
-    "The child answered (`isError: false`) or failed; `usage` is the child's whole usage, its own children's included.",
+    "The child answered (`isError: false`) or failed; `usage` is the child's whole usage and `costNanoUsd` its list cost, its own children's included.",
   context_compacted:
     "The context window's older part, through `throughSeq`, was replaced by `summary`; the raw events stay in the log.",
   interrupted:
     "The turn in flight was stopped (`agents interrupt`, the `interrupt` signal), or, through the `interruptAck` update (the API's `user.interrupt`), an interrupt arrived while no turn ran.",
   session_updated:
-    '`sessions.update` changed the title (`title`) or set metadata (`metadata`, the whole new bag); the API shows it as `session.updated`.',
+    '`sessions.update` changed the title (`title`), set metadata (`metadata`, the whole new bag) or changed the budget (`budget`, in cents; null: removed); the API shows it as `session.updated`.',
+  budget_reached:
+    "A turn stopped before a model call: the session's list cost `costNanoUsd` (billionths of a US dollar) had reached `budget` (cents), or a model with no price had been called (`unpriced`). No model call is made until the budget is raised or removed; the API shows it as `session.status_idle` with `stop_reason: budget_reached` ([budgets](../guide/model-calls.md#budgets)).",
   error:
     'A failure the session survives. `kind` is `model` (a model call failed past its retry budget; the session waits for the user), `mcp` (a server could not be listed), `session` (a restart by `agents wake`), `limit` (`limits.maxToolRoundsPerTurn`), `sandbox`, `archive` or `subagent`.',
   model_retry_scheduled:

@@ -197,7 +197,7 @@ export const ConfigSchema = z.object({
     (v) => v === undefined || /^https?:\/\//.test(v),
     'must be an http(s) URL',
   ),
-  /** JSON price table merged over the built-in one: {"model": {"input": USD per Mtok, "output": ..., "cacheRead": ..., "cacheWrite": ...}}. */
+  /** JSON price table merged over the built-in one: {"model": {"input": USD per Mtok, "output": ..., "cacheRead": ..., "cacheWrite": ..., "cacheWrite1h": ...}}. */
   MODEL_PRICES: optional.superRefine((v, ctx) => {
     const r = parsePriceTable(v);
     if ('problem' in r) ctx.addIssue({ code: 'custom', message: r.problem });

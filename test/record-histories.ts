@@ -34,9 +34,12 @@ import {
   startHarness,
   startSession,
   startTestWorker,
+  testAgent,
   testArchive,
   waitForEvents,
 } from './helpers/env';
+import { sessionWorkflow } from '../src/workflows';
+import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { forkSession, wakeSession } from '../src/session-ops';
 import { childSessionId } from '../src/workflows/subagents';
 import { spawn, turn } from './helpers/subagents';
@@ -643,6 +646,33 @@ record(
     }
   },
 );
+
+record('records a session that stops at its budget, is raised, and goes on', async () => {
+  const h = await startHarness();
+  try {
+    const agent = testAgent({ model: 'claude-haiku-4-5' });
+    const handle = await h.env.client.workflow.start(sessionWorkflow, {
+      taskQueue: BRAIN_TASK_QUEUE,
+      workflowId: 'recorded-budget-session',
+      args: [
+        {
+          agent,
+          listCost: { prices: { 'claude-haiku-4-5': { input: 1, output: 5 } }, budget: { amount: 3, currency: 'USD' } },
+        },
+      ],
+    });
+    // 1.2 cents a call: the third reaches the budget of 3 cents, and the fourth message stops before its call.
+    const usage = { input_tokens: 10_000, output_tokens: 400, cache_read_input_tokens: 0 };
+    const reply = (text: string) => ({ reply: { content: [{ type: 'text' as const, text }], usage } });
+    h.mock.script(handle.workflowId, { steps: [reply('one'), reply('two'), reply('three'), reply('four')] });
+    for (const text of ['one', 'two', 'three', 'four']) await say(handle, text);
+    await handle.executeUpdate(updateSessionUpdate, { args: [{ budget: { amount: 10, currency: 'USD' } }] });
+    await say(handle, 'five');
+    await endAndSave(handle, 'budget-session.json');
+  } finally {
+    await h.stop();
+  }
+});
 
 async function main(): Promise<void> {
   const only = process.argv.slice(2);

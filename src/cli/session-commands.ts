@@ -17,7 +17,7 @@ import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, type Sessio
 import type { SessionLog } from '../log/session-log';
 import { forkSession, startSessionRun, wakeSession } from '../session-ops';
 import { parsePriceTable } from '../observability/pricing';
-import { formatDuration, sessionCost, sessionStats } from '../observability/session-stats';
+import { formatDuration, sessionCost, sessionStats, spendLine } from '../observability/session-stats';
 import { AGENT_MODEL_KEY, AGENT_NAME_KEY, SESSION_STATE_KEY } from '../session/search-attributes';
 import {
   CliError,
@@ -271,6 +271,8 @@ export function statusCommand(program: Command): void {
         out(
           `cost: ${costUsd === undefined ? `unknown (no price for ${stats.model ?? 'this model'}; set MODEL_PRICES)` : `$${costUsd.toFixed(4)}`}`,
         );
+        // The list cost the session counts itself (sub-agents' included), at the prices it was started with.
+        if (status.listCost) out(`list cost: ${spendLine(status.listCost)}`);
         out(`model replies: ${stats.modelReplies}; tool calls: ${stats.toolCalls}`);
         out(`tool errors: ${stats.toolErrors} (the tool failed)`);
         out(`infra errors: ${stats.infraErrors} (a sandbox, host or MCP server failed)`);

@@ -21,6 +21,14 @@ export interface MockBlockThinking {
 export type MockBlock = MockBlockText | MockBlockToolUse | MockBlockThinking;
 
 /** One scripted response. Faults take precedence over `reply`; with neither, the built-in brain answers. */
+/** Token counts a scripted reply reports instead of the server's own accounting. */
+export interface MockUsage {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_read_input_tokens?: number;
+  cache_creation_input_tokens?: number;
+}
+
 export interface MockStep {
   /** Respond with this HTTP error status (e.g. 429, 500, 529, 400). */
   status?: number;
@@ -40,7 +48,8 @@ export interface MockStep {
   errorMidStream?: number;
   /** Wait this long after each streamed content delta. */
   chunkDelayMs?: number;
-  reply?: { content: MockBlock[]; stopReason?: string };
+  /** `usage` replaces the reply's token counts (the Messages API's fields), e.g. to give a call a known list cost. */
+  reply?: { content: MockBlock[]; stopReason?: string; usage?: MockUsage };
   /** Answer 200 with this body as the event stream, verbatim: malformed SSE, arbitrary content blocks. */
   rawSse?: string;
 }

@@ -7,7 +7,14 @@ import { closeServer, httpUrl, listen } from '../http/listen';
 import { openSse } from '../http/sse';
 import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from './request-checks';
 import { compactionReply, defaultReply, isCompactionRequest } from './model-replies';
-import { completeReply, MockScripts, type MockBlock, type MockSessionScript, type MockStep } from './model-script';
+import {
+  completeReply,
+  MockScripts,
+  type MockBlock,
+  type MockSessionScript,
+  type MockStep,
+  type MockUsage,
+} from './model-script';
 import { PromptCache } from './prompt-cache';
 
 export interface RecordedRequest {
@@ -162,7 +169,7 @@ export class MockModelServer {
   private async sendMessage(
     res: http.ServerResponse,
     body: Record<string, unknown>,
-    reply: { content: MockBlock[]; stopReason?: string },
+    reply: { content: MockBlock[]; stopReason?: string; usage?: MockUsage },
     sessionId: string,
     drop: boolean,
     record?: RecordedRequest,
@@ -173,8 +180,9 @@ export class MockModelServer {
     const messages = body.messages as Msg[];
     const idBase = createHash('sha256').update(sessionId).digest('hex').slice(0, 8);
     const { content, stopReason } = completeReply(reply, messages.length);
-    const usage = this.cache.account(body);
-    const outputTokens = Math.max(1, Math.ceil(JSON.stringify(content).length / 4));
+    const { output_tokens: scriptedOutput, ...scriptedInput } = reply.usage ?? {};
+    const usage = { ...this.cache.account(body), ...scriptedInput };
+    const outputTokens = scriptedOutput ?? Math.max(1, Math.ceil(JSON.stringify(content).length / 4));
     const message = {
       id: `msg_mock_${idBase}_${messages.length}`,
       type: 'message',

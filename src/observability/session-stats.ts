@@ -1,5 +1,8 @@
-// What `agents status` adds to the status query: errors by kind, elapsed time and cost, read from the log.
+// What `agents status` adds to the status query: errors by kind, elapsed time and cost, read from the log; the
+// list cost against the budget, as the session counts it.
 import type { SessionEvent, Usage } from '../session/events';
+import type { SessionStatus } from '../session/contract';
+import { NANO_USD_PER_CENT } from '../session/list-cost';
 import { costOf, priceOf, type PriceTable } from './pricing';
 
 export interface SessionStats {
@@ -61,4 +64,15 @@ export function formatDuration(ms: number): string {
   const m = Math.floor(s / 60);
   if (m < 60) return `${m}m ${s % 60}s`;
   return `${Math.floor(m / 60)}h ${m % 60}m`;
+}
+
+/** The session's list cost against its budget, e.g. `$0.0360 of a $0.03 budget (reached: model calls stop)`. */
+export function spendLine(c: NonNullable<SessionStatus['listCost']>): string {
+  const spent = `$${(c.costNanoUsd / 1e9).toFixed(4)}`;
+  if (!c.budget) return `${spent} (no budget)`;
+  const budget = `$${(c.budget.amount / 100).toFixed(2)}`;
+  const left = c.budget.amount * NANO_USD_PER_CENT - c.costNanoUsd;
+  return c.reached
+    ? `${spent} of a ${budget} budget (reached: no model call until it is raised or removed)`
+    : `${spent} of a ${budget} budget ($${(left / 1e9).toFixed(4)} left)`;
 }

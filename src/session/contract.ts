@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { AgentSchema } from './agent';
 import type { SessionEvent } from './events';
 import { UsageSchema, type Usage } from './usage';
+import { ListCostStateSchema, MoneySchema, type Money } from './list-cost';
 import { HandoffSandboxInputSchema } from '../tools/handoff-sandbox';
 import { shared } from './shared';
 
@@ -94,6 +95,11 @@ export interface SessionStatus {
   subagents?: { running: { sessionId: string; toolUseId: string }[]; usage: Usage };
   /** Approvals and client tool calls the session waits on, in the order it will take them. */
   pending?: PendingAction[];
+  /**
+   * The session's list cost in nano-USD (its sub-agents' that reported included), its budget, and whether the
+   * budget stops model calls now. Absent where the session counts no cost (started without prices).
+   */
+  listCost?: { costNanoUsd: number; budget?: Money; reached: boolean };
 }
 
 /** `resolveToolUse`: approve or deny a pending approval. */
@@ -207,6 +213,8 @@ export const SubagentReportSchema = shared('contract.SubagentReportSchema', () =
       output: z.string(),
       isError: z.boolean(),
       usage: UsageSchema,
+      /** The child's list cost in nano-USD, its own children's included (not its parent's spend before it started). */
+      costNanoUsd: z.number().int().nonnegative().optional(),
       returned: z.array(HandedSandboxSchema).default([]),
     })
     .strict(),
@@ -293,6 +301,8 @@ export const CarrySchema = shared('contract.CarrySchema', () =>
       subagents: z.array(SubagentRefSchema).optional(),
       /** The part of `usage` that came from sub-agents. */
       subagentUsage: UsageSchema.optional(),
+      /** The list cost counted so far, the prices it is counted with and the budget (src/session/list-cost.ts). */
+      listCost: ListCostStateSchema.optional(),
     })
     .strict(),
 );
@@ -314,6 +324,8 @@ export const SessionInputSchema = shared('contract.SessionInputSchema', () =>
       /** A child session: the spawn_agent call it answers, and the sandboxes its parent lends it. */
       parent: ParentRefSchema.optional(),
       lent: z.array(HandedSandboxSchema).optional(),
+      /** A new run's prices and budget (a continued one carries them in `continued`); absent: no cost is counted. */
+      listCost: ListCostStateSchema.optional(),
     })
     .strict()
     .refine(
@@ -347,6 +359,8 @@ export const SessionUpdateSchema = shared('contract.SessionUpdateSchema', () =>
     .object({
       title: z.string().max(500).nullable().optional(),
       metadata: z.record(z.string().max(1000), z.string().max(10_000)).optional(),
+      /** The new budget, or null to remove it; refused at or below the list cost spent (`budget_not_raised`). */
+      budget: MoneySchema.nullable().optional(),
     })
     .strict(),
 );

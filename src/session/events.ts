@@ -1,6 +1,7 @@
 // The session event contract: one zod schema per event type; every type is inferred from these.
 import { z } from 'zod';
 import { UsageSchema } from './usage';
+import { MoneySchema } from './list-cost';
 import { shared } from './shared';
 
 export { UsageSchema, type Usage } from './usage';
@@ -41,6 +42,8 @@ export const SessionStartedEventSchema = shared('events.SessionStartedEventSchem
     agent: z.record(z.string(), z.unknown()),
     forkedFrom: z.object({ sessionId: z.string(), seq: z.number().int() }).optional(),
     parent: z.object({ sessionId: z.string(), toolUseId: z.string() }).optional(),
+    /** The budget the session was created with (its list cost is counted against it). */
+    budget: MoneySchema.optional(),
   }),
 );
 export const UserMessageEventSchema = shared('events.UserMessageEventSchema', () =>
@@ -65,6 +68,8 @@ export const AssistantMessageEventSchema = shared('events.AssistantMessageEventS
      * reply in the conversation and is answered next. Absent in logs recorded before it existed.
      */
     throughSeq: z.number().int().nonnegative().optional(),
+    /** The call's list cost in nano-USD (src/session/list-cost.ts); absent where the session counts no cost. */
+    costNanoUsd: z.number().int().nonnegative().optional(),
   }),
 );
 export const ToolUseEventSchema = shared('events.ToolUseEventSchema', () =>
@@ -171,6 +176,8 @@ export const SubagentFinishedEventSchema = shared('events.SubagentFinishedEventS
     toolUseId: z.string(),
     isError: z.boolean(),
     usage: UsageSchema.optional(),
+    /** The child's whole list cost in nano-USD, its own children's included; absent where no cost is counted. */
+    costNanoUsd: z.number().int().nonnegative().optional(),
   }),
 );
 export const ContextCompactedEventSchema = shared('events.ContextCompactedEventSchema', () =>
@@ -189,13 +196,30 @@ export const InterruptedEventSchema = shared('events.InterruptedEventSchema', ()
 export const ErrorEventSchema = shared('events.ErrorEventSchema', () =>
   z.object({ ...base, type: z.literal('error'), kind: z.string(), message: z.string() }),
 );
-/** `sessions.update` changed the session's title or metadata (only what changed; `metadata` is the whole new bag). */
+/**
+ * `sessions.update` changed the session's title, metadata or budget (only what changed; `metadata` is the whole new
+ * bag; `budget` null: removed).
+ */
 export const SessionUpdatedEventSchema = shared('events.SessionUpdatedEventSchema', () =>
   z.object({
     ...base,
     type: z.literal('session_updated'),
     title: z.string().nullable().optional(),
     metadata: z.record(z.string(), z.string()).optional(),
+    budget: MoneySchema.nullable().optional(),
+  }),
+);
+/**
+ * The turn stopped before a model call: the session's list cost (`costNanoUsd`) had reached its budget, or a model
+ * with no price had been called. No model call is made until the budget is raised or removed.
+ */
+export const BudgetReachedEventSchema = shared('events.BudgetReachedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('budget_reached'),
+    costNanoUsd: z.number().int().nonnegative(),
+    budget: MoneySchema,
+    unpriced: z.boolean().optional(),
   }),
 );
 /**
@@ -242,6 +266,7 @@ export const SessionEventSchema = shared('events.SessionEventSchema', () =>
     InterruptedEventSchema,
     ErrorEventSchema,
     SessionUpdatedEventSchema,
+    BudgetReachedEventSchema,
     ModelRetryScheduledEventSchema,
     ModelRetryStartedEventSchema,
     SessionEndedEventSchema,

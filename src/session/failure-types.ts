@@ -70,6 +70,8 @@ export const Failure = {
     SetupFailed: 'SandboxError.SetupFailed',
   },
   Session: {
+    BudgetNotRaised: 'SessionError.BudgetNotRaised',
+    BudgetUntracked: 'SessionError.BudgetUntracked',
     Ended: 'SessionError.Ended',
     InvalidInput: 'SessionError.InvalidInput',
     InvalidMessage: 'SessionError.InvalidMessage',

@@ -35,6 +35,8 @@ export function formatEvent(e: SessionEvent): string {
       return `${head} attempt ${e.attempt} failed [${e.error.type}]: ${clip(e.error.message, 200)}; retry at ${e.retryAt}`;
     case 'model_retry_started':
       return `${head} attempt ${e.attempt}`;
+    case 'budget_reached':
+      return `${head}: list cost $${(e.costNanoUsd / 1e9).toFixed(4)} of a $${(e.budget.amount / 100).toFixed(2)} budget${e.unpriced ? ' (a model with no price was called)' : ''}; no model call until it is raised`;
     case 'interrupted':
     case 'session_ended':
       return `${head}: ${e.reason}`;

@@ -1,9 +1,10 @@
 // When a turn is over, decided once for every reader of the log (the API's projection, `agents send` and `watch`,
-// the demo): the model's reply that calls no tool, an interrupt, an error the run gave up on, or the session's end.
+// the demo): the model's reply that calls no tool, an interrupt, an error the run gave up on, the budget reached, or
+// the session's end.
 import type { SessionEvent } from './events';
 
 /** Why an event ends the turn it belongs to, or undefined when the turn goes on after it. */
-export type TurnEnd = 'end_turn' | 'interrupted' | 'retries_exhausted' | 'session_ended';
+export type TurnEnd = 'end_turn' | 'interrupted' | 'retries_exhausted' | 'budget_reached' | 'session_ended';
 
 export function turnEnd(e: SessionEvent): TurnEnd | undefined {
   switch (e.type) {
@@ -13,6 +14,8 @@ export function turnEnd(e: SessionEvent): TurnEnd | undefined {
       return 'interrupted';
     case 'error':
       return 'retries_exhausted';
+    case 'budget_reached':
+      return 'budget_reached';
     case 'session_ended':
       return 'session_ended';
     default:

@@ -436,4 +436,15 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 12,
+    name: 'session budgets',
+    up: [
+      // The session's budget in minor units of `budget_currency` (null: none); `budget_removed` once an update removed
+      // it, since a removed budget cannot be set again.
+      `alter table sessions add column budget_amount integer`,
+      `alter table sessions add column budget_currency text`,
+      `alter table sessions add column budget_removed boolean not null default false`,
+    ],
+  },
 ];

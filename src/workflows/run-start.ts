@@ -1,6 +1,7 @@
 // How a run opens, by the kind of start: a new session, a fork, a woken run or a continued one. Runs before any
 // handler is registered, so input that arrived with the start is delivered only once its handler is set.
 import type { Agent } from '../session/agent';
+import type { Budget } from './budget';
 import type { SessionInput } from '../session/contract';
 import type { Handoff } from './handoff';
 import type { SessionRun } from './session-run';
@@ -10,10 +11,11 @@ export interface RunOpening {
   agent: Agent;
   run: SessionRun;
   handoff: Handoff;
+  budget: Budget;
 }
 
 /** Appends what the start kind begins with (and the message the start carried), receiving any lent sandboxes. */
-export async function openRun({ input, agent, run, handoff }: RunOpening): Promise<void> {
+export async function openRun({ input, agent, run, handoff, budget }: RunOpening): Promise<void> {
   const { continued: carried, start } = input;
   const { parentRef } = run;
   const append = run.append.bind(run);
@@ -23,6 +25,7 @@ export async function openRun({ input, agent, run, handoff }: RunOpening): Promi
         type: 'session_started',
         agent: agent as unknown as Record<string, unknown>,
         ...(parentRef ? { parent: parentRef } : {}),
+        ...(budget.limit && !parentRef ? { budget: budget.limit } : {}),
       });
       for (const s of input.lent ?? [])
         await handoff.receive(parentRef?.sessionId ?? 'unknown', s, parentRef?.sessionId);

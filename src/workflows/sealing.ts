@@ -7,6 +7,7 @@ import type { Carry, SessionResult, SessionWorkflow } from '../session/contract'
 import { eventsDigest } from '../session/digest';
 import type { SessionActivities } from './activity-options';
 import type { ToolGate } from './approvals';
+import type { Budget } from './budget';
 import { failureMessage } from './failures';
 import type { Handoff } from './handoff';
 import type { McpTools } from './mcp-tools';
@@ -23,6 +24,7 @@ export interface SealingParts {
   gate: ToolGate;
   handoff: Handoff;
   subagents: Subagents;
+  budget: Budget;
 }
 
 export class Sealing {
@@ -42,13 +44,15 @@ export class Sealing {
 
   /** What the next run starts from. */
   carry(inTurn?: { round: number }): Carry {
-    const { run, gate, slots, mcpTools, subagents } = this.p;
+    const { run, gate, slots, mcpTools, subagents, budget } = this.p;
+    const listCost = budget.carry();
     return run.toCarry({
       inTurn: inTurn ? { ...inTurn, ...(gate.carry() ? { tools: gate.carry() } : {}) } : undefined,
       ...slots.carry(),
       mcpTools: mcpTools.carry(),
       openToolUses: this.unansweredToolUses(),
       ...subagents.snapshot(),
+      ...(listCost ? { listCost } : {}),
     });
   }
 
@@ -109,7 +113,7 @@ export class Sealing {
 
   /** The run's end: open calls closed, lent sandboxes returned, sandboxes destroyed, the parent told, the log sealed. */
   async end(reason: string): Promise<SessionResult> {
-    const { run, handoff, slots } = this.p;
+    const { run, handoff, slots, budget } = this.p;
     const { parentRef } = run;
     const answer = parentRef ? childAnswer(run.events, reason) : undefined;
     // A session ending while a handover waited (on an approval, a client or a child) leaves that round's calls open.
@@ -121,6 +125,7 @@ export class Sealing {
         sessionId: run.sessionId,
         ...answer,
         usage: { ...run.usage },
+        ...(budget.tracking ? { costNanoUsd: budget.ownCost() } : {}),
         returned,
       });
       if (problem)

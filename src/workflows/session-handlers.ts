@@ -4,6 +4,7 @@ import { ApplicationFailure, CancellationScope, log, setHandler, uuid4 } from '@
 import { formatIssues, type Agent } from '../session/agent';
 import { MAX_FILE_BYTES } from '../session/paths';
 import type { ToolGate } from './approvals';
+import type { Budget } from './budget';
 import type { Handoff } from './handoff';
 import {
   EventsQueryArgsSchema,
@@ -37,6 +38,7 @@ export interface SessionParts {
   gate: ToolGate;
   handoff: Handoff;
   subagents: Subagents;
+  budget: Budget;
   /** The Carry a handover would give the next run now. */
   carry: (inTurn?: { round: number }) => Carry;
 }
@@ -46,7 +48,7 @@ export const visibleState = (p: Pick<SessionParts, 'run' | 'gate'>) =>
   p.run.state === 'running' && p.gate.waiting() ? ('requires_action' as const) : p.run.state;
 
 export function registerSessionHandlers(p: SessionParts): void {
-  const { agent, run, slots, gate, handoff, subagents } = p;
+  const { agent, run, slots, gate, handoff, subagents, budget } = p;
   const assertOpen = () => run.assertOpen();
 
   handoff.register(assertOpen);
@@ -160,7 +162,12 @@ export function registerSessionHandlers(p: SessionParts): void {
 
   setHandler(
     updateSessionUpdate,
-    (raw) => ({ seq: run.append({ type: 'session_updated', ...SessionUpdateSchema.parse(raw) }).seq }),
+    (raw) => {
+      const update = SessionUpdateSchema.parse(raw);
+      // A new budget lets the next turn call the model again (or stops it): the check reads it before each call.
+      if (update.budget !== undefined) budget.setLimit(update.budget);
+      return { seq: run.append({ type: 'session_updated', ...update }).seq };
+    },
     {
       validator: (raw) => {
         const r = SessionUpdateSchema.safeParse(raw);
@@ -170,6 +177,7 @@ export function registerSessionHandlers(p: SessionParts): void {
             Failure.Session.InvalidMessage,
           );
         assertOpen();
+        if (r.data.budget !== undefined) budget.checkLimit(r.data.budget);
       },
     },
   );
@@ -206,5 +214,6 @@ export function registerSessionHandlers(p: SessionParts): void {
     usage: { ...run.usage },
     subagents: subagents.status(),
     pending: gate.pending(),
+    ...(budget.tracking ? { listCost: budget.status() } : {}),
   }));
 }

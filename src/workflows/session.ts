@@ -12,6 +12,7 @@ import { SessionInputSchema, type SessionInput, type SessionResult, type Session
 import { Failure } from '../session/failure-types';
 import { sessionActivities } from './activity-options';
 import { ToolGate, carriedRound } from './approvals';
+import { Budget } from './budget';
 import { Handoff } from './handoff';
 import { McpTools } from './mcp-tools';
 import { ModelCaller } from './model-caller';
@@ -45,6 +46,10 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const { continued: carried, start } = input;
   const sessionId = workflowInfo().workflowId;
   const acts = sessionActivities(agent.limits);
+  // The list cost and budget: from the run before this one, else from the input. Histories recorded before
+  // budgets carry neither, and ask no patch.
+  const listCost = carried ? carried.listCost : input.listCost;
+  const budget = new Budget(listCost !== undefined && patched('session-budget') ? listCost : undefined);
 
   // The run's parts. None of them issues a command while it is built.
   const run = new SessionRun(sessionId, agent.limits, carried, input.parent);
@@ -56,7 +61,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const toolSpecs = buildToolSpecs(agent);
   const mcpTools = new McpTools(sessionId, agent, acts.mcp, append, toolSpecs, tools, carried?.mcpTools);
   const handoff = new Handoff({ sessionId, append, slots, closed });
-  const subagents = new Subagents({ sessionId, agent, append, usage: run.usage, handoff, carried, closed });
+  const subagents = new Subagents({ sessionId, agent, append, usage: run.usage, budget, handoff, carried, closed });
   const webTools = new WebTools(sessionId, agent);
   const { archive } = acts;
   const dispatch = new ToolDispatch({ run, tools, slots, mcpTools, webTools, subagents, handoff, archive });
@@ -67,19 +72,28 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     carried: start === 'continued' ? carriedRound(carried, tools) : undefined,
     awaitExternal: (id) => subagents.awaitResult(id, () => run.shouldHandOver()),
   });
-  const sealing = new Sealing({ agent, run, archive, slots, mcpTools, gate, handoff, subagents });
+  const sealing = new Sealing({ agent, run, archive, slots, mcpTools, gate, handoff, subagents, budget });
 
   // Before any handler is registered: input that arrived with the start is delivered when its handler is set.
-  await openRun({ input, agent, run, handoff });
+  await openRun({ input, agent, run, handoff, budget });
   // Histories recorded before the search attributes existed carry no upserts.
   if (patched('search-attributes')) {
     const firstUserText = () => (start === 'new' ? run.events.find((e) => e.type === 'user_message')?.text : undefined);
     trackVisibility(agent, () => visibleState({ run, gate }), firstUserText);
   }
-  registerSessionHandlers({ agent, run, slots, gate, handoff, subagents, carry: (inTurn) => sealing.carry(inTurn) });
+  registerSessionHandlers({
+    agent,
+    run,
+    slots,
+    gate,
+    handoff,
+    subagents,
+    budget,
+    carry: (inTurn) => sealing.carry(inTurn),
+  });
   // Built after the handlers: ModelCaller asks patched('model-local-activity') as it is built, in history's order.
   const model = new ModelCaller(agent, acts, run, toolSpecs);
-  const turn = new Turn({ agent, run, tools, mcpTools, model, gate, subagents, sealing });
+  const turn = new Turn({ agent, run, tools, mcpTools, model, gate, subagents, sealing, budget });
 
   if (agent.provision === 'eager' && (start === 'new' || start === 'forked')) await slots.provisionAll();
   // A woken run gives up on the children its dead run waited for; their calls may have begun in an earlier run.

@@ -18,6 +18,7 @@ import type { SubagentActivities } from '../brain/subagent-activities';
 import { AgentSchema, childAgentInput, formatIssues, type Agent } from '../session/agent';
 import type { NewEvent, SessionEvent, Usage } from '../session/events';
 import { SpawnAgentInputSchema } from '../tools/spawn-agent';
+import type { Budget } from './budget';
 import { failureMessage } from './failures';
 import { HandoffError, handedOf, type Handoff } from './handoff';
 import {
@@ -85,6 +86,8 @@ export function childAnswer(events: readonly SessionEvent[], endReason: string):
     if (e.type === 'error')
       return { output: `the sub-agent stopped with an error (${e.kind}): ${e.message}`, isError: true };
     if (e.type === 'interrupted') return { output: `the sub-agent was interrupted: ${e.reason}`, isError: true };
+    if (e.type === 'budget_reached')
+      return { output: "the sub-agent stopped: the session's list cost reached its budget", isError: true };
     if (e.type === 'user_message' || e.type === 'session_started') break;
   }
   return { output: `the sub-agent session ended before it answered (${endReason})`, isError: true };
@@ -96,6 +99,8 @@ export interface SubagentContext {
   append: (e: NewEvent) => unknown;
   /** The session's whole usage (its own and its children's); reports add to it. */
   usage: Usage;
+  /** The session's list cost and budget: a child starts with them, and its report adds its cost. */
+  budget: Budget;
   handoff: Handoff;
   carried?: Carry;
   /** True once session_ended is in the log: nothing more may be appended. */
@@ -180,11 +185,13 @@ export class Subagents {
       if (err instanceof HandoffError) return refuse(`could not lend sandboxes: ${err.message}`);
       throw err;
     }
+    const listCost = ctx.budget.forChild();
     const args: SessionInput = {
       agent: child.data,
       message: { text: task },
       parent: { sessionId: ctx.sessionId, toolUseId: use.id },
       ...(lent.length ? { lent } : {}),
+      ...(listCost ? { listCost } : {}),
     };
     const taskQueue = name !== undefined ? ctx.agent.subagents[name].taskQueue : undefined;
     let handle;
@@ -273,12 +280,15 @@ export class Subagents {
     }
     addUsage(ctx.usage, report.usage);
     addUsage(this.fromChildren, report.usage);
+    const cost = ctx.budget.tracking ? report.costNanoUsd : undefined;
+    ctx.budget.addChild(cost);
     ctx.append({
       type: 'subagent_finished',
       sessionId: report.sessionId,
       toolUseId: report.toolUseId,
       isError: report.isError,
       usage: report.usage,
+      ...(cost !== undefined ? { costNanoUsd: cost } : {}),
     });
     for (const s of report.returned) await ctx.handoff.receive(report.sessionId, s);
     ctx.handoff.forgetHeldBy(report.sessionId, `session ${report.sessionId} ended without handing it back`);
@@ -323,7 +333,14 @@ export class Subagents {
 /** A child session's last act: its answer, usage and the lent sandboxes, to the parent's current run. */
 export async function reportToParent(
   parent: ParentRef,
-  report: { sessionId: string; output: string; isError: boolean; usage: Usage; returned: HandedSandbox[] },
+  report: {
+    sessionId: string;
+    output: string;
+    isError: boolean;
+    usage: Usage;
+    costNanoUsd?: number;
+    returned: HandedSandbox[];
+  },
 ): Promise<string | undefined> {
   try {
     await getExternalWorkflowHandle(parent.sessionId).signal(subagentFinishedSignal, {

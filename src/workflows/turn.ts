@@ -5,6 +5,7 @@ import type { ModelReply } from '../model/model-client';
 import type { Agent, BoundTool } from '../session/agent';
 import { EMPTY_REPLY_NUDGE } from '../session/harness';
 import type { ToolGate } from './approvals';
+import type { Budget } from './budget';
 import { failureMessage } from './failures';
 import { shouldReprompt } from './harness-rules';
 import type { McpTools } from './mcp-tools';
@@ -23,6 +24,7 @@ export interface TurnParts {
   gate: ToolGate;
   subagents: Subagents;
   sealing: Sealing;
+  budget: Budget;
 }
 
 export class Turn {
@@ -48,7 +50,7 @@ export class Turn {
 
   /** The turn's rounds from `startRound`, until the model stops calling tools or the run should hand over first. */
   private async rounds(startRound: number): Promise<TurnEnd> {
-    const { agent, run, gate, mcpTools, model, subagents, tools } = this.p;
+    const { agent, run, gate, mcpTools, model, subagents, tools, budget } = this.p;
     const limits = agent.limits;
     // A run that took over in the middle of a round finishes its calls first.
     if ((await gate.runRound()) === 'handover') return { kind: 'handover', round: startRound };
@@ -66,6 +68,11 @@ export class Turn {
       // Between two model calls of a long tool loop is a safe place to hand over.
       if (round > startRound && run.shouldHandOver()) return { kind: 'handover', round };
       run.markInputHandled();
+      // At or over the budget, the call is not made: the turn stops, and so does every turn until it is raised.
+      if (budget.reached()) {
+        run.append(budget.reachedEvent());
+        return { kind: 'idle' };
+      }
       await mcpTools.ensureListed();
       let reply: ModelReply;
       let throughSeq: number;
@@ -80,12 +87,14 @@ export class Turn {
         throw err;
       }
       run.addUsage(reply.usage);
+      const cost = budget.addCall(agent.model, reply.usage);
       run.append({
         type: 'assistant_message',
         content: reply.content,
         stopReason: reply.stopReason,
         usage: reply.usage,
         throughSeq,
+        ...(cost !== undefined ? { costNanoUsd: cost } : {}),
       });
 
       const toolUses = reply.content.filter((b) => b.type === 'tool_use') as unknown as ToolUse[];

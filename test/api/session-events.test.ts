@@ -327,6 +327,64 @@ it('ends a failed turn with retries_exhausted, an interrupted one with end_turn,
   expect(JSON.stringify(out)).not.toContain('secret summary');
 });
 
+it('counts the list cost and the budget in each session.usage, and ends a turn stopped at the budget with budget_reached', () => {
+  const budget = { amount: 3, currency: 'USD' as const };
+  const limit = (amount: string) => ({ type: 'limit', max_list_cost: { amount, currency: 'USD' } });
+  const call = (stopReason: string, costNanoUsd: number): Draft => ({
+    type: 'assistant_message',
+    content: stopReason === 'tool_use' ? [{ type: 'tool_use', id: 'toolu_1', name: 'bash', input: {} }] : [],
+    stopReason,
+    usage,
+    costNanoUsd,
+  });
+  const out = projectLog(
+    'ses-b',
+    log(
+      { type: 'session_started', agent: { name: 'a', model: 'm' }, budget },
+      { type: 'user_message', text: 'go' },
+      call('tool_use', 12_000_000),
+      { type: 'tool_result', toolUseId: 'toolu_1', output: 'ok', isError: false },
+      {
+        type: 'subagent_finished',
+        sessionId: 'ses-b.child',
+        toolUseId: 'toolu_9',
+        isError: false,
+        costNanoUsd: 20_000_000,
+      },
+      call('tool_use', 12_000_000),
+      { type: 'budget_reached', costNanoUsd: 44_000_000, budget },
+      { type: 'user_message', text: 'more' },
+      { type: 'budget_reached', costNanoUsd: 44_000_000, budget },
+      { type: 'session_updated', budget: { amount: 10, currency: 'USD' } },
+      { type: 'user_message', text: 'go on' },
+      call('end_turn', 12_000_000),
+      { type: 'session_updated', budget: null },
+    ),
+  );
+  const usages = out.filter((e) => e.type === 'session.usage') as { usage: { list_cost?: unknown }; budget: unknown }[];
+  expect(usages.map((u) => [u.usage.list_cost, u.budget])).toEqual([
+    [{ amount: '1', currency: 'USD' }, limit('3')],
+    // The child's 2 cents count once it reports.
+    [{ amount: '4', currency: 'USD' }, limit('3')],
+    [{ amount: '6', currency: 'USD' }, limit('10')],
+  ]);
+  const idle = out.filter((e) => e.type === 'session.status_idle') as { stop_reason: { type: string } }[];
+  expect(idle.map((e) => e.stop_reason.type)).toEqual(['budget_reached', 'budget_reached', 'end_turn']);
+  expect(out.filter((e) => e.type === 'session.updated')).toEqual([
+    { type: 'session.updated', id: eventId('ses-b', 9), processed_at: T, budget: limit('10') },
+    { type: 'session.updated', id: eventId('ses-b', 12), processed_at: T, budget: null },
+  ]);
+  // A log that counts no cost reports none.
+  const plain = projectLog('ses-p', log(started(), { type: 'user_message', text: 'hi' }, call('end_turn', 0)));
+  const { costNanoUsd: _c, ...uncounted } = call('end_turn', 0) as Extract<Draft, { type: 'assistant_message' }>;
+  const free = projectLog('ses-f', log(started(), { type: 'user_message', text: 'hi' }, uncounted));
+  expect(plain.find((e) => e.type === 'session.usage')).toMatchObject({
+    usage: { list_cost: { amount: '0' } },
+    budget: null,
+  });
+  expect((free.find((e) => e.type === 'session.usage') as { usage: object }).usage).not.toHaveProperty('list_cost');
+});
+
 it("shows a sandbox's provisioning and loss as platform.* events, inside the turn and without its host", () => {
   const out = projectLog(
     'ses-6',

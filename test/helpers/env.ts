@@ -292,6 +292,7 @@ export const turnDone = (afterSeq: number) => (events: SessionEvent[]) =>
       e.seq > afterSeq &&
       ((e.type === 'assistant_message' && e.stopReason !== 'tool_use') ||
         e.type === 'error' ||
+        e.type === 'budget_reached' ||
         e.type === 'interrupted'),
   );
 

@@ -8,6 +8,7 @@ import type { SessionEvent, Usage } from '../../session/events';
 import { Failure } from '../../session/failure-types';
 import { turnEnd } from '../../session/turn-end';
 import { evaluatePolicy, type ToolPolicy } from '../../session/policy';
+import { centsOf, type Money } from '../../session/list-cost';
 
 /**
  * The platform's own events, beside the hosted API's. `platform.` is a namespace the hosted API does not use, so a
@@ -95,6 +96,9 @@ export class SessionProjector {
   private nextSeq = 0;
   /** The session's usage so far, as `sessions.retrieve` reports it: every model request's, its children's included. */
   private readonly usage = { input: 0, output: 0, cacheRead: 0, cacheCreation: 0, cacheCreation1h: 0 };
+  /** The list cost so far in nano-USD, once the log counts one; the budget as of the event being projected. */
+  private costNanoUsd: number | undefined;
+  private budget: Money | null = null;
 
   constructor(readonly sessionId: string) {}
 
@@ -135,7 +139,7 @@ export class SessionProjector {
   private idle(
     e: SessionEvent,
     part: number,
-    stop: 'end_turn' | 'retries_exhausted' | 'requires_action',
+    stop: 'end_turn' | 'retries_exhausted' | 'budget_reached' | 'requires_action',
     out: ApiSessionEvent[],
   ): void {
     const id = eventId(this.sessionId, e.seq, part);
@@ -171,6 +175,10 @@ export class SessionProjector {
     else out.push({ type: 'session.status_running', id: eventId(this.sessionId, e.seq, part), processed_at: e.time });
   }
 
+  private addCost(nanoUsd: number | undefined): void {
+    if (nanoUsd !== undefined) this.costNanoUsd = (this.costNanoUsd ?? 0) + nanoUsd;
+  }
+
   private addUsage(u: Usage): void {
     this.usage.input += u.inputTokens;
     this.usage.output += u.outputTokens;
@@ -194,8 +202,11 @@ export class SessionProjector {
           ephemeral_5m_input_tokens: u.cacheCreation - u.cacheCreation1h,
           ephemeral_1h_input_tokens: u.cacheCreation1h,
         },
+        ...(this.costNanoUsd !== undefined
+          ? { list_cost: { amount: String(centsOf(this.costNanoUsd)), currency: 'USD' as const } }
+          : {}),
       },
-      budget: null,
+      budget: budgetLimit(this.budget),
     };
   }
 
@@ -219,6 +230,10 @@ export class SessionProjector {
           typeof agent.policies === 'object' && agent.policies !== null
             ? (agent.policies as Record<string, ToolPolicy>)
             : {};
+        if (e.budget) {
+          this.budget = e.budget;
+          this.costNanoUsd ??= 0;
+        }
         break;
       }
       case 'user_message':
@@ -255,6 +270,7 @@ export class SessionProjector {
           },
         });
         this.addUsage(e.usage);
+        this.addCost(e.costNanoUsd);
         out.push(this.usageEvent(id(USAGE_PART), at));
         if (turnEnd(e) === 'end_turn' && this.waiting.size === 0) this.idle(e, 3, 'end_turn', out);
         break;
@@ -402,13 +418,19 @@ export class SessionProjector {
         });
         break;
       case 'session_updated':
+        if (e.budget !== undefined) this.budget = e.budget;
         out.push({
           type: 'session.updated',
           id: id(),
           processed_at: at,
           ...(e.title !== undefined ? { title: e.title } : {}),
           ...(e.metadata !== undefined && Object.keys(e.metadata).length > 0 ? { metadata: e.metadata } : {}),
+          ...(e.budget !== undefined ? { budget: budgetLimit(e.budget) } : {}),
         });
+        break;
+      case 'budget_reached':
+        // The turn stopped before a model call; a message while the budget is reached stops at once the same way.
+        if (this.running) this.idle(e, 0, 'budget_reached', out);
         break;
       case 'model_retry_scheduled':
         // The error with `retrying`, then the status; the exhausted error, if it comes, is the log's `error` event.
@@ -426,6 +448,7 @@ export class SessionProjector {
       case 'subagent_finished':
         // A child's usage counts in its parent's, as in `sessions.retrieve`; the next snapshot carries it.
         if (e.usage) this.addUsage(e.usage);
+        this.addCost(e.costNanoUsd);
         break;
       case 'session_ended':
         this.waiting.clear();
@@ -438,6 +461,11 @@ export class SessionProjector {
     }
     return out;
   }
+}
+
+/** A budget as the API's `BetaManagedAgentsBudgetLimit`. */
+function budgetLimit(b: Money | null) {
+  return b ? { type: 'limit' as const, max_list_cost: { amount: String(b.amount), currency: b.currency } } : null;
 }
 
 /** The whole log, projected. */

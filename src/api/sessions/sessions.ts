@@ -9,9 +9,12 @@ import {
   endSignal,
   sendMessageUpdate,
   statusQuery,
+  updateSessionUpdate,
   userMessageSignal,
   type SessionState,
+  type SessionStatus,
 } from '../../session/contract';
+import { Failure } from '../../session/failure-types';
 import { agentFileFor } from '../agent-file';
 import { SessionAgentSchema, getAgent, type ApiAgent } from '../agents';
 import {
@@ -30,6 +33,16 @@ import { ApiError, badRequest, conflict, notFound } from '../api-error';
 import { SessionFeeds } from './feed';
 import { eventId } from './projection';
 import { getVault } from '../vaults/vaults';
+import {
+  BudgetLimitSchema,
+  BudgetResponseSchema,
+  budgetOfRow,
+  budgetRefused,
+  checkBudgetUpdate,
+  listCostFor,
+  listCostOf,
+  moneyOf,
+} from './session-budget';
 import { eventsPerSend, withSessionSlot } from '../quotas';
 import { streamRoute } from './events-stream';
 import { interruptAck, recordSessionUpdate } from './log-writes';
@@ -59,6 +72,7 @@ import {
   findSession,
   insertSession,
   removeSessionRow,
+  updateSessionBudget,
   updateSessionFields,
   type SessionRow,
 } from '../../storage/repos/sessions-repo';
@@ -142,7 +156,7 @@ const SessionCreateSchema = z.strictObject({
   title: z.string().max(500).nullish(),
   metadata: MetadataSchema.optional(),
   resources: ResourcesSchema.optional(),
-  budget: z.null({ error: 'budget is not supported yet' }).optional(),
+  budget: BudgetLimitSchema.optional(),
 });
 
 export const SessionSchema = z
@@ -161,9 +175,10 @@ export const SessionSchema = z
       output_tokens: z.number(),
       cache_read_input_tokens: z.number(),
       cache_creation: z.object({ ephemeral_5m_input_tokens: z.number(), ephemeral_1h_input_tokens: z.number() }),
+      list_cost: z.object({ amount: z.string(), currency: z.literal('USD') }).optional(),
     }),
     stats: z.object({ duration_seconds: z.number().optional() }),
-    budget: z.null(),
+    budget: BudgetResponseSchema.nullable(),
     outcome_evaluations: z.array(z.never()),
     deployment_id: z.null(),
     created_at: z.string(),
@@ -186,12 +201,20 @@ const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens:
  * The workflow's state and usage; a run that is gone (ended, past retention) reads as terminated. `endedAt` is when
  * a terminated session's last run closed, where Temporal still knows it.
  */
-async function liveStatus(client: Client, id: string): Promise<{ status: ApiStatus; usage: Usage; endedAt?: Date }> {
+async function liveStatus(
+  client: Client,
+  id: string,
+): Promise<{ status: ApiStatus; usage: Usage; listCost?: SessionStatus['listCost']; endedAt?: Date }> {
   const handle = client.workflow.getHandle(id);
   const closedAt = async () => (await handle.describe().catch(() => undefined))?.closeTime;
   try {
     const s = await handle.query(statusQuery);
-    return { status: STATE[s.state], usage: s.usage, ...(s.state === 'ended' ? { endedAt: await closedAt() } : {}) };
+    return {
+      status: STATE[s.state],
+      usage: s.usage,
+      listCost: s.listCost,
+      ...(s.state === 'ended' ? { endedAt: await closedAt() } : {}),
+    };
   } catch (e) {
     if (isSessionClosed(e))
       return {
@@ -228,6 +251,7 @@ async function toSession(
 ): Promise<ApiSession> {
   const agent = await getAgent(deps.db, workspaceId, r.agent_id, r.agent_version);
   const live = await liveStatus(sessions.client, r.id);
+  const listCost = listCostOf(live.listCost);
   return {
     id: r.id,
     type: 'session',
@@ -244,9 +268,10 @@ async function toSession(
       output_tokens: live.usage.outputTokens,
       cache_read_input_tokens: live.usage.cacheReadInputTokens,
       cache_creation: cacheCreation(live.usage),
+      ...(listCost ? { list_cost: listCost } : {}),
     },
     stats: { duration_seconds: durationSeconds(r, live) },
-    budget: null,
+    budget: budgetOfRow(r),
     outcome_evaluations: [],
     deployment_id: null,
     created_at: iso(r.created_at),
@@ -339,6 +364,8 @@ export function sessionRoutes(
           `resources: the system prompt with the memory and skills sections would be ${system.length} characters; the limit is ${MAX_SYSTEM_CHARS}`,
         );
       if (system !== undefined) file.system = system;
+      // The prices of the models it can run and its budget; a budget on an unpriced model is a 400 here.
+      const listCost = listCostFor(file, deps.prices, p.budget);
       const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
       const id = newId('sesn');
       // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
@@ -352,6 +379,7 @@ export function sessionRoutes(
           title: p.title ?? null,
           metadata: p.metadata ?? {},
           vaultIds: p.vault_ids ?? [],
+          ...(p.budget ? { budget: moneyOf(p.budget) } : {}),
         }),
       );
       try {
@@ -359,7 +387,7 @@ export function sessionRoutes(
         await insertMounts(db, id, req.workspaceId, mounts);
         const handle = await startSessionRun(sessions.client, {
           workflowId: id,
-          input: { agent: file, ...(first ? { message: first } : {}) },
+          input: { agent: file, ...(first ? { message: first } : {}), ...(listCost ? { listCost } : {}) },
           agent: file,
           firstMessage: first?.text,
           workspace: req.workspace,
@@ -396,7 +424,7 @@ export function sessionRoutes(
           metadata: MetadataPatchSchema.nullish(),
           vault_ids: z.undefined({ error: 'vault_ids cannot change after create' }).optional(),
           agent: z.undefined({ error: 'agent cannot change yet' }).optional(),
-          budget: z.undefined({ error: 'budget is not supported yet' }).optional(),
+          budget: BudgetLimitSchema.nullable().optional(),
         }),
         response: { 200: SessionSchema },
       },
@@ -404,6 +432,14 @@ export function sessionRoutes(
     async (req) => {
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
+      // The budget first: the workflow holds the spend, so it has the last word, and a refusal stores nothing.
+      const budget = req.body.budget;
+      if (budget !== undefined && !(budget === null && row.budget_amount === null)) {
+        const live = await liveStatus(sessions.client, row.id);
+        checkBudgetUpdate(row, budget, live.status === 'terminated' ? 'ended' : live.listCost);
+        await sendBudget(sessions.client, row.id, budget === null ? null : moneyOf(budget));
+        await updateSessionBudget(db, row.id, budget === null ? null : moneyOf(budget));
+      }
       const after = {
         title: req.body.title === undefined ? row.title : req.body.title,
         metadata: applyMetadataPatch(row.metadata, req.body.metadata),
@@ -507,6 +543,23 @@ export function sessionRoutes(
       return { data: echoed };
     },
   );
+}
+
+/** Hands the workflow a new budget (null: removed); its refusals are the update's 400s. */
+async function sendBudget(client: Client, id: string, budget: ReturnType<typeof moneyOf> | null): Promise<void> {
+  try {
+    await client.workflow.getHandle(id).executeUpdate(updateSessionUpdate, { args: [{ budget }] });
+  } catch (e) {
+    if (isSessionClosed(e)) throw badRequest(`budget: session ${id} has ended; its budget can no longer change`);
+    if (e instanceof WorkflowUpdateFailedError) {
+      const cause = e.cause as { type?: string; message?: string } | undefined;
+      const why = (cause?.message ?? e.message).split('\n')[0];
+      if (cause?.type === Failure.Session.BudgetNotRaised) throw budgetRefused('budget_not_raised', why);
+      if (cause?.type === Failure.Session.BudgetUntracked) throw budgetRefused('model_not_budgetable', why);
+      throw badRequest(`budget: session ${id} refused the change: ${why}`);
+    }
+    throw e;
+  }
 }
 
 async function endSession(client: Client, id: string, reason: string): Promise<void> {

@@ -16,10 +16,15 @@ export interface SessionRow {
   created_at: Date;
   updated_at: Date;
   archived_at: Date | null;
+  /** The budget in minor units of `budget_currency`, or null when the session has none. */
+  budget_amount: number | null;
+  budget_currency: string | null;
+  /** An update removed the budget: it cannot be set again. */
+  budget_removed: boolean;
 }
 
 const COLUMNS =
-  'id, pos, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at, archived_at';
+  'id, pos, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at, archived_at, budget_amount, budget_currency, budget_removed';
 
 /** The workspace's session `id`, unless it is deleted (or being deleted). */
 export async function findSession(db: Queryable, workspaceId: string, id: string): Promise<SessionRow | undefined> {
@@ -39,12 +44,38 @@ export interface NewSession {
   title: string | null;
   metadata: Record<string, string>;
   vaultIds: string[];
+  budget?: { amount: number; currency: string };
 }
 
 export async function insertSession(db: Queryable, s: NewSession): Promise<void> {
   await db.query(
-    'insert into sessions (id, workspace_id, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, now(), now())',
-    [s.id, s.workspaceId, s.agentId, s.agentVersion, s.environmentId, s.title, s.metadata, JSON.stringify(s.vaultIds)],
+    'insert into sessions (id, workspace_id, agent_id, agent_version, environment_id, title, metadata, vault_ids, budget_amount, budget_currency, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now(), now())',
+    [
+      s.id,
+      s.workspaceId,
+      s.agentId,
+      s.agentVersion,
+      s.environmentId,
+      s.title,
+      s.metadata,
+      JSON.stringify(s.vaultIds),
+      s.budget?.amount ?? null,
+      s.budget?.currency ?? null,
+    ],
+  );
+}
+
+/** Sets the session's budget, or removes it for good (null). */
+export async function updateSessionBudget(
+  db: Queryable,
+  id: string,
+  budget: { amount: number; currency: string } | null,
+): Promise<void> {
+  await db.query(
+    budget === null
+      ? 'update sessions set budget_amount = null, budget_currency = null, budget_removed = true, updated_at = now() where id = $1'
+      : 'update sessions set budget_amount = $2, budget_currency = $3, updated_at = now() where id = $1',
+    budget === null ? [id] : [id, budget.amount, budget.currency],
   );
 }
 

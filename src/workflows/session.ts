@@ -12,6 +12,7 @@ import { SessionInputSchema, type SessionInput, type SessionResult, type Session
 import { Failure } from '../session/failure-types';
 import { sessionActivities } from './activity-options';
 import { ToolGate, carriedRound } from './approvals';
+import { judgeCall } from './judge-call';
 import { Handoff } from './handoff';
 import { McpTools } from './mcp-tools';
 import { ModelCaller } from './model-caller';
@@ -66,6 +67,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     runTool: (use) => dispatch.run(use),
     carried: start === 'continued' ? carriedRound(carried, tools) : undefined,
     awaitExternal: (id) => subagents.awaitResult(id, () => run.shouldHandOver()),
+    judge: (use) => judgeCall(acts, agent, run, use),
   });
   const sealing = new Sealing({ agent, run, archive, slots, mcpTools, gate, handoff, subagents });
 

@@ -1,12 +1,12 @@
 // The `auto` policy's judgement is made once per call: a brain worker SIGKILLed after the judgement (while the call
-// waits for a person), or while the judge is still answering, leaves one tool_judged in the log and the call waiting
-// on the same decision; the next worker does not judge it again.
+// waits for a person), or while the judge is still answering, or a handover while the call waits, leaves one
+// tool_judged in the log and the call waiting on the same decision; the next worker or run does not judge it again.
 import { resolveToolUseUpdate, sendMessageUpdate } from '../src/session/contract';
 import { isJudgeRequest, judgeScriptKey } from '../src/dev/model-replies';
 import type { SessionEvent } from '../src/session/events';
 import { spawnWorker, type ChildWorker } from './helpers/child-worker';
 import { startHarness, startSession, waitForEvents, type Harness } from './helpers/env';
-import { toolStep } from './helpers/actions';
+import { messagesUntilHandover, requiresAction, toolStep } from './helpers/actions';
 
 let h: Harness;
 const workers: ChildWorker[] = [];
@@ -83,4 +83,26 @@ it('a worker killed while the judge answers: the judge is asked again, and one j
   expect(judged(events)).toMatchObject([{ permission: 'allow' }]);
   expect(events.some((e) => e.type === 'approval_requested')).toBe(false);
   expect(events.filter((e) => e.type === 'tool_result')).toHaveLength(1);
+});
+
+it('a handover while an escalated call waits: the new run waits on the same judgement, judged once', async () => {
+  await newWorker();
+  const handle = await startSession(h, { agent: { ...agent, limits: { historyEvents: 100 } } });
+  const id = handle.workflowId;
+  h.mock.script(id, { steps: [toolStep('session_events', { from: 0, limit: 5 })] });
+  h.mock.script(judgeScriptKey(id), {
+    steps: [{ reply: { content: [{ type: 'text', text: 'DECISION: ASK\nREASON: scripted to ask.' }] } }],
+  });
+  await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log' }] });
+  const [pending] = await requiresAction(handle);
+  await messagesUntilHandover(handle);
+  const live = h.env.client.workflow.getHandle(id);
+  expect(await requiresAction(live)).toMatchObject([
+    { toolUseId: pending.toolUseId, policy: 'session_events: auto (high_risk)' },
+  ]);
+  await live.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: pending.toolUseId, allow: true }] });
+  const events = await waitForEvents(live, ended);
+  expect(judged(events)).toHaveLength(1);
+  expect(judgeCalls(id)).toHaveLength(1);
+  expect(events.filter((e) => e.type === 'tool_result')).toMatchObject([{ isError: false }]);
 });

@@ -1,6 +1,7 @@
 // The judge of the `auto` policy: its strict answer format, and the local server's built-in judge, which flags the
 // calls a careful reviewer stops and lets routine ones through.
-import { judgeReply } from '../src/dev/model-replies';
+import { judgeReply, judgeScriptKey } from '../src/dev/model-replies';
+import { ScriptedModel } from './helpers/scripted-model';
 import { JUDGE_SYSTEM, judgeRequestText, parseJudgement } from '../src/session/judge';
 import { evaluatePolicy, policyFor } from '../src/session/policy';
 
@@ -79,4 +80,31 @@ it("auto is a policy of its own, and an MCP tool takes its server's", () => {
   });
   expect(policyFor({ 'mcp__t__*': 'auto' }, 'mcp__t__x')).toBe('auto');
   expect(policyFor({ 'mcp__t__*': 'auto', mcp__t__x: 'always_ask' }, 'mcp__t__x')).toBe('always_ask');
+});
+
+it("the suites' scripted model answers judge calls from their own script, else with the built-in judge", async () => {
+  const model = new ScriptedModel();
+  const request = (command: string) => ({
+    sessionId: 'ses-j',
+    model: 'm',
+    system: [JUDGE_SYSTEM],
+    messages: [
+      {
+        role: 'user' as const,
+        content: [{ type: 'text', text: judgeRequestText('', { name: 'bash', input: { command } }) }],
+      },
+    ],
+    tools: [],
+    maxTokens: 300,
+    cache: false,
+  });
+  const answer = async (command: string) =>
+    parseJudgement(String((await model.createMessage(request(command), {})).content[0].text))?.permission;
+  model.script('ses-j', { steps: [] });
+  model.script(judgeScriptKey('ses-j'), { steps: [{ status: 500 }] });
+  await expect(model.createMessage(request('ls'), {})).rejects.toThrow(/500/);
+  expect(await answer('ls')).toBe('allow');
+  expect(await answer('git push --force origin main')).toBe('ask');
+  // The session's own script was left alone.
+  expect(model.problems).toEqual([]);
 });

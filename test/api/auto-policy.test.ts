@@ -95,6 +95,21 @@ const confirm = (id: string, use: ToolUse, result: 'allow' | 'deny') =>
     ],
   });
 
+it('accepts auto on the toolset and on one of its tools, and returns it resolved', async () => {
+  const agent = await client.beta.agents.retrieve(agentId);
+  const toolset = agent.tools.find((t) => t.type === 'agent_toolset_20260401')!;
+  expect(toolset.default_config.permission_policy).toEqual({ type: 'auto' });
+  expect(toolset.configs.find((c) => c.name === 'bash')!.permission_policy).toEqual({ type: 'auto' });
+  const mixed = await client.beta.agents.create({
+    name: 'mixed',
+    model: 'claude-test',
+    tools: [{ type: 'agent_toolset_20260401', configs: [{ name: 'write', permission_policy: { type: 'auto' } }] }],
+  });
+  const configs = (mixed.tools[0] as typeof toolset).configs;
+  expect(configs.find((c) => c.name === 'write')!.permission_policy).toEqual({ type: 'auto' });
+  expect(configs.find((c) => c.name === 'bash')!.permission_policy).toEqual({ type: 'always_allow' });
+});
+
 const judgeCalls = (id: string) => h.mock.requests(id).filter((r) => isJudgeRequest(r.body));
 
 it('runs routine calls without asking and holds the ones a careful reviewer stops for a person', async () => {

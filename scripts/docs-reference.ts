@@ -99,6 +99,8 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
   approval_requested: 'A tool call waits for approval; `policy` is the rule that asked, e.g. `bash: ask "git push*"`.',
   approval_resolved:
     "The decision on it; `by` is who decided (default `user`), or `timeout` when the policy's `onTimeout` applied.",
+  tool_judged:
+    "Under the `auto` policy, the judge model's decision on a call before it runs: `allow` runs it, `ask` holds it for a person (an `approval_requested` follows). `reasonCode` is `high_risk` (the judge flagged the call) or `indeterminate` (the judge failed, timed out or answered out of format); `reason` says why; `usage` is the judge's. The API shows it on the call's `agent.tool_use` as `evaluation: {type: 'auto', ...}`.",
   sandbox_provisioned:
     'A sandbox was made, or a stopped one started again (`resumed`), in `ms` on `host`; `loosened` lists the hardening its recipe turned off. The API shows it as `platform.sandbox_provisioned`.',
   sandbox_lost:

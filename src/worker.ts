@@ -61,6 +61,8 @@ export interface WorkerOptions {
   namespace: string;
   /** Model access; defaults to the Anthropic SDK with the given key and base URL. */
   model?: ModelClient;
+  /** Brain: how long a judge of the `auto` policy may take when its agent file does not say (default 60 s). */
+  judgeTimeoutMs?: number;
   apiKey?: string;
   baseURL?: string;
   taskQueue?: string;
@@ -323,6 +325,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
             archive,
             log: contextLog,
             stream: streams?.hub,
+            ...(opts.judgeTimeoutMs !== undefined ? { judgeTimeoutMs: opts.judgeTimeoutMs } : {}),
             resetSticky: ({ namespace, workflowId, runId }) =>
               client.workflowService.resetStickyTaskQueue({ namespace, execution: { workflowId, runId } }),
           }),

@@ -41,6 +41,7 @@ import {
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { forkSession, wakeSession } from '../src/session-ops';
+import { judgeScriptKey } from '../src/dev/model-replies';
 import { childSessionId } from '../src/workflows/subagents';
 import { spawn, turn } from './helpers/subagents';
 
@@ -381,6 +382,54 @@ record(
       const runs = await runsOf(h.env.client, id);
       for (const [i, run] of runs.entries()) {
         const file = path.join(DIR, `approvals-handover-run-${i + 1}.json`);
+        if (!fs.existsSync(file))
+          fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
+      }
+    } finally {
+      await h.stop();
+    }
+  },
+);
+
+record(
+  'records the auto policy: a call its judge allows on a retry, and one it escalates across a handover',
+  async () => {
+    const h = await startHarness();
+    try {
+      const id = 'recorded-auto-policy';
+      fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+      const handle = await startSession(h, {
+        id,
+        agent: {
+          tools: ['session_events'],
+          sandboxes: {},
+          policies: { session_events: 'auto' },
+          limits: { historyEvents: 100 },
+        },
+      });
+      h.mock.script(id, {
+        steps: [toolStep('session_events', { from: 0, limit: 1 }), toolStep('session_events', { from: 1, limit: 1 })],
+      });
+      // The first judgement fails once, then the built-in judge allows; the second is scripted to ask.
+      h.mock.script(judgeScriptKey(id), {
+        steps: [
+          { status: 500 },
+          {},
+          { reply: { content: [{ type: 'text', text: 'DECISION: ASK\nREASON: recorded.' }] } },
+        ],
+      });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read the log twice' }] });
+      const [pending] = await requiresAction(handle);
+      await messagesUntilHandover(handle);
+      const live = h.env.client.workflow.getHandle(id);
+      await requiresAction(live);
+      await live.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: pending.toolUseId, allow: true }] });
+      await waitForEvents(live, (ev) => turnEnded(ev, 1));
+      await live.signal(endSignal, { reason: 'recorded' });
+      await live.result();
+      const runs = await runsOf(h.env.client, id);
+      for (const [i, run] of runs.entries()) {
+        const file = path.join(DIR, `auto-policy-run-${i + 1}.json`);
         if (!fs.existsSync(file))
           fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
       }

@@ -44,7 +44,7 @@ const SELF_HOSTED_TOOLS: ReadonlyMap<string, Pick<ClientTool, 'description' | 'i
 /** How long a self-hosted session waits for its worker's answer to a toolset call, as the hosted product does. */
 export const DEFAULT_SELF_HOSTED_TOOL_TIMEOUT_SECONDS = 120;
 
-const policyOf = (p: Policy): ToolPolicy => (p.type === 'always_ask' ? 'always_ask' : 'always_allow');
+const policyOf = (p: Policy): ToolPolicy => p.type;
 
 /** A session's vaults: its MCP servers' credentials are looked up there by URL, on the tools worker. */
 export interface VaultBinding {

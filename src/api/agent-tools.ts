@@ -7,10 +7,9 @@ import { badRequest } from './api-error';
 
 export const TOOLSET_TOOLS = ['bash', 'edit', 'read', 'write', 'glob', 'grep', 'web_fetch', 'web_search'] as const;
 
+/** `auto`: a judge model decides each call, allowing it or asking a person (docs/guide/approvals-and-client-tools.md). */
 const PolicySchema = z.strictObject({
-  type: z.enum(['always_allow', 'always_ask'], {
-    error: 'must be always_allow or always_ask (auto is not supported yet)',
-  }),
+  type: z.enum(['always_allow', 'always_ask', 'auto'], { error: 'must be always_allow, always_ask or auto' }),
 });
 const DefaultConfigParamsSchema = z.strictObject({
   enabled: z.boolean().nullish(),

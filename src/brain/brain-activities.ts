@@ -10,7 +10,15 @@ import type { Publisher, StreamHub } from '../stream';
 import type { StreamPart } from '../stream/hub';
 import { toModelFailure } from '../model/model-errors';
 import { buildContext, compactionRequest, FULL_WINDOW, type ContextWindow } from '../session/context-builder';
-import { ContentBlockSchema, type SessionEvent } from '../session/events';
+import { ContentBlockSchema, type SessionEvent, type Usage } from '../session/events';
+import {
+  JUDGE_SYSTEM,
+  indeterminate,
+  judgeRequestText,
+  judgeTranscript,
+  parseJudgement,
+  type Judgement,
+} from '../session/judge';
 import { eventsDigest } from '../session/digest';
 import type { ToolSpec } from '../tools/kind';
 import { parseSessionEvents, sliceOutcome } from '../tools/session-events';
@@ -40,6 +48,23 @@ export interface CallModelInput {
 /** Either the model's reply, or (with `compact`) a request to compact the window first. */
 export type CallModelResult = (ModelReply & { compact?: undefined }) | { compact: { cutSeq: number; tokens: number } };
 
+/** The judge of one tool call under the `auto` policy (src/session/judge.ts). */
+export interface JudgeToolUseInput {
+  sessionId: string;
+  /** The call's tool_use event: the judge reads the conversation through it. */
+  throughSeq: number;
+  model: string;
+  toolUse: { id: string; name: string; input: unknown };
+  /** The judge's time limit (absent: the worker's, `ActivityDeps.judgeTimeoutMs`). */
+  timeoutMs?: number;
+  streamIdleMs?: number;
+}
+
+export interface JudgeToolUseResult extends Judgement {
+  /** The judge's model usage; absent when no reply came. */
+  usage?: Usage;
+}
+
 export interface CompactInput extends CallModelInput {
   window: ContextWindow;
   /** The kept tail starts here; events window.fromSeq .. cutSeq-1 are folded into the summary. */
@@ -58,6 +83,8 @@ export interface ActivityDeps {
   archive: SessionArchive;
   /** Where model tokens are published live for `agents watch`; absent: not streamed. */
   stream?: StreamHub;
+  /** How long a judge of the `auto` policy may take when its agent does not say (default 60 s). */
+  judgeTimeoutMs?: number;
   /** Resets a session's stickiness when a call is retried (see `unstick`); absent: not reset. */
   resetSticky?: (execution: { namespace: string; workflowId: string; runId: string }) => Promise<unknown>;
 }
@@ -88,6 +115,9 @@ const ReplyContentSchema = z.array(ContentBlockSchema);
 /** How much transcript a compaction call is given, at most. */
 const MAX_TRANSCRIPT_CHARS = 400_000;
 const DEFAULT_STREAM_IDLE_MS = 120_000;
+export const DEFAULT_JUDGE_TIMEOUT_MS = 60_000;
+/** How many events before the call a judge reads, at most. */
+const JUDGE_CONTEXT_EVENTS = 40;
 
 export function createActivities(deps: ActivityDeps) {
   /**
@@ -108,6 +138,8 @@ export function createActivities(deps: ActivityDeps) {
     req: Parameters<ModelClient['createMessage']>[0],
     idleMs = DEFAULT_STREAM_IDLE_MS,
     live?: Publisher,
+    /** Abandons the request when it aborts (the caller tells that failure from the others). */
+    deadline?: AbortSignal,
   ): Promise<ModelReply> => {
     const ctx = Context.current();
     let first = true;
@@ -122,6 +154,8 @@ export function createActivities(deps: ActivityDeps) {
     const abort = new AbortController();
     const onCancel = () => abort.abort(ctx.cancellationSignal.reason);
     ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+    const onDeadline = () => abort.abort(deadline?.reason);
+    deadline?.addEventListener('abort', onDeadline, { once: true });
     let idle: NodeJS.Timeout | undefined;
     let stalled = false;
     const armIdle = () => {
@@ -164,6 +198,7 @@ export function createActivities(deps: ActivityDeps) {
       clearInterval(beat);
       clearTimeout(idle);
       ctx.cancellationSignal.removeEventListener('abort', onCancel);
+      deadline?.removeEventListener('abort', onDeadline);
       live?.close();
     }
   };
@@ -235,6 +270,56 @@ export function createActivities(deps: ActivityDeps) {
         input.streamIdleMs,
         live,
       );
+    },
+
+    /**
+     * Judges one tool call under the `auto` policy with a model call of its own: allow, or ask a person. A judge
+     * that answers out of format, or not within its time limit, escalates (`indeterminate`) instead of failing;
+     * a model error fails the attempt, and the workflow escalates once the attempts are spent. Never allows on a
+     * failure.
+     */
+    async judgeToolUse(input: JudgeToolUseInput): Promise<JudgeToolUseResult> {
+      const timeoutMs = input.timeoutMs ?? deps.judgeTimeoutMs ?? DEFAULT_JUDGE_TIMEOUT_MS;
+      const from = Math.max(0, input.throughSeq + 1 - JUDGE_CONTEXT_EVENTS);
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(new Error('judge timeout')), timeoutMs);
+      try {
+        await unstick(Context.current());
+        const events = await readEvents(deps.log.inner, input.sessionId, from, input.throughSeq + 1 - from);
+        const transcript = judgeTranscript(events.filter((e) => !(e.type === 'tool_use' && e.id === input.toolUse.id)));
+        if (deadline.signal.aborted) throw deadline.signal.reason;
+        const reply = await stream(
+          {
+            sessionId: input.sessionId,
+            model: input.model,
+            system: [JUDGE_SYSTEM],
+            messages: [
+              { role: 'user', content: [{ type: 'text', text: judgeRequestText(transcript, input.toolUse) }] },
+            ],
+            tools: [],
+            maxTokens: 300,
+            cache: false,
+          },
+          input.streamIdleMs,
+          undefined,
+          deadline.signal,
+        );
+        const text = reply.content
+          .filter((b) => b.type === 'text')
+          .map((b) => String(b.text))
+          .join('\n');
+        const judgement = parseJudgement(text);
+        return {
+          ...(judgement ?? indeterminate(`the judge answered out of format: ${JSON.stringify(text.slice(0, 200))}`)),
+          usage: reply.usage,
+        };
+      } catch (err) {
+        if (deadline.signal.aborted && !Context.current().cancellationSignal.aborted)
+          return indeterminate(`the judge did not answer within ${Math.round(timeoutMs / 100) / 10} s`);
+        throw err;
+      } finally {
+        clearTimeout(timer);
+      }
     },
 
     /** Summarises events window.fromSeq .. cutSeq-1 (and the previous summary) with one model call. */

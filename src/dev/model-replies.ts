@@ -1,5 +1,6 @@
 // The local server's built-in replies: a summariser for compaction calls and a brain that is deterministic in the conversation.
 import { COMPACTION_MARKER } from '../session/context-builder';
+import { JUDGE_MARKER, judgedCall, offlineJudgement } from '../session/judge';
 import { blocksOf, combineTurns, type Msg } from './request-checks';
 import type { MockBlock } from './model-script';
 import { lostToInfrastructure } from '../session/model-sentences';
@@ -13,6 +14,27 @@ function systemText(body: Record<string, unknown>): string {
 
 export function isCompactionRequest(body: Record<string, unknown>): boolean {
   return systemText(body).includes(COMPACTION_MARKER);
+}
+
+/** A judge call of the `auto` policy (src/session/judge.ts). */
+export function isJudgeRequest(body: Record<string, unknown>): boolean {
+  return systemText(body).startsWith(JUDGE_MARKER);
+}
+
+/**
+ * Where the steps for a session's judge calls are scripted (`script(judgeScriptKey(id), ...)`): judge calls take
+ * them, and leave the session's own script alone. With none left, the built-in judge answers.
+ */
+export const judgeScriptKey = (sessionId: string) => `judge:${sessionId}`;
+
+/** The built-in judge: ASK for a call that matches a pattern a careful reviewer stops (OFFLINE_JUDGE_FLAGS), else ALLOW. */
+export function judgeReply(body: Record<string, unknown>): { content: MockBlock[]; stopReason: string } {
+  const text = blocksOf((body.messages as Msg[])[0])
+    .map((b) => String(b.text ?? ''))
+    .join('\n');
+  const call = judgedCall(text);
+  const answer = call ? offlineJudgement(call) : 'DECISION: ASK\nREASON: the request names no tool call.';
+  return { content: [{ type: 'text', text: answer }], stopReason: 'end_turn' };
 }
 
 /** The built-in summariser: lists the user requests and counts the tool calls of the transcript, citing event numbers. */

@@ -1,12 +1,20 @@
 // A local server that speaks the Anthropic Messages API over HTTP: plain and SSE replies, count_tokens,
 // per-session scripts keyed by metadata.user_id (set in-process or by POST /_mock/script), and fault injection.
+// Judge calls of the `auto` policy are answered by their own script (`judge:<session id>`) or the built-in judge.
 // The conversation checks are in request-checks.ts, the built-in replies in model-replies.ts.
 import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { closeServer, httpUrl, listen } from '../http/listen';
 import { openSse } from '../http/sse';
 import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from './request-checks';
-import { compactionReply, defaultReply, isCompactionRequest } from './model-replies';
+import {
+  compactionReply,
+  defaultReply,
+  isCompactionRequest,
+  isJudgeRequest,
+  judgeReply,
+  judgeScriptKey,
+} from './model-replies';
 import {
   completeReply,
   MockScripts,
@@ -128,7 +136,9 @@ export class MockModelServer {
 
     // Compaction calls are answered by the built-in summariser and leave a session's script alone.
     const compaction = isCompactionRequest(body);
-    const step: MockStep = compaction ? {} : this.scripts.next(sessionId);
+    // Judge calls of the `auto` policy take their own script's steps, else the built-in judge answers.
+    const judge = !compaction && isJudgeRequest(body);
+    const step: MockStep = compaction ? {} : this.scripts.next(judge ? judgeScriptKey(sessionId) : sessionId);
     this.inFlightCount++;
     try {
       const delay = step.firstByteDelayMs ?? script?.firstByteDelayMs ?? 0;
@@ -148,7 +158,11 @@ export class MockModelServer {
       }
       const reply =
         step.reply ??
-        (compaction ? compactionReply(body) : defaultReply(body, { reissueLostTools: this.reissueLostTools }));
+        (compaction
+          ? compactionReply(body)
+          : judge
+            ? judgeReply(body)
+            : defaultReply(body, { reissueLostTools: this.reissueLostTools }));
       record.status = 200;
       await this.sendMessage(
         res,

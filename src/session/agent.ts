@@ -361,6 +361,16 @@ export const AgentSchema = shared('agent.AgentSchema', () =>
       policies: z.record(z.string(), ToolPolicySchema).default({}),
       /** Offers web_fetch, run on a tools worker through the egress gate; absent: not offered. */
       webFetch: WebFetchConfigSchema.optional(),
+      /** The judge of calls under the `auto` policy; absent: the agent's model, with the worker's timeout. */
+      judge: z
+        .object({
+          /** The judge's model (default: the agent's). */
+          model: z.string().min(1).optional(),
+          /** A judge that has not answered within this long escalates the call to a person (default: 60 s). */
+          timeoutMs: z.number().int().min(1000).max(600_000).optional(),
+        })
+        .strict()
+        .optional(),
     })
     .strict()
     .superRefine((agent, ctx) => {

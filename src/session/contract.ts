@@ -244,6 +244,11 @@ export const PendingToolSchema = shared('contract.PendingToolSchema', () =>
         .optional(),
       /** For a client tool with a time limit: when its answer is due (epoch ms), set when the wait starts. */
       resultDueAt: z.number().optional(),
+      /** Under the `auto` policy: set once tool_judged is in the log, so a new run does not judge the call again. */
+      judgement: z
+        .object({ permission: z.enum(['allow', 'ask']), reasonCode: z.string().optional(), reason: z.string() })
+        .strict()
+        .optional(),
       /** Set once approval_resolved is in the log. */
       decision: z
         .object({ allow: z.boolean(), by: z.string().optional(), reason: z.string().optional() })

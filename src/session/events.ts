@@ -113,6 +113,25 @@ export const ApprovalResolvedEventSchema = shared('events.ApprovalResolvedEventS
     by: z.string(),
   }),
 );
+/**
+ * Under the `auto` policy, the judge model's decision on tool call `toolUseId`, made once before the call runs:
+ * `allow` runs it, `ask` holds it for a person (an approval_requested follows). `reasonCode` is the API's
+ * (`high_risk`: the judge flagged the call; `indeterminate`: no judgement was reached, because the judge failed,
+ * timed out or answered out of format); `reason` says why in words. Absent usage: no model reply came.
+ */
+export const ToolJudgedEventSchema = shared('events.ToolJudgedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('tool_judged'),
+    toolUseId: z.string(),
+    permission: z.enum(['allow', 'ask']),
+    reasonCode: z.string().optional(),
+    reason: z.string(),
+    /** The judge's model. */
+    model: z.string(),
+    usage: UsageSchema.optional(),
+  }),
+);
 export const SandboxProvisionedEventSchema = shared('events.SandboxProvisionedEventSchema', () =>
   z.object({
     ...base,
@@ -256,6 +275,7 @@ export const SessionEventSchema = shared('events.SessionEventSchema', () =>
     ToolResultEventSchema,
     ApprovalRequestedEventSchema,
     ApprovalResolvedEventSchema,
+    ToolJudgedEventSchema,
     SandboxProvisionedEventSchema,
     SandboxLostEventSchema,
     SandboxHandedOffEventSchema,

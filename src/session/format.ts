@@ -17,6 +17,8 @@ export function formatEvent(e: SessionEvent): string {
       return `${head} ${e.toolUseId}: ${e.policy}`;
     case 'approval_resolved':
       return `${head} ${e.toolUseId}: ${e.allow ? 'approved' : 'denied'} by ${e.by}${e.reason ? `: ${clip(e.reason, 200)}` : ''}`;
+    case 'tool_judged':
+      return `${head} ${e.toolUseId}: ${e.permission}${e.reasonCode ? ` (${e.reasonCode})` : ''} by ${e.model}: ${clip(e.reason, 200)}`;
     case 'assistant_message': {
       const text = e.content
         .filter((b) => b.type === 'text')

@@ -42,15 +42,22 @@ export const RulePolicySchema = shared('policy.RulePolicySchema', () =>
     .strict(),
 );
 
+/**
+ * `auto`: a judge model decides each call before it runs, allowing it or asking a person as `always_ask` does
+ * (src/workflows/approvals.ts; docs/guide/approvals-and-client-tools.md).
+ */
 export const ToolPolicySchema = shared('policy.ToolPolicySchema', () =>
-  z.union([z.enum(['always_allow', 'always_ask']), RulePolicySchema]),
+  z.union([z.enum(['always_allow', 'always_ask', 'auto']), RulePolicySchema]),
 );
 export type ToolPolicy = z.infer<typeof ToolPolicySchema>;
 export type ToolPolicyInput = z.input<typeof ToolPolicySchema>;
 
 /** The verdict for one call: `rule` says which part of the policy decided, as approval_requested.policy records it. */
 export interface PolicyVerdict {
+  /** For `auto`, false: whether the call asks is the judge's to say (`auto` is set). */
   ask: boolean;
+  /** The policy is `auto`: a judge model decides the call before it runs. */
+  auto?: boolean;
   rule: string;
   timeoutSeconds?: number;
   onTimeout: 'allow' | 'deny';
@@ -89,11 +96,18 @@ export function policySubject(input: unknown, field?: string): string {
   return typeof value === 'string' ? value.trim() : JSON.stringify(value ?? null);
 }
 
+/** The policy of `tool`: its own, else for an MCP tool its server's (`mcp__<server>__*`; server names hold no `__`). */
+export function policyFor(policies: Readonly<Record<string, ToolPolicy>>, tool: string): ToolPolicy | undefined {
+  const server = /^mcp__(.+?)__/.exec(tool)?.[1];
+  return policies[tool] ?? (server !== undefined ? policies[`mcp__${server}__*`] : undefined);
+}
+
 /** Decides whether one call of `tool` needs approval. A tool with no policy is always allowed. */
 export function evaluatePolicy(tool: string, policy: ToolPolicy | undefined, input: unknown): PolicyVerdict {
   if (policy === undefined) return { ask: false, rule: `${tool}: no policy`, onTimeout: 'deny' };
   if (policy === 'always_allow') return { ask: false, rule: `${tool}: always_allow`, onTimeout: 'deny' };
   if (policy === 'always_ask') return { ask: true, rule: `${tool}: always_ask`, onTimeout: 'deny' };
+  if (policy === 'auto') return { ask: false, auto: true, rule: `${tool}: auto`, onTimeout: 'deny' };
   const subject = policySubject(input, policy.field);
   const common = {
     onTimeout: policy.onTimeout,

@@ -40,6 +40,13 @@ export function sessionActivities(limits: Agent['limits']) {
     }),
     localModel: proxyLocalActivities<Activities>({ startToCloseTimeout: '10 minutes', retry: seenRetry }),
   };
+  // The judge of the `auto` policy: a model call on the brain queue that ends its own wait (its time limit is the
+  // activity's), retried at most as often as a model call, and at most three times: past them the call escalates.
+  const judge = proxyActivities<Activities>({
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: limits.modelHeartbeatTimeoutMs,
+    retry: { ...modelRetry, maximumAttempts: Math.min(limits.modelRetry.maxAttempts, 3) },
+  });
   const provisioner = (taskQueue: string) =>
     proxyActivities<HandsActivities>({
       taskQueue,
@@ -80,7 +87,7 @@ export function sessionActivities(limits: Agent['limits']) {
     startToCloseTimeout: '2 minutes',
     retry: { maximumAttempts: 8, initialInterval: 500, maximumInterval: 5000 },
   });
-  return { model, localModel, loggedRetries, provisioner, onHost, mcp, archive };
+  return { model, localModel, loggedRetries, judge, provisioner, onHost, mcp, archive };
 }
 
 export type SessionActivities = ReturnType<typeof sessionActivities>;

@@ -1,10 +1,12 @@
-// The tool gate: every tool call of a round passes through it. It asks for approval where the agent's policy
-// says so, hands client tools to the calling application, and runs the rest. Its state (the round's calls still
-// without a result) is carried across continue-as-new, so a pending approval or client call survives a handover.
+// The tool gate: every tool call of a round passes through it. It asks for approval where the agent's policy (or,
+// under `auto`, its judge model) says so, hands client tools to the calling application, and runs the rest. Its state
+// (the round's calls still without a result, with their judgements) is carried across continue-as-new, so a pending
+// approval or client call survives a handover and no call is judged twice.
 import { condition, patched, setHandler } from '@temporalio/workflow';
 import { formatIssues, type Agent, type BoundTool } from '../session/agent';
-import type { NewEvent, SessionEvent } from '../session/events';
-import { evaluatePolicy } from '../session/policy';
+import type { NewEvent, SessionEvent, Usage } from '../session/events';
+import { indeterminate, type Judgement } from '../session/judge';
+import { evaluatePolicy, policyFor, type PolicyVerdict } from '../session/policy';
 import {
   ResolveToolUseSchema,
   SubmitToolResultSchema,
@@ -30,7 +32,15 @@ export interface ToolGateDeps {
    * when the run should hand over first; undefined for any other call.
    */
   awaitExternal?: (toolUseId: string) => Promise<boolean> | undefined;
+  /**
+   * The judge of a call under the `auto` policy: its decision, never a failure (a judge that fails escalates);
+   * absent: every such call escalates.
+   */
+  judge?: (use: Use) => Promise<JudgedCall>;
 }
+
+/** A judge's decision, with the model that made it and what it cost. */
+export type JudgedCall = Judgement & { model: string; usage?: Usage };
 
 /**
  * The round a previous run handed over in the middle of. A run recorded before the gate carried only the
@@ -63,22 +73,46 @@ export class ToolGate {
     this.round = (deps.carried ?? []).map((t) => ({ ...t }));
   }
 
-  /** An MCP tool without a policy of its own takes its server's, `mcp__<server>__*` (server names hold no `__`). */
-  private policyFor(name: string) {
-    const { policies } = this.deps.agent;
-    const server = /^mcp__(.+?)__/.exec(name)?.[1];
-    return policies[name] ?? (server !== undefined ? policies[`mcp__${server}__*`] : undefined);
-  }
-
+  /** An MCP tool without a policy of its own takes its server's, `mcp__<server>__*`. */
   private verdictOf(t: Use) {
     let v = this.verdicts.get(t.id);
-    if (!v) this.verdicts.set(t.id, (v = evaluatePolicy(t.name, this.policyFor(t.name), t.input)));
+    if (!v) this.verdicts.set(t.id, (v = evaluatePolicy(t.name, policyFor(this.deps.agent.policies, t.name), t.input)));
     return v;
+  }
+
+  /** Whether the call asks a person: by its policy, or under `auto` unless its judge allowed it (so far, it asks). */
+  private asksFor(t: PendingTool, verdict: PolicyVerdict = this.verdictOf(t)): boolean {
+    return verdict.auto ? t.judgement?.permission !== 'allow' : verdict.ask;
   }
 
   /** Whether the call may run (or be handed to the client) without a decision still to come. */
   private cleared(t: PendingTool): boolean {
-    return t.decision ? t.decision.allow : t.approval === undefined && !this.verdictOf(t).ask;
+    return t.decision ? t.decision.allow : t.approval === undefined && !this.asksFor(t);
+  }
+
+  /**
+   * Judges a call under the `auto` policy, once: the decision goes into the log (tool_judged) and onto the call,
+   * which the carry takes to the next run. A judge that fails or times out escalates; it never allows.
+   */
+  private async judge(t: PendingTool): Promise<void> {
+    const { agent } = this.deps;
+    // Histories from before the policy existed hold no `auto` call; the patch marks where judging began.
+    const judged: JudgedCall =
+      patched('auto-policy') && this.deps.judge
+        ? await this.deps.judge(t)
+        : { ...indeterminate('no judge is available'), model: agent.judge?.model ?? agent.model };
+    const { permission, reasonCode, reason, model, usage } = judged;
+    if (usage) this.deps.run.addUsage(usage);
+    this.deps.run.append({
+      type: 'tool_judged',
+      toolUseId: t.id,
+      permission,
+      ...(reasonCode !== undefined ? { reasonCode } : {}),
+      reason,
+      model,
+      ...(usage ? { usage } : {}),
+    });
+    t.judgement = { permission, ...(reasonCode !== undefined ? { reasonCode } : {}), reason };
   }
 
   private lastOf<T extends SessionEvent['type']>(type: T, id: string) {
@@ -161,10 +195,12 @@ export class ToolGate {
     }
     if (!t.decision && !t.approval) {
       const verdict = this.verdictOf(t);
-      if (verdict.ask) {
-        append({ type: 'approval_requested', toolUseId: t.id, policy: verdict.rule });
+      if (verdict.auto && !t.judgement) await this.judge(t);
+      if (this.asksFor(t, verdict)) {
+        const rule = verdict.auto ? `${verdict.rule} (${t.judgement?.reasonCode ?? 'indeterminate'})` : verdict.rule;
+        append({ type: 'approval_requested', toolUseId: t.id, policy: rule });
         t.approval = {
-          policy: verdict.rule,
+          policy: rule,
           onTimeout: verdict.onTimeout,
           ...(verdict.timeoutSeconds !== undefined ? { expiresAt: Date.now() + verdict.timeoutSeconds * 1000 } : {}),
         };
@@ -287,9 +323,10 @@ export class ToolGate {
     );
   }
 
-  /** Whether the policy asks for a person's decision before this call runs. */
+  /** Whether the policy may ask for a person's decision before this call runs (under `auto`, the judge decides first). */
   asks(use: Use): boolean {
-    return this.verdictOf(use).ask;
+    const v = this.verdictOf(use);
+    return v.ask || v.auto === true;
   }
 
   /** Starts a round with the model's tool calls (their tool_use events already appended). */

@@ -13,6 +13,7 @@ import { Failure } from '../session/failure-types';
 import { sessionActivities } from './activity-options';
 import { ToolGate, carriedRound } from './approvals';
 import { Budget } from './budget';
+import { judgeCall } from './judge-call';
 import { Handoff } from './handoff';
 import { McpTools } from './mcp-tools';
 import { ModelCaller } from './model-caller';
@@ -71,6 +72,12 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     runTool: (use) => dispatch.run(use),
     carried: start === 'continued' ? carriedRound(carried, tools) : undefined,
     awaitExternal: (id) => subagents.awaitResult(id, () => run.shouldHandOver()),
+    // The judge's model call counts toward the session's list cost like any other.
+    judge: async (use) => {
+      const judged = await judgeCall(acts, agent, run, use);
+      if (judged.usage) budget.addCall(judged.model, judged.usage);
+      return judged;
+    },
   });
   const sealing = new Sealing({ agent, run, archive, slots, mcpTools, gate, handoff, subagents, budget });
 

@@ -545,3 +545,100 @@ it('gives every API event a unique id, the same however the log is paged', () =>
   );
   expect(eventId('a', 1)).not.toBe(eventId('b', 1));
 });
+
+describe('the auto policy', () => {
+  const autoStarted: Draft = {
+    type: 'session_started',
+    agent: { name: 'a', model: 'm', policies: { bash: 'auto', 'mcp__tracker__*': 'auto' } },
+  };
+  const call = (id: string, name: string, input: Record<string, unknown>): Draft[] => [
+    {
+      type: 'assistant_message',
+      content: [{ type: 'tool_use', id, name, input }],
+      stopReason: 'tool_use',
+      usage,
+    },
+    { type: 'tool_use', id, name, input },
+  ];
+
+  it('shows a call with its judgement, when the judgement comes, and counts the judge in the usage', () => {
+    const events = log(
+      autoStarted,
+      { type: 'user_message', text: 'go' },
+      ...call('toolu_1', 'bash', { command: 'ls' }),
+      {
+        type: 'tool_judged',
+        toolUseId: 'toolu_1',
+        permission: 'allow',
+        reason: 'routine',
+        model: 'm',
+        usage: { inputTokens: 7, outputTokens: 3, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+      },
+      { type: 'tool_result', toolUseId: 'toolu_1', output: 'a', isError: false },
+    );
+    const out = projectLog('ses-auto', events);
+    expect(types(out).slice(-4)).toEqual(['session.usage', 'session.usage', 'agent.tool_use', 'agent.tool_result']);
+    const use = out.find((e) => e.type === 'agent.tool_use');
+    expect(use).toMatchObject({
+      id: eventId('ses-auto', 3),
+      evaluated_permission: 'allow',
+      evaluation: { type: 'auto', evaluated_permission: { type: 'allow' } },
+    });
+    expect(out.filter((e) => e.type === 'session.usage').at(-1)).toMatchObject({
+      usage: { input_tokens: 17, output_tokens: 8 },
+    });
+    // Paged anywhere, the same events.
+    for (let cut = 1; cut < events.length; cut++) {
+      const p = new SessionProjector('ses-auto');
+      expect([...p.push(events.slice(0, cut)), ...p.push(events.slice(cut))]).toEqual(out);
+    }
+  });
+
+  it('waits on a call its judge escalated, by its event id, and an MCP call shows its server policy', () => {
+    const out = projectLog(
+      'ses-auto2',
+      log(
+        autoStarted,
+        { type: 'user_message', text: 'go' },
+        ...call('toolu_1', 'mcp__tracker__delete', { id: 1 }),
+        {
+          type: 'tool_judged',
+          toolUseId: 'toolu_1',
+          permission: 'ask',
+          reasonCode: 'indeterminate',
+          reason: 'the judge did not answer within 60 s',
+          model: 'm',
+        },
+        { type: 'approval_requested', toolUseId: 'toolu_1', policy: 'mcp__tracker__delete: auto (indeterminate)' },
+      ),
+    );
+    const use = out.find((e) => e.type === 'agent.mcp_tool_use')!;
+    expect(use).toMatchObject({
+      mcp_server_name: 'tracker',
+      name: 'delete',
+      evaluated_permission: 'ask',
+      evaluation: { type: 'auto', evaluated_permission: { type: 'ask', reason_code: 'indeterminate' } },
+    });
+    expect(out.at(-1)).toMatchObject({
+      type: 'session.status_idle',
+      stop_reason: { type: 'requires_action', event_ids: [use.id] },
+    });
+  });
+
+  it('shows a call closed before its judgement without a permission, before its result', () => {
+    const out = projectLog(
+      'ses-auto3',
+      log(
+        autoStarted,
+        { type: 'user_message', text: 'go' },
+        ...call('toolu_1', 'bash', { command: 'ls' }),
+        { type: 'tool_result', toolUseId: 'toolu_1', output: 'interrupted', isError: true },
+        { type: 'interrupted', reason: 'user' },
+      ),
+    );
+    const at = types(out).indexOf('agent.tool_use');
+    expect(types(out)[at + 1]).toBe('agent.tool_result');
+    expect(out[at]).not.toHaveProperty('evaluated_permission');
+    expect(out[at]).not.toHaveProperty('evaluation');
+  });
+});

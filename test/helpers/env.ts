@@ -123,6 +123,8 @@ export async function startHarness(
     log?: (msg: string) => void;
     /** More arguments for the dev server, e.g. `--dynamic-config-value` settings. */
     serverArgs?: string[];
+    /** The brain's time limit for a judge of the `auto` policy whose agent sets none. */
+    judgeTimeoutMs?: number;
   } = {},
 ): Promise<Harness> {
   const env = await createTestEnv(opts.serverArgs);
@@ -140,6 +142,7 @@ export async function startHarness(
         repoTokens: opts.repoTokens,
         mountData: opts.mountData,
         sandboxes: opts.sandboxes,
+        ...(opts.judgeTimeoutMs !== undefined ? { judgeTimeoutMs: opts.judgeTimeoutMs } : {}),
         ...(opts.log ? { log: opts.log } : {}),
       });
     }

@@ -4,12 +4,19 @@
 //
 // Steps follow the local server's (src/dev/model-script.ts): consumed in order, one a call, with a reply,
 // an API error of a status, or a gate that holds the call until the test releases it. A compaction call is
-// answered by the local server's summariser and leaves the script alone, as there.
+// answered by the local server's summariser and leaves the script alone, as there; a judge call of the `auto`
+// policy takes the steps scripted under `judgeScriptKey(id)`, else the built-in judge answers it.
 import Anthropic from '@anthropic-ai/sdk';
 import { ApplicationFailure } from '@temporalio/common';
 import { errorTypeOf, estimateTokens, InvalidRequest, validateRequest, type Msg } from '../../src/dev/request-checks';
 import type { ModelCallOptions, ModelClient, ModelReply, ModelRequest } from '../../src/model/model-client';
-import { compactionReply, isCompactionRequest } from '../../src/dev/model-replies';
+import {
+  compactionReply,
+  isCompactionRequest,
+  isJudgeRequest,
+  judgeReply,
+  judgeScriptKey,
+} from '../../src/dev/model-replies';
 import { completeReply, Gates, type MockBlock, type MockStep } from '../../src/dev/model-script';
 import type { ContentBlock, Usage } from '../../src/session/events';
 
@@ -184,6 +191,13 @@ export class ScriptedModel implements ModelClient {
     const alternation = alternationProblem(call.request.messages as Msg[]);
     if (alternation) throw refuse(alternation);
     if (call.compaction) return { reply: compactionReply(call.body) };
+    // A judge call of the `auto` policy: its own script's step (`judgeScriptKey`), else the built-in judge.
+    if (isJudgeRequest(call.body)) {
+      const judged = this.scripts.get(judgeScriptKey(call.sessionId))?.shift();
+      return judged && (judged.reply || judged.error || judged.status !== undefined || judged.gate !== undefined)
+        ? { reply: judgeReply(call.body), ...judged }
+        : { reply: judgeReply(call.body) };
+    }
     const step = this.scripts.get(call.sessionId)?.shift();
     if (step && (step.reply || step.error || step.status !== undefined)) return step;
     const message = `no scripted ${step ? 'reply or error' : 'step'} for call ${this.requests(call.sessionId).length} of session ${call.sessionId}`;

@@ -7,7 +7,7 @@ import type { BetaManagedAgentsSessionEvent } from '@anthropic-ai/sdk/resources/
 import type { SessionEvent, Usage } from '../../session/events';
 import { Failure } from '../../session/failure-types';
 import { turnEnd } from '../../session/turn-end';
-import { evaluatePolicy, type ToolPolicy } from '../../session/policy';
+import { evaluatePolicy, policyFor, type ToolPolicy } from '../../session/policy';
 import { centsOf, type Money } from '../../session/list-cost';
 
 /**
@@ -63,6 +63,16 @@ type ToolKind =
   { kind: 'tool' } | { kind: 'environment' } | { kind: 'custom' } | { kind: 'mcp'; server: string; tool: string };
 
 type SessionErrorObject = Extract<ApiSessionEvent, { type: 'session.error' }>['error'];
+type ToolUseApiEvent = Extract<ApiSessionEvent, { type: 'agent.tool_use' }>;
+type Permission = Pick<ToolUseApiEvent, 'evaluated_permission' | 'evaluation'>;
+
+/** A call under the `auto` policy, held until its judgement (tool_judged) says what permission it has. */
+interface HeldUse {
+  seq: number;
+  name: string;
+  input: Record<string, unknown>;
+  kind: ToolKind;
+}
 
 /** A logged error as the API's: the log records errors once retries are spent, so each is `exhausted`. */
 function errorObject(kind: string, message: string): SessionErrorObject {
@@ -92,6 +102,8 @@ export class SessionProjector {
   private readonly uses = new Map<string, { eventId: string; kind: ToolKind }>();
   private readonly byEventId = new Map<string, string>();
   private readonly waiting = new Set<string>();
+  /** Calls under `auto` not shown yet: their `agent.*_tool_use` goes out with their judgement. */
+  private readonly held = new Map<string, HeldUse>();
   private running = false;
   private nextSeq = 0;
   /** The session's usage so far, as `sessions.retrieve` reports it: every model request's, its children's included. */
@@ -210,6 +222,37 @@ export class SessionProjector {
     };
   }
 
+  /** The `agent.tool_use` or `agent.mcp_tool_use` of a call, with the permission the gate applied to it. */
+  private useEvent(
+    seq: number,
+    at: string,
+    name: string,
+    input: Record<string, unknown>,
+    kind: ToolKind,
+    permission: Permission,
+  ): ApiSessionEvent {
+    const id = eventId(this.sessionId, seq);
+    if (kind.kind === 'mcp')
+      return {
+        type: 'agent.mcp_tool_use',
+        id,
+        processed_at: at,
+        mcp_server_name: kind.server,
+        name: kind.tool,
+        input,
+        ...permission,
+      };
+    return { type: 'agent.tool_use', id, processed_at: at, name, input, ...permission };
+  }
+
+  /** A held call shown before its judgement came (it was closed first, as by an interrupt): no permission applied. */
+  private release(toolUseId: string, at: string, out: ApiSessionEvent[]): void {
+    const h = this.held.get(toolUseId);
+    if (!h) return;
+    this.held.delete(toolUseId);
+    out.push(this.useEvent(h.seq, at, h.name, h.input, h.kind, {}));
+  }
+
   private one(e: SessionEvent): ApiSessionEvent[] {
     const id = (part = 0) => eventId(this.sessionId, e.seq, part);
     const at = e.time;
@@ -283,37 +326,62 @@ export class SessionProjector {
         const input = (
           typeof e.input === 'object' && e.input !== null && !Array.isArray(e.input) ? e.input : {}
         ) as Record<string, unknown>;
+        const policy = policyFor(this.policies, e.name);
         if (kind.kind === 'custom') {
           out.push({ type: 'agent.custom_tool_use', id: useId, processed_at: at, name: e.name, input });
           this.wait(useId, e, out);
-        } else if (kind.kind === 'mcp')
-          out.push({
-            type: 'agent.mcp_tool_use',
-            id: useId,
-            processed_at: at,
-            mcp_server_name: kind.server,
-            name: kind.tool,
-            input,
-          });
-        else {
+        } else if (policy === 'auto') {
+          // The gate judges the call before it runs, and tool_judged follows in the log: the call goes out then,
+          // with that judgement, so no reader (a self-hosted environment's runner among them) sees it without one.
+          this.held.set(e.id, { seq: e.seq, name: e.name, input, kind });
+        } else if (kind.kind === 'mcp') {
+          // An MCP call's permission is its tool's policy, else its server's (the gate's own rule).
+          const ask = evaluatePolicy(e.name, policy, e.input).ask;
+          out.push(
+            this.useEvent(e.seq, at, e.name, input, kind, {
+              evaluated_permission: ask ? 'ask' : 'allow',
+              ...(typeof policy !== 'object' ? { evaluation: { type: ask ? 'always_ask' : 'always_allow' } } : {}),
+            }),
+          );
+        } else {
           // The session's own gate decides with the same pure function (src/workflows/approvals.ts), so the
           // permission shown is the one applied: a runner holds an `ask` call until its confirmation.
-          const policy = this.policies[e.name];
           const ask = evaluatePolicy(e.name, policy, e.input).ask;
-          out.push({
-            type: 'agent.tool_use',
-            id: useId,
-            processed_at: at,
-            name: e.name,
-            input,
-            evaluated_permission: ask ? 'ask' : 'allow',
-            // The API's agents set always_allow or always_ask; an agent file's pattern rules have no API name.
-            ...(typeof policy !== 'object' ? { evaluation: { type: ask ? 'always_ask' : 'always_allow' } } : {}),
-          });
+          out.push(
+            this.useEvent(e.seq, at, e.name, input, kind, {
+              evaluated_permission: ask ? 'ask' : 'allow',
+              // The API's agents set always_allow or always_ask; an agent file's pattern rules have no API name.
+              ...(typeof policy !== 'object' ? { evaluation: { type: ask ? 'always_ask' : 'always_allow' } } : {}),
+            }),
+          );
         }
         break;
       }
+      case 'tool_judged': {
+        // The judge's usage counts in the session's, as any model request's.
+        if (e.usage) {
+          this.addUsage(e.usage);
+          out.push(this.usageEvent(id(USAGE_PART), at));
+        }
+        const h = this.held.get(e.toolUseId);
+        if (!h) break;
+        this.held.delete(e.toolUseId);
+        out.push(
+          this.useEvent(h.seq, at, h.name, h.input, h.kind, {
+            evaluated_permission: e.permission,
+            evaluation: {
+              type: 'auto',
+              evaluated_permission:
+                e.permission === 'allow'
+                  ? { type: 'allow' }
+                  : { type: 'ask', reason_code: e.reasonCode ?? 'indeterminate' },
+            },
+          }),
+        );
+        break;
+      }
       case 'approval_requested': {
+        this.release(e.toolUseId, at, out);
         const use = this.uses.get(e.toolUseId);
         if (use) this.wait(use.eventId, e, out);
         break;
@@ -333,6 +401,7 @@ export class SessionProjector {
         break;
       }
       case 'tool_result': {
+        this.release(e.toolUseId, at, out);
         const use = this.uses.get(e.toolUseId);
         const content = [{ type: 'text' as const, text: e.output === '' ? '(no output)' : e.output }];
         const useId = use?.eventId ?? eventId(this.sessionId, -1, 0);

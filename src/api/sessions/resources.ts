@@ -209,7 +209,10 @@ const ResourcePath = z.object({ session_id: IdSchema, resource_id: IdSchema });
 export function resourceRoutes(
   app: ApiApp,
   deps: ApiDeps,
-  session: (workspaceId: string, id: string) => Promise<{ id: string; archived_at: Date | null; environment_id: string }>,
+  session: (
+    workspaceId: string,
+    id: string,
+  ) => Promise<{ id: string; archived_at: Date | null; environment_id: string }>,
 ): void {
   const { db } = deps;
   /** One resource of the caller's own session (looked up first, so another workspace's answers 404). */

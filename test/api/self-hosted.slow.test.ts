@@ -16,7 +16,7 @@ import { startSdkWorker } from '../helpers/sdk-worker';
 import { eventsUntil as sessionEventsUntil, idles, sayTo, type ApiEvent } from '../helpers/sdk-session';
 import { createEnvironmentKey, revokeEnvironmentKey } from '../../src/api/environment-keys';
 
-const TOOL_TIMEOUT_SECONDS = 40;
+const TOOL_TIMEOUT_SECONDS = 20;
 
 let h: Harness;
 let api: TestApi;

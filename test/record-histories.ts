@@ -696,6 +696,42 @@ record(
   },
 );
 
+record(
+  "records a self-hosted environment's tool: a call no worker answers times out, the next is answered",
+  async () => {
+    const h = await startHarness();
+    try {
+      const read = {
+        name: 'read',
+        description: "Reads a file in the worker's directory.",
+        input_schema: {
+          type: 'object' as const,
+          properties: { file_path: { type: 'string' } },
+          required: ['file_path'],
+        },
+        runsIn: 'environment' as const,
+        timeoutSeconds: 2,
+      };
+      const handle = await startSession(h, {
+        id: 'recorded-environment-tool',
+        agent: { tools: [], sandboxes: {}, clientTools: [read] },
+      });
+      h.mock.script(handle.workflowId, {
+        steps: [toolStep('read', { file_path: 'first.txt' }), toolStep('read', { file_path: 'second.txt' })],
+      });
+      await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read both' }] });
+      // The first call waits its 2 s and becomes an error result; the second is answered as a worker would.
+      const events = await waitForEvents(handle, (ev) => ev.filter((e) => e.type === 'tool_use').length >= 2);
+      const second = events.filter((e) => e.type === 'tool_use')[1] as { id: string };
+      await handle.executeUpdate(submitToolResultUpdate, { args: [{ toolUseId: second.id, output: 'contents' }] });
+      await waitForEvents(handle, (ev) => turnEnded(ev, 1));
+      await endAndSave(handle, 'environment-tool-session.json');
+    } finally {
+      await h.stop();
+    }
+  },
+);
+
 record('records a session that stops at its budget, is raised, and goes on', async () => {
   const h = await startHarness();
   try {

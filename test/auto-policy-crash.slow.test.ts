@@ -4,7 +4,7 @@
 import { resolveToolUseUpdate, sendMessageUpdate } from '../src/session/contract';
 import { isJudgeRequest, judgeScriptKey } from '../src/dev/model-replies';
 import type { SessionEvent } from '../src/session/events';
-import { spawnWorker, type ChildWorker } from './helpers/child-worker';
+import { spawnBrainWorker, type ChildWorker } from './helpers/child-worker';
 import { startHarness, startSession, waitForEvents, type Harness } from './helpers/env';
 import { messagesUntilHandover, requiresAction, toolStep } from './helpers/actions';
 
@@ -23,11 +23,7 @@ afterAll(async () => {
 });
 
 async function newWorker(): Promise<ChildWorker> {
-  const w = await spawnWorker({
-    TEMPORAL_ADDRESS: h.env.address,
-    ANTHROPIC_BASE_URL: h.mock.url,
-    ANTHROPIC_API_KEY: 'test-key',
-  });
+  const w = await spawnBrainWorker(h);
   workers.push(w);
   return w;
 }

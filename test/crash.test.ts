@@ -7,7 +7,7 @@ import type { SessionEvent } from '../src/session/events';
 import { endSignal, eventsQuery, sendMessageUpdate, statusQuery, userMessageSignal } from '../src/session/contract';
 import type { MockStep } from '../src/dev/model-script';
 import { readLogStep } from './helpers/actions';
-import { spawnWorker, type ChildWorker } from './helpers/child-worker';
+import { spawnBrainWorker, type ChildWorker } from './helpers/child-worker';
 import {
   allEvents,
   say,
@@ -30,11 +30,7 @@ afterAll(async () => {
 });
 
 async function newWorker(): Promise<ChildWorker> {
-  const w = await spawnWorker({
-    TEMPORAL_ADDRESS: h.env.address,
-    ANTHROPIC_BASE_URL: h.mock.url,
-    ANTHROPIC_API_KEY: 'test-key',
-  });
+  const w = await spawnBrainWorker(h);
   workers.push(w);
   return w;
 }

@@ -2,7 +2,7 @@
 // brain started with it on (patches/@temporalio+worker+1.24.0.patch). The brains here are `agents worker` processes:
 // the workflow threads read the setting from their process's environment.
 import { loadConfig, ConfigError } from '../src/config';
-import { spawnWorker, type ChildWorker } from './helpers/child-worker';
+import { spawnBrainWorker, type ChildWorker } from './helpers/child-worker';
 import { say, startHarness, startSession, type Harness } from './helpers/env';
 
 let h: Harness;
@@ -16,13 +16,7 @@ afterAll(async () => {
 });
 
 const spawnBrain = (extra: Record<string, string | undefined>) =>
-  spawnWorker({
-    TEMPORAL_ADDRESS: h.env.address,
-    ANTHROPIC_BASE_URL: h.mock.url,
-    ANTHROPIC_API_KEY: 'test-key',
-    BRAIN_WORKFLOW_STACK_TRACES: undefined,
-    ...extra,
-  });
+  spawnBrainWorker(h, { BRAIN_WORKFLOW_STACK_TRACES: undefined, ...extra });
 
 describe('workflow stack traces', () => {
   it('are off by default and on with BRAIN_WORKFLOW_STACK_TRACES=on; a session carries on from one brain to the other', async () => {

@@ -1,6 +1,6 @@
 // The event stream carries durable events from the log, so one connection keeps delivering while the brain
 // worker that runs the session is SIGKILLed and another takes over.
-import { spawnWorker, type ChildWorker } from '../helpers/child-worker';
+import { spawnBrainWorker, type ChildWorker } from '../helpers/child-worker';
 import { startTestApi, testSessionDeps, type TestApi } from '../helpers/api';
 import { startHarness, type Harness } from '../helpers/env';
 
@@ -24,11 +24,7 @@ afterAll(async () => {
 });
 
 async function brain(): Promise<ChildWorker> {
-  const w = await spawnWorker({
-    TEMPORAL_ADDRESS: h.env.address,
-    ANTHROPIC_BASE_URL: h.mock.url,
-    ANTHROPIC_API_KEY: 'test-key',
-  });
+  const w = await spawnBrainWorker(h);
   workers.push(w);
   return w;
 }

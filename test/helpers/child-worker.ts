@@ -53,3 +53,16 @@ export async function spawnWorker(
   }
   return { process: child, stderr: () => err, kill };
 }
+
+/** A brain worker process on the harness's Temporal server and scripted model; `extra` adds or unsets settings. */
+export function spawnBrainWorker(
+  h: { env: { address: string }; mock: { url: string } },
+  extra: Record<string, string | undefined> = {},
+): Promise<ChildWorker> {
+  return spawnWorker({
+    TEMPORAL_ADDRESS: h.env.address,
+    ANTHROPIC_BASE_URL: h.mock.url,
+    ANTHROPIC_API_KEY: 'test-key',
+    ...extra,
+  });
+}

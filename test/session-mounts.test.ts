@@ -220,6 +220,50 @@ describe('outputs', () => {
   });
 });
 
+describe('at the end', () => {
+  it('collects what a process left running wrote after the last tool call, and its memory change, when the sandbox goes', async () => {
+    const handle = await startSession(h);
+    const store = unique('memstore');
+    data.stores.set(store, new Map([['/log.md', Buffer.from('start\n')]]));
+    data.mount(handle.workflowId, {
+      kind: 'memory_store',
+      resourceId: unique('sesrsc'),
+      storeId: store,
+      mountPath: '/mnt/memory/log',
+      access: 'read_write',
+    });
+    const r = await bash(
+      h,
+      handle,
+      // Written later, once the test says so: after this call has returned and its collection has run.
+      '(while [ ! -e /tmp/go ]; do sleep 0.1; done; echo late > /mnt/session/outputs/late.txt; echo late >> /mnt/memory/log/log.md; touch /tmp/done) > /dev/null 2>&1 & echo started',
+    );
+    expect(r.output).toBe('started\n[exit 0]');
+    expect(data.outputs.filter((o) => o.sessionId === handle.workflowId)).toEqual([]);
+    // The process writes now, from outside the session: no tool call of the session follows it.
+    const provider = new DockerSandboxProvider({
+      dockerHost: (await resolveDockerHost())!,
+      defaultImage: sandboxImage(),
+    });
+    const [container] = await sessionContainers(d, handle.workflowId, false);
+    const go = await provider.execute(container.Id, {
+      key: unique('k'),
+      script: 'touch /tmp/go; while [ ! -e /tmp/done ]; do sleep 0.1; done; echo written',
+      timeoutSeconds: 60,
+      maxOutputBytes: 4096,
+    });
+    expect(go.output).toMatch(/written/);
+    expect(data.outputs.filter((o) => o.sessionId === handle.workflowId)).toEqual([]);
+    await handle.signal(endSignal, {});
+    await handle.result();
+    expect(data.outputs.filter((o) => o.sessionId === handle.workflowId)).toEqual([
+      { sessionId: handle.workflowId, relativePath: 'late.txt', content: 'late\n' },
+    ]);
+    expect(data.stores.get(store)!.get('/log.md')!.toString()).toBe('start\nlate\n');
+    expect(await sessionContainers(d, handle.workflowId)).toHaveLength(0);
+  });
+});
+
 describe('memory stores', () => {
   it('a read_only store refuses writes; a read_write store saves a change with the base it was read at', async () => {
     const handle = await startSession(h);

@@ -5,7 +5,7 @@ import type Docker from 'dockerode';
 import { createHash } from 'node:crypto';
 import { endSignal } from '../src/session/contract';
 import { allEvents, startHarness, startSession, type Harness } from './helpers/env';
-import { bash, docker, sessionContainers } from './helpers/hands';
+import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import type { MountData, MemoryWrite, SessionMount } from '../src/hands/mount-data';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
@@ -220,6 +220,50 @@ describe('outputs', () => {
   });
 });
 
+describe('at the end', () => {
+  it('collects what a process left running wrote after the last tool call, and its memory change, when the sandbox goes', async () => {
+    const handle = await startSession(h);
+    const store = unique('memstore');
+    data.stores.set(store, new Map([['/log.md', Buffer.from('start\n')]]));
+    data.mount(handle.workflowId, {
+      kind: 'memory_store',
+      resourceId: unique('sesrsc'),
+      storeId: store,
+      mountPath: '/mnt/memory/log',
+      access: 'read_write',
+    });
+    const r = await bash(
+      h,
+      handle,
+      // Written later, once the test says so: after this call has returned and its collection has run.
+      '(while [ ! -e /tmp/go ]; do sleep 0.1; done; echo late > /mnt/session/outputs/late.txt; echo late >> /mnt/memory/log/log.md; touch /tmp/done) > /dev/null 2>&1 & echo started',
+    );
+    expect(r.output).toBe('started\n[exit 0]');
+    expect(data.outputs.filter((o) => o.sessionId === handle.workflowId)).toEqual([]);
+    // The process writes now, from outside the session: no tool call of the session follows it.
+    const provider = new DockerSandboxProvider({
+      dockerHost: (await resolveDockerHost())!,
+      defaultImage: sandboxImage(),
+    });
+    const [container] = await sessionContainers(d, handle.workflowId, false);
+    const go = await provider.execute(container.Id, {
+      key: unique('k'),
+      script: 'touch /tmp/go; while [ ! -e /tmp/done ]; do sleep 0.1; done; echo written',
+      timeoutSeconds: 60,
+      maxOutputBytes: 4096,
+    });
+    expect(go.output).toMatch(/written/);
+    expect(data.outputs.filter((o) => o.sessionId === handle.workflowId)).toEqual([]);
+    await handle.signal(endSignal, {});
+    await handle.result();
+    expect(data.outputs.filter((o) => o.sessionId === handle.workflowId)).toEqual([
+      { sessionId: handle.workflowId, relativePath: 'late.txt', content: 'late\n' },
+    ]);
+    expect(data.stores.get(store)!.get('/log.md')!.toString()).toBe('start\nlate\n');
+    expect(await sessionContainers(d, handle.workflowId)).toHaveLength(0);
+  });
+});
+
 describe('memory stores', () => {
   it('a read_only store refuses writes; a read_write store saves a change with the base it was read at', async () => {
     const handle = await startSession(h);
@@ -292,6 +336,78 @@ describe('memory stores', () => {
     const invalid = await bash(h, handle, 'echo FORBIDDEN > /mnt/memory/plan/bad.md');
     expect(invalid.output).toContain('Memory /mnt/memory/plan/bad.md was not saved: the content is refused');
     expect((await bash(h, handle, 'echo quiet')).output).toBe('quiet\n[exit 0]');
+    await handle.signal(endSignal, {});
+  });
+});
+
+describe('the built-in file tools', () => {
+  it('read an upload, write an output that is collected, change a memory, and say so when a mount is read-only', async () => {
+    const handle = await startSession(h, { agent: { tools: ['bash', 'read', 'write', 'edit', 'glob', 'grep'] } });
+    const fileId = unique('file');
+    const ro = unique('memstore');
+    const rw = unique('memstore');
+    data.files.set(fileId, Buffer.from('region,amount\nnorth,12\n'));
+    data.stores.set(ro, new Map([['/rules.md', Buffer.from('be kind\n')]]));
+    data.stores.set(rw, new Map([['/plan.md', Buffer.from('step one\n')]]));
+    data.mount(
+      handle.workflowId,
+      { kind: 'file', resourceId: unique('sesrsc'), fileId, mountPath: `/mnt/session/uploads/${fileId}` },
+      {
+        kind: 'memory_store',
+        resourceId: unique('sesrsc'),
+        storeId: ro,
+        mountPath: '/mnt/memory/rules',
+        access: 'read_only',
+      },
+      {
+        kind: 'memory_store',
+        resourceId: unique('sesrsc'),
+        storeId: rw,
+        mountPath: '/mnt/memory/plan',
+        access: 'read_write',
+      },
+    );
+    const call = (tool: string, input: Record<string, unknown>) => callTool(h, handle, tool, input);
+
+    expect(await call('read', { file_path: `/mnt/session/uploads/${fileId}` })).toMatchObject({
+      output: 'region,amount\nnorth,12\n',
+      isError: false,
+    });
+    expect(await call('grep', { pattern: 'north', path: '/mnt/session/uploads' })).toMatchObject({
+      output: `/mnt/session/uploads/${fileId}:2:north,12`,
+      isError: false,
+    });
+    expect(await call('write', { file_path: '/mnt/session/outputs/report.txt', content: 'total 12\n' })).toMatchObject({
+      output: 'wrote 9 bytes to /mnt/session/outputs/report.txt',
+      isError: false,
+    });
+    expect(data.outputs.filter((o) => o.sessionId === handle.workflowId)).toEqual([
+      { sessionId: handle.workflowId, relativePath: 'report.txt', content: 'total 12\n' },
+    ]);
+    expect(
+      await call('edit', { file_path: '/mnt/memory/plan/plan.md', old_string: 'one', new_string: 'two' }),
+    ).toMatchObject({ isError: false });
+    expect(data.stores.get(rw)!.get('/plan.md')!.toString()).toBe('step two\n');
+
+    const refused = [
+      await call('write', { file_path: '/mnt/memory/rules/rules.md', content: 'be quick\n' }),
+      await call('edit', { file_path: '/mnt/memory/rules/rules.md', old_string: 'kind', new_string: 'quick' }),
+      await call('write', { file_path: `/mnt/session/uploads/${fileId}`, content: 'x' }),
+      await call('write', { file_path: '/mnt/memory/rules/new.md', content: 'x' }),
+    ];
+    expect(refused.map((r) => [r.output, r.isError])).toEqual([
+      ['write: cannot write /mnt/memory/rules/rules.md: it is in a read-only mount', true],
+      ['edit: cannot write /mnt/memory/rules/rules.md: it is in a read-only mount', true],
+      [`write: cannot write /mnt/session/uploads/${fileId}: it is in a read-only mount`, true],
+      ['write: cannot write /mnt/memory/rules/new.md: it is in a read-only mount', true],
+    ]);
+    expect(data.stores.get(ro)!.get('/rules.md')!.toString()).toBe('be kind\n');
+    expect(data.stores.get(ro)!.has('/new.md')).toBe(false);
+    // Outside the workspace and /mnt is still out of reach.
+    expect(await call('read', { file_path: '/etc/passwd' })).toMatchObject({
+      output: 'read: /etc/passwd is outside the workspace /workspace and the mounts under /mnt',
+      isError: true,
+    });
     await handle.signal(endSignal, {});
   });
 });

@@ -142,13 +142,13 @@ describe('the file tools', () => {
       refusals.push(await call(tool, input));
     }
     expect(refusals.map((r) => r.output)).toEqual([
-      'read: ../etc/passwd is outside the workspace /workspace',
-      'read: /etc/passwd is outside the workspace /workspace',
-      'read: etc-link/passwd is outside the workspace /workspace',
-      'write: tmp-link/planted.txt is outside the workspace /workspace',
-      'edit: /tmp/secret.txt is outside the workspace /workspace',
-      'grep: tmp-link is outside the workspace /workspace',
-      'glob: /tmp is outside the workspace /workspace',
+      'read: ../etc/passwd is outside the workspace /workspace and the mounts under /mnt',
+      'read: /etc/passwd is outside the workspace /workspace and the mounts under /mnt',
+      'read: etc-link/passwd is outside the workspace /workspace and the mounts under /mnt',
+      'write: tmp-link/planted.txt is outside the workspace /workspace and the mounts under /mnt',
+      'edit: /tmp/secret.txt is outside the workspace /workspace and the mounts under /mnt',
+      'grep: tmp-link is outside the workspace /workspace and the mounts under /mnt',
+      'glob: /tmp is outside the workspace /workspace and the mounts under /mnt',
     ]);
     expect(refusals.every((r) => r.isError)).toBe(true);
     // A search of the whole workspace does not descend through the links either.

@@ -144,6 +144,27 @@ export function createHandsActivities(deps: HandsDeps) {
     }
   };
 
+  /**
+   * Before a sandbox stops (its session idle) or goes (its session ended): what was written to its outputs and
+   * read-write memory stores since the last tool call (by a process left running) is collected, as after a tool
+   * call. Nothing stops the sandbox from going: a collection that fails is logged.
+   */
+  const collectLast = async (input: { sandboxId: string } & Caller): Promise<void> => {
+    const sessionId = input.sessionId;
+    if (!mounts || sessionId === undefined) return;
+    try {
+      // A sandbox stopped earlier (idle) was collected then.
+      if ((await provider.health(input.sandboxId)) !== 'running') return;
+      const notes = await heartbeating(() => mounts.afterTool(sessionId, input.sandboxId));
+      if (notes) Context.current().log.info('collected before the sandbox stopped', { sessionId, notes });
+    } catch (err) {
+      Context.current().log.warn('could not collect outputs and memory before the sandbox stopped', {
+        sessionId,
+        error: (err as Error).message,
+      });
+    }
+  };
+
   /** A place in the workspace's SANDBOX_QUOTA, or a non-retryable failure saying the workspace is at it. */
   const takeLease = async (sessionId: string, name: string): Promise<string | undefined> => {
     if (!deps.quota) return undefined;
@@ -265,12 +286,14 @@ export function createHandsActivities(deps: HandsDeps) {
 
     async stopSandbox(input: { sandboxId: string } & Caller): Promise<void> {
       checkOwner(input.sandboxId, input);
+      await collectLast(input);
       await provider.stop(input.sandboxId);
       await deps.quota?.release(input.sandboxId);
     },
 
     async destroySandbox(input: { sandboxId: string } & Caller): Promise<void> {
       checkOwner(input.sandboxId, input);
+      await collectLast(input);
       await provider.destroy(input.sandboxId);
       deps.registry?.remove(input.sandboxId);
       mounts?.forget(input.sandboxId);

@@ -8,7 +8,7 @@ import { BlobStore } from '../storage/blobs';
 import { findFile, isExpired, saveSessionOutput } from '../storage/repos/files-repo';
 import { deleteMemoryAt, readStoreMemories, writeMemoryAt, type MemoryAtResult } from '../storage/repos/memory-repo';
 import { resolveSkillVersion, skillVersionFiles } from '../storage/repos/skills-repo';
-import { listMounts, mountGeneration } from '../storage/repos/session-mounts-repo';
+import { listMounts, sessionMountHead } from '../storage/repos/session-mounts-repo';
 
 export type SessionMount =
   | { kind: 'file'; resourceId: string; fileId: string; mountPath: string }
@@ -40,7 +40,7 @@ export type MemoryWrite =
   | { ok: false; reason: 'invalid'; message: string };
 
 export interface MountData {
-  /** The session's mounts (its session_mounts rows), or undefined when the session has none or is not an API session. */
+  /** The session's mounts (its session_mounts rows, none for a session without resources), or undefined when it is not a live API session. */
   mounts(sessionId: string): Promise<SessionMounts | undefined>;
   /** Cheap: the session's mount generation only, checked before every execute. */
   generation(sessionId: string): Promise<number | undefined>;
@@ -75,7 +75,7 @@ export interface MountData {
   }): Promise<{ fileId: string }>;
 }
 
-/** The part of MountData that session_mounts answers alone. */
+/** The part of MountData that the session's own rows answer alone. */
 export type SessionMountRows = Pick<MountData, 'mounts' | 'generation'>;
 
 /** `mounts` and `generation` from the API's database (`db` is asked on each use: the dev stack opens it late). */
@@ -84,15 +84,14 @@ export function sessionMountsFromDb(db: () => Queryable | undefined): SessionMou
   return {
     async generation(sessionId) {
       const q = db();
-      return q ? mountGeneration(q, sessionId) : undefined;
+      return q ? (await sessionMountHead(q, sessionId))?.generation : undefined;
     },
     async mounts(sessionId) {
       const q = db();
       if (!q) return undefined;
-      const generation = await mountGeneration(q, sessionId);
-      if (generation === undefined) return undefined;
+      const head = await sessionMountHead(q, sessionId);
+      if (!head) return undefined;
       const rows = await listMounts(q, sessionId);
-      if (rows.length === 0) return { workspaceId: '', generation, mounts: [] };
       const mounts = rows.map((r): SessionMount => {
         if (r.kind === 'file') return { kind: 'file', resourceId: r.id, fileId: r.ref_id, mountPath: r.mount_path };
         if (r.kind === 'memory_store')
@@ -105,12 +104,11 @@ export function sessionMountsFromDb(db: () => Queryable | undefined): SessionMou
           };
         return { kind: 'skill', skillId: r.ref_id, version: r.version ?? 'latest', mountPath: r.mount_path };
       });
-      return { workspaceId: rows[0].workspace_id, generation, mounts };
+      return { workspaceId: head.workspaceId, generation: head.generation, mounts };
     },
   };
 }
 
-/** A part of MountData this host cannot serve: a session that needs it fails with this message. */
 /**
  * The hands host's MountData over the API's database: mount rows, file contents, memories and skill files read from
  * their repositories and the blob store (opened with the history's codec, as the API seals them), outputs saved as

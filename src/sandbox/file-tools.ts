@@ -3,16 +3,18 @@
 
 /**
  * Reads `{tool, input}` as JSON on stdin and runs that tool in the current directory, the workspace. Every path
- * is resolved with its symbolic links and refused unless it stays inside the workspace; glob and grep never
- * descend through a link. Output stops at MAX_OUT bytes with a line saying so (the exec wrapper caps it further).
+ * is resolved with its symbolic links and refused unless it stays inside the workspace or under /mnt, where the
+ * session's uploads, outputs, memory stores and skills are mounted; glob and grep never descend through a link.
+ * A write refused by a read-only mount says so. Output stops at MAX_OUT bytes with a line saying so (the exec wrapper caps it further).
  * A failure is one line, `TOOL: what went wrong`, and exit status 1.
  */
 export const FILE_TOOLS_PY = String.raw`
-import json, os, re, stat, sys
+import errno, json, os, re, stat, sys
 inp = json.load(sys.stdin)
 tool = inp.get("tool")
 args = inp.get("input") or {}
 ROOT = os.path.realpath(os.getcwd())
+MOUNTS = "/mnt"
 SKIP_DIRS = (".git", "node_modules")
 MAX_OUT = 1024 * 1024
 MAX_EDIT_BYTES = 16 * 1024 * 1024
@@ -23,13 +25,18 @@ def fail(msg):
     sys.exit(1)
 
 def inside(p):
-    return p == ROOT or p.startswith(ROOT.rstrip("/") + "/")
+    return any(p == r or p.startswith(r.rstrip("/") + "/") for r in (ROOT, MOUNTS))
 
 def resolve(shown):
     full = os.path.realpath(os.path.join(ROOT, shown))
     if not inside(full):
-        fail("%s is outside the workspace %s" % (shown, ROOT))
+        fail("%s is outside the workspace %s and the mounts under %s" % (shown, ROOT, MOUNTS))
     return full
+
+def write_failed(path, shown, e, what="write"):
+    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS) and path.startswith(MOUNTS + "/"):
+        fail("cannot %s %s: it is in a read-only mount" % (what, shown))
+    fail("cannot %s %s: %s" % (what, shown, e.strerror))
 
 def regular(path, shown):
     try:
@@ -79,7 +86,7 @@ def write_text(path, shown, text):
         with open(path, "w", encoding="utf-8", errors="surrogateescape", newline="") as fh:
             fh.write(text)
     except OSError as e:
-        fail("cannot write %s: %s" % (shown, e.strerror))
+        write_failed(path, shown, e)
 
 def do_read():
     shown = args["file_path"]
@@ -120,7 +127,7 @@ def do_write():
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
     except OSError as e:
-        fail("cannot create the directory of %s: %s" % (shown, e.strerror))
+        write_failed(path, shown, e, "create the directory of")
     content = args["content"]
     write_text(path, shown, content)
     sys.stdout.write("wrote %d bytes to %s" % (len(content.encode("utf-8", "surrogateescape")), path))

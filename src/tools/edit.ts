@@ -23,5 +23,5 @@ export const edit = defineTool({
   summary: (name, input) => oneLine(`${name}: ${field(input, 'file_path') ?? ''}`),
   description:
     'Replaces old_string with new_string in a file in your sandbox. old_string must occur exactly once, unless replace_all is true, ' +
-    'which replaces every occurrence; otherwise nothing is changed. file_path is relative to the workspace directory, or absolute inside it.',
+    'which replaces every occurrence; otherwise nothing is changed. file_path is relative to the workspace directory, or absolute inside it or under /mnt (uploads, outputs, memory stores and skills).',
 });

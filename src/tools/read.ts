@@ -30,5 +30,5 @@ export const read = defineTool({
   summary: (name, input) => oneLine(`${name}: ${field(input, 'file_path') ?? ''}`),
   description:
     'Reads a text file in your sandbox and returns its contents as they are. file_path is relative to the workspace directory, ' +
-    'or absolute inside it. view_range [start_line, end_line] picks lines, 1-based and inclusive; an end_line of 0 or less reads to the end.',
+    'or absolute inside it or under /mnt (uploads, outputs, memory stores and skills). view_range [start_line, end_line] picks lines, 1-based and inclusive; an end_line of 0 or less reads to the end.',
 });

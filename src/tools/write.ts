@@ -21,5 +21,5 @@ export const write = defineTool({
   summary: (name, input) => oneLine(`${name}: ${field(input, 'file_path') ?? ''}`),
   description:
     'Writes content to a file in your sandbox, replacing the file if it exists and creating its parent directories. ' +
-    'file_path is relative to the workspace directory, or absolute inside it.',
+    'file_path is relative to the workspace directory, or absolute inside it or under /mnt (uploads, outputs, memory stores and skills).',
 });

@@ -1,8 +1,9 @@
 // Files in, files out, memory that outlives the session and a custom skill, driven only by the SDK: a CSV uploaded
 // and attached, read by the agent under /mnt/session/uploads, a sum written to /mnt/session/outputs, listed by the
 // session's scope and downloaded byte for byte; a memory written by one session and read by the next through the
-// same store, which a read_only mount refuses to let it change; and a skill whose files are in the sandbox and whose
-// description is in the request's system prompt. Real Docker sandboxes, real PostgreSQL-compatible storage.
+// same store, which a read_only mount refuses to let it change; a skill whose files are in the sandbox and whose
+// description is in the request's system prompt; the outputs of a session without resources, and a file added to
+// it with resources.add while it runs. Real Docker sandboxes, real PostgreSQL-compatible storage.
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import { startApiOn, type TestApi } from '../helpers/api';
 import {
@@ -145,4 +146,43 @@ it('reads an uploaded CSV, leaves a report to download, remembers the total for 
   const after = [];
   for await (const v of client.beta.memoryStores.memoryVersions.list(store.id)) after.push(v);
   expect(after).toHaveLength(versions.length);
+});
+
+it('gives a session without resources its outputs, and mounts a file added while it runs before its next tool call', async () => {
+  const agent = await client.beta.agents.create({
+    name: 'reader',
+    model: 'claude-test',
+    tools: [{ type: 'agent_toolset_20260401' }],
+  });
+  const s = await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
+  const later = await client.beta.files.upload({
+    file: await toFile(Buffer.from('north,12\nsouth,30\n'), 'later.csv', { type: 'text/csv' }),
+  });
+  h.mock.script(s.id, {
+    steps: [
+      bash('ls -A /mnt/session && echo hello > /mnt/session/outputs/hello.txt && echo wrote'),
+      done,
+      bash(`cat /mnt/session/uploads/${later.id}`),
+      { reply: { content: [{ type: 'tool_use', name: 'read', input: { file_path: '/workspace/data/later.csv' } }] } },
+      done,
+    ],
+  });
+  await say(s.id, 'anything there?');
+  expect(results(await eventsUntil(s.id, idles(1)))).toEqual(['outputs\nwrote\n[exit 0]']);
+  const outputs = [];
+  for await (const f of client.beta.files.list({ scope_id: s.id })) outputs.push(f);
+  expect(outputs.map((f) => f.filename)).toEqual(['hello.txt']);
+  expect(Buffer.from(await (await client.beta.files.download(outputs[0].id)).arrayBuffer()).toString()).toBe('hello\n');
+
+  // The sandbox is running; the file comes in at its default path and at a mount_path of its own.
+  await client.beta.sessions.resources.add(s.id, { type: 'file', file_id: later.id });
+  await client.beta.sessions.resources.add(s.id, {
+    type: 'file',
+    file_id: later.id,
+    mount_path: '/workspace/data/later.csv',
+  });
+  await say(s.id, 'and now?');
+  const [viaBash, viaRead] = results(await eventsUntil(s.id, idles(2))).slice(1);
+  expect(viaBash).toBe('north,12\nsouth,30\n[exit 0]');
+  expect(viaRead).toBe('north,12\nsouth,30\n');
 });

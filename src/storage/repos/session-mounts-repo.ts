@@ -96,13 +96,21 @@ export async function findMount(db: Queryable, sessionId: string, id: string): P
   return row;
 }
 
-/** The session's mount generation; undefined when no mount was ever added. */
-export async function mountGeneration(db: Queryable, sessionId: string): Promise<number | undefined> {
-  const [row] = await db.query<{ generation: number }>(
-    'select generation from session_mount_generations where session_id = $1',
+/**
+ * An API session's workspace and mount generation (0 before its first mount), or undefined when no live API session
+ * has that id (a command-line session, or one deleted): every API session gets its outputs directory, mounts or not.
+ */
+export async function sessionMountHead(
+  db: Queryable,
+  sessionId: string,
+): Promise<{ workspaceId: string; generation: number } | undefined> {
+  const [row] = await db.query<{ workspace_id: string; generation: number | null }>(
+    `select s.workspace_id, g.generation from sessions s
+       left join session_mount_generations g on g.session_id = s.id
+      where s.id = $1 and s.deleted_at is null`,
     [sessionId],
   );
-  return row?.generation;
+  return row ? { workspaceId: row.workspace_id, generation: Number(row.generation ?? 0) } : undefined;
 }
 
 /** Removes every mount of a session and its generation (a session whose start failed, or one deleted for good). */

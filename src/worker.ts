@@ -1,4 +1,5 @@
 // Builds the dependencies, registers the activities and runs the workers for the requested roles.
+import fs from 'node:fs';
 import os from 'node:os';
 import v8 from 'node:v8';
 import path from 'node:path';
@@ -41,6 +42,7 @@ import { secretVault } from './vault/open';
 import { openDb, type Db } from './storage/db';
 import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';
 import { createMountData, type MountData } from './hands/mount-data';
+import { mountStateFile } from './hands/session-mounts';
 import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
 import { parseCodecKeys, type CodecKeys } from './codec';
 import { StreamHub, identityWithStream } from './stream';
@@ -366,6 +368,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const limit = opts.sandboxQuota ?? (config.SANDBOX_QUOTA === 'off' ? 0 : Number(config.SANDBOX_QUOTA));
     const quota = limit > 0 && (opts.apiDb || db) ? createSandboxQuota(apiDb, limit) : undefined;
     // Sessions' mounts are read from the API's database, like repository tokens.
+    const mountStateDir = path.join(path.dirname(registry.file), 'mounts');
     const mountData = opts.mountData ?? (opts.apiDb || db ? createMountData(apiDb, dataConverter) : undefined);
     const activities = createHandsActivities({
       provider,
@@ -378,7 +381,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
       egress: await gate(),
       quota,
       mountData,
-      mountStateDir: path.join(path.dirname(registry.file), 'mounts'),
+      mountStateDir,
     });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
       workers.push(
@@ -399,7 +402,11 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
       const reap = () =>
         reapOrphans({ provider: provider!, client, hostId: hostId!, registry })
           .then(async (r) => {
-            for (const id of r.removed) await quota?.release(id);
+            for (const id of r.removed) {
+              await quota?.release(id);
+              // The mount state names the session; a reaped sandbox's goes with it.
+              fs.rmSync(mountStateFile(mountStateDir, id), { force: true });
+            }
             if (r.removed.length) log(`reaper removed ${r.removed.length} orphaned sandbox(es)`);
           })
           .catch((err) => log(`reaper failed: ${(err as Error).message}`));

@@ -106,14 +106,18 @@ export interface SessionMountsHands {
   forget(sandboxId: string): void;
 }
 
+/** The file in `stateDir` that holds a sandbox's mount state (which session, what was collected). */
+export function mountStateFile(stateDir: string, sandboxId: string): string {
+  return path.join(stateDir, `${sandboxId.replace(/[^A-Za-z0-9_-]/g, '_')}.json`);
+}
+
 export function sessionMountsHands(
   provider: SandboxProvider,
   data: MountData,
   stateDir: string | undefined,
 ): SessionMountsHands {
   const states = new Map<string, MountState>();
-  const fileOf = (sandboxId: string) =>
-    stateDir ? path.join(stateDir, `${sandboxId.replace(/[^A-Za-z0-9_-]/g, '_')}.json`) : undefined;
+  const fileOf = (sandboxId: string) => (stateDir ? mountStateFile(stateDir, sandboxId) : undefined);
 
   /** What each sandbox's file holds, as written or read: a save that would write the same is skipped. */
   const written = new Map<string, string>();

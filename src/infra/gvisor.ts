@@ -53,7 +53,7 @@ export async function ensureRunsc(log: Log): Promise<ResolvedRunsc> {
       `runsc is not in ${runscCacheDir()} and Go is not installed to build it; install Go, or set RUNSC to a runsc binary`,
     );
   log(`building gVisor: go install ${GO_PACKAGE}`);
-  const built = await goInstall(GO_PACKAGE, runscCacheDir(), 'runsc', 'runsc', { CGO_ENABLED: '0' });
+  const built = await goInstall(GO_PACKAGE, runscCacheDir(), 'runsc', 'runsc', { CGO_ENABLED: '0' }, log);
   return { path: built, source: 'built' };
 }
 
@@ -217,11 +217,17 @@ export interface SandboxRuntimeSetup {
  * Makes gVisor the sandboxes' runtime on the engine at `dockerHost` when it can: builds the pinned runsc,
  * registers it, and boots the sandbox image under it. Otherwise says why sandboxes will run under runc.
  */
-export async function ensureSandboxRuntime(dockerHost: string, image: string, log: Log): Promise<SandboxRuntimeSetup> {
+export async function ensureSandboxRuntime(
+  dockerHost: string,
+  image: string,
+  log: Log,
+  /** The runsc build, when the caller started it earlier (setup builds it while the image is made). */
+  runscBuild?: Promise<ResolvedRunsc>,
+): Promise<SandboxRuntimeSetup> {
   const already = await engineRuntimes(dockerHost);
   let runsc: ResolvedRunsc;
   try {
-    runsc = await ensureRunsc(log);
+    runsc = await (runscBuild ?? ensureRunsc(log));
   } catch (err) {
     return {
       runtime: 'runc',

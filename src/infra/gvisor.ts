@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { dockerEnv, PROJECT_DOCKER_HOST } from '../host/docker-host';
 import { localDaemon, PROJECT_DAEMON_CONFIG } from './dockerd';
 import { goInstall } from './go-install';
+import { imageId } from './sandbox-image';
 import type { Log } from '../host/run';
 import { onPath } from '../host/which';
 
@@ -241,7 +242,24 @@ export async function ensureSandboxRuntime(
       detail: `the engine at ${dockerHost} is not a local dockerd this process may reconfigure (it needs root); add ${runtimeSnippet(runsc.path)} to its daemon.json and send it SIGHUP (see docs/isolation.md)`,
     };
   }
+  // A boot takes seconds under gVisor: one that succeeded for this engine, image and runsc binary is not repeated
+  // while the registration stands unchanged.
+  const st = fs.statSync(runsc.path);
+  const key = `${dockerHost} ${await imageId(dockerHost, image)} ${runsc.path} ${st.size} ${st.mtimeMs}\n`;
+  const stamp = path.join(runscCacheDir(), 'probed');
+  if (registration === 'unchanged' && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === key)
+    return {
+      runtime: 'runsc',
+      detail: `runsc ${RUNSC_VERSION} (${runsc.source}: ${runsc.path}) booted the sandbox image on an earlier run; unchanged`,
+    };
   const probe = await probeRuntime(dockerHost, 'runsc-nonet', image);
+  if (probe.ok) {
+    try {
+      fs.writeFileSync(stamp, key);
+    } catch {
+      // a cache that cannot be written only costs the next run a boot
+    }
+  }
   if (probe.ok)
     return {
       runtime: 'runsc',

@@ -8,7 +8,7 @@ import zlib from 'node:zlib';
 import Anthropic from '@anthropic-ai/sdk';
 import { chromium, type Page } from 'playwright-core';
 import { CONSOLE_STATIC } from '../src/console/bundle-paths';
-import { chromiumPath } from '../src/infra/chromium';
+import { ensureChromium } from '../src/infra/chromium';
 import { ArchivedSessionLog, LiveSessionLog } from '../src/log/session-log';
 import { sendMessageUpdate } from '../src/session/contract';
 import { startTestApi } from '../test/helpers/api';
@@ -93,7 +93,7 @@ export async function runConsole(ctx: Ctx): Promise<BenchResult[]> {
     archive: testArchive(),
     log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(stack.client)),
   });
-  const browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
+  const browser = await chromium.launch({ executablePath: await ensureChromium(), args: ['--no-sandbox'] });
   try {
     const client = await api.client();
     const agent = await client.beta.agents.create({ name: 'bench-console', model: 'claude-test' });

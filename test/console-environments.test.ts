@@ -7,7 +7,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { chromiumPath } from '../src/infra/chromium';
+import { ensureChromium } from '../src/infra/chromium';
 import { createApiKey } from '../src/api/workspace-keys';
 import { createEnvironmentKey } from '../src/api/environment-keys';
 import { startApiOn, type TestApi } from './helpers/api';
@@ -29,7 +29,7 @@ beforeAll(async () => {
   h = await startHarness({ role: 'brain', hostId: `console-env-test-${process.pid}` });
   api = await startApiOn(h);
   try {
-    browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
+    browser = await chromium.launch({ executablePath: await ensureChromium(), args: ['--no-sandbox'] });
   } catch (e) {
     await api.stop();
     await h.stop();

@@ -6,7 +6,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { chromiumPath } from '../src/infra/chromium';
+import { ensureChromium } from '../src/infra/chromium';
 import { resolveDockerHost } from '../src/host/docker-host';
 import { ArchivedSessionLog, LiveSessionLog } from '../src/log/session-log';
 import { startTestApi, type TestApi } from './helpers/api';
@@ -35,7 +35,7 @@ beforeAll(async () => {
       archive: testArchive(),
       log: new ArchivedSessionLog(testArchive(), new LiveSessionLog(h.env.client)),
     });
-    browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
+    browser = await chromium.launch({ executablePath: await ensureChromium(), args: ['--no-sandbox'] });
   } catch (e) {
     await api?.stop();
     await h.stop();

@@ -7,7 +7,7 @@ import { Client, Connection } from '@temporalio/client';
 import { CodecServer } from '../src/codec/codec-server';
 import { EncryptionCodec, parseCodecKeys } from '../src/codec';
 import { startDevServer, type DevServer } from '../src/infra/temporal-cli';
-import { chromiumPath } from '../src/infra/chromium';
+import { ensureChromium } from '../src/infra/chromium';
 import { MockModelServer } from '../src/dev/model-server';
 import { startSessionRun } from '../src/session-ops';
 import { installRuntime, type RunningWorker } from '../src/worker';
@@ -52,7 +52,7 @@ beforeAll(async () => {
   worker = await startTestWorker(server.address, mock.url);
   connection = await Connection.connect({ address: server.address, interceptors: grpcInterceptors() });
   client = new Client({ connection, dataConverter: testDataConverter() });
-  browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--no-sandbox'] });
+  browser = await chromium.launch({ executablePath: await ensureChromium(), args: ['--no-sandbox'] });
 });
 
 afterAll(async () => {

@@ -1,9 +1,10 @@
-// `go install` of a pinned command into a cache directory, with go's output shown above a progress line.
+// `go install` of a pinned command into a cache directory, with go's output shown above a progress line, or
+// handed to a log when the caller shows several steps at once.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
-import { progress } from '../host/term';
+import { progress, type Progress } from '../host/term';
 
 /** Builds `goPackage` (path@version) into `dir` and returns the path of `binary` there. */
 export async function goInstall(
@@ -12,9 +13,10 @@ export async function goInstall(
   binary: string,
   what: string,
   env: NodeJS.ProcessEnv = {},
+  log?: (line: string) => void,
 ): Promise<string> {
   fs.mkdirSync(dir, { recursive: true });
-  const p = progress(`building ${what}`);
+  const p: Progress = log ? { log, done: (m) => m && log(m), fail: () => undefined } : progress(`building ${what}`);
   // go's own output goes to stderr, line by line above the progress line; stdout stays clean.
   const child = spawn('go', ['install', goPackage], {
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { dockerEnv, PROJECT_DOCKER_HOST } from '../host/docker-host';
 import { localDaemon, PROJECT_DAEMON_CONFIG } from './dockerd';
 import { goInstall } from './go-install';
+import { imageId } from './sandbox-image';
 import type { Log } from '../host/run';
 import { onPath } from '../host/which';
 
@@ -53,7 +54,7 @@ export async function ensureRunsc(log: Log): Promise<ResolvedRunsc> {
       `runsc is not in ${runscCacheDir()} and Go is not installed to build it; install Go, or set RUNSC to a runsc binary`,
     );
   log(`building gVisor: go install ${GO_PACKAGE}`);
-  const built = await goInstall(GO_PACKAGE, runscCacheDir(), 'runsc', 'runsc', { CGO_ENABLED: '0' });
+  const built = await goInstall(GO_PACKAGE, runscCacheDir(), 'runsc', 'runsc', { CGO_ENABLED: '0' }, log);
   return { path: built, source: 'built' };
 }
 
@@ -217,11 +218,17 @@ export interface SandboxRuntimeSetup {
  * Makes gVisor the sandboxes' runtime on the engine at `dockerHost` when it can: builds the pinned runsc,
  * registers it, and boots the sandbox image under it. Otherwise says why sandboxes will run under runc.
  */
-export async function ensureSandboxRuntime(dockerHost: string, image: string, log: Log): Promise<SandboxRuntimeSetup> {
+export async function ensureSandboxRuntime(
+  dockerHost: string,
+  image: string,
+  log: Log,
+  /** The runsc build, when the caller started it earlier (setup builds it while the image is made). */
+  runscBuild?: Promise<ResolvedRunsc>,
+): Promise<SandboxRuntimeSetup> {
   const already = await engineRuntimes(dockerHost);
   let runsc: ResolvedRunsc;
   try {
-    runsc = await ensureRunsc(log);
+    runsc = await (runscBuild ?? ensureRunsc(log));
   } catch (err) {
     return {
       runtime: 'runc',
@@ -235,7 +242,24 @@ export async function ensureSandboxRuntime(dockerHost: string, image: string, lo
       detail: `the engine at ${dockerHost} is not a local dockerd this process may reconfigure (it needs root); add ${runtimeSnippet(runsc.path)} to its daemon.json and send it SIGHUP (see docs/isolation.md)`,
     };
   }
+  // A boot takes seconds under gVisor: one that succeeded for this engine, image and runsc binary is not repeated
+  // while the registration stands unchanged.
+  const st = fs.statSync(runsc.path);
+  const key = `${dockerHost} ${await imageId(dockerHost, image)} ${runsc.path} ${st.size} ${st.mtimeMs}\n`;
+  const stamp = path.join(runscCacheDir(), 'probed');
+  if (registration === 'unchanged' && fs.existsSync(stamp) && fs.readFileSync(stamp, 'utf8') === key)
+    return {
+      runtime: 'runsc',
+      detail: `runsc ${RUNSC_VERSION} (${runsc.source}: ${runsc.path}) booted the sandbox image on an earlier run; unchanged`,
+    };
   const probe = await probeRuntime(dockerHost, 'runsc-nonet', image);
+  if (probe.ok) {
+    try {
+      fs.writeFileSync(stamp, key);
+    } catch {
+      // a cache that cannot be written only costs the next run a boot
+    }
+  }
   if (probe.ok)
     return {
       runtime: 'runsc',

@@ -15,19 +15,35 @@ export function isRoot(): boolean {
   return process.getuid?.() === 0;
 }
 
-export async function aptInstall(packages: string[], log: Log): Promise<void> {
+// One apt-get at a time in this process (steps run side by side); other processes are waited for on dpkg's lock.
+let aptQueue: Promise<unknown> = Promise.resolve();
+
+export function aptInstall(packages: string[], log: Log): Promise<void> {
+  const next = aptQueue.then(() => aptInstallNow(packages, log));
+  aptQueue = next.catch(() => undefined);
+  return next;
+}
+
+/** The packages among `packages` whose binaries are missing: `[binary, package]` pairs in, package names out. */
+export function missingPackages(wanted: [binary: string, pkg: string][]): string[] {
+  return [...new Set(wanted.filter(([binary]) => !onPath(binary, SYSTEM_DIRS)).map(([, pkg]) => pkg))];
+}
+
+async function aptInstallNow(packages: string[], log: Log): Promise<void> {
   if (!onPath('apt-get', SYSTEM_DIRS))
     throw new Error(`${packages.join(' ')} is not installed, and there is no apt-get to install it with`);
   if (!isRoot()) throw new Error(`${packages.join(' ')} is not installed, and installing it with apt-get needs root`);
   const env = { ...process.env, PATH: systemPath(), DEBIAN_FRONTEND: 'noninteractive' };
   const args = ['install', '-y', '--no-install-recommends', ...packages];
   log(`installing ${packages.join(' ')}: apt-get ${args.join(' ')}`);
-  const first = await run('apt-get', args, { env });
+  // Another process's apt-get (a test installing Chromium, say) holds dpkg's lock: wait for it rather than fail.
+  const wait = ['-o', 'DPkg::Lock::Timeout=600'];
+  const first = await run('apt-get', [...wait, ...args], { env });
   if (first.code === 0) return;
   // Package lists on a fresh machine are often missing or stale; refresh only when the install needs it.
   log('apt-get install failed; running apt-get update and trying again');
-  await mustRun('apt-get update', 'apt-get', ['update'], log, env);
-  await mustRun(`apt-get install ${packages.join(' ')}`, 'apt-get', args, log, env);
+  await mustRun('apt-get update', 'apt-get', [...wait, 'update'], log, env);
+  await mustRun(`apt-get install ${packages.join(' ')}`, 'apt-get', [...wait, ...args], log, env);
 }
 
 /** The path of `binary`, installing Debian's `pkg` with apt-get first when it is missing. */

@@ -294,7 +294,7 @@ const fieldsOfRow = (d: DeploymentRow): DeploymentFields => ({
 const agentOf = (a: z.infer<typeof AgentRefSchema>) =>
   typeof a === 'string' ? { agentId: a, agentVersion: null } : { agentId: a.id, agentVersion: a.version ?? null };
 
-const archivedRefusal = (id: string) => badRequest(`deployment ${id} is archived and read-only`, 'deployment_archived');
+const archivedRefusal = (id: string) => badRequest(`deployment ${id} is archived and read-only`);
 
 export function deploymentRoutes(app: ApiApp, deps: ApiDeps, client: Client): void {
   const { db } = deps;

@@ -8,6 +8,7 @@ import type { RunningWorker } from '../../src/worker';
 import { scheduleIdOf } from '../../src/api/deployment-schedules';
 import { startApiOn, type TestApi } from '../helpers/api';
 import { startHarness, startTestWorker, type Harness } from '../helpers/env';
+import { runAgents } from '../helpers/cli';
 
 let h: Harness;
 let api: TestApi;
@@ -215,4 +216,32 @@ it('records a failed run with its reason when the agent was archived, and an arc
   const live = [];
   for await (const x of client.beta.deployments.list()) live.push(x.id);
   expect(live).not.toContain(d.id);
+});
+
+it('answers the command line: agents deployments list, show, pause, unpause, run and runs with --json', async () => {
+  const d = await client.beta.deployments.create({
+    agent: agentId,
+    environment_id: envId,
+    name: 'from the cli',
+    initial_events: [say('hello from cron')],
+    schedule: { type: 'cron', expression: '15 3 * * 0', timezone: 'UTC' },
+  });
+  const env = { AGENTS_API_URL: api.url, AGENTS_API_KEY: await api.key() };
+  const agents = async (...args: string[]) => {
+    const r = await runAgents(h.env.address, ['deployments', ...args, '--json'], env);
+    expect([args.join(' '), r.code, r.stderr]).toEqual([args.join(' '), 0, '']);
+    return r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  };
+  expect((await agents('list')).map((x) => x.id)).toContain(d.id);
+  expect((await agents('show', d.id))[0]).toMatchObject({ id: d.id, schedule: { expression: '15 3 * * 0' } });
+  expect((await agents('pause', d.id))[0]).toMatchObject({ status: 'paused' });
+  expect((await agents('unpause', d.id))[0]).toMatchObject({ status: 'active' });
+  const [run] = await agents('run', d.id);
+  expect(run).toMatchObject({ deployment_id: d.id, trigger_context: { type: 'manual' }, error: null });
+  expect((await agents('runs', d.id)).map((r) => r.id)).toEqual([run.id]);
+  const missing = await runAgents(h.env.address, ['deployments', 'show', 'depl_missing'], env);
+  expect([missing.code, missing.stderr]).toEqual([1, expect.stringMatching(/404: deployment depl_missing not found/)]);
 });

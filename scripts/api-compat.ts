@@ -18,13 +18,21 @@ const START =
 const END = '<!-- compatibility:end -->';
 
 /** The resources the platform serves, method by method; the rest of `client.beta` gets one row per resource. */
-const SERVED_RESOURCES = ['agents', 'environments', 'sessions', 'vaults', 'memoryStores', 'files', 'skills'];
+const SERVED_RESOURCES = [
+  'agents',
+  'environments',
+  'sessions',
+  'vaults',
+  'memoryStores',
+  'files',
+  'skills',
+  'deployments',
+  'deploymentRuns',
+];
 /** Why a resource the router does not serve is not served. */
 const NOT_SERVED: Record<string, string> = {
   'beta.environments.work': 'the self-hosted work queue: self-hosted environments are refused at create',
   'beta.sessions.threads': 'threads: sessions here have one thread (no multiagent)',
-  'beta.deployments': 'deployments are not built yet',
-  'beta.deploymentRuns': 'deployments are not built yet',
   'beta.models': "the Messages API's, not the Managed Agents API",
   'beta.messages': "the Messages API's, not the Managed Agents API; sessions call the model themselves",
   'beta.userProfiles': "the hosted platform's administration",

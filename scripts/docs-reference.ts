@@ -256,6 +256,14 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
     about:
       'The longest lease a heartbeat may ask for, in seconds; a longer `desired_ttl_seconds` is cut to it (and a minimum above it lowered to it).',
   },
+  DEPLOYMENT_CATCHUP_WINDOW_SECONDS: {
+    about:
+      "How long after a deployment's missed firing (the cluster was down at its time) its Temporal Schedule still takes it, in seconds (10 to 31536000). Older firings are skipped and record no run. Applied when a deployment is created or updated; see [deployments](../guide/deployments.md).",
+  },
+  DEPLOYMENT_OVERLAP_POLICY: {
+    about:
+      "What a deployment's firing does while its previous one is still creating its session: `buffer_all` runs each in turn, `buffer_one` keeps at most one waiting, `skip` drops it, `allow_all` runs them side by side. Manual runs (`deployments.run`) always run.",
+  },
   SANDBOX_QUOTA: {
     about:
       'Sandboxes a workspace may have running at once, counted in the API database (`DATABASE_URL`) across every hands host; `0` or `off` disables it. Past it, the tool call that needed a sandbox gets an error result saying so.',

@@ -122,6 +122,24 @@ export const ConfigSchema = z.object({
   WORK_LEASE_MIN_TTL_SECONDS: seconds1to86400.default('10'),
   /** The longest lease a heartbeat's `desired_ttl_seconds` may ask for; longer asks are cut to it. */
   WORK_LEASE_MAX_TTL_SECONDS: seconds1to86400.default('600'),
+  /**
+   * Deployments: how long after a missed firing (the cluster was down at its time) its Schedule still takes it, in
+   * seconds from 10 to 31536000; older firings are skipped and record no run (docs/guide/deployments.md).
+   */
+  DEPLOYMENT_CATCHUP_WINDOW_SECONDS: z
+    .string()
+    .regex(/^\d{1,8}$/, 'must be a whole number of seconds from 10 to 31536000')
+    .refine((v) => Number(v) >= 10 && Number(v) <= 31_536_000, 'must be a whole number of seconds from 10 to 31536000')
+    .default('300'),
+  /**
+   * Deployments: what a firing does while the deployment's previous one is still starting its session: `buffer_all`
+   * runs each in turn, `buffer_one` keeps at most one waiting, `skip` drops it, `allow_all` runs them side by side.
+   */
+  DEPLOYMENT_OVERLAP_POLICY: z
+    .enum(['skip', 'buffer_one', 'buffer_all', 'allow_all'], {
+      error: 'must be skip, buffer_one, buffer_all or allow_all',
+    })
+    .default('buffer_all'),
   /** Sandboxes a workspace may have running at once, across every hands host that reaches the API's database; `0` or `off` disables it. */
   SANDBOX_QUOTA: z
     .string()
@@ -270,12 +288,15 @@ const HANDS: ConfigKey[] = [
   ...STREAM,
 ];
 
+const SESSION_CREATE: ConfigKey[] = ['API_SESSION_QUOTA', 'MODEL_PRICES', 'SELF_HOSTED_TOOL_TIMEOUT_SECONDS'];
+
 /** The variables each role reads; anything else set for it is a mistake (a typo, or a secret it must not hold). */
 export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
   brain: [...COMMON, ...BRAIN],
   hands: [...COMMON, ...HANDS],
-  tools: [...COMMON, 'VAULT_KEY', 'DATABASE_URL', 'MCP_STDIO_JAIL', 'EGRESS_ALLOW', 'EGRESS_DNS'],
-  all: [...COMMON, ...BRAIN, ...HANDS, 'MCP_STDIO_JAIL'],
+  // A deployment's firings create sessions on a tools worker, under the API's quota, prices and timeouts.
+  tools: [...COMMON, 'VAULT_KEY', 'DATABASE_URL', 'MCP_STDIO_JAIL', 'EGRESS_ALLOW', 'EGRESS_DNS', ...SESSION_CREATE],
+  all: [...COMMON, ...BRAIN, ...HANDS, 'MCP_STDIO_JAIL', ...SESSION_CREATE],
   'codec-server': ['TEMPORAL_NAMESPACE', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'DATA_DIR', 'KEY_FILES'],
   // Never VAULT_KEY: the API seals credentials to the public half and cannot open them.
   api: [
@@ -294,6 +315,8 @@ export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
     'WORK_LEASE_TTL_SECONDS',
     'WORK_LEASE_MIN_TTL_SECONDS',
     'WORK_LEASE_MAX_TTL_SECONDS',
+    'DEPLOYMENT_CATCHUP_WINDOW_SECONDS',
+    'DEPLOYMENT_OVERLAP_POLICY',
   ],
   cli: Object.keys(ConfigSchema.shape) as ConfigKey[],
 };

@@ -56,6 +56,12 @@ import type { LogLevelName } from './observability/log-levels';
 import { ensureSearchAttributes } from './observability/search-attribute-setup';
 import { startTracing, tracingEnabled } from './observability/tracing';
 import type { ThreadHeap } from './brain/thread-heaps';
+import { createDeploymentActivities } from './api/deployment-activities';
+import type { ApiDeps } from './api/route-context';
+import { quotasFrom } from './api/quotas';
+import { BlobStore } from './storage/blobs';
+import { parsePriceTable } from './observability/pricing';
+import { vaultPublicKey } from './vault/sealed';
 
 export interface WorkerOptions {
   role: WorkerRole;
@@ -424,10 +430,30 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     const egress = await gate();
     const api = new ApiCredentials(apiDb, vaultKey(), egress);
     mcpPool = new McpClientPool(new McpCredentials({ vault, api }), { log, jail, egress });
+    // A deployment's firings create sessions here, as the API would: on its database, under its quota and prices,
+    // with the same egress gate (src/api/deployment-activities.ts).
+    const prices = parsePriceTable(config.MODEL_PRICES);
+    const publicKey = await vaultPublicKey(vaultKey());
+    let blobs: { db: Db; store: BlobStore } | undefined;
+    const sessionCreateDeps = (): ApiDeps | undefined => {
+      const apiDatabase = apiDb();
+      if (!apiDatabase) return undefined;
+      if (blobs?.db !== apiDatabase) blobs = { db: apiDatabase, store: new BlobStore(apiDatabase, dataConverter) };
+      return {
+        db: apiDatabase,
+        vaultPublicKey: publicKey,
+        egress,
+        quotas: quotasFrom(config),
+        blobs: blobs.store,
+        selfHostedToolTimeoutSeconds: Number(config.SELF_HOSTED_TOOL_TIMEOUT_SECONDS),
+        ...('table' in prices ? { prices: prices.table } : {}),
+      };
+    };
     // web_fetch, too, reaches tenants' URLs only through the gate.
     const activities = {
       ...createToolsActivities({ vault, api, pool: mcpPool, log }),
       ...createWebActivities({ egress }),
+      ...createDeploymentActivities({ deps: sessionCreateDeps, client }),
     };
     workers.push(
       await Worker.create({

@@ -15,6 +15,9 @@ export const AUDIT_ACTIONS = [
   'events_sent',
   'revoked',
   'redacted',
+  'paused',
+  'unpaused',
+  'run',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -62,6 +65,7 @@ const TYPES: Record<string, string> = {
   skills: 'skill',
   versions: 'skill_version',
   work: 'work_item',
+  deployments: 'deployment',
 };
 
 /**
@@ -82,8 +86,15 @@ export function auditedAction(
     return { action: 'events_sent', resourceType: 'session', resourceId: ids[0] };
   let action: AuditAction;
   let last = parts[parts.length - 1];
-  if ((last === 'archive' || last === 'redact') && method === 'POST') {
-    action = last === 'archive' ? 'archived' : 'redacted';
+  const verbs: Record<string, AuditAction> = {
+    archive: 'archived',
+    redact: 'redacted',
+    pause: 'paused',
+    unpause: 'unpaused',
+    run: 'run',
+  };
+  if (verbs[last] && method === 'POST') {
+    action = verbs[last];
     parts.pop();
     last = parts[parts.length - 1];
   } else if (method === 'DELETE') action = 'deleted';

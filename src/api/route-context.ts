@@ -14,6 +14,7 @@ import type { PriceTable } from '../observability/pricing';
 import type { Db } from '../storage/db';
 import type { BlobStore } from '../storage/blobs';
 import type { EgressGate } from '../egress';
+import type { SchedulePolicy } from './deployment-schedules';
 
 export type ApiApp = FastifyInstance<
   RawServerDefault,
@@ -50,6 +51,8 @@ export interface ApiDeps {
   files?: FileLimits;
   /** The leases of self-hosted work items (WORK_LEASE_*_SECONDS); absent: 90 s, asks clamped to 10-600 s. */
   workLease?: WorkLease;
+  /** Deployments' Schedules: overlap and catch-up (DEPLOYMENT_*); absent: buffer_all and 300 s. */
+  deploymentSchedules?: SchedulePolicy;
 }
 
 /** The lease a heartbeat grants a work item (src/api/environment-work.ts), in seconds. */

@@ -35,6 +35,8 @@ import { fileRoutes, fileLimitsFrom } from './files';
 import { memoryStoreRoutes } from './memory-stores/memory-stores';
 import { skillRoutes } from './skills/skills';
 import { sessionRoutes, type SessionDeps } from './sessions/sessions';
+import { deploymentRoutes } from './deployments';
+import { schedulePolicyFrom } from './deployment-schedules';
 import { findUnstorable, unstorableMessage } from './storable-text';
 
 import { MANAGED_AGENTS_BETA, betaRequiredFor } from './beta';
@@ -251,6 +253,7 @@ export async function buildApiServer(
   memoryStoreRoutes(app, deps);
   skillRoutes(app, deps);
   if (sessions) sessionRoutes(app, deps, sessions, log);
+  if (sessions) deploymentRoutes(app, deps, sessions.client);
 
   app.get(OPENAPI_PATH, { schema: { hide: true } }, async () => app.swagger());
   // The web console: static files outside /v1, calling the routes above like any other client.
@@ -347,6 +350,7 @@ export async function startApiServer(
         files: fileLimitsFrom(config),
         selfHostedToolTimeoutSeconds: Number(config.SELF_HOSTED_TOOL_TIMEOUT_SECONDS),
         workLease: workLeaseFrom(config),
+        deploymentSchedules: schedulePolicyFrom(config),
         blobs: new BlobStore(db, createDataConverter(loadCodecKey(config))),
         ...('table' in prices ? { prices: prices.table } : {}),
       },

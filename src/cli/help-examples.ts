@@ -94,6 +94,15 @@ const EXAMPLES: Record<string, string[]> = {
   'memory ls': ['agents memory ls memstore_01AB…', 'agents memory ls memstore_01AB… --prefix /notes/ --json'],
   'memory cat': ['agents memory cat memstore_01AB… /notes/todo.md'],
   'memory versions': ['agents memory versions memstore_01AB… --path /notes/todo.md'],
+  'deployments list': ['agents deployments list', 'agents deployments list --include-archived --json'],
+  'deployments show': ['agents deployments show depl_01AB…', 'agents deployments show depl_01AB… --json'],
+  'deployments pause': ['agents deployments pause depl_01AB…'],
+  'deployments unpause': ['agents deployments unpause depl_01AB… --json'],
+  'deployments run': [
+    'agents deployments run depl_01AB…',
+    'agents deployments run depl_01AB… --json | jq -r .session_id',
+  ],
+  'deployments runs': ['agents deployments runs depl_01AB…', 'agents deployments runs depl_01AB… --limit 10 --json'],
   audit: ['agents audit', 'agents audit --workspace team-a --limit 20 --json'],
   'vault public-key': ['VAULT_PUBLIC_KEY=$(agents vault public-key) agents api'],
   'codec-server': [

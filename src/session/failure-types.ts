@@ -24,6 +24,10 @@ export const Failure = {
     Corrupt: 'CodecError.Corrupt',
     UnknownKey: 'CodecError.UnknownKey',
   },
+  Deployment: {
+    NoDatabase: 'DeploymentError.NoDatabase',
+    UnknownRun: 'DeploymentError.UnknownRun',
+  },
   Files: {
     BadPath: 'FilesError.BadPath',
     Get: 'FilesError.Get',

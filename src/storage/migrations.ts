@@ -447,4 +447,62 @@ export const MIGRATIONS: readonly Migration[] = [
       `alter table sessions add column budget_removed boolean not null default false`,
     ],
   },
+  {
+    version: 13,
+    name: 'deployments',
+    up: [
+      // A deployment: what each of its firings creates a session from. `agent_version` null follows the agent's
+      // latest version, resolved at each firing. `schedule_*` null: manual runs only. `paused_reason` null: active.
+      // Each deployment has a Temporal Schedule (src/api/deployment-schedules.ts) that holds the same state.
+      `create table deployments (
+        id text primary key,
+        workspace_id text not null references workspaces (id),
+        workspace text not null,
+        pos integer generated always as identity,
+        name text not null,
+        description text,
+        agent_id text not null,
+        agent_version integer,
+        environment_id text not null,
+        initial_events jsonb not null,
+        resources jsonb not null,
+        vault_ids jsonb not null,
+        metadata jsonb not null,
+        budget_amount integer,
+        budget_currency text,
+        schedule_expression text,
+        schedule_timezone text,
+        paused_reason jsonb,
+        last_run_at timestamptz,
+        created_at timestamptz not null,
+        updated_at timestamptz not null,
+        archived_at timestamptz
+      )`,
+      `create index deployments_list on deployments (workspace_id, pos)`,
+      // One row per firing, written when its workflow starts (state started) and finished once (succeeded with the
+      // session it created, or failed with why). A scheduled firing is recorded once per (deployment, scheduled_at).
+      `create table deployment_runs (
+        id text primary key,
+        workspace_id text not null,
+        deployment_id text not null references deployments (id),
+        pos integer generated always as identity,
+        workflow_id text not null unique,
+        trigger_type text not null check (trigger_type in ('schedule', 'manual')),
+        scheduled_at timestamptz,
+        agent_id text not null,
+        agent_version integer not null,
+        state text not null check (state in ('started', 'succeeded', 'failed')),
+        session_id text,
+        error_type text,
+        error_message text,
+        created_at timestamptz not null default now(),
+        finished_at timestamptz
+      )`,
+      `create unique index deployment_runs_scheduled on deployment_runs (deployment_id, scheduled_at)
+         where trigger_type = 'schedule'`,
+      `create index deployment_runs_list on deployment_runs (workspace_id, pos)`,
+      `alter table sessions add column deployment_id text`,
+      `create index sessions_by_deployment on sessions (deployment_id) where deployment_id is not null`,
+    ],
+  },
 ];

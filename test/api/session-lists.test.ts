@@ -118,7 +118,7 @@ describe('sessions.list', () => {
     }
   });
 
-  it('answers deployment_id, and a memory_store_id no session mounts, with an empty page', async () => {
+  it('answers a deployment_id no session came from, and a memory_store_id no session mounts, with an empty page', async () => {
     const agent = await client.beta.agents.create({ name: 'by-store', model: 'claude-test' });
     await client.beta.sessions.create({ agent: agent.id, environment_id: envId });
     expect((await client.beta.sessions.list({ agent_id: agent.id })).data).toHaveLength(1);

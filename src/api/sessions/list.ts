@@ -74,6 +74,7 @@ function rows(
     createdLt: q['created_at[lt]'] ?? null,
     createdLte: q['created_at[lte]'] ?? null,
     memoryStoreId: q.memory_store_id ?? null,
+    deploymentId: q.deployment_id ?? null,
   };
   return listSessions(db, workspaceId, filter, key ?? null, order, limit);
 }
@@ -116,8 +117,6 @@ export function sessionListRoute<S extends { status: ApiStatus }>(app: ApiApp, d
         statuses: statuses && [...statuses].sort(),
       });
       const cursor = decodeCursor(q.page, q.order, filters);
-      // No session is created by a deployment (refused at create), so that filter matches none.
-      if (q.deployment_id !== undefined) return { data: [], next_page: null, prev_page: null };
 
       // A prev_page reads backwards from its key, then shows the rows in the list's order.
       const scan = cursor?.back ? flip(q.order) : q.order;

@@ -3,47 +3,35 @@
 // workflow through the same signals and updates the command line uses.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
-import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../../session-ops';
+import { SessionOpError, resolveToolUse, submitToolResult } from '../../session-ops';
 import type { Usage } from '../../session/events';
 import {
   endSignal,
   sendMessageUpdate,
   statusQuery,
   updateSessionUpdate,
-  userMessageSignal,
   type SessionState,
   type SessionStatus,
 } from '../../session/contract';
 import { Failure } from '../../session/failure-types';
-import { agentFileFor } from '../agent-file';
 import { SessionAgentSchema, getAgent, type ApiAgent } from '../agents';
-import {
-  IdSchema,
-  INT4_MAX,
-  MetadataPatchSchema,
-  MetadataSchema,
-  applyMetadataPatch,
-  iso,
-  isoOrNull,
-  newId,
-} from '../shared-fields';
+import { SessionCreateSchema, TextBlockSchema, UserMessageSchema, createSession, textOf } from './session-create';
+import { IdSchema, MetadataPatchSchema, applyMetadataPatch, iso, isoOrNull } from '../shared-fields';
 import type { ApiApp, ApiDeps, SessionDeps } from '../route-context';
 import { getEnvironment } from '../environments';
 import { ApiError, badRequest, conflict, notFound } from '../api-error';
 import { SessionFeeds } from './feed';
 import { eventId } from './projection';
-import { getVault } from '../vaults/vaults';
 import {
   BudgetLimitSchema,
   BudgetResponseSchema,
   budgetOfRow,
   budgetRefused,
   checkBudgetUpdate,
-  listCostFor,
   listCostOf,
   moneyOf,
 } from './session-budget';
-import { eventsPerSend, withSessionSlot } from '../quotas';
+import { eventsPerSend } from '../quotas';
 import { streamRoute } from './events-stream';
 import { interruptAck, recordSessionUpdate } from './log-writes';
 import { liveRoute } from './stream';
@@ -51,27 +39,12 @@ import { STATUSES, sessionListRoute, type ApiStatus } from './list';
 import { eventListRoute } from './events-list';
 import { StreamRelay } from '../../stream/relay';
 import { deleteSession, resumeDeletes } from './delete';
-import {
-  ResourceSchema,
-  ResourcesSchema,
-  insertResources,
-  planResourceMounts,
-  planResources,
-  resourceRoutes,
-  resourcesOf,
-  selfHostedFiles,
-} from './resources';
-import { insertMounts, planSkillMounts, promptMountsOf, resolveSessionSkills } from './resource-mounts';
-import { withPromptSections } from './prompt-sections';
-import { deleteSessionMounts } from '../../storage/repos/session-mounts-repo';
+import { ResourceSchema, resourceRoutes, resourcesOf } from './resources';
 import { isSessionClosed } from '../../temporal-errors';
-import { deleteResources } from '../../storage/repos/session-resources-repo';
 import { enqueueSessionWork, stopSessionWork } from '../environment-work';
 import {
   archiveSessionRow,
   findSession,
-  insertSession,
-  removeSessionRow,
   updateSessionBudget,
   updateSessionFields,
   type SessionRow,
@@ -79,33 +52,6 @@ import {
 
 export type { SessionDeps };
 
-/** The agent file's limit on a system prompt. */
-const MAX_SYSTEM_CHARS = 200_000;
-
-const TextBlockSchema = z.strictObject({
-  type: z.literal('text'),
-  text: z.string().min(1, 'text must not be empty').max(1_000_000),
-});
-const ContentSchema = z
-  .array(z.looseObject({ type: z.string() }))
-  .min(1, 'content must not be empty')
-  .max(100)
-  .superRefine((blocks, ctx) => {
-    blocks.forEach((b, i) => {
-      if (b.type !== 'text')
-        ctx.addIssue({
-          code: 'custom',
-          path: [i, 'type'],
-          message: `${b.type} blocks are not supported yet; send text`,
-        });
-      else if (!TextBlockSchema.safeParse(b).success)
-        ctx.addIssue({
-          code: 'custom',
-          path: [i],
-          message: 'a text block is {type: "text", text} with non-empty text',
-        });
-    });
-  });
 /** A tool result's block: text; the other kinds the SDK types are refused by name, since the log keeps text. */
 const ToolResultBlockSchema = z.union([
   TextBlockSchema,
@@ -113,7 +59,6 @@ const ToolResultBlockSchema = z.union([
     .looseObject({ type: z.enum(['image', 'document', 'search_result']) })
     .refine(() => false, 'only text blocks can be a tool result here: the session log keeps a tool result as text'),
 ]);
-const UserMessageSchema = z.strictObject({ type: z.literal('user.message'), content: ContentSchema });
 const InboundEventSchema = z.discriminatedUnion('type', [
   UserMessageSchema,
   z.strictObject({ type: z.literal('user.interrupt'), session_thread_id: z.string().nullish() }),
@@ -141,24 +86,6 @@ const InboundEventSchema = z.discriminatedUnion('type', [
 ]);
 type InboundEvent = z.infer<typeof InboundEventSchema>;
 
-const textOf = (content: { type: string; text?: unknown }[]) => content.map((b) => String(b.text ?? '')).join('\n\n');
-
-const AgentRefSchema = z.union([
-  IdSchema,
-  z.strictObject({ type: z.literal('agent'), id: IdSchema, version: z.number().int().min(1).max(INT4_MAX).optional() }),
-]);
-
-const SessionCreateSchema = z.strictObject({
-  agent: AgentRefSchema,
-  environment_id: IdSchema,
-  initial_events: z.array(UserMessageSchema).max(50).optional(),
-  vault_ids: z.array(IdSchema).max(20).optional(),
-  title: z.string().max(500).nullish(),
-  metadata: MetadataSchema.optional(),
-  resources: ResourcesSchema.optional(),
-  budget: BudgetLimitSchema.optional(),
-});
-
 export const SessionSchema = z
   .object({
     id: z.string(),
@@ -180,7 +107,7 @@ export const SessionSchema = z
     stats: z.object({ duration_seconds: z.number().optional() }),
     budget: BudgetResponseSchema.nullable(),
     outcome_evaluations: z.array(z.never()),
-    deployment_id: z.null(),
+    deployment_id: z.string().nullable(),
     created_at: z.string(),
     updated_at: z.string(),
     archived_at: z.string().nullable(),
@@ -273,7 +200,7 @@ async function toSession(
     stats: { duration_seconds: durationSeconds(r, live) },
     budget: budgetOfRow(r),
     outcome_evaluations: [],
-    deployment_id: null,
+    deployment_id: r.deployment_id,
     created_at: iso(r.created_at),
     updated_at: iso(r.updated_at),
     archived_at: isoOrNull(r.archived_at),
@@ -326,82 +253,7 @@ export function sessionRoutes(
     '/v1/sessions',
     { schema: { operationId: 'createSession', body: SessionCreateSchema, response: { 200: SessionSchema } } },
     async (req) => {
-      const p = req.body;
-      const ref = typeof p.agent === 'string' ? { id: p.agent, version: undefined } : p.agent;
-      const agent = await getAgent(db, req.workspaceId, ref.id, ref.version);
-      if (agent.archived_at) throw badRequest(`agent ${agent.id} is archived; new sessions cannot use it`);
-      const environment = await getEnvironment(db, req.workspaceId, p.environment_id);
-      if (environment.archived_at)
-        throw badRequest(
-          `environment ${environment.id} is archived; new sessions cannot use it`,
-          'environment_archived',
-        );
-      // A session may use only its own workspace's vaults.
-      for (const v of p.vault_ids ?? []) await getVault(db, req.workspaceId, v);
-      if (environment.config.type === 'self_hosted' && (p.resources ?? []).some((r) => r.type === 'file'))
-        throw selfHostedFiles(environment.id);
-      const planned = await planResources(deps, p.resources ?? []);
-      const skills = await resolveSessionSkills(db, req.workspaceId, agent.skills ?? []);
-      const mounts = [
-        ...(await planResourceMounts(db, req.workspaceId, p.resources ?? [])),
-        ...planSkillMounts(skills),
-      ];
-      const file = agentFileFor(
-        agent,
-        environment,
-        { workspaceId: req.workspaceId, vaultIds: p.vault_ids ?? [] },
-        planned[0]?.repo,
-        deps.selfHostedToolTimeoutSeconds,
-      );
-      // A self-hosted worker unpacks each skill under skills/<name> in its working directory, as the SDK's runner does.
-      const prompted =
-        environment.config.type === 'self_hosted'
-          ? mounts.map((m) => (m.kind === 'skill' ? { ...m, mountPath: `skills/${m.name ?? m.refId}` } : m))
-          : mounts;
-      const system = withPromptSections(file.system, promptMountsOf(prompted));
-      if (system !== undefined && system.length > MAX_SYSTEM_CHARS)
-        throw badRequest(
-          `resources: the system prompt with the memory and skills sections would be ${system.length} characters; the limit is ${MAX_SYSTEM_CHARS}`,
-        );
-      if (system !== undefined) file.system = system;
-      // The prices of the models it can run and its budget; a budget on an unpriced model is a 400 here.
-      const listCost = listCostFor(file, deps.prices, p.budget);
-      const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
-      const id = newId('sesn');
-      // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
-      await withSessionSlot(deps, sessions.client, req.workspaceId, (tx) =>
-        insertSession(tx, {
-          id,
-          workspaceId: req.workspaceId,
-          agentId: agent.id,
-          agentVersion: agent.version,
-          environmentId: environment.id,
-          title: p.title ?? null,
-          metadata: p.metadata ?? {},
-          vaultIds: p.vault_ids ?? [],
-          ...(p.budget ? { budget: moneyOf(p.budget) } : {}),
-        }),
-      );
-      try {
-        await insertResources(db, deps, id, req.workspaceId, planned);
-        await insertMounts(db, id, req.workspaceId, mounts);
-        const handle = await startSessionRun(sessions.client, {
-          workflowId: id,
-          input: { agent: file, ...(first ? { message: first } : {}), ...(listCost ? { listCost } : {}) },
-          agent: file,
-          firstMessage: first?.text,
-          workspace: req.workspace,
-        });
-        for (const m of rest) await handle.signal(userMessageSignal, m);
-        // A self-hosted environment's workers learn of the session from its queue.
-        if (environment.config.type === 'self_hosted')
-          await enqueueSessionWork(db, { workspaceId: req.workspaceId, environmentId: environment.id, sessionId: id });
-      } catch (e) {
-        await deleteResources(db, id);
-        await deleteSessionMounts(db, id);
-        await removeSessionRow(db, id);
-        throw e;
-      }
+      const id = await createSession(deps, sessions.client, req, req.body);
       return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, id));
     },
   );

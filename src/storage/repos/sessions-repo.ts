@@ -21,10 +21,12 @@ export interface SessionRow {
   budget_currency: string | null;
   /** An update removed the budget: it cannot be set again. */
   budget_removed: boolean;
+  /** The deployment that created the session, if one did. */
+  deployment_id: string | null;
 }
 
 const COLUMNS =
-  'id, pos, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at, archived_at, budget_amount, budget_currency, budget_removed';
+  'id, pos, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at, archived_at, budget_amount, budget_currency, budget_removed, deployment_id';
 
 /** The workspace's session `id`, unless it is deleted (or being deleted). */
 export async function findSession(db: Queryable, workspaceId: string, id: string): Promise<SessionRow | undefined> {
@@ -45,11 +47,12 @@ export interface NewSession {
   metadata: Record<string, string>;
   vaultIds: string[];
   budget?: { amount: number; currency: string };
+  deploymentId?: string;
 }
 
 export async function insertSession(db: Queryable, s: NewSession): Promise<void> {
   await db.query(
-    'insert into sessions (id, workspace_id, agent_id, agent_version, environment_id, title, metadata, vault_ids, budget_amount, budget_currency, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now(), now())',
+    'insert into sessions (id, workspace_id, agent_id, agent_version, environment_id, title, metadata, vault_ids, budget_amount, budget_currency, deployment_id, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), now())',
     [
       s.id,
       s.workspaceId,
@@ -61,6 +64,7 @@ export async function insertSession(db: Queryable, s: NewSession): Promise<void>
       JSON.stringify(s.vaultIds),
       s.budget?.amount ?? null,
       s.budget?.currency ?? null,
+      s.deploymentId ?? null,
     ],
   );
 }
@@ -111,6 +115,8 @@ export interface SessionListFilter {
   createdLte: string | null;
   /** Sessions that mount this memory store. */
   memoryStoreId: string | null;
+  /** Sessions this deployment created. */
+  deploymentId: string | null;
 }
 
 /** The workspace's sessions past `pos` `key` (exclusive; null: from the start) in `order`, the first `limit` of them. */
@@ -128,6 +134,7 @@ export async function listSessions(
       and ($2::text is null or agent_id = $2) and ($3::int is null or agent_version = $3)
       and ($4::boolean or archived_at is null)
       and ($5::timestamptz is null or ms > $5) and ($6::timestamptz is null or ms >= $6) and ($7::timestamptz is null or ms < $7) and ($8::timestamptz is null or ms <= $8)
+      and ($13::text is null or deployment_id = $13)
       and ($12::text is null or exists (select 1 from session_mounts m where m.session_id = sessions.id and m.kind = 'memory_store' and m.ref_id = $12))
       and ($9::int is null or (case when $10 = 'asc' then pos > $9 else pos < $9 end))
       order by case when $10 = 'asc' then pos end asc, case when $10 = 'desc' then pos end desc limit $11`,
@@ -144,6 +151,7 @@ export async function listSessions(
       order,
       limit,
       f.memoryStoreId,
+      f.deploymentId,
     ],
   );
 }

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { SessionOpError, resolveToolUse, startSessionRun, submitToolResult } from '../../session-ops';
 import type { Usage } from '../../session/events';
 import {
+  defineOutcomeUpdate,
   endSignal,
   sendMessageUpdate,
   statusQuery,
@@ -63,6 +64,14 @@ import {
 } from './resources';
 import { insertMounts, planSkillMounts, promptMountsOf, resolveSessionSkills } from './resource-mounts';
 import { withPromptSections } from './prompt-sections';
+import {
+  DefineOutcomeEventSchema,
+  OutcomeEvaluationSchema,
+  outcomeDefinition,
+  outcomeEcho,
+  outcomeEvaluations,
+} from './session-outcomes';
+import type { OutcomeDefinition } from '../../session/outcome-grading';
 import { deleteSessionMounts } from '../../storage/repos/session-mounts-repo';
 import { isSessionClosed } from '../../temporal-errors';
 import { deleteResources } from '../../storage/repos/session-resources-repo';
@@ -116,6 +125,7 @@ const ToolResultBlockSchema = z.union([
 const UserMessageSchema = z.strictObject({ type: z.literal('user.message'), content: ContentSchema });
 const InboundEventSchema = z.discriminatedUnion('type', [
   UserMessageSchema,
+  DefineOutcomeEventSchema,
   z.strictObject({ type: z.literal('user.interrupt'), session_thread_id: z.string().nullish() }),
   z.strictObject({
     type: z.literal('user.tool_confirmation'),
@@ -151,7 +161,10 @@ const AgentRefSchema = z.union([
 const SessionCreateSchema = z.strictObject({
   agent: AgentRefSchema,
   environment_id: IdSchema,
-  initial_events: z.array(UserMessageSchema).max(50).optional(),
+  initial_events: z
+    .array(z.discriminatedUnion('type', [UserMessageSchema, DefineOutcomeEventSchema]))
+    .max(50)
+    .optional(),
   vault_ids: z.array(IdSchema).max(20).optional(),
   title: z.string().max(500).nullish(),
   metadata: MetadataSchema.optional(),
@@ -179,7 +192,7 @@ export const SessionSchema = z
     }),
     stats: z.object({ duration_seconds: z.number().optional() }),
     budget: BudgetResponseSchema.nullable(),
-    outcome_evaluations: z.array(z.never()),
+    outcome_evaluations: z.array(OutcomeEvaluationSchema),
     deployment_id: z.null(),
     created_at: z.string(),
     updated_at: z.string(),
@@ -204,7 +217,13 @@ const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens:
 async function liveStatus(
   client: Client,
   id: string,
-): Promise<{ status: ApiStatus; usage: Usage; listCost?: SessionStatus['listCost']; endedAt?: Date }> {
+): Promise<{
+  status: ApiStatus;
+  usage: Usage;
+  listCost?: SessionStatus['listCost'];
+  outcomes?: SessionStatus['outcomes'];
+  endedAt?: Date;
+}> {
   const handle = client.workflow.getHandle(id);
   const closedAt = async () => (await handle.describe().catch(() => undefined))?.closeTime;
   try {
@@ -213,6 +232,7 @@ async function liveStatus(
       status: STATE[s.state],
       usage: s.usage,
       listCost: s.listCost,
+      outcomes: s.outcomes,
       ...(s.state === 'ended' ? { endedAt: await closedAt() } : {}),
     };
   } catch (e) {
@@ -272,7 +292,7 @@ async function toSession(
     },
     stats: { duration_seconds: durationSeconds(r, live) },
     budget: budgetOfRow(r),
-    outcome_evaluations: [],
+    outcome_evaluations: outcomeEvaluations(live.outcomes),
     deployment_id: null,
     created_at: iso(r.created_at),
     updated_at: iso(r.updated_at),
@@ -366,7 +386,20 @@ export function sessionRoutes(
       if (system !== undefined) file.system = system;
       // The prices of the models it can run and its budget; a budget on an unpriced model is a 400 here.
       const listCost = listCostFor(file, deps.prices, p.budget);
-      const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
+      // Processed in order: the first message goes with the start, the rest by signal, each outcome by update. One
+      // outcome at a time: a second in initial_events would be refused while the first is worked on.
+      const initial: ({ text: string } | OutcomeDefinition)[] = [];
+      let outcomes = 0;
+      for (const [i, e] of (p.initial_events ?? []).entries()) {
+        if (e.type === 'user.message') initial.push({ text: textOf(e.content) });
+        else if (++outcomes > 1)
+          throw badRequest(
+            `initial_events.${i}: only one user.define_outcome may be given; a session works on one outcome at a time`,
+          );
+        else initial.push(await outcomeDefinition(deps, req.workspaceId, e, `initial_events.${i}`));
+      }
+      const first = initial[0] && 'text' in initial[0] ? initial[0] : undefined;
+      const rest = first ? initial.slice(1) : initial;
       const id = newId('sesn');
       // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
       await withSessionSlot(deps, sessions.client, req.workspaceId, (tx) =>
@@ -392,7 +425,9 @@ export function sessionRoutes(
           firstMessage: first?.text,
           workspace: req.workspace,
         });
-        for (const m of rest) await handle.signal(userMessageSignal, m);
+        for (const m of rest)
+          if ('text' in m) await handle.signal(userMessageSignal, m);
+          else await handle.executeUpdate(defineOutcomeUpdate, { args: [m] });
         // A self-hosted environment's workers learn of the session from its queue.
         if (environment.config.type === 'self_hosted')
           await enqueueSessionWork(db, { workspaceId: req.workspaceId, environmentId: environment.id, sessionId: id });
@@ -516,9 +551,17 @@ export function sessionRoutes(
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
       // All or nothing: every reference is resolved before anything is sent. A user.message needs no read of the log.
-      const resolved: { e: InboundEvent; toolUseId?: string }[] = [];
+      const resolved: { e: InboundEvent; toolUseId?: string; outcome?: OutcomeDefinition }[] = [];
+      const outcomes = req.body.events.filter((e) => e.type === 'user.define_outcome').length;
+      if (outcomes > 1)
+        throw badRequest(
+          `events: ${outcomes} user.define_outcome events; a session works on one outcome at a time, so send one`,
+        );
+      if (outcomes === 1) await assertNoActiveOutcome(sessions.client, row.id);
       for (const [i, e] of req.body.events.entries()) {
-        if (e.type !== 'user.message' && e.type !== 'user.interrupt') {
+        if (e.type === 'user.define_outcome')
+          resolved.push({ e, outcome: await outcomeDefinition(deps, req.workspaceId, e, `events.${i}`) });
+        else if (e.type !== 'user.message' && e.type !== 'user.interrupt') {
           const field = e.type === 'user.custom_tool_result' ? 'custom_tool_use_id' : 'tool_use_id';
           const ref = e.type === 'user.custom_tool_result' ? e.custom_tool_use_id : e.tool_use_id;
           const toolUseId = await feeds.toolUseIdOf(row.id, ref);
@@ -528,10 +571,10 @@ export function sessionRoutes(
       }
       const echoed: Record<string, unknown>[] = [];
       const handle = sessions.client.workflow.getHandle(row.id);
-      for (const { e, toolUseId } of resolved)
-        echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds));
+      for (const { e, toolUseId, outcome } of resolved)
+        echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds, outcome));
       // A message to a session of a self-hosted environment whose worker has let go of it queues it again.
-      if (resolved.some(({ e }) => e.type === 'user.message')) {
+      if (resolved.some(({ e }) => e.type === 'user.message' || e.type === 'user.define_outcome')) {
         const environment = await getEnvironment(db, req.workspaceId, row.environment_id);
         if (environment.config.type === 'self_hosted')
           await enqueueSessionWork(db, {
@@ -562,6 +605,16 @@ async function sendBudget(client: Client, id: string, budget: ReturnType<typeof 
   }
 }
 
+/** A define_outcome is refused before anything of its send is delivered while another outcome is worked on. */
+async function assertNoActiveOutcome(client: Client, id: string): Promise<void> {
+  const { outcomes } = await liveStatus(client, id);
+  const active = outcomes?.find((o) => o.result === 'pending' || o.result === 'running' || o.result === 'evaluating');
+  if (active)
+    throw badRequest(
+      `events: outcome ${active.outcomeId} is still being worked on (${active.result}); a session works on one outcome at a time: send user.interrupt to end it, or wait until it is over`,
+    );
+}
+
 async function endSession(client: Client, id: string, reason: string): Promise<void> {
   try {
     await client.workflow.getHandle(id).signal(endSignal, { reason });
@@ -577,6 +630,7 @@ async function deliver(
   e: InboundEvent,
   toolUseId: string | undefined,
   feeds: SessionFeeds,
+  outcome?: OutcomeDefinition,
 ): Promise<Record<string, unknown>> {
   const now = new Date().toISOString();
   try {
@@ -587,6 +641,10 @@ async function deliver(
       }
       case 'user.interrupt':
         return { ...e, id: await interruptAck(client, feeds, sessionId), processed_at: now };
+      case 'user.define_outcome': {
+        const { seq } = await handle.executeUpdate(defineOutcomeUpdate, { args: [outcome!] });
+        return outcomeEcho(outcome!, eventId(sessionId, seq), now);
+      }
       case 'user.tool_confirmation': {
         const { seq } = await resolveToolUse(client, sessionId, {
           toolUseId: toolUseId!,

@@ -469,6 +469,12 @@ const MESSAGE_NOTES: Record<string, { args?: z.ZodType; returns?: string; about:
     about:
       "An interrupt with an acknowledgement: the seq of its `interrupted` event, the cut turn's or one appended at once when no turn runs (the API's `user.interrupt`). `seq` is null while a handover is in progress; that run appends it after `after` before handing over.",
   },
+  defineOutcome: {
+    args: messages.OutcomeDefinitionSchema,
+    returns: '{seq}',
+    about:
+      "An outcome to work toward (the API's `user.define_outcome`, its rubric a file's text when it was given as one): appends `outcome_defined` and gives the agent its task; the agent's work is graded after each turn ([outcomes](../guide/outcomes.md)). Refused while another outcome is being worked on, and in a sub-agent's session.",
+  },
   updateSession: {
     args: messages.SessionUpdateSchema,
     returns: '{seq}',

@@ -64,7 +64,7 @@ const MAX_EXPLANATION_CHARS = 4000;
 const clip = (s: string, n: number) => (s.length > n ? `${s.slice(0, n)}…` : s);
 
 /** An outcome a session was given (the defineOutcome update's argument; the API makes the id). */
-export const OutcomeDefinitionSchema = shared('outcomes.OutcomeDefinitionSchema', () =>
+export const OutcomeDefinitionSchema = shared('outcome-grading.OutcomeDefinitionSchema', () =>
   z
     .object({
       outcomeId: z.string().regex(/^outc_[A-Za-z0-9]{1,60}$/, 'outcomeId must be an outc_ id'),
@@ -89,7 +89,7 @@ export const OutcomeDefinitionSchema = shared('outcomes.OutcomeDefinitionSchema'
 export type OutcomeDefinition = z.infer<typeof OutcomeDefinitionSchema>;
 
 /** An outcome's state, carried from run to run; the rubric is dropped once the outcome is over. */
-export const OutcomeStateSchema = shared('outcomes.OutcomeStateSchema', () =>
+export const OutcomeStateSchema = shared('outcome-grading.OutcomeStateSchema', () =>
   z
     .object({
       outcomeId: z.string(),

@@ -115,6 +115,15 @@ export class Outcomes {
     return { seq: e.seq };
   }
 
+  /**
+   * A run that did not take over from a live one (woken after its run died, or forked) gives up the outcome its
+   * previous run was working on: `interrupted`, closing the evaluation that was open.
+   */
+  abandon(reason: string): void {
+    const o = this.active;
+    if (o) this.record(o, 'interrupted', reason, o.result === 'evaluating');
+  }
+
   /** A turn starts: a pending outcome is being worked on from now. */
   turnStarts(): void {
     const o = this.active;

@@ -116,6 +116,8 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     // A child whose run stopped mid-task does not pick the task up again: it ends and reports an error.
     if (parentRef) run.endNow('its run stopped before it answered');
   }
+  if (start === 'woken') outcomes.abandon('the run stopped before the outcome was reached');
+  if (start === 'forked') outcomes.abandon('the session was forked before the outcome was reached');
 
   for (;;) {
     const step = run.next();

@@ -9,6 +9,7 @@ import { startHarness, type Harness } from '../helpers/env';
 import { eventsUntil, sayTo, type ApiEvent } from '../helpers/sdk-session';
 import { graderScriptKey, isGraderRequest } from '../../src/dev/model-replies';
 import type { MockStep } from '../../src/dev/model-script';
+import { ONGOING_EVERY_MS } from '../../src/session/outcome-grading';
 
 let h: Harness;
 let api: TestApi;
@@ -27,6 +28,7 @@ afterAll(async () => {
   h?.mock.release('grader-hold');
   h?.mock.release('agent-hold');
   h?.mock.release('agent-hold-2');
+  h?.mock.release('grader-slow');
   await api?.stop();
   await h?.stop();
 });
@@ -368,4 +370,71 @@ it('refuses bad outcomes with a 400 naming the field, and a second one while one
   expect(await count()).toBe(sessions);
   await client.beta.sessions.events.send(id, { events: [{ type: 'user.interrupt' }] });
   h.mock.release('agent-hold-2');
+});
+
+// $1 per million input tokens and $5 per million output tokens: 10 000 in and 400 out cost 1.2 cents a call.
+const USAGE = { input_tokens: 10_000, output_tokens: 400, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 };
+const priced = (step: MockStep): MockStep => ({ ...step, reply: { ...step.reply!, usage: USAGE } });
+const budget = (amount: string) =>
+  ({
+    type: 'limit',
+    max_list_cost: { amount, currency: 'USD' },
+  }) as Anthropic.Beta.Sessions.BetaManagedAgentsBudgetLimit;
+
+it('counts the grader in the list cost and makes no grader call at or over the budget', async () => {
+  const spender = (await client.beta.agents.create({ name: 'spender', model: 'claude-haiku-4-5' })).id;
+  // Budget 2 cents: the agent's call (1.2) and the grader's (1.2) are both made below it, and both are counted.
+  const a = await client.beta.sessions.create({ agent: spender, environment_id: envId, budget: budget('2') });
+  h.mock.script(a.id, { steps: [priced(say('Waves'))] });
+  h.mock.script(graderScriptKey(a.id), { steps: [priced(verdict('SATISFIED', 'fine'))] });
+  await client.beta.sessions.events.send(a.id, { events: [outcome()] });
+  await eventsUntil(client, a.id, idleAfter(1));
+  let s = await client.beta.sessions.retrieve(a.id);
+  expect(s.outcome_evaluations[0].result).toBe('satisfied');
+  // 2.4 cents, in whole cents as the API reports it (the agent's call alone would be 1).
+  expect(s.usage.list_cost!.amount).toBe('2');
+  // Now at the budget: the next outcome's turn stops before its model call, and the outcome fails.
+  await client.beta.sessions.events.send(a.id, { events: [outcome()] });
+  const after = await eventsUntil(client, a.id, idleAfter(2));
+  expect(after.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: { type: 'budget_reached' } });
+  s = await client.beta.sessions.retrieve(a.id);
+  expect(s.outcome_evaluations[1]).toMatchObject({ result: 'failed', explanation: expect.stringMatching(/budget/) });
+  expect(agentCalls(a.id)).toHaveLength(1);
+  expect(graderCalls(a.id)).toHaveLength(1);
+
+  // Budget 1 cent: the agent's call reaches it, so the grader's is not made.
+  const b = await client.beta.sessions.create({ agent: spender, environment_id: envId, budget: budget('1') });
+  h.mock.script(b.id, { steps: [priced(say('Waves'))] });
+  await client.beta.sessions.events.send(b.id, { events: [outcome()] });
+  const events = await eventsUntil(client, b.id, idleAfter(1));
+  expect(starts(events)).toHaveLength(0);
+  expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: { type: 'budget_reached' } });
+  expect(graderCalls(b.id)).toHaveLength(0);
+  s = await client.beta.sessions.retrieve(b.id);
+  expect(s.outcome_evaluations[0]).toMatchObject({
+    result: 'failed',
+    explanation: "the session's budget was reached before the evaluation",
+  });
+});
+
+it('sends span.outcome_evaluation_ongoing while the grader runs', async () => {
+  const id = await session(
+    [say('Waves')],
+    [{ gate: 'grader-slow', reply: { content: [{ type: 'text', text: 'VERDICT: SATISFIED\nEXPLANATION: x' }] } }],
+  );
+  await client.beta.sessions.events.send(id, { events: [outcome()] });
+  const events = await eventsUntil(
+    client,
+    id,
+    (ev) => ev.some((e) => e.type === 'span.outcome_evaluation_ongoing'),
+    Math.ceil((ONGOING_EVERY_MS + 30_000) / 100),
+  );
+  const [start] = starts(events);
+  expect(events.find((e) => e.type === 'span.outcome_evaluation_ongoing')).toMatchObject({
+    outcome_id: start.outcome_id,
+    iteration: 0,
+  });
+  h.mock.release('grader-slow');
+  const done = await eventsUntil(client, id, idleAfter(1));
+  expect(ends(done).map((e) => e.result)).toEqual(['satisfied']);
 });

@@ -197,14 +197,14 @@ export class Outcomes {
       const model = this.p.agent.model;
       run.addUsage(graded.usage);
       const cost = budget.addCall(model, graded.usage);
-      const cost_ = { model, usage: graded.usage, ...(cost !== undefined ? { costNanoUsd: cost } : {}) };
+      const grader = { model, usage: graded.usage, ...(cost !== undefined ? { costNanoUsd: cost } : {}) };
       const iteration = o.iteration;
-      if (graded.verdict !== 'needs_revision') this.record(o, graded.verdict, graded.explanation, true, cost_);
+      if (graded.verdict !== 'needs_revision') this.record(o, graded.verdict, graded.explanation, true, grader);
       else if (iteration + 1 >= o.maxIterations) {
-        this.record(o, 'max_iterations_reached', graded.explanation, true, cost_);
+        this.record(o, 'max_iterations_reached', graded.explanation, true, grader);
         run.acceptHarnessMessage(lastIterationText(o.maxIterations, graded.explanation));
       } else {
-        this.record(o, 'needs_revision', graded.explanation, true, cost_);
+        this.record(o, 'needs_revision', graded.explanation, true, grader);
         run.acceptHarnessMessage(revisionText(iteration, graded.explanation));
       }
     }

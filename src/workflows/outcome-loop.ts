@@ -137,8 +137,14 @@ export class Outcomes {
    */
   async afterTurn(from: number, end: TurnEnd): Promise<void> {
     const o = this.active;
-    if (!o || o.result === 'pending' || end.kind === 'handover' || !patched('outcomes')) return;
+    if (!o || end.kind === 'handover' || !patched('outcomes')) return;
     const { run } = this.p;
+    // Defined during this turn (while it waited on an approval, say): the turn's later model calls read the task,
+    // so its end is graded; unless the task is still unread, and the next turn starts on it.
+    if (o.result === 'pending') {
+      if (run.hasInput() && run.endReason === undefined) return;
+      o.result = 'running';
+    }
     if (run.endReason !== undefined) return this.record(o, 'interrupted', 'the session ended', false);
     let last: SessionEvent | undefined;
     for (let i = run.events.length - 1; i >= 0 && run.events[i].seq >= from; i--)
@@ -158,11 +164,10 @@ export class Outcomes {
         );
       case 'budget_reached':
         return this.record(o, 'failed', "the session's budget was reached before the work was done", false);
-      case 'end_turn':
+      default:
+        // The turn ended on its own (end_turn, or a reply that named no tool to call).
         if (run.hasInput()) return;
         return this.evaluate(o);
-      default:
-        return;
     }
   }
 

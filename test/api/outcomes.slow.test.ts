@@ -438,3 +438,33 @@ it('sends span.outcome_evaluation_ongoing while the grader runs', async () => {
   const done = await eventsUntil(client, id, idleAfter(1));
   expect(ends(done).map((e) => e.result)).toEqual(['satisfied']);
 });
+
+it('grades an outcome defined while a turn waits, at the end of that turn, which read it', async () => {
+  const asker = (
+    await client.beta.agents.create({
+      name: 'asker',
+      model: 'claude-test',
+      tools: [{ type: 'custom', name: 'ask_user', description: 'Asks the user.', input_schema: { type: 'object' } }],
+    })
+  ).id;
+  const s = await client.beta.sessions.create({ agent: asker, environment_id: envId });
+  h.mock.script(s.id, {
+    steps: [{ reply: { content: [{ type: 'tool_use', name: 'ask_user', input: {} }] } }, say('Waves')],
+  });
+  h.mock.script(graderScriptKey(s.id), { steps: [verdict('SATISFIED', 'fine')] });
+  await sayTo(client, s.id, 'hello');
+  const waiting = await eventsUntil(client, s.id, (ev) => ev.some((e) => e.type === 'agent.custom_tool_use'));
+  const use = waiting.find((e) => e.type === 'agent.custom_tool_use')!;
+  await client.beta.sessions.events.send(s.id, { events: [outcome()] });
+  expect((await client.beta.sessions.retrieve(s.id)).outcome_evaluations[0].result).toBe('pending');
+  await client.beta.sessions.events.send(s.id, {
+    events: [{ type: 'user.custom_tool_result', custom_tool_use_id: use.id, content: [{ type: 'text', text: 'ok' }] }],
+  });
+  const events = await eventsUntil(client, s.id, (ev) =>
+    ev.some((e) => e.type === 'session.status_idle' && e.stop_reason.type === 'end_turn'),
+  );
+  expect(ends(events).map((e) => e.result)).toEqual(['satisfied']);
+  expect(agentCalls(s.id)).toHaveLength(2);
+  expect(bodyText(agentCalls(s.id)[1].body)).toContain('Write a haiku about the sea.');
+  expect((await client.beta.sessions.retrieve(s.id)).outcome_evaluations[0].result).toBe('satisfied');
+});

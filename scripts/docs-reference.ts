@@ -117,6 +117,14 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
     "The turn in flight was stopped (`agents interrupt`, the `interrupt` signal), or, through the `interruptAck` update (the API's `user.interrupt`), an interrupt arrived while no turn ran.",
   session_updated:
     '`sessions.update` changed the title (`title`), set metadata (`metadata`, the whole new bag) or changed the budget (`budget`, in cents; null: removed); the API shows it as `session.updated`.',
+  outcome_defined:
+    "A `user.define_outcome` (the API's event): the agent works toward `description`, which it is given as a harness `user_message` right after, graded against `rubric` (a file rubric's text, read when it was sent; `rubricFileId` names the file) for at most `maxIterations` evaluations ([outcomes](../guide/outcomes.md)).",
+  outcome_evaluation_started:
+    'The grader starts evaluation `iteration` (0-indexed) of outcome `outcomeId`, after a turn of the agent ended; the API shows it as `span.outcome_evaluation_start`.',
+  outcome_evaluation_ongoing:
+    'The grader of evaluation `iteration` still runs (every 30 s); the API shows it as `span.outcome_evaluation_ongoing`.',
+  outcome_evaluated:
+    "Evaluation `iteration` of outcome `outcomeId` ended with `result`: `needs_revision` (the `explanation` goes to the agent and it works again), `satisfied`, `max_iterations_reached` (one last turn acknowledges it), `failed` (the grader's verdict, the grader failing past its attempts, or the agent's turn failing) or `interrupted`. `evaluated` is false when the outcome ended with no evaluation running; `model`, `usage` and `costNanoUsd` are the grader's. The API shows it as `span.outcome_evaluation_end`.",
   budget_reached:
     "A turn stopped before a model call: the session's list cost `costNanoUsd` (billionths of a US dollar) had reached `budget` (cents), or a model with no price had been called (`unpriced`). No model call is made until the budget is raised or removed; the API shows it as `session.status_idle` with `stop_reason: budget_reached` ([budgets](../guide/model-calls.md#budgets)).",
   error:
@@ -468,6 +476,12 @@ const MESSAGE_NOTES: Record<string, { args?: z.ZodType; returns?: string; about:
     returns: '{seq, after}',
     about:
       "An interrupt with an acknowledgement: the seq of its `interrupted` event, the cut turn's or one appended at once when no turn runs (the API's `user.interrupt`). `seq` is null while a handover is in progress; that run appends it after `after` before handing over.",
+  },
+  defineOutcome: {
+    args: messages.OutcomeDefinitionSchema,
+    returns: '{seq}',
+    about:
+      "An outcome to work toward (the API's `user.define_outcome`, its rubric a file's text when it was given as one): appends `outcome_defined` and gives the agent its task; the agent's work is graded after each turn ([outcomes](../guide/outcomes.md)). Refused while another outcome is being worked on, and in a sub-agent's session.",
   },
   updateSession: {
     args: messages.SessionUpdateSchema,

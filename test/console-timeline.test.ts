@@ -187,3 +187,57 @@ it('writes file sizes as people read them', () => {
     '3.0 GB',
   ]);
 });
+
+it('shows an outcome and its evaluations as markers, idle only once the outcome is over', () => {
+  const reply = (text: string): Draft => ({
+    type: 'assistant_message',
+    content: [{ type: 'text', text }],
+    stopReason: 'end_turn',
+    usage,
+  });
+  const o = 'outc_1';
+  const events = api(
+    started,
+    { type: 'outcome_defined', outcomeId: o, description: 'Write a haiku', rubric: 'three lines', maxIterations: 2 },
+    { type: 'user_message', text: 'Write a haiku', source: 'harness' },
+    reply('one line'),
+    { type: 'outcome_evaluation_started', outcomeId: o, iteration: 0 },
+    { type: 'outcome_evaluation_ongoing', outcomeId: o, iteration: 0 },
+    {
+      type: 'outcome_evaluated',
+      outcomeId: o,
+      iteration: 0,
+      result: 'needs_revision',
+      explanation: 'only one line',
+      evaluated: true,
+      model: 'm',
+      usage,
+    },
+    { type: 'user_message', text: 'revise', source: 'harness' },
+    reply('three\nlines\nnow'),
+    { type: 'outcome_evaluation_started', outcomeId: o, iteration: 1 },
+    { type: 'outcome_evaluated', outcomeId: o, iteration: 1, result: 'satisfied', explanation: 'ok', evaluated: true },
+  );
+  // The projection: the session runs from the definition to the last verdict, and goes idle once.
+  expect(events.filter((e) => e.type.startsWith('session.status')).map((e) => e.type)).toEqual([
+    'session.status_running',
+    'session.status_idle',
+  ]);
+  expect(events.at(-1)).toMatchObject({ type: 'session.status_idle', stop_reason: { type: 'end_turn' } });
+  const starts = events.filter((e) => e.type === 'span.outcome_evaluation_start');
+  expect(events.filter((e) => e.type === 'span.outcome_evaluation_end')).toMatchObject([
+    { iteration: 0, result: 'needs_revision', outcome_evaluation_start_id: starts[0].id },
+    { iteration: 1, result: 'satisfied', outcome_evaluation_start_id: starts[1].id },
+  ]);
+  const t = new Timeline();
+  t.push(events);
+  const markers = t.items.flatMap((i) => (i.kind === 'marker' ? [i.text] : []));
+  expect(markers).toEqual([
+    'Outcome: Write a haiku',
+    'Evaluation 1: grading the work',
+    'Evaluation 1: needs revision',
+    'Evaluation 2: grading the work',
+    'Evaluation 2: satisfied',
+  ]);
+  expect(t.items.some((i) => i.kind === 'other')).toBe(false);
+});

@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config';
 import { startGitServer } from './helpers/git-server';
 import { startTrackerServer } from './helpers/mcp-server';
 import {
+  defineOutcomeUpdate,
   endSignal,
   getFileUpdate,
   interruptUpdate,
@@ -41,7 +42,7 @@ import {
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { forkSession, wakeSession } from '../src/session-ops';
-import { judgeScriptKey } from '../src/dev/model-replies';
+import { graderScriptKey, judgeScriptKey } from '../src/dev/model-replies';
 import { childSessionId } from '../src/workflows/subagents';
 import { spawn, turn } from './helpers/subagents';
 
@@ -758,6 +759,66 @@ record('records a session that stops at its budget, is raised, and goes on', asy
     await h.stop();
   }
 });
+
+record(
+  'records outcomes: one graded across a handover, its grader retried, revised once and satisfied; one interrupted while graded',
+  async () => {
+    const h = await startHarness();
+    try {
+      const id = 'recorded-outcome';
+      fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+      const handle = await startSession(h, {
+        id,
+        agent: { tools: ['session_events'], sandboxes: {}, limits: { historyEvents: 100 } },
+      });
+      const say = (text: string) => ({ reply: { content: [{ type: 'text' as const, text }] } });
+      const verdict = (v: string, explanation: string) => say(`VERDICT: ${v}\nEXPLANATION: ${explanation}`);
+      // The first turn's tool rounds outgrow the run's history: it hands over mid-turn, and the next run grades.
+      const reads = Array.from({ length: 14 }, (_, i) => toolStep('session_events', { from: i, limit: 1 }));
+      h.mock.script(id, { steps: [...reads, say('Waves'), say('Waves\nsalt wind on the shore'), say('a second try')] });
+      h.mock.script(graderScriptKey(id), {
+        steps: [
+          { status: 500 },
+          verdict('NEEDS_REVISION', 'one line only'),
+          verdict('SATISFIED', 'recorded'),
+          { gate: 'recorded-grader', ...verdict('SATISFIED', 'never seen') },
+        ],
+      });
+      const outcome = (n: number) => ({
+        outcomeId: `outc_recorded${n}`,
+        description: 'Write a haiku about the sea.',
+        rubric: 'Three lines about the sea.',
+        maxIterations: 3,
+      });
+      await handle.executeUpdate(defineOutcomeUpdate, { args: [outcome(1)] });
+      const live = h.env.client.workflow.getHandle(id);
+      const resultOf = async (n: number) => (await live.query(statusQuery)).outcomes?.[n]?.result;
+      const until = async (n: number, result: string) => {
+        for (let i = 0; (await resultOf(n)) !== result; i++) {
+          if (i >= 600) throw new Error(`outcome ${n} never became ${result}`);
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      };
+      await until(0, 'satisfied');
+      await live.executeUpdate(defineOutcomeUpdate, { args: [outcome(2)] });
+      await until(1, 'evaluating');
+      await live.executeUpdate(interruptUpdate, { args: [{ reason: 'recorded' }] });
+      await until(1, 'interrupted');
+      h.mock.release('recorded-grader');
+      await live.signal(endSignal, { reason: 'recorded' });
+      await live.result();
+      const runs = await runsOf(h.env.client, id);
+      if (runs.length < 2) throw new Error('the outcome did not span a handover');
+      for (const [i, run] of runs.entries()) {
+        const file = path.join(DIR, `outcome-run-${i + 1}.json`);
+        if (!fs.existsSync(file))
+          fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
+      }
+    } finally {
+      await h.stop();
+    }
+  },
+);
 
 async function main(): Promise<void> {
   const only = process.argv.slice(2);

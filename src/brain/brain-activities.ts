@@ -19,6 +19,13 @@ import {
   parseJudgement,
   type Judgement,
 } from '../session/judge';
+import {
+  GRADER_SYSTEM,
+  graderRequestText,
+  graderTranscript,
+  parseVerdict,
+  type Verdict,
+} from '../session/outcome-grading';
 import { eventsDigest } from '../session/digest';
 import type { ToolSpec } from '../tools/kind';
 import { parseSessionEvents, sliceOutcome } from '../tools/session-events';
@@ -63,6 +70,23 @@ export interface JudgeToolUseInput {
 export interface JudgeToolUseResult extends Judgement {
   /** The judge's model usage; absent when no reply came. */
   usage?: Usage;
+}
+
+/** One evaluation of an outcome (src/session/outcomes.ts): the grader reads the conversation since it was defined. */
+export interface GradeOutcomeInput {
+  sessionId: string;
+  /** The outcome's outcome_defined event, and the last event of the turn being graded. */
+  fromSeq: number;
+  throughSeq: number;
+  model: string;
+  outcome: { description: string; rubric: string };
+  streamIdleMs?: number;
+}
+
+export interface GradeOutcomeResult {
+  verdict: Verdict;
+  explanation: string;
+  usage: Usage;
 }
 
 export interface CompactInput extends CallModelInput {
@@ -118,6 +142,8 @@ const DEFAULT_STREAM_IDLE_MS = 120_000;
 export const DEFAULT_JUDGE_TIMEOUT_MS = 60_000;
 /** How many events before the call a judge reads, at most. */
 const JUDGE_CONTEXT_EVENTS = 40;
+/** How many events of the work a grader reads, at most (the latest ones). */
+const GRADER_CONTEXT_EVENTS = 400;
 
 export function createActivities(deps: ActivityDeps) {
   /**
@@ -320,6 +346,46 @@ export function createActivities(deps: ActivityDeps) {
       } finally {
         clearTimeout(timer);
       }
+    },
+
+    /**
+     * Grades an outcome's work against its rubric with a model call of its own. An answer out of format is the
+     * verdict `failed` (with the usage it cost); a model error fails the attempt, and the workflow records `failed`
+     * once the attempts are spent.
+     */
+    async gradeOutcome(input: GradeOutcomeInput): Promise<GradeOutcomeResult> {
+      await unstick(Context.current());
+      const from = Math.max(input.fromSeq, input.throughSeq + 1 - GRADER_CONTEXT_EVENTS);
+      const events = await readEvents(deps.log.inner, input.sessionId, from, input.throughSeq + 1 - from);
+      const reply = await stream(
+        {
+          sessionId: input.sessionId,
+          model: input.model,
+          system: [GRADER_SYSTEM],
+          messages: [
+            {
+              role: 'user',
+              content: [{ type: 'text', text: graderRequestText(input.outcome, graderTranscript(events)) }],
+            },
+          ],
+          tools: [],
+          maxTokens: 2000,
+          cache: false,
+        },
+        input.streamIdleMs,
+      );
+      const text = reply.content
+        .filter((b) => b.type === 'text')
+        .map((b) => String(b.text))
+        .join('\n');
+      const parsed = parseVerdict(text);
+      return parsed
+        ? { ...parsed, usage: reply.usage }
+        : {
+            verdict: 'failed',
+            explanation: `the grader answered out of format: ${JSON.stringify(text.slice(0, 200))}`,
+            usage: reply.usage,
+          };
     },
 
     /** Summarises events window.fromSeq .. cutSeq-1 (and the previous summary) with one model call. */

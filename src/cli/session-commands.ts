@@ -273,6 +273,11 @@ export function statusCommand(program: Command): void {
         );
         // The list cost the session counts itself (sub-agents' included), at the prices it was started with.
         if (status.listCost) out(`list cost: ${spendLine(status.listCost)}`);
+        // Each outcome (user.define_outcome): where it stands, at which evaluation, and the grader's latest word.
+        for (const o of status.outcomes ?? [])
+          out(
+            `outcome ${o.outcomeId}: ${o.result}, evaluation ${o.iteration + 1} of at most ${o.maxIterations}${o.explanation ? ` (${o.explanation.replace(/\s+/g, ' ').slice(0, 200)})` : ''}`,
+          );
         out(`model replies: ${stats.modelReplies}; tool calls: ${stats.toolCalls}`);
         out(`tool errors: ${stats.toolErrors} (the tool failed)`);
         out(`infra errors: ${stats.infraErrors} (a sandbox, host or MCP server failed)`);

@@ -1,6 +1,7 @@
 // The local server's built-in replies: a summariser for compaction calls and a brain that is deterministic in the conversation.
 import { COMPACTION_MARKER } from '../session/context-builder';
 import { JUDGE_MARKER, judgedCall, offlineJudgement } from '../session/judge';
+import { GRADER_MARKER, gradedParts, offlineVerdict } from '../session/outcome-grading';
 import { blocksOf, combineTurns, type Msg } from './request-checks';
 import type { MockBlock } from './model-script';
 import { lostToInfrastructure } from '../session/model-sentences';
@@ -34,6 +35,29 @@ export function judgeReply(body: Record<string, unknown>): { content: MockBlock[
     .join('\n');
   const call = judgedCall(text);
   const answer = call ? offlineJudgement(call) : 'DECISION: ASK\nREASON: the request names no tool call.';
+  return { content: [{ type: 'text', text: answer }], stopReason: 'end_turn' };
+}
+
+/** A grader call of an outcome (src/session/outcome-grading.ts). */
+export function isGraderRequest(body: Record<string, unknown>): boolean {
+  return systemText(body).startsWith(GRADER_MARKER);
+}
+
+/**
+ * Where the steps for a session's grader calls are scripted (`script(graderScriptKey(id), ...)`): grader calls take
+ * them, and leave the session's own script alone. With none left, the built-in grader answers.
+ */
+export const graderScriptKey = (sessionId: string) => `grader:${sessionId}`;
+
+/** The built-in grader: every "quoted" phrase of the rubric must be in what the agent wrote (offlineVerdict). */
+export function graderReply(body: Record<string, unknown>): { content: MockBlock[]; stopReason: string } {
+  const text = blocksOf((body.messages as Msg[])[0])
+    .map((b) => String(b.text ?? ''))
+    .join('\n');
+  const parts = gradedParts(text);
+  const answer = parts
+    ? offlineVerdict(parts)
+    : 'VERDICT: FAILED\nEXPLANATION: the request holds no rubric and transcript to grade.';
   return { content: [{ type: 'text', text: answer }], stopReason: 'end_turn' };
 }
 

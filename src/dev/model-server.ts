@@ -14,6 +14,9 @@ import {
   isJudgeRequest,
   judgeReply,
   judgeScriptKey,
+  graderReply,
+  graderScriptKey,
+  isGraderRequest,
 } from './model-replies';
 import {
   completeReply,
@@ -138,7 +141,11 @@ export class MockModelServer {
     const compaction = isCompactionRequest(body);
     // Judge calls of the `auto` policy take their own script's steps, else the built-in judge answers.
     const judge = !compaction && isJudgeRequest(body);
-    const step: MockStep = compaction ? {} : this.scripts.next(judge ? judgeScriptKey(sessionId) : sessionId);
+    // So do an outcome's grader calls (`grader:<session id>`, else the built-in grader).
+    const grader = !compaction && !judge && isGraderRequest(body);
+    const step: MockStep = compaction
+      ? {}
+      : this.scripts.next(judge ? judgeScriptKey(sessionId) : grader ? graderScriptKey(sessionId) : sessionId);
     this.inFlightCount++;
     try {
       const delay = step.firstByteDelayMs ?? script?.firstByteDelayMs ?? 0;
@@ -162,7 +169,9 @@ export class MockModelServer {
           ? compactionReply(body)
           : judge
             ? judgeReply(body)
-            : defaultReply(body, { reissueLostTools: this.reissueLostTools }));
+            : grader
+              ? graderReply(body)
+              : defaultReply(body, { reissueLostTools: this.reissueLostTools }));
       record.status = 200;
       await this.sendMessage(
         res,

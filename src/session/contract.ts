@@ -7,6 +7,12 @@ import { UsageSchema, type Usage } from './usage';
 import { ListCostStateSchema, MoneySchema, type Money } from './list-cost';
 import { HandoffSandboxInputSchema } from '../tools/handoff-sandbox';
 import { shared } from './shared';
+import {
+  OutcomeDefinitionSchema,
+  OutcomeStateSchema,
+  type OutcomeDefinition,
+  type OutcomeState,
+} from './outcome-grading';
 
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
 
@@ -100,7 +106,11 @@ export interface SessionStatus {
    * budget stops model calls now. Absent where the session counts no cost (started without prices).
    */
   listCost?: { costNanoUsd: number; budget?: Money; reached: boolean };
+  /** Every outcome the session was given (`user.define_outcome`), in order; absent when it has none. */
+  outcomes?: OutcomeStatus[];
 }
+/** An outcome's state as the status query reports it (the rubric left out). */
+export type OutcomeStatus = Omit<OutcomeState, 'rubric' | 'definedSeq'>;
 
 /** `resolveToolUse`: approve or deny a pending approval. */
 export const ResolveToolUseSchema = shared('contract.ResolveToolUseSchema', () =>
@@ -308,6 +318,8 @@ export const CarrySchema = shared('contract.CarrySchema', () =>
       subagentUsage: UsageSchema.optional(),
       /** The list cost counted so far, the prices it is counted with and the budget (src/session/list-cost.ts). */
       listCost: ListCostStateSchema.optional(),
+      /** The session's outcomes (src/session/outcomes.ts); absent when it has none. */
+      outcomes: z.array(OutcomeStateSchema).optional(),
     })
     .strict(),
 );
@@ -370,6 +382,12 @@ export const SessionUpdateSchema = shared('contract.SessionUpdateSchema', () =>
     .strict(),
 );
 export type SessionUpdate = z.infer<typeof SessionUpdateSchema>;
+/**
+ * A `user.define_outcome`: the agent works toward it and is graded after each turn. Answers with the seq of its
+ * outcome_defined event; refused while another outcome is being worked on, and in a sub-agent's session.
+ */
+export const defineOutcomeUpdate = defineUpdate<{ seq: number }, [OutcomeDefinition]>('defineOutcome');
+export { OutcomeDefinitionSchema };
 export const updateSessionUpdate = defineUpdate<{ seq: number }, [SessionUpdate]>('updateSession');
 export const eventsQuery = defineQuery<EventsPage, [EventsQueryArgs?]>('events');
 export const statusQuery = defineQuery<SessionStatus>('status');

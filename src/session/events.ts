@@ -262,6 +262,60 @@ export const ModelRetryStartedEventSchema = shared('events.ModelRetryStartedEven
     attempt: z.number().int().positive(),
   }),
 );
+/**
+ * A `user.define_outcome`: the agent works toward `description` (given to it as a harness message after this
+ * event), graded against `rubric` (a file rubric's content, read when it was sent) for at most `maxIterations`
+ * evaluations.
+ */
+export const OutcomeDefinedEventSchema = shared('events.OutcomeDefinedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('outcome_defined'),
+    outcomeId: z.string(),
+    description: z.string(),
+    rubric: z.string(),
+    rubricFileId: z.string().optional(),
+    maxIterations: z.number().int().positive(),
+  }),
+);
+/** The grader starts evaluation `iteration` (0-indexed) of outcome `outcomeId`. */
+export const OutcomeEvaluationStartedEventSchema = shared('events.OutcomeEvaluationStartedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('outcome_evaluation_started'),
+    outcomeId: z.string(),
+    iteration: z.number().int().nonnegative(),
+  }),
+);
+/** The grader of evaluation `iteration` is still running (a heartbeat). */
+export const OutcomeEvaluationOngoingEventSchema = shared('events.OutcomeEvaluationOngoingEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('outcome_evaluation_ongoing'),
+    outcomeId: z.string(),
+    iteration: z.number().int().nonnegative(),
+  }),
+);
+/**
+ * Evaluation `iteration` of outcome `outcomeId` ended with `result` (src/session/outcomes.ts); `needs_revision` is
+ * followed by another iteration, the others end the outcome. Recorded also when the outcome ends with no evaluation
+ * running (an interrupt or a failed turn while the agent worked): `evaluated` is false then. The grader's model,
+ * usage and list cost, when a reply came.
+ */
+export const OutcomeEvaluatedEventSchema = shared('events.OutcomeEvaluatedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('outcome_evaluated'),
+    outcomeId: z.string(),
+    iteration: z.number().int().nonnegative(),
+    result: z.enum(['satisfied', 'needs_revision', 'max_iterations_reached', 'failed', 'interrupted']),
+    explanation: z.string(),
+    evaluated: z.boolean(),
+    model: z.string().optional(),
+    usage: UsageSchema.optional(),
+    costNanoUsd: z.number().int().nonnegative().optional(),
+  }),
+);
 export const SessionEndedEventSchema = shared('events.SessionEndedEventSchema', () =>
   z.object({ ...base, type: z.literal('session_ended'), reason: z.string() }),
 );
@@ -289,6 +343,10 @@ export const SessionEventSchema = shared('events.SessionEventSchema', () =>
     BudgetReachedEventSchema,
     ModelRetryScheduledEventSchema,
     ModelRetryStartedEventSchema,
+    OutcomeDefinedEventSchema,
+    OutcomeEvaluationStartedEventSchema,
+    OutcomeEvaluationOngoingEventSchema,
+    OutcomeEvaluatedEventSchema,
     SessionEndedEventSchema,
   ]),
 );

@@ -64,6 +64,11 @@ export const Failure = {
     Stream: 'ModelError.Stream',
     Timeout: 'ModelError.Timeout',
   },
+  Outcome: {
+    Active: 'OutcomeError.Active',
+    Invalid: 'OutcomeError.Invalid',
+    Refused: 'OutcomeError.Refused',
+  },
   Sandbox: {
     Denied: 'SandboxError.Denied',
     Lost: 'SandboxError.Lost',

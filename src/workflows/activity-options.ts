@@ -47,6 +47,9 @@ export function sessionActivities(limits: Agent['limits']) {
     heartbeatTimeout: limits.modelHeartbeatTimeoutMs,
     retry: { ...modelRetry, maximumAttempts: Math.min(limits.modelRetry.maxAttempts, 3) },
   });
+  // The grader of an outcome: a model call on the brain queue, tried as often as the judge; past its attempts the
+  // outcome is `failed` and the session goes on.
+  const grader = judge;
   const provisioner = (taskQueue: string) =>
     proxyActivities<HandsActivities>({
       taskQueue,
@@ -87,7 +90,7 @@ export function sessionActivities(limits: Agent['limits']) {
     startToCloseTimeout: '2 minutes',
     retry: { maximumAttempts: 8, initialInterval: 500, maximumInterval: 5000 },
   });
-  return { model, localModel, loggedRetries, judge, provisioner, onHost, mcp, archive };
+  return { model, localModel, loggedRetries, judge, grader, provisioner, onHost, mcp, archive };
 }
 
 export type SessionActivities = ReturnType<typeof sessionActivities>;

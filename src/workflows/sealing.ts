@@ -11,6 +11,7 @@ import type { Budget } from './budget';
 import { failureMessage } from './failures';
 import type { Handoff } from './handoff';
 import type { McpTools } from './mcp-tools';
+import type { Outcomes } from './outcome-loop';
 import type { SandboxSlots } from './sandbox-slots';
 import type { SessionRun } from './session-run';
 import { childAnswer, reportToParent, type Subagents } from './subagents';
@@ -25,6 +26,8 @@ export interface SealingParts {
   handoff: Handoff;
   subagents: Subagents;
   budget: Budget;
+  /** The session's outcomes, which the next run carries on with. */
+  outcomes: Pick<Outcomes, 'carry'>;
 }
 
 export class Sealing {
@@ -46,6 +49,7 @@ export class Sealing {
   carry(inTurn?: { round: number }): Carry {
     const { run, gate, slots, mcpTools, subagents, budget } = this.p;
     const listCost = budget.carry();
+    const outcomes = this.p.outcomes.carry();
     return run.toCarry({
       inTurn: inTurn ? { ...inTurn, ...(gate.carry() ? { tools: gate.carry() } : {}) } : undefined,
       ...slots.carry(),
@@ -53,6 +57,7 @@ export class Sealing {
       openToolUses: this.unansweredToolUses(),
       ...subagents.snapshot(),
       ...(listCost ? { listCost } : {}),
+      ...(outcomes ? { outcomes } : {}),
     });
   }
 

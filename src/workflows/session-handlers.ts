@@ -26,6 +26,7 @@ import {
   userMessageSignal,
   type Carry,
 } from '../session/contract';
+import type { Outcomes } from './outcome-loop';
 import type { SessionRun } from './session-run';
 import type { SandboxSlots } from './sandbox-slots';
 import type { Subagents } from './subagents';
@@ -39,6 +40,7 @@ export interface SessionParts {
   handoff: Handoff;
   subagents: Subagents;
   budget: Budget;
+  outcomes: Outcomes;
   /** The Carry a handover would give the next run now. */
   carry: (inTurn?: { round: number }) => Carry;
 }
@@ -135,6 +137,7 @@ export function registerSessionHandlers(p: SessionParts): void {
   );
 
   gate.register();
+  p.outcomes.register();
 
   setHandler(interruptSignal, (raw) => {
     const parsedReason = ReasonSchema.safeParse(raw ?? {});
@@ -215,5 +218,6 @@ export function registerSessionHandlers(p: SessionParts): void {
     subagents: subagents.status(),
     pending: gate.pending(),
     ...(budget.tracking ? { listCost: budget.status() } : {}),
+    ...(p.outcomes.status() ? { outcomes: p.outcomes.status() } : {}),
   }));
 }

@@ -342,6 +342,13 @@ export class SessionRun {
     return event.seq;
   }
 
+  /** Appends a message the harness writes to the model (an outcome's task or feedback): input a turn answers. */
+  acceptHarnessMessage(text: string): number {
+    const event = this.append({ type: 'user_message', text, source: 'harness' });
+    this._lastUserSeq = event.seq;
+    return event.seq;
+  }
+
   addUsage(u: Usage): void {
     this.usage.inputTokens += u.inputTokens;
     this.usage.outputTokens += u.outputTokens;

@@ -17,6 +17,7 @@ import { judgeCall } from './judge-call';
 import { Handoff } from './handoff';
 import { McpTools } from './mcp-tools';
 import { ModelCaller } from './model-caller';
+import { Outcomes } from './outcome-loop';
 import { openRun } from './run-start';
 import { SandboxSlots } from './sandbox-slots';
 import { Sealing } from './sealing';
@@ -79,7 +80,8 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
       return judged;
     },
   });
-  const sealing = new Sealing({ agent, run, archive, slots, mcpTools, gate, handoff, subagents, budget });
+  const outcomes = new Outcomes({ agent, run, acts, budget, carried: carried?.outcomes });
+  const sealing = new Sealing({ agent, run, archive, slots, mcpTools, gate, handoff, subagents, budget, outcomes });
 
   // Before any handler is registered: input that arrived with the start is delivered when its handler is set.
   await openRun({ input, agent, run, handoff, budget });
@@ -96,6 +98,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     handoff,
     subagents,
     budget,
+    outcomes,
     carry: (inTurn) => sealing.carry(inTurn),
   });
   // Built after the handlers: ModelCaller asks patched('model-local-activity') as it is built, in history's order.
@@ -113,6 +116,8 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     // A child whose run stopped mid-task does not pick the task up again: it ends and reports an error.
     if (parentRef) run.endNow('its run stopped before it answered');
   }
+  if (start === 'woken') outcomes.abandon('the run stopped before the outcome was reached');
+  if (start === 'forked') outcomes.abandon('the session was forked before the outcome was reached');
 
   for (;;) {
     const step = run.next();
@@ -120,9 +125,12 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
       case 'wait':
         await slots.idleUntil(() => run.hasInput());
         break;
-      case 'turn':
-        await turn.run(step.round);
+      case 'turn': {
+        const from = run.nextSeq();
+        outcomes.turnStarts();
+        await outcomes.afterTurn(from, await turn.run(step.round));
         break;
+      }
       case 'handover':
         await sealing.handOver(step.inTurn);
         break;

@@ -30,8 +30,8 @@ export interface TurnParts {
 export class Turn {
   constructor(private readonly p: TurnParts) {}
 
-  /** Runs a turn from `startRound`; a cut turn closes its open calls and records the interrupt. */
-  async run(startRound: number): Promise<void> {
+  /** Runs a turn from `startRound`; a cut turn closes its open calls and records the interrupt. Says how it ended. */
+  async run(startRound: number): Promise<TurnEnd> {
     const { run, sealing } = this.p;
     const turn = run.beginTurn();
     let end: TurnEnd = { kind: 'idle' };
@@ -46,6 +46,7 @@ export class Turn {
       run.turnCut(turn);
     }
     run.finishTurn(end);
+    return end;
   }
 
   /** The turn's rounds from `startRound`, until the model stops calling tools or the run should hand over first. */

@@ -16,6 +16,9 @@ import {
   isJudgeRequest,
   judgeReply,
   judgeScriptKey,
+  graderReply,
+  graderScriptKey,
+  isGraderRequest,
 } from '../../src/dev/model-replies';
 import { completeReply, Gates, type MockBlock, type MockStep } from '../../src/dev/model-script';
 import type { ContentBlock, Usage } from '../../src/session/events';
@@ -197,6 +200,13 @@ export class ScriptedModel implements ModelClient {
       return judged && (judged.reply || judged.error || judged.status !== undefined || judged.gate !== undefined)
         ? { reply: judgeReply(call.body), ...judged }
         : { reply: judgeReply(call.body) };
+    }
+    // A grader call of an outcome: likewise, its own script (`graderScriptKey`), else the built-in grader.
+    if (isGraderRequest(call.body)) {
+      const graded = this.scripts.get(graderScriptKey(call.sessionId))?.shift();
+      return graded && (graded.reply || graded.error || graded.status !== undefined || graded.gate !== undefined)
+        ? { reply: graderReply(call.body), ...graded }
+        : { reply: graderReply(call.body) };
     }
     const step = this.scripts.get(call.sessionId)?.shift();
     if (step && (step.reply || step.error || step.status !== undefined)) return step;

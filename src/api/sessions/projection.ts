@@ -105,6 +105,10 @@ export class SessionProjector {
   /** Calls under `auto` not shown yet: their `agent.*_tool_use` goes out with their judgement. */
   private readonly held = new Map<string, HeldUse>();
   private running = false;
+  /** An outcome is being worked on: the agent's turns end without going idle until it is over. */
+  private outcomeActive = false;
+  /** The `span.outcome_evaluation_start` id of each outcome's evaluation in progress. */
+  private readonly evaluationStarts = new Map<string, string>();
   private nextSeq = 0;
   /** The session's usage so far, as `sessions.retrieve` reports it: every model request's, its children's included. */
   private readonly usage = { input: 0, output: 0, cacheRead: 0, cacheCreation: 0, cacheCreation1h: 0 };
@@ -315,7 +319,8 @@ export class SessionProjector {
         this.addUsage(e.usage);
         this.addCost(e.costNanoUsd);
         out.push(this.usageEvent(id(USAGE_PART), at));
-        if (turnEnd(e) === 'end_turn' && this.waiting.size === 0) this.idle(e, 3, 'end_turn', out);
+        if (turnEnd(e) === 'end_turn' && this.waiting.size === 0 && !this.outcomeActive)
+          this.idle(e, 3, 'end_turn', out);
         break;
       }
       case 'tool_use': {
@@ -519,6 +524,78 @@ export class SessionProjector {
         if (e.usage) this.addUsage(e.usage);
         this.addCost(e.costNanoUsd);
         break;
+      case 'outcome_defined':
+        // A file rubric is shown resolved to its text, as the hosted API does.
+        out.push({
+          type: 'user.define_outcome',
+          id: id(),
+          processed_at: at,
+          outcome_id: e.outcomeId,
+          description: e.description,
+          rubric: { type: 'text', content: e.rubric },
+          max_iterations: e.maxIterations,
+        });
+        this.outcomeActive = true;
+        this.startTurn(e, 1, out);
+        break;
+      case 'outcome_evaluation_started':
+        this.evaluationStarts.set(e.outcomeId, id());
+        out.push({
+          type: 'span.outcome_evaluation_start',
+          id: id(),
+          processed_at: at,
+          outcome_id: e.outcomeId,
+          iteration: e.iteration,
+        });
+        break;
+      case 'outcome_evaluation_ongoing':
+        out.push({
+          type: 'span.outcome_evaluation_ongoing',
+          id: id(),
+          processed_at: at,
+          outcome_id: e.outcomeId,
+          iteration: e.iteration,
+        });
+        break;
+      case 'outcome_evaluated': {
+        const startId = this.evaluationStarts.get(e.outcomeId);
+        this.evaluationStarts.delete(e.outcomeId);
+        if (e.evaluated && startId)
+          out.push({
+            type: 'span.outcome_evaluation_end',
+            id: id(),
+            processed_at: at,
+            outcome_id: e.outcomeId,
+            outcome_evaluation_start_id: startId,
+            iteration: e.iteration,
+            result: e.result,
+            explanation: e.explanation,
+            usage: {
+              input_tokens: e.usage?.inputTokens ?? 0,
+              output_tokens: e.usage?.outputTokens ?? 0,
+              cache_read_input_tokens: e.usage?.cacheReadInputTokens ?? 0,
+              cache_creation_input_tokens: e.usage?.cacheCreationInputTokens ?? 0,
+            },
+          });
+        // The grader's usage counts in the session's, as any model request's.
+        if (e.usage) {
+          this.addUsage(e.usage);
+          this.addCost(e.costNanoUsd);
+          out.push(this.usageEvent(id(USAGE_PART), at));
+        }
+        if (e.result === 'needs_revision') break;
+        this.outcomeActive = false;
+        // Over: the session goes idle, except after max_iterations_reached (one last turn acknowledges it) and an
+        // interrupt (its own event ends the turn).
+        if (
+          e.result !== 'max_iterations_reached' &&
+          e.result !== 'interrupted' &&
+          this.running &&
+          this.waiting.size === 0
+        )
+          this.idle(e, 3, 'end_turn', out);
+        break;
+      }
       case 'session_ended':
         this.waiting.clear();
         this.running = false;

@@ -4,7 +4,9 @@
 import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import { startSessionRun } from '../../session-ops';
-import { userMessageSignal } from '../../session/contract';
+import { defineOutcomeUpdate, userMessageSignal } from '../../session/contract';
+import type { OutcomeDefinition } from '../../session/outcome-grading';
+import { DefineOutcomeEventSchema, outcomeDefinition } from './session-outcomes';
 import type { Agent } from '../../session/agent';
 import type { ListCostState } from '../../session/list-cost';
 import { agentFileFor } from '../agent-file';
@@ -76,7 +78,10 @@ export const SessionVaultIdsSchema = z.array(IdSchema).max(20, 'a session takes 
 export const SessionCreateSchema = z.strictObject({
   agent: AgentRefSchema,
   environment_id: IdSchema,
-  initial_events: z.array(UserMessageSchema).max(50).optional(),
+  initial_events: z
+    .array(z.discriminatedUnion('type', [UserMessageSchema, DefineOutcomeEventSchema]))
+    .max(50)
+    .optional(),
   vault_ids: SessionVaultIdsSchema.optional(),
   title: z.string().max(500).nullish(),
   metadata: MetadataSchema.optional(),
@@ -158,7 +163,20 @@ export async function createSession(
 ): Promise<string> {
   const { db } = deps;
   const { agent, environment, file, planned, mounts, listCost } = await planSession(deps, owner, p);
-  const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
+  // Processed in order: the first message goes with the start, the rest by signal, each outcome by update. One
+  // outcome at a time: a second in initial_events would be refused while the first is worked on.
+  const initial: ({ text: string } | OutcomeDefinition)[] = [];
+  let outcomes = 0;
+  for (const [i, e] of (p.initial_events ?? []).entries()) {
+    if (e.type === 'user.message') initial.push({ text: textOf(e.content) });
+    else if (++outcomes > 1)
+      throw badRequest(
+        `initial_events.${i}: only one user.define_outcome may be given; a session works on one outcome at a time`,
+      );
+    else initial.push(await outcomeDefinition(deps, owner.workspaceId, e, `initial_events.${i}`));
+  }
+  const first = initial[0] && 'text' in initial[0] ? initial[0] : undefined;
+  const rest = first ? initial.slice(1) : initial;
   const id = newId('sesn');
   // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
   await withSessionSlot(deps, client, owner.workspaceId, (tx) =>
@@ -185,7 +203,9 @@ export async function createSession(
       firstMessage: first?.text,
       workspace: owner.workspace,
     });
-    for (const m of rest) await handle.signal(userMessageSignal, m);
+    for (const m of rest)
+      if ('text' in m) await handle.signal(userMessageSignal, m);
+      else await handle.executeUpdate(defineOutcomeUpdate, { args: [m] });
     // A self-hosted environment's workers learn of the session from its queue.
     if (environment.config.type === 'self_hosted')
       await enqueueSessionWork(db, { workspaceId: owner.workspaceId, environmentId: environment.id, sessionId: id });

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { SessionOpError, resolveToolUse, submitToolResult } from '../../session-ops';
 import type { Usage } from '../../session/events';
 import {
+  defineOutcomeUpdate,
   endSignal,
   sendMessageUpdate,
   statusQuery,
@@ -40,6 +41,14 @@ import { eventListRoute } from './events-list';
 import { StreamRelay } from '../../stream/relay';
 import { deleteSession, resumeDeletes } from './delete';
 import { ResourceSchema, resourceRoutes, resourcesOf } from './resources';
+import {
+  DefineOutcomeEventSchema,
+  OutcomeEvaluationSchema,
+  outcomeDefinition,
+  outcomeEcho,
+  outcomeEvaluations,
+} from './session-outcomes';
+import type { OutcomeDefinition } from '../../session/outcome-grading';
 import { isSessionClosed } from '../../temporal-errors';
 import { enqueueSessionWork, stopSessionWork } from '../environment-work';
 import {
@@ -61,6 +70,7 @@ const ToolResultBlockSchema = z.union([
 ]);
 const InboundEventSchema = z.discriminatedUnion('type', [
   UserMessageSchema,
+  DefineOutcomeEventSchema,
   z.strictObject({ type: z.literal('user.interrupt'), session_thread_id: z.string().nullish() }),
   z.strictObject({
     type: z.literal('user.tool_confirmation'),
@@ -106,7 +116,7 @@ export const SessionSchema = z
     }),
     stats: z.object({ duration_seconds: z.number().optional() }),
     budget: BudgetResponseSchema.nullable(),
-    outcome_evaluations: z.array(z.never()),
+    outcome_evaluations: z.array(OutcomeEvaluationSchema),
     deployment_id: z.string().nullable(),
     created_at: z.string(),
     updated_at: z.string(),
@@ -131,7 +141,13 @@ const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens:
 async function liveStatus(
   client: Client,
   id: string,
-): Promise<{ status: ApiStatus; usage: Usage; listCost?: SessionStatus['listCost']; endedAt?: Date }> {
+): Promise<{
+  status: ApiStatus;
+  usage: Usage;
+  listCost?: SessionStatus['listCost'];
+  outcomes?: SessionStatus['outcomes'];
+  endedAt?: Date;
+}> {
   const handle = client.workflow.getHandle(id);
   const closedAt = async () => (await handle.describe().catch(() => undefined))?.closeTime;
   try {
@@ -140,6 +156,7 @@ async function liveStatus(
       status: STATE[s.state],
       usage: s.usage,
       listCost: s.listCost,
+      outcomes: s.outcomes,
       ...(s.state === 'ended' ? { endedAt: await closedAt() } : {}),
     };
   } catch (e) {
@@ -199,7 +216,7 @@ async function toSession(
     },
     stats: { duration_seconds: durationSeconds(r, live) },
     budget: budgetOfRow(r),
-    outcome_evaluations: [],
+    outcome_evaluations: outcomeEvaluations(live.outcomes),
     deployment_id: r.deployment_id,
     created_at: iso(r.created_at),
     updated_at: iso(r.updated_at),
@@ -368,9 +385,17 @@ export function sessionRoutes(
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
       // All or nothing: every reference is resolved before anything is sent. A user.message needs no read of the log.
-      const resolved: { e: InboundEvent; toolUseId?: string }[] = [];
+      const resolved: { e: InboundEvent; toolUseId?: string; outcome?: OutcomeDefinition }[] = [];
+      const outcomes = req.body.events.filter((e) => e.type === 'user.define_outcome').length;
+      if (outcomes > 1)
+        throw badRequest(
+          `events: ${outcomes} user.define_outcome events; a session works on one outcome at a time, so send one`,
+        );
+      if (outcomes === 1) await assertNoActiveOutcome(sessions.client, row.id);
       for (const [i, e] of req.body.events.entries()) {
-        if (e.type !== 'user.message' && e.type !== 'user.interrupt') {
+        if (e.type === 'user.define_outcome')
+          resolved.push({ e, outcome: await outcomeDefinition(deps, req.workspaceId, e, `events.${i}`) });
+        else if (e.type !== 'user.message' && e.type !== 'user.interrupt') {
           const field = e.type === 'user.custom_tool_result' ? 'custom_tool_use_id' : 'tool_use_id';
           const ref = e.type === 'user.custom_tool_result' ? e.custom_tool_use_id : e.tool_use_id;
           const toolUseId = await feeds.toolUseIdOf(row.id, ref);
@@ -380,10 +405,10 @@ export function sessionRoutes(
       }
       const echoed: Record<string, unknown>[] = [];
       const handle = sessions.client.workflow.getHandle(row.id);
-      for (const { e, toolUseId } of resolved)
-        echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds));
+      for (const { e, toolUseId, outcome } of resolved)
+        echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds, outcome));
       // A message to a session of a self-hosted environment whose worker has let go of it queues it again.
-      if (resolved.some(({ e }) => e.type === 'user.message')) {
+      if (resolved.some(({ e }) => e.type === 'user.message' || e.type === 'user.define_outcome')) {
         const environment = await getEnvironment(db, req.workspaceId, row.environment_id);
         if (environment.config.type === 'self_hosted')
           await enqueueSessionWork(db, {
@@ -414,6 +439,16 @@ async function sendBudget(client: Client, id: string, budget: ReturnType<typeof 
   }
 }
 
+/** A define_outcome is refused before anything of its send is delivered while another outcome is worked on. */
+async function assertNoActiveOutcome(client: Client, id: string): Promise<void> {
+  const { outcomes } = await liveStatus(client, id);
+  const active = outcomes?.find((o) => o.result === 'pending' || o.result === 'running' || o.result === 'evaluating');
+  if (active)
+    throw badRequest(
+      `events: outcome ${active.outcomeId} is still being worked on (${active.result}); a session works on one outcome at a time: send user.interrupt to end it, or wait until it is over`,
+    );
+}
+
 async function endSession(client: Client, id: string, reason: string): Promise<void> {
   try {
     await client.workflow.getHandle(id).signal(endSignal, { reason });
@@ -429,6 +464,7 @@ async function deliver(
   e: InboundEvent,
   toolUseId: string | undefined,
   feeds: SessionFeeds,
+  outcome?: OutcomeDefinition,
 ): Promise<Record<string, unknown>> {
   const now = new Date().toISOString();
   try {
@@ -439,6 +475,10 @@ async function deliver(
       }
       case 'user.interrupt':
         return { ...e, id: await interruptAck(client, feeds, sessionId), processed_at: now };
+      case 'user.define_outcome': {
+        const { seq } = await handle.executeUpdate(defineOutcomeUpdate, { args: [outcome!] });
+        return outcomeEcho(outcome!, eventId(sessionId, seq), now);
+      }
       case 'user.tool_confirmation': {
         const { seq } = await resolveToolUse(client, sessionId, {
           toolUseId: toolUseId!,

@@ -95,7 +95,28 @@ const SILENT = new Set([
   'session.usage',
   'span.model_request_start',
   'span.model_request_end',
+  'span.outcome_evaluation_ongoing',
 ]);
+
+/** An outcome's definition and its evaluations, as markers: what it asks, and each grade with its explanation. */
+function outcomeMarker(e: ApiEvent): Omit<MarkerItem, 'kind' | 'id' | 'at'> | undefined {
+  const n = typeof e.iteration === 'number' ? e.iteration + 1 : '?';
+  if (e.type === 'user.define_outcome')
+    return {
+      text: `Outcome: ${typeof e.description === 'string' ? e.description : ''}`,
+      detail: `graded against its rubric, at most ${typeof e.max_iterations === 'number' ? e.max_iterations : 3} evaluations`,
+    };
+  if (e.type === 'span.outcome_evaluation_start') return { text: `Evaluation ${n}: grading the work` };
+  if (e.type === 'span.outcome_evaluation_end') {
+    const result = typeof e.result === 'string' ? e.result : 'unknown';
+    return {
+      text: `Evaluation ${n}: ${result.replace(/_/g, ' ')}`,
+      ...(typeof e.explanation === 'string' ? { detail: e.explanation } : {}),
+      ...(result === 'satisfied' || result === 'needs_revision' ? {} : { tone: 'warn' as const }),
+    };
+  }
+  return undefined;
+}
 
 export class Timeline {
   readonly items: Item[] = [];
@@ -229,6 +250,11 @@ export class Timeline {
       case 'platform.sandbox_provisioned':
       case 'platform.sandbox_lost':
         this.sandbox({ kind: 'marker', id: e.id, ...sandboxMarker(e), at });
+        return;
+      case 'user.define_outcome':
+      case 'span.outcome_evaluation_start':
+      case 'span.outcome_evaluation_end':
+        this.items.push({ kind: 'marker', id: e.id, ...outcomeMarker(e)!, at });
         return;
       case 'span.model_request_end': {
         const usage = (e.model_usage ?? {}) as { output_tokens?: number };

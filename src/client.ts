@@ -32,6 +32,7 @@ import {
 } from './cli/session-commands';
 import { vaultCommands } from './cli/vault-commands';
 import { memoryCommands } from './cli/memory-commands';
+import { webhookCommands } from './cli/webhook-commands';
 
 export { CliError, loadAgent };
 
@@ -67,6 +68,7 @@ export function buildProgram(): Command {
   apiKeysCommands(program);
   environmentKeysCommands(program);
   memoryCommands(program);
+  webhookCommands(program);
   auditCommand(program);
   devCommand(program);
   modelServerCommand(program);

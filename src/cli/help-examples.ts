@@ -94,6 +94,22 @@ const EXAMPLES: Record<string, string[]> = {
   'memory ls': ['agents memory ls memstore_01AB…', 'agents memory ls memstore_01AB… --prefix /notes/ --json'],
   'memory cat': ['agents memory cat memstore_01AB… /notes/todo.md'],
   'memory versions': ['agents memory versions memstore_01AB… --path /notes/todo.md'],
+  'webhooks add': [
+    'agents webhooks add https://hooks.example.com/agents --workspace team-a',
+    'agents webhooks add https://hooks.example.com/agents --workspace team-a --events session.status_idled,session.status_terminated --json',
+  ],
+  'webhooks list': ['agents webhooks list', 'agents webhooks list --workspace team-a --json'],
+  'webhooks remove': ['agents webhooks remove whep_01AB…'],
+  'webhooks rotate-secret': [
+    'agents webhooks rotate-secret whep_01AB…',
+    'agents webhooks rotate-secret whep_01AB… --json',
+  ],
+  'webhooks enable': ['agents webhooks enable whep_01AB…'],
+  'webhooks disable': ['agents webhooks disable whep_01AB… --reason "receiver moving"'],
+  'webhooks deliveries': [
+    'agents webhooks deliveries whep_01AB…',
+    'agents webhooks deliveries whep_01AB… --limit 20 --json',
+  ],
   audit: ['agents audit', 'agents audit --workspace team-a --limit 20 --json'],
   'vault public-key': ['VAULT_PUBLIC_KEY=$(agents vault public-key) agents api'],
   'codec-server': [

@@ -1,2 +1,3 @@
 // The worker's workflowsPath: re-exports every workflow.
 export { sessionWorkflow } from './session';
+export { webhookDeliveryWorkflow } from './webhook-delivery';

@@ -76,6 +76,8 @@ import {
   updateSessionFields,
   type SessionRow,
 } from '../../storage/repos/sessions-repo';
+import { recordWebhookEvent, webhookEventId } from '../../webhooks/webhook-events';
+import { deleteWebhookEvent } from '../../storage/repos/webhooks-repo';
 
 export type { SessionDeps };
 
@@ -369,8 +371,9 @@ export function sessionRoutes(
       const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
       const id = newId('sesn');
       // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
-      await withSessionSlot(deps, sessions.client, req.workspaceId, (tx) =>
-        insertSession(tx, {
+      const created = webhookEventId(`${id}/created`);
+      await withSessionSlot(deps, sessions.client, req.workspaceId, async (tx) => {
+        await insertSession(tx, {
           id,
           workspaceId: req.workspaceId,
           agentId: agent.id,
@@ -380,8 +383,14 @@ export function sessionRoutes(
           metadata: p.metadata ?? {},
           vaultIds: p.vault_ids ?? [],
           ...(p.budget ? { budget: moneyOf(p.budget) } : {}),
-        }),
-      );
+        });
+        await recordWebhookEvent(tx, {
+          workspaceId: req.workspaceId,
+          type: 'session.created',
+          data: { id },
+          id: created,
+        });
+      });
       try {
         await insertResources(db, deps, id, req.workspaceId, planned);
         await insertMounts(db, id, req.workspaceId, mounts);
@@ -400,6 +409,7 @@ export function sessionRoutes(
         await deleteResources(db, id);
         await deleteSessionMounts(db, id);
         await removeSessionRow(db, id);
+        await deleteWebhookEvent(db, created);
         throw e;
       }
       return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, id));
@@ -444,7 +454,10 @@ export function sessionRoutes(
         title: req.body.title === undefined ? row.title : req.body.title,
         metadata: applyMetadataPatch(row.metadata, req.body.metadata),
       };
-      await updateSessionFields(db, row.id, after.title, after.metadata);
+      await db.transaction(async (tx) => {
+        await updateSessionFields(tx, row.id, after.title, after.metadata);
+        await recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'session.updated', data: { id: row.id } });
+      });
       await recordSessionUpdate(sessions.client, row.id, row, after, {
         title: req.body.title !== undefined,
         metadata: req.body.metadata != null,
@@ -466,7 +479,15 @@ export function sessionRoutes(
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (!row.archived_at) {
         await endSession(sessions.client, row.id, 'archived');
-        await archiveSessionRow(db, row.id);
+        await db.transaction(async (tx) => {
+          await archiveSessionRow(tx, row.id);
+          await recordWebhookEvent(tx, {
+            workspaceId: req.workspaceId,
+            type: 'session.archived',
+            data: { id: row.id },
+            id: webhookEventId(`${row.id}/archived`),
+          });
+        });
         await stopSessionWork(db, row.id);
       }
       return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));

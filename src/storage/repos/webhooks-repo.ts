@@ -175,3 +175,8 @@ export async function sessionWorkspace(db: Queryable, sessionId: string): Promis
   ]);
   return row?.workspace_id;
 }
+
+/** Removes an event the change it reported was undone before its deliveries started. */
+export async function deleteWebhookEvent(db: Queryable, id: string): Promise<void> {
+  await db.query('delete from webhook_events where id = $1 and relayed_at is null', [id]);
+}

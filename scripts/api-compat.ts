@@ -34,8 +34,10 @@ const NOT_SERVED: Record<string, string> = {
   'beta.organization': "the hosted platform's administration",
 };
 const LOCAL: Record<string, string> = {
-  'beta.webhooks.unwrap': 'runs in the SDK: parses a webhook payload; this platform sends no webhooks yet',
-  'beta.webhooks.parseUnverified': 'runs in the SDK: parses a webhook payload; this platform sends no webhooks yet',
+  'beta.webhooks.unwrap':
+    'runs in the SDK: verifies and parses a webhook delivery; this platform signs its deliveries for it ([webhooks](guide/webhooks.md))',
+  'beta.webhooks.parseUnverified':
+    'runs in the SDK: parses a webhook delivery; this platform sends them ([webhooks](guide/webhooks.md))',
   'beta.sessions.events.toolRunner': 'runs in the SDK over `events.stream` and `events.send`, both served',
   'beta.environments.work.poller': 'runs in the SDK over the self-hosted work queue, not served',
   'beta.environments.work.worker': 'runs in the SDK over the self-hosted work queue, not served',

@@ -17,7 +17,7 @@ import { createToolsActivities } from './mcp/mcp-activities';
 import { createWebActivities } from './egress/page-fetch';
 import { createSubagentActivities } from './brain/subagent-activities';
 import { createWebhookActivities } from './webhooks/delivery';
-import { DEFAULT_RETRY_DELAYS_SECONDS, startWebhookRelay } from './webhooks/relay';
+import { DEFAULT_RETRY_DELAYS_SECONDS, startWebhookRelay } from './webhooks/outbox-relay';
 import { McpClientPool, McpCredentials } from './mcp';
 import { findJail } from './mcp/jail';
 import { resolveDockerHost, sandboxImage } from './host/docker-host';

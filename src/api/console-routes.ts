@@ -74,6 +74,7 @@ export function consoleRoutes(app: ApiApp, opts: { prices?: PriceTable; dir?: st
     `${CONSOLE_PATH}/memory_stores/:memory_store_id`,
     `${CONSOLE_PATH}/environments`,
     `${CONSOLE_PATH}/environments/:environment_id`,
+    `${CONSOLE_PATH}/webhooks`,
   ])
     app.get(url, { schema: { hide: true } }, page);
   // Only the bundle's own names: a request for anything else is the API's 404.

@@ -141,7 +141,7 @@ export function webhookEventBody(e: WebhookEventInput & { id: string; at: Date }
 }
 
 /**
- * Records an event in the outbox, in `db`'s transaction when it is one: the relay (src/webhooks/relay.ts) starts its
+ * Records an event in the outbox, in `db`'s transaction when it is one: the relay (src/webhooks/outbox-relay.ts) starts its
  * deliveries once that commits. Returns the event's id.
  */
 export async function recordWebhookEvent(db: Queryable, e: WebhookEventInput): Promise<string> {

@@ -1,14 +1,15 @@
 // The console's shell: sign-in with an API key (kept in session storage, sent as a header), the header bar and the
-// pages (sessions, a new session, one session, memory stores, one store, environments, one environment's queue), each
+// pages (sessions, a new session, one session, memory stores, one store, environments, one environment's queue, webhooks), each
 // on the public API the SDK calls.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call, keyStore, whenUnauthorized } from './api';
 import { EnvironmentPage, Environments } from './environments';
+import { Webhooks } from './webhooks';
 import type { Prices } from './formatters';
 import { MemoryStorePage, MemoryStores } from './memory-browser';
 import { NewSession } from './new-session';
-import { BASE, environmentsPath, Link, navigate, storesPath, useRoute, type Route } from './router';
+import { BASE, environmentsPath, Link, navigate, storesPath, useRoute, webhooksPath, type Route } from './router';
 import { SessionPage } from './session-page';
 import { SessionsList } from './sessions-list';
 import { Alert } from './ui';
@@ -71,6 +72,7 @@ const TITLES: Record<Route['page'], string> = {
   store: 'Memory store',
   environments: 'Environments',
   environment: 'Environment',
+  webhooks: 'Webhooks',
 };
 
 function App() {
@@ -128,6 +130,9 @@ function App() {
           >
             Environments
           </Link>
+          <Link href={webhooksPath} {...(route.page === 'webhooks' ? { 'aria-current': 'page' as const } : {})}>
+            Webhooks
+          </Link>
         </nav>
         <button type="button" class="quiet sign-out" onClick={signOut}>
           Sign out
@@ -140,6 +145,7 @@ function App() {
       {route.page === 'store' && <MemoryStorePage key={route.id} id={route.id} view={route} />}
       {route.page === 'environments' && <Environments />}
       {route.page === 'environment' && <EnvironmentPage key={route.id} id={route.id} />}
+      {route.page === 'webhooks' && <Webhooks />}
     </>
   );
 }

@@ -22,7 +22,8 @@ export type Route =
   | { page: 'stores' }
   | ({ page: 'store'; id: string } & StoreView)
   | { page: 'environments' }
-  | { page: 'environment'; id: string };
+  | { page: 'environment'; id: string }
+  | { page: 'webhooks' };
 
 export function parseRoute(pathname: string, search = ''): Route {
   const rest = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname;
@@ -31,6 +32,7 @@ export function parseRoute(pathname: string, search = ''): Route {
   if (/^\/new\/?$/.test(rest)) return { page: 'new' };
   if (/^\/memory_stores\/?$/.test(rest)) return { page: 'stores' };
   if (/^\/environments\/?$/.test(rest)) return { page: 'environments' };
+  if (/^\/webhooks\/?$/.test(rest)) return { page: 'webhooks' };
   const environment = /^\/environments\/([^/]+)\/?$/.exec(rest);
   if (environment) return { page: 'environment', id: decodeURIComponent(environment[1]) };
   const store = /^\/memory_stores\/([^/]+)\/?$/.exec(rest);
@@ -53,6 +55,7 @@ export function parseRoute(pathname: string, search = ''): Route {
 export const sessionPath = (id: string) => `${BASE}/sessions/${encodeURIComponent(id)}`;
 export const storesPath = `${BASE}/memory_stores`;
 export const environmentsPath = `${BASE}/environments`;
+export const webhooksPath = `${BASE}/webhooks`;
 export const environmentPath = (id: string) => `${environmentsPath}/${encodeURIComponent(id)}`;
 
 /** A memory store's page at `view` (the defaults left out of the link). */

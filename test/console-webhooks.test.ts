@@ -7,6 +7,7 @@ import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { chromiumPath } from '../src/infra/chromium';
 import { createApiKey } from '../src/api/workspace-keys';
+import { MANAGED_AGENTS_BETA } from '../src/api/beta';
 import { vaultPublicKey } from '../src/vault/sealed';
 import { addWebhookEndpoint, setEndpointEnabled } from '../src/webhooks/endpoints';
 import { recordWebhookAttempt } from '../src/storage/repos/webhooks-repo';
@@ -53,6 +54,8 @@ async function signedIn(): Promise<Page> {
 it('shows the endpoints with their recent deliveries and failures, a disabled one with its reason, and no secret', async () => {
   const db = api.db!;
   const sealTo = await vaultPublicKey(api.vaultKey);
+  // A key makes its workspace.
+  await createApiKey(db, 'other');
   const [other] = await db.query<{ id: string }>("select id from workspaces where name = 'other'");
   const live = await addWebhookEndpoint(db, sealTo, {
     workspaceId: 'wrkspc_default',
@@ -113,11 +116,14 @@ it('shows the endpoints with their recent deliveries and failures, a disabled on
 
 it("answers GET /v1/platform/webhooks with the key's workspace's endpoints only", async () => {
   const otherKey = (await createApiKey(api.db!, 'other')).key;
-  const res = await fetch(`${api.url}/v1/platform/webhooks`, { headers: { 'x-api-key': otherKey } });
+  const headers = { 'x-api-key': otherKey, 'anthropic-beta': MANAGED_AGENTS_BETA };
+  const res = await fetch(`${api.url}/v1/platform/webhooks`, { headers });
   expect(res.status).toBe(200);
   const body = (await res.json()) as { data: { url: string; recent_attempts: unknown[] }[] };
   expect(body.data.map((e) => e.url)).toEqual(['https://other.example.com/h']);
   expect(JSON.stringify(body)).not.toMatch(/whsec_|secret/);
-  const refused = await fetch(`${api.url}/v1/platform/webhooks`);
+  const refused = await fetch(`${api.url}/v1/platform/webhooks`, {
+    headers: { 'anthropic-beta': MANAGED_AGENTS_BETA },
+  });
   expect(refused.status).toBe(401);
 });

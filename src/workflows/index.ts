@@ -1,3 +1,4 @@
 // The worker's workflowsPath: re-exports every workflow.
 export { sessionWorkflow } from './session';
 export { webhookDeliveryWorkflow } from './webhook-delivery';
+export { sessionWebhookEventWorkflow } from './status-webhooks';

@@ -1,20 +1,26 @@
-// A session's status changes, written to the webhook outbox (src/webhooks/) by an activity on a tools worker. The
-// workflow's history is the log of these changes; each one is recorded under an id derived from the session and the
-// seq it happened at, so a retried activity, or a replayed workflow, records it once.
-import { condition, proxyActivities } from '@temporalio/workflow';
+// A session's status changes, written to the webhook outbox (src/webhooks/). The workflow's history is the log of these
+// changes; each one starts a small child workflow (abandoned when the session closes, its id derived from the session,
+// the seq and the type) that writes the event through an activity on a tools worker. The session waits only for the
+// child to start, a round trip to the server, never for a tools worker: one that is down or absent delays the event,
+// not the session, and the event is written once it is back. The event id derives from the same key, so a retried
+// activity records it once.
+import { ParentClosePolicy, condition, proxyActivities, startChild } from '@temporalio/workflow';
 import type { SessionState } from '../session/contract';
 import { TOOLS_TASK_QUEUE } from '../session/queues';
-import type { SessionStatusEventType, WebhookActivities } from '../webhooks/delivery';
+import type { SessionStatusEventType, SessionWebhookEventInput, WebhookActivities } from '../webhooks/delivery';
 
 const { recordSessionWebhookEvent } = proxyActivities<WebhookActivities>({
   taskQueue: TOOLS_TASK_QUEUE,
   startToCloseTimeout: '30 seconds',
-  // Bounded: a cluster without a tools worker holding the API's database must not hold a session's end for long.
-  scheduleToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
-/** The webhook event a change of the session's state is, or none. */
+/** Writes one session status event to the outbox. */
+export async function sessionWebhookEventWorkflow(input: SessionWebhookEventInput): Promise<void> {
+  await recordSessionWebhookEvent(input);
+}
+
+/** The webhook event a change of the session's state is. */
 export function statusEventType(state: SessionState): SessionStatusEventType {
   switch (state) {
     case 'running':
@@ -30,10 +36,14 @@ export function statusEventType(state: SessionState): SessionStatusEventType {
   }
 }
 
+/** The child's id: one per session, seq and type. Session purges leave these out of a session's children. */
+export const statusEventWorkflowId = (sessionId: string, seq: number, type: SessionStatusEventType) =>
+  `webhook-status-${sessionId}-${seq}-${type}`;
+
 export class StatusWebhooks {
   private published: SessionState;
   private budgetPublished: boolean;
-  private pending = 0;
+  private starting = 0;
 
   constructor(
     private readonly sessionId: string,
@@ -66,14 +76,21 @@ export class StatusWebhooks {
   }
 
   private send(type: SessionStatusEventType): void {
-    this.pending++;
-    void recordSessionWebhookEvent({ sessionId: this.sessionId, type, key: `${this.lastSeq()}/${type}` })
+    const seq = this.lastSeq();
+    this.starting++;
+    void startChild(sessionWebhookEventWorkflow, {
+      workflowId: statusEventWorkflowId(this.sessionId, seq, type),
+      args: [{ sessionId: this.sessionId, type, key: `${seq}/${type}` }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      // A cluster with no tools worker on the API's database never writes it; the child gives up after a day.
+      workflowExecutionTimeout: '1 day',
+    })
       .catch(() => undefined)
-      .finally(() => this.pending--);
+      .finally(() => this.starting--);
   }
 
-  /** Waits until the current state is reported and every report is written (before a handover or the end). */
+  /** Waits until the current state is reported and each report's child has started (before a handover or the end). */
   async flush(): Promise<void> {
-    await condition(() => this.state() === this.published && this.pending === 0);
+    await condition(() => this.state() === this.published && this.starting === 0);
   }
 }

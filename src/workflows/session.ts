@@ -141,11 +141,9 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
         await webhooks?.flush();
         await sealing.handOver(step.inTurn);
         break;
-      case 'end': {
-        const result = await sealing.end(step.reason);
-        await webhooks?.flush();
-        return result;
-      }
+      case 'end':
+        await webhooks?.end();
+        return sealing.end(step.reason);
     }
   }
 }

@@ -44,6 +44,8 @@ export class StatusWebhooks {
   private published: SessionState;
   private budgetPublished: boolean;
   private starting = 0;
+  /** Set once the run ends: its last report is made, and nothing more is. */
+  private closed = false;
 
   constructor(
     private readonly sessionId: string,
@@ -61,14 +63,14 @@ export class StatusWebhooks {
   start(): void {
     void (async () => {
       for (;;) {
-        await condition(() => this.state() !== this.published);
+        await condition(() => !this.closed && this.state() !== this.published);
         this.published = this.state();
         this.send(statusEventType(this.published));
       }
     })();
     void (async () => {
       for (;;) {
-        await condition(() => this.budgetReached() !== this.budgetPublished);
+        await condition(() => !this.closed && this.budgetReached() !== this.budgetPublished);
         this.budgetPublished = this.budgetReached();
         if (this.budgetPublished) this.send('session.budget_reached');
       }
@@ -89,8 +91,18 @@ export class StatusWebhooks {
       .finally(() => this.starting--);
   }
 
-  /** Waits until the current state is reported and each report's child has started (before a handover or the end). */
+  /** Waits until the current state is reported and each report's child has started (before a handover). */
   async flush(): Promise<void> {
     await condition(() => this.state() === this.published && this.starting === 0);
+  }
+
+  /**
+   * The session is ending: reports `session.status_terminated` and waits for its child to start, before the run's end
+   * appends session_ended and completes, so the workflow closes as soon as its end is in the log.
+   */
+  async end(): Promise<void> {
+    this.closed = true;
+    if (this.published !== 'ended') this.send('session.status_terminated');
+    await condition(() => this.starting === 0);
   }
 }

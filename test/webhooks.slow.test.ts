@@ -142,9 +142,11 @@ it('delivers session.created and session.status_idled of a scripted session, and
     },
   });
   expect(idled.headers['webhook-id']).toBe(idled.event.id);
-  // Archived: one more event, in the same transaction as the archive.
+  // Archived: an event in the same transaction as the archive.
   await client.beta.sessions.archive(s.id);
   await until('session.archived', seen('session.archived', s.id));
+  // Archiving ends it: its workflow reports the end.
+  await until('session.status_terminated', seen('session.status_terminated', s.id));
   // A delivery that is not signed with the secret does not verify.
   const first = open.got.find((g) => g.path === '/all')!;
   const otherKey = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
@@ -271,7 +273,13 @@ it('refuses a bad URL or an unknown event type by name, and stores nothing', asy
   ] as const) {
     const r = await runAgents(
       h.env.address,
-      ['webhooks', 'add', ...args, ...((args as readonly string[]).includes('--workspace') ? [] : ['--workspace', 'default']), '--json'],
+      [
+        'webhooks',
+        'add',
+        ...args,
+        ...((args as readonly string[]).includes('--workspace') ? [] : ['--workspace', 'default']),
+        '--json',
+      ],
       cliEnv,
     );
     expect(r.code).not.toBe(0);

@@ -41,9 +41,11 @@ const NOT_SERVED: Record<string, string> = {
   'beta.compliance': "the hosted platform's administration",
   'beta.organization': "the hosted platform's administration",
 };
+const WEBHOOKS_LOCAL =
+  "runs in the SDK over a delivery's body: this platform sends webhooks signed for `unwrap` ([webhooks](guide/webhooks.md))";
 const LOCAL: Record<string, string> = {
-  'beta.webhooks.unwrap': 'runs in the SDK: parses a webhook payload; this platform sends no webhooks yet',
-  'beta.webhooks.parseUnverified': 'runs in the SDK: parses a webhook payload; this platform sends no webhooks yet',
+  'beta.webhooks.unwrap': WEBHOOKS_LOCAL,
+  'beta.webhooks.parseUnverified': WEBHOOKS_LOCAL,
   'beta.sessions.events.toolRunner': 'runs in the SDK over `events.stream` and `events.send`, both served',
   'beta.environments.work.poller': 'runs in the SDK over the self-hosted work queue, not served',
   'beta.environments.work.worker': 'runs in the SDK over the self-hosted work queue, not served',

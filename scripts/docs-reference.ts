@@ -333,6 +333,17 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
     about:
       '`off`: the egress gate looks up no name, so a tenant URL must name an address (`localhost` names are loopback, refused unless opened). For closed networks; the test suites run with it, so they send no DNS query. See [security](../security.md#egress).',
   },
+  WEBHOOK_RETRY_DELAYS: {
+    about:
+      "Tools: seconds between a webhook delivery's failed attempt and the next, comma-separated (`5,300,1800`); their number is the number of retries ([webhooks](../guide/webhooks.md)).",
+    default: "Standard Webhooks' schedule: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h",
+  },
+  WEBHOOK_DISABLE_AFTER: {
+    about: 'Tools: consecutive failed delivery attempts after which a webhook endpoint is disabled, with the reason.',
+  },
+  WEBHOOK_RELAY_INTERVAL_MS: {
+    about: 'Tools: how often the webhook relay looks for new events in the outbox, in milliseconds.',
+  },
   LOG_LEVEL: { about: 'Worker log level; lines are JSON on stderr.' },
   AGENTS_OTEL: {
     about: '`1` turns on OpenTelemetry tracing over OTLP/HTTP (`http://localhost:4318` unless an endpoint is set).',

@@ -51,7 +51,7 @@ export interface SdkContract {
   sdkVersion: string;
   hash: string;
   methods: SdkMethod[];
-  /** One JSON Schema: `properties[method name]` is the response body (an event for a stream); also `$error`, `$memoryError`, `$errorDetails` and `$platformEvent`. */
+  /** One JSON Schema: `properties[method name]` is the response body (an event for a stream); also `$error`, `$memoryError`, `$errorDetails`, `$platformEvent` and `$webhookEvent`. */
   schema: { properties: Record<string, unknown>; definitions: Record<string, unknown> };
 }
 
@@ -223,6 +223,10 @@ function entryModule(methods: Found[]): { text: string; names: string[] } {
   props.push(`  $errorDetails: ${alias({ name: 'ErrorDetails', file: path.join(SDK, 'resources/shared.d.ts') })};`);
   // The platform's own events (docs/api.md), outside the SDK's union by design, checked against our declaration.
   props.push(`  $platformEvent: ${alias({ name: 'PlatformEvent', file: PLATFORM_EVENTS })};`);
+  // A webhook delivery's body, as `client.beta.webhooks.unwrap` types it (src/webhooks/).
+  props.push(
+    `  $webhookEvent: ${alias({ name: 'BetaWebhookEvent', file: path.join(SDK, 'resources/beta/webhooks.d.ts') })};`,
+  );
   const lines = [...imports].map(
     ([file, m]) => `import type { ${[...m].map(([n, a]) => `${n} as ${a}`).join(', ')} } from ${JSON.stringify(file)};`,
   );

@@ -33,6 +33,7 @@ import {
 import { vaultCommands } from './cli/vault-commands';
 import { memoryCommands } from './cli/memory-commands';
 import { deploymentCommands } from './cli/deployment-commands';
+import { webhookCommands } from './cli/webhook-commands';
 
 export { CliError, loadAgent };
 
@@ -69,6 +70,7 @@ export function buildProgram(): Command {
   environmentKeysCommands(program);
   memoryCommands(program);
   deploymentCommands(program);
+  webhookCommands(program);
   auditCommand(program);
   devCommand(program);
   modelServerCommand(program);

@@ -203,6 +203,25 @@ export const ConfigSchema = z.object({
    * networks, and the test suites, which send no traffic past loopback.
    */
   EGRESS_DNS: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
+  /**
+   * Tools: seconds between a webhook delivery's failed attempt and the next, comma-separated; their number is the
+   * number of retries. Unset: Standard Webhooks' schedule, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h.
+   */
+  WEBHOOK_RETRY_DELAYS: optional.refine(
+    (v) => v === undefined || /^\d{1,6}(,\d{1,6}){0,19}$/.test(v.replace(/\s/g, '')),
+    'must be up to 20 comma-separated whole numbers of seconds, e.g. 5,300,1800',
+  ),
+  /** Tools: consecutive failed delivery attempts after which a webhook endpoint is disabled, with the reason. */
+  WEBHOOK_DISABLE_AFTER: z
+    .string()
+    .regex(/^\d{1,5}$/, 'must be a whole number from 1 to 99999')
+    .refine((v) => Number(v) >= 1, 'must be a whole number from 1 to 99999')
+    .default('30'),
+  /** Tools: how often the webhook relay looks for new events in the outbox, in milliseconds. */
+  WEBHOOK_RELAY_INTERVAL_MS: z
+    .string()
+    .regex(/^\d{2,6}$/, 'must be a whole number of milliseconds from 10 to 999999')
+    .default('1000'),
   /** Worker log level; lines are JSON on stderr. */
   LOG_LEVEL: z.enum(LOG_LEVELS).default('INFO'),
   /** `1` turns on OpenTelemetry tracing (OTLP/HTTP to localhost:4318 unless an endpoint is set). */
@@ -289,14 +308,24 @@ const HANDS: ConfigKey[] = [
 ];
 
 const SESSION_CREATE: ConfigKey[] = ['API_SESSION_QUOTA', 'MODEL_PRICES', 'SELF_HOSTED_TOOL_TIMEOUT_SECONDS'];
+const WEBHOOKS: ConfigKey[] = ['WEBHOOK_RETRY_DELAYS', 'WEBHOOK_DISABLE_AFTER', 'WEBHOOK_RELAY_INTERVAL_MS'];
 
 /** The variables each role reads; anything else set for it is a mistake (a typo, or a secret it must not hold). */
 export const ROLE_VARIABLES: Record<ServiceRole, readonly ConfigKey[]> = {
   brain: [...COMMON, ...BRAIN],
   hands: [...COMMON, ...HANDS],
   // A deployment's firings create sessions on a tools worker, under the API's quota, prices and timeouts.
-  tools: [...COMMON, 'VAULT_KEY', 'DATABASE_URL', 'MCP_STDIO_JAIL', 'EGRESS_ALLOW', 'EGRESS_DNS', ...SESSION_CREATE],
-  all: [...COMMON, ...BRAIN, ...HANDS, 'MCP_STDIO_JAIL', ...SESSION_CREATE],
+  tools: [
+    ...COMMON,
+    'VAULT_KEY',
+    'DATABASE_URL',
+    'MCP_STDIO_JAIL',
+    'EGRESS_ALLOW',
+    'EGRESS_DNS',
+    ...SESSION_CREATE,
+    ...WEBHOOKS,
+  ],
+  all: [...COMMON, ...BRAIN, ...HANDS, 'MCP_STDIO_JAIL', ...SESSION_CREATE, ...WEBHOOKS],
   'codec-server': ['TEMPORAL_NAMESPACE', 'CODEC_KEY', 'CODEC_SERVER_TOKEN', 'DATA_DIR', 'KEY_FILES'],
   // Never VAULT_KEY: the API seals credentials to the public half and cannot open them.
   api: [

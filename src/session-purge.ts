@@ -87,7 +87,8 @@ async function childrenOf(
     }
     for (const ev of history.events ?? []) {
       const child = ev.startChildWorkflowExecutionInitiatedEventAttributes?.workflowId;
-      if (child) children.add(child);
+      // A status change's webhook writer (src/workflows/status-webhooks.ts) is no session.
+      if (child && !child.startsWith('webhook-status-')) children.add(child);
     }
   }
   for (const segment of await archive.segments(id)) {

@@ -17,6 +17,8 @@ import { createSandboxQuota } from './hands/sandbox-quota';
 import { createToolsActivities } from './mcp/mcp-activities';
 import { createWebActivities } from './egress/page-fetch';
 import { createSubagentActivities } from './brain/subagent-activities';
+import { createWebhookActivities } from './webhooks/delivery';
+import { DEFAULT_RETRY_DELAYS_SECONDS, startWebhookRelay } from './webhooks/outbox-relay';
 import { McpClientPool, McpCredentials } from './mcp';
 import { findJail } from './mcp/jail';
 import { resolveDockerHost, sandboxImage } from './host/docker-host';
@@ -279,6 +281,8 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
   const gate = () => (egress ??= opts.egress ? Promise.resolve(opts.egress) : egressGate(config));
   /** Where the brain's model calls read their context. */
   let sessionLog: CachedSessionLog | undefined;
+  /** Tools: the webhook outbox's relay. */
+  let relay: { stop(): Promise<void> } | undefined;
   /** The archive this worker opened (and closes), unless the caller gave one. */
   let ownArchive: SessionArchive | undefined;
 
@@ -449,12 +453,25 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
         ...('table' in prices ? { prices: prices.table } : {}),
       };
     };
-    // web_fetch, too, reaches tenants' URLs only through the gate.
+    // web_fetch, too, reaches tenants' URLs only through the gate; and so do webhook deliveries.
     const activities = {
       ...createToolsActivities({ vault, api, pool: mcpPool, log }),
       ...createWebActivities({ egress }),
       ...createDeploymentActivities({ deps: sessionCreateDeps, client }),
+      ...createWebhookActivities({ apiDb, vaultKey, egress }),
     };
+    // The webhook outbox's relay, where the API's database is: it starts a delivery workflow per event and endpoint.
+    if (opts.apiDb || db)
+      relay = startWebhookRelay({
+        db: apiDb,
+        client,
+        retryDelaysSeconds: config.WEBHOOK_RETRY_DELAYS
+          ? config.WEBHOOK_RETRY_DELAYS.replace(/\s/g, '').split(',').map(Number)
+          : DEFAULT_RETRY_DELAYS_SECONDS,
+        disableAfter: Number(config.WEBHOOK_DISABLE_AFTER),
+        intervalMs: Number(config.WEBHOOK_RELAY_INTERVAL_MS),
+        log,
+      });
     workers.push(
       await Worker.create({
         connection: nativeConnection,
@@ -474,6 +491,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     .finally(async () => {
       for (const t of timers) clearInterval(t);
       peers?.stop();
+      await relay?.stop();
       await mcpPool?.closeAll();
       if (!opts.egress) await (await egress)?.close();
       await db?.close().catch((err) => log(`closing the database failed: ${(err as Error).message}`));
@@ -506,6 +524,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     },
     async shutdown() {
       for (const t of timers) clearInterval(t);
+      await relay?.stop();
       for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
       await done;
     },

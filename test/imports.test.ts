@@ -102,7 +102,7 @@ const FLOORS: string[][] = [
   ['session-ops', 'session-purge'],
   ['key-files'],
   ['workflows'],
-  ['brain', 'hands', 'mcp'],
+  ['brain', 'hands', 'mcp', 'webhooks'],
   ['log'],
   ['archive', 'temporal-connection', 'temporal-errors'],
   ['config'],

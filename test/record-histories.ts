@@ -45,6 +45,13 @@ import { forkSession, wakeSession } from '../src/session-ops';
 import { graderScriptKey, judgeScriptKey } from '../src/dev/model-replies';
 import { childSessionId } from '../src/workflows/subagents';
 import { spawn, turn } from './helpers/subagents';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startApiOn } from './helpers/api';
+import { vaultPublicKey } from '../src/vault/sealed';
+import { addWebhookEndpoint } from '../src/webhooks/endpoints';
+import { deliveryWorkflowId } from '../src/webhooks/outbox-relay';
+import { listWebhookEvents } from '../src/storage/repos/webhooks-repo';
 
 const DIR = path.join(__dirname, 'histories');
 const FIXTURE_TOKEN = 'ghp_fixture_token_not_a_secret';
@@ -819,6 +826,64 @@ record(
     }
   },
 );
+
+record('records a webhook delivery tried again after a 500', async () => {
+  const hits: number[] = [];
+  const receiver = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(hits.push(Date.now()) === 1 ? 500 : 204).end());
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  process.env.EGRESS_ALLOW = new URL(url).host;
+  process.env.WEBHOOK_RETRY_DELAYS = '1,1';
+  process.env.WEBHOOK_RELAY_INTERVAL_MS = '100';
+  const h = await startHarness();
+  const api = await startApiOn(h);
+  const tools = await startTestWorker(h.env.address, h.mock.url, {
+    role: 'tools',
+    vaultKey: api.vaultKey,
+    apiDb: () => api.db,
+  });
+  try {
+    const endpoint = await addWebhookEndpoint(api.db!, await vaultPublicKey(api.vaultKey), {
+      workspaceId: 'wrkspc_default',
+      url,
+      events: 'environment.created',
+    });
+    const client = await api.client();
+    await client.beta.environments.create({ name: 'recorded-hooks' });
+    const [event] = await listWebhookEvents(api.db!, 'wrkspc_default', 1);
+    const delivery = h.env.client.workflow.getHandle(deliveryWorkflowId(event.id, endpoint.id));
+    for (let i = 0; i < 600 && !(await delivery.describe().catch(() => undefined)); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    await delivery.result();
+    const file = path.join(DIR, 'webhook-delivery.json');
+    if (fs.existsSync(file)) process.stderr.write('webhook-delivery.json exists; not overwritten\n');
+    else fs.writeFileSync(file, historyToJSON(await delivery.fetchHistory()));
+  } finally {
+    await tools.shutdown().catch(() => undefined);
+    await api.stop();
+    await h.stop();
+    receiver.close();
+  }
+});
+
+record('records an API session (`sesn_` id) whose status changes start webhook event children', async () => {
+  const h = await startHarness();
+  try {
+    const handle = await h.env.client.workflow.start(sessionWorkflow, {
+      taskQueue: BRAIN_TASK_QUEUE,
+      workflowId: 'sesn_recorded-webhook-session',
+      args: [{ agent: testAgent() }],
+    });
+    h.mock.script(handle.workflowId, { steps: [{ reply: { content: [{ type: 'text', text: 'hello' }] } }] });
+    await say(handle, 'Hello.');
+    await endAndSave(handle, 'api-webhook-session.json');
+  } finally {
+    await h.stop();
+  }
+});
 
 async function main(): Promise<void> {
   const only = process.argv.slice(2);

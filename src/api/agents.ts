@@ -34,6 +34,7 @@ import { ApiError, badRequest, conflict, notFound } from './api-error';
 import { refuseAtTheDoor } from './egress-door';
 import { ResolvedToolSchema, ToolParamsSchema, resolveTools, withWebToolsResolved } from './agent-tools';
 import { AgentSkillSchema, SkillListParamsSchema, resolveAgentSkills } from './skills/agent-skills';
+import { recordWebhookEvent } from '../webhooks/webhook-events';
 
 export { TOOLSET_TOOLS } from './agent-tools';
 
@@ -236,7 +237,9 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
       await checkServerUrls(deps, body.mcp_servers);
       const id = newId('agent');
       const now = new Date();
-      await insertAgent(db, req.workspaceId, id, body, now);
+      await insertAgent(db, req.workspaceId, id, body, now, (tx) =>
+        recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'agent.created', data: { id } }),
+      );
       return getAgent(db, req.workspaceId, id);
     },
   );
@@ -301,6 +304,7 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
         const now = new Date();
         const version = current.version + 1;
         await insertAgentVersion(tx, id, version, next, now);
+        await recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'agent.updated', data: { id } });
         return getAgent(tx, req.workspaceId, id);
       });
     },
@@ -338,8 +342,12 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
     { schema: { operationId: 'archiveAgent', params: AgentPathSchema, response: { 200: AgentSchema } } },
     async (req) => {
       const id = req.params.agent_id;
-      await getAgent(db, req.workspaceId, id);
-      await archiveAgent(db, req.workspaceId, id);
+      const current = await getAgent(db, req.workspaceId, id);
+      if (!current.archived_at)
+        await db.transaction(async (tx) => {
+          await archiveAgent(tx, req.workspaceId, id);
+          await recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'agent.archived', data: { id } });
+        });
       return getAgent(db, req.workspaceId, id);
     },
   );

@@ -75,6 +75,7 @@ export function consoleRoutes(app: ApiApp, opts: { prices?: PriceTable; dir?: st
     `${CONSOLE_PATH}/environments`,
     `${CONSOLE_PATH}/environments/:environment_id`,
     `${CONSOLE_PATH}/deployments`,
+    `${CONSOLE_PATH}/webhooks`,
   ])
     app.get(url, { schema: { hide: true } }, page);
   // Only the bundle's own names: a request for anything else is the API's 404.

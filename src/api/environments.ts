@@ -32,6 +32,7 @@ import {
   type EnvironmentRow,
 } from '../storage/repos/environments-repo';
 import { stopLiveEnvironmentWork } from '../storage/repos/work-repo';
+import { recordWebhookEvent } from '../webhooks/webhook-events';
 
 const PACKAGE_MANAGERS = ['apt', 'cargo', 'gem', 'go', 'npm', 'pip'] as const;
 
@@ -219,13 +220,16 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
       const id = newId('env');
       const now = new Date();
       try {
-        await insertEnvironment(
-          db,
-          req.workspaceId,
-          id,
-          { name: p.name, description: p.description ?? null, config, metadata: p.metadata ?? {} },
-          now,
-        );
+        await db.transaction(async (tx) => {
+          await insertEnvironment(
+            tx,
+            req.workspaceId,
+            id,
+            { name: p.name, description: p.description ?? null, config, metadata: p.metadata ?? {} },
+            now,
+          );
+          await recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'environment.created', data: { id } });
+        });
       } catch (e) {
         if (isUniqueViolation(e)) throw duplicateName(p.name);
         throw e;
@@ -264,11 +268,15 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
         throw badRequest(`environment ${id} is archived and cannot be changed`, 'environment_archived');
       const name = p.name ?? current.name;
       try {
-        await updateEnvironment(db, req.workspaceId, id, {
+        const fields = {
           name,
           description: p.description === undefined ? current.description : p.description,
           config: resolveConfig(p.config, current.config),
           metadata: applyMetadataPatch(current.metadata, p.metadata, true),
+        };
+        await db.transaction(async (tx) => {
+          await updateEnvironment(tx, req.workspaceId, id, fields);
+          await recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'environment.updated', data: { id } });
         });
       } catch (e) {
         if (isUniqueViolation(e)) throw duplicateName(name);
@@ -306,8 +314,12 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
     { schema: { operationId: 'archiveEnvironment', params: EnvPathSchema, response: { 200: EnvironmentSchema } } },
     async (req) => {
       const id = req.params.environment_id;
-      await getEnvironment(db, req.workspaceId, id);
-      await archiveEnvironment(db, req.workspaceId, id);
+      const current = await getEnvironment(db, req.workspaceId, id);
+      if (!current.archived_at)
+        await db.transaction(async (tx) => {
+          await archiveEnvironment(tx, req.workspaceId, id);
+          await recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'environment.archived', data: { id } });
+        });
       // Its workers are told to stop: live items go to stopping (stopped when never acked).
       await stopLiveEnvironmentWork(db, id);
       return getEnvironment(db, req.workspaceId, id);
@@ -329,7 +341,9 @@ export function environmentRoutes(app: ApiApp, { db }: ApiDeps): void {
       if (await environmentInUse(db, id)) {
         throw conflict(`environment ${id} is used by sessions; archive it instead`);
       }
-      await deleteEnvironment(db, req.workspaceId, id);
+      await deleteEnvironment(db, req.workspaceId, id, (tx) =>
+        recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'environment.deleted', data: { id } }),
+      );
       return { id, type: 'environment_deleted' as const };
     },
   );

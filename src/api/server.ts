@@ -14,6 +14,7 @@ import {
 import type { Config } from '../config';
 import { egressGate } from '../egress';
 import { consoleRoutes } from './console-routes';
+import { webhookEndpointRoutes } from './webhook-endpoints';
 import { closeServer, httpUrl } from '../http/listen';
 import { loadCodecKey, loadVaultPublicKey } from '../key-files';
 import { createDataConverter } from '../codec';
@@ -252,6 +253,7 @@ export async function buildApiServer(
   fileRoutes(app, deps);
   memoryStoreRoutes(app, deps);
   skillRoutes(app, deps);
+  webhookEndpointRoutes(app, deps);
   if (sessions) sessionRoutes(app, deps, sessions, log);
   if (sessions) deploymentRoutes(app, deps, sessions.client);
 

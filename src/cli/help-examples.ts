@@ -103,6 +103,22 @@ const EXAMPLES: Record<string, string[]> = {
     'agents deployments run depl_01AB… --json | jq -r .session_id',
   ],
   'deployments runs': ['agents deployments runs depl_01AB…', 'agents deployments runs depl_01AB… --limit 10 --json'],
+  'webhooks add': [
+    'agents webhooks add https://hooks.example.com/agents --workspace team-a',
+    'agents webhooks add https://hooks.example.com/agents --workspace team-a --events session.status_idled,session.status_terminated --json',
+  ],
+  'webhooks list': ['agents webhooks list', 'agents webhooks list --workspace team-a --json'],
+  'webhooks remove': ['agents webhooks remove whep_01AB…'],
+  'webhooks rotate-secret': [
+    'agents webhooks rotate-secret whep_01AB…',
+    'agents webhooks rotate-secret whep_01AB… --json',
+  ],
+  'webhooks enable': ['agents webhooks enable whep_01AB…'],
+  'webhooks disable': ['agents webhooks disable whep_01AB… --reason "receiver moving"'],
+  'webhooks deliveries': [
+    'agents webhooks deliveries whep_01AB…',
+    'agents webhooks deliveries whep_01AB… --limit 20 --json',
+  ],
   audit: ['agents audit', 'agents audit --workspace team-a --limit 20 --json'],
   'vault public-key': ['VAULT_PUBLIC_KEY=$(agents vault public-key) agents api'],
   'codec-server': [

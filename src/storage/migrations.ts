@@ -505,4 +505,51 @@ export const MIGRATIONS: readonly Migration[] = [
       `create index sessions_by_deployment on sessions (deployment_id) where deployment_id is not null`,
     ],
   },
+  {
+    version: 14,
+    name: 'webhooks',
+    up: [
+      // Webhook endpoints (src/webhooks/): `event_types` null means every type; the signing secret is a sealed box to
+      // the vault public key (src/vault/sealed.ts), opened only by the tools workers that sign deliveries.
+      `create table webhook_endpoints (
+        id text primary key,
+        workspace_id text not null,
+        pos bigint generated always as identity,
+        url text not null,
+        event_types jsonb,
+        secret_sealed text not null,
+        consecutive_failures integer not null default 0,
+        disabled_at timestamptz,
+        disabled_reason text,
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now()
+      )`,
+      `create index webhook_endpoints_list on webhook_endpoints (workspace_id, pos)`,
+      // The outbox: one row per event, written in the transaction of the change it reports. `relayed_at` is set once
+      // a delivery workflow has been started for every endpoint it goes to.
+      `create table webhook_events (
+        id text primary key,
+        workspace_id text not null,
+        pos bigint generated always as identity,
+        type text not null,
+        payload jsonb not null,
+        created_at timestamptz not null default now(),
+        relayed_at timestamptz
+      )`,
+      `create index webhook_events_unrelayed on webhook_events (pos) where relayed_at is null`,
+      // Every delivery attempt: the HTTP status, or why nothing was sent (a refusal, a connection error).
+      `create table webhook_attempts (
+        id bigint generated always as identity primary key,
+        endpoint_id text not null,
+        event_id text not null,
+        event_type text not null,
+        attempt integer not null,
+        at timestamptz not null default now(),
+        status_code integer,
+        outcome text not null check (outcome in ('delivered', 'failed', 'refused')),
+        error text
+      )`,
+      `create index webhook_attempts_by_endpoint on webhook_attempts (endpoint_id, id)`,
+    ],
+  },
 ];

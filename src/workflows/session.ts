@@ -23,6 +23,7 @@ import { SandboxSlots } from './sandbox-slots';
 import { Sealing } from './sealing';
 import { registerSessionHandlers, visibleState } from './session-handlers';
 import { SessionRun } from './session-run';
+import { StatusWebhooks } from './status-webhooks';
 import { Subagents } from './subagents';
 import { ToolDispatch } from './tool-dispatch';
 import { Turn } from './turn';
@@ -90,6 +91,19 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     const firstUserText = () => (start === 'new' ? run.events.find((e) => e.type === 'user_message')?.text : undefined);
     trackVisibility(agent, () => visibleState({ run, gate }), firstUserText);
   }
+  // An API session (`sesn_` ids; not a sub-agent's, not the command line's) reports its status changes to the webhook
+  // outbox. A new session starts idle as far as webhooks go; a later run from where its last one was.
+  const webhooks =
+    sessionId.startsWith('sesn_') && !parentRef && patched('webhook-events')
+      ? new StatusWebhooks(
+          sessionId,
+          () => visibleState({ run, gate }),
+          () => run.nextSeq() - 1,
+          () => budget.reached(),
+          start === 'new' ? 'waiting_for_user' : visibleState({ run, gate }),
+        )
+      : undefined;
+  webhooks?.start();
   registerSessionHandlers({
     agent,
     run,
@@ -132,9 +146,11 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
         break;
       }
       case 'handover':
+        await webhooks?.flush();
         await sealing.handOver(step.inTurn);
         break;
       case 'end':
+        await webhooks?.end();
         return sealing.end(step.reason);
     }
   }

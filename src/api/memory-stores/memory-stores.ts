@@ -29,6 +29,7 @@ import { badRequest } from '../api-error';
 import { StorePath, storeFor } from './memory-fields';
 import { memoryRoutes } from './memories';
 import { memoryVersionRoutes } from './memory-versions';
+import { recordWebhookEvent } from '../../webhooks/webhook-events';
 
 export const MemoryStoreSchema = z
   .object({
@@ -85,12 +86,15 @@ export function memoryStoreRoutes(app: ApiApp, deps: ApiDeps): void {
     },
     async (req) => {
       const id = newId('memstore');
-      await insertMemoryStore(db, {
-        id,
-        workspaceId: req.workspaceId,
-        name: req.body.name,
-        description: req.body.description ?? '',
-        metadata: req.body.metadata ?? {},
+      await db.transaction(async (tx) => {
+        await insertMemoryStore(tx, {
+          id,
+          workspaceId: req.workspaceId,
+          name: req.body.name,
+          description: req.body.description ?? '',
+          metadata: req.body.metadata ?? {},
+        });
+        await recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'memory_store.created', data: { id } });
       });
       return toStore(await storeFor(db, req.workspaceId, id));
     },
@@ -162,7 +166,15 @@ export function memoryStoreRoutes(app: ApiApp, deps: ApiDeps): void {
     { schema: { operationId: 'archiveMemoryStore', params: StorePath, response: { 200: MemoryStoreSchema } } },
     async (req) => {
       const current = await storeFor(db, req.workspaceId, req.params.memory_store_id);
-      await archiveMemoryStore(db, current.id);
+      if (!current.archived_at)
+        await db.transaction(async (tx) => {
+          await archiveMemoryStore(tx, current.id);
+          await recordWebhookEvent(tx, {
+            workspaceId: req.workspaceId,
+            type: 'memory_store.archived',
+            data: { id: current.id },
+          });
+        });
       return toStore(await storeFor(db, req.workspaceId, current.id));
     },
   );
@@ -178,7 +190,13 @@ export function memoryStoreRoutes(app: ApiApp, deps: ApiDeps): void {
     },
     async (req) => {
       const current = await storeFor(db, req.workspaceId, req.params.memory_store_id);
-      await deleteMemoryStore(db, blobs, current.id);
+      await deleteMemoryStore(db, blobs, current.id, (tx) =>
+        recordWebhookEvent(tx, {
+          workspaceId: req.workspaceId,
+          type: 'memory_store.deleted',
+          data: { id: current.id },
+        }),
+      );
       return { id: current.id, type: 'memory_store_deleted' as const };
     },
   );

@@ -10,6 +10,7 @@ import type { BlobStore } from '../../storage/blobs';
 import { deleteSessionFiles } from '../../storage/repos/files-repo';
 import { stopSessionWork } from '../environment-work';
 import { deleteSessionRows, deletedSessionIds, markSessionDeleted } from '../../storage/repos/sessions-repo';
+import { recordWebhookEvent, webhookEventId } from '../../webhooks/webhook-events';
 
 export interface DeleteDeps {
   db: Db;
@@ -22,7 +23,17 @@ export interface DeleteDeps {
 /** Deletes session `id` of the workspace; false when it has no such session (or it is deleted already). */
 export async function deleteSession(deps: DeleteDeps, workspaceId: string, id: string): Promise<boolean> {
   // A row marked by an earlier attempt is found again, so a retry finishes what that one started.
-  if (!(await markSessionDeleted(deps.db, workspaceId, id))) return false;
+  const marked = await deps.db.transaction(async (tx) => {
+    if (!(await markSessionDeleted(tx, workspaceId, id))) return false;
+    await recordWebhookEvent(tx, {
+      workspaceId,
+      type: 'session.deleted',
+      data: { id },
+      id: webhookEventId(`${id}/deleted`),
+    });
+    return true;
+  });
+  if (!marked) return false;
   await finish(deps, id);
   return true;
 }

@@ -32,6 +32,8 @@ import { deleteSessionMounts } from '../../storage/repos/session-mounts-repo';
 import { deleteResources } from '../../storage/repos/session-resources-repo';
 import { enqueueSessionWork } from '../environment-work';
 import { insertSession, removeSessionRow } from '../../storage/repos/sessions-repo';
+import { recordWebhookEvent, webhookEventId } from '../../webhooks/webhook-events';
+import { deleteWebhookEvent } from '../../storage/repos/webhooks-repo';
 
 /** The agent file's limit on a system prompt. */
 const MAX_SYSTEM_CHARS = 200_000;
@@ -179,8 +181,10 @@ export async function createSession(
   const rest = first ? initial.slice(1) : initial;
   const id = newId('sesn');
   // Within the workspace's session quota, or a 429 with nothing stored (src/api/quotas.ts).
-  await withSessionSlot(deps, client, owner.workspaceId, (tx) =>
-    insertSession(tx, {
+  // session.created goes to the webhook outbox with the row, and leaves it with the row if the start fails.
+  const created = webhookEventId(`${id}/created`);
+  await withSessionSlot(deps, client, owner.workspaceId, async (tx) => {
+    await insertSession(tx, {
       id,
       workspaceId: owner.workspaceId,
       agentId: agent.id,
@@ -191,8 +195,14 @@ export async function createSession(
       vaultIds: p.vault_ids ?? [],
       ...(p.budget ? { budget: moneyOf(p.budget) } : {}),
       ...(opts.deploymentId ? { deploymentId: opts.deploymentId } : {}),
-    }),
-  );
+    });
+    await recordWebhookEvent(tx, {
+      workspaceId: owner.workspaceId,
+      type: 'session.created',
+      data: { id },
+      id: created,
+    });
+  });
   try {
     await insertResources(db, deps, id, owner.workspaceId, planned);
     await insertMounts(db, id, owner.workspaceId, mounts);
@@ -213,6 +223,7 @@ export async function createSession(
     await deleteResources(db, id);
     await deleteSessionMounts(db, id);
     await removeSessionRow(db, id);
+    await deleteWebhookEvent(db, created);
     throw e;
   }
   return id;

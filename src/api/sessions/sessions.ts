@@ -58,6 +58,7 @@ import {
   updateSessionFields,
   type SessionRow,
 } from '../../storage/repos/sessions-repo';
+import { recordWebhookEvent, webhookEventId } from '../../webhooks/webhook-events';
 
 export type { SessionDeps };
 
@@ -313,7 +314,10 @@ export function sessionRoutes(
         title: req.body.title === undefined ? row.title : req.body.title,
         metadata: applyMetadataPatch(row.metadata, req.body.metadata),
       };
-      await updateSessionFields(db, row.id, after.title, after.metadata);
+      await db.transaction(async (tx) => {
+        await updateSessionFields(tx, row.id, after.title, after.metadata);
+        await recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'session.updated', data: { id: row.id } });
+      });
       await recordSessionUpdate(sessions.client, row.id, row, after, {
         title: req.body.title !== undefined,
         metadata: req.body.metadata != null,
@@ -335,7 +339,15 @@ export function sessionRoutes(
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (!row.archived_at) {
         await endSession(sessions.client, row.id, 'archived');
-        await archiveSessionRow(db, row.id);
+        await db.transaction(async (tx) => {
+          await archiveSessionRow(tx, row.id);
+          await recordWebhookEvent(tx, {
+            workspaceId: req.workspaceId,
+            type: 'session.archived',
+            data: { id: row.id },
+            id: webhookEventId(`${row.id}/archived`),
+          });
+        });
         await stopSessionWork(db, row.id);
       }
       return toSession(deps, sessions, req.workspaceId, await sessionRow(deps, req.workspaceId, row.id));

@@ -30,6 +30,16 @@ import type { ApiApp, ApiDeps } from '../route-context';
 import { refuseAtTheDoor } from '../egress-door';
 import { badRequest, conflict, notFound } from '../api-error';
 import { VaultPath, getVault } from './vaults';
+import { recordWebhookEvent } from '../../webhooks/webhook-events';
+
+/** A credential's webhook event, in the transaction of the change. */
+const credentialEvent = (
+  tx: Queryable,
+  workspaceId: string,
+  type: 'vault_credential.created' | 'vault_credential.archived' | 'vault_credential.deleted',
+  vaultId: string,
+  id: string,
+) => recordWebhookEvent(tx, { workspaceId, type, data: { id, vault_id: vaultId } });
 
 const SecretSchema = (name: string) => z.string().min(1, `${name} must not be empty`).max(16_384);
 const FutureTimeSchema = z.iso
@@ -212,15 +222,19 @@ export function credentialRoutes(app: ApiApp, deps: ApiDeps): void {
         if (r && r.token_endpoint_auth.type !== 'none')
           sealed.client_secret = await seal('client_secret', r.token_endpoint_auth.client_secret);
       }
-      const inserted = await insertCredentialUnlessClash(db, {
-        id,
-        workspaceId: req.workspaceId,
-        vaultId: vault.id,
-        displayName: req.body.display_name ?? null,
-        auth,
-        sealed,
-        metadata: req.body.metadata ?? {},
-      });
+      const inserted = await insertCredentialUnlessClash(
+        db,
+        {
+          id,
+          workspaceId: req.workspaceId,
+          vaultId: vault.id,
+          displayName: req.body.display_name ?? null,
+          auth,
+          sealed,
+          metadata: req.body.metadata ?? {},
+        },
+        (tx) => credentialEvent(tx, req.workspaceId, 'vault_credential.created', vault.id, id),
+      );
       if (!inserted)
         throw conflict(`auth.mcp_server_url: vault ${vault.id} already holds a credential for ${auth.mcp_server_url}`);
       return getCredential(db, req.workspaceId, vault.id, id);
@@ -323,7 +337,11 @@ export function credentialRoutes(app: ApiApp, deps: ApiDeps): void {
     { schema: { operationId: 'archiveCredential', params: CredentialPath, response: { 200: CredentialSchema } } },
     async (req) => {
       const c = await getCredential(db, req.workspaceId, req.params.vault_id, req.params.credential_id);
-      await archiveCredential(db, c.id);
+      if (!c.archived_at)
+        await db.transaction(async (tx) => {
+          await archiveCredential(tx, c.id);
+          await credentialEvent(tx, req.workspaceId, 'vault_credential.archived', c.vault_id, c.id);
+        });
       return getCredential(db, req.workspaceId, c.vault_id, c.id);
     },
   );
@@ -355,7 +373,10 @@ export function credentialRoutes(app: ApiApp, deps: ApiDeps): void {
     },
     async (req) => {
       const c = await getCredential(db, req.workspaceId, req.params.vault_id, req.params.credential_id);
-      await deleteCredential(db, c.id);
+      await db.transaction(async (tx) => {
+        await deleteCredential(tx, c.id);
+        await credentialEvent(tx, req.workspaceId, 'vault_credential.deleted', c.vault_id, c.id);
+      });
       return { id: c.id, type: 'vault_credential_deleted' as const };
     },
   );

@@ -26,6 +26,7 @@ import {
 } from '../shared-fields';
 import type { ApiApp, ApiDeps } from '../route-context';
 import { badRequest, notFound } from '../api-error';
+import { recordWebhookEvent } from '../../webhooks/webhook-events';
 
 export const VaultSchema = z
   .object({
@@ -76,7 +77,10 @@ export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
     },
     async (req) => {
       const id = newId('vlt');
-      await insertVault(db, req.workspaceId, id, req.body.display_name, req.body.metadata ?? {});
+      await db.transaction(async (tx) => {
+        await insertVault(tx, req.workspaceId, id, req.body.display_name, req.body.metadata ?? {});
+        await recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'vault.created', data: { id } });
+      });
       return getVault(db, req.workspaceId, id);
     },
   );
@@ -138,7 +142,10 @@ export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
     { schema: { operationId: 'archiveVault', params: VaultPath, response: { 200: VaultSchema } } },
     async (req) => {
       const current = await getVault(db, req.workspaceId, req.params.vault_id);
-      await archiveVault(db, current.id);
+      if (!current.archived_at)
+        await archiveVault(db, current.id, (tx) =>
+          recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'vault.archived', data: { id: current.id } }),
+        );
       return getVault(db, req.workspaceId, current.id);
     },
   );
@@ -154,7 +161,9 @@ export function vaultRoutes(app: ApiApp, deps: ApiDeps): void {
     },
     async (req) => {
       const current = await getVault(db, req.workspaceId, req.params.vault_id);
-      await deleteVault(db, current.id);
+      await deleteVault(db, current.id, (tx) =>
+        recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'vault.deleted', data: { id: current.id } }),
+      );
       return { id: current.id, type: 'vault_deleted' as const };
     },
   );

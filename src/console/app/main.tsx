@@ -1,15 +1,27 @@
 // The console's shell: sign-in with an API key (kept in session storage, sent as a header), the header bar and the
-// pages (sessions, a new session, one session, memory stores, one store, environments, one environment's queue, deployments), each
+// pages (sessions, a new session, one session, memory stores, one store, environments, one environment's queue, deployments,
+// webhooks), each
 // on the public API the SDK calls.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, call, keyStore, whenUnauthorized } from './api';
 import { Deployments } from './deployments';
 import { EnvironmentPage, Environments } from './environments';
+import { Webhooks } from './webhooks';
 import type { Prices } from './formatters';
 import { MemoryStorePage, MemoryStores } from './memory-browser';
 import { NewSession } from './new-session';
-import { BASE, deploymentsPath, environmentsPath, Link, navigate, storesPath, useRoute, type Route } from './router';
+import {
+  BASE,
+  deploymentsPath,
+  environmentsPath,
+  Link,
+  navigate,
+  storesPath,
+  useRoute,
+  webhooksPath,
+  type Route,
+} from './router';
 import { SessionPage } from './session-page';
 import { SessionsList } from './sessions-list';
 import { Alert } from './ui';
@@ -73,6 +85,7 @@ const TITLES: Record<Route['page'], string> = {
   environments: 'Environments',
   environment: 'Environment',
   deployments: 'Deployments',
+  webhooks: 'Webhooks',
 };
 
 function App() {
@@ -133,6 +146,9 @@ function App() {
           <Link href={deploymentsPath} {...(route.page === 'deployments' ? { 'aria-current': 'page' as const } : {})}>
             Deployments
           </Link>
+          <Link href={webhooksPath} {...(route.page === 'webhooks' ? { 'aria-current': 'page' as const } : {})}>
+            Webhooks
+          </Link>
         </nav>
         <button type="button" class="quiet sign-out" onClick={signOut}>
           Sign out
@@ -146,6 +162,7 @@ function App() {
       {route.page === 'environments' && <Environments />}
       {route.page === 'environment' && <EnvironmentPage key={route.id} id={route.id} />}
       {route.page === 'deployments' && <Deployments />}
+      {route.page === 'webhooks' && <Webhooks />}
     </>
   );
 }

@@ -23,7 +23,8 @@ export type Route =
   | ({ page: 'store'; id: string } & StoreView)
   | { page: 'environments' }
   | { page: 'environment'; id: string }
-  | { page: 'deployments' };
+  | { page: 'deployments' }
+  | { page: 'webhooks' };
 
 export function parseRoute(pathname: string, search = ''): Route {
   const rest = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname;
@@ -33,6 +34,7 @@ export function parseRoute(pathname: string, search = ''): Route {
   if (/^\/memory_stores\/?$/.test(rest)) return { page: 'stores' };
   if (/^\/environments\/?$/.test(rest)) return { page: 'environments' };
   if (/^\/deployments\/?$/.test(rest)) return { page: 'deployments' };
+  if (/^\/webhooks\/?$/.test(rest)) return { page: 'webhooks' };
   const environment = /^\/environments\/([^/]+)\/?$/.exec(rest);
   if (environment) return { page: 'environment', id: decodeURIComponent(environment[1]) };
   const store = /^\/memory_stores\/([^/]+)\/?$/.exec(rest);
@@ -56,6 +58,7 @@ export const sessionPath = (id: string) => `${BASE}/sessions/${encodeURIComponen
 export const storesPath = `${BASE}/memory_stores`;
 export const environmentsPath = `${BASE}/environments`;
 export const deploymentsPath = `${BASE}/deployments`;
+export const webhooksPath = `${BASE}/webhooks`;
 export const environmentPath = (id: string) => `${environmentsPath}/${encodeURIComponent(id)}`;
 
 /** A memory store's page at `view` (the defaults left out of the link). */

@@ -37,8 +37,17 @@ export async function agentExists(db: Queryable, workspaceId: string, id: string
 }
 
 /** A new agent at version 1, in one transaction. */
-export async function insertAgent(db: Db, workspaceId: string, id: string, body: unknown, now: Date): Promise<void> {
+/** A new agent at version 1; `also` runs in the same transaction (the webhook outbox's record of it). */
+export async function insertAgent(
+  db: Db,
+  workspaceId: string,
+  id: string,
+  body: unknown,
+  now: Date,
+  also?: (tx: Queryable) => Promise<unknown>,
+): Promise<void> {
   await db.transaction(async (tx) => {
+    await also?.(tx);
     await tx.query(
       'insert into agents (id, workspace_id, version, created_at, updated_at) values ($1, $2, 1, $3, $3)',
       [id, workspaceId, now],

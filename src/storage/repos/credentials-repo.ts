@@ -43,7 +43,12 @@ export interface NewCredential {
  * Inserts the credential unless the vault already holds one not archived for the same `auth.mcp_server_url`: false
  * then, and nothing is written. The vault's row lock makes the check and the insert one step.
  */
-export async function insertCredentialUnlessClash(db: Db, c: NewCredential): Promise<boolean> {
+/** Inserts the credential unless the vault holds a live one for its server; `also` runs in the same transaction. */
+export async function insertCredentialUnlessClash(
+  db: Db,
+  c: NewCredential,
+  also?: (tx: Queryable) => Promise<unknown>,
+): Promise<boolean> {
   return db.transaction(async (tx) => {
     await tx.query('select 1 from vaults where id = $1 for update', [c.vaultId]);
     const clash = await tx.query(
@@ -55,6 +60,7 @@ export async function insertCredentialUnlessClash(db: Db, c: NewCredential): Pro
       'insert into credentials (id, workspace_id, vault_id, display_name, auth, sealed, metadata, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, now(), now())',
       [c.id, c.workspaceId, c.vaultId, c.displayName, c.auth, c.sealed, c.metadata],
     );
+    await also?.(tx);
     return true;
   });
 }

@@ -91,8 +91,14 @@ export async function environmentInUse(db: Queryable, id: string): Promise<boole
 }
 
 /** Deletes the environment, in one transaction with dropping the reference of deleted sessions that still name it. */
-export async function deleteEnvironment(db: Db, workspaceId: string, id: string): Promise<void> {
+export async function deleteEnvironment(
+  db: Db,
+  workspaceId: string,
+  id: string,
+  also?: (tx: Queryable) => Promise<unknown>,
+): Promise<void> {
   await db.transaction(async (tx) => {
+    await also?.(tx);
     // A deleted session keeps its row (and so its reference) until it is purged; it no longer needs the environment.
     await tx.query('update sessions set environment_id = null where environment_id = $1 and deleted_at is not null', [
       id,

@@ -193,8 +193,14 @@ export async function listMemoryStores(
 }
 
 /** Deletes the store with its memories, its versions and their contents, in one transaction. */
-export async function deleteMemoryStore(db: Db, blobs: BlobStore, id: string): Promise<void> {
+export async function deleteMemoryStore(
+  db: Db,
+  blobs: BlobStore,
+  id: string,
+  also?: (tx: Queryable) => Promise<unknown>,
+): Promise<void> {
   await db.transaction(async (tx) => {
+    await also?.(tx);
     await tx.query('select id from memory_stores where id = $1 for update', [id]);
     const held = await tx.query<{ blob_id: string }>(
       'select blob_id from memory_versions where store_id = $1 and blob_id is not null',

@@ -62,8 +62,9 @@ export async function listVaults(
 }
 
 /** Archives the vault and its credentials not archived yet. */
-export async function archiveVault(db: Db, id: string): Promise<void> {
+export async function archiveVault(db: Db, id: string, also?: (tx: Queryable) => Promise<unknown>): Promise<void> {
   await db.transaction(async (tx) => {
+    await also?.(tx);
     await tx.query('update vaults set archived_at = now(), updated_at = now() where id = $1 and archived_at is null', [
       id,
     ]);
@@ -75,8 +76,9 @@ export async function archiveVault(db: Db, id: string): Promise<void> {
 }
 
 /** Deletes the vault and its credentials. */
-export async function deleteVault(db: Db, id: string): Promise<void> {
+export async function deleteVault(db: Db, id: string, also?: (tx: Queryable) => Promise<unknown>): Promise<void> {
   await db.transaction(async (tx) => {
+    await also?.(tx);
     await tx.query('delete from credentials where vault_id = $1', [id]);
     await tx.query('delete from vaults where id = $1', [id]);
   });

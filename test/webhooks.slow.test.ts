@@ -1,0 +1,293 @@
+// Webhooks end to end: endpoints registered with `agents webhooks`, events recorded by the API and by a scripted
+// session's workflow, delivered by delivery workflows through a tools worker's egress gate to loopback receivers,
+// and every delivery verified with the SDK's own `client.beta.webhooks.unwrap` and checked against the SDK's
+// BetaWebhookEvent schema.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Anthropic from '@anthropic-ai/sdk';
+import { startApiOn, type TestApi } from './helpers/api';
+import { startHarness, startTestWorker, type Harness } from './helpers/env';
+import { runAgents } from './helpers/cli';
+import { schemaErrors } from './helpers/conformance';
+import { doneStep, eventsUntil, idles, sayTo } from './helpers/sdk-session';
+import type { RunningWorker } from '../src/worker';
+import { vaultPublicKey } from '../src/vault/sealed';
+import { addWebhookEndpoint, recentAttempts, setEndpointEnabled } from '../src/webhooks/endpoints';
+import { listWebhookEndpoints, listWebhookEvents } from '../src/storage/repos/webhooks-repo';
+
+interface Received {
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** A loopback receiver: records every request; `answer` says the status for a path and its nth request. */
+async function receiver(answer: (path: string, n: number) => number) {
+  const got: Received[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      const path = req.url ?? '/';
+      got.push({ path, headers: req.headers as Record<string, string>, body });
+      res.writeHead(answer(path, got.filter((g) => g.path === path).length)).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return { got, url, close: () => new Promise((r) => server.close(r)) };
+}
+
+let h: Harness;
+let api: TestApi;
+let client: Anthropic;
+let tools: RunningWorker | undefined;
+let open: Awaited<ReturnType<typeof receiver>>;
+let shut: Awaited<ReturnType<typeof receiver>>;
+let cliEnv: Record<string, string>;
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  open = await receiver((path, n) => (path === '/flaky' && n <= 2 ? 500 : path === '/down' ? 503 : 204));
+  shut = await receiver(() => 204);
+  // Only the open receiver: the other is loopback, which the gate refuses unless EGRESS_ALLOW opens it.
+  process.env.EGRESS_ALLOW = new URL(open.url).host;
+  process.env.WEBHOOK_RETRY_DELAYS = '1,1,1';
+  process.env.WEBHOOK_RELAY_INTERVAL_MS = '100';
+  process.env.WEBHOOK_DISABLE_AFTER = '4';
+  h = await startHarness();
+  api = await startApiOn(h);
+  client = await api.client();
+  tools = await startTestWorker(h.env.address, h.mock.url, {
+    role: 'tools',
+    vaultKey: api.vaultKey,
+    apiDb: () => api.db,
+  });
+  cliEnv = {
+    DATABASE_URL: api.databaseUrl!,
+    VAULT_PUBLIC_KEY: await vaultPublicKey(api.vaultKey),
+    KEY_FILES: 'off',
+    DATA_DIR: api.dataDir,
+  };
+}, 120_000);
+
+afterAll(async () => {
+  await tools?.shutdown().catch(() => undefined);
+  await api?.stop();
+  await h?.stop();
+  for (const k of ['EGRESS_ALLOW', 'WEBHOOK_RETRY_DELAYS', 'WEBHOOK_RELAY_INTERVAL_MS', 'WEBHOOK_DISABLE_AFTER'])
+    if (saved[k] === undefined) delete process.env[k];
+    else process.env[k] = saved[k];
+  await open?.close();
+  await shut?.close();
+});
+
+async function add(url: string, events?: string): Promise<{ id: string; secret: string }> {
+  const r = await runAgents(
+    h.env.address,
+    ['webhooks', 'add', url, '--workspace', 'default', ...(events ? ['--events', events] : []), '--json'],
+    cliEnv,
+  );
+  if (r.code !== 0) throw new Error(r.stderr);
+  return JSON.parse(r.stdout) as { id: string; secret: string };
+}
+
+async function until<T>(what: string, f: () => T | undefined | Promise<T | undefined>, ms = 60_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await f();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** The deliveries at `path`, each verified with `secret` by the SDK and checked against its type. */
+function verified(path: string, secret: string) {
+  return open.got
+    .filter((g) => g.path === path)
+    .map((g) => {
+      const event = client.beta.webhooks.unwrap(g.body, { headers: g.headers, key: secret });
+      expect(schemaErrors('$webhookEvent', event)).toBe('');
+      return { event, headers: g.headers };
+    });
+}
+
+it('delivers session.created and session.status_idled of a scripted session, and resource changes, each verified by unwrap', async () => {
+  const all = await add(`${open.url}/all`);
+  const env = await client.beta.environments.create({ name: 'hooks-env' });
+  const agent = await client.beta.agents.create({ name: 'hooked', model: 'claude-test' });
+  const s = await client.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+  h.mock.script(s.id, { steps: [doneStep] });
+  await sayTo(client, s.id, 'hello');
+  await eventsUntil(client, s.id, idles(1));
+  const seen = (type: string, id: string) => () =>
+    verified('/all', all.secret).find((d) => d.event.data.type === type && d.event.data.id === id);
+  for (const [type, id] of [
+    ['session.created', s.id],
+    ['session.status_run_started', s.id],
+    ['session.status_idled', s.id],
+    ['agent.created', agent.id],
+    ['environment.created', env.id],
+  ])
+    await until(`${type} of ${id}`, seen(type, id));
+  const idled = seen('session.status_idled', s.id)()!;
+  expect(idled.event).toMatchObject({
+    type: 'event',
+    data: {
+      type: 'session.status_idled',
+      id: s.id,
+      workspace_id: 'wrkspc_default',
+      organization_id: expect.any(String),
+    },
+  });
+  expect(idled.headers['webhook-id']).toBe(idled.event.id);
+  // Archived: an event in the same transaction as the archive.
+  await client.beta.sessions.archive(s.id);
+  await until('session.archived', seen('session.archived', s.id));
+  // Archiving ends it: its workflow reports the end.
+  await until('session.status_terminated', seen('session.status_terminated', s.id));
+  // A delivery that is not signed with the secret does not verify.
+  const first = open.got.find((g) => g.path === '/all')!;
+  const otherKey = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
+  expect(() => client.beta.webhooks.unwrap(first.body, { headers: first.headers, key: otherKey })).toThrow(
+    /signature/i,
+  );
+});
+
+it('tries again after two 500s, with the same webhook-id, and sends only the subscribed types', async () => {
+  const flaky = await add(`${open.url}/flaky`, 'environment.created');
+  const env = await client.beta.environments.create({ name: 'flaky-env' });
+  await client.beta.agents.create({ name: 'not-subscribed', model: 'claude-test' });
+  const three = await until('three attempts', () => {
+    const got = open.got.filter((g) => g.path === '/flaky');
+    return got.length >= 3 ? got : undefined;
+  });
+  const ids = new Set(three.map((g) => g.headers['webhook-id']));
+  expect(ids.size).toBe(1);
+  const events = verified('/flaky', flaky.secret).map((d) => d.event);
+  expect(events.map((e) => e.data.type)).toEqual(['environment.created', 'environment.created', 'environment.created']);
+  expect(events[2].data.id).toBe(env.id);
+  const attempts = await until('the attempts recorded', async () => {
+    const a = await recentAttempts(api.db!, flaky.id);
+    return a.length >= 3 ? a : undefined;
+  });
+  expect(attempts.map((a) => [a.attempt, a.outcome, a.status_code])).toEqual([
+    [3, 'delivered', 204],
+    [2, 'failed', 500],
+    [1, 'failed', 500],
+  ]);
+  // The CLI shows the same attempts.
+  const r = await runAgents(h.env.address, ['webhooks', 'deliveries', flaky.id, '--json'], cliEnv);
+  expect(r.code).toBe(0);
+  expect(
+    r.stdout
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { outcome: string }).outcome),
+  ).toEqual(['delivered', 'failed', 'failed']);
+});
+
+it('never sends to a loopback URL EGRESS_ALLOW does not open, and records why', async () => {
+  const refused = await add(`${shut.url}/hook`, 'agent.created');
+  await client.beta.agents.create({ name: 'refused', model: 'claude-test' });
+  const [attempt] = await until('the refusal recorded', async () => {
+    const a = await recentAttempts(api.db!, refused.id);
+    return a.length > 0 ? a : undefined;
+  });
+  expect(attempt).toMatchObject({ outcome: 'refused', status_code: null, attempt: 1 });
+  expect(attempt.error).toMatch(/egress refused 127\.0\.0\.1.*loopback/);
+  // A refusal is not retried: one attempt, and the receiver saw nothing.
+  await new Promise((r) => setTimeout(r, 2500));
+  expect(await recentAttempts(api.db!, refused.id)).toHaveLength(1);
+  expect(shut.got).toEqual([]);
+});
+
+it('sends nothing to a disabled endpoint, and disables one that keeps failing, with the reason', async () => {
+  const ws = 'wrkspc_default';
+  const key = await vaultPublicKey(api.vaultKey);
+  const off = await addWebhookEndpoint(api.db!, key, {
+    workspaceId: ws,
+    url: `${open.url}/off`,
+    events: 'agent.created',
+  });
+  await setEndpointEnabled(api.db!, off.id, false);
+  const down = await addWebhookEndpoint(api.db!, key, {
+    workspaceId: ws,
+    url: `${open.url}/down`,
+    events: 'agent.created',
+  });
+  const witness = await addWebhookEndpoint(api.db!, key, {
+    workspaceId: ws,
+    url: `${open.url}/witness`,
+    events: 'agent.created',
+  });
+  const agent = await client.beta.agents.create({ name: 'while-off', model: 'claude-test' });
+  await until('the witness delivery', () =>
+    verified('/witness', witness.secret).find((d) => d.event.data.id === agent.id),
+  );
+  const row = await until('the failing endpoint disabled', async () => {
+    const r = (await listWebhookEndpoints(api.db!, ws)).find((e) => e.id === down.id);
+    return r?.disabled_at ? r : undefined;
+  });
+  expect(row.disabled_reason).toBe('4 consecutive failed attempts; the last: HTTP 503');
+  expect(open.got.filter((g) => g.path === '/down')).toHaveLength(4);
+  expect(open.got.filter((g) => g.path === '/off')).toEqual([]);
+  expect(await recentAttempts(api.db!, off.id)).toEqual([]);
+  // `webhooks list` says why.
+  const r = await runAgents(h.env.address, ['webhooks', 'list', '--json'], cliEnv);
+  const listed = r.stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { id: string; disabled: boolean; disabled_reason: string | null });
+  expect(listed.find((e) => e.id === down.id)).toMatchObject({ disabled: true, disabled_reason: row.disabled_reason });
+  expect(listed.find((e) => e.id === off.id)).toMatchObject({
+    disabled: true,
+    disabled_reason: 'disabled by the operator',
+  });
+});
+
+it('signs with the new secret once rotate-secret has run', async () => {
+  const ep = await add(`${open.url}/rotated`, 'agent.created');
+  const r = await runAgents(h.env.address, ['webhooks', 'rotate-secret', ep.id, '--json'], cliEnv);
+  expect(r.code).toBe(0);
+  const { secret } = JSON.parse(r.stdout) as { id: string; secret: string };
+  expect(secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+  expect(secret).not.toBe(ep.secret);
+  const agent = await client.beta.agents.create({ name: 'rotated', model: 'claude-test' });
+  const got = await until('the delivery', () => open.got.find((g) => g.path === '/rotated'));
+  expect(client.beta.webhooks.unwrap(got.body, { headers: got.headers, key: secret }).data.id).toBe(agent.id);
+  expect(() => client.beta.webhooks.unwrap(got.body, { headers: got.headers, key: ep.secret })).toThrow(/signature/i);
+});
+
+it('refuses a bad URL or an unknown event type by name, and stores nothing', async () => {
+  const before = (await listWebhookEndpoints(api.db!, null)).length;
+  for (const [args, pattern] of [
+    [['ftp://example.com/x'], /url: must be https/],
+    [['http://example.com/x'], /url: must be https \(http only for a loopback host\)/],
+    [
+      ['https://example.com/x', '--events', 'session.created,session.exploded'],
+      /--events: unknown event type session\.exploded/,
+    ],
+    [['https://example.com/x', '--workspace', 'nope'], /--workspace: no workspace nope/],
+  ] as const) {
+    const r = await runAgents(
+      h.env.address,
+      [
+        'webhooks',
+        'add',
+        ...args,
+        ...((args as readonly string[]).includes('--workspace') ? [] : ['--workspace', 'default']),
+        '--json',
+      ],
+      cliEnv,
+    );
+    expect(r.code).not.toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(pattern);
+  }
+  expect(await listWebhookEndpoints(api.db!, null)).toHaveLength(before);
+  // The secret is never in the outbox or the attempts.
+  const rows = await listWebhookEvents(api.db!, 'wrkspc_default', 1000);
+  expect(JSON.stringify(rows)).not.toMatch(/whsec_/);
+});

@@ -48,7 +48,7 @@ export async function checkSearchAttributes(connection: Connection, namespace: s
     ...(missing.length > 0 ? [`${missing.join(', ')} not registered on namespace ${namespace}`] : []),
     ...(wrong.length > 0 ? [`${wrong.join(', ')}, not Keyword`] : []),
   ];
-  const create = `temporal operator search-attribute create --namespace ${namespace} ${missing.map((n) => `--name ${n} --type Keyword`).join(' ')}`;
+  const create = `temporal operator search-attribute create --namespace ${namespace} ${missing.map((n) => `--name ${n}`).join(' ')} --type Keyword`;
   const fixes = [
     ...(missing.length > 0
       ? [

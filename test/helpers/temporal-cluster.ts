@@ -152,9 +152,13 @@ export async function startTemporalCluster(
     const startService = async (service: TemporalService) => {
       if (procs.has(service)) throw new Error(`${service} is running`);
       const out = fs.openSync(path.join(dir, `${service}.log`), 'a');
-      const child = spawn(bins.server, ['--config-file', configFile, 'start', '--service', service], {
-        stdio: ['ignore', out, out],
-      });
+      const child = spawn(
+        bins.server,
+        ['--config-file', configFile, '--allow-no-auth', 'start', '--service', service],
+        {
+          stdio: ['ignore', out, out],
+        },
+      );
       fs.closeSync(out);
       live.add(child);
       procs.set(service, child);
@@ -189,8 +193,8 @@ export async function startTemporalCluster(
       }
       if (searchAttributes) {
         const args = ['operator', 'search-attribute', 'create', '--namespace', name];
-        for (const k of SESSION_SEARCH_ATTRIBUTES) args.push('--name', k.name, '--type', 'Keyword');
-        temporal(args);
+        for (const k of SESSION_SEARCH_ATTRIBUTES) args.push('--name', k.name);
+        temporal([...args, '--type', 'Keyword']);
       }
       // Ready when every service's namespace registry has it: a workflow starts, and its listing works.
       for (const deadline = Date.now() + 90_000; ; await sleep(500)) {

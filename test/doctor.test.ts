@@ -48,7 +48,7 @@ it('finds no pollers and no search attributes before any worker runs, says what 
   const sa = check(rep, 'search-attributes');
   for (const k of SESSION_SEARCH_ATTRIBUTES) expect(sa.detail).toContain(k.name);
   expect(sa.fix).toContain(
-    'temporal operator search-attribute create --namespace default --name AgentSessionState --name AgentName --name AgentModel --name AgentWorkspace --type Keyword',
+    '`temporal operator search-attribute create --namespace default --name AgentSessionState --type Keyword`, `temporal operator search-attribute create --namespace default --name AgentName --type Keyword`',
   );
   const pollers = check(rep, 'pollers');
   expect(pollers.ok).toBe(false);

@@ -48,11 +48,14 @@ export async function checkSearchAttributes(connection: Connection, namespace: s
     ...(missing.length > 0 ? [`${missing.join(', ')} not registered on namespace ${namespace}`] : []),
     ...(wrong.length > 0 ? [`${wrong.join(', ')}, not Keyword`] : []),
   ];
-  const create = `temporal operator search-attribute create --namespace ${namespace} ${missing.map((n) => `--name ${n}`).join(' ')} --type Keyword`;
+  // One command per attribute: given several names and one type, the CLI registers only the first.
+  const create = missing
+    .map((n) => `\`temporal operator search-attribute create --namespace ${namespace} --name ${n} --type Keyword\``)
+    .join(', ');
   const fixes = [
     ...(missing.length > 0
       ? [
-          `\`${create}\` (Temporal Cloud: \`tcld namespace search-attributes add\`); a brain worker adds them itself at start where the server lets it`,
+          `${create} (Temporal Cloud: \`tcld namespace search-attributes add\`); a brain worker adds them itself at start where the server lets it`,
         ]
       : []),
     ...(wrong.length > 0

@@ -186,10 +186,11 @@ it('agents doctor passes on the prepared namespace and names what a bare one lac
   expect(dyn.fix).toContain('system.enableActivityEagerExecution');
 
   // The commands doctor prints are the operator's fix: run as printed, they make the checks pass.
-  for (const fix of [sa.fix!, retention.fix!]) {
-    const command = /`(temporal [^`]+)`/.exec(fix)![1];
-    c.temporal(command.split(' ').slice(1));
-  }
+  const commands = [sa.fix!, retention.fix!].flatMap((fix) =>
+    [...fix.matchAll(/`(temporal [^`]+)`/g)].map((m) => m[1]),
+  );
+  expect(commands).toHaveLength(SESSION_SEARCH_ATTRIBUTES.length + 1);
+  for (const command of commands) c.temporal(command.split(' ').slice(1));
   for (const deadline = Date.now() + 60_000; ; await new Promise((r) => setTimeout(r, 500))) {
     const again = await runDoctor({
       env: { ...env, TEMPORAL_NAMESPACE: BARE },

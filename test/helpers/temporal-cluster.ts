@@ -5,6 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Client as PgClient } from 'pg';
@@ -24,7 +25,7 @@ import {
 import { clientInterceptors } from '../../src/log/query-retry';
 import { SESSION_SEARCH_ATTRIBUTES } from '../../src/session/search-attributes';
 import { grpcInterceptors } from '../../src/temporal-connection';
-import { ROOT, freePort, temporalCliPath, testDataConverter } from './env';
+import { ROOT, temporalCliPath, testDataConverter } from './env';
 
 export { TEMPORAL_SERVICES, type TemporalService };
 
@@ -77,6 +78,22 @@ function dynamicConfig(extra: DynamicConfig): string {
   return YAML.stringify({ ...base, ...extra });
 }
 
+/**
+ * A free loopback port under 32768: the SQL stores keep a member's gRPC port in a smallint column, so a port from
+ * the kernel's ephemeral range (32768 and up) fails the service's start.
+ */
+async function lowFreePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const free = await new Promise<boolean>((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+    if (free) return port;
+  }
+}
+
 export async function startTemporalCluster(
   opts: { dynamicConfig?: DynamicConfig; log?: (m: string) => void } = {},
 ): Promise<TemporalCluster> {
@@ -126,7 +143,8 @@ export async function startTemporalCluster(
         .readFileSync(path.join(dir, `${s}.log`), 'utf8')
         .trim()
         .split('\n')
-        .slice(-8)
+        .slice(-6)
+        .map((l) => l.slice(0, 400))
         .join('\n');
     } catch {
       return '';
@@ -139,9 +157,9 @@ export async function startTemporalCluster(
     const ports = {} as Record<TemporalService, ServicePorts>;
     for (const s of TEMPORAL_SERVICES)
       ports[s] = {
-        grpc: await freePort(),
-        membership: await freePort(),
-        ...(s === 'frontend' ? { http: await freePort() } : {}),
+        grpc: await lowFreePort(),
+        membership: await lowFreePort(),
+        ...(s === 'frontend' ? { http: await lowFreePort() } : {}),
       };
     const dynamicConfigFile = path.join(dir, 'dynamicconfig.yaml');
     fs.writeFileSync(dynamicConfigFile, dynamicConfig(opts.dynamicConfig ?? {}));
@@ -169,12 +187,15 @@ export async function startTemporalCluster(
       await Promise.race([waitForPort('127.0.0.1', ports[service].grpc, 60_000), died]);
     };
 
-    // History first (it owns the shards), then matching, the frontend and the internal worker, as they depend.
-    await Promise.all(['history', 'matching', 'frontend', 'worker'].map((s) => startService(s as TemporalService)));
+    // The first process to start writes the cluster's metadata; two at once would both try. Then the rest.
+    await startService('history');
+    log('history started');
+    await Promise.all((['matching', 'frontend', 'worker'] as const).map((s) => startService(s)));
 
     const temporal = (args: string[]) => {
-      const r = spawnSync(cli, [...args, '--address', address], { encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`temporal ${args.join(' ')} failed: ${r.stderr.trim()}`);
+      const r = spawnSync(cli, [...args, '--address', address], { encoding: 'utf8', timeout: 30_000 });
+      if (r.status !== 0)
+        throw new Error(`temporal ${args.join(' ')} failed (${r.status ?? r.signal}): ${r.stderr.trim()}`);
       return r.stdout;
     };
     connection = await Connection.connect({ address, interceptors: grpcInterceptors() });
@@ -188,40 +209,63 @@ export async function startTemporalCluster(
           break;
         } catch (e) {
           if (/already (exists|registered)/i.test((e as Error).message)) break;
+          log((e as Error).message.split('\n')[0]);
           if (Date.now() > deadline) throw e;
         }
       }
       if (searchAttributes) {
-        const args = ['operator', 'search-attribute', 'create', '--namespace', name];
-        for (const k of SESSION_SEARCH_ATTRIBUTES) args.push('--name', k.name);
-        temporal([...args, '--type', 'Keyword']);
+        // One at a time: given several names and one type, the CLI registers the first name only.
+        for (const k of SESSION_SEARCH_ATTRIBUTES)
+          temporal([
+            'operator',
+            'search-attribute',
+            'create',
+            '--namespace',
+            name,
+            '--name',
+            k.name,
+            '--type',
+            'Keyword',
+          ]);
       }
       // Ready when every service's namespace registry has it: a workflow starts, and its listing works.
       for (const deadline = Date.now() + 90_000; ; await sleep(500)) {
         const workflowId = `cluster-ready-${randomBytes(4).toString('hex')}`;
         try {
-          await conn.workflowService.startWorkflowExecution({
-            namespace: name,
-            workflowId,
-            workflowType: { name: 'cluster-ready' },
-            taskQueue: { name: 'cluster-ready' },
-            requestId: workflowId,
-          });
-          await conn.workflowService.terminateWorkflowExecution({
-            namespace: name,
-            workflowExecution: { workflowId },
-            reason: 'readiness probe',
-          });
-          const listed = await conn.operatorService.listSearchAttributes({ namespace: name });
+          await conn.withDeadline(Date.now() + 10_000, () =>
+            conn.workflowService.startWorkflowExecution({
+              namespace: name,
+              workflowId,
+              workflowType: { name: 'cluster-ready' },
+              taskQueue: { name: 'cluster-ready' },
+              requestId: workflowId,
+            }),
+          );
+          await conn.withDeadline(Date.now() + 10_000, () =>
+            conn.workflowService.terminateWorkflowExecution({
+              namespace: name,
+              workflowExecution: { workflowId },
+              reason: 'readiness probe',
+            }),
+          );
+          const listed = await conn.withDeadline(Date.now() + 10_000, () =>
+            conn.operatorService.listSearchAttributes({ namespace: name }),
+          );
           const registered = SESSION_SEARCH_ATTRIBUTES.every((k) => k.name in (listed.customAttributes ?? {}));
           if (!searchAttributes || registered) return;
+          log(
+            `namespace ${name}: search attributes not listed yet (${Object.keys(listed.customAttributes ?? {}).join(', ')})`,
+          );
         } catch (e) {
+          log(`namespace ${name} not ready yet: ${(e as Error).message.split('\n')[0]}`);
           if (Date.now() > deadline) throw new Error(`namespace ${name} not ready: ${(e as Error).message}`);
         }
       }
     };
 
+    log('services started');
     await createNamespace('default', DEFAULT_RETENTION, true);
+    log('namespace default ready');
     const client = new Client({
       connection,
       namespace: 'default',

@@ -149,7 +149,8 @@ it('finishes a turn across handovers, a brain SIGKILL and a restart of each Temp
   expectGapFreeAndValid(events);
   expect(events.filter((e) => e.type === 'error')).toEqual([]);
   const { uses, results } = callsAnsweredOnce(events);
-  expect(uses.length).toBeGreaterThanOrEqual(34);
+  // A call a fault cut short is retried, and the retry takes the script's next step.
+  expect(uses.length).toBeGreaterThanOrEqual(34 - faults.length);
   expect(results).toEqual(uses);
   const last = events.at(-1)!;
   expect(last).toMatchObject({ type: 'assistant_message' });

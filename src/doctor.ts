@@ -13,8 +13,22 @@ import { dockerFromHost } from './sandbox/docker';
 import { DEFAULT_MODEL } from './session/agent';
 import { BRAIN_TASK_QUEUE, TOOLS_TASK_QUEUE, type WorkerRole } from './session/queues';
 import { clientConnectionOptions } from './temporal-connection';
+import { checkDynamicConfig, checkRetention, checkSearchAttributes } from './observability/cluster-checks';
 
-export const CHECKS = ['config', 'temporal', 'pollers', 'docker', 'sandbox-image', 'keys', 'model'] as const;
+export const CHECKS = [
+  'config',
+  'temporal',
+  'search-attributes',
+  'retention',
+  'dynamic-config',
+  'pollers',
+  'docker',
+  'sandbox-image',
+  'keys',
+  'model',
+] as const;
+/** What the namespace on the cluster must offer; read from the cluster, the same for every role. */
+const CLUSTER_CHECKS = ['search-attributes', 'retention', 'dynamic-config'] as const;
 export type CheckName = (typeof CHECKS)[number];
 
 export interface CheckResult {
@@ -297,10 +311,34 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
   }
   let connection: Connection | undefined;
   try {
-    if (wanted.has('temporal') || wanted.has('pollers')) {
+    if (wanted.has('temporal') || wanted.has('pollers') || CLUSTER_CHECKS.some((c) => wanted.has(c))) {
       const t = await checkTemporal(config);
       connection = t.connection;
       if (wanted.has('temporal')) checks.push(t.result);
+      for (const name of CLUSTER_CHECKS.filter((c) => wanted.has(c))) {
+        if (!connection) {
+          checks.push({
+            name,
+            ok: false,
+            detail: `cannot read the namespace: Temporal unreachable`,
+            fix: 'fix the temporal check first',
+          });
+          continue;
+        }
+        const run = {
+          'search-attributes': checkSearchAttributes,
+          retention: checkRetention,
+          'dynamic-config': checkDynamicConfig,
+        }[name];
+        checks.push(
+          await run(connection, config.TEMPORAL_NAMESPACE).catch((e) => ({
+            name,
+            ok: false,
+            detail: `could not read it from ${config.TEMPORAL_ADDRESS}: ${firstLine(e)}`,
+            fix: "check the temporal check and the server's logs",
+          })),
+        );
+      }
       if (wanted.has('pollers')) {
         checks.push(
           connection
@@ -336,7 +374,7 @@ export async function runDoctor(opts: DoctorOptions = {}): Promise<DoctorReport>
 export function formatDoctor(report: DoctorReport): string {
   const lines = report.checks.map(
     (c) =>
-      `${c.ok ? 'ok  ' : 'FAIL'} ${c.name.padEnd(13)} ${c.detail}${c.fix && !c.ok ? `\n     ${''.padEnd(13)} fix: ${c.fix}` : ''}`,
+      `${c.ok ? 'ok  ' : 'FAIL'} ${c.name.padEnd(17)} ${c.detail}${c.fix && !c.ok ? `\n     ${''.padEnd(17)} fix: ${c.fix}` : ''}`,
   );
   if (report.ok) lines.push('all checks passed');
   return lines.join('\n');

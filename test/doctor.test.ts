@@ -7,13 +7,16 @@ import { runAgents, type Run } from './helpers/cli';
 import { startHarness, uniqueId, type Harness } from './helpers/env';
 import { resolveDockerHost } from '../src/host/docker-host';
 import type { DoctorReport } from '../src/doctor';
+import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
+import { SESSION_SEARCH_ATTRIBUTES } from '../src/session/search-attributes';
 
 let h: Harness;
 let dataDir: string;
 let env: Record<string, string>;
 
 beforeAll(async () => {
-  h = await startHarness({ worker: false });
+  // The dev server as `agents dev` runs it.
+  h = await startHarness({ worker: false, serverArgs: DEV_SERVER_DYNAMIC_CONFIG });
   dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-doctor-'));
   env = {
     ANTHROPIC_BASE_URL: h.mock.url,
@@ -33,14 +36,20 @@ function report(r: Run): DoctorReport {
 }
 const check = (rep: DoctorReport, name: string) => rep.checks.find((c) => c.name === name)!;
 
-it('finds no pollers before any worker runs, says which to start, and exits non-zero', async () => {
+it('finds no pollers and no search attributes before any worker runs, says what to do, and exits non-zero', async () => {
   const r = await runAgents(h.env.address, ['doctor', '--json'], env);
   expect(r.code).toBe(1);
-  expect(r.stderr).toMatch(/^error: doctor: pollers failed\n$/);
+  expect(r.stderr).toMatch(/^error: doctor: search-attributes, pollers failed\n$/);
   const rep = report(r);
   expect(rep.ok).toBe(false);
-  for (const name of ['config', 'temporal', 'docker', 'sandbox-image', 'keys', 'model'])
+  for (const name of ['config', 'temporal', 'retention', 'dynamic-config', 'docker', 'sandbox-image', 'keys', 'model'])
     expect(check(rep, name)).toMatchObject({ ok: true });
+  // A brain worker registers them at start; until then doctor names each one and the operator's command.
+  const sa = check(rep, 'search-attributes');
+  for (const k of SESSION_SEARCH_ATTRIBUTES) expect(sa.detail).toContain(k.name);
+  expect(sa.fix).toContain(
+    '`temporal operator search-attribute create --namespace default --name AgentSessionState --type Keyword`, `temporal operator search-attribute create --namespace default --name AgentName --type Keyword`',
+  );
   const pollers = check(rep, 'pollers');
   expect(pollers.ok).toBe(false);
   expect(pollers.detail).toMatch(/agents \(workflow\), agents \(activity\), hands \(activity\), tools \(activity\)/);
@@ -54,7 +63,7 @@ it('passes with every role polling, and a worker checks its own pollers as the c
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(
-      /^ok {3}pollers {7}pollers on agents \(workflow\): \d, agents \(activity\): \d, hands \(activity\): \d, tools \(activity\): \d$/m,
+      /^ok {3}pollers {11}pollers on agents \(workflow\): \d, agents \(activity\): \d, hands \(activity\): \d, tools \(activity\): \d$/m,
     );
     expect(r.stdout).toMatch(/all checks passed\n$/);
     // The hands healthcheck: its own queues (hands and hands.<host>) polled from this host.

@@ -85,22 +85,19 @@ export function doctorCommand(program: Command): void {
   program
     .command('doctor')
     .description(
-      'check Temporal, the pollers on each task queue, Docker, the sandbox image, keys and the model endpoint; says what to do about each failure',
+      'check Temporal, what the namespace offers (search attributes, retention, dynamic config), the pollers on each task queue, Docker, the sandbox image, keys and the model endpoint; says what to do about each failure',
     )
     .option(
       '--role <role>',
       "a worker checking itself: only its role's parts, and pollers from this host (the compose healthchecks)",
       workerRole,
     )
-    .option(
-      '--check <names>',
-      'only these checks, comma-separated (config, temporal, pollers, docker, sandbox-image, keys, model)',
-      (v) =>
-        v.split(',').map((c) => {
-          if (!(CHECKS as readonly string[]).includes(c.trim()))
-            throw new InvalidArgumentError(`unknown check ${c}; one of ${CHECKS.join(', ')}`);
-          return c.trim() as CheckName;
-        }),
+    .option('--check <names>', `only these checks, comma-separated (${CHECKS.join(', ')})`, (v) =>
+      v.split(',').map((c) => {
+        if (!(CHECKS as readonly string[]).includes(c.trim()))
+          throw new InvalidArgumentError(`unknown check ${c}; one of ${CHECKS.join(', ')}`);
+        return c.trim() as CheckName;
+      }),
     )
     .option('--json', 'print {ok, checks: [{name, ok, detail, fix?}]}')
     .action(async (opts: { role?: WorkerRole; check?: CheckName[]; json?: boolean }) => {

@@ -14,6 +14,7 @@ import type { McpTools } from './mcp-tools';
 import type { SandboxSlots } from './sandbox-slots';
 import type { SessionRun } from './session-run';
 import { childAnswer, reportToParent, type Subagents } from './subagents';
+import type { ThreadSide, Threads } from './threads';
 
 export interface SealingParts {
   agent: Agent;
@@ -25,6 +26,10 @@ export interface SealingParts {
   handoff: Handoff;
   subagents: Subagents;
   budget: Budget;
+  /** A coordinator's threads, which end with it. */
+  threads?: Threads;
+  /** In a session thread: its side of the conversation with the coordinator. */
+  threadSide?: ThreadSide;
 }
 
 export class Sealing {
@@ -53,6 +58,7 @@ export class Sealing {
       openToolUses: this.unansweredToolUses(),
       ...subagents.snapshot(),
       ...(listCost ? { listCost } : {}),
+      ...(this.p.threadSide ? this.p.threadSide.carry() : {}),
     });
   }
 
@@ -113,9 +119,10 @@ export class Sealing {
 
   /** The run's end: open calls closed, lent sandboxes returned, sandboxes destroyed, the parent told, the log sealed. */
   async end(reason: string): Promise<SessionResult> {
-    const { run, handoff, slots, budget } = this.p;
-    const { parentRef } = run;
+    const { run, handoff, slots, budget, threads, threadSide } = this.p;
+    const parentRef = threadSide ? undefined : run.parentRef;
     const answer = parentRef ? childAnswer(run.events, reason) : undefined;
+    await threads?.endAll();
     // A session ending while a handover waited (on an approval, a client or a child) leaves that round's calls open.
     await this.closeOpenCalls('session ended before the tool finished');
     const returned = await handoff.returnLent();
@@ -135,6 +142,7 @@ export class Sealing {
           message: `could not report to the parent session ${parentRef.sessionId}: ${problem}`,
         });
     }
+    await threadSide?.onEnd(reason);
     run.ended(reason);
     await condition(allHandlersFinished);
     // Histories recorded before the archive existed end without sealing.

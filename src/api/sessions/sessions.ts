@@ -16,7 +16,7 @@ import {
 } from '../../session/contract';
 import { Failure } from '../../session/failure-types';
 import { agentFileFor } from '../agent-file';
-import { SessionAgentSchema, getAgent, type ApiAgent } from '../agents';
+import { SessionAgentSchema, getAgent, threadAgentOf, type ApiAgent } from '../agents';
 import {
   IdSchema,
   INT4_MAX,
@@ -49,6 +49,8 @@ import { interruptAck, recordSessionUpdate } from './log-writes';
 import { liveRoute } from './stream';
 import { STATUSES, sessionListRoute, type ApiStatus } from './list';
 import { eventListRoute } from './events-list';
+import { threadRoutes, threadSessionOf } from './session-threads';
+import { rosterFor } from './roster';
 import { StreamRelay } from '../../stream/relay';
 import { deleteSession, resumeDeletes } from './delete';
 import {
@@ -238,9 +240,18 @@ function durationSeconds(r: SessionRow, live: { status: ApiStatus; endedAt?: Dat
   return Math.max(0, Math.round((new Date(end).getTime() - new Date(r.created_at).getTime()) / 1000));
 }
 
-function snapshot(agent: ApiAgent): z.infer<typeof SessionAgentSchema> {
-  const { created_at: _c, updated_at: _u, archived_at: _a, metadata: _m, ...rest } = agent;
-  return rest;
+/** The agent as the session shows it; a coordinator's roster as the agent versions it names. */
+async function snapshot(
+  deps: ApiDeps,
+  workspaceId: string,
+  agent: ApiAgent,
+): Promise<z.infer<typeof SessionAgentSchema>> {
+  const roster = agent.multiagent
+    ? await Promise.all(
+        agent.multiagent.agents.map(async (a) => threadAgentOf(await getAgent(deps.db, workspaceId, a.id, a.version))),
+      )
+    : null;
+  return { ...threadAgentOf(agent), multiagent: roster ? { type: 'coordinator', agents: roster } : null };
 }
 
 async function toSession(
@@ -255,7 +266,7 @@ async function toSession(
   return {
     id: r.id,
     type: 'session',
-    agent: snapshot(agent),
+    agent: await snapshot(deps, workspaceId, agent),
     environment_id: r.environment_id,
     status: live.status,
     title: r.title,
@@ -310,6 +321,14 @@ export function sessionRoutes(
     liveRoute(app, relay, (workspaceId, id) => sessionRow(deps, workspaceId, id));
   }
   resourceRoutes(app, deps, (workspaceId, id) => sessionRow(deps, workspaceId, id));
+  threadRoutes(
+    app,
+    deps,
+    feeds,
+    sessions.client,
+    async (workspaceId, id) => toSession(deps, sessions, workspaceId, await sessionRow(deps, workspaceId, id)),
+    relay,
+  );
   // Deletes a stopped process left half done are finished in the background.
   let stopResuming: (() => Promise<void>) | undefined;
   app.addHook(
@@ -364,6 +383,20 @@ export function sessionRoutes(
           `resources: the system prompt with the memory and skills sections would be ${system.length} characters; the limit is ${MAX_SYSTEM_CHARS}`,
         );
       if (system !== undefined) file.system = system;
+      // A coordinator's roster: each agent as a file of its own, in the same environment and vaults.
+      if (agent.multiagent)
+        Object.assign(
+          file,
+          await rosterFor(db, req.workspaceId, agent, file, (a) =>
+            agentFileFor(
+              a,
+              environment,
+              { workspaceId: req.workspaceId, vaultIds: p.vault_ids ?? [] },
+              planned[0]?.repo,
+              deps.selfHostedToolTimeoutSeconds,
+            ),
+          ),
+        );
       // The prices of the models it can run and its budget; a budget on an unpriced model is a 400 here.
       const listCost = listCostFor(file, deps.prices, p.budget);
       const [first, ...rest] = (p.initial_events ?? []).map((e) => ({ text: textOf(e.content) }));
@@ -516,9 +549,15 @@ export function sessionRoutes(
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
       // All or nothing: every reference is resolved before anything is sent. A user.message needs no read of the log.
-      const resolved: { e: InboundEvent; toolUseId?: string }[] = [];
+      const resolved: { e: InboundEvent; toolUseId?: string; target?: string }[] = [];
       for (const [i, e] of req.body.events.entries()) {
-        if (e.type !== 'user.message' && e.type !== 'user.interrupt') {
+        // An interrupt naming a thread goes to that thread's own session.
+        if (e.type === 'user.interrupt' && e.session_thread_id)
+          resolved.push({
+            e,
+            target: await threadSessionOf(feeds, row.id, e.session_thread_id, `events.${i}.session_thread_id`),
+          });
+        else if (e.type !== 'user.message' && e.type !== 'user.interrupt') {
           const field = e.type === 'user.custom_tool_result' ? 'custom_tool_use_id' : 'tool_use_id';
           const ref = e.type === 'user.custom_tool_result' ? e.custom_tool_use_id : e.tool_use_id;
           const toolUseId = await feeds.toolUseIdOf(row.id, ref);
@@ -528,8 +567,8 @@ export function sessionRoutes(
       }
       const echoed: Record<string, unknown>[] = [];
       const handle = sessions.client.workflow.getHandle(row.id);
-      for (const { e, toolUseId } of resolved)
-        echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds));
+      for (const { e, toolUseId, target } of resolved)
+        echoed.push(await deliver(sessions.client, handle, target ?? row.id, e, toolUseId, feeds));
       // A message to a session of a self-hosted environment whose worker has let go of it queues it again.
       if (resolved.some(({ e }) => e.type === 'user.message')) {
         const environment = await getEnvironment(db, req.workspaceId, row.environment_id);

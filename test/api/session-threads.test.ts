@@ -331,4 +331,53 @@ describe('a coordinator session', () => {
     const ended = await eventsUntil(client, s.id, (ev) => ev.some((x) => x.type === 'session.status_terminated'));
     expect(ended.filter((x) => x.type === 'session.thread_status_terminated')).toHaveLength(2);
   });
+
+  it("routes a confirmation of a thread's call to that thread, named by its event id", async () => {
+    const careful = (
+      await client.beta.agents.create({
+        name: 'careful',
+        model: 'claude-sonnet-5-5',
+        tools: [
+          { type: 'agent_toolset_20260401', configs: [{ name: 'bash', permission_policy: { type: 'always_ask' } }] },
+        ],
+      })
+    ).id;
+    const lead = (
+      await client.beta.agents.create({
+        name: 'asker',
+        model: 'claude-sonnet-5-5',
+        multiagent: { type: 'coordinator', agents: [careful] },
+      })
+    ).id;
+    const s = await client.beta.sessions.create({ agent: lead, environment_id: envId });
+    h.mock.script(threadSession(s.id, 'toolu_ask'), {
+      steps: [calls(toolUse('toolu_b1', 'bash', { command: 'echo approved-run' })), text('ran it')],
+    });
+    h.mock.script(s.id, {
+      steps: [calls(toolUse('toolu_ask', 'delegate', { agent: 'careful', message: 'run it' })), text('done')],
+    });
+    await sayTo(client, s.id, 'go');
+    const created = (await eventsUntil(client, s.id, (ev) => ev.some((e) => e.type === 'session.thread_created'))).find(
+      (e) => e.type === 'session.thread_created',
+    ) as { session_thread_id: string };
+    let asked: ApiEvent | undefined;
+    for (let i = 0; !asked && i < 300; i++) {
+      asked = (await threadEvents(s.id, created.session_thread_id)).find(
+        (e) => e.type === 'agent.tool_use' && (e as { evaluated_permission?: string }).evaluated_permission === 'ask',
+      );
+      if (!asked) await new Promise((r) => setTimeout(r, 100));
+    }
+    const sent = await client.beta.sessions.events.send(s.id, {
+      events: [{ type: 'user.tool_confirmation', tool_use_id: asked!.id, result: 'allow' }],
+    });
+    expect(sent.data?.[0]).toMatchObject({ session_thread_id: created.session_thread_id });
+    const events = await eventsUntil(client, s.id, idleCount(1));
+    expect(resultText(events, useEventOf(events, 'delegate')!)).toEqual({
+      text: `thread ${created.session_thread_id} (careful) replied:\n\nran it`,
+      isError: false,
+    });
+    const own = await threadEvents(s.id, created.session_thread_id);
+    expect(resultText(own, asked!.id)?.text).toContain('approved-run');
+    await client.beta.sessions.archive(s.id);
+  });
 });

@@ -549,7 +549,7 @@ export function sessionRoutes(
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
       // All or nothing: every reference is resolved before anything is sent. A user.message needs no read of the log.
-      const resolved: { e: InboundEvent; toolUseId?: string; target?: string }[] = [];
+      const resolved: { e: InboundEvent; toolUseId?: string; target?: string; routedTo?: string }[] = [];
       for (const [i, e] of req.body.events.entries()) {
         // An interrupt naming a thread goes to that thread's own session.
         if (e.type === 'user.interrupt' && e.session_thread_id)
@@ -560,15 +560,20 @@ export function sessionRoutes(
         else if (e.type !== 'user.message' && e.type !== 'user.interrupt') {
           const field = e.type === 'user.custom_tool_result' ? 'custom_tool_use_id' : 'tool_use_id';
           const ref = e.type === 'user.custom_tool_result' ? e.custom_tool_use_id : e.tool_use_id;
-          const toolUseId = await feeds.toolUseIdOf(row.id, ref);
-          if (!toolUseId) throw badRequest(`events.${i}.${field}: no tool call ${ref} in this session`);
-          resolved.push({ e, toolUseId });
+          // A call of the session's own, else of one of its threads (as that thread's events name it).
+          const found = await callOf(feeds, row.id, ref);
+          if (!found) throw badRequest(`events.${i}.${field}: no tool call ${ref} in this session or its threads`);
+          resolved.push({
+            e,
+            toolUseId: found.toolUseId,
+            ...(found.threadId ? { target: found.sessionId, routedTo: found.threadId } : {}),
+          });
         } else resolved.push({ e });
       }
       const echoed: Record<string, unknown>[] = [];
       const handle = sessions.client.workflow.getHandle(row.id);
-      for (const { e, toolUseId, target } of resolved)
-        echoed.push(await deliver(sessions.client, handle, target ?? row.id, e, toolUseId, feeds));
+      for (const { e, toolUseId, target, routedTo } of resolved)
+        echoed.push(await deliver(sessions.client, handle, target ?? row.id, e, toolUseId, feeds, routedTo));
       // A message to a session of a self-hosted environment whose worker has let go of it queues it again.
       if (resolved.some(({ e }) => e.type === 'user.message')) {
         const environment = await getEnvironment(db, req.workspaceId, row.environment_id);
@@ -601,6 +606,21 @@ async function sendBudget(client: Client, id: string, budget: ReturnType<typeof 
   }
 }
 
+/** The model's id of the call an API event id names, and the session (the session, or a thread's) whose call it is. */
+async function callOf(
+  feeds: SessionFeeds,
+  sessionId: string,
+  apiEventId: string,
+): Promise<{ sessionId: string; toolUseId: string; threadId?: string } | undefined> {
+  const own = await feeds.toolUseIdOf(sessionId, apiEventId);
+  if (own) return { sessionId, toolUseId: own };
+  for (const t of (await feeds.get(sessionId)).threads.values()) {
+    const toolUseId = await feeds.toolUseIdOf(t.sessionId, apiEventId);
+    if (toolUseId) return { sessionId: t.sessionId, toolUseId, threadId: t.threadId };
+  }
+  return undefined;
+}
+
 async function endSession(client: Client, id: string, reason: string): Promise<void> {
   try {
     await client.workflow.getHandle(id).signal(endSignal, { reason });
@@ -616,8 +636,11 @@ async function deliver(
   e: InboundEvent,
   toolUseId: string | undefined,
   feeds: SessionFeeds,
+  /** The thread a call's answer was routed to, which the echo names. */
+  routedTo?: string,
 ): Promise<Record<string, unknown>> {
   const now = new Date().toISOString();
+  const routed = routedTo ? { session_thread_id: routedTo } : {};
   try {
     switch (e.type) {
       case 'user.message': {
@@ -632,7 +655,7 @@ async function deliver(
           allow: e.result === 'allow',
           ...(e.deny_message ? { reason: e.deny_message } : {}),
         }).catch(opError);
-        return { ...e, id: eventId(sessionId, seq), processed_at: now };
+        return { ...e, ...routed, id: eventId(sessionId, seq), processed_at: now };
       }
       case 'user.tool_result':
       case 'user.custom_tool_result': {
@@ -642,7 +665,7 @@ async function deliver(
           output,
           isError: e.is_error ?? false,
         }).catch(opError);
-        return { ...e, id: eventId(sessionId, seq), processed_at: now };
+        return { ...e, ...routed, id: eventId(sessionId, seq), processed_at: now };
       }
     }
   } catch (err) {

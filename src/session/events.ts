@@ -221,6 +221,8 @@ export const ThreadStatusEventSchema = shared('events.ThreadStatusEventSchema', 
     status: z.enum(['running', 'idle', 'terminated']),
     /** Why an idle thread stopped: its reply (end_turn), or a failure it could not recover from. */
     stopReason: z.enum(['end_turn', 'retries_exhausted']).optional(),
+    /** In the coordinator's log: the thread's whole usage as it last reported it. */
+    usage: UsageSchema.optional(),
   }),
 );
 /** A message between threads: `sent` to thread `threadId`, or `received` from it. */

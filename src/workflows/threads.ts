@@ -106,6 +106,9 @@ export class Threads implements ThreadCalls {
       agent: ref.agent,
       status,
       ...(stopReason ? { stopReason } : {}),
+      ...(status !== 'running' && ref.usage.inputTokens + ref.usage.outputTokens > 0
+        ? { usage: { ...ref.usage } }
+        : {}),
     });
   }
 

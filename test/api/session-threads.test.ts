@@ -183,6 +183,11 @@ describe('a coordinator session', () => {
       agent: { id: helperId, name: 'helper', version: 1 },
     });
     expect(await client.beta.sessions.threads.retrieve(child.id, { session_id: s.id })).toMatchObject({ id: child.id });
+    // Its usage is its two model calls', as its reply reported it.
+    const own0 = h.mock.requests(threadSession(s.id, 'toolu_d1'));
+    expect(own0).toHaveLength(2);
+    expect(child.usage?.output_tokens).toBeGreaterThan(0);
+    expect(primary.usage).toBeNull();
     expect((await client.beta.sessions.threads.list(s.id, { statuses: ['idle'] })).data.map((t) => t.id)).toEqual([
       child.id,
       primary.id,

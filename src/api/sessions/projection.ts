@@ -561,6 +561,8 @@ export interface ThreadRecord {
   createdAt: string;
   updatedAt: string;
   archivedAt: string | null;
+  /** Its whole usage as it last reported it; undefined before its first reply. */
+  usage?: Usage;
 }
 
 function noteThread(
@@ -582,7 +584,10 @@ function noteThread(
   const t = threads.get(e.threadId);
   if (!t) return;
   t.updatedAt = e.time;
-  if (e.type === 'thread_status') t.status = e.status;
+  if (e.type === 'thread_status') {
+    t.status = e.status;
+    if (e.usage) t.usage = e.usage;
+  }
   if (e.type === 'thread_archived') t.archivedAt = e.time;
 }
 

@@ -15,6 +15,7 @@ import { StreamQuerySchema, streamFeed } from './events-stream';
 import type { SessionFeeds } from './feed';
 import type { ThreadRecord } from './projection';
 import type { StreamRelay } from '../../stream/relay';
+import type { Usage } from '../../session/events';
 
 const THREAD_STATUSES = ['running', 'idle', 'rescheduling', 'terminated'] as const;
 
@@ -30,7 +31,14 @@ export const SessionThreadSchema = z
     stats: z.object({ duration_seconds: z.number().optional() }).nullable(),
     status: z.enum(THREAD_STATUSES),
     updated_at: z.string(),
-    usage: z.null(),
+    usage: z
+      .object({
+        input_tokens: z.number(),
+        output_tokens: z.number(),
+        cache_read_input_tokens: z.number(),
+        cache_creation: z.object({ ephemeral_5m_input_tokens: z.number(), ephemeral_1h_input_tokens: z.number() }),
+      })
+      .nullable(),
     workflow_run_id: z.null(),
   })
   .meta({ id: 'SessionThread' });
@@ -54,6 +62,20 @@ const ThreadListQuerySchema = PageQuerySchema.extend({
     4,
   ).optional(),
 });
+
+/** Usage as a thread shows it: uncached input apart from cache reads and writes, as the session's. */
+function usageOf(u: Usage): NonNullable<ApiThread['usage']> {
+  const oneHour = u.cacheCreation1hInputTokens ?? 0;
+  return {
+    input_tokens: u.inputTokens,
+    output_tokens: u.outputTokens,
+    cache_read_input_tokens: u.cacheReadInputTokens,
+    cache_creation: {
+      ephemeral_5m_input_tokens: u.cacheCreationInputTokens - oneHour,
+      ephemeral_1h_input_tokens: oneHour,
+    },
+  };
+}
 
 const seconds = (from: string, to: string) => Math.max(0, Math.round((Date.parse(to) - Date.parse(from)) / 1000));
 
@@ -91,7 +113,7 @@ function childOf(s: ThreadSession, t: ThreadRecord): ApiThread {
     stats: { duration_seconds: seconds(t.createdAt, end) },
     status: t.status,
     updated_at: t.updatedAt,
-    usage: null,
+    usage: t.usage ? usageOf(t.usage) : null,
     workflow_run_id: null,
   };
 }

@@ -73,7 +73,17 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const mcpTools = new McpTools(sessionId, agent, acts.mcp, append, toolSpecs, tools, carried?.mcpTools);
   const handoff = new Handoff({ sessionId, append, slots, closed });
   const threads = agent.roster.length
-    ? new Threads({ sessionId, agent, tools, append, usage: run.usage, budget, carried, closed })
+    ? // A fork starts without threads: those in its source's carry belong to the source.
+      new Threads({
+        sessionId,
+        agent,
+        tools,
+        append,
+        usage: run.usage,
+        budget,
+        carried: start === 'forked' ? undefined : carried,
+        closed,
+      })
     : undefined;
   const subagents = new Subagents({
     sessionId,

@@ -364,10 +364,6 @@ export class Threads implements ThreadCalls {
       threadCalls: [...this.calls.values()].map((c) => ({ ...c })),
     };
   }
-
-  view() {
-    return [...this.threads.values()].map((t) => ({ threadId: t.threadId, agent: t.agent, status: t.status }));
-  }
 }
 
 /** The thread's side: it answers the coordinator's messages, one turn each, and stays open between them. */

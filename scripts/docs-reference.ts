@@ -6,7 +6,7 @@
 // and a row without either is an error: a new event type, variable, command or message fails until documented.
 import fs from 'node:fs';
 import path from 'node:path';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Command, Help } from 'commander';
 import { ConfigSchema, ROLE_VARIABLES, SECRET_VARIABLES, SERVICE_ROLES } from '../src/config';
 import { SessionEventSchema, type SessionEventType } from '../src/session/events';
@@ -111,6 +111,13 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
     'A spawn_agent call started the child session `sessionId`; `agent` names the sub-agent entry when one was given.',
   subagent_finished:
     "The child answered (`isError: false`) or failed; `usage` is the child's whole usage and `costNanoUsd` its list cost, its own children's included.",
+  thread_created:
+    'A coordinator started a session thread: `threadId` (`sthr_…`) runs the roster agent `agent`, and its own log is the child session `sessionId` ([threads](../guide/threads.md)).',
+  thread_status:
+    "A session thread's status changed (`running`, `idle` with `stopReason`, `terminated`): in the coordinator's log for each of its threads, and in the thread's own log.",
+  thread_message:
+    'A message between threads: `sent` to thread `threadId` or `received` from it; `agent` names the roster agent on the other side (absent: the coordinator).',
+  thread_archived: 'A session thread was archived: it ended and takes no more messages.',
   context_compacted:
     "The context window's older part, through `throughSeq`, was replaced by `summary`; the raw events stay in the log.",
   interrupted:
@@ -471,6 +478,22 @@ const MESSAGE_NOTES: Record<string, { args?: z.ZodType; returns?: string; about:
     args: messages.SubagentReportSchema,
     about:
       "A child session's report to its parent, sent to the parent's session id so whichever run is current gets it.",
+  },
+  threadReply: {
+    args: messages.ThreadReplySchema,
+    about:
+      "A session thread's reply to its coordinator's `delegate` or `message_thread` call (`toolUseId`), with its whole usage and list cost so far; `ended` when the thread has ended (`failed`: after an error it could not recover from).",
+  },
+  threadMessage: {
+    args: messages.ThreadMessageSchema,
+    about:
+      "The coordinator's follow-up to one of its threads: a user message from the primary thread, whose reply answers `toolUseId`.",
+  },
+  archiveThread: {
+    args: z.object({ threadId: z.string() }),
+    returns: '{ seq }',
+    about:
+      "Archives one of a coordinator's threads: appends `thread_archived`, ends the thread, and answers the calls still waiting for it with an error. Refused for an unknown thread or an ended session.",
   },
   sandboxReceived: {
     args: messages.SandboxGiftSchema,

@@ -12,6 +12,7 @@ import { loadConfig } from '../src/config';
 import { startGitServer } from './helpers/git-server';
 import { startTrackerServer } from './helpers/mcp-server';
 import {
+  archiveThreadUpdate,
   defineOutcomeUpdate,
   endSignal,
   getFileUpdate,
@@ -318,6 +319,62 @@ record(
             historyToJSON(await h.env.client.workflow.getHandle(ids[2], run.runId).fetchHistory()),
           );
       }
+    } finally {
+      await h.stop();
+    }
+  },
+);
+
+record(
+  'records a coordinator session: a delegated thread in its sandbox, a follow-up, an archived thread',
+  async () => {
+    const h = await startHarness({ role: 'all', hostId: 'recorder' });
+    const id = 'recorded-threads-coordinator';
+    const thread = childSessionId(id, 'toolu_delegate');
+    for (const x of [id, thread])
+      fs.rmSync(path.join(loadConfig().dataDir, 'archive', x), { recursive: true, force: true });
+    try {
+      h.mock.script(thread, {
+        steps: [
+          toolStep('bash', { command: 'echo shared > shared.txt' }, RECORDED_RUN),
+          { reply: { content: [{ type: 'text', text: 'wrote it' }] } },
+        ],
+      });
+      const coordinator = await startSession(h, {
+        id,
+        agent: {
+          tools: ['bash', 'delegate', 'message_thread'],
+          roster: [{ name: 'helper', agent: { name: 'helper', model: testAgent().model, tools: ['bash'] } }],
+        },
+      });
+      await turn(h, coordinator, [
+        {
+          type: 'tool_use',
+          id: 'toolu_delegate',
+          name: 'delegate',
+          input: { agent: 'helper', message: 'write shared.txt' },
+        },
+      ]);
+      const created = (await waitForEvents(coordinator, (ev) => ev.some((e) => e.type === 'thread_created'))).find(
+        (e) => e.type === 'thread_created',
+      ) as { threadId: string };
+      h.mock.script(thread, { steps: [{ reply: { content: [{ type: 'text', text: 'still here' }] } }] });
+      await turn(h, coordinator, [
+        {
+          type: 'tool_use',
+          id: 'toolu_follow',
+          name: 'message_thread',
+          input: { thread_id: created.threadId, message: 'more?' },
+        },
+      ]);
+      await coordinator.executeUpdate(archiveThreadUpdate, { args: [{ threadId: created.threadId }] });
+      await h.env.client.workflow.getHandle(thread).result();
+      if (!fs.existsSync(path.join(DIR, 'threads-thread.json')))
+        fs.writeFileSync(
+          path.join(DIR, 'threads-thread.json'),
+          historyToJSON(await h.env.client.workflow.getHandle(thread).fetchHistory()),
+        );
+      await endAndSave(coordinator, 'threads-coordinator.json');
     } finally {
       await h.stop();
     }

@@ -35,6 +35,7 @@ import { refuseAtTheDoor } from './egress-door';
 import { ResolvedToolSchema, ToolParamsSchema, resolveTools, withWebToolsResolved } from './agent-tools';
 import { AgentSkillSchema, SkillListParamsSchema, resolveAgentSkills } from './skills/agent-skills';
 import { recordWebhookEvent } from '../webhooks/webhook-events';
+import { MultiagentParamsSchema, MultiagentSchema, resolveMultiagent } from './agent-multiagent';
 
 export { TOOLSET_TOOLS } from './agent-tools';
 
@@ -67,10 +68,7 @@ export const AgentCreateSchema = z.strictObject({
   tools: z.array(ToolParamsSchema).max(256).optional(),
   mcp_servers: z.array(McpServerSchema).max(20).optional(),
   skills: SkillListParamsSchema.optional(),
-  multiagent: z
-    .unknown()
-    .optional()
-    .refine((v) => v === undefined || v === null, 'multiagent is not supported yet'),
+  multiagent: MultiagentParamsSchema.nullish(),
   execution_identity: ExecutionIdentitySchema.nullish(),
   metadata: MetadataSchema.optional(),
 });
@@ -84,10 +82,7 @@ export const AgentUpdateSchema = z.strictObject({
   tools: z.array(ToolParamsSchema).max(256).nullish(),
   mcp_servers: z.array(McpServerSchema).max(20).nullish(),
   skills: SkillListParamsSchema.nullish(),
-  multiagent: z
-    .unknown()
-    .optional()
-    .refine((v) => v === undefined || v === null, 'multiagent is not supported yet'),
+  multiagent: MultiagentParamsSchema.nullish(),
   execution_identity: ExecutionIdentitySchema.nullish(),
   metadata: MetadataPatchSchema.nullish(),
 });
@@ -107,7 +102,7 @@ const AgentBodySchema = z.object({
   tools: z.array(ResolvedToolSchema),
   mcp_servers: z.array(McpServerSchema),
   skills: z.array(AgentSkillSchema),
-  multiagent: z.null(),
+  multiagent: MultiagentSchema.nullable(),
   execution_identity: z.object({ type: z.literal('service_account') }),
   metadata: z.record(z.string(), z.string()),
 });
@@ -123,12 +118,24 @@ export const AgentSchema = AgentBodySchema.extend({
 }).meta({ id: 'Agent' });
 export type ApiAgent = z.infer<typeof AgentSchema>;
 
-/** The agent as a session shows it: the version it runs, without the agent's own timestamps and metadata. */
-export const SessionAgentSchema = AgentBodySchema.omit({ metadata: true }).extend({
+/** An agent as a session thread runs it: the version, without timestamps, metadata or roster. */
+export const SessionThreadAgentSchema = AgentBodySchema.omit({ metadata: true, multiagent: true }).extend({
   id: z.string(),
   type: z.literal('agent'),
   version: z.number().int(),
 });
+export type SessionThreadAgent = z.infer<typeof SessionThreadAgentSchema>;
+
+/** The agent as a session shows it: the version it runs, its roster resolved to full definitions. */
+export const SessionAgentSchema = SessionThreadAgentSchema.extend({
+  multiagent: z.object({ type: z.literal('coordinator'), agents: z.array(SessionThreadAgentSchema) }).nullable(),
+});
+
+/** An agent version as a thread's snapshot. */
+export function threadAgentOf(agent: ApiAgent): SessionThreadAgent {
+  const { created_at: _c, updated_at: _u, archived_at: _a, metadata: _m, multiagent: _r, ...rest } = agent;
+  return rest;
+}
 
 function resolveModel(m: z.infer<typeof ModelParamsSchema>): AgentBody['model'] {
   if (typeof m === 'string') return { id: m };
@@ -236,6 +243,7 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
       checkBody(body);
       await checkServerUrls(deps, body.mcp_servers);
       const id = newId('agent');
+      body.multiagent = await resolveMultiagent(db, req.workspaceId, p.multiagent, { id, version: 1 });
       const now = new Date();
       await insertAgent(db, req.workspaceId, id, body, now, (tx) =>
         recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'agent.created', data: { id } }),
@@ -294,15 +302,27 @@ export function agentRoutes(app: ApiApp, deps: ApiDeps): void {
           mcp_servers: p.mcp_servers === undefined ? current.mcp_servers : (p.mcp_servers ?? []),
           skills:
             p.skills === undefined ? current.skills : await resolveAgentSkills(tx, req.workspaceId, p.skills ?? []),
-          multiagent: null,
+          multiagent: current.multiagent,
           execution_identity: { type: 'service_account' },
           metadata: applyMetadataPatch(current.metadata, p.metadata),
         };
         checkBody(next);
+        // A roster that names `self` points at the version being written: compared at the current one first.
+        const rosterAt = (version: number) =>
+          p.multiagent === undefined
+            ? Promise.resolve(
+                current.multiagent && {
+                  ...current.multiagent,
+                  agents: current.multiagent.agents.map((a) => (a.id === id ? { ...a, version } : a)),
+                },
+              )
+            : resolveMultiagent(tx, req.workspaceId, p.multiagent, { id, version });
+        next.multiagent = await rosterAt(current.version);
         const before = AgentBodySchema.parse(current);
         if (JSON.stringify(before) === JSON.stringify(AgentBodySchema.parse(next))) return current;
         const now = new Date();
         const version = current.version + 1;
+        next.multiagent = await rosterAt(version);
         await insertAgentVersion(tx, id, version, next, now);
         await recordWebhookEvent(tx, { workspaceId: req.workspaceId, type: 'agent.updated', data: { id } });
         return getAgent(tx, req.workspaceId, id);

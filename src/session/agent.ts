@@ -355,6 +355,24 @@ export const AgentSchema = shared('agent.AgentSchema', () =>
           SubagentSchema,
         )
         .default({}),
+      /**
+       * A coordinator's roster: the agents `delegate` may start session threads of, by name, each a whole agent
+       * file of its own (checked when a thread starts). Empty: not a coordinator.
+       */
+      roster: z
+        .array(
+          z
+            .object({
+              name: z.string().min(1).max(256),
+              description: z.string().max(2048).optional(),
+              agentId: z.string().max(200).optional(),
+              version: z.number().int().min(1).optional(),
+              agent: z.record(z.string(), z.unknown()),
+            })
+            .strict(),
+        )
+        .max(20)
+        .default([]),
       /** Tools the calling application runs (`submitToolResult`). */
       clientTools: z.array(ClientToolSchema).max(100).default([]),
       /** Per-tool approval policies, keyed by the name the model calls (an `mcp__<server>__<tool>` name too). */
@@ -447,6 +465,7 @@ export function childAgentInput(parent: Agent, name?: string): Record<string, un
     name: name ?? parent.name,
     tools: parent.tools.filter((t) => t !== 'spawn_agent'),
     subagents: {},
+    roster: [],
     ...entry,
     limits: { ...parent.limits, ...(limits ?? {}) },
   };

@@ -187,6 +187,61 @@ export const ParentRefSchema = shared('contract.ParentRefSchema', () =>
 );
 export type ParentRef = z.infer<typeof ParentRefSchema>;
 
+/** A session thread's identity, in the thread's own input: its id, its roster agent, and whose sandboxes it uses. */
+export const ThreadIdentitySchema = shared('contract.ThreadIdentitySchema', () =>
+  z
+    .object({
+      id: z.string().min(1),
+      agent: z.string().min(1),
+      /** The coordinator's primary thread, which messages this one. */
+      primaryId: z.string().min(1),
+      /** The session whose sandboxes the thread works in: provisioned and called under that session's id. */
+      owner: z.string().min(1),
+    })
+    .strict(),
+);
+export type ThreadIdentity = z.infer<typeof ThreadIdentitySchema>;
+
+/** A coordinator's thread, as its runs carry it. */
+export const ThreadRefSchema = shared('contract.ThreadRefSchema', () =>
+  z
+    .object({
+      threadId: z.string(),
+      sessionId: z.string(),
+      agent: z.string(),
+      status: z.enum(['running', 'idle', 'terminated']),
+      archived: z.boolean().optional(),
+      /** The thread's whole usage and list cost as it last reported them; a report adds only what is new. */
+      usage: UsageSchema,
+      costNanoUsd: z.number().int().nonnegative().optional(),
+    })
+    .strict(),
+);
+export type ThreadRef = z.infer<typeof ThreadRefSchema>;
+
+/** A thread's reply to the coordinator's delegate or message_thread call; `ended`: the thread has ended. */
+export const ThreadReplySchema = shared('contract.ThreadReplySchema', () =>
+  z
+    .object({
+      sessionId: z.string().min(1),
+      toolUseId: z.string().min(1).optional(),
+      output: z.string(),
+      isError: z.boolean(),
+      ended: z.boolean(),
+      failed: z.boolean().optional(),
+      usage: UsageSchema,
+      costNanoUsd: z.number().int().nonnegative().optional(),
+    })
+    .strict(),
+);
+export type ThreadReply = z.infer<typeof ThreadReplySchema>;
+
+/** The coordinator's message to one of its threads; the thread answers `toolUseId` with its reply. */
+export const ThreadMessageSchema = shared('contract.ThreadMessageSchema', () =>
+  z.object({ toolUseId: z.string().min(1), text: UserMessageSchema.shape.text }).strict(),
+);
+export type ThreadMessage = z.infer<typeof ThreadMessageSchema>;
+
 /** A sandbox passed between sessions, as the receiver takes it. */
 export const HandedSandboxSchema = shared('contract.HandedSandboxSchema', () =>
   z
@@ -320,6 +375,22 @@ export const CarrySchema = shared('contract.CarrySchema', () =>
       listCost: ListCostStateSchema.optional(),
       /** The session's outcomes (src/session/outcomes.ts); absent when it has none. */
       outcomes: z.array(OutcomeStateSchema).optional(),
+      /** A session thread: who it is, and the coordinator's call its current turn answers. */
+      thread: ThreadIdentitySchema.optional(),
+      threadRequest: z.string().optional(),
+      /** A coordinator: its threads, and its calls still waiting for a thread's reply (tool_use id, thread). */
+      threads: z.array(ThreadRefSchema).optional(),
+      threadCalls: z
+        .array(
+          z
+            .object({
+              toolUseId: z.string(),
+              threadId: z.string(),
+              result: z.object({ output: z.string(), isError: z.boolean() }).strict().optional(),
+            })
+            .strict(),
+        )
+        .optional(),
     })
     .strict(),
 );
@@ -341,6 +412,8 @@ export const SessionInputSchema = shared('contract.SessionInputSchema', () =>
       /** A child session: the spawn_agent call it answers, and the sandboxes its parent lends it. */
       parent: ParentRefSchema.optional(),
       lent: z.array(HandedSandboxSchema).optional(),
+      /** A session thread of a coordinator (`parent` names the delegate call its first message answers). */
+      thread: ThreadIdentitySchema.optional(),
       /** A new run's prices and budget (a continued one carries them in `continued`); absent: no cost is counted. */
       listCost: ListCostStateSchema.optional(),
     })
@@ -397,6 +470,12 @@ export const handoverQuery = defineQuery<{ agent: z.input<typeof AgentSchema>; c
 );
 /** A child's answer to its parent's spawn_agent call. */
 export const subagentFinishedSignal = defineSignal<[SubagentReport]>('subagentFinished');
+/** A session thread's reply to its coordinator (and its end). */
+export const threadReplySignal = defineSignal<[ThreadReply]>('threadReply');
+/** The coordinator's follow-up to one of its threads. */
+export const threadMessageSignal = defineSignal<[ThreadMessage]>('threadMessage');
+/** Archives one of a coordinator's threads: the thread ends and takes no more messages. */
+export const archiveThreadUpdate = defineUpdate<{ seq: number }, [{ threadId: string }]>('archiveThread');
 /** Another session handed this one a sandbox (its registry entry already names this session). */
 export const sandboxReceivedSignal = defineSignal<[SandboxGift]>('sandboxReceived');
 /** Passes one of the session's sandboxes to another session (`agents handoff FROM SANDBOX TO`). */

@@ -54,6 +54,8 @@ export const UserMessageEventSchema = shared('events.UserMessageEventSchema', ()
     messageId: z.string().optional(),
     /** Set when the harness, not the user, wrote the message (e.g. default@2's nudge after an empty reply). */
     source: z.literal('harness').optional(),
+    /** In a session thread: the thread (the coordinator's primary thread) whose message this is. */
+    fromThread: z.string().optional(),
   }),
 );
 export const AssistantMessageEventSchema = shared('events.AssistantMessageEventSchema', () =>
@@ -199,6 +201,46 @@ export const SubagentFinishedEventSchema = shared('events.SubagentFinishedEventS
     costNanoUsd: z.number().int().nonnegative().optional(),
   }),
 );
+/** A coordinator started a session thread (`threadId`) of roster agent `agent`; its own log is under `sessionId`. */
+export const ThreadCreatedEventSchema = shared('events.ThreadCreatedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('thread_created'),
+    threadId: z.string(),
+    sessionId: z.string(),
+    agent: z.string(),
+  }),
+);
+/** A session thread's status changed: in the coordinator's log for each of its threads, and in the thread's own. */
+export const ThreadStatusEventSchema = shared('events.ThreadStatusEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('thread_status'),
+    threadId: z.string(),
+    agent: z.string(),
+    status: z.enum(['running', 'idle', 'terminated']),
+    /** Why an idle thread stopped: its reply (end_turn), or a failure it could not recover from. */
+    stopReason: z.enum(['end_turn', 'retries_exhausted']).optional(),
+    /** In the coordinator's log: the thread's whole usage as it last reported it. */
+    usage: UsageSchema.optional(),
+  }),
+);
+/** A message between threads: `sent` to thread `threadId`, or `received` from it. */
+export const ThreadMessageEventSchema = shared('events.ThreadMessageEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('thread_message'),
+    direction: z.enum(['sent', 'received']),
+    threadId: z.string(),
+    /** The roster agent on the other side; absent when it is the coordinator. */
+    agent: z.string().optional(),
+    text: z.string(),
+  }),
+);
+/** A session thread was archived: it ended, and accepts no more messages. */
+export const ThreadArchivedEventSchema = shared('events.ThreadArchivedEventSchema', () =>
+  z.object({ ...base, type: z.literal('thread_archived'), threadId: z.string() }),
+);
 export const ContextCompactedEventSchema = shared('events.ContextCompactedEventSchema', () =>
   z.object({
     ...base,
@@ -336,6 +378,10 @@ export const SessionEventSchema = shared('events.SessionEventSchema', () =>
     SandboxReceivedEventSchema,
     SubagentStartedEventSchema,
     SubagentFinishedEventSchema,
+    ThreadCreatedEventSchema,
+    ThreadStatusEventSchema,
+    ThreadMessageEventSchema,
+    ThreadArchivedEventSchema,
     ContextCompactedEventSchema,
     InterruptedEventSchema,
     ErrorEventSchema,

@@ -14,7 +14,12 @@ export function buildToolSpecs(agent: Agent): ToolSpec[] {
     const spec = TOOL_SPECS[b.kind];
     const where =
       b.sandbox !== undefined && Object.keys(agent.sandboxes).length > 1 ? ` Runs in the sandbox "${b.sandbox}".` : '';
-    return { ...spec, name: b.name, description: spec.description + where };
+    // A coordinator's delegate names its roster: the agents it may start threads of.
+    const roster =
+      b.kind === 'delegate' && agent.roster.length
+        ? ` Your roster: ${agent.roster.map((r) => (r.description ? `${r.name} (${r.description})` : r.name)).join('; ')}.`
+        : '';
+    return { ...spec, name: b.name, description: spec.description + where + roster };
   });
   // web_fetch runs on a tools worker, through the egress gate.
   const web = agent.webFetch ? [webFetchSpec] : [];

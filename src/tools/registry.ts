@@ -11,12 +11,15 @@ import { read } from './read';
 import { sessionEvents } from './session-events';
 import { shell } from './shell';
 import { spawnAgent } from './spawn-agent';
+import { delegate, messageThread } from './coordinator';
 import { write } from './write';
 
 /** The one list of tool kinds; each says where it runs. */
 const TOOLS = [
   sessionEvents,
   spawnAgent,
+  delegate,
+  messageThread,
   handoffSandbox,
   bash,
   editor,

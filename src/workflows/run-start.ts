@@ -12,10 +12,12 @@ export interface RunOpening {
   run: SessionRun;
   handoff: Handoff;
   budget: Budget;
+  /** A session thread's first message is the coordinator's (its primary thread's id). */
+  fromThread?: string;
 }
 
 /** Appends what the start kind begins with (and the message the start carried), receiving any lent sandboxes. */
-export async function openRun({ input, agent, run, handoff, budget }: RunOpening): Promise<void> {
+export async function openRun({ input, agent, run, handoff, budget, fromThread }: RunOpening): Promise<void> {
   const { continued: carried, start } = input;
   const { parentRef } = run;
   const append = run.append.bind(run);
@@ -49,5 +51,5 @@ export async function openRun({ input, agent, run, handoff, budget }: RunOpening
     case 'continued':
       break;
   }
-  if (input.message) run.acceptUserMessage(input.message);
+  if (input.message) run.acceptUserMessage(input.message, fromThread);
 }

@@ -21,12 +21,17 @@ export class SandboxSlots {
   private readonly provisioning = new Map<string, Promise<SandboxSlot>>();
   readonly onHost: SessionActivities['onHost'];
 
+  /**
+   * `borrowed`: the sandboxes are another session's (a session thread works in its coordinator's): they are
+   * provisioned and called under `sessionId`, that session's id, and this run never stops or destroys them.
+   */
   constructor(
     private readonly sessionId: string,
     private readonly agent: Agent,
     private readonly activities: SessionActivities,
     private readonly append: (e: NewEvent) => unknown,
     carried: { sandboxes?: SandboxSlot[]; lastHost?: Record<string, string> } | undefined,
+    private readonly borrowed = false,
   ) {
     this.byName = new Map((carried?.sandboxes ?? []).map((s) => [s.name, { ...s }]));
     this.lastHost = new Map(Object.entries(carried?.lastHost ?? {}));
@@ -208,6 +213,7 @@ export class SandboxSlots {
   }
 
   async stopIdle(): Promise<void> {
+    if (this.borrowed) return;
     for (const slot of this.byName.values()) {
       if (slot.handedTo || !this.agent.sandboxes[slot.name]) continue;
       const idleMs = this.agent.sandboxes[slot.name].idleStopMinutes * 60_000;
@@ -236,6 +242,7 @@ export class SandboxSlots {
 
   /** When the next running sandbox falls idle long enough to stop, if any. */
   nextIdleDeadline(): number | undefined {
+    if (this.borrowed) return undefined;
     let next: number | undefined;
     for (const slot of this.byName.values()) {
       if (slot.stopped || slot.handedTo || !this.agent.sandboxes[slot.name]) continue;
@@ -246,6 +253,7 @@ export class SandboxSlots {
   }
 
   async destroyAll(): Promise<void> {
+    if (this.borrowed) return void this.byName.clear();
     await Promise.all(
       [...this.byName.values()]
         .filter((slot) => !slot.handedTo)

@@ -15,6 +15,7 @@ import type { Outcomes } from './outcome-loop';
 import type { SandboxSlots } from './sandbox-slots';
 import type { SessionRun } from './session-run';
 import { childAnswer, reportToParent, type Subagents } from './subagents';
+import type { ThreadSide, Threads } from './threads';
 
 export interface SealingParts {
   agent: Agent;
@@ -28,6 +29,10 @@ export interface SealingParts {
   budget: Budget;
   /** The session's outcomes, which the next run carries on with. */
   outcomes: Pick<Outcomes, 'carry'>;
+  /** A coordinator's threads, which end with it. */
+  threads?: Threads;
+  /** In a session thread: its side of the conversation with the coordinator. */
+  threadSide?: ThreadSide;
 }
 
 export class Sealing {
@@ -58,6 +63,7 @@ export class Sealing {
       ...subagents.snapshot(),
       ...(listCost ? { listCost } : {}),
       ...(outcomes ? { outcomes } : {}),
+      ...(this.p.threadSide ? this.p.threadSide.carry() : {}),
     });
   }
 
@@ -118,9 +124,10 @@ export class Sealing {
 
   /** The run's end: open calls closed, lent sandboxes returned, sandboxes destroyed, the parent told, the log sealed. */
   async end(reason: string): Promise<SessionResult> {
-    const { run, handoff, slots, budget } = this.p;
-    const { parentRef } = run;
+    const { run, handoff, slots, budget, threads, threadSide } = this.p;
+    const parentRef = threadSide ? undefined : run.parentRef;
     const answer = parentRef ? childAnswer(run.events, reason) : undefined;
+    await threads?.endAll();
     // A session ending while a handover waited (on an approval, a client or a child) leaves that round's calls open.
     await this.closeOpenCalls('session ended before the tool finished');
     const returned = await handoff.returnLent();
@@ -140,6 +147,7 @@ export class Sealing {
           message: `could not report to the parent session ${parentRef.sessionId}: ${problem}`,
         });
     }
+    await threadSide?.onEnd(reason);
     run.ended(reason);
     await condition(allHandlersFinished);
     // Histories recorded before the archive existed end without sealing.

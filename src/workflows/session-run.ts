@@ -69,6 +69,8 @@ export class SessionRun {
   readonly run: number;
   /** Set in a child session: the spawn_agent call it answers. */
   readonly parentRef: ParentRef | undefined;
+  /** A session thread: a child that stays open after its reply, for the coordinator's next message. */
+  staysOpen = false;
   readonly usage: Usage;
   private readonly seenMessageIds: Map<string, number>;
   private _state: SessionState = 'waiting_for_user';
@@ -199,8 +201,8 @@ export class SessionRun {
       return;
     }
     if (this._endReason === undefined) this._state = 'waiting_for_user';
-    // A child session answers one task: its turn's last reply is the answer, and it ends.
-    if (this.parentRef && this._endReason === undefined) this._endReason = 'answered';
+    // A child session answers one task: its turn's last reply is the answer, and it ends. A session thread stays.
+    if (this.parentRef && !this.staysOpen && this._endReason === undefined) this._endReason = 'answered';
   }
 
   /** The turn is at `round` (the handover query carries it). */
@@ -327,7 +329,7 @@ export class SessionRun {
   }
 
   /** Appends a user message once per messageId; returns its seq (the first one's, for a repeat). */
-  acceptUserMessage(msg: UserMessage): number {
+  acceptUserMessage(msg: UserMessage, fromThread?: string): number {
     if (msg.messageId !== undefined) {
       const existing = this.seenMessageIds.get(msg.messageId);
       if (existing !== undefined) return existing;
@@ -336,6 +338,7 @@ export class SessionRun {
       type: 'user_message',
       text: msg.text,
       ...(msg.messageId ? { messageId: msg.messageId } : {}),
+      ...(fromThread ? { fromThread } : {}),
     });
     if (msg.messageId !== undefined) this.seenMessageIds.set(msg.messageId, event.seq);
     this._lastUserSeq = event.seq;

@@ -25,6 +25,7 @@ import { registerSessionHandlers, visibleState } from './session-handlers';
 import { SessionRun } from './session-run';
 import { StatusWebhooks } from './status-webhooks';
 import { Subagents } from './subagents';
+import { ThreadSide, Threads } from './threads';
 import { ToolDispatch } from './tool-dispatch';
 import { Turn } from './turn';
 import { trackVisibility } from './visibility';
@@ -59,12 +60,44 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const { parentRef } = run;
   const append = run.append.bind(run);
   const closed = () => run.closed();
-  const slots = new SandboxSlots(sessionId, agent, acts, append, carried);
+  // A session thread works in its coordinator's sandboxes and stays open between the coordinator's messages.
+  const thread = carried ? carried.thread : input.thread;
+  const threadSide =
+    thread && parentRef && patched('session-threads')
+      ? new ThreadSide(thread, run, parentRef, budget, carried)
+      : undefined;
+  if (threadSide) run.staysOpen = true;
+  const slots = threadSide
+    ? new SandboxSlots(threadSide.identity.owner, agent, acts, append, carried, true)
+    : new SandboxSlots(sessionId, agent, acts, append, carried);
   const tools = boundTools(agent);
   const toolSpecs = buildToolSpecs(agent);
   const mcpTools = new McpTools(sessionId, agent, acts.mcp, append, toolSpecs, tools, carried?.mcpTools);
   const handoff = new Handoff({ sessionId, append, slots, closed });
-  const subagents = new Subagents({ sessionId, agent, append, usage: run.usage, budget, handoff, carried, closed });
+  const threads = agent.roster.length
+    ? // A fork starts without threads: those in its source's carry belong to the source.
+      new Threads({
+        sessionId,
+        agent,
+        tools,
+        append,
+        usage: run.usage,
+        budget,
+        carried: start === 'forked' ? undefined : carried,
+        closed,
+      })
+    : undefined;
+  const subagents = new Subagents({
+    sessionId,
+    agent,
+    append,
+    usage: run.usage,
+    budget,
+    handoff,
+    carried,
+    closed,
+    threads,
+  });
   const webTools = new WebTools(sessionId, agent);
   const { archive } = acts;
   const dispatch = new ToolDispatch({ run, tools, slots, mcpTools, webTools, subagents, handoff, archive });
@@ -82,10 +115,25 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     },
   });
   const outcomes = new Outcomes({ agent, run, acts, budget, carried: carried?.outcomes });
-  const sealing = new Sealing({ agent, run, archive, slots, mcpTools, gate, handoff, subagents, budget, outcomes });
+  const sealing = new Sealing({
+    agent,
+    run,
+    archive,
+    slots,
+    mcpTools,
+    gate,
+    handoff,
+    subagents,
+    budget,
+    outcomes,
+    threads,
+    threadSide,
+  });
 
   // Before any handler is registered: input that arrived with the start is delivered when its handler is set.
-  await openRun({ input, agent, run, handoff, budget });
+  await openRun({ input, agent, run, handoff, budget, fromThread: threadSide?.identity.primaryId });
+  if (threadSide && start === 'new') threadSide.opened();
+  threadSide?.register();
   // Histories recorded before the search attributes existed carry no upserts.
   if (patched('search-attributes')) {
     const firstUserText = () => (start === 'new' ? run.events.find((e) => e.type === 'user_message')?.text : undefined);
@@ -143,6 +191,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
         const from = run.nextSeq();
         outcomes.turnStarts();
         await outcomes.afterTurn(from, await turn.run(step.round));
+        await threadSide?.afterTurn();
         break;
       }
       case 'handover':

@@ -93,6 +93,18 @@ export function childAnswer(events: readonly SessionEvent[], endReason: string):
   return { output: `the sub-agent session ended before it answered (${endReason})`, isError: true };
 }
 
+/** What the sub-agent calls need of a coordinator's threads (src/workflows/threads.ts). */
+export interface ThreadCalls {
+  handles(name: string): boolean;
+  start(use: { id: string; name: string; input: unknown }): Promise<void>;
+  tracks(toolUseId: string): boolean;
+  result(toolUseId: string): Promise<ToolOutcome>;
+  awaitResult(toolUseId: string, handOverNow: () => boolean): Promise<boolean> | undefined;
+  interruptRunning(): Promise<string[]>;
+  snapshot(): Pick<Carry, 'threads' | 'threadCalls'>;
+  register(): void;
+}
+
 export interface SubagentContext {
   sessionId: string;
   agent: Agent;
@@ -105,6 +117,8 @@ export interface SubagentContext {
   carried?: Carry;
   /** True once session_ended is in the log: nothing more may be appended. */
   closed: () => boolean;
+  /** A coordinator's threads: delegate and message_thread calls go there. */
+  threads?: ThreadCalls;
 }
 
 export class Subagents {
@@ -225,15 +239,22 @@ export class Subagents {
 
   register(): void {
     setHandler(subagentFinishedSignal, (raw) => this.onReport(raw));
+    this.ctx.threads?.register();
   }
 
-  /** Starts a child for each spawn_agent call of one reply, in order; they then run in parallel. */
-  async startAll(uses: readonly { id: string; input: unknown }[]): Promise<void> {
-    for (const use of uses) await this.start(use);
+  /** Starts a child for each spawn_agent (or thread) call of one reply, in order; they then run in parallel. */
+  async startAll(uses: readonly { id: string; name?: string; input: unknown }[]): Promise<void> {
+    const { threads } = this.ctx;
+    for (const use of uses) {
+      if (threads && use.name !== undefined && threads.handles(use.name)) {
+        if (patched('session-threads')) await threads.start({ ...use, name: use.name });
+      } else await this.start(use);
+    }
   }
 
   /** The spawn_agent result for `toolUseId`, once its child has answered. */
   async result(toolUseId: string): Promise<ToolOutcome> {
+    if (this.ctx.threads?.tracks(toolUseId)) return this.ctx.threads.result(toolUseId);
     const early = this.refused.get(toolUseId);
     if (early) {
       this.refused.delete(toolUseId);
@@ -248,7 +269,7 @@ export class Subagents {
 
   /** Whether this run knows the spawn_agent call: its child runs, or it was refused before one started. */
   tracks(toolUseId: string): boolean {
-    return this.running.has(toolUseId) || this.refused.has(toolUseId);
+    return this.running.has(toolUseId) || this.refused.has(toolUseId) || !!this.ctx.threads?.tracks(toolUseId);
   }
 
   /**
@@ -256,6 +277,7 @@ export class Subagents {
    * `handOverNow` holds first. Undefined for any other call.
    */
   awaitResult(toolUseId: string, handOverNow: () => boolean): Promise<boolean> | undefined {
+    if (this.ctx.threads?.tracks(toolUseId)) return this.ctx.threads.awaitResult(toolUseId, handOverNow);
     const ref = this.running.get(toolUseId);
     if (!ref || ref.result) return undefined;
     return this.waitFor(ref, () => ref.result !== undefined || handOverNow()).then(() => ref.result !== undefined);
@@ -298,7 +320,8 @@ export class Subagents {
 
   /** Cancels every child still running; returns the tool_use ids whose results will not be appended. */
   async cancelRunning(): Promise<string[]> {
-    const ids: string[] = [];
+    // Threads are interrupted, not ended: they stay for the coordinator's next message.
+    const ids: string[] = this.ctx.threads ? await this.ctx.threads.interruptRunning() : [];
     for (const ref of [...this.running.values()]) {
       this.running.delete(ref.toolUseId);
       ids.push(ref.toolUseId);
@@ -313,11 +336,12 @@ export class Subagents {
   }
 
   /** What the next run carries. */
-  snapshot(): Pick<Carry, 'subagents' | 'subagentUsage'> {
+  snapshot(): Pick<Carry, 'subagents' | 'subagentUsage' | 'threads' | 'threadCalls'> {
     const { running, fromChildren } = this;
+    const threads = this.ctx.threads?.snapshot() ?? {};
     return running.size || fromChildren.inputTokens || fromChildren.outputTokens
-      ? { subagents: [...running.values()].map((r) => ({ ...r })), subagentUsage: { ...fromChildren } }
-      : {};
+      ? { subagents: [...running.values()].map((r) => ({ ...r })), subagentUsage: { ...fromChildren }, ...threads }
+      : threads;
   }
 
   status() {

@@ -50,9 +50,18 @@ export class ToolDispatch {
         if (!p.subagents.tracks(use.id)) await p.subagents.startAll([use]);
         return p.subagents.result(use.id);
       },
+      // A coordinator's thread tools: a call that waited for approval starts (or messages) its thread only now.
+      delegate: async (use) => this.threadCall(use),
+      message_thread: async (use) => this.threadCall(use),
       handoff_sandbox: async (use) => p.handoff.tool(use.input),
       session_events: (use) => this.sessionEvents(use),
     };
+  }
+
+  private async threadCall(use: ToolUse): Promise<ToolOutcome> {
+    const { subagents } = this.p;
+    if (!subagents.tracks(use.id)) await subagents.startAll([use]);
+    return subagents.result(use.id);
   }
 
   /** Runs one tool call; an unknown name is the model's error. */

@@ -15,6 +15,10 @@ import type { SessionRun, TurnEnd } from './session-run';
 import type { Subagents } from './subagents';
 import type { ToolUse } from './tool-dispatch';
 
+/** Tool kinds whose calls start or message a child session: spawn_agent, and a coordinator's thread tools. */
+const startsChild = (kind: string | undefined) =>
+  kind === 'spawn_agent' || kind === 'delegate' || kind === 'message_thread';
+
 export interface TurnParts {
   agent: Agent;
   run: SessionRun;
@@ -107,7 +111,7 @@ export class Turn {
       }
       for (const use of toolUses) run.append({ type: 'tool_use', id: use.id, name: use.name, input: use.input });
       // The round's children start together and run in parallel; one that needs approval starts once approved.
-      await subagents.startAll(toolUses.filter((u) => tools.get(u.name)?.kind === 'spawn_agent' && !gate.asks(u)));
+      await subagents.startAll(toolUses.filter((u) => startsChild(tools.get(u.name)?.kind) && !gate.asks(u)));
       gate.startRound(toolUses);
       if ((await gate.runRound()) === 'handover') return { kind: 'handover', round: round + 1 };
     }

@@ -244,7 +244,10 @@ async function checkResponse(verb: string, url: URL, res: Response): Promise<Res
   if (type.includes('application/json')) {
     let body = (await res.clone().json()) as { data?: unknown[] };
     // Listed events: each one that is the platform's own is checked against its declaration, the rest as the page.
-    if (method.name === 'beta.sessions.events.list' && Array.isArray(body.data)) {
+    if (
+      (method.name === 'beta.sessions.events.list' || method.name === 'beta.sessions.threads.events.list') &&
+      Array.isArray(body.data)
+    ) {
       const own = (e: unknown) => String((e as { type?: unknown }).type).startsWith('platform.');
       for (const e of body.data.filter(own))
         check(`${where} event ${(e as { type: string }).type}`, pointer('$platformEvent'), 'PlatformEvent', e);

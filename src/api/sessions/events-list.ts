@@ -114,49 +114,52 @@ export function eventListRoute(
     },
     async (req) => {
       const row = await session(req.workspaceId, req.params.session_id);
-      const q = req.query;
-      const wanted = q['types[]'] === undefined ? undefined : new Set(q['types[]']);
-      const [gt, gte, lt, lte] = [
-        ms(q['created_at[gt]']),
-        ms(q['created_at[gte]']),
-        ms(q['created_at[lt]']),
-        ms(q['created_at[lte]']),
-      ];
-      const timed = gt !== undefined || gte !== undefined || lt !== undefined || lte !== undefined;
-      const matches = (e: ApiSessionEvent) => {
-        if (wanted && !wanted.has(e.type)) return false;
-        if (!timed) return true;
-        const at = e.processed_at ? Date.parse(e.processed_at) : NaN;
-        if (Number.isNaN(at)) return false;
-        return (
-          (gt === undefined || at > gt) &&
-          (gte === undefined || at >= gte) &&
-          (lt === undefined || at < lt) &&
-          (lte === undefined || at <= lte)
-        );
-      };
-      const filters = filterDigest({ types: wanted && [...wanted].sort(), gt, gte, lt, lte });
-      const cursor = decodeCursor(q.page, q.order, filters);
-      if (cursor?.back) throw badRequest('page is not a cursor this API returned');
-      const events = (await feeds.get(row.id)).events;
-      const step = q.order === 'asc' ? 1 : -1;
-      let i = cursor ? locate(events, cursor) + step : q.order === 'asc' ? 0 : events.length - 1;
-      const data: ApiSessionEvent[] = [];
-      let last = -1;
-      let more = false;
-      for (; i >= 0 && i < events.length; i += step) {
-        if (!matches(events[i])) continue;
-        if (data.length === q.limit) {
-          more = true;
-          break;
-        }
-        data.push(events[i]);
-        last = i;
-      }
-      return {
-        data,
-        next_page: more ? encodeCursor({ key: last, back: false, id: events[last].id }, q.order, filters) : null,
-      };
+      return pageOfEvents((await feeds.get(row.id)).events, req.query);
     },
   );
+}
+
+/** One page of `events` (a session's projected log, or a thread's) as the query asks. */
+export function pageOfEvents(events: readonly ApiSessionEvent[], q: z.infer<typeof EventListQuerySchema>) {
+  const wanted = q['types[]'] === undefined ? undefined : new Set(q['types[]']);
+  const [gt, gte, lt, lte] = [
+    ms(q['created_at[gt]']),
+    ms(q['created_at[gte]']),
+    ms(q['created_at[lt]']),
+    ms(q['created_at[lte]']),
+  ];
+  const timed = gt !== undefined || gte !== undefined || lt !== undefined || lte !== undefined;
+  const matches = (e: ApiSessionEvent) => {
+    if (wanted && !wanted.has(e.type)) return false;
+    if (!timed) return true;
+    const at = e.processed_at ? Date.parse(e.processed_at) : NaN;
+    if (Number.isNaN(at)) return false;
+    return (
+      (gt === undefined || at > gt) &&
+      (gte === undefined || at >= gte) &&
+      (lt === undefined || at < lt) &&
+      (lte === undefined || at <= lte)
+    );
+  };
+  const filters = filterDigest({ types: wanted && [...wanted].sort(), gt, gte, lt, lte });
+  const cursor = decodeCursor(q.page, q.order, filters);
+  if (cursor?.back) throw badRequest('page is not a cursor this API returned');
+  const step = q.order === 'asc' ? 1 : -1;
+  let i = cursor ? locate(events, cursor) + step : q.order === 'asc' ? 0 : events.length - 1;
+  const data: ApiSessionEvent[] = [];
+  let last = -1;
+  let more = false;
+  for (; i >= 0 && i < events.length; i += step) {
+    if (!matches(events[i])) continue;
+    if (data.length === q.limit) {
+      more = true;
+      break;
+    }
+    data.push(events[i]);
+    last = i;
+  }
+  return {
+    data,
+    next_page: more ? encodeCursor({ key: last, back: false, id: events[last].id }, q.order, filters) : null,
+  };
 }

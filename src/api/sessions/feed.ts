@@ -92,6 +92,11 @@ export class SessionFeed {
     return this.follower !== undefined;
   }
 
+  /** A coordinator's threads, as far as the feed has read its log. */
+  get threads() {
+    return this.projector.threads;
+  }
+
   /** The model's `toolu_…` id behind an `agent.*_use` event id. */
   toolUseIdOf(apiEventId: string): string | undefined {
     return this.projector.toolUseIdOf(apiEventId);

@@ -115,6 +115,8 @@ export class SessionProjector {
   /** The list cost so far in nano-USD, once the log counts one; the budget as of the event being projected. */
   private costNanoUsd: number | undefined;
   private budget: Money | null = null;
+  /** A coordinator's threads as its log tells them, by `sthr_` id (threads.list reads them). */
+  readonly threads = new Map<string, ThreadRecord>();
 
   constructor(readonly sessionId: string) {}
 
@@ -286,7 +288,16 @@ export class SessionProjector {
       case 'user_message':
         // The harness's own nudges are not the user's words.
         if (e.source === 'harness') break;
-        out.push({ type: 'user.message', id: id(), processed_at: at, content: [{ type: 'text', text: e.text }] });
+        // In a session thread, the coordinator's message is an agent-to-agent delivery.
+        if (e.fromThread)
+          out.push({
+            type: 'agent.thread_message_received',
+            id: id(),
+            processed_at: at,
+            from_session_thread_id: e.fromThread,
+            content: [{ type: 'text', text: e.text }],
+          });
+        else out.push({ type: 'user.message', id: id(), processed_at: at, content: [{ type: 'text', text: e.text }] });
         this.startTurn(e, 1, out);
         break;
       case 'assistant_message': {
@@ -596,6 +607,15 @@ export class SessionProjector {
           this.idle(e, 3, 'end_turn', out);
         break;
       }
+      case 'thread_created':
+      case 'thread_status':
+      case 'thread_message':
+        noteThread(this.threads, e);
+        out.push(threadEvent(e, id(), at));
+        break;
+      case 'thread_archived':
+        noteThread(this.threads, e);
+        break;
       case 'session_ended':
         this.waiting.clear();
         this.running = false;
@@ -606,6 +626,94 @@ export class SessionProjector {
         break;
     }
     return out;
+  }
+}
+
+/** A coordinator's thread: its child session, roster agent, status and times. */
+export interface ThreadRecord {
+  threadId: string;
+  sessionId: string;
+  agent: string;
+  status: 'running' | 'idle' | 'terminated';
+  createdAt: string;
+  updatedAt: string;
+  archivedAt: string | null;
+  /** Its whole usage as it last reported it; undefined before its first reply. */
+  usage?: Usage;
+}
+
+function noteThread(
+  threads: Map<string, ThreadRecord>,
+  e: Extract<SessionEvent, { type: 'thread_created' | 'thread_status' | 'thread_message' | 'thread_archived' }>,
+): void {
+  if (e.type === 'thread_created') {
+    threads.set(e.threadId, {
+      threadId: e.threadId,
+      sessionId: e.sessionId,
+      agent: e.agent,
+      status: 'running',
+      createdAt: e.time,
+      updatedAt: e.time,
+      archivedAt: null,
+    });
+    return;
+  }
+  const t = threads.get(e.threadId);
+  if (!t) return;
+  t.updatedAt = e.time;
+  if (e.type === 'thread_status') {
+    t.status = e.status;
+    if (e.usage) t.usage = e.usage;
+  }
+  if (e.type === 'thread_archived') t.archivedAt = e.time;
+}
+
+/** A session thread's event as the API's (src/workflows/threads.ts writes them). */
+function threadEvent(
+  e: Extract<SessionEvent, { type: 'thread_created' | 'thread_status' | 'thread_message' }>,
+  id: string,
+  at: string,
+): ApiSessionEvent {
+  const content = (text: string) => [{ type: 'text' as const, text: text === '' ? '(no text)' : text }];
+  switch (e.type) {
+    case 'thread_created':
+      return {
+        type: 'session.thread_created',
+        id,
+        processed_at: at,
+        agent_name: e.agent,
+        session_thread_id: e.threadId,
+        workflow_run_id: null,
+      };
+    case 'thread_message':
+      return e.direction === 'sent'
+        ? {
+            type: 'agent.thread_message_sent',
+            id,
+            processed_at: at,
+            to_session_thread_id: e.threadId,
+            content: content(e.text),
+            ...(e.agent ? { to_agent_name: e.agent } : {}),
+          }
+        : {
+            type: 'agent.thread_message_received',
+            id,
+            processed_at: at,
+            from_session_thread_id: e.threadId,
+            content: content(e.text),
+            ...(e.agent ? { from_agent_name: e.agent } : {}),
+          };
+    case 'thread_status': {
+      const common = { id, processed_at: at, agent_name: e.agent, session_thread_id: e.threadId };
+      if (e.status === 'idle')
+        return {
+          type: 'session.thread_status_idle',
+          ...common,
+          stop_reason: { type: e.stopReason ?? 'end_turn' },
+          stop_details: null,
+        };
+      return { type: `session.thread_status_${e.status}`, ...common };
+    }
   }
 }
 

@@ -28,6 +28,7 @@ import {
 } from './resources';
 import { insertMounts, planSkillMounts, promptMountsOf, resolveSessionSkills } from './resource-mounts';
 import { withPromptSections } from './prompt-sections';
+import { rosterFor } from './roster';
 import { deleteSessionMounts } from '../../storage/repos/session-mounts-repo';
 import { deleteResources } from '../../storage/repos/session-resources-repo';
 import { enqueueSessionWork } from '../environment-work';
@@ -146,6 +147,20 @@ export async function planSession(deps: ApiDeps, owner: SessionOwner, p: Session
       `resources: the system prompt with the memory and skills sections would be ${system.length} characters; the limit is ${MAX_SYSTEM_CHARS}`,
     );
   if (system !== undefined) file.system = system;
+  // A coordinator's roster: each agent as a file of its own, in the same environment and vaults.
+  if (agent.multiagent)
+    Object.assign(
+      file,
+      await rosterFor(db, owner.workspaceId, agent, file, (a) =>
+        agentFileFor(
+          a,
+          environment,
+          { workspaceId: owner.workspaceId, vaultIds: p.vault_ids ?? [] },
+          planned[0]?.repo,
+          deps.selfHostedToolTimeoutSeconds,
+        ),
+      ),
+    );
   // The prices of the models it can run and its budget; a budget on an unpriced model is a 400 here.
   const listCost = listCostFor(file, deps.prices, p.budget);
   return { agent, environment, file, planned, mounts, listCost };

@@ -15,7 +15,7 @@ import {
   type SessionStatus,
 } from '../../session/contract';
 import { Failure } from '../../session/failure-types';
-import { SessionAgentSchema, getAgent, type ApiAgent } from '../agents';
+import { SessionAgentSchema, getAgent, threadAgentOf, type ApiAgent } from '../agents';
 import { SessionCreateSchema, TextBlockSchema, UserMessageSchema, createSession, textOf } from './session-create';
 import { IdSchema, MetadataPatchSchema, applyMetadataPatch, iso, isoOrNull } from '../shared-fields';
 import type { ApiApp, ApiDeps, SessionDeps } from '../route-context';
@@ -38,6 +38,7 @@ import { interruptAck, recordSessionUpdate } from './log-writes';
 import { liveRoute } from './stream';
 import { STATUSES, sessionListRoute, type ApiStatus } from './list';
 import { eventListRoute } from './events-list';
+import { threadRoutes, threadSessionOf } from './session-threads';
 import { StreamRelay } from '../../stream/relay';
 import { deleteSession, resumeDeletes } from './delete';
 import { ResourceSchema, resourceRoutes, resourcesOf } from './resources';
@@ -183,9 +184,18 @@ function durationSeconds(r: SessionRow, live: { status: ApiStatus; endedAt?: Dat
   return Math.max(0, Math.round((new Date(end).getTime() - new Date(r.created_at).getTime()) / 1000));
 }
 
-function snapshot(agent: ApiAgent): z.infer<typeof SessionAgentSchema> {
-  const { created_at: _c, updated_at: _u, archived_at: _a, metadata: _m, ...rest } = agent;
-  return rest;
+/** The agent as the session shows it; a coordinator's roster as the agent versions it names. */
+async function snapshot(
+  deps: ApiDeps,
+  workspaceId: string,
+  agent: ApiAgent,
+): Promise<z.infer<typeof SessionAgentSchema>> {
+  const roster = agent.multiagent
+    ? await Promise.all(
+        agent.multiagent.agents.map(async (a) => threadAgentOf(await getAgent(deps.db, workspaceId, a.id, a.version))),
+      )
+    : null;
+  return { ...threadAgentOf(agent), multiagent: roster ? { type: 'coordinator', agents: roster } : null };
 }
 
 async function toSession(
@@ -200,7 +210,7 @@ async function toSession(
   return {
     id: r.id,
     type: 'session',
-    agent: snapshot(agent),
+    agent: await snapshot(deps, workspaceId, agent),
     environment_id: r.environment_id,
     status: live.status,
     title: r.title,
@@ -255,6 +265,14 @@ export function sessionRoutes(
     liveRoute(app, relay, (workspaceId, id) => sessionRow(deps, workspaceId, id));
   }
   resourceRoutes(app, deps, (workspaceId, id) => sessionRow(deps, workspaceId, id));
+  threadRoutes(
+    app,
+    deps,
+    feeds,
+    sessions.client,
+    async (workspaceId, id) => toSession(deps, sessions, workspaceId, await sessionRow(deps, workspaceId, id)),
+    relay,
+  );
   // Deletes a stopped process left half done are finished in the background.
   let stopResuming: (() => Promise<void>) | undefined;
   app.addHook(
@@ -397,7 +415,13 @@ export function sessionRoutes(
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
       // All or nothing: every reference is resolved before anything is sent. A user.message needs no read of the log.
-      const resolved: { e: InboundEvent; toolUseId?: string; outcome?: OutcomeDefinition }[] = [];
+      const resolved: {
+        e: InboundEvent;
+        toolUseId?: string;
+        outcome?: OutcomeDefinition;
+        target?: string;
+        routedTo?: string;
+      }[] = [];
       const outcomes = req.body.events.filter((e) => e.type === 'user.define_outcome').length;
       if (outcomes > 1)
         throw badRequest(
@@ -407,18 +431,29 @@ export function sessionRoutes(
       for (const [i, e] of req.body.events.entries()) {
         if (e.type === 'user.define_outcome')
           resolved.push({ e, outcome: await outcomeDefinition(deps, req.workspaceId, e, `events.${i}`) });
+        // An interrupt naming a thread goes to that thread's own session.
+        else if (e.type === 'user.interrupt' && e.session_thread_id)
+          resolved.push({
+            e,
+            target: await threadSessionOf(feeds, row.id, e.session_thread_id, `events.${i}.session_thread_id`),
+          });
         else if (e.type !== 'user.message' && e.type !== 'user.interrupt') {
           const field = e.type === 'user.custom_tool_result' ? 'custom_tool_use_id' : 'tool_use_id';
           const ref = e.type === 'user.custom_tool_result' ? e.custom_tool_use_id : e.tool_use_id;
-          const toolUseId = await feeds.toolUseIdOf(row.id, ref);
-          if (!toolUseId) throw badRequest(`events.${i}.${field}: no tool call ${ref} in this session`);
-          resolved.push({ e, toolUseId });
+          // A call of the session's own, else of one of its threads (as that thread's events name it).
+          const found = await callOf(feeds, row.id, ref);
+          if (!found) throw badRequest(`events.${i}.${field}: no tool call ${ref} in this session or its threads`);
+          resolved.push({
+            e,
+            toolUseId: found.toolUseId,
+            ...(found.threadId ? { target: found.sessionId, routedTo: found.threadId } : {}),
+          });
         } else resolved.push({ e });
       }
       const echoed: Record<string, unknown>[] = [];
       const handle = sessions.client.workflow.getHandle(row.id);
-      for (const { e, toolUseId, outcome } of resolved)
-        echoed.push(await deliver(sessions.client, handle, row.id, e, toolUseId, feeds, outcome));
+      for (const { e, toolUseId, outcome, target, routedTo } of resolved)
+        echoed.push(await deliver(sessions.client, handle, target ?? row.id, e, toolUseId, feeds, outcome, routedTo));
       // A message to a session of a self-hosted environment whose worker has let go of it queues it again.
       if (resolved.some(({ e }) => e.type === 'user.message' || e.type === 'user.define_outcome')) {
         const environment = await getEnvironment(db, req.workspaceId, row.environment_id);
@@ -461,6 +496,21 @@ async function assertNoActiveOutcome(client: Client, id: string): Promise<void> 
     );
 }
 
+/** The model's id of the call an API event id names, and the session (the session, or a thread's) whose call it is. */
+async function callOf(
+  feeds: SessionFeeds,
+  sessionId: string,
+  apiEventId: string,
+): Promise<{ sessionId: string; toolUseId: string; threadId?: string } | undefined> {
+  const own = await feeds.toolUseIdOf(sessionId, apiEventId);
+  if (own) return { sessionId, toolUseId: own };
+  for (const t of (await feeds.get(sessionId)).threads.values()) {
+    const toolUseId = await feeds.toolUseIdOf(t.sessionId, apiEventId);
+    if (toolUseId) return { sessionId: t.sessionId, toolUseId, threadId: t.threadId };
+  }
+  return undefined;
+}
+
 async function endSession(client: Client, id: string, reason: string): Promise<void> {
   try {
     await client.workflow.getHandle(id).signal(endSignal, { reason });
@@ -477,8 +527,11 @@ async function deliver(
   toolUseId: string | undefined,
   feeds: SessionFeeds,
   outcome?: OutcomeDefinition,
+  /** The thread a call's answer was routed to, which the echo names. */
+  routedTo?: string,
 ): Promise<Record<string, unknown>> {
   const now = new Date().toISOString();
+  const routed = routedTo ? { session_thread_id: routedTo } : {};
   try {
     switch (e.type) {
       case 'user.message': {
@@ -497,7 +550,7 @@ async function deliver(
           allow: e.result === 'allow',
           ...(e.deny_message ? { reason: e.deny_message } : {}),
         }).catch(opError);
-        return { ...e, id: eventId(sessionId, seq), processed_at: now };
+        return { ...e, ...routed, id: eventId(sessionId, seq), processed_at: now };
       }
       case 'user.tool_result':
       case 'user.custom_tool_result': {
@@ -507,7 +560,7 @@ async function deliver(
           output,
           isError: e.is_error ?? false,
         }).catch(opError);
-        return { ...e, id: eventId(sessionId, seq), processed_at: now };
+        return { ...e, ...routed, id: eventId(sessionId, seq), processed_at: now };
       }
     }
   } catch (err) {

@@ -17,6 +17,8 @@ import { newId } from './shared-fields';
 import { createSession, type SessionCreateParams } from './sessions/session-create';
 import { findEnvironment } from '../storage/repos/environments-repo';
 import { findVault } from '../storage/repos/vaults-repo';
+import type { Queryable } from '../storage/db';
+import { recordWebhookEvent, webhookEventId } from '../webhooks/webhook-events';
 import {
   findDeploymentById,
   findDeploymentRunById,
@@ -156,7 +158,8 @@ export function createDeploymentActivities(opts: {
         agentId: d.agent_id,
         agentVersion: version,
       });
-      // Webhook event deployment_run.started is emitted here once the run row exists.
+      // deployment_run.started, once per run whatever the retries (its id derives from the run's).
+      await runWebhookEvent(deps.db, row, 'started');
       return { runId: row.id, finished: row.state !== 'started' };
     },
 
@@ -192,6 +195,8 @@ export function createDeploymentActivities(opts: {
     async finishDeploymentRun({ runId, outcome }): Promise<void> {
       const deps = depsNow();
       const run = await finishDeploymentRun(deps.db, runId, outcome);
+      // deployment_run.succeeded or .failed, from the run as finished (a retry after a crash writes it then).
+      if (run.state !== 'started') await runWebhookEvent(deps.db, run, run.state);
       if (run.trigger_type !== 'schedule' || !run.error_type || !PAUSING_ERRORS.has(run.error_type)) return;
       const d = await findDeploymentById(deps.db, run.deployment_id);
       if (!d || d.archived_at || d.paused_reason) return;
@@ -199,4 +204,18 @@ export function createDeploymentActivities(opts: {
       await pauseDeploymentSchedule(opts.client, d.id, `paused by run ${run.id}: ${run.error_type}`);
     },
   };
+}
+
+/** A run's webhook event, written to the outbox once: its id derives from the run and the state it reports. */
+async function runWebhookEvent(
+  db: Queryable,
+  run: { id: string; workspace_id: string },
+  state: 'started' | 'succeeded' | 'failed',
+): Promise<void> {
+  await recordWebhookEvent(db, {
+    workspaceId: run.workspace_id,
+    type: `deployment_run.${state}`,
+    data: { id: run.id },
+    id: webhookEventId(`${run.id}/${state}`),
+  });
 }

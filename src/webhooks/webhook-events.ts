@@ -96,6 +96,9 @@ export const EMITTED_EVENT_TYPES: readonly WebhookEventType[] = [
   'memory_store.created',
   'memory_store.archived',
   'memory_store.deleted',
+  'deployment_run.started',
+  'deployment_run.succeeded',
+  'deployment_run.failed',
 ];
 
 /** The one organization of a self-hosted platform, as every event's `organization_id` names it. */

@@ -2,6 +2,8 @@
 // between events and their deliveries: one event whose delivery workflow waits to try again after a 503, and one
 // still unrelayed in the outbox (no tools worker was up to relay it). Once the processes are back, both are
 // delivered, each verified with the SDK's `unwrap`, the first with the same webhook-id on every attempt.
+// A deployment fired through the API, killed with the workers before its run's deployment_run.succeeded got through,
+// delivers it once they are back.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -159,4 +161,58 @@ it('delivers an event waiting to be tried again and an unrelayed one after the A
   expect(attemptsBefore).toBeGreaterThan(0);
   expect(got.slice(0, attemptsBefore).every((g) => g.headers['webhook-id'] === firstEvent)).toBe(true);
   expect(new Set(got.map((g) => g.headers['webhook-id']))).toEqual(new Set([firstEvent, secondEvent]));
+});
+
+it("delivers a deployment run's deployment_run.succeeded after the API and the workers were killed between the firing and its delivery", async () => {
+  answer = 503;
+  const endpoint = await addWebhookEndpoint(db, env.VAULT_PUBLIC_KEY, {
+    workspaceId: 'wrkspc_default',
+    url: `http://${env.EGRESS_ALLOW}/deployments`,
+    events: 'deployment_run.started,deployment_run.succeeded',
+  });
+  const key = (await createApiKey(db, 'default')).key;
+  const client = new Anthropic({ apiKey: key, baseURL: (await startApi()).url, maxRetries: 0 });
+  await worker('brain');
+  await worker('tools');
+  const environment = await client.beta.environments.create({ name: 'deploy-hooks' });
+  const agent = await client.beta.agents.create({ name: 'fired', model: 'claude-test' });
+  const deployment = await client.beta.deployments.create({
+    agent: agent.id,
+    environment_id: environment.id,
+    name: 'fired once',
+    initial_events: [{ type: 'user.message', content: [{ type: 'text', text: 'Hello from a deployment.' }] }],
+  });
+  // The firing: its run creates the session and writes deployment_run.succeeded, whose first attempt gets a 503.
+  const run = await client.beta.deployments.run(deployment.id);
+  expect(run.session_id).toEqual(expect.stringMatching(/^sesn_/));
+  const payloadOf = (g: Received) => JSON.parse(g.body) as { type: string; data: { type: string; id: string } };
+  const succeeded = (g: Received) =>
+    payloadOf(g).data.type === 'deployment_run.succeeded' && payloadOf(g).data.id === run.id;
+  await until('the first attempt of deployment_run.succeeded', () => (got.some(succeeded) ? true : undefined));
+  // Everything but Temporal goes down hard between the firing and the delivery.
+  await Promise.all(apis.map(sigkill));
+  await Promise.all(workers.map((w) => w.kill('SIGKILL')));
+  answer = 204;
+
+  const again = new Anthropic({ apiKey: key, baseURL: (await startApi()).url, maxRetries: 0 });
+  await worker('brain');
+  await worker('tools');
+  const delivered = await until('deployment_run.succeeded delivered', () =>
+    got.find((g) => g.status === 204 && succeeded(g)),
+  );
+  const event = client.beta.webhooks.unwrap(delivered.body, { headers: delivered.headers, key: endpoint.secret });
+  expect(event.data).toMatchObject({ type: 'deployment_run.succeeded', id: run.id, workspace_id: 'wrkspc_default' });
+  // One webhook-id across its attempts; deployment_run.started came too, verified with the same key.
+  const ids = new Set(got.filter(succeeded).map((g) => g.headers['webhook-id']));
+  expect(ids.size).toBe(1);
+  const started = await until('deployment_run.started delivered', () =>
+    got.find((g) => g.status === 204 && payloadOf(g).data.type === 'deployment_run.started'),
+  );
+  expect(
+    client.beta.webhooks.unwrap(started.body, { headers: started.headers, key: endpoint.secret }).data,
+  ).toMatchObject({
+    id: run.id,
+  });
+  // The session the run created is the deployment's.
+  expect((await again.beta.sessions.retrieve(run.session_id!)).deployment_id).toBe(deployment.id);
 });

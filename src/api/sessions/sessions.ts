@@ -136,6 +136,9 @@ const STATE: Record<SessionState, ApiStatus> = {
 };
 const NO_USAGE: Usage = { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
 
+/** How long a read of a session whose run is ending waits for the run to close. */
+const ENDING_WAIT_MS = 5000;
+
 /**
  * The workflow's state and usage; a run that is gone (ended, past retention) reads as terminated. `endedAt` is when
  * a terminated session's last run closed, where Temporal still knows it.
@@ -152,6 +155,14 @@ async function liveStatus(
 }> {
   const handle = client.workflow.getHandle(id);
   const closedAt = async () => (await handle.describe().catch(() => undefined))?.closeTime;
+  // An ended run closes once it has sealed its last events: its close time, waited for a moment, is the end every
+  // later read reports too.
+  const endedAt = async () => {
+    const at = await closedAt();
+    if (at) return at;
+    await Promise.race([handle.result().catch(() => undefined), new Promise((r) => setTimeout(r, ENDING_WAIT_MS))]);
+    return closedAt();
+  };
   try {
     const s = await handle.query(statusQuery);
     return {
@@ -159,7 +170,7 @@ async function liveStatus(
       usage: s.usage,
       listCost: s.listCost,
       outcomes: s.outcomes,
-      ...(s.state === 'ended' ? { endedAt: await closedAt() } : {}),
+      ...(s.state === 'ended' ? { endedAt: await endedAt() } : {}),
     };
   } catch (e) {
     if (isSessionClosed(e))

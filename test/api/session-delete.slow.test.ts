@@ -75,6 +75,8 @@ async function rowsMentioning(needle: string): Promise<Record<string, number>> {
   for (const { table_name } of tables) {
     // The audit trail records who created and deleted the session, by id only (checked below).
     if (table_name === 'audit_log') continue;
+    // The webhook outbox reports that the session was created and deleted, by id only (checked below).
+    if (table_name === 'webhook_events') continue;
     const [{ n }] = await api.db!.query<{ n: number }>(
       `select count(*)::int as n from "${table_name}" t where strpos(t::text, $1) > 0`,
       [needle],
@@ -193,6 +195,16 @@ it('deletes a session that handed over with sealed segments: nothing of it is le
   expect(audit.filter((a) => a.resource_type === 'session' && a.action !== 'events_sent').map((a) => a.action)).toEqual(
     ['created', 'deleted'],
   );
+  // What the webhook outbox keeps of it: session events naming it by id, with nothing else of it.
+  const events = await api.db!.query<{ type: string; payload: { data: Record<string, unknown> } }>(
+    'select type, payload from webhook_events where strpos(payload::text, $1) > 0 order by pos',
+    [s.id],
+  );
+  expect(events.map((e) => e.type)).toEqual(expect.arrayContaining(['session.created', 'session.deleted']));
+  for (const e of events) {
+    expect(e.type).toMatch(/^session\./);
+    expect(Object.keys(e.payload.data).sort()).toEqual(['id', 'organization_id', 'type', 'workspace_id']);
+  }
 });
 
 it('finishes a delete cut short after its first step: by a retried delete, and by the next API process to start', async () => {

@@ -85,7 +85,17 @@ describe('one session over many runs', () => {
     for (const r of runs.slice(0, 2)) {
       const del = spawnSync(
         temporalCliPath(),
-        ['workflow', 'delete', '--address', h.env.address, '--workflow-id', handle.workflowId, '--run-id', r.runId],
+        [
+          'workflow',
+          'delete',
+          '--yes',
+          '--address',
+          h.env.address,
+          '--workflow-id',
+          handle.workflowId,
+          '--run-id',
+          r.runId,
+        ],
         { encoding: 'utf8' },
       );
       expect(del.status).toBe(0);

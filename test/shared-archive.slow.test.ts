@@ -93,7 +93,17 @@ it('hands over into the PostgreSQL archive, and `agents events` on another host 
   for (const r of runs.slice(0, 2)) {
     const del = spawnSync(
       temporalCliPath(),
-      ['workflow', 'delete', '--address', h.env.address, '--workflow-id', handle.workflowId, '--run-id', r.runId],
+      [
+        'workflow',
+        'delete',
+        '--yes',
+        '--address',
+        h.env.address,
+        '--workflow-id',
+        handle.workflowId,
+        '--run-id',
+        r.runId,
+      ],
       { encoding: 'utf8' },
     );
     expect(del.status).toBe(0);

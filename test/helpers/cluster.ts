@@ -66,7 +66,7 @@ export async function startCluster(hostCount: number): Promise<Cluster> {
       for (const r of runs.slice(0, -1)) {
         const del = spawnSync(
           temporalCliPath(),
-          ['workflow', 'delete', '--address', h.env.address, '--workflow-id', id, '--run-id', r.runId],
+          ['workflow', 'delete', '--yes', '--address', h.env.address, '--workflow-id', id, '--run-id', r.runId],
           { encoding: 'utf8' },
         );
         if (del.status !== 0) throw new Error(`temporal workflow delete failed: ${del.stderr}`);

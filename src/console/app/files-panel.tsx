@@ -53,7 +53,7 @@ function Mounted(props: { resources: SessionResource[] }) {
   );
 }
 
-function Outputs(props: { sessionId: string; settled: boolean }) {
+function Outputs(props: { sessionId: string; settled: number }) {
   const [files, setFiles] = useState<FileMetadata[]>();
   const [error, setError] = useState<string>();
   const [tick, setTick] = useState(0);
@@ -144,8 +144,11 @@ function Outputs(props: { sessionId: string; settled: boolean }) {
   );
 }
 
-/** The session's mounts and outputs; `settled` turns true each time the session goes idle or ends. */
-export function SessionFiles(props: { sessionId: string; resources: SessionResource[] | undefined; settled: boolean }) {
+/**
+ * The session's mounts and outputs; `settled` counts the times the session went idle or ended, so each one lists the
+ * outputs again, even when a whole turn's events arrive together and the page never renders it running.
+ */
+export function SessionFiles(props: { sessionId: string; resources: SessionResource[] | undefined; settled: number }) {
   return (
     <div class="panels">
       {props.resources && props.resources.length > 0 && <Mounted resources={props.resources} />}

@@ -220,11 +220,7 @@ export function SessionPage(props: { id: string }) {
           </span>
         </div>
       </div>
-      <SessionFiles
-        sessionId={props.id}
-        resources={session?.resources}
-        settled={status === 'idle' || status === 'terminated'}
-      />
+      <SessionFiles sessionId={props.id} resources={session?.resources} settled={timeline.settles} />
       <ol class="log" aria-label="Session events" aria-busy={link === 'connecting'} data-events={timeline.size}>
         {timeline.items.map((it) => (
           <StableItem key={it.id} item={it} waiting={timeline.waiting.has(it.id)} steer={steer} />

@@ -125,6 +125,8 @@ export class Timeline {
   stopReason: string | undefined;
   /** Ids of the calls waiting for a confirmation or a custom tool result. */
   readonly waiting = new Set<string>();
+  /** How many times the session went idle or ended: each one is a point where its tools' writes were collected. */
+  settles = 0;
   /** Tokens of the model requests seen, for a live total while the session's own usage catches up. */
   outputTokens = 0;
   private readonly seen = new Set<string>();
@@ -241,6 +243,7 @@ export class Timeline {
       case 'session.status_idle': {
         const stop = (e.stop_reason ?? {}) as { type?: string; event_ids?: unknown };
         this.status = 'idle';
+        this.settles += 1;
         this.stopReason = stop.type;
         this.waiting.clear();
         if (stop.type === 'requires_action' && Array.isArray(stop.event_ids))
@@ -265,6 +268,7 @@ export class Timeline {
         if (e.type in MARKERS) {
           if (e.type === 'session.status_terminated' || e.type === 'session.deleted') {
             this.status = 'terminated';
+            this.settles += 1;
             this.waiting.clear();
           }
           this.items.push({ kind: 'marker', id: e.id, text: MARKERS[e.type], at });

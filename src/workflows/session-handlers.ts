@@ -2,6 +2,7 @@
 // one order (a handler set late receives what arrived before it, in registration order).
 import { ApplicationFailure, CancellationScope, log, setHandler, uuid4 } from '@temporalio/workflow';
 import { formatIssues, type Agent } from '../session/agent';
+import { formatRefusal } from '../session/issues';
 import { MAX_FILE_BYTES } from '../session/paths';
 import type { ToolGate } from './approvals';
 import type { Budget } from './budget';
@@ -75,7 +76,7 @@ export function registerSessionHandlers(p: SessionParts): void {
       const result = UserMessageSchema.safeParse(raw);
       if (!result.success)
         throw ApplicationFailure.nonRetryable(
-          `invalid message: ${formatIssues(result.error)}`,
+          formatRefusal('invalid message', result.error),
           Failure.Session.InvalidMessage,
         );
       assertOpen();
@@ -102,7 +103,7 @@ export function registerSessionHandlers(p: SessionParts): void {
       validator: (raw) => {
         const r = PutFileSchema.safeParse(raw);
         if (!r.success)
-          throw ApplicationFailure.nonRetryable(`invalid putFile: ${formatIssues(r.error)}`, Failure.Files.Invalid);
+          throw ApplicationFailure.nonRetryable(formatRefusal('invalid putFile', r.error), Failure.Files.Invalid);
         assertOpen();
         slots.fileTarget(r.data.sandbox, r.data.path);
         const bytes = Math.floor((r.data.contentBase64.length * 3) / 4);
@@ -129,7 +130,7 @@ export function registerSessionHandlers(p: SessionParts): void {
       validator: (raw) => {
         const r = GetFileSchema.safeParse(raw);
         if (!r.success)
-          throw ApplicationFailure.nonRetryable(`invalid getFile: ${formatIssues(r.error)}`, Failure.Files.Invalid);
+          throw ApplicationFailure.nonRetryable(formatRefusal('invalid getFile', r.error), Failure.Files.Invalid);
         assertOpen();
         slots.fileTarget(r.data.sandbox, r.data.path);
       },
@@ -155,7 +156,7 @@ export function registerSessionHandlers(p: SessionParts): void {
         const r = ReasonSchema.safeParse(raw ?? {});
         if (!r.success)
           throw ApplicationFailure.nonRetryable(
-            `invalid interrupt: ${formatIssues(r.error)}`,
+            formatRefusal('invalid interrupt', r.error),
             Failure.Session.InvalidMessage,
           );
         assertOpen();
@@ -176,7 +177,7 @@ export function registerSessionHandlers(p: SessionParts): void {
         const r = SessionUpdateSchema.safeParse(raw);
         if (!r.success)
           throw ApplicationFailure.nonRetryable(
-            `invalid session update: ${formatIssues(r.error)}`,
+            formatRefusal('invalid session update', r.error),
             Failure.Session.InvalidMessage,
           );
         assertOpen();
@@ -196,7 +197,7 @@ export function registerSessionHandlers(p: SessionParts): void {
     // A readable refusal (see READABLE_FAILURE_TYPES): a query's failure reaches a client as its message alone.
     if (!parsedArgs.success)
       throw ApplicationFailure.nonRetryable(
-        `invalid events query: ${formatIssues(parsedArgs.error)}`,
+        formatRefusal('invalid events query', parsedArgs.error),
         Failure.Session.InvalidQuery,
       );
     return run.eventsPage(parsedArgs.data);

@@ -3,6 +3,7 @@
 import fc from 'fast-check';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import { formatIssues } from '../../src/session/agent';
+import { formatRefusal } from '../../src/session/issues';
 import { MAX_FILE_BYTES, resolveWorkspacePath } from '../../src/session/paths';
 import {
   EventsQueryArgsSchema,
@@ -231,7 +232,7 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
       if (!expected.success) {
         expect(r).toEqual({
           ok: false,
-          message: `invalid message: ${formatIssues(expected.error)}`,
+          message: formatRefusal('invalid message', expected.error),
           type: 'SessionError.InvalidMessage',
         });
         expect(await lastSeq()).toBe(before);
@@ -268,7 +269,7 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
         else
           expect(r).toEqual({
             ok: false,
-            message: `invalid ${name}: ${formatIssues(expected.error)}`,
+            message: formatRefusal(`invalid ${name}`, expected.error),
             type: 'FilesError.Invalid',
           });
       }
@@ -294,7 +295,7 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
         else
           expect(r).toEqual({
             ok: false,
-            message: `invalid ${name}: ${formatIssues(expected.error)}`,
+            message: formatRefusal(`invalid ${name}`, expected.error),
             type: `${family}.Invalid`,
           });
       }
@@ -319,7 +320,7 @@ describe(`a live session (${LIVE_RUNS} cases per kind)`, () => {
       } else {
         if (r.ok) throw new Error(`query answered ${JSON.stringify(raw)}`);
         // The refusal reads as the field and the rule it broke, to any client: a query's failure is not encoded.
-        expect(r.message).toBe(`invalid events query: ${formatIssues(expected.error)}`);
+        expect(r.message).toBe(formatRefusal('invalid events query', expected.error));
       }
     }
   });

@@ -230,5 +230,6 @@ describe(`the agents command line as a child process (${LIVE_RUNS} command lines
         stdout: '',
       });
     }
-  });
+    // Some fifty child processes of the CLI, each a Node start: minutes on a loaded 2-core machine.
+  }, 300_000);
 });

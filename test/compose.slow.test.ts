@@ -1,5 +1,6 @@
-// The compose stack, up on this machine with no registry: images built locally (src/infra/compose-images.ts), brought
-// up by Debian's docker-compose with docker-compose.yml and docker-compose.local.yml, brain and hands scaled to two.
+// The compose stack, up on this machine with no registry: every image built locally (src/infra/compose-images.ts),
+// brought up by Debian's docker-compose with docker-compose.yml and docker-compose.local.yml, brain and hands
+// scaled to two.
 // A session through the API (the real SDK) finishes across a brain container killed mid-turn and then the Temporal
 // container killed mid-turn, each tool call made once. The model is the local Messages-API server, listening on
 // the host's address on the stack's egress network, the only place the brains can reach it.
@@ -22,7 +23,7 @@ import { eventsUntil, idles, sayTo, toolResultTexts, type ApiEvent } from './hel
 const exec = promisify(execFile);
 const PROJECT = `ma-compose-${process.pid}`;
 const FILES = ['-f', 'docker-compose.yml', '-f', 'docker-compose.local.yml'];
-const SERVICES = ['temporal', 'api', 'brain', 'hands', 'tools'];
+const SERVICES = ['temporal', 'temporal-ui', 'codec-server', 'api', 'brain', 'hands', 'tools'];
 /** What the test did and what the commands answered, written to TRANSCRIPT for docs/guide/compose.md. */
 const TRANSCRIPT = path.join(ROOT, '.data', 'compose-run.txt');
 
@@ -119,7 +120,7 @@ function allHealthy(counts: Record<string, number>) {
     return ok ? cs : undefined;
   };
 }
-const STACK = { postgres: 1, temporal: 1, api: 1, brain: 2, hands: 2, tools: 1 };
+const STACK = { postgres: 1, temporal: 1, 'temporal-ui': 1, 'codec-server': 1, api: 1, brain: 2, hands: 2, tools: 1 };
 
 /** SIGKILL to the container's first process, as a crash would: its restart policy brings it back. */
 async function crash(c: Container): Promise<void> {
@@ -163,6 +164,8 @@ beforeAll(async () => {
     DOCKER_SOCKET: dockerHost.replace(/^unix:\/\//, ''),
     API_PORT: String(await freePort()),
     TEMPORAL_PORT: String(await freePort()),
+    TEMPORAL_UI_PORT: String(await freePort()),
+    CODEC_PORT: String(await freePort()),
   };
 
   await logsOnFailure(async () => {
@@ -178,7 +181,13 @@ beforeAll(async () => {
     await compose(['up', '-d', '--scale', 'brain=2', '--scale', 'hands=2', ...SERVICES]);
     const healthy = await until('every container healthy', 240_000, allHealthy(STACK));
     await compose(['ps']);
-    expect(healthy).toHaveLength(8);
+    expect(healthy).toHaveLength(10);
+    // The Web UI, built here too, lists the namespace the Temporal image registered.
+    const ui = await fetch(`http://127.0.0.1:${env.TEMPORAL_UI_PORT}/api/v1/namespaces`);
+    expect(ui.status).toBe(200);
+    const listed = (await ui.json()) as { namespaces: { namespaceInfo: { name: string } }[] };
+    expect(listed.namespaces.map((n) => n.namespaceInfo.name)).toContain('default');
+    note(`the Web UI lists namespaces: ${listed.namespaces.map((n) => n.namespaceInfo.name).join(', ')}`);
   });
   const created = await compose(
     ['exec', '-T', 'api', 'node', 'dist/client.js', 'api-keys', 'create', '--workspace', 'default', '--json'],

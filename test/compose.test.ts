@@ -160,12 +160,12 @@ function problemsOf(c: Compose): string[] {
   const ui = c.services['temporal-ui'];
   const codec = c.services['codec-server'];
   if (ui && codec) {
-    const endpoint = new URL(ui.environment?.TEMPORAL_CODEC_ENDPOINT ?? 'http://none');
-    const published = (codec.ports ?? []).map((p) => String(p).split(':')[1]);
+    const endpoint = new URL(interpolate(ui.environment?.TEMPORAL_CODEC_ENDPOINT ?? 'http://none'));
+    const published = (codec.ports ?? []).map((p) => interpolate(String(p)).split(':')[1]);
     if (!published.includes(endpoint.port))
       problems.push(`temporal-ui: codec endpoint ${endpoint} is not the codec server's published port`);
-    const uiOrigin = `http://localhost:${String(ui.ports?.[0] ?? '').split(':')[1]}`;
-    const cmd = (codec.command ?? []).map(String);
+    const uiOrigin = `http://localhost:${interpolate(String(ui.ports?.[0] ?? '')).split(':')[1]}`;
+    const cmd = (codec.command ?? []).map((x) => interpolate(String(x)));
     if (cmd[cmd.indexOf('--origin') + 1] !== uiOrigin)
       problems.push(`codec-server: does not allow the UI's origin ${uiOrigin}`);
   }

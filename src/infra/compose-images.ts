@@ -1,14 +1,18 @@
 // The images docker-compose.local.yml runs, built on the local engine with no registry: PostgreSQL from Debian's
-// packages (deploy/postgres.Dockerfile), the production Temporal server built from the Go module proxy
-// (deploy/temporal.Dockerfile) and the workers' image (deploy/worker.Dockerfile), each on the sandbox image (a
+// packages (deploy/postgres.Dockerfile), the production Temporal server and its Web UI server, both built from
+// the Go module proxy (deploy/temporal.Dockerfile, deploy/temporal-ui.Dockerfile), and the workers' image
+// (deploy/worker.Dockerfile), each on the sandbox image (a
 // debootstrap rootfs brought in with `docker import`). Each image carries a hash of what it was built from and is
 // reused while that hash matches.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { dockerEnv } from '../host/docker-host';
 import { withLock } from '../host/lock';
 import { defaultLog, mustRun, run, type Log } from '../host/run';
+import { onPath } from '../host/which';
+import { goInstall } from './go-install';
 import { SESSION_SEARCH_ATTRIBUTES } from '../session/search-attributes';
 import { findDebianMirror } from './debian-mirror';
 import { ensureDockerEngine } from './dockerd';
@@ -24,9 +28,14 @@ const DEPLOY = path.join(ROOT, 'deploy');
 export const INPUTS_LABEL = 'managed-agents.inputs';
 
 /** The tags docker-compose.local.yml names. */
+/** The Web UI server's release, the one docker-compose.yml's `temporalio/ui` image tag names. */
+export const TEMPORAL_UI_VERSION = 'v2.42.1';
+const UI_MODULE = 'github.com/temporalio/ui-server/v2';
+
 export const COMPOSE_IMAGES = {
   postgres: 'managed-agents/postgres:15',
   temporal: `managed-agents/temporal:${TEMPORAL_SERVER_VERSION.replace(/^v/, '')}`,
+  'temporal-ui': `managed-agents/temporal-ui:${TEMPORAL_UI_VERSION.replace(/^v/, '')}`,
   worker: WORKER_IMAGE_DEFAULT,
 } as const;
 export type ComposeImage = keyof typeof COMPOSE_IMAGES;
@@ -196,6 +205,83 @@ export async function buildTemporalImage(
   });
 }
 
+function uiServerCacheDir(): string {
+  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.join(base, 'managed-agents', `temporal-ui-server-${TEMPORAL_UI_VERSION}`);
+}
+
+/**
+ * The UI server (`ui-server`, its assets embedded) and its config/docker.yaml, built once with `go install` of
+ * {@link UI_MODULE}/cmd/server at {@link TEMPORAL_UI_VERSION} into a cache outside the repository.
+ */
+export async function ensureTemporalUiServer(log: Log = defaultLog): Promise<{ server: string; configDir: string }> {
+  const dir = uiServerCacheDir();
+  const found = { server: path.join(dir, 'ui-server'), configDir: path.join(dir, 'config') };
+  const complete = () => fs.existsSync(found.server) && fs.existsSync(path.join(found.configDir, 'docker.yaml'));
+  if (complete()) return found;
+  if (!onPath('go')) throw new Error(`the UI server is not in ${dir} and Go is not installed to build it`);
+  return withLock(`temporal-ui-server-${TEMPORAL_UI_VERSION}`, log, async () => {
+    if (complete()) return found;
+    const scratch = `${dir}.building-${process.pid}`;
+    fs.rmSync(scratch, { recursive: true, force: true });
+    log(`building the Temporal UI server ${TEMPORAL_UI_VERSION}: go install ${UI_MODULE}/cmd/server`);
+    const env = { GOFLAGS: '-trimpath -ldflags=-s', GOTOOLCHAIN: 'local' };
+    const built = await goInstall(
+      `${UI_MODULE}/cmd/server@${TEMPORAL_UI_VERSION}`,
+      scratch,
+      'server',
+      'the UI server',
+      env,
+      log,
+    );
+    fs.renameSync(built, path.join(scratch, 'ui-server'));
+    const modCache = (await mustRun('go env GOMODCACHE', 'go', ['env', 'GOMODCACHE'], log)).stdout.trim();
+    const config = path.join(modCache, `${UI_MODULE}@${TEMPORAL_UI_VERSION}`, 'config', 'docker.yaml');
+    fs.mkdirSync(path.join(scratch, 'config'));
+    fs.copyFileSync(config, path.join(scratch, 'config', 'docker.yaml'));
+    fs.chmodSync(path.join(scratch, 'config', 'docker.yaml'), 0o644);
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.renameSync(scratch, dir);
+    return found;
+  });
+}
+
+/** Temporal's Web UI server {@link TEMPORAL_UI_VERSION}; the build itself has no network. */
+export async function buildTemporalUiImage(
+  dockerHost: string,
+  base: { image: string; id: string },
+  opts: ComposeImagesOptions = {},
+): Promise<BuiltImage> {
+  const log = opts.log ?? defaultLog;
+  const image = opts.images?.['temporal-ui'] ?? COMPOSE_IMAGES['temporal-ui'];
+  const ui = await ensureTemporalUiServer(log);
+  const dockerfile = path.join(DEPLOY, 'temporal-ui.Dockerfile');
+  const inputs = hashOf([
+    base.id,
+    fs.readFileSync(ui.server),
+    fs.readFileSync(path.join(ui.configDir, 'docker.yaml')),
+    fs.readFileSync(dockerfile),
+  ]);
+  return buildOnce(dockerHost, image, inputs, opts, async () => {
+    const context = scratchContext('temporal-ui');
+    try {
+      fs.copyFileSync(dockerfile, path.join(context, 'Dockerfile'));
+      fs.copyFileSync(ui.server, path.join(context, 'ui-server'));
+      fs.chmodSync(path.join(context, 'ui-server'), 0o755);
+      fs.cpSync(ui.configDir, path.join(context, 'config'), { recursive: true });
+      await dockerBuild(
+        dockerHost,
+        context,
+        image,
+        { network: 'none', buildArgs: { BASE_IMAGE: base.image }, inputs },
+        log,
+      );
+    } finally {
+      fs.rmSync(context, { recursive: true, force: true });
+    }
+  });
+}
+
 /** The workers' image (src/infra/worker-image.ts), rebuilt when dist/, the lockfile, Node or its Dockerfile change. */
 export async function buildComposeWorkerImage(
   dockerHost: string,
@@ -218,7 +304,7 @@ export async function buildComposeWorkerImage(
   });
 }
 
-/** Builds (or reuses) every image docker-compose.local.yml runs; the three side by side on one sandbox base. */
+/** Builds (or reuses) every image docker-compose.local.yml runs, side by side on one sandbox base. */
 export async function buildComposeImages(
   dockerHost: string,
   opts: ComposeImagesOptions = {},
@@ -226,12 +312,13 @@ export async function buildComposeImages(
   const log = opts.log ?? defaultLog;
   const sandbox = await ensureSandboxImage(dockerHost, log);
   const base = { image: sandbox.image, id: sandbox.id };
-  const [postgres, temporal, worker] = await Promise.all([
+  const [postgres, temporal, ui, worker] = await Promise.all([
     buildPostgresImage(dockerHost, base, opts),
     buildTemporalImage(dockerHost, base, opts),
+    buildTemporalUiImage(dockerHost, base, opts),
     buildComposeWorkerImage(dockerHost, base, opts),
   ]);
-  return { postgres, temporal, worker };
+  return { postgres, temporal, 'temporal-ui': ui, worker };
 }
 
 if (require.main === module) {

@@ -98,10 +98,10 @@ function problemsOf(c: Compose): string[] {
     for (const p of s.ports ?? [])
       if (!String(p).startsWith('127.0.0.1:')) problems.push(`${name}: port ${p} published beyond loopback`);
     // The Docker socket only on hands.
-    for (const v of s.volumes ?? []) {
-      if (/docker\.sock/.test(String(v).split(':')[0]) && name !== 'hands')
-        problems.push(`${name}: mounts the Docker socket`);
-      if (String(v).startsWith('/') && !/docker\.sock/.test(String(v))) problems.push(`${name}: mounts host path ${v}`);
+    // A volume as it reads with no variable set (`${DOCKER_SOCKET:-/var/run/docker.sock}` is the default socket).
+    for (const v of (s.volumes ?? []).map((x) => interpolate(String(x)))) {
+      if (/docker\.sock/.test(v.split(':')[0]) && name !== 'hands') problems.push(`${name}: mounts the Docker socket`);
+      if (v.startsWith('/') && !/docker\.sock/.test(v)) problems.push(`${name}: mounts host path ${v}`);
     }
     // Secrets only where allowed; no secret as a literal env value.
     for (const sec of s.secrets ?? [])
@@ -145,7 +145,7 @@ function problemsOf(c: Compose): string[] {
       problems.push('brain: pinned by container_name, hostname or ports, so it cannot scale');
   }
   const hands = c.services.hands;
-  if (hands && !(hands.volumes ?? []).some((v) => String(v).startsWith('/var/run/docker.sock:')))
+  if (hands && !(hands.volumes ?? []).some((v) => interpolate(String(v)).startsWith('/var/run/docker.sock:')))
     problems.push('hands: no Docker socket');
   if (hands && !hands.environment?.HANDS_HOST_ID)
     problems.push('hands: no fixed HANDS_HOST_ID, so a restart would orphan its sandboxes');
@@ -160,12 +160,12 @@ function problemsOf(c: Compose): string[] {
   const ui = c.services['temporal-ui'];
   const codec = c.services['codec-server'];
   if (ui && codec) {
-    const endpoint = new URL(ui.environment?.TEMPORAL_CODEC_ENDPOINT ?? 'http://none');
-    const published = (codec.ports ?? []).map((p) => String(p).split(':')[1]);
+    const endpoint = new URL(interpolate(ui.environment?.TEMPORAL_CODEC_ENDPOINT ?? 'http://none'));
+    const published = (codec.ports ?? []).map((p) => interpolate(String(p)).split(':')[1]);
     if (!published.includes(endpoint.port))
       problems.push(`temporal-ui: codec endpoint ${endpoint} is not the codec server's published port`);
-    const uiOrigin = `http://localhost:${String(ui.ports?.[0] ?? '').split(':')[1]}`;
-    const cmd = (codec.command ?? []).map(String);
+    const uiOrigin = `http://localhost:${interpolate(String(ui.ports?.[0] ?? '')).split(':')[1]}`;
+    const cmd = (codec.command ?? []).map((x) => interpolate(String(x)));
     if (cmd[cmd.indexOf('--origin') + 1] !== uiOrigin)
       problems.push(`codec-server: does not allow the UI's origin ${uiOrigin}`);
   }

@@ -32,7 +32,9 @@ let h: Harness | undefined;
 let secrets: string;
 
 const docker = (args: string[]) => exec('docker', args, { env: dockerEnv(dockerHost), maxBuffer: 16 * 1024 * 1024 });
-const compose = YAML.parse(fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+// As compose reads it with no variable set: `${NAME:-default}` is its default.
+const composeText = fs.readFileSync(path.join(ROOT, 'docker-compose.yml'), 'utf8').replace(/\$\{\w+:-([^}]*)\}/g, '$1');
+const compose = YAML.parse(composeText, { merge: true }) as {
   services: Record<string, { command: string[]; healthcheck: { test: string[] } }>;
 };
 

@@ -38,6 +38,8 @@ export interface RecordedRequest {
   firstByteAt?: number;
   /** When each streamed text delta was written (ms since the epoch, sub-millisecond), in order. */
   textDeltaAt?: number[];
+  /** The caller's address: which worker (or container) made the request. */
+  from?: string;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -121,7 +123,14 @@ export class MockModelServer {
       return this.sendError(res, 400, 'request body is not valid JSON');
     }
     const sessionId = String((body.metadata as { user_id?: string } | undefined)?.user_id ?? 'anonymous');
-    const record: RecordedRequest = { sessionId, path: url.pathname, body, status: 0, at: Date.now() };
+    const record: RecordedRequest = {
+      sessionId,
+      path: url.pathname,
+      body,
+      status: 0,
+      at: Date.now(),
+      from: req.socket.remoteAddress,
+    };
     this.log.push(record);
     const countTokens = url.pathname.endsWith('/count_tokens');
     const script = this.scripts.get(sessionId);

@@ -16,6 +16,8 @@ export interface WorkerImageOptions {
   /** The image to build on; the sandbox image by default (built offline if missing). */
   base?: string;
   log?: Log;
+  /** Labels set on the image (`docker build --label`). */
+  labels?: Record<string, string>;
 }
 
 /** Top-level packages `npm ls --omit=dev` lists, i.e. what the app needs at run time. */
@@ -82,7 +84,8 @@ export async function buildWorkerImage(
     writeWorkerContext(context);
     log(`docker build --network none -t ${image} (base ${base})`);
     // The legacy builder uses the engine's local images as they are; it never pulls a base that exists.
-    const args = ['build', '--network', 'none', '--build-arg', `BASE_IMAGE=${base}`, '-t', image, context];
+    const labels = Object.entries(opts.labels ?? {}).flatMap(([k, v]) => ['--label', `${k}=${v}`]);
+    const args = ['build', '--network', 'none', '--build-arg', `BASE_IMAGE=${base}`, ...labels, '-t', image, context];
     await new Promise<void>((resolve, reject) => {
       const child = spawn('docker', args, {
         env: { ...dockerEnv(dockerHost), DOCKER_BUILDKIT: '0' },

@@ -180,8 +180,10 @@ async function createDatabaseIfMissing(url: string): Promise<void> {
     await admin.connect();
     await admin.query(`create database "${name.replace(/"/g, '""')}"`);
   } catch (e) {
-    // Another process created it first.
-    if ((e as { code?: string }).code !== '42P04') throw e;
+    // Another process created it first: 42P04 once it exists, 23505 (pg_database's unique name index) when two
+    // creations race, as every service of a compose stack does at its first start.
+    const code = (e as { code?: string }).code;
+    if (code !== '42P04' && code !== '23505') throw e;
   } finally {
     await admin.end().catch(() => undefined);
   }

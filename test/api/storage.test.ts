@@ -96,3 +96,26 @@ it('creates the database DATABASE_URL names when the server has none of that nam
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 });
+
+it('creates it once when several processes start at once, as the services of a compose stack do', async () => {
+  const server = await ensurePostgres(() => undefined);
+  const name = `fresh_${randomBytes(6).toString('hex')}`;
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'agents-db-'));
+  const opened: Awaited<ReturnType<typeof openDb>>[] = [];
+  try {
+    // Two creations that race fail with 23505 on pg_database's name index, not 42P04; each start must take either.
+    const results = await Promise.allSettled(
+      Array.from({ length: 6 }, () => openDb({ databaseUrl: withDatabase(server.url, name), dataDir })),
+    );
+    for (const r of results) if (r.status === 'fulfilled') opened.push(r.value);
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    for (const db of opened) expect((await db.query<{ d: string }>('select current_database() as d'))[0].d).toBe(name);
+  } finally {
+    for (const db of opened) await db.close();
+    const admin = new Client({ connectionString: server.url });
+    await admin.connect();
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.end();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+});

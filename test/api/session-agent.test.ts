@@ -187,3 +187,36 @@ it('refuses an update of the tools while the session runs with a 409 and changes
   expect([status(bad), messageOf(bad)]).toEqual([400, expect.stringMatching(/agent\.tools\.0\.mcp_server_name/)]);
   await client.beta.sessions.archive(s.id);
 });
+
+it("changes only a coordinator's own tools: its delegate tools stay, and its thread keeps its agent's tools", async () => {
+  const helper = (
+    await client.beta.agents.create({ name: 'helper', model: 'claude-test', tools: [lookup('helper_tool')] })
+  ).id;
+  const lead = (
+    await client.beta.agents.create({
+      name: 'lead',
+      model: 'claude-test',
+      tools: [lookup('lead_tool')],
+      multiagent: { type: 'coordinator', agents: [helper] },
+    })
+  ).id;
+  const s = await client.beta.sessions.create({ agent: lead, environment_id: envId });
+  const updated = await client.beta.sessions.update(s.id, { agent: { tools: [lookup('lead_new')] } });
+  expect(updated.agent.multiagent?.type).toBe('coordinator');
+  h.mock.script(`${s.id}.toolu_d1`, { steps: [doneStep] });
+  h.mock.script(s.id, {
+    steps: [
+      {
+        reply: {
+          content: [{ type: 'tool_use', id: 'toolu_d1', name: 'delegate', input: { agent: 'helper', message: 'go' } }],
+        },
+      },
+      doneStep,
+    ],
+  });
+  await sayTo(client, s.id, 'delegate it');
+  await eventsUntil(client, s.id, idles(1));
+  expect(offered(s.id, 0)).toEqual(['delegate', 'lead_new', 'message_thread']);
+  expect(offered(`${s.id}.toolu_d1`, 0)).toEqual(['helper_tool']);
+  await client.beta.sessions.archive(s.id);
+});

@@ -139,7 +139,7 @@ it('refuses overrides an agent create would refuse, naming the field, and stores
 
 it("replaces an idle session's tools for its next turn, across a worker restart, and logs session.updated", async () => {
   const s = await client.beta.sessions.create({ agent: agentId, environment_id: envId });
-  h.mock.script(s.id, { steps: [doneStep, doneStep] });
+  h.mock.script(s.id, { steps: [doneStep, doneStep, doneStep] });
   await sayTo(client, s.id, 'first');
   await eventsUntil(client, s.id, idles(1));
   expect(offered(s.id, 0)).toEqual(['stored_tool']);
@@ -162,6 +162,12 @@ it("replaces an idle session's tools for its next turn, across a worker restart,
   await sayTo(client, s.id, 'second');
   await eventsUntil(client, s.id, idles(2));
   expect(offered(s.id, 1)).toEqual(['new_tool', 'other']);
+  // The same tools again change nothing and log nothing (an update appends its event before it answers).
+  await client.beta.sessions.update(s.id, { agent: { tools: [lookup('new_tool'), lookup('other')] } });
+  await sayTo(client, s.id, 'third');
+  const after = await eventsUntil(client, s.id, idles(3));
+  expect(after.filter((e) => e.type === 'session.updated')).toHaveLength(1);
+  expect(offered(s.id, 2)).toEqual(['new_tool', 'other']);
   expect((await client.beta.sessions.retrieve(s.id)).agent).toEqual(updated.agent);
   await client.beta.sessions.archive(s.id);
 });

@@ -338,15 +338,11 @@ export function sessionRoutes(
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
       // The agent's new tools, checked before anything is sent.
-      const planned = req.body.agent
-        ? await planAgentUpdate(
-            deps,
-            req.workspaceId,
-            row,
-            await sessionAgentOf(deps, req.workspaceId, row),
-            req.body.agent,
-          )
-        : undefined;
+      const current = req.body.agent ? await sessionAgentOf(deps, req.workspaceId, row) : undefined;
+      const proposed = current && (await planAgentUpdate(deps, req.workspaceId, row, current, req.body.agent!));
+      // A replacement equal to what the session has changes nothing, and logs nothing.
+      const same = (a: ApiAgent) => JSON.stringify([a.tools, a.mcp_servers]);
+      const planned = proposed && current && same(proposed.agent) !== same(current) ? proposed : undefined;
       // Then the budget and the tools, in one update: the workflow holds the spend and knows whether it is idle, so
       // it has the last word, and a refusal stores nothing.
       const budget = req.body.budget;

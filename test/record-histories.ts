@@ -884,6 +884,57 @@ record(
   },
 );
 
+record(
+  "records a session whose agent's tools an update replaced while idle: it hands over to a run with them",
+  async () => {
+    const h = await startHarness();
+    try {
+      const id = 'recorded-agent-update';
+      fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+      const tool = (name: string) => ({
+        name,
+        description: name,
+        input_schema: { type: 'object' as const, properties: {} },
+      });
+      const handle = await startSession(h, {
+        id,
+        agent: { tools: ['session_events'], sandboxes: {}, clientTools: [tool('before')] },
+      });
+      const reply = { reply: { content: [{ type: 'text' as const, text: 'ok' }] } };
+      h.mock.script(id, { steps: [reply, reply] });
+      await say(handle, 'one');
+      await handle.executeUpdate(updateSessionUpdate, {
+        args: [
+          {
+            agent: {
+              tools: { tools: ['session_events'], clientTools: [tool('after')], mcpServers: {}, policies: {} },
+              snapshot: { id: 'agent_recorded', tools: [{ type: 'custom', name: 'after' }] },
+            },
+          },
+        ],
+      });
+      const runs = async () => (await runsOf(h.env.client, id)).length;
+      for (let i = 0; (await runs()) < 2; i++) {
+        if (i >= 600) throw new Error('the update did not hand over');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const live = h.env.client.workflow.getHandle(id);
+      await say(live, 'two');
+      if (!JSON.stringify(h.mock.requests(id)[1]?.body.tools ?? []).includes('"after"'))
+        throw new Error('the turn after the update was not offered the new tool');
+      await live.signal(endSignal, { reason: 'recorded' });
+      await live.result();
+      for (const [i, run] of (await runsOf(h.env.client, id)).entries()) {
+        const file = path.join(DIR, `agent-update-run-${i + 1}.json`);
+        if (!fs.existsSync(file))
+          fs.writeFileSync(file, historyToJSON(await h.env.client.workflow.getHandle(id, run.runId).fetchHistory()));
+      }
+    } finally {
+      await h.stop();
+    }
+  },
+);
+
 record('records a webhook delivery tried again after a 500', async () => {
   const hits: number[] = [];
   const receiver = http.createServer((req, res) => {

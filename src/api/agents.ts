@@ -148,10 +148,10 @@ function resolveModel(m: z.infer<typeof ModelParamsSchema>): AgentBody['model'] 
 }
 
 /** The cross-field rules: unique tool and server names, and every MCP server used by exactly the toolsets that name it. */
-function checkBody(body: AgentBody): void {
+function checkBody(body: AgentBody, at = ''): void {
   const servers = new Set<string>();
   for (const [i, s] of body.mcp_servers.entries()) {
-    if (servers.has(s.name)) throw badRequest(`mcp_servers.${i}.name: ${s.name} is listed twice`);
+    if (servers.has(s.name)) throw badRequest(`${at}mcp_servers.${i}.name: ${s.name} is listed twice`);
     servers.add(s.name);
   }
   const referenced = new Set<string>();
@@ -159,22 +159,22 @@ function checkBody(body: AgentBody): void {
   let toolsets = 0;
   for (const [i, t] of body.tools.entries()) {
     if (t.type === 'agent_toolset_20260401' && ++toolsets > 1)
-      throw badRequest(`tools.${i}: agent_toolset_20260401 is listed twice`);
+      throw badRequest(`${at}tools.${i}: agent_toolset_20260401 is listed twice`);
     if (t.type === 'mcp_toolset') {
       if (!servers.has(t.mcp_server_name))
-        throw badRequest(`tools.${i}.mcp_server_name: no mcp_servers entry is named ${t.mcp_server_name}`);
+        throw badRequest(`${at}tools.${i}.mcp_server_name: no mcp_servers entry is named ${t.mcp_server_name}`);
       if (referenced.has(t.mcp_server_name))
-        throw badRequest(`tools.${i}.mcp_server_name: ${t.mcp_server_name} has two toolsets`);
+        throw badRequest(`${at}tools.${i}.mcp_server_name: ${t.mcp_server_name} has two toolsets`);
       referenced.add(t.mcp_server_name);
     }
     if (t.type === 'custom') {
-      if (customNames.has(t.name)) throw badRequest(`tools.${i}.name: custom tool ${t.name} is listed twice`);
+      if (customNames.has(t.name)) throw badRequest(`${at}tools.${i}.name: custom tool ${t.name} is listed twice`);
       customNames.add(t.name);
     }
   }
   for (const [i, s] of body.mcp_servers.entries()) {
     if (!referenced.has(s.name))
-      throw badRequest(`mcp_servers.${i}: ${s.name} is not used by any mcp_toolset in tools`);
+      throw badRequest(`${at}mcp_servers.${i}: ${s.name} is not used by any mcp_toolset in tools`);
   }
 }
 
@@ -217,8 +217,56 @@ const AgentListQuerySchema = ArchivableQuerySchema.extend({
 const AgentPathSchema = z.object({ agent_id: IdSchema });
 
 /** Each MCP server URL past the egress gate, or a 400 naming the one it refuses. */
-async function checkServerUrls(deps: ApiDeps, servers: readonly { url: string }[]): Promise<void> {
-  for (const [i, s] of servers.entries()) await refuseAtTheDoor(deps, `mcp_servers.${i}.url`, s.url);
+async function checkServerUrls(deps: ApiDeps, servers: readonly { url: string }[], at = ''): Promise<void> {
+  for (const [i, s] of servers.entries()) await refuseAtTheDoor(deps, `${at}mcp_servers.${i}.url`, s.url);
+}
+
+/**
+ * The fields a session may replace on its agent (`agent_with_overrides` at create; tools and MCP servers mid-session),
+ * each validated as the agent's own create validates it.
+ */
+export const AgentOverridesSchema = z.strictObject({
+  model: ModelParamsSchema.optional(),
+  system: z.string().max(100_000).nullish(),
+  tools: z.array(ToolParamsSchema).max(256).optional(),
+  mcp_servers: z.array(McpServerSchema).max(20).optional(),
+  skills: SkillListParamsSchema.optional(),
+});
+export type AgentOverrides = z.infer<typeof AgentOverridesSchema>;
+
+/** `f()`, its 400 naming the field under `at`. */
+function prefixed<T>(at: string, f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (at && e instanceof ApiError && e.status === 400) throw badRequest(`${at}${e.message}`, e.extra.errorCode);
+    throw e;
+  }
+}
+
+/**
+ * `agent` with each provided field of `o` replacing its own (a full replacement; `system: null` clears it), checked
+ * as the agent's create checks it: the cross-field rules, the egress gate for MCP URLs, the skills resolved. `at`
+ * prefixes the field names in a refusal (`agent.`). The agent resource itself is not touched.
+ */
+export async function applyAgentOverrides(
+  deps: ApiDeps,
+  workspaceId: string,
+  agent: ApiAgent,
+  o: AgentOverrides,
+  at = '',
+): Promise<ApiAgent> {
+  const next: ApiAgent = {
+    ...agent,
+    model: o.model === undefined ? agent.model : resolveModel(o.model),
+    system: o.system === undefined ? agent.system : o.system || null,
+    tools: o.tools === undefined ? agent.tools : withWebToolsResolved(prefixed(at, () => resolveTools(o.tools!))),
+    mcp_servers: o.mcp_servers === undefined ? agent.mcp_servers : o.mcp_servers,
+    skills: o.skills === undefined ? agent.skills : await resolveAgentSkills(deps.db, workspaceId, o.skills),
+  };
+  checkBody(next, at);
+  if (o.mcp_servers) await checkServerUrls(deps, o.mcp_servers, at);
+  return next;
 }
 
 export function agentRoutes(app: ApiApp, deps: ApiDeps): void {

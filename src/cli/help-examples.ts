@@ -20,7 +20,11 @@ const EXAMPLES: Record<string, string[]> = {
     'agents watch ses-1234 --no-stream',
     'AGENTS_API_URL=http://127.0.0.1:8480 AGENTS_API_KEY_FILE=.data/api-key agents watch sesn_01AB…   # previews relayed by the API',
   ],
-  status: ['agents status ses-1234', 'agents status ses-1234 --json | jq .usage'],
+  status: [
+    'agents status ses-1234',
+    'agents status ses-1234 --json | jq .usage',
+    'agents status ses-1234 --json | jq ".threads, .listCost"',
+  ],
   list: ['agents list', 'agents list --limit 10 --json'],
   wake: ['agents wake ses-1234', 'agents wake ses-1234 --json'],
   fork: [

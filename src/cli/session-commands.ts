@@ -17,7 +17,7 @@ import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, type Sessio
 import type { SessionLog } from '../log/session-log';
 import { forkSession, startSessionRun, wakeSession } from '../session-ops';
 import { parsePriceTable } from '../observability/pricing';
-import { formatDuration, sessionCost, sessionStats, spendLine } from '../observability/session-stats';
+import { formatDuration, sessionCost, sessionStats, spendLine, threadLine } from '../observability/session-stats';
 import { AGENT_MODEL_KEY, AGENT_NAME_KEY, SESSION_STATE_KEY } from '../session/search-attributes';
 import {
   CliError,
@@ -251,7 +251,9 @@ export function watchCommand(program: Command): void {
 export function statusCommand(program: Command): void {
   program
     .command('status')
-    .description("print a session's state, tokens, cost, time, and tool errors apart from infrastructure errors")
+    .description(
+      "print a session's state, tokens, cost and spending against its budget, time, threads, outcomes, and tool errors apart from infrastructure errors",
+    )
     .argument('<id>', 'session id', sessionId)
     .option('--json', 'print the status object')
     .action(async (id: string, opts: { json?: boolean }) => {
@@ -273,6 +275,8 @@ export function statusCommand(program: Command): void {
         );
         // The list cost the session counts itself (sub-agents' included), at the prices it was started with.
         if (status.listCost) out(`list cost: ${spendLine(status.listCost)}`);
+        // A coordinator's threads, each with its own log.
+        for (const t of stats.threads) out(threadLine(t));
         // Each outcome (user.define_outcome): where it stands, at which evaluation, and the grader's latest word.
         for (const o of status.outcomes ?? [])
           out(

@@ -1,5 +1,5 @@
-// What `agents status` adds to the status query: errors by kind, elapsed time and cost, read from the log; the
-// list cost against the budget, as the session counts it.
+// What `agents status` adds to the status query: errors by kind, elapsed time, cost and a coordinator's threads,
+// read from the log; the list cost against the budget, as the session counts it.
 import type { SessionEvent, Usage } from '../session/events';
 import type { SessionStatus } from '../session/contract';
 import { NANO_USD_PER_CENT } from '../session/list-cost';
@@ -20,6 +20,20 @@ export interface SessionStats {
   startedAt?: string;
   /** From the first event to the last (the session ended) or to `now`. */
   elapsedMs?: number;
+  /** A coordinator's session threads, in the order they started. */
+  threads: ThreadSummary[];
+}
+
+/** A session thread as the coordinator's log tells it: its roster agent, its latest status, its own log's session. */
+export interface ThreadSummary {
+  threadId: string;
+  agent: string;
+  /** The session whose log is the thread's own (`agents events` reads it). */
+  sessionId: string;
+  status: 'running' | 'idle' | 'terminated';
+  archived: boolean;
+  /** Its whole usage as it last reported it. */
+  usage?: Usage;
 }
 
 export function sessionStats(events: readonly SessionEvent[], now: Date): SessionStats {
@@ -30,8 +44,22 @@ export function sessionStats(events: readonly SessionEvent[], now: Date): Sessio
     sessionErrors: {},
     toolCalls: 0,
     modelReplies: 0,
+    threads: [],
   };
+  const threads = new Map<string, ThreadSummary>();
   for (const e of events) {
+    if (e.type === 'thread_created')
+      threads.set(e.threadId, {
+        threadId: e.threadId,
+        agent: e.agent,
+        sessionId: e.sessionId,
+        status: 'running',
+        archived: false,
+      });
+    else if (e.type === 'thread_status' && threads.has(e.threadId))
+      Object.assign(threads.get(e.threadId)!, { status: e.status }, e.usage ? { usage: e.usage } : {});
+    else if (e.type === 'thread_archived' && threads.has(e.threadId))
+      Object.assign(threads.get(e.threadId)!, { archived: true, status: 'terminated' });
     if (e.type === 'session_started' && typeof e.agent.model === 'string') stats.model = e.agent.model;
     else if (e.type === 'tool_use') stats.toolCalls++;
     else if (e.type === 'assistant_message') stats.modelReplies++;
@@ -43,6 +71,7 @@ export function sessionStats(events: readonly SessionEvent[], now: Date): Sessio
       else stats.toolErrors++;
     }
   }
+  stats.threads = [...threads.values()];
   if (events.length > 0) {
     stats.startedAt = events[0].time;
     const last = events[events.length - 1];
@@ -64,6 +93,14 @@ export function formatDuration(ms: number): string {
   const m = Math.floor(s / 60);
   if (m < 60) return `${m}m ${s % 60}s`;
   return `${Math.floor(m / 60)}h ${m % 60}m`;
+}
+
+/** One line for a thread, e.g. `thread sthr_1 (reviewer): idle, 1200 tokens; its log: agents events sesn_x-t1`. */
+export function threadLine(t: ThreadSummary): string {
+  const tokens = t.usage
+    ? `, ${t.usage.inputTokens + t.usage.cacheReadInputTokens + t.usage.cacheCreationInputTokens + t.usage.outputTokens} tokens`
+    : '';
+  return `thread ${t.threadId} (${t.agent}): ${t.status}${t.archived ? ', archived' : ''}${tokens}; its log: agents events ${t.sessionId}`;
 }
 
 /** The session's list cost against its budget, e.g. `$0.0360 of a $0.03 budget (reached: model calls stop)`. */

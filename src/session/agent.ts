@@ -487,6 +487,41 @@ export function resolveTool(entry: ToolEntry): BoundTool {
   return { name: entry, kind: entry as BuiltinToolKind };
 }
 
+/**
+ * Tools the platform adds to an API session's agent for its repository (git_push, git_pull) and its roster
+ * (delegate, message_thread), not from the agent's own tool configuration: a mid-session update of that
+ * configuration keeps them.
+ */
+const PLATFORM_TOOLS: readonly string[] = ['git_push', 'git_pull', 'delegate', 'message_thread'];
+
+/** An agent's tool configuration as `sessions.update` replaces it mid-session (built by the API like its create). */
+export const AgentToolsSchema = shared('agent.AgentToolsSchema', () =>
+  z
+    .object({
+      tools: z.array(z.unknown()),
+      clientTools: z.array(z.unknown()),
+      mcpServers: z.record(z.string(), z.unknown()),
+      policies: z.record(z.string(), z.unknown()),
+      webFetch: z.record(z.string(), z.unknown()).optional(),
+    })
+    .strict(),
+);
+export type AgentTools = z.infer<typeof AgentToolsSchema>;
+
+/** `agent` with its tool configuration replaced by `parts`, the platform's own tools kept; throws if it is invalid. */
+export function withAgentTools(agent: Agent, parts: AgentTools): Agent {
+  const kept = agent.tools.filter((t) => typeof t === 'string' && PLATFORM_TOOLS.includes(t));
+  const { webFetch: _w, ...rest } = agent;
+  return AgentSchema.parse({
+    ...rest,
+    tools: [...parts.tools, ...kept],
+    clientTools: parts.clientTools,
+    mcpServers: parts.mcpServers,
+    policies: parts.policies,
+    ...(parts.webFetch ? { webFetch: parts.webFetch } : {}),
+  });
+}
+
 export const DEFAULT_MODEL = 'claude-sonnet-5-5';
 
 /** The built-in default agent, used when no `--agent` file is given. */

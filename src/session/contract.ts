@@ -1,7 +1,7 @@
 // Every signal, update and query of a session, defined once; the client and the tests import them from here.
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import { z } from 'zod';
-import { AgentSchema } from './agent';
+import { AgentSchema, AgentToolsSchema } from './agent';
 import type { SessionEvent } from './events';
 import { UsageSchema, type Usage } from './usage';
 import { ListCostStateSchema, MoneySchema, type Money } from './list-cost';
@@ -451,6 +451,14 @@ export const SessionUpdateSchema = shared('contract.SessionUpdateSchema', () =>
       metadata: z.record(z.string().max(1000), z.string().max(10_000)).optional(),
       /** The new budget, or null to remove it; refused at or below the list cost spent (`budget_not_raised`). */
       budget: MoneySchema.nullable().optional(),
+      /**
+       * The agent's tools and MCP servers replaced (only while the session waits for input): `tools` as the next
+       * run's agent file takes them, `snapshot` the session's agent as the API shows it, for the log.
+       */
+      agent: z
+        .object({ tools: AgentToolsSchema, snapshot: z.record(z.string(), z.unknown()) })
+        .strict()
+        .optional(),
     })
     .strict(),
 );

@@ -258,7 +258,7 @@ export const ErrorEventSchema = shared('events.ErrorEventSchema', () =>
   z.object({ ...base, type: z.literal('error'), kind: z.string(), message: z.string() }),
 );
 /**
- * `sessions.update` changed the session's title, metadata or budget (only what changed; `metadata` is the whole new
+ * `sessions.update` changed the session's title, metadata, budget or agent (only what changed; `metadata` is the whole new
  * bag; `budget` null: removed).
  */
 export const SessionUpdatedEventSchema = shared('events.SessionUpdatedEventSchema', () =>
@@ -268,6 +268,8 @@ export const SessionUpdatedEventSchema = shared('events.SessionUpdatedEventSchem
     title: z.string().nullable().optional(),
     metadata: z.record(z.string(), z.string()).optional(),
     budget: MoneySchema.nullable().optional(),
+    /** The session's agent after an update of its tools or MCP servers, as the API shows it (whole, not a diff). */
+    agent: z.record(z.string(), z.unknown()).optional(),
   }),
 );
 /**

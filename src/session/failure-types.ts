@@ -85,6 +85,8 @@ export const Failure = {
     InvalidInput: 'SessionError.InvalidInput',
     InvalidMessage: 'SessionError.InvalidMessage',
     InvalidQuery: 'SessionError.InvalidQuery',
+    /** A change that needs the session idle (an update of its agent's tools) while it runs. */
+    NotIdle: 'SessionError.NotIdle',
     RunAheadOfHistory: 'SessionError.RunAheadOfHistory',
   },
   Vault: {

@@ -552,4 +552,13 @@ export const MIGRATIONS: readonly Migration[] = [
       `create index webhook_attempts_by_endpoint on webhook_attempts (endpoint_id, id)`,
     ],
   },
+  {
+    version: 15,
+    name: 'session-agent',
+    up: [
+      // The agent a session runs when it is not its agent version as stored: one created with agent_with_overrides,
+      // or one whose tools or MCP servers an update replaced. Null: the agent version itself.
+      `alter table sessions add column agent_config jsonb`,
+    ],
+  },
 ];

@@ -58,7 +58,8 @@ export class Sealing {
     return run.toCarry({
       inTurn: inTurn ? { ...inTurn, ...(gate.carry() ? { tools: gate.carry() } : {}) } : undefined,
       ...slots.carry(),
-      mcpTools: mcpTools.carry(),
+      // A new agent's MCP servers are listed afresh by the next run.
+      ...(run.nextAgent ? {} : { mcpTools: mcpTools.carry() }),
       openToolUses: this.unansweredToolUses(),
       ...subagents.snapshot(),
       ...(listCost ? { listCost } : {}),
@@ -119,7 +120,11 @@ export class Sealing {
     } finally {
       run.endHandover();
     }
-    await continueAsNew<SessionWorkflow>({ agent: this.p.agent, continued: this.carry(inTurn), start: 'continued' });
+    await continueAsNew<SessionWorkflow>({
+      agent: run.nextAgent ?? this.p.agent,
+      continued: this.carry(inTurn),
+      start: 'continued',
+    });
   }
 
   /** The run's end: open calls closed, lent sandboxes returned, sandboxes destroyed, the parent told, the log sealed. */

@@ -1,7 +1,7 @@
 // The session's API as the workflow serves it: every signal, update and query, registered in one place and in
 // one order (a handler set late receives what arrived before it, in registration order).
-import { ApplicationFailure, CancellationScope, log, setHandler, uuid4 } from '@temporalio/workflow';
-import { formatIssues, type Agent } from '../session/agent';
+import { ApplicationFailure, CancellationScope, log, patched, setHandler, uuid4 } from '@temporalio/workflow';
+import { formatIssues, withAgentTools, type Agent } from '../session/agent';
 import { formatRefusal } from '../session/issues';
 import { MAX_FILE_BYTES } from '../session/paths';
 import type { ToolGate } from './approvals';
@@ -49,6 +49,32 @@ export interface SessionParts {
 /** The state a client sees: `requires_action` while a turn waits on a person or the calling application. */
 export const visibleState = (p: Pick<SessionParts, 'run' | 'gate'>) =>
   p.run.state === 'running' && p.gate.waiting() ? ('requires_action' as const) : p.run.state;
+
+/**
+ * Refuses a replacement of the agent's tools unless the session is a top-level one waiting for input (not in a
+ * turn, not waiting on an approval or a tool result), or when the agent file it would make is invalid.
+ */
+function checkAgentUpdate(p: SessionParts, tools: Parameters<typeof withAgentTools>[1]): void {
+  if (p.run.parentRef)
+    throw ApplicationFailure.nonRetryable(
+      "a sub-agent's or a thread's tools cannot change: update its session",
+      Failure.Session.InvalidMessage,
+    );
+  const state = visibleState(p);
+  if (state !== 'waiting_for_user')
+    throw ApplicationFailure.nonRetryable(
+      `the session is ${state === 'requires_action' ? 'waiting on a tool call' : state}; its agent's tools can change only while it is idle`,
+      Failure.Session.NotIdle,
+    );
+  try {
+    withAgentTools(p.run.nextAgent ?? p.agent, tools);
+  } catch (e) {
+    throw ApplicationFailure.nonRetryable(
+      `invalid agent tools: ${e instanceof Error ? e.message : String(e)}`,
+      Failure.Session.InvalidMessage,
+    );
+  }
+}
 
 export function registerSessionHandlers(p: SessionParts): void {
   const { agent, run, slots, gate, handoff, subagents, budget } = p;
@@ -167,10 +193,14 @@ export function registerSessionHandlers(p: SessionParts): void {
   setHandler(
     updateSessionUpdate,
     (raw) => {
-      const update = SessionUpdateSchema.parse(raw);
+      const { agent: tools, ...update } = SessionUpdateSchema.parse(raw);
       // A new budget lets the next turn call the model again (or stops it): the check reads it before each call.
       if (update.budget !== undefined) budget.setLimit(update.budget);
-      return { seq: run.append({ type: 'session_updated', ...update }).seq };
+      // New tools: the run hands over to one built with them before the next turn (see SessionRun.next).
+      if (tools && patched('session-agent-update')) run.nextAgent = withAgentTools(run.nextAgent ?? agent, tools.tools);
+      return {
+        seq: run.append({ type: 'session_updated', ...update, ...(tools ? { agent: tools.snapshot } : {}) }).seq,
+      };
     },
     {
       validator: (raw) => {
@@ -182,6 +212,7 @@ export function registerSessionHandlers(p: SessionParts): void {
           );
         assertOpen();
         if (r.data.budget !== undefined) budget.checkLimit(r.data.budget);
+        if (r.data.agent) checkAgentUpdate(p, r.data.agent.tools);
       },
     },
   );
@@ -204,7 +235,7 @@ export function registerSessionHandlers(p: SessionParts): void {
   });
 
   setHandler(handoverQuery, () => ({
-    agent,
+    agent: run.nextAgent ?? agent,
     carry: p.carry(run.state === 'running' || run.state === 'rescheduling' ? { round: run.currentRound } : undefined),
     firstSeq: run.baseSeq,
   }));

@@ -94,6 +94,8 @@ export class SessionRun {
   /** The round a turn resumes at: a run that took over mid-turn goes straight on with that turn. */
   private resumeRound: number | undefined;
   private position: Position = { at: 'head' };
+  /** The agent the next run starts with, once an update replaced its tools; the loop hands over for it while idle. */
+  nextAgent: Agent | undefined;
 
   constructor(
     readonly sessionId: string,
@@ -147,6 +149,10 @@ export class SessionRun {
         return { kind: 'wait' };
       case 'waited':
         if (this._endReason !== undefined) return { kind: 'end', reason: this._endReason };
+        if (this.agentChangePending()) {
+          this.position = { at: 'idle-handover' };
+          return { kind: 'handover' };
+        }
         return this.startTurn();
       case 'turn-over':
         this.position = { at: 'turn-handover', round: position.round };
@@ -158,7 +164,7 @@ export class SessionRun {
       case 'head':
         if (this._endReason !== undefined) return { kind: 'end', reason: this._endReason };
         if (this.resumeRound !== undefined) return this.startTurn();
-        if (this.shouldHandOver()) {
+        if (this.shouldHandOver() || this.agentChangePending()) {
           this.position = { at: 'idle-handover' };
           return { kind: 'handover' };
         }
@@ -383,6 +389,14 @@ export class SessionRun {
         isError: true,
         error: { kind: 'tool', message },
       });
+  }
+
+  /**
+   * Whether the run should hand over to start the next turn with a new agent (`nextAgent`); not again until more
+   * events arrive after a handover the archive failed.
+   */
+  agentChangePending(): boolean {
+    return this.nextAgent !== undefined && this.nextSeq() >= this.handoverRetryAtSeq;
   }
 
   /** Whether the run should continue as new before going on: its history is long or large. */

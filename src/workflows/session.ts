@@ -185,7 +185,8 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     const step = run.next();
     switch (step.kind) {
       case 'wait':
-        await slots.idleUntil(() => run.hasInput());
+        // An update of the agent's tools ends the wait too: the run hands over to one built with them.
+        await slots.idleUntil(() => run.hasInput() || run.agentChangePending());
         break;
       case 'turn': {
         const from = run.nextSeq();

@@ -4,6 +4,7 @@
 // Event ids are derived from (session id, seq, part), so any API process projects the same ids.
 import { createHash } from 'node:crypto';
 import type { BetaManagedAgentsSessionEvent } from '@anthropic-ai/sdk/resources/beta/sessions/events';
+import type { BetaManagedAgentsSessionAgent } from '@anthropic-ai/sdk/resources/beta/sessions/sessions';
 import type { SessionEvent, Usage } from '../../session/events';
 import { Failure } from '../../session/failure-types';
 import { turnEnd } from '../../session/turn-end';
@@ -511,6 +512,7 @@ export class SessionProjector {
           ...(e.title !== undefined ? { title: e.title } : {}),
           ...(e.metadata !== undefined && Object.keys(e.metadata).length > 0 ? { metadata: e.metadata } : {}),
           ...(e.budget !== undefined ? { budget: budgetLimit(e.budget) } : {}),
+          ...(e.agent !== undefined ? { agent: e.agent as unknown as BetaManagedAgentsSessionAgent } : {}),
         });
         break;
       case 'budget_reached':

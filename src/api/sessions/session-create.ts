@@ -10,7 +10,7 @@ import { DefineOutcomeEventSchema, outcomeDefinition } from './session-outcomes'
 import type { Agent } from '../../session/agent';
 import type { ListCostState } from '../../session/list-cost';
 import { agentFileFor } from '../agent-file';
-import { getAgent, type ApiAgent } from '../agents';
+import { AgentOverridesSchema, applyAgentOverrides, getAgent, type ApiAgent } from '../agents';
 import { IdSchema, INT4_MAX, MetadataSchema, newId } from '../shared-fields';
 import type { ApiDeps } from '../route-context';
 import { getEnvironment, type ApiEnvironment } from '../environments';
@@ -75,11 +75,18 @@ export const AgentRefSchema = z.union([
   z.strictObject({ type: z.literal('agent'), id: IdSchema, version: z.number().int().min(1).max(INT4_MAX).optional() }),
 ]);
 
+/** `agent_with_overrides`: an agent version with some of its fields replaced for this session only. */
+export const AgentWithOverridesSchema = AgentOverridesSchema.extend({
+  type: z.literal('agent_with_overrides'),
+  id: IdSchema,
+  version: z.number().int().min(1).max(INT4_MAX).optional(),
+});
+
 /** A session vault list: at most 20 of the workspace's vaults. */
 export const SessionVaultIdsSchema = z.array(IdSchema).max(20, 'a session takes at most 20 vaults');
 
 export const SessionCreateSchema = z.strictObject({
-  agent: AgentRefSchema,
+  agent: z.union([IdSchema, z.discriminatedUnion('type', [AgentRefSchema.options[1], AgentWithOverridesSchema])]),
   environment_id: IdSchema,
   initial_events: z
     .array(z.discriminatedUnion('type', [UserMessageSchema, DefineOutcomeEventSchema]))
@@ -101,7 +108,10 @@ export interface SessionOwner {
 
 /** A session checked and ready to be written: everything createSession needs, resolved. */
 export interface SessionPlan {
+  /** The agent as the session runs it: the version, with any overrides applied. */
   agent: ApiAgent;
+  /** Whether overrides changed it from the stored version. */
+  overridden: boolean;
   environment: ApiEnvironment;
   file: Agent;
   planned: PlannedResource[];
@@ -116,9 +126,15 @@ export interface SessionPlan {
  */
 export async function planSession(deps: ApiDeps, owner: SessionOwner, p: SessionCreateParams): Promise<SessionPlan> {
   const { db } = deps;
-  const ref = typeof p.agent === 'string' ? { id: p.agent, version: undefined } : p.agent;
-  const agent = await getAgent(db, owner.workspaceId, ref.id, ref.version);
-  if (agent.archived_at) throw badRequest(`agent ${agent.id} is archived; new sessions cannot use it`);
+  const ref = typeof p.agent === 'string' ? { type: 'agent' as const, id: p.agent, version: undefined } : p.agent;
+  const stored = await getAgent(db, owner.workspaceId, ref.id, ref.version);
+  if (stored.archived_at) throw badRequest(`agent ${stored.id} is archived; new sessions cannot use it`);
+  // With overrides, every check below sees the agent as this session runs it.
+  let agent = stored;
+  if (ref.type === 'agent_with_overrides') {
+    const { type: _t, id: _i, version: _v, ...overrides } = ref;
+    agent = await applyAgentOverrides(deps, owner.workspaceId, stored, overrides, 'agent.');
+  }
   const environment = await getEnvironment(db, owner.workspaceId, p.environment_id);
   if (environment.archived_at)
     throw badRequest(`environment ${environment.id} is archived; new sessions cannot use it`, 'environment_archived');
@@ -163,7 +179,7 @@ export async function planSession(deps: ApiDeps, owner: SessionOwner, p: Session
     );
   // The prices of the models it can run and its budget; a budget on an unpriced model is a 400 here.
   const listCost = listCostFor(file, deps.prices, p.budget);
-  return { agent, environment, file, planned, mounts, listCost };
+  return { agent, overridden: agent !== stored, environment, file, planned, mounts, listCost };
 }
 
 /**
@@ -179,7 +195,7 @@ export async function createSession(
   opts: { deploymentId?: string } = {},
 ): Promise<string> {
   const { db } = deps;
-  const { agent, environment, file, planned, mounts, listCost } = await planSession(deps, owner, p);
+  const { agent, overridden, environment, file, planned, mounts, listCost } = await planSession(deps, owner, p);
   // Processed in order: the first message goes with the start, the rest by signal, each outcome by update. One
   // outcome at a time: a second in initial_events would be refused while the first is worked on.
   const initial: ({ text: string } | OutcomeDefinition)[] = [];
@@ -210,6 +226,7 @@ export async function createSession(
       vaultIds: p.vault_ids ?? [],
       ...(p.budget ? { budget: moneyOf(p.budget) } : {}),
       ...(opts.deploymentId ? { deploymentId: opts.deploymentId } : {}),
+      ...(overridden ? { agentConfig: agent } : {}),
     });
     await recordWebhookEvent(tx, {
       workspaceId: owner.workspaceId,

@@ -10,12 +10,10 @@ import {
   endSignal,
   sendMessageUpdate,
   statusQuery,
-  updateSessionUpdate,
   type SessionState,
   type SessionStatus,
 } from '../../session/contract';
-import { Failure } from '../../session/failure-types';
-import { SessionAgentSchema, getAgent, threadAgentOf, type ApiAgent } from '../agents';
+import { AgentSchema, SessionAgentSchema, getAgent, threadAgentOf, type ApiAgent } from '../agents';
 import { SessionCreateSchema, TextBlockSchema, UserMessageSchema, createSession, textOf } from './session-create';
 import { IdSchema, MetadataPatchSchema, applyMetadataPatch, iso, isoOrNull } from '../shared-fields';
 import type { ApiApp, ApiDeps, SessionDeps } from '../route-context';
@@ -27,7 +25,6 @@ import {
   BudgetLimitSchema,
   BudgetResponseSchema,
   budgetOfRow,
-  budgetRefused,
   checkBudgetUpdate,
   listCostOf,
   moneyOf,
@@ -55,11 +52,13 @@ import { enqueueSessionWork, stopSessionWork } from '../environment-work';
 import {
   archiveSessionRow,
   findSession,
+  updateSessionAgent,
   updateSessionBudget,
   updateSessionFields,
   type SessionRow,
 } from '../../storage/repos/sessions-repo';
 import { recordWebhookEvent, webhookEventId } from '../../webhooks/webhook-events';
+import { SessionAgentUpdateSchema, planAgentUpdate, sendSessionChange } from './session-agent-update';
 
 export type { SessionDeps };
 
@@ -209,13 +208,20 @@ async function snapshot(
   return { ...threadAgentOf(agent), multiagent: roster ? { type: 'coordinator', agents: roster } : null };
 }
 
+/** The agent the session runs: its version as stored, or as its overrides and updates made it. */
+async function sessionAgentOf(deps: ApiDeps, workspaceId: string, r: SessionRow): Promise<ApiAgent> {
+  return r.agent_config
+    ? AgentSchema.parse(r.agent_config)
+    : getAgent(deps.db, workspaceId, r.agent_id, r.agent_version);
+}
+
 async function toSession(
   deps: ApiDeps,
   sessions: SessionDeps,
   workspaceId: string,
   r: SessionRow,
 ): Promise<ApiSession> {
-  const agent = await getAgent(deps.db, workspaceId, r.agent_id, r.agent_version);
+  const agent = await sessionAgentOf(deps, workspaceId, r);
   const live = await liveStatus(sessions.client, r.id);
   const listCost = listCostOf(live.listCost);
   return {
@@ -322,7 +328,7 @@ export function sessionRoutes(
           title: z.string().max(500).nullish(),
           metadata: MetadataPatchSchema.nullish(),
           vault_ids: z.undefined({ error: 'vault_ids cannot change after create' }).optional(),
-          agent: z.undefined({ error: 'agent cannot change yet' }).optional(),
+          agent: SessionAgentUpdateSchema.optional(),
           budget: BudgetLimitSchema.nullable().optional(),
         }),
         response: { 200: SessionSchema },
@@ -331,13 +337,29 @@ export function sessionRoutes(
     async (req) => {
       const row = await sessionRow(deps, req.workspaceId, req.params.session_id);
       if (row.archived_at) throw badRequest(`session ${row.id} is archived and read-only`);
-      // The budget first: the workflow holds the spend, so it has the last word, and a refusal stores nothing.
+      // The agent's new tools, checked before anything is sent.
+      const current = req.body.agent ? await sessionAgentOf(deps, req.workspaceId, row) : undefined;
+      const proposed = current && (await planAgentUpdate(deps, req.workspaceId, row, current, req.body.agent!));
+      // A replacement equal to what the session has changes nothing, and logs nothing.
+      const same = (a: ApiAgent) => JSON.stringify([a.tools, a.mcp_servers]);
+      const planned = proposed && current && same(proposed.agent) !== same(current) ? proposed : undefined;
+      // Then the budget and the tools, in one update: the workflow holds the spend and knows whether it is idle, so
+      // it has the last word, and a refusal stores nothing.
       const budget = req.body.budget;
-      if (budget !== undefined && !(budget === null && row.budget_amount === null)) {
+      const budgetChanges = budget !== undefined && !(budget === null && row.budget_amount === null);
+      if (budgetChanges) {
         const live = await liveStatus(sessions.client, row.id);
         checkBudgetUpdate(row, budget, live.status === 'terminated' ? 'ended' : live.listCost);
-        await sendBudget(sessions.client, row.id, budget === null ? null : moneyOf(budget));
-        await updateSessionBudget(db, row.id, budget === null ? null : moneyOf(budget));
+      }
+      if (budgetChanges || planned) {
+        await sendSessionChange(sessions.client, row.id, {
+          ...(budgetChanges ? { budget: budget === null ? null : moneyOf(budget) } : {}),
+          ...(planned
+            ? { agent: { tools: planned.tools, snapshot: await snapshot(deps, req.workspaceId, planned.agent) } }
+            : {}),
+        });
+        if (budgetChanges) await updateSessionBudget(db, row.id, budget === null ? null : moneyOf(budget));
+        if (planned) await updateSessionAgent(db, row.id, planned.agent);
       }
       const after = {
         title: req.body.title === undefined ? row.title : req.body.title,
@@ -478,23 +500,6 @@ export function sessionRoutes(
       return { data: echoed };
     },
   );
-}
-
-/** Hands the workflow a new budget (null: removed); its refusals are the update's 400s. */
-async function sendBudget(client: Client, id: string, budget: ReturnType<typeof moneyOf> | null): Promise<void> {
-  try {
-    await client.workflow.getHandle(id).executeUpdate(updateSessionUpdate, { args: [{ budget }] });
-  } catch (e) {
-    if (isSessionClosed(e)) throw badRequest(`budget: session ${id} has ended; its budget can no longer change`);
-    if (e instanceof WorkflowUpdateFailedError) {
-      const cause = e.cause as { type?: string; message?: string } | undefined;
-      const why = (cause?.message ?? e.message).split('\n')[0];
-      if (cause?.type === Failure.Session.BudgetNotRaised) throw budgetRefused('budget_not_raised', why);
-      if (cause?.type === Failure.Session.BudgetUntracked) throw budgetRefused('model_not_budgetable', why);
-      throw badRequest(`budget: session ${id} refused the change: ${why}`);
-    }
-    throw e;
-  }
 }
 
 /** A define_outcome is refused before anything of its send is delivered while another outcome is worked on. */

@@ -8,7 +8,8 @@ import { tokens } from './formatters';
 import { StableItem, type Steer } from './items';
 import { Timeline, idleReason, type ApiEvent } from './timeline';
 import { environmentPath, Link as PageLink } from './router';
-import type { Environment, Session } from './types';
+import type { Environment, Session, SessionThread } from './types';
+import { Outcomes, Spending, ThreadLog, ThreadTabs } from './session-panels';
 import { modelOf } from './types';
 import { Alert, StatusBadge } from './ui';
 
@@ -26,6 +27,8 @@ export function SessionPage(props: { id: string }) {
   const [error, setError] = useState<string>();
   const [message, setMessage] = useState('');
   const [sending, setSending] = useState(false);
+  const [threads, setThreads] = useState<SessionThread[]>([]);
+  const [thread, setThread] = useState<string>();
   const path = `/v1/sessions/${encodeURIComponent(props.id)}`;
   const composer = useRef<HTMLFormElement>(null);
 
@@ -50,10 +53,17 @@ export function SessionPage(props: { id: string }) {
   useEffect(() => {
     const abort = new AbortController();
     const bump = () => setVersion((v) => v + 1);
-    const load = () =>
-      call<Session>('GET', path).then(setSession, (e: unknown) => {
+    const loadThreads = () =>
+      listAll<SessionThread>(`${path}/threads`).then(
+        (t) => !abort.signal.aborted && setThreads(t),
+        () => undefined,
+      );
+    const load = () => {
+      void loadThreads();
+      return call<Session>('GET', path).then(setSession, (e: unknown) => {
         if (e instanceof ApiError && e.status === 404) setMissing(e.message);
       });
+    };
     void load();
     /** One connection: the stream first, then the list, which then holds everything the stream will not send. */
     const attempt = async () => {
@@ -85,7 +95,8 @@ export function SessionPage(props: { id: string }) {
             const ev = e as ApiEvent;
             if (!listed) return void early.push(ev);
             if (timeline.push([ev])) bump();
-            if (ev.type.startsWith('session.status')) void load();
+            if (ev.type.startsWith('session.status') || ev.type.startsWith('span.outcome_evaluation_end')) void load();
+            else if (ev.type.startsWith('session.thread_')) void loadThreads();
           },
         );
       } catch (e) {
@@ -183,6 +194,7 @@ export function SessionPage(props: { id: string }) {
   const ended = status === 'terminated' || session?.archived_at != null;
   const busy = status === 'running' || timeline.stopReason === 'requires_action';
   const usage = session?.usage;
+  const shownThread = thread === undefined ? undefined : threads.find((t) => t.id === thread);
   return (
     <main class="page session">
       <div class="page-head">
@@ -220,12 +232,19 @@ export function SessionPage(props: { id: string }) {
           </span>
         </div>
       </div>
+      {session && <Spending session={session} />}
+      <Outcomes evaluations={session?.outcome_evaluations ?? []} grades={timeline.grades} />
       <SessionFiles sessionId={props.id} resources={session?.resources} settled={timeline.settles} />
-      <ol class="log" aria-label="Session events" aria-busy={link === 'connecting'} data-events={timeline.size}>
-        {timeline.items.map((it) => (
-          <StableItem key={it.id} item={it} waiting={timeline.waiting.has(it.id)} steer={steer} />
-        ))}
-      </ol>
+      <ThreadTabs threads={threads} selected={shownThread?.id} onSelect={setThread} />
+      {shownThread ? (
+        <ThreadLog key={shownThread.id} sessionId={props.id} thread={shownThread} steer={steer} />
+      ) : (
+        <ol class="log" aria-label="Session events" aria-busy={link === 'connecting'} data-events={timeline.size}>
+          {timeline.items.map((it) => (
+            <StableItem key={it.id} item={it} waiting={timeline.waiting.has(it.id)} steer={steer} />
+          ))}
+        </ol>
+      )}
       {link !== 'connecting' && timeline.items.length === 0 && (
         <p class="empty">No events yet: send the first message.</p>
       )}

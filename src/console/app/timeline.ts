@@ -118,8 +118,18 @@ function outcomeMarker(e: ApiEvent): Omit<MarkerItem, 'kind' | 'id' | 'at'> | un
   return undefined;
 }
 
+/** One evaluation of an outcome: its grade and the grader's explanation. */
+export interface Grade {
+  outcomeId: string;
+  iteration: number;
+  result: string;
+  explanation?: string;
+}
+
 export class Timeline {
   readonly items: Item[] = [];
+  /** Every evaluation of the session's outcomes, in the order they ended. */
+  readonly grades: Grade[] = [];
   status: Status = 'unknown';
   /** Why the session is idle: `end_turn`, `requires_action`, `retries_exhausted`. */
   stopReason: string | undefined;
@@ -257,6 +267,13 @@ export class Timeline {
       case 'user.define_outcome':
       case 'span.outcome_evaluation_start':
       case 'span.outcome_evaluation_end':
+        if (e.type === 'span.outcome_evaluation_end')
+          this.grades.push({
+            outcomeId: String(e.outcome_id ?? ''),
+            iteration: typeof e.iteration === 'number' ? e.iteration : 0,
+            result: typeof e.result === 'string' ? e.result : 'unknown',
+            ...(typeof e.explanation === 'string' ? { explanation: e.explanation } : {}),
+          });
         this.items.push({ kind: 'marker', id: e.id, ...outcomeMarker(e)!, at });
         return;
       case 'span.model_request_end': {

@@ -25,13 +25,41 @@ export interface Agent {
   archived_at: string | null;
 }
 
+/** A sum of money as the API writes it: whole minor units (cents) as a decimal string. */
+export interface Money {
+  amount: string;
+  currency: string;
+}
+
+/** An outcome's latest evaluation, as `session.outcome_evaluations` lists it. */
+export interface OutcomeEvaluation {
+  outcome_id: string;
+  description: string;
+  result: string;
+  iteration: number;
+  explanation: string | null;
+  completed_at: string | null;
+}
+
+/** A thread of a session, as GET /v1/sessions/{id}/threads lists it (the primary thread first). */
+export interface SessionThread {
+  id: string;
+  agent: { name: string };
+  status: 'rescheduling' | 'running' | 'idle' | 'terminated';
+  parent_thread_id: string | null;
+  archived_at: string | null;
+  created_at: string;
+}
+
 export interface Session {
   id: string;
   title: string | null;
   status: 'rescheduling' | 'running' | 'idle' | 'terminated';
   agent: Agent;
   environment_id: string;
-  usage: Usage;
+  usage: Usage & { list_cost?: Money };
+  budget?: { type: 'limit'; max_list_cost: Money } | null;
+  outcome_evaluations?: OutcomeEvaluation[];
   resources?: SessionResource[];
   created_at: string;
   archived_at: string | null;

@@ -23,10 +23,12 @@ export interface SessionRow {
   budget_removed: boolean;
   /** The deployment that created the session, if one did. */
   deployment_id: string | null;
+  /** The agent the session runs, when it is not the agent version as stored (overrides, a mid-session update). */
+  agent_config: Record<string, unknown> | null;
 }
 
 const COLUMNS =
-  'id, pos, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at, archived_at, budget_amount, budget_currency, budget_removed, deployment_id';
+  'id, pos, agent_id, agent_version, environment_id, title, metadata, vault_ids, created_at, updated_at, archived_at, budget_amount, budget_currency, budget_removed, deployment_id, agent_config';
 
 /** The workspace's session `id`, unless it is deleted (or being deleted). */
 export async function findSession(db: Queryable, workspaceId: string, id: string): Promise<SessionRow | undefined> {
@@ -48,11 +50,13 @@ export interface NewSession {
   vaultIds: string[];
   budget?: { amount: number; currency: string };
   deploymentId?: string;
+  /** The agent with its overrides applied, when the session was created with any. */
+  agentConfig?: Record<string, unknown>;
 }
 
 export async function insertSession(db: Queryable, s: NewSession): Promise<void> {
   await db.query(
-    'insert into sessions (id, workspace_id, agent_id, agent_version, environment_id, title, metadata, vault_ids, budget_amount, budget_currency, deployment_id, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, now(), now())',
+    'insert into sessions (id, workspace_id, agent_id, agent_version, environment_id, title, metadata, vault_ids, budget_amount, budget_currency, deployment_id, agent_config, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now(), now())',
     [
       s.id,
       s.workspaceId,
@@ -65,8 +69,17 @@ export async function insertSession(db: Queryable, s: NewSession): Promise<void>
       s.budget?.amount ?? null,
       s.budget?.currency ?? null,
       s.deploymentId ?? null,
+      s.agentConfig ? JSON.stringify(s.agentConfig) : null,
     ],
   );
+}
+
+/** Records the agent the session runs from now on (a mid-session update of its tools or MCP servers). */
+export async function updateSessionAgent(db: Queryable, id: string, agent: Record<string, unknown>): Promise<void> {
+  await db.query('update sessions set agent_config = $2, updated_at = now() where id = $1', [
+    id,
+    JSON.stringify(agent),
+  ]);
 }
 
 /** Sets the session's budget, or removes it for good (null). */

@@ -283,6 +283,18 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
     about:
       'Sandboxes a workspace may have running at once, counted in the API database (`DATABASE_URL`) across every hands host; `0` or `off` disables it. Past it, the tool call that needed a sandbox gets an error result saying so.',
   },
+  SNAPSHOT_MAX_BYTES: {
+    about:
+      "The most a sandbox's workspace may hold (bytes) to be snapshotted to the API database after a tool call that changed it; over it, the tool result says the snapshot was refused (nothing is truncated).",
+  },
+  SNAPSHOT_RETAIN: {
+    about:
+      'Workspace snapshots kept per sandbox, newest first (older ones and the chunks only they use are deleted); `0` turns snapshots off.',
+  },
+  SNAPSHOT_WORKSPACE_MAX_BYTES: {
+    about:
+      "The most one workspace's snapshot chunks may take in the API database (bytes), over all its sessions; over it, a snapshot is refused with a tool-visible error.",
+  },
   DATA_DIR: {
     about:
       "Local state: the dev server's SQLite file, keys, vaults, the session archive (without `DATABASE_URL`), hands registries and git mirrors (docs/design/state.md).",

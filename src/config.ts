@@ -145,6 +145,21 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^(off|\d{1,7})$/, 'must be a whole number, or off')
     .default('20'),
+  /** Workspace snapshots (docs/guide/workspace-snapshots.md): the most a sandbox's workspace may hold to be captured, in bytes. */
+  SNAPSHOT_MAX_BYTES: z
+    .string()
+    .regex(/^\d{1,15}$/, 'must be a whole number of bytes')
+    .default(String(1024 * 1024 * 1024)),
+  /** Snapshots kept per sandbox, newest first; `0` turns capture off. */
+  SNAPSHOT_RETAIN: z
+    .string()
+    .regex(/^\d{1,4}$/, 'must be a whole number from 0 to 9999')
+    .default('10'),
+  /** The most one workspace's snapshot chunks may take in the API's database, over all its sessions, in bytes. */
+  SNAPSHOT_WORKSPACE_MAX_BYTES: z
+    .string()
+    .regex(/^\d{1,15}$/, 'must be a whole number of bytes')
+    .default(String(10 * 1024 * 1024 * 1024)),
   KEY_FILES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   TEMPORAL_CLI: optional,
   // Brain and hands workers publish live deltas for `agents watch` here; `off` turns it off.
@@ -304,6 +319,9 @@ const HANDS: ConfigKey[] = [
   'EGRESS_ALLOW',
   'EGRESS_DNS',
   'SANDBOX_QUOTA',
+  'SNAPSHOT_MAX_BYTES',
+  'SNAPSHOT_RETAIN',
+  'SNAPSHOT_WORKSPACE_MAX_BYTES',
   ...STREAM,
 ];
 

@@ -44,6 +44,7 @@ import { secretVault } from './vault/open';
 import { openDb, type Db } from './storage/db';
 import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';
 import { createMountData, type MountData } from './hands/mount-data';
+import { createWorkspaceSnapshots } from './hands/workspace-snapshots';
 import { mountStateFile } from './hands/session-mounts';
 import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
 import { parseCodecKeys, type CodecKeys } from './codec';
@@ -380,6 +381,21 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     // Sessions' mounts are read from the API's database, like repository tokens.
     const mountStateDir = path.join(path.dirname(registry.file), 'mounts');
     const mountData = opts.mountData ?? (opts.apiDb || db ? createMountData(apiDb, dataConverter) : undefined);
+    // Workspace snapshots go to the API's database too, sealed with the history's codec; SNAPSHOT_RETAIN=0: none.
+    const snapshots =
+      (opts.apiDb || db) && Number(config.SNAPSHOT_RETAIN) > 0
+        ? createWorkspaceSnapshots({
+            provider,
+            db: apiDb,
+            dataConverter,
+            limits: {
+              maxBytes: Number(config.SNAPSHOT_MAX_BYTES),
+              retain: Number(config.SNAPSHOT_RETAIN),
+              workspaceMaxBytes: Number(config.SNAPSHOT_WORKSPACE_MAX_BYTES),
+            },
+            stateDir: path.join(path.dirname(registry.file), 'snapshots'),
+          })
+        : undefined;
     const activities = createHandsActivities({
       provider,
       hostId,
@@ -392,6 +408,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
       quota,
       mountData,
       mountStateDir,
+      snapshots,
     });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
       workers.push(
@@ -416,6 +433,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
               await quota?.release(id);
               // The mount state names the session; a reaped sandbox's goes with it.
               fs.rmSync(mountStateFile(mountStateDir, id), { force: true });
+              snapshots?.forget(id);
             }
             if (r.removed.length) log(`reaper removed ${r.removed.length} orphaned sandbox(es)`);
           })

@@ -31,6 +31,10 @@ import { SealError } from '../vault/sealed';
 import { SandboxQuotaError, leaseIsLive, type SandboxQuota } from './sandbox-quota';
 import type { MountData } from './mount-data';
 import { MountDataError, sessionMountsHands, withMounts } from './session-mounts';
+import { SnapshotRefusedError, ageOf, type WorkspaceSnapshots } from './workspace-snapshots';
+
+/** Tools that only read the workspace: no snapshot follows them. */
+const READ_ONLY_TOOLS = new Set(['read', 'glob', 'grep']);
 
 export { formatBashOutput } from './tool-runners';
 export {
@@ -66,6 +70,8 @@ export interface HandsDeps {
   mountData?: MountData;
   /** Where what each sandbox was given of its mounts is recorded (beside the ownership registry); absent: memory only. */
   mountStateDir?: string;
+  /** Workspace snapshots to the API's database (src/hands/workspace-snapshots.ts); absent: none taken or restored. */
+  snapshots?: WorkspaceSnapshots;
 }
 
 /** Heartbeats while `fn` runs, so a dead host is noticed within the heartbeat timeout, not the command's. */
@@ -132,6 +138,40 @@ export function createHandsActivities(deps: HandsDeps) {
   };
 
   const git = createGitOps(provider, deps.mirrorsDir, deps.egress);
+  /** What a restore at provision tells the model, given with the first result of a call on that sandbox. */
+  const restoreNotes = new Map<string, string>();
+
+  /**
+   * After a call that may have changed the workspace: captures it when it changed. A refusal (over a limit) or a
+   * failure is said in the result; the call's own result stands.
+   */
+  const snapshotAfter = async (sandboxId: string, tool: string, out: ToolOutput): Promise<ToolOutput> => {
+    const notes: string[] = [];
+    const restored = restoreNotes.get(sandboxId);
+    if (restored) {
+      notes.push(restored);
+      restoreNotes.delete(sandboxId);
+    }
+    if (deps.snapshots && !READ_ONLY_TOOLS.has(tool)) {
+      try {
+        const r = await heartbeating(() => deps.snapshots!.capture(sandboxId));
+        if (r.skipped.length > 0)
+          notes.push(
+            `[workspace snapshot: not captured (a snapshot holds regular files and links only): ${r.skipped.slice(0, 5).join(', ')}${r.skipped.length > 5 ? ` and ${r.skipped.length - 5} more` : ''}]`,
+          );
+      } catch (err) {
+        if (err instanceof SandboxLostError) return out;
+        if (err instanceof SnapshotRefusedError) notes.push(`[error: ${err.message}]`);
+        else {
+          Context.current().log.warn('workspace snapshot failed', { sandboxId, error: (err as Error).message });
+          notes.push(`[workspace snapshot failed, the last one stays: ${(err as Error).message}]`);
+        }
+      }
+    }
+    if (notes.length === 0) return out;
+    const text = notes.join('\n');
+    return { ...out, output: out.output ? `${out.output}\n\n${text}` : text };
+  };
   const mounts = deps.mountData && sessionMountsHands(provider, deps.mountData, deps.mountStateDir);
 
   /** Refuses a caller the registry does not name as the sandbox's owner. */
@@ -160,6 +200,20 @@ export function createHandsActivities(deps: HandsDeps) {
     } catch (err) {
       Context.current().log.warn('could not collect outputs and memory before the sandbox stopped', {
         sessionId,
+        error: (err as Error).message,
+      });
+    }
+  };
+
+  /** Before a sandbox stops for idleness: what a process left running changed is captured; a failure is logged. */
+  const snapshotLast = async (sandboxId: string): Promise<void> => {
+    if (!deps.snapshots) return;
+    try {
+      if ((await provider.health(sandboxId)) !== 'running') return;
+      await heartbeating(() => deps.snapshots!.capture(sandboxId));
+    } catch (err) {
+      Context.current().log.warn('could not snapshot the workspace before the sandbox stopped', {
+        sandboxId,
         error: (err as Error).message,
       });
     }
@@ -202,12 +256,26 @@ export function createHandsActivities(deps: HandsDeps) {
           throw err;
         }
         try {
+          if (deps.snapshots) {
+            deps.snapshots.track(r.sandboxId, input.sessionId, input.name, input.recipe.workdir);
+            // A new workspace volume (another host's sandbox, or one reaped) gets the latest snapshot first.
+            if (!r.workspaceReused && !r.resumed) {
+              const restored = await heartbeating(() => deps.snapshots!.restore(r.sandboxId));
+              if (restored)
+                restoreNotes.set(
+                  r.sandboxId,
+                  `[workspace restored on host ${hostId} from snapshot ${restored.seq} (taken ${ageOf(restored.createdAt)} ago, ${restored.files} files, ${restored.sizeBytes} bytes): changes made after it, in the call that was running when the sandbox was lost, are not in it; processes were not restored]`,
+                );
+            }
+          }
           await heartbeating(async () => mounts?.provisioned(input.sessionId, r.sandboxId));
         } catch (err) {
           // A sandbox without its mounts is not handed out: the workflow sees the provision fail.
           await provider.destroy(r.sandboxId, { keepWorkspace: true }).catch(() => undefined);
           deps.registry?.remove(r.sandboxId);
           mounts?.forget(r.sandboxId);
+          deps.snapshots?.forget(r.sandboxId);
+          restoreNotes.delete(r.sandboxId);
           throw err;
         }
         return { ...r, taskQueue: hostTaskQueue(hostId), host: hostId };
@@ -278,15 +346,23 @@ export function createHandsActivities(deps: HandsDeps) {
           return heartbeating(() => run(input.sandboxId, key, input.git!, gitInput, token)).catch(lost);
         },
       };
-      if (!mounts || input.sessionId === undefined) return runner(ctx, parsed.data);
-      return withMounts(mounts, input.sessionId, input.sandboxId, () => runner(ctx, parsed.data), heartbeating).catch(
-        lost,
-      );
+      if (input.sessionId === undefined) return runner(ctx, parsed.data);
+      const out = mounts
+        ? await withMounts(
+            mounts,
+            input.sessionId,
+            input.sandboxId,
+            () => runner(ctx, parsed.data),
+            heartbeating,
+          ).catch(lost)
+        : await runner(ctx, parsed.data);
+      return snapshotAfter(input.sandboxId, input.tool, out);
     },
 
     async stopSandbox(input: { sandboxId: string } & Caller): Promise<void> {
       checkOwner(input.sandboxId, input);
       await collectLast(input);
+      await snapshotLast(input.sandboxId);
       await provider.stop(input.sandboxId);
       await deps.quota?.release(input.sandboxId);
     },
@@ -297,6 +373,8 @@ export function createHandsActivities(deps: HandsDeps) {
       await provider.destroy(input.sandboxId);
       deps.registry?.remove(input.sandboxId);
       mounts?.forget(input.sandboxId);
+      deps.snapshots?.forget(input.sandboxId);
+      restoreNotes.delete(input.sandboxId);
       await deps.quota?.release(input.sandboxId);
     },
 

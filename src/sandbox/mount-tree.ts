@@ -33,6 +33,7 @@ export async function packTree(entries: readonly TreeEntry[]): Promise<Buffer> {
       throw new Error(`not a plain relative path: ${e.path}`);
     const header = { name, mode: e.mode, uid: e.uid, gid: e.uid, mtime };
     if (e.type === 'dir') pack.entry({ ...header, type: 'directory' });
+    else if (e.type === 'link') pack.entry({ ...header, type: 'symlink', linkname: e.target });
     else pack.entry({ ...header, type: 'file', size: e.content.length }, e.content);
   }
   pack.finalize();
@@ -105,9 +106,13 @@ def visit(path):
             other.append({"path": path, "kind": "unreadable directory"}); return
         for n in names: visit(os.path.join(path, n))
         return
+    if stat.S_ISLNK(st.st_mode):
+        try: other.append({"path": path, "kind": "link", "target": os.readlink(path)})
+        except OSError: other.append({"path": path, "kind": "link"})
+        return
     if not stat.S_ISREG(st.st_mode):
         other.append({"path": path, "kind": kind(st.st_mode)}); return
-    f = {"path": path, "size": st.st_size, "mtime": str(st.st_mtime_ns)}
+    f = {"path": path, "size": st.st_size, "mtime": str(st.st_mtime_ns), "mode": stat.S_IMODE(st.st_mode)}
     k = known.get(path)
     if k is not None and k[0] == st.st_size and k[1] == f["mtime"]:
         files.append(f); return
@@ -147,8 +152,16 @@ sys.stdout.write(json.dumps({"files": files, "other": other}))
 `;
 
 interface ScanReply {
-  files: { path: string; size: number; mtime: string; content?: string; error?: string; deferred?: boolean }[];
-  other: { path: string; kind: string }[];
+  files: {
+    path: string;
+    size: number;
+    mtime: string;
+    mode?: number;
+    content?: string;
+    error?: string;
+    deferred?: boolean;
+  }[];
+  other: { path: string; kind: string; target?: string }[];
 }
 
 /** Output of one direct exec: stdout whole (up to its cap), the tail of stderr, and the exit code. */
@@ -239,6 +252,7 @@ export async function scanTree(
       path: f.path,
       size: f.size,
       mtime: f.mtime,
+      ...(f.mode !== undefined ? { mode: f.mode } : {}),
       ...(f.content !== undefined ? { content: Buffer.from(f.content, 'base64') } : {}),
       ...(f.error ? { error: f.error } : {}),
       ...(f.deferred ? { deferred: true } : {}),

@@ -59,7 +59,8 @@ export interface ExecResult {
 /** One entry of a tree written into a sandbox: its path relative to the target directory, owner and mode. */
 export type TreeEntry =
   | { type: 'dir'; path: string; uid: number; mode: number }
-  | { type: 'file'; path: string; uid: number; mode: number; content: Buffer };
+  | { type: 'file'; path: string; uid: number; mode: number; content: Buffer }
+  | { type: 'link'; path: string; uid: number; mode: number; target: string };
 
 /** What a scan found: regular files (with content where read) and anything else, by kind; links are never followed. */
 export interface ScanResult {
@@ -68,6 +69,8 @@ export interface ScanResult {
     size: number;
     /** Modification time in nanoseconds, as a decimal string. */
     mtime: string;
+    /** Permission bits (st_mode & 0o7777). */
+    mode?: number;
     /** Present when the file was read: it was not in `known`, or its size or mtime differed. */
     content?: Buffer;
     /** Why it could not be read (too large, unreadable). */
@@ -75,7 +78,8 @@ export interface ScanResult {
     /** Not read this time: the scan's read budget was spent. */
     deferred?: boolean;
   }[];
-  other: { path: string; kind: string }[];
+  /** `target`: a link's target, as readlink gives it. */
+  other: { path: string; kind: string; target?: string }[];
 }
 
 export type SandboxHealth = 'running' | 'stopped' | 'missing';

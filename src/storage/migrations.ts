@@ -561,4 +561,44 @@ export const MIGRATIONS: readonly Migration[] = [
       `alter table sessions add column agent_config jsonb`,
     ],
   },
+  {
+    version: 16,
+    name: 'workspace-snapshots',
+    up: [
+      // A sandbox's workspace as captured after a tool call that changed it (src/hands/workspace-snapshots.ts):
+      // the manifest (paths, modes, sizes, chunk hashes) is sealed by the payload codec; the counts are clear.
+      `create table workspace_snapshots (
+        id text primary key,
+        workspace_id text not null,
+        session_id text not null,
+        sandbox_name text not null,
+        seq integer not null,
+        created_at timestamptz not null default now(),
+        files integer not null,
+        size_bytes bigint not null,
+        chunk_count integer not null,
+        new_chunks integer not null,
+        new_bytes bigint not null,
+        manifest bytea not null,
+        unique (session_id, sandbox_name, seq)
+      )`,
+      `create index workspace_snapshots_by_workspace on workspace_snapshots (workspace_id)`,
+      // Content-addressed chunks of workspace files, per workspace (no chunk is shared between tenants), sealed.
+      `create table snapshot_chunks (
+        workspace_id text not null,
+        hash text not null,
+        size_bytes integer not null,
+        data bytea not null,
+        primary key (workspace_id, hash)
+      )`,
+      // Which chunks each snapshot uses: a chunk no snapshot uses any more is deleted with the last one.
+      `create table snapshot_chunk_refs (
+        snapshot_id text not null,
+        workspace_id text not null,
+        hash text not null,
+        primary key (snapshot_id, hash)
+      )`,
+      `create index snapshot_chunk_refs_by_hash on snapshot_chunk_refs (workspace_id, hash)`,
+    ],
+  },
 ];

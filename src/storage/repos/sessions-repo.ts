@@ -1,5 +1,6 @@
 // The sessions table: the API's index of the sessions it started (their workflows hold everything else), and the
 // rows of the other tables that a session's delete removes with it.
+import { deleteSessionSnapshots } from './workspace-snapshots-repo';
 import type { Db, Queryable } from '../db';
 import { SESSION_MOUNT_ROWS } from './session-mounts-repo';
 import { SESSION_WORK_ROWS } from './work-repo';
@@ -208,6 +209,8 @@ const SESSION_ROWS: readonly string[] = [
 /** Removes every row of session `id`, in one transaction. */
 export async function deleteSessionRows(db: Db, id: string): Promise<void> {
   await db.transaction(async (tx) => {
+    // Workspace snapshots go with the chunks only they use (workspace-snapshots-repo.ts).
+    await deleteSessionSnapshots(tx, id);
     for (const sql of SESSION_ROWS) await tx.query(sql, [id]);
   });
 }

@@ -105,6 +105,10 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
     'A sandbox was made, or a stopped one started again (`resumed`), in `ms` on `host`; `loosened` lists the hardening its recipe turned off. The API shows it as `platform.sandbox_provisioned`.',
   sandbox_lost:
     "A sandbox's container or host died; the next call provisions a new one. The API shows it as `platform.sandbox_lost`.",
+  workspace_snapshot:
+    "The sandbox `name`'s workspace was captured after a tool call that changed it: snapshot `snapshotSeq`, `files`, `sizeBytes` in all, `chunkCount` chunks of which `newChunks` (`newBytes`) were not stored yet. The content is in the API database, sealed; the log holds only this. The API shows it as `platform.workspace_snapshot`.",
+  workspace_restored:
+    'A new workspace (another host, or a sandbox reaped) was given snapshot `snapshotSeq` (taken at `takenAt`) in `ms` before any call ran in it. The API shows it as `platform.workspace_restored`.',
   sandbox_handed_off: 'This session passed its sandbox `name` to session `to`; its later calls to it are denied.',
   sandbox_received: "Session `from` passed this session a sandbox, which stays on `host` and is now this session's.",
   subagent_started:

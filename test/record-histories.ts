@@ -31,6 +31,7 @@ import { bash, callTool, docker, sessionContainers } from './helpers/hands';
 import type { WorkflowHandle } from '@temporalio/client';
 import {
   logOf,
+  removeHostSandboxes,
   runsOf,
   say,
   startHarness,
@@ -989,6 +990,41 @@ record('records an API session (`sesn_` id) whose status changes start webhook e
     await say(handle, 'Hello.');
     await endAndSave(handle, 'api-webhook-session.json');
   } finally {
+    await h.stop();
+  }
+});
+
+record('records a session whose workspace is snapshotted, lost with its volume, and restored', async () => {
+  const hostId = 'recorded-snapshots-host';
+  const h = await startHarness({ role: 'brain' });
+  const api = await startApiOn(h);
+  const hands = await startTestWorker(h.env.address, h.mock.url, {
+    role: 'hands',
+    hostId,
+    apiDb: () => api.db,
+    reapIntervalMs: 0,
+  });
+  try {
+    const handle = await startSession(h, { id: 'recorded-snapshots', agent: { name: 'snapshots', tools: ['bash'] } });
+    h.mock.script(handle.workflowId, {
+      steps: [
+        toolStep('bash', { command: 'echo kept > kept.txt' }),
+        { reply: { content: [{ type: 'text', text: 'written' }] } },
+        // The container and its volume are gone: the first call is lost, the next restores the snapshot.
+        toolStep('bash', { command: 'cat kept.txt' }),
+        toolStep('bash', { command: 'cat kept.txt' }),
+        { reply: { content: [{ type: 'text', text: 'read' }] } },
+      ],
+    });
+    await say(handle, 'Write it.');
+    await removeHostSandboxes(hostId);
+    await say(handle, 'Read it.');
+    await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'workspace_restored'));
+    await endAndSave(handle, 'snapshots-session.json');
+  } finally {
+    await hands.shutdown().catch(() => undefined);
+    await removeHostSandboxes(hostId).catch(() => undefined);
+    await api.stop();
     await h.stop();
   }
 });

@@ -10,6 +10,7 @@ import {
   type ProvisionInput,
   type ProvisionOutput,
   type ToolOutput,
+  type WorkspaceRestore,
 } from './hands-contract';
 import { MAX_TOOL_OUTPUT_CHARS } from '../tools/kind';
 import { redact, type SecretVault } from '../vault';
@@ -145,7 +146,8 @@ export function createHandsActivities(deps: HandsDeps) {
    * After a call that may have changed the workspace: captures it when it changed. A refusal (over a limit) or a
    * failure is said in the result; the call's own result stands.
    */
-  const snapshotAfter = async (sandboxId: string, tool: string, out: ToolOutput): Promise<ToolOutput> => {
+  const snapshotAfter = async (sandboxId: string, tool: string, result: ToolOutput): Promise<ToolOutput> => {
+    let out = result;
     const notes: string[] = [];
     const restored = restoreNotes.get(sandboxId);
     if (restored) {
@@ -155,6 +157,7 @@ export function createHandsActivities(deps: HandsDeps) {
     if (deps.snapshots && !READ_ONLY_TOOLS.has(tool)) {
       try {
         const r = await heartbeating(() => deps.snapshots!.capture(sandboxId));
+        if (r.snapshot) out = { ...out, snapshot: r.snapshot };
         if (r.skipped.length > 0)
           notes.push(
             `[workspace snapshot: not captured (a snapshot holds regular files and links only): ${r.skipped.slice(0, 5).join(', ')}${r.skipped.length > 5 ? ` and ${r.skipped.length - 5} more` : ''}]`,
@@ -237,6 +240,7 @@ export function createHandsActivities(deps: HandsDeps) {
       const repoToken = await credential(input.sessionId, input.vault, input.recipe.repo?.credential);
       if (input.resume) checkOwner(input.resume, input);
       const lease = await takeLease(input.sessionId, input.name);
+      let restore: WorkspaceRestore | undefined;
       try {
         const r = await heartbeating(() =>
           provider.provision({
@@ -260,12 +264,21 @@ export function createHandsActivities(deps: HandsDeps) {
             deps.snapshots.track(r.sandboxId, input.sessionId, input.name, input.recipe.workdir);
             // A new workspace volume (another host's sandbox, or one reaped) gets the latest snapshot first.
             if (!r.workspaceReused && !r.resumed) {
+              const startedAt = Date.now();
               const restored = await heartbeating(() => deps.snapshots!.restore(r.sandboxId));
-              if (restored)
+              if (restored) {
+                restore = {
+                  seq: restored.seq,
+                  takenAt: restored.createdAt,
+                  files: restored.files,
+                  sizeBytes: restored.sizeBytes,
+                  ms: Date.now() - startedAt,
+                };
                 restoreNotes.set(
                   r.sandboxId,
                   `[workspace restored on host ${hostId} from snapshot ${restored.seq} (taken ${ageOf(restored.createdAt)} ago, ${restored.files} files, ${restored.sizeBytes} bytes): changes made after it, in the call that was running when the sandbox was lost, are not in it; processes were not restored]`,
                 );
+              }
             }
           }
           await heartbeating(async () => mounts?.provisioned(input.sessionId, r.sandboxId));
@@ -278,7 +291,7 @@ export function createHandsActivities(deps: HandsDeps) {
           restoreNotes.delete(r.sandboxId);
           throw err;
         }
-        return { ...r, taskQueue: hostTaskQueue(hostId), host: hostId };
+        return { ...r, taskQueue: hostTaskQueue(hostId), host: hostId, ...(restore ? { restored: restore } : {}) };
       } catch (err) {
         if (lease) await deps.quota!.drop(lease).catch(() => undefined);
         const message = redact((err as Error).message, repoToken ? [repoToken] : []);

@@ -39,6 +39,29 @@ export interface ProvisionOutput {
   workspaceReused: boolean;
   runtime?: string;
   loosened: string[];
+  /** The workspace was new and the sandbox's latest snapshot was written into it (src/hands/workspace-snapshots.ts). */
+  restored?: WorkspaceRestore;
+}
+
+/** A snapshot restored into a new workspace at provision. */
+export interface WorkspaceRestore {
+  seq: number;
+  /** When the snapshot was taken (ISO 8601). */
+  takenAt: string;
+  files: number;
+  sizeBytes: number;
+  /** How long the restore took. */
+  ms: number;
+}
+
+/** A snapshot taken after a tool call: what the session log records of it (the content stays in the API's database). */
+export interface WorkspaceSnapshotTaken {
+  seq: number;
+  files: number;
+  sizeBytes: number;
+  chunkCount: number;
+  newChunks: number;
+  newBytes: number;
 }
 
 export interface ExecuteInput extends Caller {
@@ -56,4 +79,6 @@ export interface ToolOutput {
   isError: boolean;
   /** The whole output, when `output` is cut: a file in the sandbox. */
   outputRef?: { path: string; bytes: number };
+  /** The workspace snapshot this call's changes were captured in. */
+  snapshot?: WorkspaceSnapshotTaken;
 }

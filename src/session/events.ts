@@ -148,6 +148,37 @@ export const SandboxProvisionedEventSchema = shared('events.SandboxProvisionedEv
     loosened: z.array(z.string()),
   }),
 );
+/** A sandbox's workspace was captured after a tool call (src/hands/workspace-snapshots.ts); the content is not in the log. */
+export const WorkspaceSnapshotEventSchema = shared('events.WorkspaceSnapshotEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('workspace_snapshot'),
+    name: z.string(),
+    /** The snapshot's number among the sandbox's (not the log's seq). */
+    snapshotSeq: z.number(),
+    files: z.number(),
+    sizeBytes: z.number(),
+    chunkCount: z.number(),
+    newChunks: z.number(),
+    newBytes: z.number(),
+  }),
+);
+/** A new workspace was given the sandbox's latest snapshot before any call ran in it. */
+export const WorkspaceRestoredEventSchema = shared('events.WorkspaceRestoredEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('workspace_restored'),
+    name: z.string(),
+    sandboxId: z.string(),
+    host: z.string(),
+    /** The snapshot's number among the sandbox's (not the log's seq). */
+    snapshotSeq: z.number(),
+    takenAt: z.string(),
+    files: z.number(),
+    sizeBytes: z.number(),
+    ms: z.number(),
+  }),
+);
 export const SandboxLostEventSchema = shared('events.SandboxLostEventSchema', () =>
   z.object({
     ...base,
@@ -376,6 +407,8 @@ export const SessionEventSchema = shared('events.SessionEventSchema', () =>
     ToolJudgedEventSchema,
     SandboxProvisionedEventSchema,
     SandboxLostEventSchema,
+    WorkspaceSnapshotEventSchema,
+    WorkspaceRestoredEventSchema,
     SandboxHandedOffEventSchema,
     SandboxReceivedEventSchema,
     SubagentStartedEventSchema,

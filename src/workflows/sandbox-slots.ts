@@ -148,6 +148,18 @@ export class SandboxSlots {
       ...(result.runtime ? { runtime: result.runtime } : {}),
       loosened: result.loosened,
     });
+    if (result.restored && patched('workspace-snapshot-events'))
+      this.append({
+        type: 'workspace_restored',
+        name,
+        sandboxId: result.sandboxId,
+        host: result.host,
+        snapshotSeq: result.restored.seq,
+        takenAt: result.restored.takenAt,
+        files: result.restored.files,
+        sizeBytes: result.restored.sizeBytes,
+        ms: result.restored.ms,
+      });
     return slot;
   }
 
@@ -198,7 +210,18 @@ export class SandboxSlots {
         ],
       );
       slot.lastUsed = Date.now();
-      const { outputRef, ...rest } = r;
+      const { outputRef, snapshot, ...rest } = r;
+      if (snapshot && patched('workspace-snapshot-events'))
+        this.append({
+          type: 'workspace_snapshot',
+          name,
+          snapshotSeq: snapshot.seq,
+          files: snapshot.files,
+          sizeBytes: snapshot.sizeBytes,
+          chunkCount: snapshot.chunkCount,
+          newChunks: snapshot.newChunks,
+          newBytes: snapshot.newBytes,
+        });
       const outcome: ToolOutcome = { ...rest, ...(outputRef ? { outputRef: { sandbox: name, ...outputRef } } : {}) };
       return r.isError
         ? { ...outcome, error: { kind: 'tool', message: r.output.split('\n').slice(-2).join(' ').slice(0, 500) } }

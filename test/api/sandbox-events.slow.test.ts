@@ -4,7 +4,13 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type Docker from 'dockerode';
 import { resolveDockerHost } from '../../src/host/docker-host';
-import type { PlatformEvent } from '../../src/api/sessions/projection';
+import type {
+  PlatformEvent,
+  PlatformSandboxLostEvent,
+  PlatformSandboxProvisionedEvent,
+} from '../../src/api/sessions/projection';
+
+type PlatformSandboxEvent = PlatformSandboxProvisionedEvent | PlatformSandboxLostEvent;
 import { startApiOn, type TestApi } from '../helpers/api';
 import { startHarness, type Harness } from '../helpers/env';
 import { docker, sessionContainers } from '../helpers/hands';
@@ -53,7 +59,8 @@ const bash = (command: string) => ({
 const text = (t: string) => ({ reply: { content: [{ type: 'text' as const, text: t }] } });
 const endsTurn = (e: { type: string }) =>
   e.type === 'session.status_idle' && (e as { stop_reason?: { type?: string } }).stop_reason?.type === 'end_turn';
-const isPlatform = (e: { type: string }): e is PlatformEvent => e.type.startsWith('platform.');
+/** The sandbox events (the workspace's snapshot events are tested in workspace-snapshots-hosts.slow.test.ts). */
+const isPlatform = (e: { type: string }): e is PlatformSandboxEvent => e.type.startsWith('platform.sandbox_');
 
 async function list(id: string, params: Anthropic.Beta.Sessions.EventListParams = {}): Promise<Event[]> {
   const out: Event[] = [];

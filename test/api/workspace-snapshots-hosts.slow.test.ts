@@ -11,6 +11,7 @@ import { spawnWorker, type ChildWorker } from '../helpers/child-worker';
 import { removeHostSandboxes, startHarness, type Harness } from '../helpers/env';
 import { docker } from '../helpers/hands';
 import { TEST_CODEC_KEY } from '../helpers/test-keys';
+import type { PlatformEvent } from '../../src/api/sessions/projection';
 
 const HOST = `snap-hosts-${process.pid}`;
 let h: Harness;
@@ -108,4 +109,28 @@ it('restores the workspace of a session whose hands host was lost on the next ho
   ).toBe(true);
   for (const t of second.filter((t) => t !== restored[0]))
     expect(t === `${listing}\n[exit 0]` || /sandbox main was lost/.test(t)).toBe(true);
+
+  // The log holds the references: each snapshot's seq, size and chunks, and the restore.
+  const platform: PlatformEvent[] = [];
+  for await (const e of client.beta.sessions.events.list(s.id))
+    if (e.type.startsWith('platform.workspace_')) platform.push(e as unknown as PlatformEvent);
+  expect(platform).toEqual([
+    expect.objectContaining({
+      type: 'platform.workspace_snapshot',
+      seq: 1,
+      // 30 notes, run.sh and wip.ts one chunk each, data.bin three; the link none.
+      files: 34,
+      chunk_count: 35,
+      new_chunks: 35,
+    }),
+    // The second call changed one file: one new chunk.
+    expect.objectContaining({ type: 'platform.workspace_snapshot', seq: 2, files: 34, new_chunks: 1 }),
+    expect.objectContaining({
+      type: 'platform.workspace_restored',
+      sandbox_name: 'main',
+      seq: 2,
+      files: 34,
+      duration_ms: expect.any(Number),
+    }),
+  ]);
 }, 300_000);

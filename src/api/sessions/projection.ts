@@ -40,7 +40,43 @@ export interface PlatformSandboxLostEvent {
   reason: string;
 }
 
-export type PlatformEvent = PlatformSandboxProvisionedEvent | PlatformSandboxLostEvent;
+/** A sandbox's workspace captured to the API's database after a tool call that changed it. */
+export interface PlatformWorkspaceSnapshotEvent {
+  type: 'platform.workspace_snapshot';
+  id: string;
+  processed_at: string;
+  sandbox_name: string;
+  /** The snapshot's number among the sandbox's, from 1. */
+  seq: number;
+  files: number;
+  /** The sum of the workspace's file sizes. */
+  size_bytes: number;
+  chunk_count: number;
+  /** Chunks (and their bytes) the workspace's store did not hold yet: what this snapshot cost. */
+  new_chunks: number;
+  new_bytes: number;
+}
+
+/** A new workspace (another host, or a sandbox reaped) given the sandbox's latest snapshot before its first call. */
+export interface PlatformWorkspaceRestoredEvent {
+  type: 'platform.workspace_restored';
+  id: string;
+  processed_at: string;
+  sandbox_name: string;
+  sandbox_id: string;
+  seq: number;
+  /** When the snapshot was taken. */
+  taken_at: string;
+  files: number;
+  size_bytes: number;
+  duration_ms: number;
+}
+
+export type PlatformEvent =
+  | PlatformSandboxProvisionedEvent
+  | PlatformSandboxLostEvent
+  | PlatformWorkspaceSnapshotEvent
+  | PlatformWorkspaceRestoredEvent;
 export type ApiSessionEvent = BetaManagedAgentsSessionEvent | PlatformEvent;
 
 /** The id of part `part` of log event `seq` in `sessionId`'s log. */
@@ -491,6 +527,34 @@ export class SessionProjector {
           duration_ms: e.ms,
           runtime: e.runtime ?? null,
           loosened: e.loosened,
+        });
+        break;
+      case 'workspace_snapshot':
+        out.push({
+          type: 'platform.workspace_snapshot',
+          id: id(),
+          processed_at: at,
+          sandbox_name: e.name,
+          seq: e.snapshotSeq,
+          files: e.files,
+          size_bytes: e.sizeBytes,
+          chunk_count: e.chunkCount,
+          new_chunks: e.newChunks,
+          new_bytes: e.newBytes,
+        });
+        break;
+      case 'workspace_restored':
+        out.push({
+          type: 'platform.workspace_restored',
+          id: id(),
+          processed_at: at,
+          sandbox_name: e.name,
+          sandbox_id: e.sandboxId,
+          seq: e.snapshotSeq,
+          taken_at: e.takenAt,
+          files: e.files,
+          size_bytes: e.sizeBytes,
+          duration_ms: e.ms,
         });
         break;
       case 'sandbox_lost':

@@ -73,6 +73,13 @@ const seconds = (ms: unknown): string =>
 /** The platform's sandbox events (`platform.sandbox_*`, see docs/api.md) as markers. */
 function sandboxMarker(e: ApiEvent): Omit<MarkerItem, 'kind' | 'id' | 'at'> {
   const name = typeof e.sandbox_name === 'string' ? e.sandbox_name : 'sandbox';
+  if (e.type === 'platform.workspace_restored') {
+    const taken = typeof e.taken_at === 'string' ? ` taken ${e.taken_at}` : '';
+    return {
+      text: `Workspace of ${name} restored from snapshot ${String(e.seq)}${seconds(e.duration_ms)}`,
+      detail: `${String(e.files)} files, ${String(e.size_bytes)} bytes,${taken}`,
+    };
+  }
   if (e.type === 'platform.sandbox_lost') {
     return {
       text: `Sandbox ${name} lost`,
@@ -93,6 +100,8 @@ const SILENT = new Set([
   'session.status_idle',
   'session.status_rescheduled',
   'session.usage',
+  // Shown in the session's status (`agents status`); one per changing call would crowd the conversation.
+  'platform.workspace_snapshot',
   'span.model_request_start',
   'span.model_request_end',
   'span.outcome_evaluation_ongoing',
@@ -262,6 +271,7 @@ export class Timeline {
       }
       case 'platform.sandbox_provisioned':
       case 'platform.sandbox_lost':
+      case 'platform.workspace_restored':
         this.sandbox({ kind: 'marker', id: e.id, ...sandboxMarker(e), at });
         return;
       case 'user.define_outcome':

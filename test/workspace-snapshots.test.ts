@@ -133,6 +133,8 @@ it('refuses a workspace over a limit with a clear error, storing nothing; retent
   const a = await sandbox(sessionId);
   const small = snapshots({ maxBytes: 100_000, retain: 2, workspaceMaxBytes: 1 << 30 });
   small.track(a, sessionId, 'main', recipe.workdir);
+  // An empty workspace needs no snapshot.
+  expect((await small.capture(a)).snapshot).toBeUndefined();
   await sh(a, 'echo one > a.txt');
   expect((await small.capture(a)).snapshot?.seq).toBe(1);
   await sh(a, 'head -c 200000 /dev/urandom > big.bin');

@@ -104,6 +104,12 @@ function chunksOf(content: Buffer): Buffer[] {
   return out;
 }
 
+/** What a refused capture leaves for a restore. */
+const lastOne = (s: { seq: number }) =>
+  s.seq > 0
+    ? `The last snapshot (seq ${s.seq}) stays the one a restore uses.`
+    : 'No snapshot of this workspace exists yet.';
+
 const mib = (n: number) => `${(n / (1024 * 1024)).toFixed(1)} MiB`;
 
 /** How long ago `iso` was, for the model: "42 s", "3 min", "2 h", "5 d". */
@@ -273,19 +279,19 @@ export function createWorkspaceSnapshots(opts: {
       }
       if (refused.length > 0)
         throw new SnapshotRefusedError(
-          `workspace snapshot refused: ${refused.slice(0, 5).join('; ')}${refused.length > 5 ? ` (and ${refused.length - 5} more)` : ''}. The last snapshot (seq ${state.seq}) stays the one a restore uses.`,
+          `workspace snapshot refused: ${refused.slice(0, 5).join('; ')}${refused.length > 5 ? ` (and ${refused.length - 5} more)` : ''}. ${lastOne(state)}`,
         );
       if (total > limits.maxBytes)
         throw new SnapshotRefusedError(
-          `workspace snapshot refused: the workspace ${state.workdir} holds ${mib(total)}, over SNAPSHOT_MAX_BYTES (${mib(limits.maxBytes)}); nothing was truncated. The last snapshot (seq ${state.seq}) stays the one a restore uses; remove files to be captured again.`,
+          `workspace snapshot refused: the workspace ${state.workdir} holds ${mib(total)}, over SNAPSHOT_MAX_BYTES (${mib(limits.maxBytes)}); nothing was truncated. ${lastOne(state)} Remove files to be captured again.`,
         );
       if (deferred === 0) break;
       if (pass > 1000) throw new Error('the workspace scan made no progress');
     }
     const skippedNew = skipped.filter((s) => !state.skippedSeen.includes(s));
     const paths = Object.keys(files).sort();
+    // A workspace never captured is compared with an empty one: an empty workspace needs no snapshot.
     const changed =
-      state.seq === 0 ||
       paths.length !== Object.keys(state.files).length ||
       paths.some((p) => {
         const a = files[p];
@@ -312,7 +318,7 @@ export function createWorkspaceSnapshots(opts: {
       const stored = await workspaceSnapshotBytes(tx, workspaceId);
       if (stored > limits.workspaceMaxBytes)
         throw new SnapshotRefusedError(
-          `workspace snapshot refused: this workspace's snapshots take ${mib(stored)}, over SNAPSHOT_WORKSPACE_MAX_BYTES (${mib(limits.workspaceMaxBytes)}). The last snapshot (seq ${state.seq}) stays the one a restore uses.`,
+          `workspace snapshot refused: this workspace's snapshots take ${mib(stored)}, over SNAPSHOT_WORKSPACE_MAX_BYTES (${mib(limits.workspaceMaxBytes)}). ${lastOne(state)}`,
         );
       const n = await nextSnapshotSeq(tx, state.sessionId, state.name);
       await insertSnapshot(tx, {

@@ -155,3 +155,46 @@ it('refuses a workspace over a limit with a clear error, storing nothing; retent
   expect(kept.n).toBe(2);
   await deleteSessionSnapshots(db, sessionId);
 }, 120_000);
+
+it('`agents status` counts the snapshots the log records per sandbox, with the latest and the restores', async () => {
+  const { workspaceSnapshotsOf } = await import('../src/observability/session-stats');
+  const snap = (seq: number, snapshotSeq: number, newBytes: number) => ({
+    seq,
+    time: `2026-01-01T00:00:0${seq}.000Z`,
+    type: 'workspace_snapshot' as const,
+    name: 'main',
+    snapshotSeq,
+    files: 3,
+    sizeBytes: 300 + snapshotSeq,
+    chunkCount: 3,
+    newChunks: 1,
+    newBytes,
+  });
+  expect(
+    workspaceSnapshotsOf([
+      snap(1, 1, 300),
+      snap(2, 2, 10),
+      {
+        seq: 3,
+        time: '2026-01-01T00:00:03.000Z',
+        type: 'workspace_restored',
+        name: 'main',
+        sandboxId: 'c2',
+        host: 'h2',
+        snapshotSeq: 2,
+        takenAt: '2026-01-01T00:00:02.000Z',
+        files: 3,
+        sizeBytes: 302,
+        ms: 40,
+      },
+    ]),
+  ).toEqual([
+    {
+      name: 'main',
+      taken: 2,
+      storedBytes: 310,
+      restores: 1,
+      latest: { seq: 2, at: '2026-01-01T00:00:02.000Z', files: 3, sizeBytes: 302 },
+    },
+  ]);
+});

@@ -17,7 +17,14 @@ import { endSignal, interruptSignal, sendMessageUpdate, statusQuery, type Sessio
 import type { SessionLog } from '../log/session-log';
 import { forkSession, startSessionRun, wakeSession } from '../session-ops';
 import { parsePriceTable } from '../observability/pricing';
-import { formatDuration, sessionCost, sessionStats, spendLine, threadLine } from '../observability/session-stats';
+import {
+  formatDuration,
+  sessionCost,
+  sessionStats,
+  spendLine,
+  threadLine,
+  workspaceSnapshotsOf,
+} from '../observability/session-stats';
 import { AGENT_MODEL_KEY, AGENT_NAME_KEY, SESSION_STATE_KEY } from '../session/search-attributes';
 import {
   CliError,
@@ -265,7 +272,8 @@ export function statusCommand(program: Command): void {
       const stats = sessionStats(events, new Date());
       const prices = parsePriceTable(config.MODEL_PRICES);
       const costUsd = 'table' in prices ? sessionCost(status.usage, stats.model, prices.table) : undefined;
-      if (opts.json) out(JSON.stringify({ ...status, ...stats, costUsd: costUsd ?? null }));
+      const snapshots = workspaceSnapshotsOf(events);
+      if (opts.json) out(JSON.stringify({ ...status, ...stats, costUsd: costUsd ?? null, snapshots }));
       else {
         out(`state: ${status.state}`);
         if (stats.model) out(`model: ${stats.model}`);
@@ -301,6 +309,10 @@ export function statusCommand(program: Command): void {
         out(`cache hit rate: ${input ? ((100 * u.cacheReadInputTokens) / input).toFixed(1) : '0.0'}% of input tokens`);
         for (const sb of status.sandboxes)
           out(`sandbox ${sb.name}: ${sb.state} on ${sb.host} (${sb.sandboxId.slice(0, 12)})`);
+        for (const w of snapshots)
+          out(
+            `workspace ${w.name}: ${w.taken} snapshot${w.taken === 1 ? '' : 's'} taken (${w.storedBytes} bytes stored in all); latest ${w.latest.seq} at ${w.latest.at}: ${w.latest.files} files, ${w.latest.sizeBytes} bytes${w.restores ? `; restored ${w.restores} time${w.restores === 1 ? '' : 's'}` : ''}`,
+          );
         for (const p of status.pending ?? []) {
           const call = `${p.name} ${JSON.stringify(p.input).slice(0, 200)}`;
           if (p.kind === 'approval')

@@ -113,3 +113,29 @@ export function spendLine(c: NonNullable<SessionStatus['listCost']>): string {
     ? `${spent} of a ${budget} budget (reached: no model call until it is raised or removed)`
     : `${spent} of a ${budget} budget ($${(left / 1e9).toFixed(4)} left)`;
 }
+
+/** Per sandbox, the workspace snapshots the log records: how many, what they stored, the latest, the restores. */
+export function workspaceSnapshotsOf(events: readonly SessionEvent[]): Array<{
+  name: string;
+  taken: number;
+  storedBytes: number;
+  restores: number;
+  latest: { seq: number; at: string; files: number; sizeBytes: number };
+}> {
+  const by = new Map<string, ReturnType<typeof workspaceSnapshotsOf>[number]>();
+  for (const e of events) {
+    if (e.type === 'workspace_snapshot') {
+      const w = by.get(e.name);
+      const latest = { seq: e.snapshotSeq, at: e.time, files: e.files, sizeBytes: e.sizeBytes };
+      if (w) {
+        w.taken += 1;
+        w.storedBytes += e.newBytes;
+        w.latest = latest;
+      } else by.set(e.name, { name: e.name, taken: 1, storedBytes: e.newBytes, restores: 0, latest });
+    } else if (e.type === 'workspace_restored') {
+      const w = by.get(e.name);
+      if (w) w.restores += 1;
+    }
+  }
+  return [...by.values()];
+}

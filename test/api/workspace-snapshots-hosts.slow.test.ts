@@ -133,4 +133,12 @@ it('restores the workspace of a session whose hands host was lost on the next ho
       duration_ms: expect.any(Number),
     }),
   ]);
+
+  // Deleting the session deletes its snapshots and their chunks.
+  const count = async (table: string) =>
+    (await api.db!.query<{ n: number }>(`select count(*)::int as n from ${table}`))[0].n;
+  expect(await count('workspace_snapshots')).toBe(2);
+  await client.beta.sessions.delete(s.id);
+  for (const table of ['workspace_snapshots', 'snapshot_chunks', 'snapshot_chunk_refs'])
+    expect(await count(table)).toBe(0);
 }, 300_000);

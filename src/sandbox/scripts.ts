@@ -95,13 +95,14 @@ if [ ! -f "$f.out" ] || [ -L "$f.out" ]; then
 fi
 LC_ALL=C
 # small: copies the output when it is $size bytes, at most $max: mapfile splits it at NUL bytes, printf puts
-# them back. Fails, printing nothing, when the file does not add up to $size.
+# them back. Prints nothing and returns 1 for a longer output, 2 when the size is unknown or the file does not
+# add up to it (a process the command left behind still writes).
 small() {
   local p=() n=0 x nul
-  case "$size" in '' | *[!0-9]*) return 1 ;; esac
+  case "$size" in '' | *[!0-9]*) return 2 ;; esac
   [ "$size" -le "$max" ] || return 1
   [ "$size" -eq 0 ] && return 0
-  mapfile -t -d '' p < "$f.out" || return 1
+  mapfile -t -d '' p < "$f.out" || return 2
   for x in "@{p[@]}"; do n=$((n + @{#x})); done
   nul=$((size - n))
   if [ "$nul" -eq "@{#p[@]}" ]; then
@@ -110,12 +111,14 @@ small() {
     [ "@{#p[@]}" -gt 1 ] && printf '%s\0' "@{p[@]:0:@{#p[@]}-1}"
     printf '%s' "@{p[-1]}"
   else
-    return 1
+    return 2
   fi
 }
 kept=0
-if ! small; then
-  size=$(stat -c %s "$f.out")
+small
+r=$?
+if [ "$r" != 0 ]; then
+  [ "$r" = 1 ] || size=$(stat -c %s "$f.out")
   if [ "$size" -le "$max" ]; then
     head -c "$max" "$f.out"
   else
@@ -125,7 +128,7 @@ if ! small; then
     tail -c "$half" "$f.out"
     # Output too long to send is kept whole in the home volume, which outlives the container.
     o="$HOME/.tool-output/$k.txt"
-    if [ -f "$o" ] || { mkdir -p "$HOME/.tool-output" && cp "$f.out" "$o"; } 2>/dev/null; then kept=1; fi
+    if [ -f "$o" ] || { { [ -d "$HOME/.tool-output" ] || mkdir -p "$HOME/.tool-output"; } && cp "$f.out" "$o"; } 2>/dev/null; then kept=1; fi
   fi
 fi
 printf '\n\0MA-META %s %s %s %s\0' "$code" "$size" "$replayed" "$kept"

@@ -113,6 +113,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
       if (judged.usage) budget.addCall(judged.model, judged.usage);
       return judged;
     },
+    ...(threadSide ? { crossPost: (action) => threadSide.crossPost(action) } : {}),
   });
   const outcomes = new Outcomes({ agent, run, acts, budget, carried: carried?.outcomes });
   const sealing = new Sealing({

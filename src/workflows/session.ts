@@ -162,6 +162,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     subagents,
     budget,
     outcomes,
+    ...(threads ? { threadsWaiting: () => threads.waitingOnClient() } : {}),
     carry: (inTurn) => sealing.carry(inTurn),
   });
   // Built after the handlers: ModelCaller asks patched('model-local-activity') as it is built, in history's order.

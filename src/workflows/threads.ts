@@ -418,6 +418,12 @@ export class Threads implements ThreadCalls {
     }
   }
 
+  /** Whether a thread's call cross-posted here still waits for the client's answer. */
+  waitingOnClient(): boolean {
+    for (const p of this.posts.values()) if (!p.settled) return true;
+    return false;
+  }
+
   snapshot(): Pick<Carry, 'threads' | 'threadCalls' | 'threadPosts'> {
     if (!this.threads.size) return {};
     const posts = [...this.posts.values()];

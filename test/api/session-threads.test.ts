@@ -376,10 +376,14 @@ describe('a coordinator session', () => {
     const stream = await client.beta.sessions.events.stream(s.id);
     const seen: ApiEvent[] = [];
     const echoes: unknown[] = [];
+    // What a client polling the session reads while a thread's call waits for it.
+    const polled: string[] = [];
     const reading = (async () => {
       for await (const raw of stream) {
         const e = raw as ApiEvent & { session_thread_id?: string | null };
         seen.push(e);
+        if ((e.type === 'agent.tool_use' || e.type === 'agent.custom_tool_use') && e.session_thread_id)
+          polled.push((await client.beta.sessions.retrieve(s.id)).status);
         if (e.type === 'agent.tool_use' && e.session_thread_id)
           echoes.push(
             ...((
@@ -407,6 +411,7 @@ describe('a coordinator session', () => {
     })();
     await sayTo(client, s.id, 'go');
     await reading;
+    expect(polled).toEqual(['idle', 'idle']);
 
     const created = seen.find((e) => e.type === 'session.thread_created') as { session_thread_id: string };
     const threadId = created.session_thread_id;

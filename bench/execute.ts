@@ -99,10 +99,10 @@ export async function runExecute(ctx: Ctx): Promise<BenchResult[]> {
     };
     const notes = [
       `${rounds} samples per arm and command after 3 warm-ups, arms interleaved, on one running hardened sandbox.`,
-      '`execute` is DockerSandboxProvider.execute: a container inspect (is it running?), then one exec of the wrapper script that runs the command under its own process group and timeout, records output and exit code under /tmp/.ma-exec/<key> for idempotency and caps the output inside the sandbox; `dockerode` is one bare exec with attached streams plus an exec inspect for the exit code; `docker_cli` spawns `docker exec`.',
+      '`execute` is DockerSandboxProvider.execute: one exec of the wrapper script (bash builtins, plus two processes: the command in a process group of its own and a watchdog subshell for its timeout), which records output and exit code under /tmp/.ma-exec/<key> for idempotency and caps the output inside the sandbox; `dockerode` is one bare exec of `bash -c` with attached streams plus an exec inspect for the exit code; `docker_cli` spawns `docker exec`.',
       `For 1 MB, execute returns only the first and last 16 KB (the cap), while the other two carry the whole megabyte to the caller.`,
       `Ratios execute/dockerode p50 ${ratios.execute_over_dockerode.p50} (1 MB: ${ratios.execute_over_dockerode_1mb.p50}), execute/docker_cli p50 ${ratios.execute_over_docker_cli.p50} (1 MB: ${ratios.execute_over_docker_cli_1mb.p50}).`,
-      `execute's extra over a bare exec is the inspect round trip and the wrapper's own work in the sandbox (mkdir, writing the record, a second bash).`,
+      `execute's extra over a bare exec is the wrapper's work in the sandbox: the command's fork and exec, the watchdog's fork, and the record written and read back with builtins (goal: execute <= 1.5x dockerode).`,
     ].join(' ');
     results.push({
       name: 'execute_roundtrip',

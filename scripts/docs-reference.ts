@@ -122,6 +122,8 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
   thread_message:
     'A message between threads: `sent` to thread `threadId` or `received` from it; `agent` names the roster agent on the other side (absent: the coordinator).',
   thread_archived: 'A session thread was archived: it ended and takes no more messages.',
+  thread_tool_call:
+    "A thread's call waits for the client (`waiting`) or no longer does (`settled`): the API cross-posts it onto the primary stream with `session_thread_id`.",
   context_compacted:
     "The context window's older part, through `throughSeq`, was replaced by `summary`; the raw events stay in the log.",
   interrupted:
@@ -499,6 +501,11 @@ const MESSAGE_NOTES: Record<string, { args?: z.ZodType; returns?: string; about:
     args: messages.ThreadReplySchema,
     about:
       "A session thread's reply to its coordinator's `delegate` or `message_thread` call (`toolUseId`), with its whole usage and list cost so far; `ended` when the thread has ended (`failed`: after an error it could not recover from).",
+  },
+  threadAction: {
+    args: messages.ThreadActionSchema,
+    about:
+      "A session thread's call waits for the client (`waiting`: a confirmation, or a custom tool's result) or no longer does (`settled`). The coordinator appends it as `thread_tool_call`, once per call and state.",
   },
   threadMessage: {
     args: messages.ThreadMessageSchema,

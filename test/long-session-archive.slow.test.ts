@@ -1,6 +1,5 @@
 // Long sessions: one session over many runs (continue-as-new), the archive that keeps every event readable,
 // context compaction, `agents wake` and `agents fork`.
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
@@ -15,7 +14,7 @@ import {
   say,
   startHarness,
   startSession,
-  temporalCliPath,
+  deleteWorkflowRun,
   turnDone,
   uniqueId,
   waitForEvents,
@@ -83,22 +82,7 @@ describe('one session over many runs', () => {
   it('reads any slice of any age with `agents events --from`, after the first runs are deleted from Temporal', async () => {
     const runs = await runsOf(handle.workflowId);
     for (const r of runs.slice(0, 2)) {
-      const del = spawnSync(
-        temporalCliPath(),
-        [
-          'workflow',
-          'delete',
-          '--yes',
-          '--address',
-          h.env.address,
-          '--workflow-id',
-          handle.workflowId,
-          '--run-id',
-          r.runId,
-        ],
-        { encoding: 'utf8' },
-      );
-      expect(del.status).toBe(0);
+      deleteWorkflowRun(h.env.address, handle.workflowId, r.runId);
     }
     for (;;) {
       const left = (await runsOf(handle.workflowId)).map((r) => r.runId);

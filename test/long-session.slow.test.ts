@@ -2,7 +2,6 @@
 // history stays small, history bytes per turn stay flat, and the first events stay readable after the first
 // runs are deleted from Temporal. Its sandbox runs under runc: the suite is about the log and history, and its 1,000
 // commands under gVisor add about a third to its time (the sandbox suites and the sandbox_runtime benchmark cover gVisor).
-import { spawnSync } from 'node:child_process';
 import type { WorkflowHandle } from '@temporalio/client';
 import { sendMessageUpdate, statusQuery } from '../src/session/contract';
 import type { SessionEvent } from '../src/session/events';
@@ -11,7 +10,7 @@ import {
   runsOf as runsOfSession,
   startHarness,
   startSession,
-  temporalCliPath,
+  deleteWorkflowRun,
   doorbell,
   type Doorbell,
   type Harness,
@@ -95,22 +94,7 @@ it(
 
     // The first runs go the way retention would take them; the first events are still there.
     for (const r of runs.slice(0, 2)) {
-      const del = spawnSync(
-        temporalCliPath(),
-        [
-          'workflow',
-          'delete',
-          '--yes',
-          '--address',
-          h.env.address,
-          '--workflow-id',
-          handle.workflowId,
-          '--run-id',
-          r.runId,
-        ],
-        { encoding: 'utf8' },
-      );
-      expect(del.status).toBe(0);
+      deleteWorkflowRun(h.env.address, handle.workflowId, r.runId);
     }
     while ((await runsOf(handle.workflowId)).some((r) => r.runId === runs[0].runId || r.runId === runs[1].runId))
       await new Promise((r) => setTimeout(r, 200));

@@ -39,6 +39,7 @@ import {
   startTestWorker,
   testAgent,
   testArchive,
+  turnDone,
   waitForEvents,
 } from './helpers/env';
 import { sessionWorkflow } from '../src/workflows';
@@ -376,6 +377,93 @@ record(
           historyToJSON(await h.env.client.workflow.getHandle(thread).fetchHistory()),
         );
       await endAndSave(coordinator, 'threads-coordinator.json');
+    } finally {
+      await h.stop();
+    }
+  },
+);
+
+record(
+  "records a thread's calls cross-posted to its coordinator: a confirmation, then a client tool's result",
+  async () => {
+    const h = await startHarness({ role: 'all', hostId: 'recorder' });
+    const id = 'recorded-threads-cross-post-coordinator';
+    const thread = childSessionId(id, 'toolu_delegate');
+    for (const x of [id, thread])
+      fs.rmSync(path.join(loadConfig().dataDir, 'archive', x), { recursive: true, force: true });
+    try {
+      const form = {
+        name: 'ask_owner',
+        description: 'Asks the owner.',
+        input_schema: { type: 'object' as const, properties: { question: { type: 'string' } } },
+      };
+      h.mock.script(thread, {
+        steps: [
+          toolStep('bash', { command: 'echo asked' }),
+          toolStep('ask_owner', { question: 'colour?' }),
+          { reply: { content: [{ type: 'text', text: 'the owner said teal' }] } },
+        ],
+      });
+      const coordinator = await startSession(h, {
+        id,
+        agent: {
+          tools: ['bash', 'delegate', 'message_thread'],
+          roster: [
+            {
+              name: 'careful',
+              agent: {
+                name: 'careful',
+                model: testAgent().model,
+                tools: ['bash'],
+                policies: { bash: 'always_ask' },
+                clientTools: [form],
+              },
+            },
+          ],
+        },
+      });
+      h.mock.script(id, {
+        steps: [
+          {
+            reply: {
+              content: [
+                {
+                  type: 'tool_use',
+                  id: 'toolu_delegate',
+                  name: 'delegate',
+                  input: { agent: 'careful', message: 'ask first' },
+                },
+              ],
+            },
+          },
+          { reply: { content: [{ type: 'text', text: 'teal, then' }] } },
+        ],
+      });
+      const { seq } = await coordinator.executeUpdate(sendMessageUpdate, { args: [{ text: 'go' }] });
+      const waiting = (n: number) => async () =>
+        (
+          await waitForEvents(
+            coordinator,
+            (ev) => ev.filter((e) => e.type === 'thread_tool_call' && e.state === 'waiting').length >= n,
+          )
+        ).filter((e) => e.type === 'thread_tool_call' && e.state === 'waiting')[n - 1] as { toolUseId: string };
+      const threadHandle = h.env.client.workflow.getHandle(thread);
+      const asked = await waiting(1)();
+      await threadHandle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: asked.toolUseId, allow: true }] });
+      const custom = await waiting(2)();
+      await threadHandle.executeUpdate(submitToolResultUpdate, {
+        args: [{ toolUseId: custom.toolUseId, output: 'teal' }],
+      });
+      const done = await waitForEvents(coordinator, turnDone(seq));
+      const created = done.find((e) => e.type === 'thread_created') as { threadId: string };
+      await coordinator.executeUpdate(archiveThreadUpdate, { args: [{ threadId: created.threadId }] });
+      await threadHandle.result();
+      if (!fs.existsSync(path.join(DIR, 'threads-cross-post-thread.json')))
+        fs.writeFileSync(
+          path.join(DIR, 'threads-cross-post-thread.json'),
+          historyToJSON(await threadHandle.fetchHistory()),
+        );
+      await endAndSave(coordinator, 'threads-cross-post-coordinator.json');
     } finally {
       await h.stop();
     }

@@ -1,7 +1,6 @@
 // A session whose brain worker has DATABASE_URL: every handover seals into the PostgreSQL archive, nothing into
 // DATA_DIR/archive, and a client on another "host" (its own DATA_DIR) reads the oldest events with `agents events`,
 // after the runs that held them are deleted from Temporal.
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,7 +17,7 @@ import {
   runsOf,
   startHarness,
   startSession,
-  temporalCliPath,
+  deleteWorkflowRun,
   testDataConverter,
   turnDone,
   type Harness,
@@ -91,22 +90,7 @@ it('hands over into the PostgreSQL archive, and `agents events` on another host 
 
   // Temporal forgets the first two runs; only the archive holds their events now.
   for (const r of runs.slice(0, 2)) {
-    const del = spawnSync(
-      temporalCliPath(),
-      [
-        'workflow',
-        'delete',
-        '--yes',
-        '--address',
-        h.env.address,
-        '--workflow-id',
-        handle.workflowId,
-        '--run-id',
-        r.runId,
-      ],
-      { encoding: 'utf8' },
-    );
-    expect(del.status).toBe(0);
+    deleteWorkflowRun(h.env.address, handle.workflowId, r.runId);
   }
   for (;;) {
     const left = (await runsOf(h.env.client, handle.workflowId)).map((r) => r.runId);

@@ -24,6 +24,58 @@ const GO_PACKAGE = `gvisor.dev/gvisor/runsc@${RUNSC_VERSION}`;
 export const RUNSC_RUNTIMES = { runsc: [] as string[], 'runsc-nonet': ['--network=none'] } as const;
 export type RunscRuntime = keyof typeof RUNSC_RUNTIMES;
 
+/**
+ * gVisor's options measured against the default (systrap, directfs on, a root overlay backed by the container's own
+ * file store), each under a runtime name of its own so that measuring never changes `runsc` or `runsc-nonet`:
+ * `bench/runtime.ts` registers them with the local dockerd for its run and removes them after. The KVM platform is
+ * not among them: on these machines (a Firecracker VM with /dev/kvm) its sandbox never booted, spinning a core.
+ */
+export const RUNSC_VARIANTS = {
+  'runsc-bench-nodirectfs': ['--network=none', '--directfs=false'],
+  'runsc-bench-overlay-none': ['--network=none', '--overlay2=none'],
+  'runsc-bench-overlay-memory': ['--network=none', '--overlay2=root:memory'],
+} as const;
+export type RunscVariant = keyof typeof RUNSC_VARIANTS;
+
+/**
+ * Adds (`on`) or removes the RUNSC_VARIANTS runtimes in the local dockerd's configuration and reloads it with
+ * SIGHUP; the runtimes setup registers are left as they are. Returns the variant names the engine then offers.
+ */
+export async function configureRuntimeVariants(
+  dockerHost: string,
+  runscPath: string,
+  on: boolean,
+  log: Log,
+): Promise<string[]> {
+  const daemon = localDaemon(dockerHost);
+  if (!daemon || process.getuid?.() !== 0) return [];
+  const content = readDaemonJson(daemon.configFile);
+  const runtimes = { ...(content.runtimes ?? {}) };
+  let changed = false;
+  for (const [name, args] of Object.entries(RUNSC_VARIANTS)) {
+    if (on && !runtimes[name]) {
+      runtimes[name] = { path: runscPath, runtimeArgs: [...args] };
+      changed = true;
+    } else if (!on && runtimes[name]) {
+      delete runtimes[name];
+      changed = true;
+    }
+  }
+  if (changed) {
+    writeDaemonJson(daemon.configFile, { ...content, runtimes });
+    log(`reloading dockerd (pid ${daemon.pid}) with SIGHUP to ${on ? 'add' : 'remove'} the gVisor variants`);
+    process.kill(daemon.pid, 'SIGHUP');
+  }
+  const wanted = Object.keys(RUNSC_VARIANTS);
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const names = await engineRuntimes(dockerHost);
+    const present = wanted.filter((n) => names.includes(n));
+    if (present.length === (on ? wanted.length : 0) || Date.now() > deadline) return present;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 export function runscCacheDir(): string {
   const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
   return path.join(base, 'managed-agents', `runsc-${RUNSC_VERSION}`);

@@ -55,6 +55,8 @@ export interface DockerProviderOptions {
   mirrorsDir?: string;
   /** `auto` (the default): gVisor where the engine offers it, else runc, recorded as loosened. */
   runtime?: SandboxRuntimePreference;
+  /** A runsc runtime name other than `runsc` / `runsc-nonet` (gVisor variants, for the benchmarks). */
+  runscRuntimeName?: string;
   /** Checks a tenant's repository (`repo.tenant`) before host git clones it; without it, such a clone is refused. */
   egress?: EgressGate;
 }
@@ -65,7 +67,7 @@ export class DockerSandboxProvider implements SandboxProvider {
 
   constructor(private readonly opts: DockerProviderOptions) {
     this.docker = dockerFromHost(opts.dockerHost);
-    this.runtimes = new RuntimeSelector(this.docker, opts.runtime);
+    this.runtimes = new RuntimeSelector(this.docker, opts.runtime, opts.runscRuntimeName);
   }
 
   /** The result for a container found again: its runtime is the one it was created with. */
@@ -274,12 +276,12 @@ export class DockerSandboxProvider implements SandboxProvider {
   };
 
   async execute(sandboxId: string, req: ExecRequest, signal?: AbortSignal): Promise<ExecResult> {
+    // No inspect first: an exec into a container that is stopped or gone fails, and the catch below says which.
     const container = this.docker.getContainer(sandboxId);
-    await this.assertRunning(container);
     const env = [
       `MA_KEY=${req.key.replace(/[^a-zA-Z0-9_.-]/g, '_')}`,
       `MA_SCRIPT=${req.script}`,
-      `MA_TIMEOUT=${req.timeoutSeconds}`,
+      `MA_TIMEOUT_US=${Math.max(1, Math.round(req.timeoutSeconds * 1e6))}`,
       `MA_MAX=${req.maxOutputBytes}`,
       `MA_HAS_STDIN=${req.stdin ? 1 : 0}`,
       ...Object.entries(req.env ?? {}).map(([k, v]) => `${k}=${v}`),
@@ -343,8 +345,9 @@ export class DockerSandboxProvider implements SandboxProvider {
       }
       raw = Buffer.concat(chunks);
     } catch (err) {
-      if ((await this.health(sandboxId)) !== 'running')
-        throw new SandboxLostError(`sandbox ${sandboxId.slice(0, 12)} is gone: ${(err as Error).message}`);
+      if (err instanceof SandboxLostError) throw err;
+      const lost = await this.lostReason(sandboxId);
+      if (lost) throw new SandboxLostError(`${lost}: ${(err as Error).message}`);
       throw err;
     } finally {
       watchdog.stop();
@@ -384,17 +387,16 @@ export class DockerSandboxProvider implements SandboxProvider {
     }
   }
 
-  private async assertRunning(container: Docker.Container): Promise<void> {
+  /** Why a sandbox cannot run commands (it no longer exists, or is not running), or undefined while it runs. */
+  private async lostReason(sandboxId: string): Promise<string | undefined> {
     let info;
     try {
-      info = await container.inspect();
+      info = await this.docker.getContainer(sandboxId).inspect();
     } catch {
-      throw new SandboxLostError(`sandbox ${container.id.slice(0, 12)} no longer exists`);
+      return `sandbox ${sandboxId.slice(0, 12)} no longer exists`;
     }
-    if (!info.State.Running)
-      throw new SandboxLostError(
-        `sandbox ${container.id.slice(0, 12)} is not running (${info.State.Status}, exit ${info.State.ExitCode})`,
-      );
+    if (info.State.Running) return undefined;
+    return `sandbox ${sandboxId.slice(0, 12)} is not running (${info.State.Status}, exit ${info.State.ExitCode})`;
   }
 
   async stop(sandboxId: string): Promise<void> {

@@ -36,6 +36,8 @@ export class RuntimeSelector {
   constructor(
     private readonly docker: Docker,
     private readonly preference: SandboxRuntimePreference = 'auto',
+    /** A runsc runtime name to use instead of `runsc` / `runsc-nonet` (the benchmarks' gVisor variants). */
+    private readonly runscName?: string,
   ) {}
 
   private runtimes(): Promise<string[]> {
@@ -54,7 +56,7 @@ export class RuntimeSelector {
     const runc: RuntimeChoice = { name: 'runc', kind: 'runc', loosened: [RUNC_LOOSENING] };
     if (this.preference === 'runc') return runc;
     const names = await this.runtimes();
-    const wanted = recipe.network === 'none' ? 'runsc-nonet' : 'runsc';
+    const wanted = this.runscName ?? (recipe.network === 'none' ? 'runsc-nonet' : 'runsc');
     if (names.includes(wanted)) return { name: wanted, kind: 'runsc', loosened: [] };
     if (this.preference === 'runsc')
       throw new RuntimeUnavailableError(

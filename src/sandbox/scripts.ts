@@ -2,55 +2,137 @@
 // output in place, and the text editor. They are data here; the sandbox runs them, the host never does.
 
 /**
- * Runs $MA_SCRIPT once per $MA_KEY. The first attempt records output and exit code under /tmp; a later
- * attempt with the same key (an activity retry) waits for or reads that record instead of running again.
- * Only a capped head and tail of the output leave the sandbox, followed by a trailer the host parses; the
- * whole of a longer output is kept in ~/.tool-output/$MA_KEY.txt.
+ * Runs $MA_SCRIPT once per $MA_KEY, as `bash -c` in a process group of its own, for at most $MA_TIMEOUT_US
+ * microseconds. The first attempt records the output (`$f.out`), the command's pid (`$f.pid`, also its process
+ * group) and `exit size` (`$f.exit`) under /tmp/.ma-exec; a later attempt with the same key (an activity retry)
+ * waits for or reads that record instead of running again. Only a capped head and tail of the output leave the
+ * sandbox, followed by a trailer the host parses; the whole of a longer output is kept in
+ * ~/.tool-output/$MA_KEY.txt.
+ *
+ * Every process started under gVisor costs a fork and an exec through its kernel, so the wrapper does its own work
+ * with bash builtins and starts two: the command, and a watchdog subshell (a fork, no exec) that waits out the
+ * timeout on a FIFO read nobody answers, then TERMs the command's group and KILLs it 5 s later. The run-once lock
+ * is an exclusive create (noclobber), the output's size the file offset the command's stdout shares with the
+ * wrapper's fd 3 (/proc/self/fdinfo), and an output within the cap is copied by mapfile and printf, NUL bytes
+ * included. Only a longer output, a record whose size is unknown or that does not add up, or an image without
+ * job control take coreutils' stat, head, tail and cp, as before. (`@{` stands for `${`, which a template string
+ * would take for its own.)
  */
 export const EXEC_WRAPPER = String.raw`
+k=$MA_KEY s=$MA_SCRIPT t=$MA_TIMEOUT_US max=$MA_MAX hasin=$MA_HAS_STDIN
+unset MA_KEY MA_SCRIPT MA_TIMEOUT_US MA_MAX MA_HAS_STDIN
+# The host reads stdout only; bash's own notices (a killed watchdog) go nowhere.
+exec 2>/dev/null
 d=/tmp/.ma-exec
-mkdir -p "$d" || exit 90
-f="$d/$MA_KEY"
-max="$MA_MAX"
-replayed=0
-if [ "$MA_HAS_STDIN" = 1 ] && [ ! -e "$f.exit" ]; then cat > "$f.in.$$"; fi
+f=$d/$k
+[ -d "$d" ] || mkdir -p "$d" || exit 90
+[ -p "$d/tick" ] || mkfifo -m 600 "$d/tick" 2>/dev/null
+# nap S: waits S seconds on a read of a FIFO nobody writes to (a stray line only ends a nap early).
+nap() { if [ -p "$d/tick" ]; then read -r -t "$1" _ <> "$d/tick"; else sleep "$1"; fi; }
+clock() { now=@{EPOCHREALTIME//[!0-9]/}; [ -n "$now" ] || now=$((SECONDS * 1000000)); }
+nap_until() {
+  local left
+  while clock; [ "$now" -lt "$1" ]; do
+    left=$(($1 - now))
+    printf -v left '%d.%06d' $((left / 1000000)) $((left % 1000000))
+    nap "$left"
+  done
+}
+watchdog() {
+  clock
+  local end=$((now + t))
+  nap_until "$end"
+  : > "$f.timedout"
+  kill -TERM -- "-$c" 2>/dev/null
+  nap_until $((end + 5000000))
+  kill -KILL -- "-$c" 2>/dev/null
+}
+replayed=0 code= size=
+set -C
 if [ -e "$f.exit" ]; then
   replayed=1
-elif mkdir "$f.run" 2>/dev/null; then
-  in=/dev/null
-  if [ -e "$f.in.$$" ]; then mv "$f.in.$$" "$f.in"; in="$f.in"; fi
-  : > "$f.out"
-  setsid -w bash -c 'echo $$ > "$0.pid"; s="$MA_SCRIPT"; t="$MA_TIMEOUT"; unset MA_SCRIPT MA_KEY MA_MAX MA_TIMEOUT MA_HAS_STDIN; exec timeout -k 5 "$t" bash -c "$s"' "$f" > "$f.out" 2>&1 < "$in" &
+elif { : > "$f.run"; } 2>/dev/null; then
+  set +C
+  exec 3> "$f.out" || exit 91
+  set -m 2>/dev/null
+  if [[ $- == *m* ]]; then
+    # Job control: each background job leads a process group of its own.
+    if [ "$hasin" = 1 ]; then bash -c "$s" >&3 2>&1 3>&- & else bash -c "$s" >&3 2>&1 3>&- < /dev/null & fi
+  elif [ "$hasin" = 1 ]; then
+    setsid bash -c "$s" >&3 2>&1 3>&- <&0 &
+  else
+    setsid bash -c "$s" >&3 2>&1 3>&- < /dev/null &
+  fi
   c=$!
+  echo "$c" > "$f.pid"
+  watchdog > /dev/null 2>&1 < /dev/null 3>&- &
+  w=$!
+  set +m
   wait "$c"
-  echo $? > "$f.exit.tmp" && mv "$f.exit.tmp" "$f.exit"
+  code=$?
+  kill -KILL "$w" 2>/dev/null
+  if [ -e "$f.timedout" ]; then
+    code=124
+    kill -KILL -- "-$c" 2>/dev/null
+  fi
+  while read -r a b; do [ "$a" = pos: ] && size=$b && break; done < /proc/$$/fdinfo/3
+  exec 3>&-
+  case "$size" in '' | *[!0-9]*) size=$(stat -c %s "$f.out") ;; esac
+  echo "$code $size" > "$f.exit"
 else
   replayed=1
-  while [ ! -e "$f.exit" ]; do sleep 0.1; done
 fi
-rm -f "$f.in.$$"
+set +C
+# A record is whole once $f.exit has its line: the first attempt writes it in one write, after the command.
+while [ -z "$code" ]; do
+  [ -e "$f.exit" ] && read -r code size < "$f.exit"
+  [ -n "$code" ] || nap 0.1
+done
 if [ ! -f "$f.out" ] || [ -L "$f.out" ]; then
   printf 'the command record was tampered with'
   printf '\n\0MA-META 99 0 %s\0' "$replayed"
   exit 0
 fi
-size=$(stat -c %s "$f.out")
-if [ "$size" -le "$max" ]; then
-  head -c "$max" "$f.out"
-else
-  half=$((max / 2))
-  head -c "$half" "$f.out"
-  printf '\n\0MA-CUT\0\n'
-  tail -c "$half" "$f.out"
-fi
-# Output too long to send is kept whole in the home volume, which outlives the container.
+LC_ALL=C
+# small: copies the output when it is $size bytes, at most $max: mapfile splits it at NUL bytes, printf puts
+# them back. Prints nothing and returns 1 for a longer output, 2 when the size is unknown or the file does not
+# add up to it (a process the command left behind still writes).
+small() {
+  local p=() n=0 x nul
+  case "$size" in '' | *[!0-9]*) return 2 ;; esac
+  [ "$size" -le "$max" ] || return 1
+  [ "$size" -eq 0 ] && return 0
+  mapfile -t -d '' p < "$f.out" || return 2
+  for x in "@{p[@]}"; do n=$((n + @{#x})); done
+  nul=$((size - n))
+  if [ "$nul" -eq "@{#p[@]}" ]; then
+    printf '%s\0' "@{p[@]}"
+  elif [ "$nul" -eq $((@{#p[@]} - 1)) ]; then
+    [ "@{#p[@]}" -gt 1 ] && printf '%s\0' "@{p[@]:0:@{#p[@]}-1}"
+    printf '%s' "@{p[-1]}"
+  else
+    return 2
+  fi
+}
 kept=0
-if [ "$size" -gt "$max" ]; then
-  k="$HOME/.tool-output/$MA_KEY.txt"
-  if [ -f "$k" ] || { mkdir -p "$HOME/.tool-output" && cp "$f.out" "$k"; } 2>/dev/null; then kept=1; fi
+small
+r=$?
+if [ "$r" != 0 ]; then
+  [ "$r" = 1 ] || size=$(stat -c %s "$f.out")
+  if [ "$size" -le "$max" ]; then
+    head -c "$max" "$f.out"
+  else
+    half=$((max / 2))
+    head -c "$half" "$f.out"
+    printf '\n\0MA-CUT\0\n'
+    tail -c "$half" "$f.out"
+    # Output too long to send is kept whole in the home volume, which outlives the container.
+    o="$HOME/.tool-output/$k.txt"
+    if [ -f "$o" ] || { { [ -d "$HOME/.tool-output" ] || mkdir -p "$HOME/.tool-output"; } && cp "$f.out" "$o"; } 2>/dev/null; then kept=1; fi
+  fi
 fi
-printf '\n\0MA-META %s %s %s %s\0' "$(cat "$f.exit")" "$size" "$replayed" "$kept"
-`;
+printf '\n\0MA-META %s %s %s %s\0' "$code" "$size" "$replayed" "$kept"
+`.replace(/@\{/g, '${');
 
 /**
  * Copies the output of the command EXEC_WRAPPER runs for $MA_KEY to stdout as it is written, from its first byte,

@@ -236,6 +236,28 @@ export const ThreadReplySchema = shared('contract.ThreadReplySchema', () =>
 );
 export type ThreadReply = z.infer<typeof ThreadReplySchema>;
 
+/**
+ * A thread's call that waits for the client (`waiting`: a confirmation, or a custom tool's result), or its wait is
+ * over (`settled`). The coordinator cross-posts it onto its own log, once per call and state.
+ */
+export const ThreadActionSchema = shared('contract.ThreadActionSchema', () =>
+  z
+    .object({
+      sessionId: z.string().min(1),
+      toolUseId: z.string().min(1),
+      state: z.enum(['waiting', 'settled']),
+      /** The seq of the call's tool_use event in the thread's log. */
+      useSeq: z.number().int().nonnegative().optional(),
+      name: z.string().optional(),
+      input: z.unknown().optional(),
+      waitsFor: z.enum(['confirmation', 'result']).optional(),
+      /** The rule that asked (`always_ask`, or `auto (reason)`). */
+      policy: z.string().optional(),
+    })
+    .strict(),
+);
+export type ThreadAction = z.infer<typeof ThreadActionSchema>;
+
 /** The coordinator's message to one of its threads; the thread answers `toolUseId` with its reply. */
 export const ThreadMessageSchema = shared('contract.ThreadMessageSchema', () =>
   z.object({ toolUseId: z.string().min(1), text: UserMessageSchema.shape.text }).strict(),
@@ -314,6 +336,10 @@ export const PendingToolSchema = shared('contract.PendingToolSchema', () =>
         .object({ permission: z.enum(['allow', 'ask']), reasonCode: z.string().optional(), reason: z.string() })
         .strict()
         .optional(),
+      /** The seq of the call's tool_use event, which names its API event (a thread's call is cross-posted by it). */
+      useSeq: z.number().int().optional(),
+      /** A thread's call: set once its wait for the client was cross-posted to the coordinator (threadAction). */
+      crossPosted: z.boolean().optional(),
       /** Set once approval_resolved is in the log. */
       decision: z
         .object({ allow: z.boolean(), by: z.string().optional(), reason: z.string().optional() })
@@ -380,6 +406,10 @@ export const CarrySchema = shared('contract.CarrySchema', () =>
       threadRequest: z.string().optional(),
       /** A coordinator: its threads, and its calls still waiting for a thread's reply (tool_use id, thread). */
       threads: z.array(ThreadRefSchema).optional(),
+      /** A coordinator: the thread calls cross-posted onto its log (tool_use id, thread, whether settled). */
+      threadPosts: z
+        .array(z.object({ toolUseId: z.string(), threadId: z.string(), settled: z.boolean() }).strict())
+        .optional(),
       threadCalls: z
         .array(
           z
@@ -480,6 +510,8 @@ export const handoverQuery = defineQuery<{ agent: z.input<typeof AgentSchema>; c
 export const subagentFinishedSignal = defineSignal<[SubagentReport]>('subagentFinished');
 /** A session thread's reply to its coordinator (and its end). */
 export const threadReplySignal = defineSignal<[ThreadReply]>('threadReply');
+/** A thread's call waits for the client, or no longer does: the coordinator cross-posts it. */
+export const threadActionSignal = defineSignal<[ThreadAction]>('threadAction');
 /** The coordinator's follow-up to one of its threads. */
 export const threadMessageSignal = defineSignal<[ThreadMessage]>('threadMessage');
 /** Archives one of a coordinator's threads: the thread ends and takes no more messages. */

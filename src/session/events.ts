@@ -272,6 +272,27 @@ export const ThreadMessageEventSchema = shared('events.ThreadMessageEventSchema'
 export const ThreadArchivedEventSchema = shared('events.ThreadArchivedEventSchema', () =>
   z.object({ ...base, type: z.literal('thread_archived'), threadId: z.string() }),
 );
+/**
+ * In a coordinator's log: a thread's call waits for the client (`waiting`), or no longer does (`settled`). The
+ * API shows a waiting one as a copy of the thread's `agent.*_tool_use` event (its id, `sessionId`'s event `useSeq`)
+ * with `session_thread_id`; the answer goes to the thread, by that id.
+ */
+export const ThreadToolCallEventSchema = shared('events.ThreadToolCallEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('thread_tool_call'),
+    threadId: z.string(),
+    /** The thread's own session, whose log holds the call. */
+    sessionId: z.string(),
+    toolUseId: z.string(),
+    state: z.enum(['waiting', 'settled']),
+    useSeq: z.number().int().optional(),
+    name: z.string().optional(),
+    input: z.unknown().optional(),
+    waitsFor: z.enum(['confirmation', 'result']).optional(),
+    policy: z.string().optional(),
+  }),
+);
 export const ContextCompactedEventSchema = shared('events.ContextCompactedEventSchema', () =>
   z.object({
     ...base,
@@ -417,6 +438,7 @@ export const SessionEventSchema = shared('events.SessionEventSchema', () =>
     ThreadStatusEventSchema,
     ThreadMessageEventSchema,
     ThreadArchivedEventSchema,
+    ThreadToolCallEventSchema,
     ContextCompactedEventSchema,
     InterruptedEventSchema,
     ErrorEventSchema,

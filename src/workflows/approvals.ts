@@ -15,6 +15,7 @@ import {
   type Carry,
   type PendingAction,
   type PendingTool,
+  type ThreadAction,
 } from '../session/contract';
 import { toolError, type ToolOutcome } from '../tools/kind';
 import type { SessionRun } from './session-run';
@@ -37,6 +38,11 @@ export interface ToolGateDeps {
    * absent: every such call escalates.
    */
   judge?: (use: Use) => Promise<JudgedCall>;
+  /**
+   * A session thread's: tells the coordinator that a call waits for the client (or no longer does), so the
+   * coordinator cross-posts it onto the primary stream. Never fails.
+   */
+  crossPost?: (action: Omit<ThreadAction, 'sessionId'>) => Promise<void>;
 }
 
 /** A judge's decision, with the model that made it and what it cost. */
@@ -182,6 +188,31 @@ export class ToolGate {
     return required.filter((k) => !(k in input));
   }
 
+  /**
+   * A thread's call starts or stops waiting for the client: the coordinator is told, once per call for `waiting`
+   * (the flag is carried across handovers, and the coordinator drops what it already has).
+   */
+  private async crossPost(t: PendingTool, state: 'waiting' | 'settled', waitsFor?: 'confirmation' | 'result') {
+    const post = this.deps.crossPost;
+    if (!post) return;
+    if (state === 'settled') {
+      if (t.crossPosted) await post({ toolUseId: t.id, state });
+      return;
+    }
+    // Threads recorded before cross-posting never told their coordinator of a call.
+    if (t.crossPosted || !patched('thread-cross-post')) return;
+    t.crossPosted = true;
+    await post({
+      toolUseId: t.id,
+      state,
+      ...(t.useSeq !== undefined ? { useSeq: t.useSeq } : {}),
+      name: t.name,
+      input: t.input,
+      ...(waitsFor ? { waitsFor } : {}),
+      ...(t.approval ? { policy: t.approval.policy } : {}),
+    });
+  }
+
   /** One call through the gate: approval, then the client or the tool itself. */
   private async runOne(t: PendingTool): Promise<'done' | 'handover'> {
     const append = (e: NewEvent) => this.deps.run.append(e);
@@ -206,7 +237,10 @@ export class ToolGate {
         };
       }
     }
+    const client = this.clientTools.get(t.name);
+    const forClient = client !== undefined && client.runsIn !== 'environment';
     if (t.approval && !t.decision) {
+      await this.crossPost(t, 'waiting', forClient ? 'result' : 'confirmation');
       const expiresAt = t.approval.expiresAt;
       const r = await this.waitFor(
         t,
@@ -222,6 +256,8 @@ export class ToolGate {
         );
       } else if (!r) return 'handover';
     }
+    // A custom tool's copy stays waiting for its result once it is allowed.
+    if (t.decision && !(forClient && t.decision.allow)) await this.crossPost(t, 'settled');
     if (t.decision && !t.decision.allow) {
       const who =
         t.decision.by === 'timeout'
@@ -231,15 +267,18 @@ export class ToolGate {
       append({ type: 'tool_result', toolUseId: t.id, ...toolError(message, 'denied') });
       return 'done';
     }
-    const client = this.clientTools.get(t.name);
     if (client) {
-      if (this.answered.has(t.id)) return 'done';
+      if (this.answered.has(t.id)) {
+        await this.crossPost(t, 'settled');
+        return 'done';
+      }
       // Only sessions of self-hosted environments have such tools, none of them older than the patch.
       if (client.timeoutSeconds !== undefined && patched('client-tool-timeout'))
         return this.awaitEnvironment(t, client.timeoutSeconds);
-      return (await this.waitFor(t, () => this.answered.has(t.id), undefined, client.runsIn !== 'environment'))
-        ? 'done'
-        : 'handover';
+      if (forClient) await this.crossPost(t, 'waiting', 'result');
+      if (!(await this.waitFor(t, () => this.answered.has(t.id), undefined, forClient))) return 'handover';
+      await this.crossPost(t, 'settled');
+      return 'done';
     }
     const external = this.deps.awaitExternal?.(t.id);
     if (external && !(await external)) return 'handover';
@@ -331,7 +370,13 @@ export class ToolGate {
 
   /** Starts a round with the model's tool calls (their tool_use events already appended). */
   startRound(uses: Use[]): void {
-    this.round = uses.map((u) => ({ id: u.id, name: u.name, input: u.input }));
+    const seqs = new Map(this.deps.run.events.flatMap((e) => (e.type === 'tool_use' ? [[e.id, e.seq] as const] : [])));
+    this.round = uses.map((u) => ({
+      id: u.id,
+      name: u.name,
+      input: u.input,
+      ...(seqs.has(u.id) ? { useSeq: seqs.get(u.id) } : {}),
+    }));
     // Verdicts of earlier rounds are not asked for again.
     for (const id of this.verdicts.keys()) if (!this.round.some((t) => t.id === id)) this.verdicts.delete(id);
   }

@@ -42,13 +42,20 @@ export interface SessionParts {
   subagents: Subagents;
   budget: Budget;
   outcomes: Outcomes;
+  /** Whether a thread's call cross-posted here waits for the client (a coordinator's; absent otherwise). */
+  threadsWaiting?: () => boolean;
   /** The Carry a handover would give the next run now. */
   carry: (inTurn?: { round: number }) => Carry;
 }
 
-/** The state a client sees: `requires_action` while a turn waits on a person or the calling application. */
-export const visibleState = (p: Pick<SessionParts, 'run' | 'gate'>) =>
-  p.run.state === 'running' && p.gate.waiting() ? ('requires_action' as const) : p.run.state;
+/**
+ * The state a client sees: `requires_action` while a turn waits on a person or the calling application, its own
+ * call's answer or, on a coordinator, that of a thread's call cross-posted to it.
+ */
+export const visibleState = (p: Pick<SessionParts, 'run' | 'gate' | 'threadsWaiting'>) =>
+  p.run.state === 'running' && (p.gate.waiting() || p.threadsWaiting?.() === true)
+    ? ('requires_action' as const)
+    : p.run.state;
 
 /**
  * Refuses a replacement of the agent's tools unless the session is a top-level one waiting for input (not in a

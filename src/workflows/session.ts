@@ -113,6 +113,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
       if (judged.usage) budget.addCall(judged.model, judged.usage);
       return judged;
     },
+    ...(threadSide ? { crossPost: (action) => threadSide.crossPost(action) } : {}),
   });
   const outcomes = new Outcomes({ agent, run, acts, budget, carried: carried?.outcomes });
   const sealing = new Sealing({
@@ -161,6 +162,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     subagents,
     budget,
     outcomes,
+    ...(threads ? { threadsWaiting: () => threads.waitingOnClient() } : {}),
     carry: (inTurn) => sealing.carry(inTurn),
   });
   // Built after the handlers: ModelCaller asks patched('model-local-activity') as it is built, in history's order.

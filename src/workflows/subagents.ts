@@ -101,7 +101,7 @@ export interface ThreadCalls {
   result(toolUseId: string): Promise<ToolOutcome>;
   awaitResult(toolUseId: string, handOverNow: () => boolean): Promise<boolean> | undefined;
   interruptRunning(): Promise<string[]>;
-  snapshot(): Pick<Carry, 'threads' | 'threadCalls'>;
+  snapshot(): Pick<Carry, 'threads' | 'threadCalls' | 'threadPosts'>;
   register(): void;
 }
 
@@ -336,7 +336,7 @@ export class Subagents {
   }
 
   /** What the next run carries. */
-  snapshot(): Pick<Carry, 'subagents' | 'subagentUsage' | 'threads' | 'threadCalls'> {
+  snapshot(): Pick<Carry, 'subagents' | 'subagentUsage' | 'threads' | 'threadCalls' | 'threadPosts'> {
     const { running, fromChildren } = this;
     const threads = this.ctx.threads?.snapshot() ?? {};
     return running.size || fromChildren.inputTokens || fromChildren.outputTokens

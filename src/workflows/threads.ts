@@ -19,12 +19,15 @@ import type { SubagentActivities } from '../brain/subagent-activities';
 import { AgentSchema, formatIssues, type Agent, type BoundTool } from '../session/agent';
 import type { NewEvent, Usage } from '../session/events';
 import {
+  ThreadActionSchema,
   ThreadMessageSchema,
   ThreadReplySchema,
   archiveThreadUpdate,
   interruptSignal,
+  threadActionSignal,
   threadMessageSignal,
   threadReplySignal,
+  type ThreadAction,
   type Carry,
   type ParentRef,
   type SessionWorkflow,
@@ -43,6 +46,9 @@ import { addUsage, childAnswer, childSessionId, zeroUsage, type ThreadCalls } fr
 export const THREAD_TOOL_KINDS = ['delegate', 'message_thread'] as const;
 
 type Call = { toolUseId: string; threadId: string; result?: { output: string; isError: boolean } };
+type Post = { toolUseId: string; threadId: string; settled: boolean };
+/** How many settled cross-posts a new run remembers, so a thread's late repeat is still dropped. */
+const SETTLED_POSTS_KEPT = 256;
 
 const minus = (a: Usage, b: Usage): Usage => ({
   inputTokens: Math.max(0, a.inputTokens - b.inputTokens),
@@ -71,6 +77,8 @@ export class Threads implements ThreadCalls {
   private readonly threads: Map<string, ThreadRef>;
   private readonly calls: Map<string, Call>;
   private readonly refused = new Map<string, ToolOutcome>();
+  /** Thread calls cross-posted onto this log, by tool_use id: each is posted once, and settled once. */
+  private readonly posts: Map<string, Post>;
   /** Threads started by this run, whose close this run sees. */
   private readonly watched = new Set<string>();
   private readonly checks = proxyActivities<SubagentActivities>({
@@ -81,6 +89,7 @@ export class Threads implements ThreadCalls {
   constructor(private readonly ctx: ThreadsContext) {
     this.threads = new Map((ctx.carried?.threads ?? []).map((t) => [t.threadId, { ...t }]));
     this.calls = new Map((ctx.carried?.threadCalls ?? []).map((c) => [c.toolUseId, { ...c }]));
+    this.posts = new Map((ctx.carried?.threadPosts ?? []).map((p) => [p.toolUseId, { ...p }]));
   }
 
   /** Whether `name` is a thread tool of this session. */
@@ -218,6 +227,7 @@ export class Threads implements ThreadCalls {
   private onClosed(threadId: string, why: string): void {
     const ref = this.threads.get(threadId);
     if (!ref || this.ctx.closed()) return;
+    this.settlePosts(threadId);
     if (ref.status !== 'terminated') this.status(ref, 'terminated');
     for (const c of this.calls.values())
       if (c.threadId === threadId && !c.result)
@@ -271,6 +281,8 @@ export class Threads implements ThreadCalls {
       log.warn('threadReply signal ignored', { sessionId: r.sessionId });
       return;
     }
+    // A thread that replies or ends waits for nothing any more (an interrupt may have closed its calls).
+    this.settlePosts(ref.threadId);
     addUsage(ctx.usage, minus(r.usage, ref.usage));
     ref.usage = r.usage;
     if (ctx.budget.tracking && r.costNanoUsd !== undefined) {
@@ -295,6 +307,54 @@ export class Threads implements ThreadCalls {
     if (r.ended) this.onClosed(ref.threadId, r.output);
   }
 
+  private settle(post: Post): void {
+    if (post.settled) return;
+    post.settled = true;
+    const ref = this.threads.get(post.threadId);
+    this.ctx.append({
+      type: 'thread_tool_call',
+      threadId: post.threadId,
+      sessionId: ref?.sessionId ?? '',
+      toolUseId: post.toolUseId,
+      state: 'settled',
+    });
+  }
+
+  private settlePosts(threadId: string): void {
+    for (const p of this.posts.values()) if (p.threadId === threadId) this.settle(p);
+  }
+
+  /** A thread's call waits for the client, or no longer does: its copy goes onto this log, once. */
+  private onAction(raw: unknown): void {
+    const parsed = ThreadActionSchema.safeParse(raw);
+    if (!parsed.success) {
+      log.warn('threadAction signal rejected', { error: formatIssues(parsed.error) });
+      return;
+    }
+    const a = parsed.data;
+    const ref = [...this.threads.values()].find((t) => t.sessionId === a.sessionId);
+    if (!ref || ref.status === 'terminated' || this.ctx.closed()) return;
+    const known = this.posts.get(a.toolUseId);
+    if (a.state === 'settled') {
+      if (known && known.threadId === ref.threadId) this.settle(known);
+      return;
+    }
+    if (known) return;
+    this.posts.set(a.toolUseId, { toolUseId: a.toolUseId, threadId: ref.threadId, settled: false });
+    this.ctx.append({
+      type: 'thread_tool_call',
+      threadId: ref.threadId,
+      sessionId: ref.sessionId,
+      toolUseId: a.toolUseId,
+      state: 'waiting',
+      ...(a.useSeq !== undefined ? { useSeq: a.useSeq } : {}),
+      ...(a.name !== undefined ? { name: a.name } : {}),
+      ...(a.input !== undefined ? { input: a.input } : {}),
+      ...(a.waitsFor ? { waitsFor: a.waitsFor } : {}),
+      ...(a.policy !== undefined ? { policy: a.policy } : {}),
+    });
+  }
+
   private endThread(ref: ThreadRef): Promise<void> {
     return getExternalWorkflowHandle(ref.sessionId)
       .cancel()
@@ -303,6 +363,7 @@ export class Threads implements ThreadCalls {
 
   register(): void {
     setHandler(threadReplySignal, (raw) => this.onReply(raw));
+    setHandler(threadActionSignal, (raw) => this.onAction(raw));
     setHandler(
       archiveThreadUpdate,
       async ({ threadId }) => {
@@ -357,11 +418,21 @@ export class Threads implements ThreadCalls {
     }
   }
 
-  snapshot(): Pick<Carry, 'threads' | 'threadCalls'> {
+  /** Whether a thread's call cross-posted here still waits for the client's answer. */
+  waitingOnClient(): boolean {
+    for (const p of this.posts.values()) if (!p.settled) return true;
+    return false;
+  }
+
+  snapshot(): Pick<Carry, 'threads' | 'threadCalls' | 'threadPosts'> {
     if (!this.threads.size) return {};
+    const posts = [...this.posts.values()];
+    const open = posts.filter((p) => !p.settled);
+    const settled = posts.filter((p) => p.settled).slice(-SETTLED_POSTS_KEPT);
     return {
       threads: [...this.threads.values()].map((t) => ({ ...t })),
       threadCalls: [...this.calls.values()].map((c) => ({ ...c })),
+      ...(posts.length ? { threadPosts: [...open, ...settled].map((p) => ({ ...p })) } : {}),
     };
   }
 }
@@ -379,6 +450,22 @@ export class ThreadSide {
     carried: Carry | undefined,
   ) {
     this.request = carried ? carried.threadRequest : parent.toolUseId;
+  }
+
+  /** A call of this thread waits for the client, or no longer does: the coordinator cross-posts it. */
+  async crossPost(action: Omit<ThreadAction, 'sessionId'>): Promise<void> {
+    try {
+      await getExternalWorkflowHandle(this.parent.sessionId).signal(threadActionSignal, {
+        sessionId: this.run.sessionId,
+        ...action,
+      });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      log.warn('could not cross-post a call to the coordinator', {
+        toolUseId: action.toolUseId,
+        error: failureMessage(err),
+      });
+    }
   }
 
   carry(): Pick<Carry, 'thread' | 'threadRequest'> {

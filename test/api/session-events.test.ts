@@ -289,6 +289,71 @@ it('waits on an always_ask call by its event id, and echoes the confirmation wit
   expect(types(out).slice(-3)).toEqual(['user.tool_confirmation', 'session.status_running', 'agent.tool_result']);
 });
 
+it("shows a thread's waiting calls as copies of the thread's events with session_thread_id, and requires_action until each settles", () => {
+  const p = new SessionProjector('ses-c');
+  const thread = { threadId: 'sthr_t', sessionId: 'ses-c.toolu_d' };
+  const out = p.push(
+    log(
+      started(),
+      { type: 'user_message', text: 'go' },
+      { type: 'assistant_message', content: [], stopReason: 'tool_use', usage },
+      { type: 'tool_use', id: 'toolu_d', name: 'delegate', input: { agent: 'x', message: 'y' } },
+      {
+        type: 'thread_tool_call',
+        ...thread,
+        toolUseId: 'toolu_a',
+        state: 'waiting',
+        useSeq: 7,
+        name: 'bash',
+        input: { command: 'rm -rf /' },
+        waitsFor: 'confirmation',
+        policy: 'bash: auto (destructive)',
+      },
+      {
+        type: 'thread_tool_call',
+        ...thread,
+        toolUseId: 'toolu_m',
+        state: 'waiting',
+        useSeq: 9,
+        name: 'mcp__tracker__close',
+        input: {},
+        waitsFor: 'confirmation',
+        policy: 'mcp__tracker__close: always_ask',
+      },
+      { type: 'thread_tool_call', ...thread, toolUseId: 'toolu_a', state: 'settled' },
+      { type: 'thread_tool_call', ...thread, toolUseId: 'toolu_a', state: 'settled' },
+      { type: 'thread_tool_call', ...thread, toolUseId: 'toolu_m', state: 'settled' },
+    ),
+  );
+  const [a, m] = [eventId('ses-c.toolu_d', 7), eventId('ses-c.toolu_d', 9)];
+  expect(out.find((e) => e.id === a)).toMatchObject({
+    type: 'agent.tool_use',
+    name: 'bash',
+    input: { command: 'rm -rf /' },
+    session_thread_id: 'sthr_t',
+    evaluated_permission: 'ask',
+    evaluation: { type: 'auto', evaluated_permission: { type: 'ask', reason_code: 'destructive' } },
+  });
+  expect(out.find((e) => e.id === m)).toMatchObject({
+    type: 'agent.mcp_tool_use',
+    mcp_server_name: 'tracker',
+    name: 'close',
+    session_thread_id: 'sthr_t',
+    evaluation: { type: 'always_ask' },
+  });
+  // The copies are the thread's calls: the coordinator's projection does not take their ids as its own.
+  expect(p.toolUseIdOf(a)).toBeUndefined();
+  const idles = out.filter((e) => e.type === 'session.status_idle') as { stop_reason: { event_ids?: string[] } }[];
+  expect(idles.map((e) => e.stop_reason.event_ids)).toEqual([[a], [a, m], [m]]);
+  // A repeated settle changes nothing; the last one runs the turn again.
+  expect(types(out).slice(-4)).toEqual([
+    'agent.mcp_tool_use',
+    'session.status_idle',
+    'session.status_idle',
+    'session.status_running',
+  ]);
+});
+
 it('ends a failed turn with retries_exhausted, an interrupted one with end_turn, and the session with terminated', () => {
   const out = projectLog(
     'ses-4',

@@ -1,7 +1,8 @@
 // Multi-agent sessions through the SDK alone: an agent's `coordinator` roster (validated, stored, resolved on the
 // session), a coordinator delegating to a roster agent in a session thread that shares its sandbox, the thread in
 // threads.list with its own events (listed and streamed) and interleaved in the session's, a follow-up with
-// message_thread, archiving and interrupting a thread, and a thread whose model call fails leaving the session usable.
+// message_thread, archiving and interrupting a thread, a thread whose model call fails leaving the session usable,
+// and a thread's calls that wait for the client cross-posted onto the primary stream.
 import Anthropic from '@anthropic-ai/sdk';
 import { startApiOn, type TestApi } from '../helpers/api';
 import { startHarness, type Harness } from '../helpers/env';
@@ -337,13 +338,19 @@ describe('a coordinator session', () => {
     expect(ended.filter((x) => x.type === 'session.thread_status_terminated')).toHaveLength(2);
   });
 
-  it("routes a confirmation of a thread's call to that thread, named by its event id", async () => {
+  it("cross-posts a thread's calls that wait for the client onto the primary stream, and routes the answers back", async () => {
     const careful = (
       await client.beta.agents.create({
         name: 'careful',
         model: 'claude-sonnet-5-5',
         tools: [
           { type: 'agent_toolset_20260401', configs: [{ name: 'bash', permission_policy: { type: 'always_ask' } }] },
+          {
+            type: 'custom',
+            name: 'ask_owner',
+            description: 'Ask the owner',
+            input_schema: { type: 'object', properties: { question: { type: 'string' } } },
+          },
         ],
       })
     ).id;
@@ -356,33 +363,132 @@ describe('a coordinator session', () => {
     ).id;
     const s = await client.beta.sessions.create({ agent: lead, environment_id: envId });
     h.mock.script(threadSession(s.id, 'toolu_ask'), {
-      steps: [calls(toolUse('toolu_b1', 'bash', { command: 'echo approved-run' })), text('ran it')],
+      steps: [
+        calls(toolUse('toolu_b1', 'bash', { command: 'echo approved-run' })),
+        calls(toolUse('toolu_q1', 'ask_owner', { question: 'which colour?' })),
+        text('ran it; the owner said teal'),
+      ],
     });
     h.mock.script(s.id, {
       steps: [calls(toolUse('toolu_ask', 'delegate', { agent: 'careful', message: 'run it' })), text('done')],
     });
+    // The client follows only the primary stream, and answers what it sees there.
+    const stream = await client.beta.sessions.events.stream(s.id);
+    const seen: ApiEvent[] = [];
+    const echoes: unknown[] = [];
+    // What a client polling the session reads while a thread's call waits for it.
+    const polled: string[] = [];
+    const reading = (async () => {
+      for await (const raw of stream) {
+        const e = raw as ApiEvent & { session_thread_id?: string | null };
+        seen.push(e);
+        if ((e.type === 'agent.tool_use' || e.type === 'agent.custom_tool_use') && e.session_thread_id)
+          polled.push((await client.beta.sessions.retrieve(s.id)).status);
+        if (e.type === 'agent.tool_use' && e.session_thread_id)
+          echoes.push(
+            ...((
+              await client.beta.sessions.events.send(s.id, {
+                events: [{ type: 'user.tool_confirmation', tool_use_id: e.id, result: 'allow' }],
+              })
+            ).data ?? []),
+          );
+        if (e.type === 'agent.custom_tool_use' && e.session_thread_id)
+          echoes.push(
+            ...((
+              await client.beta.sessions.events.send(s.id, {
+                events: [
+                  {
+                    type: 'user.custom_tool_result',
+                    custom_tool_use_id: e.id,
+                    content: [{ type: 'text', text: 'teal' }],
+                  },
+                ],
+              })
+            ).data ?? []),
+          );
+        if (e.type === 'session.status_idle' && e.stop_reason.type === 'end_turn') break;
+      }
+    })();
     await sayTo(client, s.id, 'go');
-    const created = (await eventsUntil(client, s.id, (ev) => ev.some((e) => e.type === 'session.thread_created'))).find(
-      (e) => e.type === 'session.thread_created',
-    ) as { session_thread_id: string };
-    let asked: ApiEvent | undefined;
-    for (let i = 0; !asked && i < 300; i++) {
-      asked = (await threadEvents(s.id, created.session_thread_id)).find(
-        (e) => e.type === 'agent.tool_use' && (e as { evaluated_permission?: string }).evaluated_permission === 'ask',
-      );
-      if (!asked) await new Promise((r) => setTimeout(r, 100));
-    }
-    const sent = await client.beta.sessions.events.send(s.id, {
-      events: [{ type: 'user.tool_confirmation', tool_use_id: asked!.id, result: 'allow' }],
+    await reading;
+    expect(polled).toEqual(['idle', 'idle']);
+
+    const created = seen.find((e) => e.type === 'session.thread_created') as { session_thread_id: string };
+    const threadId = created.session_thread_id;
+    const use = seen.find((e) => e.type === 'agent.tool_use' && e.name === 'bash') as
+      Anthropic.Beta.Sessions.BetaManagedAgentsAgentToolUseEvent | undefined;
+    expect(use).toMatchObject({
+      name: 'bash',
+      input: { command: 'echo approved-run' },
+      session_thread_id: threadId,
+      evaluated_permission: 'ask',
+      evaluation: { type: 'always_ask' },
     });
-    expect(sent.data?.[0]).toMatchObject({ session_thread_id: created.session_thread_id });
-    const events = await eventsUntil(client, s.id, idleCount(1));
+    const custom = seen.find((e) => e.type === 'agent.custom_tool_use') as
+      Anthropic.Beta.Sessions.BetaManagedAgentsAgentCustomToolUseEvent | undefined;
+    expect(custom).toMatchObject({
+      name: 'ask_owner',
+      input: { question: 'which colour?' },
+      session_thread_id: threadId,
+    });
+    // The primary thread idled with requires_action naming each waiting call, and ran again once it was answered.
+    const after = (id: string) => seen.slice(seen.findIndex((e) => e.id === id) + 1);
+    for (const waiting of [use!, custom!]) {
+      expect(after(waiting.id)[0]).toMatchObject({
+        type: 'session.status_idle',
+        stop_reason: { type: 'requires_action', event_ids: [waiting.id] },
+      });
+      expect(
+        after(waiting.id)
+          .slice(1)
+          .map((e) => e.type),
+      ).toContain('session.status_running');
+    }
+    // Each answer went to the thread, its echo naming it; the coordinator got the thread's reply.
+    expect(echoes).toEqual([
+      expect.objectContaining({ type: 'user.tool_confirmation', tool_use_id: use!.id, session_thread_id: threadId }),
+      expect.objectContaining({
+        type: 'user.custom_tool_result',
+        custom_tool_use_id: custom!.id,
+        session_thread_id: threadId,
+      }),
+    ]);
+    const events = await eventsUntil(client, s.id, (ev) =>
+      ev.some((e) => e.type === 'session.status_idle' && e.stop_reason.type === 'end_turn'),
+    );
     expect(resultText(events, useEventOf(events, 'delegate')!)).toEqual({
-      text: `thread ${created.session_thread_id} (careful) replied:\n\nran it`,
+      text: `thread ${threadId} (careful) replied:\n\nran it; the owner said teal`,
       isError: false,
     });
-    const own = await threadEvents(s.id, created.session_thread_id);
-    expect(resultText(own, asked!.id)?.text).toContain('approved-run');
+    // The copies are informational: posted once each, never run or answered on the primary thread.
+    expect(events.filter((e) => e.id === use!.id)).toHaveLength(1);
+    expect(events.filter((e) => e.id === custom!.id)).toHaveLength(1);
+    expect(types(events).filter((t) => t === 'agent.tool_result' || t.startsWith('user.tool'))).toEqual([
+      'agent.tool_result',
+    ]);
+    expect(h.mock.requests(threadSession(s.id, 'toolu_ask'))).toHaveLength(3);
+    // The thread's own events show the same calls, without session_thread_id, and their results.
+    const own = await threadEvents(s.id, threadId);
+    const ownUse = own.find((e) => e.id === use!.id) as { session_thread_id?: string | null };
+    const ownCustom = own.find((e) => e.id === custom!.id) as { session_thread_id?: string | null };
+    expect(ownUse).toMatchObject({ type: 'agent.tool_use', name: 'bash', evaluated_permission: 'ask' });
+    expect(ownUse.session_thread_id ?? null).toBeNull();
+    expect(ownCustom).toMatchObject({ type: 'agent.custom_tool_use', name: 'ask_owner' });
+    expect(ownCustom.session_thread_id ?? null).toBeNull();
+    expect(resultText(own, use!.id)?.text).toContain('approved-run');
+    expect(own.filter((e) => e.type === 'user.tool_confirmation')).toHaveLength(1);
+    expect(own.find((e) => e.type === 'user.custom_tool_result')).toMatchObject({
+      custom_tool_use_id: custom!.id,
+      content: [{ type: 'text', text: 'teal' }],
+    });
+    // An answer sent again is refused and stores nothing.
+    const again = await refused(
+      client.beta.sessions.events.send(s.id, {
+        events: [{ type: 'user.tool_confirmation', tool_use_id: use!.id, result: 'allow' }],
+      }),
+    );
+    expect(status(again)).toBe(400);
+    expect((await threadEvents(s.id, threadId)).length).toBe(own.length);
     await client.beta.sessions.archive(s.id);
   });
 });

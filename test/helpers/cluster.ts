@@ -1,6 +1,5 @@
 // A cluster on one machine: Temporal, one PostgreSQL database, and brain workers as separate processes, each a
 // "host" with its own DATA_DIR, sharing only TEMPORAL_ADDRESS, DATABASE_URL and the keys.
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,7 +8,7 @@ import type { SessionEvent } from '../../src/session/events';
 import { freshPostgresDatabase } from './api';
 import { spawnWorker, type ChildWorker } from './child-worker';
 import { runAgents } from './cli';
-import { runsOf, startHarness, temporalCliPath, type Harness } from './env';
+import { runsOf, startHarness, deleteWorkflowRun, type Harness } from './env';
 
 export interface Cluster {
   h: Harness;
@@ -64,12 +63,7 @@ export async function startCluster(hostCount: number): Promise<Cluster> {
     async forgetEarlyRuns(id) {
       const runs = await runsOf(h.env.client, id);
       for (const r of runs.slice(0, -1)) {
-        const del = spawnSync(
-          temporalCliPath(),
-          ['workflow', 'delete', '--yes', '--address', h.env.address, '--workflow-id', id, '--run-id', r.runId],
-          { encoding: 'utf8' },
-        );
-        if (del.status !== 0) throw new Error(`temporal workflow delete failed: ${del.stderr}`);
+        deleteWorkflowRun(h.env.address, id, r.runId);
       }
       for (let left = runs.length; left > 1; left = (await runsOf(h.env.client, id)).length)
         await new Promise((r) => setTimeout(r, 200));

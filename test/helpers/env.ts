@@ -6,6 +6,7 @@ import { buildWorkflowBundle } from '../../src/brain/workflow-bundle';
 import { Client, Connection, type WorkflowExecutionInfo, type WorkflowHandle } from '@temporalio/client';
 import { grpcInterceptors } from '../../src/temporal-connection';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { findTemporalCli } from '../../src/infra/temporal-cli';
 import { MockModelServer } from '../../src/dev/model-server';
 import type { ModelClient } from '../../src/model/model-client';
@@ -34,6 +35,16 @@ export function temporalCliPath(): string {
   const cli = findTemporalCli();
   if (!cli) throw new Error('Temporal CLI not found: run `npm run setup` first');
   return cli.path;
+}
+
+/** Deletes one run of a workflow with the Temporal CLI, as retention would; throws with its stderr when it fails. */
+export function deleteWorkflowRun(address: string, workflowId: string, runId: string): void {
+  const del = spawnSync(
+    temporalCliPath(),
+    ['workflow', 'delete', '--yes', '--address', address, '--workflow-id', workflowId, '--run-id', runId],
+    { encoding: 'utf8' },
+  );
+  if (del.status !== 0) throw new Error(`temporal workflow delete failed: ${del.stderr}`);
 }
 
 export async function createTestEnv(extraArgs: string[] = []): Promise<TestWorkflowEnvironment> {

@@ -139,6 +139,8 @@ export class SessionProjector {
   private readonly uses = new Map<string, { eventId: string; kind: ToolKind }>();
   private readonly byEventId = new Map<string, string>();
   private readonly waiting = new Set<string>();
+  /** Thread calls cross-posted and still waiting: the API event id of each copy, by the thread's tool_use id. */
+  private readonly crossPosted = new Map<string, string>();
   /** Calls under `auto` not shown yet: their `agent.*_tool_use` goes out with their judgement. */
   private readonly held = new Map<string, HeldUse>();
   private running = false;
@@ -273,8 +275,11 @@ export class SessionProjector {
     input: Record<string, unknown>,
     kind: ToolKind,
     permission: Permission,
+    /** A copy of a thread's call: the thread's session, whose event it is, and the thread's id. */
+    from?: { sessionId: string; threadId: string },
   ): ApiSessionEvent {
-    const id = eventId(this.sessionId, seq);
+    const id = eventId(from?.sessionId ?? this.sessionId, seq);
+    const thread = from ? { session_thread_id: from.threadId } : {};
     if (kind.kind === 'mcp')
       return {
         type: 'agent.mcp_tool_use',
@@ -284,8 +289,62 @@ export class SessionProjector {
         name: kind.tool,
         input,
         ...permission,
+        ...thread,
       };
-    return { type: 'agent.tool_use', id, processed_at: at, name, input, ...permission };
+    return { type: 'agent.tool_use', id, processed_at: at, name, input, ...permission, ...thread };
+  }
+
+  /**
+   * A thread's call that waits for the client, cross-posted: a copy of the thread's own `agent.*_tool_use` event
+   * (same id, so the answer is routed to the thread by it) with `session_thread_id`, and the primary thread idles
+   * with `requires_action` naming it until the thread's wait is over.
+   */
+  private threadCall(e: Extract<SessionEvent, { type: 'thread_tool_call' }>, at: string, out: ApiSessionEvent[]): void {
+    if (e.state === 'settled') {
+      this.settle(this.crossPosted.get(e.toolUseId), e, 1, out);
+      this.crossPosted.delete(e.toolUseId);
+      return;
+    }
+    if (e.useSeq === undefined || e.name === undefined) return;
+    const from = { sessionId: e.sessionId, threadId: e.threadId };
+    const useId = eventId(e.sessionId, e.useSeq);
+    const input = (typeof e.input === 'object' && e.input !== null && !Array.isArray(e.input) ? e.input : {}) as Record<
+      string,
+      unknown
+    >;
+    if (e.waitsFor === 'result')
+      out.push({
+        type: 'agent.custom_tool_use',
+        id: useId,
+        processed_at: at,
+        name: e.name,
+        input,
+        session_thread_id: e.threadId,
+      });
+    else {
+      const m = MCP_NAME.exec(e.name);
+      const kind: ToolKind = m ? { kind: 'mcp', server: m[1], tool: m[2] } : { kind: 'tool' };
+      // The rule that asked, as the thread's gate named it: `<tool>: always_ask`, or `<tool>: auto (<reason code>)`.
+      const auto = /: auto \((.+)\)$/.exec(e.policy ?? '');
+      const evaluation: Permission['evaluation'] = auto
+        ? { type: 'auto', evaluated_permission: { type: 'ask', reason_code: auto[1] } }
+        : e.policy?.endsWith(': always_ask')
+          ? { type: 'always_ask' }
+          : undefined;
+      out.push(
+        this.useEvent(
+          e.useSeq,
+          at,
+          e.name,
+          input,
+          kind,
+          { evaluated_permission: 'ask', ...(evaluation ? { evaluation } : {}) },
+          from,
+        ),
+      );
+    }
+    this.crossPosted.set(e.toolUseId, useId);
+    this.wait(useId, e, out);
   }
 
   /** A held call shown before its judgement came (it was closed first, as by an interrupt): no permission applied. */
@@ -681,6 +740,9 @@ export class SessionProjector {
         break;
       case 'thread_archived':
         noteThread(this.threads, e);
+        break;
+      case 'thread_tool_call':
+        this.threadCall(e, at, out);
         break;
       case 'session_ended':
         this.waiting.clear();

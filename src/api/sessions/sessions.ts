@@ -347,18 +347,19 @@ export function sessionRoutes(
       // it has the last word, and a refusal stores nothing.
       const budget = req.body.budget;
       const budgetChanges = budget !== undefined && !(budget === null && row.budget_amount === null);
+      const newBudget = budget ? moneyOf(budget) : null;
       if (budgetChanges) {
         const live = await liveStatus(sessions.client, row.id);
         checkBudgetUpdate(row, budget, live.status === 'terminated' ? 'ended' : live.listCost);
       }
       if (budgetChanges || planned) {
         await sendSessionChange(sessions.client, row.id, {
-          ...(budgetChanges ? { budget: budget === null ? null : moneyOf(budget) } : {}),
+          ...(budgetChanges ? { budget: newBudget } : {}),
           ...(planned
             ? { agent: { tools: planned.tools, snapshot: await snapshot(deps, req.workspaceId, planned.agent) } }
             : {}),
         });
-        if (budgetChanges) await updateSessionBudget(db, row.id, budget === null ? null : moneyOf(budget));
+        if (budgetChanges) await updateSessionBudget(db, row.id, newBudget);
         if (planned) await updateSessionAgent(db, row.id, planned.agent);
       }
       const after = {

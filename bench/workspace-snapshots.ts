@@ -2,7 +2,9 @@
 // hands module itself (src/hands/workspace-snapshots.ts), in a workspace of 400 files (4 KiB each, 1.6 MiB):
 // - `snapshot_per_turn`: the capture after a call that changed 1 file, against one after a call that changed nothing
 //   (ms each, and bytes stored);
-// - `restore`: provisioning a sandbox and restoring the latest snapshot into it, against provisioning alone.
+// - `restore`: provisioning a sandbox and restoring the latest snapshot into it, against provisioning alone;
+// - `pause_resume`: pausing an idle sandbox (capture, then removal) and resuming it (provision + restore), against
+//   stopping it and resuming it on the same host with its volume.
 // Run: `npx tsx bench/workspace-snapshots.ts` (after `npm run build`); writes bench/results/workspace-snapshots.json.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -81,15 +83,38 @@ async function main(): Promise<void> {
     }
     const restore: number[] = [];
     const provisionOnly: number[] = [];
+    const pause: number[] = [];
+    const stop: number[] = [];
+    const resumeAfterStop: number[] = [];
     for (let i = 0; i < Math.max(3, Math.floor(ROUNDS / 2)); i++) {
       let t0 = performance.now();
       await provision(`${sessionId}_p${i}`);
       provisionOnly.push(performance.now() - t0);
+      // Resuming a paused sandbox: provisioning anew and restoring its latest snapshot.
       t0 = performance.now();
       const b = await provision(`${sessionId}_r${i}`);
       snaps.track(b, sessionId, 'main', recipe.workdir);
       await snaps.restore(b);
       restore.push(performance.now() - t0);
+      // Against stopping and resuming on the same host, the workspace volume kept.
+      t0 = performance.now();
+      await provider.stop(b);
+      stop.push(performance.now() - t0);
+      t0 = performance.now();
+      await provider.provision({
+        sessionId: `${sessionId}_r${i}`,
+        name: 'main',
+        recipe,
+        hostId: `bench-${process.pid}`,
+        resume: b,
+      });
+      resumeAfterStop.push(performance.now() - t0);
+      // Pausing what an idle sandbox holds (unchanged since its last capture): the capture's scan, then removal.
+      t0 = performance.now();
+      await snaps.capture(b);
+      await provider.destroy(b);
+      snaps.forget(b);
+      pause.push(performance.now() - t0);
     }
     const result = {
       measured_at: new Date().toISOString(),
@@ -103,6 +128,12 @@ async function main(): Promise<void> {
         unchanged_new_bytes: 0,
       },
       restore: { provision_and_restore_ms: stats(restore), provision_only_ms: stats(provisionOnly) },
+      pause_resume: {
+        pause_ms: stats(pause),
+        resume_after_pause_ms: stats(restore),
+        stop_ms: stats(stop),
+        resume_after_stop_ms: stats(resumeAfterStop),
+      },
     };
     const out = path.join(__dirname, 'results', 'workspace-snapshots.json');
     fs.writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);

@@ -107,6 +107,10 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
     "A sandbox's container or host died; the next call provisions a new one. The API shows it as `platform.sandbox_lost`.",
   workspace_snapshot:
     "The sandbox `name`'s workspace was captured after a tool call that changed it: snapshot `snapshotSeq`, `files`, `sizeBytes` in all, `chunkCount` chunks of which `newChunks` (`newBytes`) were not stored yet. The content is in the API database, sealed; the log holds only this. The API shows it as `platform.workspace_snapshot`.",
+  sandbox_rescheduling:
+    'The sandbox `name` is provisioned again after it was lost or paused (`reason`): its workspace may be restored from a snapshot, and the session reads `rescheduling` until it is ready. The API shows `session.status_rescheduled` during a turn, then `session.status_running`.',
+  sandbox_paused:
+    'The sandbox `name`, idle past its `idleStopMinutes`, was paused: its workspace captured (snapshot `snapshotSeq`; 0 when it never changed) and the sandbox removed from its host with its volumes. The next call provisions it again on any host and restores the snapshot. The API shows it as `platform.sandbox_paused`.',
   workspace_restored:
     'A new workspace (another host, or a sandbox reaped) was given snapshot `snapshotSeq` (taken at `takenAt`) in `ms` before any call ran in it. The API shows it as `platform.workspace_restored`.',
   sandbox_handed_off: 'This session passed its sandbox `name` to session `to`; its later calls to it are denied.',

@@ -1117,6 +1117,42 @@ record('records a session whose workspace is snapshotted, lost with its volume, 
   }
 });
 
+record('records a session whose idle sandbox is paused and resumed with its workspace restored', async () => {
+  const hostId = 'recorded-pause-host';
+  const h = await startHarness({ role: 'brain' });
+  const api = await startApiOn(h);
+  const hands = await startTestWorker(h.env.address, h.mock.url, {
+    role: 'hands',
+    hostId,
+    apiDb: () => api.db,
+    reapIntervalMs: 0,
+  });
+  try {
+    const handle = await startSession(h, {
+      id: 'recorded-pause',
+      agent: { name: 'pause', tools: ['bash'], sandboxes: { main: { idleStopMinutes: 0.05 } } },
+    });
+    h.mock.script(handle.workflowId, {
+      steps: [
+        toolStep('bash', { command: 'echo kept > kept.txt' }),
+        { reply: { content: [{ type: 'text', text: 'written' }] } },
+        toolStep('bash', { command: 'cat kept.txt' }),
+        { reply: { content: [{ type: 'text', text: 'read' }] } },
+      ],
+    });
+    await say(handle, 'Write it.');
+    await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'sandbox_paused'));
+    await say(handle, 'Read it.');
+    await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'workspace_restored'));
+    await endAndSave(handle, 'pause-session.json');
+  } finally {
+    await hands.shutdown().catch(() => undefined);
+    await removeHostSandboxes(hostId).catch(() => undefined);
+    await api.stop();
+    await h.stop();
+  }
+});
+
 async function main(): Promise<void> {
   const only = process.argv.slice(2);
   const chosen = recordings.filter((r) => only.length === 0 || only.some((o) => r.title.includes(o)));

@@ -8,9 +8,11 @@ import {
   type Caller,
   type ExecuteInput,
   type ProvisionInput,
+  type PauseOutput,
   type ProvisionOutput,
   type ToolOutput,
   type WorkspaceRestore,
+  type WorkspaceSnapshotTaken,
 } from './hands-contract';
 import { MAX_TOOL_OUTPUT_CHARS } from '../tools/kind';
 import { redact, type SecretVault } from '../vault';
@@ -274,9 +276,12 @@ export function createHandsActivities(deps: HandsDeps) {
                   sizeBytes: restored.sizeBytes,
                   ms: Date.now() - startedAt,
                 };
+                const what = `workspace restored on host ${hostId} from snapshot ${restored.seq} (taken ${ageOf(restored.createdAt)} ago, ${restored.files} files, ${restored.sizeBytes} bytes)`;
                 restoreNotes.set(
                   r.sandboxId,
-                  `[workspace restored on host ${hostId} from snapshot ${restored.seq} (taken ${ageOf(restored.createdAt)} ago, ${restored.files} files, ${restored.sizeBytes} bytes): changes made after it, in the call that was running when the sandbox was lost, are not in it; processes were not restored]`,
+                  input.after === 'pause'
+                    ? `[${what}: the sandbox was paused while idle and resumed here; its processes and home directory were not kept]`
+                    : `[${what}: changes made after it, in the call that was running when the sandbox was lost, are not in it; processes were not restored]`,
                 );
               }
             }
@@ -378,6 +383,46 @@ export function createHandsActivities(deps: HandsDeps) {
       await snapshotLast(input.sandboxId);
       await provider.stop(input.sandboxId);
       await deps.quota?.release(input.sandboxId);
+    },
+
+    /**
+     * A sandbox idle past its idle timeout: its workspace is captured and the sandbox removed with its volumes,
+     * freeing the host; the next call provisions it again on any host and restores the snapshot. A workspace that
+     * cannot be captured (snapshots off on this host, over a limit, the capture failed) is stopped instead, its
+     * volume kept, as before snapshots existed.
+     */
+    async pauseSandbox(input: { sandboxId: string } & Caller): Promise<PauseOutput> {
+      checkOwner(input.sandboxId, input);
+      await collectLast(input);
+      const stopInstead = async (reason: string): Promise<PauseOutput> => {
+        await provider.stop(input.sandboxId);
+        await deps.quota?.release(input.sandboxId);
+        return { paused: false, reason };
+      };
+      const snapshots = deps.snapshots;
+      if (!snapshots || !snapshots.tracked(input.sandboxId))
+        return stopInstead(`hands host ${hostId} keeps no workspace snapshots`);
+      let snapshot: WorkspaceSnapshotTaken | undefined;
+      if ((await provider.health(input.sandboxId)) === 'running') {
+        try {
+          snapshot = (await heartbeating(() => snapshots.capture(input.sandboxId))).snapshot;
+        } catch (err) {
+          Context.current().log.warn('idle sandbox not paused: its workspace could not be captured', {
+            sandboxId: input.sandboxId,
+            error: (err as Error).message,
+          });
+          return stopInstead(`its workspace could not be captured: ${(err as Error).message}`);
+        }
+      }
+      // A sandbox stopped earlier was captured when it stopped, or after its last call.
+      const seq = snapshots.latest(input.sandboxId) ?? 0;
+      await provider.destroy(input.sandboxId);
+      deps.registry?.remove(input.sandboxId);
+      mounts?.forget(input.sandboxId);
+      snapshots.forget(input.sandboxId);
+      restoreNotes.delete(input.sandboxId);
+      await deps.quota?.release(input.sandboxId);
+      return { paused: true, snapshotSeq: seq, ...(snapshot ? { snapshot } : {}) };
     },
 
     async destroySandbox(input: { sandboxId: string } & Caller): Promise<void> {

@@ -29,6 +29,8 @@ export interface ProvisionInput {
   resume?: string;
   /** The session's vault, for the recipe's repo credential reference. */
   vault?: string;
+  /** Why the sandbox is provisioned again: `pause`, it was paused while idle (the restore note says so). */
+  after?: 'pause';
 }
 
 export interface ProvisionOutput {
@@ -53,6 +55,22 @@ export interface WorkspaceRestore {
   /** How long the restore took. */
   ms: number;
 }
+
+/** What pausing an idle sandbox did. */
+export type PauseOutput =
+  | {
+      /** Captured and removed with its volumes: the next call provisions it again and restores `snapshotSeq`. */
+      paused: true;
+      /** The snapshot a restore will use (0: the workspace was never changed, the recipe gives it again). */
+      snapshotSeq: number;
+      /** The snapshot this pause took, when the workspace changed since the last one. */
+      snapshot?: WorkspaceSnapshotTaken;
+    }
+  | {
+      /** Stopped with its workspace volume kept, on this host. */
+      paused: false;
+      reason: string;
+    };
 
 /** A snapshot taken after a tool call: what the session log records of it (the content stays in the API's database). */
 export interface WorkspaceSnapshotTaken {

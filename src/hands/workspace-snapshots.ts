@@ -92,6 +92,8 @@ export interface WorkspaceSnapshots {
   capture(sandboxId: string): Promise<CaptureResult>;
   /** Writes the latest snapshot of (session, name) into a sandbox with a new workspace; undefined when there is none. */
   restore(sandboxId: string): Promise<RestoreResult | undefined>;
+  /** The seq of the snapshot the workspace was last in step with (0: none), undefined for a sandbox not tracked. */
+  latest(sandboxId: string): number | undefined;
   forget(sandboxId: string): void;
 }
 
@@ -432,6 +434,7 @@ export function createWorkspaceSnapshots(opts: {
         }
       }),
     restore: (sandboxId) => serial(sandboxId, () => restoreNow(sandboxId)),
+    latest: (sandboxId) => load(sandboxId)?.seq,
     forget(sandboxId) {
       states.delete(sandboxId);
       const file = fileOf(sandboxId);

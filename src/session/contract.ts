@@ -73,7 +73,7 @@ export interface SandboxStatus {
   sandboxId: string;
   host: string;
   /** `handed_off`: passed to session `handedTo`; this session's calls to it are denied until it comes back. */
-  state: 'running' | 'stopped' | 'handed_off';
+  state: 'running' | 'stopped' | 'paused' | 'handed_off';
   handedTo?: string;
 }
 /** A tool call the session waits on: an approval to decide, or a client tool's result to submit. */
@@ -176,6 +176,8 @@ export const SandboxSlotSchema = shared('contract.SandboxSlotSchema', () =>
       handedTo: z.string().optional(),
       /** Lent by this session (the parent), to which it goes back when this session ends. */
       lentBy: z.string().optional(),
+      /** Paused while idle: removed from its host after its workspace was captured; the next use provisions it again. */
+      paused: z.boolean().optional(),
     })
     .strict(),
 );

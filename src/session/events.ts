@@ -179,6 +179,25 @@ export const WorkspaceRestoredEventSchema = shared('events.WorkspaceRestoredEven
     ms: z.number(),
   }),
 );
+/** A sandbox is provisioned again after it was lost or paused; the session is `rescheduling` until it is ready. */
+export const SandboxReschedulingEventSchema = shared('events.SandboxReschedulingEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('sandbox_rescheduling'),
+    name: z.string(),
+    reason: z.enum(['lost', 'paused']),
+  }),
+);
+/** An idle sandbox was paused: its workspace captured (snapshot `snapshotSeq`, 0: never changed) and the sandbox removed. */
+export const SandboxPausedEventSchema = shared('events.SandboxPausedEventSchema', () =>
+  z.object({
+    ...base,
+    type: z.literal('sandbox_paused'),
+    name: z.string(),
+    sandboxId: z.string(),
+    snapshotSeq: z.number(),
+  }),
+);
 export const SandboxLostEventSchema = shared('events.SandboxLostEventSchema', () =>
   z.object({
     ...base,
@@ -430,6 +449,8 @@ export const SessionEventSchema = shared('events.SessionEventSchema', () =>
     SandboxLostEventSchema,
     WorkspaceSnapshotEventSchema,
     WorkspaceRestoredEventSchema,
+    SandboxReschedulingEventSchema,
+    SandboxPausedEventSchema,
     SandboxHandedOffEventSchema,
     SandboxReceivedEventSchema,
     SubagentStartedEventSchema,

@@ -2,6 +2,7 @@
 // destroyed at the end. Tool calls, file copies, hand-off and sub-agents all reach sandboxes through this object.
 import { ApplicationFailure, condition, isCancellation, log, patched } from '@temporalio/workflow';
 import type { ProvisionOutput } from '../hands/hands-activities';
+import type { WorkspaceSnapshotTaken } from '../hands/hands-contract';
 import type { Agent, BoundTool } from '../session/agent';
 import type { NewEvent } from '../session/events';
 import { resolveWorkspacePath } from '../session/paths';
@@ -20,6 +21,8 @@ export class SandboxSlots {
   private readonly lastHost: Map<string, string>;
   private readonly provisioning = new Map<string, Promise<SandboxSlot>>();
   readonly onHost: SessionActivities['onHost'];
+  /** Runs `wait` (a sandbox provisioned again, maybe restoring its workspace) with the session in `rescheduling`. */
+  rescheduling?: (wait: () => Promise<void>) => Promise<void>;
 
   /**
    * `borrowed`: the sandboxes are another session's (a session thread works in its coordinator's): they are
@@ -96,7 +99,12 @@ export class SandboxSlots {
     const started = Date.now();
     const previous = this.byName.get(name);
     let result: ProvisionOutput | undefined;
-    if (previous?.stopped) {
+    // A sandbox provisioned again after it was lost, paused, or could not be resumed moves: its workspace may be
+    // restored from a snapshot, and the session reads `rescheduling` meanwhile.
+    let resumeFailed = false;
+    const moving = () =>
+      previous?.paused === true || resumeFailed || (this.lastHost.has(name) && !this.byName.has(name));
+    if (previous?.stopped && !previous.paused) {
       try {
         result = await provisioner(previous.taskQueue).provisionSandbox.executeWithOptions(
           { summary: `resume sandbox ${name}` },
@@ -105,6 +113,7 @@ export class SandboxSlots {
       } catch (err) {
         if (isCancellation(err)) throw err;
         this.byName.delete(name);
+        resumeFailed = true;
         this.append({
           type: 'sandbox_lost',
           name,
@@ -113,22 +122,32 @@ export class SandboxSlots {
         });
       }
     }
-    const preferred = this.lastHost.get(name);
-    if (!result && preferred) {
-      try {
-        result = await provisioner(preferred).provisionSandbox.executeWithOptions(
-          { summary: `provision sandbox ${name}` },
-          [{ sessionId, name, recipe, vault: agent.vault }],
-        );
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        this.lastHost.delete(name);
+    const after = previous?.paused ? ({ after: 'pause' } as const) : {};
+    const provisionAnew = async (): Promise<ProvisionOutput> => {
+      const preferred = previous?.paused ? previous.taskQueue : this.lastHost.get(name);
+      if (preferred) {
+        try {
+          return await provisioner(preferred).provisionSandbox.executeWithOptions(
+            { summary: `provision sandbox ${name}` },
+            [{ sessionId, name, recipe, vault: agent.vault, ...after }],
+          );
+        } catch (err) {
+          if (isCancellation(err)) throw err;
+          this.lastHost.delete(name);
+        }
       }
+      return provisioner(HANDS_POOL).provisionSandbox.executeWithOptions({ summary: `provision sandbox ${name}` }, [
+        { sessionId, name, recipe, vault: agent.vault, ...after },
+      ]);
+    };
+    if (!result) {
+      if (moving() && this.rescheduling && patched('sandbox-rescheduling')) {
+        this.append({ type: 'sandbox_rescheduling', name, reason: previous?.paused ? 'paused' : 'lost' });
+        const provisioned = provisionAnew();
+        await this.rescheduling(() => provisioned.then(() => undefined).catch(() => undefined));
+        result = await provisioned;
+      } else result = await provisionAnew();
     }
-    result ??= await provisioner(HANDS_POOL).provisionSandbox.executeWithOptions(
-      { summary: `provision sandbox ${name}` },
-      [{ sessionId, name, recipe, vault: agent.vault }],
-    );
     const slot: SandboxSlot = {
       name,
       sandboxId: result.sandboxId,
@@ -161,6 +180,19 @@ export class SandboxSlots {
         ms: result.restored.ms,
       });
     return slot;
+  }
+
+  private appendSnapshot(name: string, snapshot: WorkspaceSnapshotTaken): void {
+    this.append({
+      type: 'workspace_snapshot',
+      name,
+      snapshotSeq: snapshot.seq,
+      files: snapshot.files,
+      sizeBytes: snapshot.sizeBytes,
+      chunkCount: snapshot.chunkCount,
+      newChunks: snapshot.newChunks,
+      newBytes: snapshot.newBytes,
+    });
   }
 
   /** Forgets a sandbox that is gone (unless already replaced), remembering its host for the replacement. */
@@ -211,17 +243,7 @@ export class SandboxSlots {
       );
       slot.lastUsed = Date.now();
       const { outputRef, snapshot, ...rest } = r;
-      if (snapshot && patched('workspace-snapshot-events'))
-        this.append({
-          type: 'workspace_snapshot',
-          name,
-          snapshotSeq: snapshot.seq,
-          files: snapshot.files,
-          sizeBytes: snapshot.sizeBytes,
-          chunkCount: snapshot.chunkCount,
-          newChunks: snapshot.newChunks,
-          newBytes: snapshot.newBytes,
-        });
+      if (snapshot && patched('workspace-snapshot-events')) this.appendSnapshot(name, snapshot);
       const outcome: ToolOutcome = { ...rest, ...(outputRef ? { outputRef: { sandbox: name, ...outputRef } } : {}) };
       return r.isError
         ? { ...outcome, error: { kind: 'tool', message: r.output.split('\n').slice(-2).join(' ').slice(0, 500) } }
@@ -242,12 +264,28 @@ export class SandboxSlots {
       const idleMs = this.agent.sandboxes[slot.name].idleStopMinutes * 60_000;
       if (slot.stopped || Date.now() - slot.lastUsed < idleMs) continue;
       try {
-        await this.onHost(slot.taskQueue, 30).stopSandbox({ sessionId: this.sessionId, sandboxId: slot.sandboxId });
-        slot.stopped = true;
+        // An idle sandbox whose host keeps snapshots is paused: captured, then removed from its host.
+        if (patched('sandbox-pause')) await this.pause(slot);
+        else {
+          await this.onHost(slot.taskQueue, 30).stopSandbox({ sessionId: this.sessionId, sandboxId: slot.sandboxId });
+          slot.stopped = true;
+        }
       } catch (err) {
         this.markLost(slot, `could not stop idle sandbox: ${failureMessage(err)}`);
       }
     }
+  }
+
+  private async pause(slot: SandboxSlot): Promise<void> {
+    const r = await this.onHost(slot.taskQueue, 600).pauseSandbox({
+      sessionId: this.sessionId,
+      sandboxId: slot.sandboxId,
+    });
+    slot.stopped = true;
+    if (!r.paused) return;
+    slot.paused = true;
+    if (r.snapshot) this.appendSnapshot(slot.name, r.snapshot);
+    this.append({ type: 'sandbox_paused', name: slot.name, sandboxId: slot.sandboxId, snapshotSeq: r.snapshotSeq });
   }
 
   /** Waits until `ready` holds, stopping each running sandbox as it falls idle meanwhile. */
@@ -279,7 +317,7 @@ export class SandboxSlots {
     if (this.borrowed) return void this.byName.clear();
     await Promise.all(
       [...this.byName.values()]
-        .filter((slot) => !slot.handedTo)
+        .filter((slot) => !slot.handedTo && !slot.paused)
         .map((slot) =>
           this.onHost(slot.taskQueue, 30)
             .destroySandbox({ sessionId: this.sessionId, sandboxId: slot.sandboxId })
@@ -323,7 +361,13 @@ export class SandboxSlots {
       name: s.name,
       sandboxId: s.sandboxId,
       host: s.host,
-      state: s.handedTo ? ('handed_off' as const) : s.stopped ? ('stopped' as const) : ('running' as const),
+      state: s.handedTo
+        ? ('handed_off' as const)
+        : s.paused
+          ? ('paused' as const)
+          : s.stopped
+            ? ('stopped' as const)
+            : ('running' as const),
       ...(s.handedTo ? { handedTo: s.handedTo } : {}),
     }));
   }

@@ -70,6 +70,7 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
   const slots = threadSide
     ? new SandboxSlots(threadSide.identity.owner, agent, acts, append, carried, true)
     : new SandboxSlots(sessionId, agent, acts, append, carried);
+  slots.rescheduling = (wait) => run.rescheduled(wait);
   const tools = boundTools(agent);
   const toolSpecs = buildToolSpecs(agent);
   const mcpTools = new McpTools(sessionId, agent, acts.mcp, append, toolSpecs, tools, carried?.mcpTools);

@@ -129,6 +129,88 @@ it('signals each thinking block of a reply with agent.thinking before its messag
   expect(new Set(out.map((e) => e.id)).size).toBe(out.length);
 });
 
+it('shows a sandbox provisioned again during a turn as session.status_rescheduled until it is ready, and a pause as platform.sandbox_paused', () => {
+  const use = (id: string): Draft[] => [
+    {
+      type: 'assistant_message',
+      content: [{ type: 'tool_use', id, name: 'bash', input: {} }],
+      stopReason: 'tool_use',
+      usage,
+    },
+    { type: 'tool_use', id, name: 'bash', input: {} },
+  ];
+  const provisioned: Draft = {
+    type: 'sandbox_provisioned',
+    name: 'main',
+    sandboxId: 'sb2',
+    host: 'h2',
+    ms: 900,
+    resumed: false,
+    loosened: [],
+  };
+  const out = projectLog(
+    'ses-m',
+    log(
+      started(),
+      { type: 'sandbox_paused', name: 'main', sandboxId: 'sb1', snapshotSeq: 3 },
+      { type: 'user_message', text: 'go on' },
+      ...use('toolu_1'),
+      { type: 'sandbox_rescheduling', name: 'main', reason: 'paused' },
+      provisioned,
+      {
+        type: 'workspace_restored',
+        name: 'main',
+        sandboxId: 'sb2',
+        host: 'h2',
+        snapshotSeq: 3,
+        takenAt: T,
+        files: 2,
+        sizeBytes: 10,
+        ms: 400,
+      },
+      { type: 'tool_result', toolUseId: 'toolu_1', output: 'ok', isError: false },
+      ...use('toolu_2'),
+      // A provision that fails: the call's error result ends the rescheduling.
+      { type: 'sandbox_rescheduling', name: 'main', reason: 'lost' },
+      {
+        type: 'tool_result',
+        toolUseId: 'toolu_2',
+        output: 'no sandbox',
+        isError: true,
+        error: { kind: 'infra', message: 'no sandbox' },
+      },
+      { type: 'assistant_message', content: [{ type: 'text', text: 'done' }], stopReason: 'end_turn', usage },
+    ),
+  );
+  const shown = out.filter((e) => e.type.startsWith('session.status') || e.type.startsWith('platform.'));
+  expect(types(shown)).toEqual([
+    'platform.sandbox_paused',
+    'session.status_running',
+    'session.status_rescheduled',
+    'platform.sandbox_provisioned',
+    'session.status_running',
+    'platform.workspace_restored',
+    'session.status_rescheduled',
+    'session.status_running',
+    'session.status_idle',
+  ]);
+  expect(shown[0]).toEqual({
+    type: 'platform.sandbox_paused',
+    id: eventId('ses-m', 1),
+    processed_at: T,
+    sandbox_name: 'main',
+    sandbox_id: 'sb1',
+    snapshot_seq: 3,
+  });
+  expect(new Set(out.map((e) => e.id)).size).toBe(out.length);
+  // Outside a turn (a file copy provisioning again), the status does not change.
+  const idle = projectLog(
+    'ses-i',
+    log(started(), { type: 'sandbox_rescheduling', name: 'main', reason: 'lost' }, provisioned),
+  );
+  expect(types(idle)).toEqual(['platform.sandbox_provisioned']);
+});
+
 it('shows a logged model retry as a retrying session.error and session.status_rescheduled, and its start as session.status_running', () => {
   const retryAt = '2026-12-01T10:00:05.000Z';
   const out = projectLog(

@@ -72,12 +72,26 @@ export interface PlatformWorkspaceRestoredEvent {
   duration_ms: number;
 }
 
+/** An idle sandbox paused: its workspace captured (snapshot `snapshot_seq`, 0: never changed) and the sandbox removed. */
+export interface PlatformSandboxPausedEvent {
+  type: 'platform.sandbox_paused';
+  id: string;
+  processed_at: string;
+  sandbox_name: string;
+  sandbox_id: string;
+  snapshot_seq: number;
+}
+
 export type PlatformEvent =
   | PlatformSandboxProvisionedEvent
   | PlatformSandboxLostEvent
   | PlatformWorkspaceSnapshotEvent
-  | PlatformWorkspaceRestoredEvent;
+  | PlatformWorkspaceRestoredEvent
+  | PlatformSandboxPausedEvent;
 export type ApiSessionEvent = BetaManagedAgentsSessionEvent | PlatformEvent;
+
+/** The log events of a sandbox provisioned again: the session stays `rescheduling` through them. */
+const RESCHEDULING_EVENTS = new Set<string>(['sandbox_rescheduling', 'sandbox_lost', 'sandbox_provisioned']);
 
 /** The id of part `part` of log event `seq` in `sessionId`'s log. */
 export function eventId(sessionId: string, seq: number, part = 0): string {
@@ -144,6 +158,8 @@ export class SessionProjector {
   /** Calls under `auto` not shown yet: their `agent.*_tool_use` goes out with their judgement. */
   private readonly held = new Map<string, HeldUse>();
   private running = false;
+  /** A sandbox of the running turn is being provisioned again (`session.status_rescheduled` was shown). */
+  private rescheduling = false;
   /** An outcome is being worked on: the agent's turns end without going idle until it is over. */
   private outcomeActive = false;
   /** The `span.outcome_evaluation_start` id of each outcome's evaluation in progress. */
@@ -175,6 +191,12 @@ export class SessionProjector {
       if (e.seq !== this.nextSeq)
         throw new Error(`projection of ${this.sessionId} expected seq ${this.nextSeq}, got ${e.seq}`);
       this.nextSeq++;
+      if (this.rescheduling && !RESCHEDULING_EVENTS.has(e.type)) {
+        // The provision ended without a sandbox (its call's error result follows): the turn runs on.
+        this.rescheduling = false;
+        if (this.running)
+          out.push({ type: 'session.status_running', id: eventId(this.sessionId, e.seq, 90), processed_at: e.time });
+      }
       out.push(...this.one(e));
     }
     return out;
@@ -586,6 +608,27 @@ export class SessionProjector {
           duration_ms: e.ms,
           runtime: e.runtime ?? null,
           loosened: e.loosened,
+        });
+        if (this.rescheduling) {
+          this.rescheduling = false;
+          if (this.running) out.push({ type: 'session.status_running', id: id(1), processed_at: at });
+        }
+        break;
+      case 'sandbox_rescheduling':
+        // A sandbox of the running turn is provisioned again, its workspace maybe restored from a snapshot.
+        if (this.running) {
+          this.rescheduling = true;
+          out.push({ type: 'session.status_rescheduled', id: id(), processed_at: at });
+        }
+        break;
+      case 'sandbox_paused':
+        out.push({
+          type: 'platform.sandbox_paused',
+          id: id(),
+          processed_at: at,
+          sandbox_name: e.name,
+          sandbox_id: e.sandboxId,
+          snapshot_seq: e.snapshotSeq,
         });
         break;
       case 'workspace_snapshot':

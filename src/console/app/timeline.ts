@@ -80,6 +80,12 @@ function sandboxMarker(e: ApiEvent): Omit<MarkerItem, 'kind' | 'id' | 'at'> {
       detail: `${String(e.files)} files, ${String(e.size_bytes)} bytes,${taken}`,
     };
   }
+  if (e.type === 'platform.sandbox_paused') {
+    return {
+      text: `Sandbox ${name} paused while idle`,
+      detail: `workspace kept in snapshot ${String(e.snapshot_seq)}; the next call resumes it on any host`,
+    };
+  }
   if (e.type === 'platform.sandbox_lost') {
     return {
       text: `Sandbox ${name} lost`,
@@ -271,6 +277,7 @@ export class Timeline {
       }
       case 'platform.sandbox_provisioned':
       case 'platform.sandbox_lost':
+      case 'platform.sandbox_paused':
       case 'platform.workspace_restored':
         this.sandbox({ kind: 'marker', id: e.id, ...sandboxMarker(e), at });
         return;

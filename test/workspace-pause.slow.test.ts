@@ -1,0 +1,122 @@
+// Pause and resume by idling: a sandbox idle past its idleStopMinutes on hands host A is captured and removed from A
+// with its volumes (`sandbox_paused`); A then goes away, and the next call provisions the sandbox on host B, which
+// restores the snapshot before the call runs (`sandbox_rescheduling`, `workspace_restored`), with the same files.
+import type Docker from 'dockerode';
+import { resolveDockerHost } from '../src/host/docker-host';
+import { endSignal, statusQuery } from '../src/session/contract';
+import { LABEL } from '../src/sandbox/docker';
+import { startApiOn, type TestApi } from './helpers/api';
+import { spawnWorker, type ChildWorker } from './helpers/child-worker';
+import { allEvents, removeHostSandboxes, startHarness, startSession, type Harness } from './helpers/env';
+import { bash, docker } from './helpers/hands';
+import { TEST_CODEC_KEY } from './helpers/test-keys';
+
+const HOST = `pause-hosts-${process.pid}`;
+let h: Harness;
+let api: TestApi;
+let d: Docker;
+const children: ChildWorker[] = [];
+
+beforeAll(async () => {
+  d = await docker();
+  h = await startHarness({ role: 'brain' });
+  // The API's PostgreSQL database, where the hands hosts keep snapshots.
+  api = await startApiOn(h);
+});
+afterAll(async () => {
+  await Promise.all(children.map((c) => c.kill()));
+  await api?.stop();
+  await h?.stop();
+  for (const host of [`${HOST}-a`, `${HOST}-b`]) await removeHostSandboxes(host).catch(() => undefined);
+});
+
+async function handsHost(hostId: string): Promise<ChildWorker> {
+  const w = await spawnWorker(
+    {
+      TEMPORAL_ADDRESS: h.env.address,
+      HANDS_HOST_ID: hostId,
+      DOCKER_HOST: (await resolveDockerHost())!,
+      DATABASE_URL: api.databaseUrl!,
+      CODEC_KEY: TEST_CODEC_KEY,
+    },
+    'hands',
+  );
+  children.push(w);
+  return w;
+}
+
+/** Every path of the workspace with its type, mode, and content hash or link target. */
+const LISTING =
+  'find . -mindepth 1 \\( -type f -printf "%p f %m " -exec sh -c \'sha256sum < "$1"\' _ {} \\; \\) -o \\( -type l -printf "%p l %l\\n" \\) | sort';
+
+const onHost = async (sessionId: string, host: string) => ({
+  containers: await d.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [`${LABEL.session}=${sessionId}`, `${LABEL.host}=${host}`] }),
+  }),
+  volumes:
+    (await d.listVolumes({ filters: JSON.stringify({ label: [`${LABEL.session}=${sessionId}`] }) })).Volumes ?? [],
+});
+
+it('pauses an idle sandbox, freeing its host, and resumes it on another host with the same files', async () => {
+  const hostA = await handsHost(`${HOST}-a`);
+  const handle = await startSession(h, { agent: { sandboxes: { main: { idleStopMinutes: 0.05 } } } });
+  const sessionId = handle.workflowId;
+  const wrote = await bash(
+    h,
+    handle,
+    [
+      'mkdir -p src/deep notes',
+      'head -c 1500000 /dev/urandom > data.bin',
+      'printf "#!/bin/sh\\necho hi\\n" > src/run.sh && chmod 755 src/run.sh',
+      'for i in $(seq 1 12); do echo "note $i" > notes/n$i.md; done',
+      'ln -s ../notes/n1.md src/first-note',
+      LISTING,
+    ].join(' && '),
+    { timeoutMs: 120_000 },
+  );
+  const listing = wrote.output.replace(/\n\[exit 0\]$/, '');
+  expect(listing.split('\n')).toHaveLength(15);
+  const [container] = await d.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [`${LABEL.session}=${sessionId}`] }),
+  });
+  expect(container.Labels[LABEL.host]).toBe(`${HOST}-a`);
+
+  // Idle past its 3 s: paused, and gone from host A with its volumes.
+  const deadline = Date.now() + 90_000;
+  while ((await handle.query(statusQuery)).sandboxes[0]?.state !== 'paused') {
+    if (Date.now() > deadline) throw new Error('the idle sandbox was not paused');
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  expect(await onHost(sessionId, `${HOST}-a`)).toEqual({ containers: [], volumes: [] });
+  const paused = (await allEvents(handle)).filter((e) => e.type === 'sandbox_paused');
+  expect(paused).toEqual([
+    expect.objectContaining({ name: 'main', sandboxId: container.Id, snapshotSeq: expect.any(Number) }),
+  ]);
+  const snapshotSeq = paused[0].type === 'sandbox_paused' ? paused[0].snapshotSeq : 0;
+  expect(snapshotSeq).toBeGreaterThan(0);
+
+  // Host A goes; the next call resumes the sandbox on host B.
+  await hostA.kill('SIGKILL');
+  await handsHost(`${HOST}-b`);
+  const after = await bash(h, handle, LISTING, { timeoutMs: 120_000 });
+  const [note, ...rest] = after.output.split('\n\n[workspace restored').reverse();
+  expect(rest).toHaveLength(1);
+  expect(`${rest[0]}`).toBe(`${listing}\n[exit 0]`);
+  expect(note).toMatch(
+    new RegExp(
+      `^ on host ${HOST}-b from snapshot ${snapshotSeq} \\(taken \\d+ (s|min) ago, 15 files, \\d+ bytes\\): the sandbox was paused while idle and resumed here; its processes and home directory were not kept\\]$`,
+    ),
+  );
+  const events = await allEvents(handle);
+  const tail = events.slice(events.findIndex((e) => e.type === 'sandbox_paused'));
+  expect(tail.filter((e) => e.type.startsWith('sandbox_') || e.type.startsWith('workspace_'))).toEqual([
+    expect.objectContaining({ type: 'sandbox_paused' }),
+    expect.objectContaining({ type: 'sandbox_rescheduling', name: 'main', reason: 'paused' }),
+    expect.objectContaining({ type: 'sandbox_provisioned', name: 'main', host: `${HOST}-b`, resumed: false }),
+    expect.objectContaining({ type: 'workspace_restored', name: 'main', host: `${HOST}-b`, snapshotSeq, files: 15 }),
+  ]);
+  await handle.signal(endSignal, {});
+  await handle.result();
+}, 300_000);

@@ -1,9 +1,11 @@
 // A session page's panels beside its log: the spending against the budget, each outcome with its evaluations and
-// grades, and a coordinator's threads as tabs, each thread's own log and status read from its events.
+// grades, its sandboxes' workspace snapshots and restores, and a coordinator's threads as tabs, each thread's own
+// log and status read from its events.
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { listAll } from './api';
+import { age, bytes } from './formatters';
 import { StableItem, type Steer } from './items';
-import { Timeline, type ApiEvent, type Grade } from './timeline';
+import { Timeline, type ApiEvent, type Grade, type WorkspaceRestore, type WorkspaceSnapshot } from './timeline';
 import type { Money, OutcomeEvaluation, Session, SessionThread } from './types';
 import { StatusBadge } from './ui';
 
@@ -128,5 +130,155 @@ export function ThreadLog(props: { sessionId: string; thread: SessionThread; ste
         <StableItem key={it.id} item={it} waiting={timeline.waiting.has(it.id)} steer={props.steer} />
       ))}
     </ol>
+  );
+}
+
+/** A time as its age, with the instant itself for a tooltip and machines. */
+function When(props: { at: string | null }) {
+  if (!props.at) return <span>–</span>;
+  return (
+    <time dateTime={props.at} title={new Date(props.at).toLocaleString()}>
+      {age(props.at)} ago
+    </time>
+  );
+}
+
+/** A size as people read it, the exact count of bytes in its tooltip. */
+const Size = (props: { n: number }) => <span title={`${props.n} bytes`}>{bytes(props.n)}</span>;
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** What a snapshot added to storage: its new chunks, or nothing when the workspace held every chunk already. */
+function Added(props: { s: WorkspaceSnapshot }) {
+  const { newChunks, newBytes, chunkCount } = props.s;
+  if (newChunks === 0) return <span>nothing new ({plural(chunkCount, 'chunk')}, all stored already)</span>;
+  return (
+    <span>
+      <Size n={newBytes} /> in {plural(newChunks, 'new chunk')} of {chunkCount}
+    </span>
+  );
+}
+
+/** One sandbox's snapshots, newest first, the bytes they added to storage in all, the latest, and its restores. */
+function SandboxSnapshots(props: { name: string; snapshots: WorkspaceSnapshot[]; restores: WorkspaceRestore[] }) {
+  const { name, snapshots, restores } = props;
+  const latest = snapshots.reduce<WorkspaceSnapshot | undefined>((l, s) => (l && l.seq > s.seq ? l : s), undefined);
+  const added = snapshots.reduce((n, s) => n + s.newBytes, 0);
+  const titleId = `snapshots-${name}`;
+  return (
+    <section class="sandbox-snapshots" aria-labelledby={titleId}>
+      <h3 id={titleId}>Sandbox {name}</h3>
+      <p class="summary" aria-label={`Summary of ${name}`}>
+        {plural(snapshots.length, 'snapshot')}, <Size n={added} /> added to storage in all
+        {latest && (
+          <>
+            . Latest: snapshot {latest.seq}, {plural(latest.files, 'file')}, <Size n={latest.sizeBytes} />, taken{' '}
+            <When at={latest.at} />
+          </>
+        )}
+        {restores.length > 0 && `. Restored ${restores.length === 1 ? 'once' : `${restores.length} times`}`}.
+      </p>
+      {snapshots.length > 0 && (
+        <div class="scroll">
+          <table class="data">
+            <caption class="visually-hidden">Snapshots of {name}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Snapshot</th>
+                <th scope="col">Taken</th>
+                <th scope="col">Files</th>
+                <th scope="col">Size</th>
+                <th scope="col">Added to storage</th>
+              </tr>
+            </thead>
+            <tbody>
+              {[...snapshots].reverse().map((s) => (
+                <tr key={s.id} class={s === latest ? 'latest' : ''}>
+                  <td data-label="Snapshot">
+                    {s.seq}
+                    {s === latest && (
+                      <>
+                        {' '}
+                        <span class="tag">latest</span>
+                      </>
+                    )}
+                  </td>
+                  <td data-label="Taken">
+                    <When at={s.at} />
+                  </td>
+                  <td data-label="Files">{s.files}</td>
+                  <td data-label="Size">
+                    <Size n={s.sizeBytes} />
+                  </td>
+                  <td data-label="Added to storage">
+                    <Added s={s} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {restores.length > 0 && (
+        <table class="data">
+          <caption class="visually-hidden">Restores of {name}</caption>
+          <thead>
+            <tr>
+              <th scope="col">Restored</th>
+              <th scope="col">From snapshot</th>
+              <th scope="col">Snapshot taken</th>
+              <th scope="col">Into sandbox</th>
+              <th scope="col">Took</th>
+            </tr>
+          </thead>
+          <tbody>
+            {[...restores].reverse().map((r) => (
+              <tr key={r.id}>
+                <td data-label="Restored">
+                  <When at={r.at} />
+                </td>
+                <td data-label="From snapshot">
+                  {r.seq} ({plural(r.files, 'file')}, <Size n={r.sizeBytes} />)
+                </td>
+                <td data-label="Snapshot taken">
+                  <When at={r.takenAt} />
+                </td>
+                <td data-label="Into sandbox">
+                  <span class="id">{r.sandboxId}</span>
+                </td>
+                <td data-label="Took">{(r.durationMs / 1000).toFixed(1)} s</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+/**
+ * The session's workspace snapshots and restores, per sandbox (in the order each first appears in the log); nothing
+ * when the log has none.
+ */
+export function WorkspaceSnapshots(props: {
+  snapshots: readonly WorkspaceSnapshot[];
+  restores: readonly WorkspaceRestore[];
+}) {
+  if (props.snapshots.length === 0 && props.restores.length === 0) return null;
+  const names: string[] = [];
+  for (const e of [...props.snapshots, ...props.restores].sort((a, b) => (a.at ?? '').localeCompare(b.at ?? '')))
+    if (!names.includes(e.sandbox)) names.push(e.sandbox);
+  return (
+    <section class="panel snapshots" aria-labelledby="snapshots-title">
+      <h2 id="snapshots-title">Workspace snapshots</h2>
+      {names.map((name) => (
+        <SandboxSnapshots
+          key={name}
+          name={name}
+          snapshots={props.snapshots.filter((s) => s.sandbox === name)}
+          restores={props.restores.filter((r) => r.sandbox === name)}
+        />
+      ))}
+    </section>
   );
 }

@@ -1,6 +1,7 @@
 // A session page's panels beside its log: the spending against the budget, each outcome with its evaluations and
 // grades, its sandboxes' workspace snapshots and restores, and a coordinator's threads as tabs, each thread's own
 // log and status read from its events.
+import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { listAll } from './api';
 import { age, bytes } from './formatters';
@@ -134,41 +135,63 @@ export function ThreadLog(props: { sessionId: string; thread: SessionThread; ste
 }
 
 /** A time as its age, with the instant itself for a tooltip and machines. */
-function When(props: { at: string | null }) {
-  if (!props.at) return <span>–</span>;
-  return (
+const When = (props: { at: string | null }) =>
+  props.at ? (
     <time dateTime={props.at} title={new Date(props.at).toLocaleString()}>
       {age(props.at)} ago
     </time>
+  ) : (
+    <span>–</span>
   );
-}
 
 /** A size as people read it, the exact count of bytes in its tooltip. */
 const Size = (props: { n: number }) => <span title={`${props.n} bytes`}>{bytes(props.n)}</span>;
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-/** What a snapshot added to storage: its new chunks, or nothing when the workspace held every chunk already. */
-function Added(props: { s: WorkspaceSnapshot }) {
-  const { newChunks, newBytes, chunkCount } = props.s;
-  if (newChunks === 0) return <span>nothing new ({plural(chunkCount, 'chunk')}, all stored already)</span>;
+/** Rows newest first, one column per [heading, cell]; at a phone's width each cell is labelled with its heading. */
+function Table<T extends { id: string }>(props: {
+  caption: ComponentChildren;
+  rows: readonly T[];
+  cols: Array<[string, (row: T) => ComponentChildren]>;
+}) {
   return (
-    <span>
-      <Size n={newBytes} /> in {plural(newChunks, 'new chunk')} of {chunkCount}
-    </span>
+    <table class="data">
+      <caption>{props.caption}</caption>
+      <thead>
+        <tr>
+          {props.cols.map(([h]) => (
+            <th key={h} scope="col">
+              {h}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {[...props.rows].reverse().map((row) => (
+          <tr key={row.id}>
+            {props.cols.map(([h, cell]) => (
+              <td key={h} data-label={h}>
+                {cell(row)}
+              </td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 
-/** One sandbox's snapshots, newest first, the bytes they added to storage in all, the latest, and its restores. */
+/** One sandbox's snapshots, the bytes they added to storage in all, the latest, and its restores. */
 function SandboxSnapshots(props: { name: string; snapshots: WorkspaceSnapshot[]; restores: WorkspaceRestore[] }) {
   const { name, snapshots, restores } = props;
   const latest = snapshots.reduce<WorkspaceSnapshot | undefined>((l, s) => (l && l.seq > s.seq ? l : s), undefined);
   const added = snapshots.reduce((n, s) => n + s.newBytes, 0);
-  const titleId = `snapshots-${name}`;
+  const of = () => <span class="visually-hidden"> of {name}</span>;
   return (
-    <section class="sandbox-snapshots" aria-labelledby={titleId}>
-      <h3 id={titleId}>Sandbox {name}</h3>
-      <p class="summary" aria-label={`Summary of ${name}`}>
+    <section class="sandbox-snapshots" aria-labelledby={`snapshots-${name}`}>
+      <h3 id={`snapshots-${name}`}>Sandbox {name}</h3>
+      <p aria-label={`Summary of ${name}`}>
         {plural(snapshots.length, 'snapshot')}, <Size n={added} /> added to storage in all
         {latest && (
           <>
@@ -180,21 +203,14 @@ function SandboxSnapshots(props: { name: string; snapshots: WorkspaceSnapshot[];
       </p>
       {snapshots.length > 0 && (
         <div class="scroll">
-          <table class="data">
-            <caption class="visually-hidden">Snapshots of {name}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Snapshot</th>
-                <th scope="col">Taken</th>
-                <th scope="col">Files</th>
-                <th scope="col">Size</th>
-                <th scope="col">Added to storage</th>
-              </tr>
-            </thead>
-            <tbody>
-              {[...snapshots].reverse().map((s) => (
-                <tr key={s.id} class={s === latest ? 'latest' : ''}>
-                  <td data-label="Snapshot">
+          <Table
+            caption={<>Snapshots{of()}</>}
+            rows={snapshots}
+            cols={[
+              [
+                'Snapshot',
+                (s) => (
+                  <>
                     {s.seq}
                     {s === latest && (
                       <>
@@ -202,55 +218,53 @@ function SandboxSnapshots(props: { name: string; snapshots: WorkspaceSnapshot[];
                         <span class="tag">latest</span>
                       </>
                     )}
-                  </td>
-                  <td data-label="Taken">
-                    <When at={s.at} />
-                  </td>
-                  <td data-label="Files">{s.files}</td>
-                  <td data-label="Size">
-                    <Size n={s.sizeBytes} />
-                  </td>
-                  <td data-label="Added to storage">
-                    <Added s={s} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+                  </>
+                ),
+              ],
+              ['Taken', (s) => <When at={s.at} />],
+              ['Files', (s) => s.files],
+              ['Size', (s) => <Size n={s.sizeBytes} />],
+              [
+                'Added to storage',
+                (s) =>
+                  s.newChunks === 0 ? (
+                    `nothing new (${plural(s.chunkCount, 'chunk')}, all stored already)`
+                  ) : (
+                    <>
+                      <Size n={s.newBytes} /> in {plural(s.newChunks, 'new chunk')} of {s.chunkCount}
+                    </>
+                  ),
+              ],
+            ]}
+          />
         </div>
       )}
       {restores.length > 0 && (
-        <table class="data">
-          <caption class="visually-hidden">Restores of {name}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Restored</th>
-              <th scope="col">From snapshot</th>
-              <th scope="col">Snapshot taken</th>
-              <th scope="col">Into sandbox</th>
-              <th scope="col">Took</th>
-            </tr>
-          </thead>
-          <tbody>
-            {[...restores].reverse().map((r) => (
-              <tr key={r.id}>
-                <td data-label="Restored">
-                  <When at={r.at} />
-                </td>
-                <td data-label="From snapshot">
+        <Table
+          caption={<>Restores{of()}</>}
+          rows={restores}
+          cols={[
+            ['Restored', (r) => <When at={r.at} />],
+            [
+              'From snapshot',
+              (r) => (
+                <>
                   {r.seq} ({plural(r.files, 'file')}, <Size n={r.sizeBytes} />)
-                </td>
-                <td data-label="Snapshot taken">
-                  <When at={r.takenAt} />
-                </td>
-                <td data-label="Into sandbox">
-                  <span class="id">{r.sandboxId}</span>
-                </td>
-                <td data-label="Took">{(r.durationMs / 1000).toFixed(1)} s</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+                </>
+              ),
+            ],
+            ['Snapshot taken', (r) => <When at={r.takenAt} />],
+            [
+              'Into sandbox',
+              (r) => (
+                <span class="id" title={r.sandboxId}>
+                  {r.sandboxId.slice(0, 12)}
+                </span>
+              ),
+            ],
+            ['Took', (r) => `${(r.durationMs / 1000).toFixed(1)} s`],
+          ]}
+        />
       )}
     </section>
   );
@@ -265,9 +279,13 @@ export function WorkspaceSnapshots(props: {
   restores: readonly WorkspaceRestore[];
 }) {
   if (props.snapshots.length === 0 && props.restores.length === 0) return null;
-  const names: string[] = [];
-  for (const e of [...props.snapshots, ...props.restores].sort((a, b) => (a.at ?? '').localeCompare(b.at ?? '')))
-    if (!names.includes(e.sandbox)) names.push(e.sandbox);
+  const names = [
+    ...new Set(
+      [...props.snapshots, ...props.restores]
+        .sort((a, b) => (a.at ?? '').localeCompare(b.at ?? ''))
+        .map((e) => e.sandbox),
+    ),
+  ];
   return (
     <section class="panel snapshots" aria-labelledby="snapshots-title">
       <h2 id="snapshots-title">Workspace snapshots</h2>

@@ -191,7 +191,7 @@ function SandboxSnapshots(props: { name: string; snapshots: WorkspaceSnapshot[];
   return (
     <section class="sandbox-snapshots" aria-labelledby={`snapshots-${name}`}>
       <h3 id={`snapshots-${name}`}>Sandbox {name}</h3>
-      <p aria-label={`Summary of ${name}`}>
+      <p class="summary">
         {plural(snapshots.length, 'snapshot')}, <Size n={added} /> added to storage in all
         {latest && (
           <>

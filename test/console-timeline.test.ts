@@ -145,6 +145,96 @@ it("shows a sandbox's provisioning, loss and replacement as markers between the 
   expect(t.status).toBe('running');
 });
 
+it("collects each sandbox's workspace snapshots and restores, with no line in the conversation for a snapshot", () => {
+  const snap = (name: string, n: number, newBytes: number): Draft => ({
+    type: 'workspace_snapshot',
+    name,
+    snapshotSeq: n,
+    files: 3 + n,
+    sizeBytes: 1000 * n,
+    chunkCount: 3 + n,
+    newChunks: newBytes ? 1 : 0,
+    newBytes,
+  });
+  const events = api(
+    started,
+    { type: 'user_message', text: 'write' },
+    ...toolTurn('toolu_1', 'bash', { command: 'touch a' }),
+    { type: 'tool_result', toolUseId: 'toolu_1', output: '', isError: false },
+    snap('main', 1, 4000),
+    snap('main', 2, 0),
+    snap('build', 1, 700),
+    ...toolTurn('toolu_2', 'bash', { command: 'ls' }),
+    {
+      type: 'workspace_restored',
+      name: 'main',
+      sandboxId: 'c9',
+      host: 'h2',
+      snapshotSeq: 2,
+      takenAt: '2026-12-01T09:59:00.000Z',
+      files: 5,
+      sizeBytes: 2000,
+      ms: 1840,
+    },
+    { type: 'tool_result', toolUseId: 'toolu_2', output: 'a', isError: false },
+  );
+  const t = new Timeline();
+  t.push(events);
+  // The list and the stream overlapping add nothing twice.
+  expect(t.push(events)).toBe(false);
+  expect(t.snapshots).toEqual([
+    {
+      id: expect.any(String),
+      sandbox: 'main',
+      seq: 1,
+      at: T,
+      files: 4,
+      sizeBytes: 1000,
+      chunkCount: 4,
+      newChunks: 1,
+      newBytes: 4000,
+    },
+    {
+      id: expect.any(String),
+      sandbox: 'main',
+      seq: 2,
+      at: T,
+      files: 5,
+      sizeBytes: 2000,
+      chunkCount: 5,
+      newChunks: 0,
+      newBytes: 0,
+    },
+    {
+      id: expect.any(String),
+      sandbox: 'build',
+      seq: 1,
+      at: T,
+      files: 4,
+      sizeBytes: 1000,
+      chunkCount: 4,
+      newChunks: 1,
+      newBytes: 700,
+    },
+  ]);
+  expect(t.restores).toEqual([
+    {
+      id: expect.any(String),
+      sandbox: 'main',
+      sandboxId: 'c9',
+      seq: 2,
+      takenAt: '2026-12-01T09:59:00.000Z',
+      at: T,
+      files: 5,
+      sizeBytes: 2000,
+      durationMs: 1840,
+    },
+  ]);
+  // A snapshot is no line of the conversation; a restore stays a marker before the call it was made for.
+  expect(t.items.map((i) => i.kind)).toEqual(['user', 'call', 'marker', 'call']);
+  expect(t.items[2]).toMatchObject({ text: 'Workspace of main restored from snapshot 2 in 1.8 s' });
+});
+
 it('splits SSE frames across chunk boundaries, CRLF and comments alike', () => {
   const text =
     ': stream open\n\nevent: agent.message\ndata: {"id":"sevt_1"}\n\nevent: ping\r\ndata: {}\r\n\r\nevent: user.message\ndata: {"id":';

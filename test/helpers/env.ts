@@ -129,6 +129,8 @@ export async function startHarness(
     repoTokens?: RepoTokens;
     /** The hands role's session mounts (files, memory stores, skills). */
     mountData?: MountData;
+    /** The API's database, which hands hosts read mounts from and write workspace snapshots to. */
+    apiDb?: WorkerOptions['apiDb'];
     /** The hands role's sandboxes (default: the Docker engine with SANDBOX_RUNTIME's choice). */
     sandboxes?: SandboxProvider;
     log?: (msg: string) => void;
@@ -152,6 +154,7 @@ export async function startHarness(
         archive: opts.archive,
         repoTokens: opts.repoTokens,
         mountData: opts.mountData,
+        ...(opts.apiDb ? { apiDb: opts.apiDb } : {}),
         sandboxes: opts.sandboxes,
         ...(opts.judgeTimeoutMs !== undefined ? { judgeTimeoutMs: opts.judgeTimeoutMs } : {}),
         ...(opts.log ? { log: opts.log } : {}),

@@ -9,7 +9,7 @@ import { StableItem, type Steer } from './items';
 import { Timeline, idleReason, type ApiEvent } from './timeline';
 import { environmentPath, Link as PageLink } from './router';
 import type { Environment, Session, SessionThread } from './types';
-import { Outcomes, Spending, ThreadLog, ThreadTabs } from './session-panels';
+import { Outcomes, Spending, ThreadLog, ThreadTabs, WorkspaceSnapshots } from './session-panels';
 import { modelOf } from './types';
 import { Alert, StatusBadge } from './ui';
 
@@ -235,6 +235,7 @@ export function SessionPage(props: { id: string }) {
       {session && <Spending session={session} />}
       <Outcomes evaluations={session?.outcome_evaluations ?? []} grades={timeline.grades} />
       <SessionFiles sessionId={props.id} resources={session?.resources} settled={timeline.settles} />
+      <WorkspaceSnapshots snapshots={timeline.snapshots} restores={timeline.restores} />
       <ThreadTabs threads={threads} selected={shownThread?.id} onSelect={setThread} />
       {shownThread ? (
         <ThreadLog key={shownThread.id} sessionId={props.id} thread={shownThread} steer={steer} />

@@ -1,9 +1,12 @@
 // A session page's panels beside its log: the spending against the budget, each outcome with its evaluations and
-// grades, and a coordinator's threads as tabs, each thread's own log and status read from its events.
+// grades, its sandboxes' workspace snapshots and restores, and a coordinator's threads as tabs, each thread's own
+// log and status read from its events.
+import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { listAll } from './api';
+import { age, bytes } from './formatters';
 import { StableItem, type Steer } from './items';
-import { Timeline, type ApiEvent, type Grade } from './timeline';
+import { Timeline, type ApiEvent, type Grade, type WorkspaceRestore, type WorkspaceSnapshot } from './timeline';
 import type { Money, OutcomeEvaluation, Session, SessionThread } from './types';
 import { StatusBadge } from './ui';
 
@@ -128,5 +131,172 @@ export function ThreadLog(props: { sessionId: string; thread: SessionThread; ste
         <StableItem key={it.id} item={it} waiting={timeline.waiting.has(it.id)} steer={props.steer} />
       ))}
     </ol>
+  );
+}
+
+/** A time as its age, with the instant itself for a tooltip and machines. */
+const When = (props: { at: string | null }) =>
+  props.at ? (
+    <time dateTime={props.at} title={new Date(props.at).toLocaleString()}>
+      {age(props.at)} ago
+    </time>
+  ) : (
+    <span>–</span>
+  );
+
+/** A size as people read it, the exact count of bytes in its tooltip. */
+const Size = (props: { n: number }) => <span title={`${props.n} bytes`}>{bytes(props.n)}</span>;
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** Rows newest first, one column per [heading, cell]; at a phone's width each cell is labelled with its heading. */
+function Table<T extends { id: string }>(props: {
+  caption: ComponentChildren;
+  rows: readonly T[];
+  cols: Array<[string, (row: T) => ComponentChildren]>;
+}) {
+  return (
+    <table class="data">
+      <caption>{props.caption}</caption>
+      <thead>
+        <tr>
+          {props.cols.map(([h]) => (
+            <th key={h} scope="col">
+              {h}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {[...props.rows].reverse().map((row) => (
+          <tr key={row.id}>
+            {props.cols.map(([h, cell]) => (
+              <td key={h} data-label={h}>
+                {cell(row)}
+              </td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/** One sandbox's snapshots, the bytes they added to storage in all, the latest, and its restores. */
+function SandboxSnapshots(props: { name: string; snapshots: WorkspaceSnapshot[]; restores: WorkspaceRestore[] }) {
+  const { name, snapshots, restores } = props;
+  const latest = snapshots.reduce<WorkspaceSnapshot | undefined>((l, s) => (l && l.seq > s.seq ? l : s), undefined);
+  const added = snapshots.reduce((n, s) => n + s.newBytes, 0);
+  const of = () => <span class="visually-hidden"> of {name}</span>;
+  return (
+    <section class="sandbox-snapshots" aria-labelledby={`snapshots-${name}`}>
+      <h3 id={`snapshots-${name}`}>Sandbox {name}</h3>
+      <p class="summary">
+        {plural(snapshots.length, 'snapshot')}, <Size n={added} /> added to storage in all
+        {latest && (
+          <>
+            . Latest: snapshot {latest.seq}, {plural(latest.files, 'file')}, <Size n={latest.sizeBytes} />, taken{' '}
+            <When at={latest.at} />
+          </>
+        )}
+        {restores.length > 0 && `. Restored ${restores.length === 1 ? 'once' : `${restores.length} times`}`}.
+      </p>
+      {snapshots.length > 0 && (
+        <div class="scroll">
+          <Table
+            caption={<>Snapshots{of()}</>}
+            rows={snapshots}
+            cols={[
+              [
+                'Snapshot',
+                (s) => (
+                  <>
+                    {s.seq}
+                    {s === latest && (
+                      <>
+                        {' '}
+                        <span class="tag">latest</span>
+                      </>
+                    )}
+                  </>
+                ),
+              ],
+              ['Taken', (s) => <When at={s.at} />],
+              ['Files', (s) => s.files],
+              ['Size', (s) => <Size n={s.sizeBytes} />],
+              [
+                'Added to storage',
+                (s) =>
+                  s.newChunks === 0 ? (
+                    `nothing new (${plural(s.chunkCount, 'chunk')}, all stored already)`
+                  ) : (
+                    <>
+                      <Size n={s.newBytes} /> in {plural(s.newChunks, 'new chunk')} of {s.chunkCount}
+                    </>
+                  ),
+              ],
+            ]}
+          />
+        </div>
+      )}
+      {restores.length > 0 && (
+        <Table
+          caption={<>Restores{of()}</>}
+          rows={restores}
+          cols={[
+            ['Restored', (r) => <When at={r.at} />],
+            [
+              'From snapshot',
+              (r) => (
+                <>
+                  {r.seq} ({plural(r.files, 'file')}, <Size n={r.sizeBytes} />)
+                </>
+              ),
+            ],
+            ['Snapshot taken', (r) => <When at={r.takenAt} />],
+            [
+              'Into sandbox',
+              (r) => (
+                <span class="id" title={r.sandboxId}>
+                  {r.sandboxId.slice(0, 12)}
+                </span>
+              ),
+            ],
+            ['Took', (r) => `${(r.durationMs / 1000).toFixed(1)} s`],
+          ]}
+        />
+      )}
+    </section>
+  );
+}
+
+/**
+ * The session's workspace snapshots and restores, per sandbox (in the order each first appears in the log); nothing
+ * when the log has none.
+ */
+export function WorkspaceSnapshots(props: {
+  snapshots: readonly WorkspaceSnapshot[];
+  restores: readonly WorkspaceRestore[];
+}) {
+  if (props.snapshots.length === 0 && props.restores.length === 0) return null;
+  const names = [
+    ...new Set(
+      [...props.snapshots, ...props.restores]
+        .sort((a, b) => (a.at ?? '').localeCompare(b.at ?? ''))
+        .map((e) => e.sandbox),
+    ),
+  ];
+  return (
+    <section class="panel snapshots" aria-labelledby="snapshots-title">
+      <h2 id="snapshots-title">Workspace snapshots</h2>
+      {names.map((name) => (
+        <SandboxSnapshots
+          key={name}
+          name={name}
+          snapshots={props.snapshots.filter((s) => s.sandbox === name)}
+          restores={props.restores.filter((r) => r.sandbox === name)}
+        />
+      ))}
+    </section>
   );
 }

@@ -106,7 +106,7 @@ const SILENT = new Set([
   'session.status_idle',
   'session.status_rescheduled',
   'session.usage',
-  // Shown in the session's status (`agents status`); one per changing call would crowd the conversation.
+  // One per changing call would crowd the conversation: the page's Workspace snapshots panel lists them.
   'platform.workspace_snapshot',
   'span.model_request_start',
   'span.model_request_end',
@@ -133,6 +133,40 @@ function outcomeMarker(e: ApiEvent): Omit<MarkerItem, 'kind' | 'id' | 'at'> | un
   return undefined;
 }
 
+/** A sandbox's workspace captured after a call that changed it (`platform.workspace_snapshot`). */
+export interface WorkspaceSnapshot {
+  id: string;
+  sandbox: string;
+  seq: number;
+  /** When the capture was stored. */
+  at: string | null;
+  files: number;
+  sizeBytes: number;
+  chunkCount: number;
+  /** What this snapshot added to storage: the chunks (and their bytes) the workspace did not hold yet. */
+  newChunks: number;
+  newBytes: number;
+}
+
+/** A new workspace given a sandbox's latest snapshot before its first call (`platform.workspace_restored`). */
+export interface WorkspaceRestore {
+  id: string;
+  sandbox: string;
+  /** The container the snapshot was written into. */
+  sandboxId: string;
+  seq: number;
+  /** When the restored snapshot was taken. */
+  takenAt: string | null;
+  /** When the restore was done. */
+  at: string | null;
+  files: number;
+  sizeBytes: number;
+  durationMs: number;
+}
+
+const count = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
+const isoOrNull = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+
 /** One evaluation of an outcome: its grade and the grader's explanation. */
 export interface Grade {
   outcomeId: string;
@@ -145,6 +179,9 @@ export class Timeline {
   readonly items: Item[] = [];
   /** Every evaluation of the session's outcomes, in the order they ended. */
   readonly grades: Grade[] = [];
+  /** Every workspace snapshot and restore of the session's sandboxes, in log order. */
+  readonly snapshots: WorkspaceSnapshot[] = [];
+  readonly restores: WorkspaceRestore[] = [];
   status: Status = 'unknown';
   /** Why the session is idle: `end_turn`, `requires_action`, `retries_exhausted`. */
   stopReason: string | undefined;
@@ -275,10 +312,35 @@ export class Timeline {
           for (const id of stop.event_ids) if (typeof id === 'string') this.waiting.add(id);
         return;
       }
+      case 'platform.workspace_snapshot':
+        this.snapshots.push({
+          id: e.id,
+          sandbox: typeof e.sandbox_name === 'string' ? e.sandbox_name : 'sandbox',
+          seq: count(e.seq),
+          at: isoOrNull(at),
+          files: count(e.files),
+          sizeBytes: count(e.size_bytes),
+          chunkCount: count(e.chunk_count),
+          newChunks: count(e.new_chunks),
+          newBytes: count(e.new_bytes),
+        });
+        return;
       case 'platform.sandbox_provisioned':
       case 'platform.sandbox_lost':
       case 'platform.sandbox_paused':
       case 'platform.workspace_restored':
+        if (e.type === 'platform.workspace_restored')
+          this.restores.push({
+            id: e.id,
+            sandbox: typeof e.sandbox_name === 'string' ? e.sandbox_name : 'sandbox',
+            sandboxId: typeof e.sandbox_id === 'string' ? e.sandbox_id : '',
+            seq: count(e.seq),
+            takenAt: isoOrNull(e.taken_at),
+            at: isoOrNull(at),
+            files: count(e.files),
+            sizeBytes: count(e.size_bytes),
+            durationMs: count(e.duration_ms),
+          });
         this.sandbox({ kind: 'marker', id: e.id, ...sandboxMarker(e), at });
         return;
       case 'user.define_outcome':

@@ -264,8 +264,9 @@ export class SandboxSlots {
       const idleMs = this.agent.sandboxes[slot.name].idleStopMinutes * 60_000;
       if (slot.stopped || Date.now() - slot.lastUsed < idleMs) continue;
       try {
-        // An idle sandbox whose host keeps snapshots is paused: captured, then removed from its host.
-        if (patched('sandbox-pause')) await this.pause(slot);
+        // An idle sandbox whose host keeps snapshots is paused: captured, then removed from its host. One lent by
+        // a parent session goes back to it as it is, so it is only stopped.
+        if (!slot.lentBy && patched('sandbox-pause')) await this.pause(slot);
         else {
           await this.onHost(slot.taskQueue, 30).stopSandbox({ sessionId: this.sessionId, sandboxId: slot.sandboxId });
           slot.stopped = true;

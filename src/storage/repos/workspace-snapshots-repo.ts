@@ -108,6 +108,18 @@ export async function readChunk(q: Queryable, workspaceId: string, hash: string)
   return row ? Buffer.from(row.data, 'base64') : undefined;
 }
 
+/** The sealed bytes of those of `hashes` the workspace stores, by hash, in one query. */
+export async function readChunks(q: Queryable, workspaceId: string, hashes: string[]): Promise<Map<string, Buffer>> {
+  const out = new Map<string, Buffer>();
+  if (hashes.length === 0) return out;
+  const rows = await q.query<{ hash: string; data: string }>(
+    `select hash, encode(data, 'base64') as data from snapshot_chunks where workspace_id = $1 and hash = any($2::text[])`,
+    [workspaceId, hashes],
+  );
+  for (const r of rows) out.set(r.hash, Buffer.from(r.data, 'base64'));
+  return out;
+}
+
 /** Bytes of chunks the workspace stores, over every session's snapshots. */
 export async function workspaceSnapshotBytes(q: Queryable, workspaceId: string): Promise<number> {
   const [row] = await q.query<{ n: string | null }>(

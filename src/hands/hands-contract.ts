@@ -29,6 +29,11 @@ export interface ProvisionInput {
   resume?: string;
   /** The session's vault, for the recipe's repo credential reference. */
   vault?: string;
+  /**
+   * A fork's sandbox: when the session has no snapshot of its own yet, a new workspace starts from this snapshot
+   * of the source's sandbox of the same name, which the session takes as its own first.
+   */
+  restoreFrom?: { sessionId: string; snapshotSeq: number };
 }
 
 export interface ProvisionOutput {
@@ -52,6 +57,8 @@ export interface WorkspaceRestore {
   sizeBytes: number;
   /** How long the restore took. */
   ms: number;
+  /** The source's snapshot a fork's first workspace was restored from (`seq` is the fork's own copy of it). */
+  from?: { sessionId: string; snapshotSeq: number };
 }
 
 /** A snapshot taken after a tool call: what the session log records of it (the content stays in the API's database). */

@@ -9,7 +9,7 @@ import { lostWhileRunning, notProvisioned } from '../session/model-sentences';
 import { TOOL_KINDS, toolSummary } from '../tools/registry';
 import { HANDS_POOL, type SessionActivities } from './activity-options';
 import { failureMessage, failureType } from './failures';
-import type { HandedSandbox, SandboxSlot } from '../session/contract';
+import type { HandedSandbox, SandboxSlot, WorkspaceSource } from '../session/contract';
 import { invalidInput, toolError, type ToolOutcome } from '../tools/kind';
 import { Failure } from '../session/failure-types';
 
@@ -19,6 +19,8 @@ export class SandboxSlots {
   /** The host a lost sandbox lived on: its replacement goes there first, to mount the same workspace. */
   private readonly lastHost: Map<string, string>;
   private readonly provisioning = new Map<string, Promise<SandboxSlot>>();
+  /** A fork's sandboxes not provisioned yet: the source's snapshot each one's first workspace starts from. */
+  private readonly workspaceFrom: Map<string, WorkspaceSource>;
   readonly onHost: SessionActivities['onHost'];
 
   /**
@@ -30,11 +32,18 @@ export class SandboxSlots {
     private readonly agent: Agent,
     private readonly activities: SessionActivities,
     private readonly append: (e: NewEvent) => unknown,
-    carried: { sandboxes?: SandboxSlot[]; lastHost?: Record<string, string> } | undefined,
+    carried:
+      | {
+          sandboxes?: SandboxSlot[];
+          lastHost?: Record<string, string>;
+          workspaceFrom?: Record<string, WorkspaceSource>;
+        }
+      | undefined,
     private readonly borrowed = false,
   ) {
     this.byName = new Map((carried?.sandboxes ?? []).map((s) => [s.name, { ...s }]));
     this.lastHost = new Map(Object.entries(carried?.lastHost ?? {}));
+    this.workspaceFrom = new Map(borrowed ? [] : Object.entries(carried?.workspaceFrom ?? {}));
     this.onHost = activities.onHost;
   }
 
@@ -95,6 +104,7 @@ export class SandboxSlots {
     const recipe = agent.sandboxes[name];
     const started = Date.now();
     const previous = this.byName.get(name);
+    const from = this.restoreFrom(name);
     let result: ProvisionOutput | undefined;
     if (previous?.stopped) {
       try {
@@ -118,7 +128,7 @@ export class SandboxSlots {
       try {
         result = await provisioner(preferred).provisionSandbox.executeWithOptions(
           { summary: `provision sandbox ${name}` },
-          [{ sessionId, name, recipe, vault: agent.vault }],
+          [{ sessionId, name, recipe, vault: agent.vault, ...from }],
         );
       } catch (err) {
         if (isCancellation(err)) throw err;
@@ -127,8 +137,9 @@ export class SandboxSlots {
     }
     result ??= await provisioner(HANDS_POOL).provisionSandbox.executeWithOptions(
       { summary: `provision sandbox ${name}` },
-      [{ sessionId, name, recipe, vault: agent.vault }],
+      [{ sessionId, name, recipe, vault: agent.vault, ...from }],
     );
+    this.workspaceFrom.delete(name);
     const slot: SandboxSlot = {
       name,
       sandboxId: result.sandboxId,
@@ -159,8 +170,15 @@ export class SandboxSlots {
         files: result.restored.files,
         sizeBytes: result.restored.sizeBytes,
         ms: result.restored.ms,
+        ...(result.restored.from ? { from: result.restored.from } : {}),
       });
     return slot;
+  }
+
+  /** What a fork's provision of `name` passes so its first workspace is the source's snapshot. */
+  private restoreFrom(name: string): { restoreFrom?: WorkspaceSource } {
+    const from = this.workspaceFrom.get(name);
+    return from && patched('fork-workspace') ? { restoreFrom: from } : {};
   }
 
   /** Forgets a sandbox that is gone (unless already replaced), remembering its host for the replacement. */
@@ -328,7 +346,15 @@ export class SandboxSlots {
     }));
   }
 
-  carry(): { sandboxes: SandboxSlot[]; lastHost: Record<string, string> } {
-    return { sandboxes: [...this.byName.values()].map((s) => ({ ...s })), lastHost: Object.fromEntries(this.lastHost) };
+  carry(): {
+    sandboxes: SandboxSlot[];
+    lastHost: Record<string, string>;
+    workspaceFrom?: Record<string, WorkspaceSource>;
+  } {
+    return {
+      sandboxes: [...this.byName.values()].map((s) => ({ ...s })),
+      lastHost: Object.fromEntries(this.lastHost),
+      ...(this.workspaceFrom.size > 0 ? { workspaceFrom: Object.fromEntries(this.workspaceFrom) } : {}),
+    };
   }
 }

@@ -76,5 +76,3 @@ it('goes back along a chain of forks to the session whose part of the log holds 
   const g = [...f.slice(0, 8), started(8, { sessionId: 'F', seq: 7 }), message(9)];
   expect(forkWorkspaces(g, 'G', ['main'])).toEqual({ main: { sessionId: 'F', snapshotSeq: 2 } });
 });
-  expect(forkWorkspaces(f.slice(0, 6), 'F', ['main'])).not.toEqual({ main: { sessionId: 'S', snapshotSeq: 2 } });
-});

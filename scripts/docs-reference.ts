@@ -108,7 +108,7 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
   workspace_snapshot:
     "The sandbox `name`'s workspace was captured after a tool call that changed it: snapshot `snapshotSeq`, `files`, `sizeBytes` in all, `chunkCount` chunks of which `newChunks` (`newBytes`) were not stored yet. The content is in the API database, sealed; the log holds only this. The API shows it as `platform.workspace_snapshot`.",
   workspace_restored:
-    'A new workspace (another host, or a sandbox reaped) was given snapshot `snapshotSeq` (taken at `takenAt`) in `ms` before any call ran in it. The API shows it as `platform.workspace_restored`.',
+    "A new workspace (another host, or a sandbox reaped) was given snapshot `snapshotSeq` (taken at `takenAt`) in `ms` before any call ran in it. With `from`, a fork's first workspace: its source's snapshot at or before the fork point, which the fork took as its own snapshot `snapshotSeq`. The API shows it as `platform.workspace_restored`.",
   sandbox_handed_off: 'This session passed its sandbox `name` to session `to`; its later calls to it are denied.',
   sandbox_received: "Session `from` passed this session a sandbox, which stays on `host` and is now this session's.",
   subagent_started:

@@ -1,9 +1,10 @@
 // Fork with files (`agents fork --sandboxes`): a fork's sandbox starts from the source's workspace snapshot at or
 // before the fork point, byte for byte, on real sandboxes (the Docker engine, gVisor where it has it), real
-// Temporal and the API's PostgreSQL. Forks of forks go back along the chain; once a fork has restored, it no
-// longer needs its source's snapshots; a snapshot that is gone makes the fork's provision fail naming it.
+// Temporal and the API's PostgreSQL. The choice is carried to a new run; forks of forks go back along the chain;
+// once a fork has restored, it no longer needs its source's snapshots; a snapshot that is gone makes the fork's
+// provision fail naming it.
 import type { WorkflowHandle } from '@temporalio/client';
-import { forkSession } from '../src/session-ops';
+import { forkSession, wakeSession } from '../src/session-ops';
 import { deleteSessionSnapshots, listSessionSnapshots } from '../src/storage/repos/workspace-snapshots-repo';
 import type { EventOf, SessionEvent } from '../src/session/events';
 import { startApiOn, type TestApi } from './helpers/api';
@@ -113,6 +114,10 @@ it('gives a fork the workspace of the last snapshot at or before the fork point,
   // A fork at the end sees v2; the source still sees v2.
   const late = await fork(source, await lastSeq(source), 'fork-late');
   expect(late.workspaces).toEqual({ main: { sessionId: source.workflowId, snapshotSeq: 2 } });
+  // Its run dies before the first call and is woken as a new run: the snapshot to start from is carried over.
+  await waitForEvents(late.handle, (ev) => ev.some((e) => e.type === 'session_started' && e.forkedFrom !== undefined));
+  await late.handle.terminate('lost before its first call');
+  await wakeSession(h.env.client, testArchive(), late.handle.workflowId);
   const seenLate = await bash(h, late.handle, LISTING);
   expect(seenLate.output.startsWith(`${v2}\n[exit 0]\n\n[workspace restored on host ${HOST} from snapshot 2 of`)).toBe(
     true,

@@ -93,7 +93,7 @@ export interface RestoreResult {
   createdAt: string;
   files: number;
   sizeBytes: number;
-  /** Set when the session had none and took the source's snapshot as its own. */
+  /** Set for a fork's first restore: the source's snapshot the session's restored one is a copy of. */
   from?: SnapshotSource;
 }
 
@@ -370,8 +370,8 @@ export function createWorkspaceSnapshots(opts: {
     };
   };
 
-  /** Makes the source's snapshot the session's first of the sandbox; false when the session has one already. */
-  const adopt = async (state: SnapshotState, from: SnapshotSource): Promise<boolean> => {
+  /** Makes the source's snapshot the session's first of the sandbox, unless the session has one already. */
+  const adopt = async (state: SnapshotState, from: SnapshotSource): Promise<void> => {
     const db = database();
     const named = `snapshot ${from.snapshotSeq} of sandbox ${state.name} of session ${from.sessionId}`;
     const source = await snapshotAt(db, from.sessionId, state.name, from.snapshotSeq);
@@ -381,7 +381,7 @@ export function createWorkspaceSnapshots(opts: {
       );
     return db.transaction(async (tx) => {
       await lockWorkspaceSnapshots(tx, source.workspace_id);
-      if (await latestSnapshot(tx, state.sessionId, state.name)) return false;
+      if (await latestSnapshot(tx, state.sessionId, state.name)) return;
       // Pruned or deleted between the look and the lock.
       if (!(await snapshotAt(tx, from.sessionId, state.name, from.snapshotSeq)))
         throw new SnapshotGoneError(`the fork's workspace cannot be restored: ${named} was deleted just now`);
@@ -391,7 +391,6 @@ export function createWorkspaceSnapshots(opts: {
         sandboxName: state.name,
         seq: await nextSnapshotSeq(tx, state.sessionId, state.name),
       });
-      return true;
     });
   };
 
@@ -400,9 +399,8 @@ export function createWorkspaceSnapshots(opts: {
     if (!state) return undefined;
     const db = database();
     let snap = await latestSnapshot(db, state.sessionId, state.name);
-    let adopted = false;
     if (!snap && from) {
-      adopted = await adopt(state, from);
+      await adopt(state, from);
       snap = await latestSnapshot(db, state.sessionId, state.name);
     }
     if (!snap) return undefined;
@@ -464,7 +462,9 @@ export function createWorkspaceSnapshots(opts: {
       createdAt: snap.created_at,
       files: snap.files,
       sizeBytes: snap.size_bytes,
-      ...(adopted && from ? { from } : {}),
+      // Until a provision of a fork's sandbox succeeds, its only snapshot is the copy of the source's (taken by
+      // this attempt or by one that failed after taking it).
+      ...(from ? { from } : {}),
     };
   };
 

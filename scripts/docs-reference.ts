@@ -112,7 +112,7 @@ const EVENT_NOTES: Record<SessionEventType, string> = {
   sandbox_paused:
     'The sandbox `name`, idle past its `idleStopMinutes`, was paused: its workspace captured (snapshot `snapshotSeq`; 0 when it never changed) and the sandbox removed from its host with its volumes. The next call provisions it again on any host and restores the snapshot. The API shows it as `platform.sandbox_paused`.',
   workspace_restored:
-    'A new workspace (another host, or a sandbox reaped) was given snapshot `snapshotSeq` (taken at `takenAt`) in `ms` before any call ran in it. The API shows it as `platform.workspace_restored`.',
+    "A new workspace (another host, or a sandbox reaped) was given snapshot `snapshotSeq` (taken at `takenAt`) in `ms` before any call ran in it. With `from`, a fork's first workspace: its source's snapshot at or before the fork point, which the fork took as its own snapshot `snapshotSeq`. The API shows it as `platform.workspace_restored`.",
   sandbox_handed_off: 'This session passed its sandbox `name` to session `to`; its later calls to it are denied.',
   sandbox_received: "Session `from` passed this session a sandbox, which stays on `host` and is now this session's.",
   subagent_started:

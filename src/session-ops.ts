@@ -24,7 +24,9 @@ import {
   type SessionInput,
   type SubmitToolResult,
   type UserMessage,
+  type WorkspaceSource,
 } from './session/contract';
+import type { SessionEvent } from './session/events';
 import { PlatformError } from './session/platform-error';
 
 export class SessionOpError extends PlatformError {}
@@ -86,7 +88,10 @@ export interface ForkOptions {
   /** The fork's log begins with the source's events 0..at. */
   at: number;
   id: string;
-  /** Give the fork fresh sandboxes from the source's recipes; without it the fork has none. */
+  /**
+   * Give the fork sandboxes from the source's recipes, each starting from the source's workspace snapshot at or
+   * before `at` (when there is one); without it the fork has no sandboxes and no files.
+   */
   sandboxes?: boolean;
   message?: UserMessage;
 }
@@ -100,7 +105,7 @@ export async function forkSession(
   archive: SessionArchive,
   log: SessionLog,
   opts: ForkOptions,
-): Promise<{ sessionId: string; firstOwnSeq: number }> {
+): Promise<{ sessionId: string; firstOwnSeq: number; workspaces: Record<string, WorkspaceSource | null> }> {
   if (opts.id === opts.source) throw new SessionOpError('a fork needs an id of its own');
   const exists = await client.workflow
     .getHandle(opts.id)
@@ -136,6 +141,8 @@ export async function forkSession(
     lastHost: {},
     openToolUses: openToolUses(events),
   };
+  const from = opts.sandboxes ? forkWorkspaces(events, opts.source, Object.keys(agent.sandboxes)) : {};
+  if (Object.keys(from).length > 0) carry.workspaceFrom = from;
   await archive.link(opts.id, { sessionId: opts.source, throughSeq: opts.at });
   const input: SessionInput = {
     agent,
@@ -160,7 +167,41 @@ export async function forkSession(
     workspace,
     ...(firstMessage !== undefined ? { firstMessage } : {}),
   });
-  return { sessionId: opts.id, firstOwnSeq: opts.at + 1 };
+  return {
+    sessionId: opts.id,
+    firstOwnSeq: opts.at + 1,
+    workspaces: Object.fromEntries(Object.keys(agent.sandboxes).map((n) => [n, from[n] ?? null])),
+  };
+}
+
+/**
+ * For a fork at the end of `events` (the source's log from 0), the snapshot each of `names` starts from: the latest
+ * one at or before the fork point. A `workspace_snapshot` event names a snapshot of the session whose part of the
+ * log holds it: the source's own events follow its `session_started` with `forkedFrom`, and the events before that
+ * are its own source's (a fork of a fork goes back along the chain). A `workspace_restored` with `from` is a fork
+ * taking its source's snapshot as its own, so it counts as that session's snapshot too. A sandbox with no snapshot
+ * at the fork point starts from its recipe.
+ */
+export function forkWorkspaces(
+  events: readonly SessionEvent[],
+  sourceId: string,
+  names: readonly string[],
+): Record<string, WorkspaceSource> {
+  const wanted = new Set(names);
+  const out: Record<string, WorkspaceSource> = {};
+  let owner = sourceId;
+  for (let i = events.length - 1; i >= 0 && wanted.size > 0; i--) {
+    const e = events[i];
+    if ((e.type === 'workspace_snapshot' || (e.type === 'workspace_restored' && e.from)) && wanted.has(e.name)) {
+      out[e.name] = { sessionId: owner, snapshotSeq: e.snapshotSeq };
+      wanted.delete(e.name);
+    } else if (e.type === 'session_started' && e.forkedFrom) {
+      // Events up to the fork point are the source's.
+      owner = e.forkedFrom.sessionId;
+      i = Math.min(i, e.forkedFrom.seq + 1);
+    }
+  }
+  return out;
 }
 
 /** The workspace a run's search attributes name (a session started before the attribute: the default). */

@@ -1153,6 +1153,53 @@ record('records a session whose idle sandbox is paused and resumed with its work
   }
 });
 
+record('records a fork with files: its sandbox starts from the source snapshot at the fork point', async () => {
+  const hostId = 'recorded-fork-files-host';
+  const h = await startHarness({ role: 'brain' });
+  const api = await startApiOn(h);
+  const hands = await startTestWorker(h.env.address, h.mock.url, {
+    role: 'hands',
+    hostId,
+    apiDb: () => api.db,
+    reapIntervalMs: 0,
+  });
+  const ids = ['recorded-fork-files-source', 'recorded-fork-files'];
+  for (const id of ids) fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
+  try {
+    const agent = { name: 'fork-files', tools: ['bash' as const] };
+    const source = await startSession(h, { id: ids[0], agent });
+    h.mock.script(ids[0], {
+      steps: [
+        toolStep('bash', { command: 'echo one > kept.txt' }),
+        { reply: { content: [{ type: 'text', text: 'one' }] } },
+      ],
+    });
+    await say(source, 'Write one.');
+    const at = (await waitForEvents(source, () => true)).at(-1)!.seq;
+    h.mock.script(ids[0], {
+      steps: [
+        toolStep('bash', { command: 'echo two > kept.txt' }),
+        { reply: { content: [{ type: 'text', text: 'two' }] } },
+      ],
+    });
+    await say(source, 'Write two.');
+    await forkSession(h.env.client, testArchive(), logOf(source), { source: ids[0], at, id: ids[1], sandboxes: true });
+    const fork = h.env.client.workflow.getHandle(ids[1]);
+    h.mock.script(ids[1], {
+      steps: [toolStep('bash', { command: 'cat kept.txt' }), { reply: { content: [{ type: 'text', text: 'read' }] } }],
+    });
+    await say(fork, 'Read it.');
+    await waitForEvents(fork, (ev) => ev.some((e) => e.type === 'workspace_restored'));
+    await endAndSave(fork, 'fork-files-session.json');
+    await source.signal(endSignal, { reason: 'recorded' });
+  } finally {
+    await hands.shutdown().catch(() => undefined);
+    await removeHostSandboxes(hostId).catch(() => undefined);
+    await api.stop();
+    await h.stop();
+  }
+});
+
 async function main(): Promise<void> {
   const only = process.argv.slice(2);
   const chosen = recordings.filter((r) => only.length === 0 || only.some((o) => r.title.includes(o)));

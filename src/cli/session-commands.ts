@@ -380,11 +380,16 @@ export function wakeCommand(program: Command): void {
 export function forkCommand(program: Command): void {
   program
     .command('fork')
-    .description("start a new session whose log begins with another session's events up to SEQ")
+    .description(
+      "start a new session whose log begins with another session's events up to SEQ; with --sandboxes, each sandbox's workspace is the source's as of its last snapshot at or before SEQ",
+    )
     .argument('<id>', 'the session to fork', sessionId)
     .requiredOption('--at <seq>', 'the last event of the source the fork keeps', nonNegativeInt)
     .option('--id <id>', 'the new session id (default: a new random id)', sessionId)
-    .option('--sandboxes', "give the fork fresh sandboxes from the source's recipes (default: none)")
+    .option(
+      '--sandboxes',
+      "give the fork sandboxes from the source's recipes, each restored from the source's last workspace snapshot at or before SEQ (default: no sandboxes and no files)",
+    )
     .option('--json', 'print {"sessionId"} on stdout')
     .argument('[message]', "the fork's first user message")
     .action(
@@ -398,11 +403,17 @@ export function forkCommand(program: Command): void {
         const client = await connect(config);
         const { archive, log } = sessionLog(client, config);
         const id = opts.id ?? `ses-${randomUUID()}`;
-        await opError(() =>
+        const r = await opError(() =>
           forkSession(client, archive, log, { source, at: opts.at, id, sandboxes: opts.sandboxes, message: first }),
         );
         out(opts.json ? JSON.stringify({ sessionId: id }) : id);
         err(`forked ${source} at seq ${opts.at}; Web UI: ${uiLink(config, id)}`);
+        for (const [name, from] of Object.entries(r.workspaces))
+          err(
+            from
+              ? `sandbox ${name}: its workspace starts from snapshot ${from.snapshotSeq} of session ${from.sessionId}`
+              : `sandbox ${name}: no snapshot at or before seq ${opts.at}; its workspace starts from the recipe`,
+          );
       },
     );
 }

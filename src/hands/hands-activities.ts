@@ -34,7 +34,7 @@ import { SealError } from '../vault/sealed';
 import { SandboxQuotaError, leaseIsLive, type SandboxQuota } from './sandbox-quota';
 import type { MountData } from './mount-data';
 import { MountDataError, sessionMountsHands, withMounts } from './session-mounts';
-import { SnapshotRefusedError, ageOf, type WorkspaceSnapshots } from './workspace-snapshots';
+import { SnapshotGoneError, SnapshotRefusedError, ageOf, type WorkspaceSnapshots } from './workspace-snapshots';
 
 /** Tools that only read the workspace: no snapshot follows them. */
 const READ_ONLY_TOOLS = new Set(['read', 'glob', 'grep']);
@@ -241,6 +241,12 @@ export function createHandsActivities(deps: HandsDeps) {
     async provisionSandbox(input: ProvisionInput): Promise<ProvisionOutput> {
       const repoToken = await credential(input.sessionId, input.vault, input.recipe.repo?.credential);
       if (input.resume) checkOwner(input.resume, input);
+      if (input.restoreFrom && !deps.snapshots)
+        throw ApplicationFailure.create({
+          message: `this hands host keeps no workspace snapshots (it needs DATABASE_URL, and SNAPSHOT_RETAIN above 0), so it cannot give the fork sandbox ${input.name} the workspace of session ${input.restoreFrom.sessionId}`,
+          type: Failure.Sandbox.SetupFailed,
+          nonRetryable: true,
+        });
       const lease = await takeLease(input.sessionId, input.name);
       let restore: WorkspaceRestore | undefined;
       try {
@@ -264,10 +270,11 @@ export function createHandsActivities(deps: HandsDeps) {
         try {
           if (deps.snapshots) {
             deps.snapshots.track(r.sandboxId, input.sessionId, input.name, input.recipe.workdir);
-            // A new workspace volume (another host's sandbox, or one reaped) gets the latest snapshot first.
-            if (!r.workspaceReused && !r.resumed) {
+            // A new workspace volume (another host's sandbox, or one reaped) gets the latest snapshot first; so does
+            // a fork's sandbox until a provision of it succeeds (an earlier one may have left a recipe's workspace).
+            if ((!r.workspaceReused && !r.resumed) || input.restoreFrom) {
               const startedAt = Date.now();
-              const restored = await heartbeating(() => deps.snapshots!.restore(r.sandboxId));
+              const restored = await heartbeating(() => deps.snapshots!.restore(r.sandboxId, input.restoreFrom));
               if (restored) {
                 restore = {
                   seq: restored.seq,
@@ -275,13 +282,16 @@ export function createHandsActivities(deps: HandsDeps) {
                   files: restored.files,
                   sizeBytes: restored.sizeBytes,
                   ms: Date.now() - startedAt,
+                  ...(restored.from ? { from: restored.from } : {}),
                 };
                 const what = `workspace restored on host ${hostId} from snapshot ${restored.seq} (taken ${ageOf(restored.createdAt)} ago, ${restored.files} files, ${restored.sizeBytes} bytes)`;
                 restoreNotes.set(
                   r.sandboxId,
-                  input.after === 'pause'
-                    ? `[${what}: the sandbox was paused while idle and resumed here; its processes and home directory were not kept]`
-                    : `[${what}: changes made after it, in the call that was running when the sandbox was lost, are not in it; processes were not restored]`,
+                  restored.from
+                    ? `[workspace restored on host ${hostId} from snapshot ${restored.from.snapshotSeq} of session ${restored.from.sessionId} (taken ${ageOf(restored.createdAt)} ago, ${restored.files} files, ${restored.sizeBytes} bytes), the last one at or before the fork point: this session was forked from it; processes were not restored]`
+                    : input.after === 'pause'
+                      ? `[${what}: the sandbox was paused while idle and resumed here; its processes and home directory were not kept]`
+                      : `[${what}: changes made after it, in the call that was running when the sandbox was lost, are not in it; processes were not restored]`,
                 );
               }
             }
@@ -300,7 +310,12 @@ export function createHandsActivities(deps: HandsDeps) {
       } catch (err) {
         if (lease) await deps.quota!.drop(lease).catch(() => undefined);
         const message = redact((err as Error).message, repoToken ? [repoToken] : []);
-        if (err instanceof SetupFailedError || err instanceof GitError || err instanceof MountDataError)
+        if (
+          err instanceof SetupFailedError ||
+          err instanceof GitError ||
+          err instanceof MountDataError ||
+          err instanceof SnapshotGoneError
+        )
           throw ApplicationFailure.create({ message, type: Failure.Sandbox.SetupFailed, nonRetryable: true });
         if (err instanceof RuntimeUnavailableError)
           throw ApplicationFailure.create({ message, type: Failure.Sandbox.Runtime, nonRetryable: true });

@@ -31,6 +31,11 @@ export interface ProvisionInput {
   vault?: string;
   /** Why the sandbox is provisioned again: `pause`, it was paused while idle (the restore note says so). */
   after?: 'pause';
+  /**
+   * A fork's sandbox: when the session has no snapshot of its own yet, a new workspace starts from this snapshot
+   * of the source's sandbox of the same name, which the session takes as its own first.
+   */
+  restoreFrom?: { sessionId: string; snapshotSeq: number };
 }
 
 export interface ProvisionOutput {
@@ -54,6 +59,8 @@ export interface WorkspaceRestore {
   sizeBytes: number;
   /** How long the restore took. */
   ms: number;
+  /** The source's snapshot a fork's first workspace was restored from (`seq` is the fork's own copy of it). */
+  from?: { sessionId: string; snapshotSeq: number };
 }
 
 /** What pausing an idle sandbox did. */

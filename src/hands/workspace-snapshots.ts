@@ -14,6 +14,7 @@ import type { Db } from '../storage/db';
 import { CHUNK_BYTES } from '../storage/blobs';
 import { decodeValue, encodeValue } from '../storage/payload-seal';
 import {
+  adoptSnapshot,
   dropUnreferencedChunks,
   insertChunk,
   insertSnapshot,
@@ -23,6 +24,7 @@ import {
   presentChunks,
   pruneSnapshots,
   readChunks,
+  snapshotAt,
   snapshotWorkspaceOf,
   workspaceSnapshotBytes,
 } from '../storage/repos/workspace-snapshots-repo';
@@ -41,6 +43,15 @@ export interface SnapshotLimits {
 
 /** A workspace the limits refuse to capture; the message names the limit and what is over it. */
 export class SnapshotRefusedError extends PlatformError {}
+
+/** The snapshot a fork's workspace is to start from no longer exists; the message names it and why it may be gone. */
+export class SnapshotGoneError extends PlatformError {}
+
+/** A snapshot of another session's sandbox of the same name: where a fork's first workspace comes from. */
+export interface SnapshotSource {
+  sessionId: string;
+  snapshotSeq: number;
+}
 
 const FileSchema = z.object({
   /** Path relative to the workdir. */
@@ -77,10 +88,13 @@ export interface CaptureResult {
 }
 
 export interface RestoreResult {
+  /** The session's own snapshot restored (for a fork's first: its copy of the source's). */
   seq: number;
   createdAt: string;
   files: number;
   sizeBytes: number;
+  /** Set for a fork's first restore: the source's snapshot the session's restored one is a copy of. */
+  from?: SnapshotSource;
 }
 
 export interface WorkspaceSnapshots {
@@ -90,8 +104,12 @@ export interface WorkspaceSnapshots {
   tracked(sandboxId: string): boolean;
   /** Captures the workspace when it changed since the last snapshot; SnapshotRefusedError when over a limit. */
   capture(sandboxId: string): Promise<CaptureResult>;
-  /** Writes the latest snapshot of (session, name) into a sandbox with a new workspace; undefined when there is none. */
-  restore(sandboxId: string): Promise<RestoreResult | undefined>;
+  /**
+   * Writes the latest snapshot of (session, name) into a sandbox with a new workspace; undefined when there is none.
+   * With `from` (a fork), a session that has no snapshot of that sandbox yet first takes that snapshot of the
+   * source's as its own (no content is copied); SnapshotGoneError when it no longer exists.
+   */
+  restore(sandboxId: string, from?: SnapshotSource): Promise<RestoreResult | undefined>;
   /** The seq of the snapshot the workspace was last in step with (0: none), undefined for a sandbox not tracked. */
   latest(sandboxId: string): number | undefined;
   forget(sandboxId: string): void;
@@ -354,11 +372,39 @@ export function createWorkspaceSnapshots(opts: {
     };
   };
 
-  const restoreNow = async (sandboxId: string): Promise<RestoreResult | undefined> => {
+  /** Makes the source's snapshot the session's first of the sandbox, unless the session has one already. */
+  const adopt = async (state: SnapshotState, from: SnapshotSource): Promise<void> => {
+    const db = database();
+    const named = `snapshot ${from.snapshotSeq} of sandbox ${state.name} of session ${from.sessionId}`;
+    const source = await snapshotAt(db, from.sessionId, state.name, from.snapshotSeq);
+    if (!source)
+      throw new SnapshotGoneError(
+        `the fork's workspace cannot be restored: ${named} no longer exists (older snapshots are deleted past SNAPSHOT_RETAIN, and a deleted session's with it). Fork again at a later event, or without --sandboxes`,
+      );
+    return db.transaction(async (tx) => {
+      await lockWorkspaceSnapshots(tx, source.workspace_id);
+      if (await latestSnapshot(tx, state.sessionId, state.name)) return;
+      // Pruned or deleted between the look and the lock.
+      if (!(await snapshotAt(tx, from.sessionId, state.name, from.snapshotSeq)))
+        throw new SnapshotGoneError(`the fork's workspace cannot be restored: ${named} was deleted just now`);
+      await adoptSnapshot(tx, source.id, {
+        id: `wsnap_${randomUUID().replace(/-/g, '')}`,
+        sessionId: state.sessionId,
+        sandboxName: state.name,
+        seq: await nextSnapshotSeq(tx, state.sessionId, state.name),
+      });
+    });
+  };
+
+  const restoreNow = async (sandboxId: string, from?: SnapshotSource): Promise<RestoreResult | undefined> => {
     const state = load(sandboxId);
     if (!state) return undefined;
     const db = database();
-    const snap = await latestSnapshot(db, state.sessionId, state.name);
+    let snap = await latestSnapshot(db, state.sessionId, state.name);
+    if (!snap && from) {
+      await adopt(state, from);
+      snap = await latestSnapshot(db, state.sessionId, state.name);
+    }
     if (!snap) return undefined;
     const parsed = ManifestSchema.safeParse(await decodeValue(dc, snap.manifest));
     if (!parsed.success) throw new Error(`snapshot ${snap.seq} has a manifest this host cannot read`);
@@ -385,11 +431,11 @@ export function createWorkspaceSnapshots(opts: {
     const sealedChunks = new Map<string, Buffer>();
     const manifest = parsed.data.files;
     let readUpTo = 0;
-    const readAhead = async (from: number) => {
+    const readAhead = async (start: number) => {
       sealedChunks.clear();
       const want = new Set<string>();
       let bytes = 0;
-      let i = from;
+      let i = start;
       for (; i < manifest.length; i++) {
         const f = manifest[i];
         if (f.t === undefined && want.size > 0 && (want.size + f.h.length > 64 || bytes + f.s > 64 * 1024 * 1024))
@@ -433,7 +479,15 @@ export function createWorkspaceSnapshots(opts: {
     }
     if (batch.length > 0) await flush();
     save(sandboxId, { ...state, seq: snap.seq, files, skippedSeen: [] });
-    return { seq: snap.seq, createdAt: snap.created_at, files: snap.files, sizeBytes: snap.size_bytes };
+    return {
+      seq: snap.seq,
+      createdAt: snap.created_at,
+      files: snap.files,
+      sizeBytes: snap.size_bytes,
+      // Until a provision of a fork's sandbox succeeds, its only snapshot is the copy of the source's (taken by
+      // this attempt or by one that failed after taking it).
+      ...(from ? { from } : {}),
+    };
   };
 
   return {
@@ -453,7 +507,7 @@ export function createWorkspaceSnapshots(opts: {
           return captureNow(sandboxId);
         }
       }),
-    restore: (sandboxId) => serial(sandboxId, () => restoreNow(sandboxId)),
+    restore: (sandboxId, from) => serial(sandboxId, () => restoreNow(sandboxId, from)),
     latest: (sandboxId) => load(sandboxId)?.seq,
     forget(sandboxId) {
       states.delete(sandboxId);

@@ -352,6 +352,12 @@ export const PendingToolSchema = shared('contract.PendingToolSchema', () =>
 );
 export type PendingTool = z.infer<typeof PendingToolSchema>;
 
+/** A snapshot of another session's sandbox (of the same name) that a fork's new workspace starts from. */
+export const WorkspaceSourceSchema = shared('contract.WorkspaceSourceSchema', () =>
+  z.object({ sessionId: z.string().min(1), snapshotSeq: z.number().int().min(1) }).strict(),
+);
+export type WorkspaceSource = z.infer<typeof WorkspaceSourceSchema>;
+
 /** How many recent messageIds a new run remembers, so a client retrying across the handover is not duplicated. */
 export const MAX_CARRIED_MESSAGE_IDS = 256;
 
@@ -383,6 +389,11 @@ export const CarrySchema = shared('contract.CarrySchema', () =>
         .optional(),
       sandboxes: z.array(SandboxSlotSchema),
       lastHost: z.record(z.string(), z.string()),
+      /**
+       * A fork's sandboxes not provisioned yet, by name: the snapshot of another session their first workspace is
+       * restored from (`agents fork --sandboxes`). An entry goes once that sandbox has been provisioned.
+       */
+      workspaceFrom: z.record(z.string(), WorkspaceSourceSchema).optional(),
       /** MCP tools listed by an earlier run, so the tool list (and the cached prefix) stays the same. */
       mcpTools: z
         .array(

@@ -163,7 +163,7 @@ export const WorkspaceSnapshotEventSchema = shared('events.WorkspaceSnapshotEven
     newBytes: z.number(),
   }),
 );
-/** A new workspace was given the sandbox's latest snapshot before any call ran in it. */
+/** A new workspace was given the sandbox's latest snapshot (a fork's: its source's, see `from`) before any call ran in it. */
 export const WorkspaceRestoredEventSchema = shared('events.WorkspaceRestoredEventSchema', () =>
   z.object({
     ...base,
@@ -177,6 +177,11 @@ export const WorkspaceRestoredEventSchema = shared('events.WorkspaceRestoredEven
     files: z.number(),
     sizeBytes: z.number(),
     ms: z.number(),
+    /**
+     * A fork's first workspace: the source's snapshot at or before the fork point, which the fork took as its own
+     * snapshot `snapshotSeq` (`agents fork --sandboxes`).
+     */
+    from: z.object({ sessionId: z.string(), snapshotSeq: z.number() }).optional(),
   }),
 );
 /** A sandbox is provisioned again after it was lost or paused; the session is `rescheduling` until it is ready. */

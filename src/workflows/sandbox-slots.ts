@@ -10,7 +10,7 @@ import { lostWhileRunning, notProvisioned } from '../session/model-sentences';
 import { TOOL_KINDS, toolSummary } from '../tools/registry';
 import { HANDS_POOL, type SessionActivities } from './activity-options';
 import { failureMessage, failureType } from './failures';
-import type { HandedSandbox, SandboxSlot } from '../session/contract';
+import type { HandedSandbox, SandboxSlot, WorkspaceSource } from '../session/contract';
 import { invalidInput, toolError, type ToolOutcome } from '../tools/kind';
 import { Failure } from '../session/failure-types';
 
@@ -20,6 +20,8 @@ export class SandboxSlots {
   /** The host a lost sandbox lived on: its replacement goes there first, to mount the same workspace. */
   private readonly lastHost: Map<string, string>;
   private readonly provisioning = new Map<string, Promise<SandboxSlot>>();
+  /** A fork's sandboxes not provisioned yet: the source's snapshot each one's first workspace starts from. */
+  private readonly workspaceFrom: Map<string, WorkspaceSource>;
   readonly onHost: SessionActivities['onHost'];
   /** Runs `wait` (a sandbox provisioned again, maybe restoring its workspace) with the session in `rescheduling`. */
   rescheduling?: (wait: () => Promise<void>) => Promise<void>;
@@ -33,11 +35,18 @@ export class SandboxSlots {
     private readonly agent: Agent,
     private readonly activities: SessionActivities,
     private readonly append: (e: NewEvent) => unknown,
-    carried: { sandboxes?: SandboxSlot[]; lastHost?: Record<string, string> } | undefined,
+    carried:
+      | {
+          sandboxes?: SandboxSlot[];
+          lastHost?: Record<string, string>;
+          workspaceFrom?: Record<string, WorkspaceSource>;
+        }
+      | undefined,
     private readonly borrowed = false,
   ) {
     this.byName = new Map((carried?.sandboxes ?? []).map((s) => [s.name, { ...s }]));
     this.lastHost = new Map(Object.entries(carried?.lastHost ?? {}));
+    this.workspaceFrom = new Map(borrowed ? [] : Object.entries(carried?.workspaceFrom ?? {}));
     this.onHost = activities.onHost;
   }
 
@@ -98,6 +107,7 @@ export class SandboxSlots {
     const recipe = agent.sandboxes[name];
     const started = Date.now();
     const previous = this.byName.get(name);
+    const from = this.restoreFrom(name);
     let result: ProvisionOutput | undefined;
     // A sandbox provisioned again after it was lost, paused, or could not be resumed moves: its workspace may be
     // restored from a snapshot, and the session reads `rescheduling` meanwhile.
@@ -129,7 +139,7 @@ export class SandboxSlots {
         try {
           return await provisioner(preferred).provisionSandbox.executeWithOptions(
             { summary: `provision sandbox ${name}` },
-            [{ sessionId, name, recipe, vault: agent.vault, ...after }],
+            [{ sessionId, name, recipe, vault: agent.vault, ...after, ...from }],
           );
         } catch (err) {
           if (isCancellation(err)) throw err;
@@ -137,7 +147,7 @@ export class SandboxSlots {
         }
       }
       return provisioner(HANDS_POOL).provisionSandbox.executeWithOptions({ summary: `provision sandbox ${name}` }, [
-        { sessionId, name, recipe, vault: agent.vault, ...after },
+        { sessionId, name, recipe, vault: agent.vault, ...after, ...from },
       ]);
     };
     if (!result) {
@@ -148,6 +158,7 @@ export class SandboxSlots {
         result = await provisioned;
       } else result = await provisionAnew();
     }
+    this.workspaceFrom.delete(name);
     const slot: SandboxSlot = {
       name,
       sandboxId: result.sandboxId,
@@ -178,6 +189,7 @@ export class SandboxSlots {
         files: result.restored.files,
         sizeBytes: result.restored.sizeBytes,
         ms: result.restored.ms,
+        ...(result.restored.from ? { from: result.restored.from } : {}),
       });
     return slot;
   }
@@ -193,6 +205,12 @@ export class SandboxSlots {
       newChunks: snapshot.newChunks,
       newBytes: snapshot.newBytes,
     });
+  }
+
+  /** What a fork's provision of `name` passes so its first workspace is the source's snapshot. */
+  private restoreFrom(name: string): { restoreFrom?: WorkspaceSource } {
+    const from = this.workspaceFrom.get(name);
+    return from && patched('fork-workspace') ? { restoreFrom: from } : {};
   }
 
   /** Forgets a sandbox that is gone (unless already replaced), remembering its host for the replacement. */
@@ -373,7 +391,15 @@ export class SandboxSlots {
     }));
   }
 
-  carry(): { sandboxes: SandboxSlot[]; lastHost: Record<string, string> } {
-    return { sandboxes: [...this.byName.values()].map((s) => ({ ...s })), lastHost: Object.fromEntries(this.lastHost) };
+  carry(): {
+    sandboxes: SandboxSlot[];
+    lastHost: Record<string, string>;
+    workspaceFrom?: Record<string, WorkspaceSource>;
+  } {
+    return {
+      sandboxes: [...this.byName.values()].map((s) => ({ ...s })),
+      lastHost: Object.fromEntries(this.lastHost),
+      ...(this.workspaceFrom.size > 0 ? { workspaceFrom: Object.fromEntries(this.workspaceFrom) } : {}),
+    };
   }
 }

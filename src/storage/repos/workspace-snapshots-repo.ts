@@ -38,11 +38,19 @@ export async function lockWorkspaceSnapshots(tx: Queryable, workspaceId: string)
   await tx.query('select pg_advisory_xact_lock($1, hashtext($2))', [SNAPSHOT_LOCK, workspaceId]);
 }
 
-/** The workspace a session's snapshots count in: an API session's own (a sub-agent's is its root's), else `wrkspc_default`. */
+/**
+ * The workspace a session's snapshots count in: an API session's own (a sub-agent's is its root's); else that of
+ * the snapshots it already has (a fork's first is its source's, in the source's workspace); else `wrkspc_default`.
+ */
 export async function snapshotWorkspaceOf(q: Queryable, sessionId: string): Promise<string> {
   const root = sessionId.split('.')[0];
   const [row] = await q.query<{ workspace_id: string }>('select workspace_id from sessions where id = $1', [root]);
-  return row?.workspace_id ?? 'wrkspc_default';
+  if (row) return row.workspace_id;
+  const [own] = await q.query<{ workspace_id: string }>(
+    'select workspace_id from workspace_snapshots where session_id = $1 order by seq desc limit 1',
+    [sessionId],
+  );
+  return own?.workspace_id ?? 'wrkspc_default';
 }
 
 export async function latestSnapshot(
@@ -58,6 +66,47 @@ export async function latestSnapshot(
   if (!row) return undefined;
   const { manifest_b64, ...rest } = row;
   return { ...asRow(rest), manifest: Buffer.from(manifest_b64, 'base64') };
+}
+
+/** Snapshot `seq` of a session's sandbox, with its manifest; undefined when it is gone (pruned, or its session deleted). */
+export async function snapshotAt(
+  q: Queryable,
+  sessionId: string,
+  sandboxName: string,
+  seq: number,
+): Promise<(SnapshotRow & { manifest: Buffer }) | undefined> {
+  const [row] = await q.query<SnapshotRow & { manifest_b64: string }>(
+    `select ${COLUMNS}, encode(manifest, 'base64') as manifest_b64 from workspace_snapshots
+     where session_id = $1 and sandbox_name = $2 and seq = $3`,
+    [sessionId, sandboxName, seq],
+  );
+  if (!row) return undefined;
+  const { manifest_b64, ...rest } = row;
+  return { ...asRow(rest), manifest: Buffer.from(manifest_b64, 'base64') };
+}
+
+/**
+ * Makes a copy of snapshot `sourceId` the snapshot `seq` of another session's sandbox, in the source's workspace:
+ * the same manifest, taken at the same time, referencing the same chunks (no content is copied), so it stays whole
+ * when the source's rows go. Call under the workspace's lock.
+ */
+export async function adoptSnapshot(
+  q: Queryable,
+  sourceId: string,
+  to: { id: string; sessionId: string; sandboxName: string; seq: number },
+): Promise<void> {
+  await q.query(
+    `insert into workspace_snapshots (id, workspace_id, session_id, sandbox_name, seq, created_at, files, size_bytes,
+       chunk_count, new_chunks, new_bytes, manifest)
+     select $2, workspace_id, $3, $4, $5, created_at, files, size_bytes, chunk_count, 0, 0, manifest
+     from workspace_snapshots where id = $1`,
+    [sourceId, to.id, to.sessionId, to.sandboxName, to.seq],
+  );
+  await q.query(
+    `insert into snapshot_chunk_refs (snapshot_id, workspace_id, hash)
+     select $2, workspace_id, hash from snapshot_chunk_refs where snapshot_id = $1`,
+    [sourceId, to.id],
+  );
 }
 
 /** A session's snapshots (every sandbox), newest first. */
@@ -97,15 +146,6 @@ export async function insertChunk(
      on conflict (workspace_id, hash) do nothing`,
     [c.workspaceId, c.hash, c.sizeBytes, Buffer.from(c.sealed.buffer, c.sealed.byteOffset, c.sealed.byteLength)],
   );
-}
-
-/** The sealed chunk, or undefined when the workspace has none of that hash. */
-export async function readChunk(q: Queryable, workspaceId: string, hash: string): Promise<Buffer | undefined> {
-  const [row] = await q.query<{ data: string }>(
-    `select encode(data, 'base64') as data from snapshot_chunks where workspace_id = $1 and hash = $2`,
-    [workspaceId, hash],
-  );
-  return row ? Buffer.from(row.data, 'base64') : undefined;
 }
 
 /** The sealed bytes of those of `hashes` the workspace stores, by hash, in one query. */

@@ -2,14 +2,13 @@
 // with its volumes (`sandbox_paused`); A then goes away, and the next call provisions the sandbox on host B, which
 // restores the snapshot before the call runs (`sandbox_rescheduling`, `workspace_restored`), with the same files.
 import type Docker from 'dockerode';
-import { resolveDockerHost } from '../src/host/docker-host';
 import { endSignal, statusQuery } from '../src/session/contract';
 import { LABEL } from '../src/sandbox/docker';
 import { startApiOn, type TestApi } from './helpers/api';
-import { spawnWorker, type ChildWorker } from './helpers/child-worker';
+import type { ChildWorker } from './helpers/child-worker';
 import { allEvents, removeHostSandboxes, startHarness, startSession, type Harness } from './helpers/env';
 import { bash, docker } from './helpers/hands';
-import { TEST_CODEC_KEY } from './helpers/test-keys';
+import { spawnHandsHost, WORKSPACE_LISTING } from './helpers/hands-hosts';
 
 const HOST = `pause-hosts-${process.pid}`;
 let h: Harness;
@@ -30,24 +29,8 @@ afterAll(async () => {
   for (const host of [`${HOST}-a`, `${HOST}-b`]) await removeHostSandboxes(host).catch(() => undefined);
 });
 
-async function handsHost(hostId: string): Promise<ChildWorker> {
-  const w = await spawnWorker(
-    {
-      TEMPORAL_ADDRESS: h.env.address,
-      HANDS_HOST_ID: hostId,
-      DOCKER_HOST: (await resolveDockerHost())!,
-      DATABASE_URL: api.databaseUrl!,
-      CODEC_KEY: TEST_CODEC_KEY,
-    },
-    'hands',
-  );
-  children.push(w);
-  return w;
-}
-
-/** Every path of the workspace with its type, mode, and content hash or link target. */
-const LISTING =
-  'find . -mindepth 1 \\( -type f -printf "%p f %m " -exec sh -c \'sha256sum < "$1"\' _ {} \\; \\) -o \\( -type l -printf "%p l %l\\n" \\) | sort';
+const handsHost = (hostId: string) =>
+  spawnHandsHost({ address: h.env.address, databaseUrl: api.databaseUrl!, hostId }, children);
 
 const onHost = async (sessionId: string, host: string) => ({
   containers: await d.listContainers({
@@ -71,7 +54,7 @@ it('pauses an idle sandbox, freeing its host, and resumes it on another host wit
       'printf "#!/bin/sh\\necho hi\\n" > src/run.sh && chmod 755 src/run.sh',
       'for i in $(seq 1 12); do echo "note $i" > notes/n$i.md; done',
       'ln -s ../notes/n1.md src/first-note',
-      LISTING,
+      WORKSPACE_LISTING,
     ].join(' && '),
     { timeoutMs: 120_000 },
   );
@@ -100,7 +83,7 @@ it('pauses an idle sandbox, freeing its host, and resumes it on another host wit
   // Host A goes; the next call resumes the sandbox on host B.
   await hostA.kill('SIGKILL');
   await handsHost(`${HOST}-b`);
-  const after = await bash(h, handle, LISTING, { timeoutMs: 120_000 });
+  const after = await bash(h, handle, WORKSPACE_LISTING, { timeoutMs: 120_000 });
   const [note, ...rest] = after.output.split('\n\n[workspace restored').reverse();
   expect(rest).toHaveLength(1);
   expect(`${rest[0]}`).toBe(`${listing}\n[exit 0]`);

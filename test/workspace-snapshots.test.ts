@@ -11,6 +11,7 @@ import { createWorkspaceSnapshots, SnapshotRefusedError, type SnapshotLimits } f
 import { deleteSessionSnapshots, listSessionSnapshots } from '../src/storage/repos/workspace-snapshots-repo';
 import { testDataConverter } from './helpers/test-keys';
 import { freshPostgresDatabase } from './helpers/api';
+import { WORKSPACE_LISTING } from './helpers/hands-hosts';
 import type { SandboxRecipe } from '../src/session/agent';
 
 const HOST = `test-snapshots-${process.pid}`;
@@ -61,10 +62,6 @@ async function sh(sandboxId: string, script: string): Promise<string> {
   return r.output;
 }
 
-/** Every path of the workspace with its type, mode, and content hash or link target. */
-const LISTING =
-  'find . -mindepth 1 \\( -type f -printf "%p f %m " -exec sh -c \'sha256sum < "$1"\' _ {} \\; \\) -o \\( -type l -printf "%p l %l\\n" \\) | sort';
-
 const snapshots = (limits: SnapshotLimits = LIMITS) =>
   createWorkspaceSnapshots({ provider, db: () => db, dataConverter: testDataConverter(), limits });
 
@@ -85,7 +82,7 @@ it('captures what changed, nothing twice, and restores it byte for byte into a n
       'printf "" > empty',
     ].join(' && '),
   );
-  const before = await sh(a, LISTING);
+  const before = await sh(a, WORKSPACE_LISTING);
 
   const first = await snaps.capture(a);
   expect(first.snapshot).toMatchObject({ seq: 1, files: 45, newChunks: expect.any(Number) });
@@ -101,7 +98,7 @@ it('captures what changed, nothing twice, and restores it byte for byte into a n
   const second = await snaps.capture(a);
   expect(second.snapshot).toMatchObject({ seq: 2, newChunks: 1 });
   expect(second.snapshot!.newBytes).toBe('file 7, again\n'.length);
-  const after = await sh(a, LISTING);
+  const after = await sh(a, WORKSPACE_LISTING);
 
   // The chunks are sealed: no plain content in the database.
   const [plain] = await db.query<{ n: number }>(
@@ -116,7 +113,7 @@ it('captures what changed, nothing twice, and restores it byte for byte into a n
   other.track(b, sessionId, 'main', recipe.workdir);
   const restored = await other.restore(b);
   expect(restored).toMatchObject({ seq: 2, files: 45 });
-  expect(await sh(b, LISTING)).toBe(after);
+  expect(await sh(b, WORKSPACE_LISTING)).toBe(after);
   expect(after).not.toBe(before);
   // The restored workspace is what was captured: the next capture finds nothing new.
   expect((await other.capture(b)).snapshot).toBeUndefined();

@@ -4,7 +4,6 @@
 // and the next turn, on a second host, finds the upload and the memory mounted again.
 import Anthropic, { toFile } from '@anthropic-ai/sdk';
 import type Docker from 'dockerode';
-import { resolveDockerHost } from '../../src/host/docker-host';
 import { startApiOn, type TestApi } from '../helpers/api';
 import {
   bashStep,
@@ -15,10 +14,10 @@ import {
   type ApiEvent,
   idles,
 } from '../helpers/sdk-session';
-import { spawnWorker, type ChildWorker } from '../helpers/child-worker';
+import type { ChildWorker } from '../helpers/child-worker';
 import { removeHostSandboxes, startHarness, type Harness } from '../helpers/env';
 import { docker } from '../helpers/hands';
-import { TEST_CODEC_KEY } from '../helpers/test-keys';
+import { spawnHandsHost } from '../helpers/hands-hosts';
 
 const HOST = `files-hosts-${process.pid}`;
 let h: Harness;
@@ -40,20 +39,8 @@ afterAll(async () => {
   for (const host of [`${HOST}-a`, `${HOST}-b`]) await removeHostSandboxes(host).catch(() => undefined);
 });
 
-async function handsHost(hostId: string): Promise<ChildWorker> {
-  const w = await spawnWorker(
-    {
-      TEMPORAL_ADDRESS: h.env.address,
-      HANDS_HOST_ID: hostId,
-      DOCKER_HOST: (await resolveDockerHost())!,
-      DATABASE_URL: api.databaseUrl!,
-      CODEC_KEY: TEST_CODEC_KEY,
-    },
-    'hands',
-  );
-  children.push(w);
-  return w;
-}
+const handsHost = (hostId: string) =>
+  spawnHandsHost({ address: h.env.address, databaseUrl: api.databaseUrl!, hostId }, children);
 
 const eventsUntil = (id: string, done: (events: ApiEvent[]) => boolean) => sessionEventsUntil(client, id, done, 1200);
 const bash = bashStep;

@@ -4,14 +4,13 @@
 // restore named in the tool result.
 import type Anthropic from '@anthropic-ai/sdk';
 import type Docker from 'dockerode';
-import { resolveDockerHost } from '../../src/host/docker-host';
 import { startApiOn, type TestApi } from '../helpers/api';
 import { bashStep, doneStep, eventsUntil, sayTo, toolResultTexts, idles } from '../helpers/sdk-session';
-import { spawnWorker, type ChildWorker } from '../helpers/child-worker';
+import type { ChildWorker } from '../helpers/child-worker';
 import { removeHostSandboxes, startHarness, type Harness } from '../helpers/env';
 import { docker } from '../helpers/hands';
-import { TEST_CODEC_KEY } from '../helpers/test-keys';
 import type { PlatformEvent } from '../../src/api/sessions/projection';
+import { spawnHandsHost, WORKSPACE_LISTING } from '../helpers/hands-hosts';
 
 const HOST = `snap-hosts-${process.pid}`;
 let h: Harness;
@@ -33,24 +32,8 @@ afterAll(async () => {
   for (const host of [`${HOST}-a`, `${HOST}-b`]) await removeHostSandboxes(host).catch(() => undefined);
 });
 
-async function handsHost(hostId: string): Promise<ChildWorker> {
-  const w = await spawnWorker(
-    {
-      TEMPORAL_ADDRESS: h.env.address,
-      HANDS_HOST_ID: hostId,
-      DOCKER_HOST: (await resolveDockerHost())!,
-      DATABASE_URL: api.databaseUrl!,
-      CODEC_KEY: TEST_CODEC_KEY,
-    },
-    'hands',
-  );
-  children.push(w);
-  return w;
-}
-
-/** Every path of the workspace with its type, mode, and content hash or link target. */
-const LISTING =
-  'find . -mindepth 1 \\( -type f -printf "%p f %m " -exec sh -c \'sha256sum < "$1"\' _ {} \\; \\) -o \\( -type l -printf "%p l %l\\n" \\) | sort';
+const handsHost = (hostId: string) =>
+  spawnHandsHost({ address: h.env.address, databaseUrl: api.databaseUrl!, hostId }, children);
 
 it('restores the workspace of a session whose hands host was lost on the next host, byte for byte', async () => {
   const first = await handsHost(`${HOST}-a`);
@@ -73,11 +56,11 @@ it('restores the workspace of a session whose hands host was lost on the next ho
           'ln -s ../notes/n1.md src/first-note',
         ].join(' && '),
       ),
-      bashStep(`echo "last edit" >> src/deep/wip.ts && ${LISTING}`),
+      bashStep(`echo "last edit" >> src/deep/wip.ts && ${WORKSPACE_LISTING}`),
       doneStep,
       // The first call of the next turn may go to the dead host and come back lost; the one after gets a new sandbox.
-      bashStep(LISTING),
-      bashStep(LISTING),
+      bashStep(WORKSPACE_LISTING),
+      bashStep(WORKSPACE_LISTING),
       doneStep,
     ],
   });

@@ -18,7 +18,8 @@ import {
 } from '../test/helpers/env';
 import { MockModelServer } from '../src/dev/model-server';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
-import type { RunningWorker, WorkerOptions, WorkerStatus } from '../src/worker';
+import { installRuntime, type RunningWorker, type WorkerOptions, type WorkerStatus } from '../src/worker';
+import { loadConfig } from '../src/config';
 import type { ChildWorker } from '../test/helpers/child-worker';
 import type { SessionEvent } from '../src/session/events';
 import { endSignal, eventsQuery } from '../src/session/contract';
@@ -210,6 +211,8 @@ export class Stack {
    */
   static async startCluster(namespaces: string[] = [], log: (m: string) => void = () => undefined): Promise<Stack> {
     const { startTemporalCluster } = await import('../test/helpers/temporal-cluster');
+    // In-process workers log as on the dev server's stack (createTestEnv): warnings, unless LOG_LEVEL asks for more.
+    installRuntime(process.env.LOG_LEVEL ? loadConfig().LOG_LEVEL : 'WARN');
     const cluster = await startTemporalCluster({ log });
     try {
       for (const n of namespaces) await cluster.createNamespace(n, '72h', true);

@@ -224,12 +224,25 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
     const evictedSet = rest.slice(0, active);
     const { result: latEvicted, cpu: cpuEvicted } = await cpuSplit(pid, serverPids, () => rounds(evictedSet, 4, 1));
     const rssAfter = await settledRss(pid);
+    // Back to 10 held: the population ends, and the same 10 take the same rounds again. The 10-held arm is the
+    // rounds before and after the big one, so a drift in the machine's load over the run weighs on both arms.
+    await pool(rest, 16, (h) => h.terminate('benchmark: population over').catch(() => undefined));
+    held.length = 0;
+    held.push(...small);
+    const back = from + 1 + measuredRounds;
+    await rounds(small, back, 1);
+    const { result: lat10After, cpu: cpu10After } = await cpuSplit(pid, serverPids, () =>
+      rounds(small, back + 1, measuredRounds),
+    );
+    ctx.log(`  scale: back to 10 held, p95 turn ${armStats(lat10After).p95Ms} ms`);
     const perSession10 = (rss10 - baseline) / 10;
     const perSessionBig = (rssBig - baseline) / big;
     ctx.log(
       `  scale: ${big} sessions, rss ${MiB(rssBig)} MiB, ${(perSessionBig / 1024).toFixed(0)} KiB per session, p95 turn ${armStats(latBig).p95Ms} ms, evicted ${armStats(latEvicted).p95Ms} ms`,
     );
-    const s10 = armStats(lat10);
+    const s10Before = armStats(lat10);
+    const s10After = armStats(lat10After);
+    const s10 = armStats([...lat10, ...lat10After]);
     const sBig = armStats(latBig);
     const sEvicted = armStats(latEvicted);
     const r = ratio(sBig, s10);
@@ -241,9 +254,14 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
       1.2,
     );
     const bigArm = `sessions_${big}`;
-    const cpu: Record<string, CpuSplit> = { sessions_10: cpu10, [bigArm]: cpuBig, evicted: cpuEvicted };
+    const cpu: Record<string, CpuSplit> = {
+      sessions_10: cpu10,
+      [bigArm]: cpuBig,
+      evicted: cpuEvicted,
+      sessions_10_after: cpu10After,
+    };
     const notes = [
-      `On the ${stack.server} server, one child brain worker (\`agents worker --role brain\`, the default workflow cache of ${cacheSize} sessions). sessions_10: 10 sessions held, all ${active} active, one unmeasured round then ${measuredRounds} rounds of ${active} concurrent turns. ${bigArm}: ${big} sessions held (the same 10 and ${big - 10} more started with no message, each idle after its first workflow task, 32 at a time, in ${startS.toFixed(0)} s), the same ${active} active, one unmeasured round then ${measuredRounds} rounds of ${active} concurrent turns; the other sessions idle, waiting for input. evicted: one round of ${active} concurrent turns (each session's first) on sessions idle since they started, out of the cache, so each turn replays its run first.`,
+      `On the ${stack.server} server, one child brain worker (\`agents worker --role brain\`, the default workflow cache of ${cacheSize} sessions). sessions_10: 10 sessions held, all ${active} active, one unmeasured round then ${measuredRounds} rounds of ${active} concurrent turns, before the population grows and again after it has ended (sessions_10_before, sessions_10_after; sessions_10 is both). ${bigArm}: ${big} sessions held (the same 10 and ${big - 10} more started with no message, each idle after its first workflow task, 32 at a time, in ${startS.toFixed(0)} s), the same ${active} active, one unmeasured round then ${measuredRounds} rounds of ${active} concurrent turns; the other sessions idle, waiting for input. evicted: one round of ${active} concurrent turns (each session's first) on sessions idle since they started, out of the cache, so each turn replays its run first.`,
       `Turn latency = sendMessage update to the workflow time of the reply (model first byte ${SETTINGS.modelFirstByteMs} ms); the client reads the log when the run's history changes (a long poll on the server), not by polling the worker. The arms run one after the other (holding 10, then growing to ${big}), not interleaved: a population of ${big} cannot be built and torn down per round.`,
       `Worker RSS: baseline ${MiB(baseline)} MiB; ${MiB(rss10)} MiB with 10 (${(perSession10 / 1024).toFixed(0)} KiB per session); ${MiB(rssBig)} MiB with ${big} (${(perSessionBig / 1024).toFixed(1)} KiB per session held), ${statusBig ? `main-thread heap ${MiB(statusBig.heapUsedBytes)} MiB, ${statusBig.cachedWorkflows} sessions cached` : 'no status report'}${heapBig !== undefined ? `, workflow thread heap ${MiB(heapBig)} MiB in use (${MiB(heapBase ?? 0)} MiB at the baseline${heapPerCached !== undefined ? `, ${(heapPerCached / 1024).toFixed(0)} KiB per cached session` : ''})` : ''}; ${MiB(rssAfter)} MiB after the measured turns.`,
       `Holding cost, p95 turn latency ${big} held / 10 held with the same ${active} active: ${r.p95} (p50 ${r.p50}; goal <= 1.2: ${holding.met ? 'met' : 'not met'}). Evicted/10: p95 ${re.p95} (p50 ${re.p50}).`,
@@ -262,7 +280,13 @@ export async function runScale(ctx: Ctx): Promise<BenchResult[]> {
         server: stack.server,
         activeSessions: active,
         goals: [holding],
-        arms: { sessions_10: s10, [bigArm]: sBig, evicted: sEvicted },
+        arms: {
+          sessions_10: s10,
+          [bigArm]: sBig,
+          evicted: sEvicted,
+          sessions_10_before: s10Before,
+          sessions_10_after: s10After,
+        },
         rssBytesPerSession: Math.round(perSessionBig),
         rssBytesPerSession10: Math.round(perSession10),
         rssBytes: { baseline, sessions_10: rss10, [bigArm]: rssBig, afterTurns: rssAfter },

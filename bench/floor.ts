@@ -4,7 +4,9 @@
 // floor_overhead: per-activity overhead of a platform turn (tool call) against the floor's per-activity time.
 // floor_throughput: turns per second per core at saturation (text turns, model without latency) against the floor's.
 import os from 'node:os';
-import type { WorkflowHandle } from '@temporalio/client';
+import { Client, type WorkflowClientInterceptor, type WorkflowHandle } from '@temporalio/client';
+import { doorbellStats } from '../src/log/history-doorbell';
+import { queryRetryInterceptor } from '../src/log/query-retry';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
@@ -291,11 +293,25 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
       );
       floor.push(await startFloorSession(stack, floorWorker, ['brain']));
     }
+    // The platform's client counts its queries: reading the log is part of what a turn costs its reader.
+    let queries = 0;
+    const counting: WorkflowClientInterceptor = {
+      query(input, next) {
+        queries++;
+        return next(input);
+      },
+    };
+    const reader = new Client({
+      connection: stack.env.connection,
+      namespace: stack.namespace,
+      dataConverter: testDataConverter(),
+      interceptors: { workflow: [counting, queryRetryInterceptor] },
+    });
     const platformTurnText = async (h: WorkflowHandle, i: number) => {
       const t0 = Date.now();
       const { seq } = await h.executeUpdate(sendMessageUpdate, { args: [{ text: `turn ${i}` }] });
       const ev = await waitRung(
-        stack.client,
+        reader,
         h,
         (e) => e.some((x) => x.seq > seq && x.type === 'assistant_message'),
         120_000,
@@ -305,12 +321,14 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
     };
     const floorTurnText = (h: WorkflowHandle, i: number) => floorTurn(h, `turn ${i}`);
     const arms = { platform: [] as Window[], floor: [] as Window[] };
+    const reads = { queries: 0, historyPolls: 0 };
     // A short window of each first (caches, JIT), then windows alternating which arm goes first.
     await saturate(stack, platform, Math.min(5, windowS), platformTurnText);
     await saturate(stack, floor, Math.min(5, windowS), floorTurnText);
     for (let w = 0; w < windows; w++) {
       const order: ('platform' | 'floor')[] = w % 2 === 0 ? ['platform', 'floor'] : ['floor', 'platform'];
       for (const arm of order) {
+        const [q0, p0] = [queries, doorbellStats.historyPolls];
         const win = await saturate(
           stack,
           arm === 'platform' ? platform : floor,
@@ -318,6 +336,10 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
           arm === 'platform' ? platformTurnText : floorTurnText,
         );
         arms[arm].push(win);
+        if (arm === 'platform') {
+          reads.queries += queries - q0;
+          reads.historyPolls += doorbellStats.historyPolls - p0;
+        }
         ctx.log(
           `  floor_throughput ${w + 1}/${windows} ${arm}: ${win.turns} turns in ${win.wallS.toFixed(1)} s (${(win.turns / win.wallS / cores).toFixed(1)}/s/core), cpu bench ${win.benchCpuS.toFixed(1)} s, server ${win.serverCpuS.toFixed(1)} s`,
         );
@@ -347,9 +369,12 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
     const perCpu = p.turnsPerCpuSecond / f.turnsPerCpuSecond;
     const prof = await profile(platform[0], 3);
     const floorProf = await profile(floor[0], 3);
+    const platformTurns = arms.platform.reduce((a, w) => a + w.turns, 0);
+    const queriesPerTurn = r1(reads.queries / platformTurns);
+    const historyPollsPerTurn = r1(reads.historyPolls / platformTurns);
     const g = goal("platform turns per second per core / the no-op floor's, at saturation", tput, '>=', 0.8);
     const notes = [
-      `On the ${stack.server} server: ${concurrent} sessions per arm, each a closed loop (its next turn when its last ends), ${windows} windows of ${windowS} s per arm alternating which arm goes first, after one unmeasured window each. platform: a text turn (sendMessage update, one callModel activity, the model answering at once; ${prof.workflowTasksPerTurn} workflow tasks per turn), its end read by the client from the log when the history rings (as the API's feeds do); floor: a no-op workflow of the same shape (one activity on the workflow's queue, eager; ${floorProf.workflowTasksPerTurn} workflow tasks per turn), its end the update's return. Both workers in this process with the platform's worker options.`,
+      `On the ${stack.server} server: ${concurrent} sessions per arm, each a closed loop (its next turn when its last ends), ${windows} windows of ${windowS} s per arm alternating which arm goes first, after one unmeasured window each. platform: a text turn (sendMessage update, one callModel activity, the model answering at once; ${prof.workflowTasksPerTurn} workflow tasks per turn), its end read by the client from the log when the history rings (as the API's feeds do: ${queriesPerTurn} events queries and ${historyPollsPerTurn} history long polls per turn, part of the platform's cost here); floor: a no-op workflow of the same shape (one activity on the workflow's queue, eager; ${floorProf.workflowTasksPerTurn} workflow tasks per turn), its end the update's return. Both workers in this process with the platform's worker options.`,
       `Turns per second per core (turns / wall seconds / ${cores} cores): platform ${p.turnsPerSecondPerCore} against floor ${f.turnsPerSecondPerCore}: ${tput.toFixed(3)}x (goal >= 0.8: ${g.met ? 'met' : 'not met'}). The stack's processes (this process: workers, clients, model server; the Temporal server) used ${p.machineShare} and ${f.machineShare} of the ${cores} cores (the rest: other users of the machine, Docker, idle). CPU per turn: platform ${p.cpuMsPerTurn.total} ms (this process ${p.cpuMsPerTurn.bench}, server ${p.cpuMsPerTurn.server}) against floor ${f.cpuMsPerTurn.total} ms (${f.cpuMsPerTurn.bench}, ${f.cpuMsPerTurn.server}): turns per CPU second ${perCpu.toFixed(3)}x the floor's.`,
     ].join(' ');
     return [
@@ -367,6 +392,7 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
           turnsPerSecondPerCore: Math.round(tput * 1000) / 1000,
           turnsPerCpuSecond: Math.round(perCpu * 1000) / 1000,
         },
+        readsPerTurn: { queries: queriesPerTurn, historyPolls: historyPollsPerTurn },
         goals: [g],
         notes,
       },

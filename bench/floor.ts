@@ -4,6 +4,7 @@
 // floor_overhead: per-activity overhead of a platform turn (tool call) against the floor's per-activity time.
 // floor_throughput: turns per second per core at saturation (text turns, model without latency) against the floor's.
 import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, type WorkflowClientInterceptor, type WorkflowHandle } from '@temporalio/client';
 import { doorbellStats } from '../src/log/history-doorbell';
 import { queryRetryInterceptor } from '../src/log/query-retry';
@@ -242,12 +243,19 @@ interface Window {
   latencies: number[];
 }
 
+/** A session whose turn failed (it leaves the arm), with why. */
+interface Failed {
+  sessionId: string;
+  error: string;
+}
+
 /** `sessions` closed loops of turns for `seconds`: every loop starts its next turn when its last one ends. */
 async function saturate(
   stack: Stack,
   sessions: WorkflowHandle[],
   seconds: number,
   turn: (h: WorkflowHandle, i: number) => Promise<number>,
+  failed: Failed[],
 ): Promise<Window> {
   const pids = stack.serverPids();
   const [c0, s0, t0] = [process.cpuUsage(), totalCpuSeconds(pids), performance.now()];
@@ -255,8 +263,14 @@ async function saturate(
   const latencies: number[] = [];
   let i = 0;
   await Promise.all(
-    sessions.map(async (h) => {
-      while (Date.now() < end) latencies.push(await turn(h, i++));
+    [...sessions].map(async (h) => {
+      try {
+        while (Date.now() < end) latencies.push(await turn(h, i++));
+      } catch (err) {
+        // A session that cannot finish a turn leaves the arm; the result lists it.
+        failed.push({ sessionId: h.workflowId, error: (err as Error).message.slice(0, 500) });
+        sessions.splice(sessions.indexOf(h), 1);
+      }
     }),
   );
   const c1 = process.cpuUsage(c0);
@@ -272,7 +286,7 @@ async function saturate(
 export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
   const { stack } = ctx;
   const cores = os.cpus().length;
-  const concurrent = Number(process.env.BENCH_FLOOR_SESSIONS ?? (ctx.quick ? 24 : 48));
+  const concurrent = Number(process.env.BENCH_FLOOR_SESSIONS ?? (ctx.quick ? 24 : 32));
   const windowS = ctx.quick ? 6 : 15;
   const windows = ctx.quick ? 2 : 4;
   const worker = await stack.worker({ role: 'brain' });
@@ -314,26 +328,29 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
         reader,
         h,
         (e) => e.some((x) => x.seq > seq && x.type === 'assistant_message'),
-        120_000,
+        60_000,
         seq,
       );
       return Date.parse(ev.find((x) => x.seq > seq && x.type === 'assistant_message')!.time) - t0;
     };
     const floorTurnText = (h: WorkflowHandle, i: number) => floorTurn(h, `turn ${i}`);
     const arms = { platform: [] as Window[], floor: [] as Window[] };
+    const failed = { platform: [] as Failed[], floor: [] as Failed[] };
+    const live = { platform: [...platform], floor: [...floor] };
     const reads = { queries: 0, historyPolls: 0 };
     // A short window of each first (caches, JIT), then windows alternating which arm goes first.
-    await saturate(stack, platform, Math.min(5, windowS), platformTurnText);
-    await saturate(stack, floor, Math.min(5, windowS), floorTurnText);
+    await saturate(stack, live.platform, Math.min(5, windowS), platformTurnText, failed.platform);
+    await saturate(stack, live.floor, Math.min(5, windowS), floorTurnText, failed.floor);
     for (let w = 0; w < windows; w++) {
       const order: ('platform' | 'floor')[] = w % 2 === 0 ? ['platform', 'floor'] : ['floor', 'platform'];
       for (const arm of order) {
         const [q0, p0] = [queries, doorbellStats.historyPolls];
         const win = await saturate(
           stack,
-          arm === 'platform' ? platform : floor,
+          live[arm],
           windowS,
           arm === 'platform' ? platformTurnText : floorTurnText,
+          failed[arm],
         );
         arms[arm].push(win);
         if (arm === 'platform') {
@@ -367,8 +384,8 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
     const f = rate(arms.floor);
     const tput = p.turnsPerSecondPerCore / f.turnsPerSecondPerCore;
     const perCpu = p.turnsPerCpuSecond / f.turnsPerCpuSecond;
-    const prof = await profile(platform[0], 3);
-    const floorProf = await profile(floor[0], 3);
+    const prof = await profile(live.platform[0] ?? platform[0], 3);
+    const floorProf = await profile(live.floor[0] ?? floor[0], 3);
     const platformTurns = arms.platform.reduce((a, w) => a + w.turns, 0);
     const queriesPerTurn = r1(reads.queries / platformTurns);
     const historyPollsPerTurn = r1(reads.historyPolls / platformTurns);
@@ -376,6 +393,9 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
     const notes = [
       `On the ${stack.server} server: ${concurrent} sessions per arm, each a closed loop (its next turn when its last ends), ${windows} windows of ${windowS} s per arm alternating which arm goes first, after one unmeasured window each. platform: a text turn (sendMessage update, one callModel activity, the model answering at once; ${prof.workflowTasksPerTurn} workflow tasks per turn), its end read by the client from the log when the history rings (as the API's feeds do: ${queriesPerTurn} events queries and ${historyPollsPerTurn} history long polls per turn, part of the platform's cost here); floor: a no-op workflow of the same shape (one activity on the workflow's queue, eager; ${floorProf.workflowTasksPerTurn} workflow tasks per turn), its end the update's return. Both workers in this process with the platform's worker options.`,
       `Turns per second per core (turns / wall seconds / ${cores} cores): platform ${p.turnsPerSecondPerCore} against floor ${f.turnsPerSecondPerCore}: ${tput.toFixed(3)}x (goal >= 0.8: ${g.met ? 'met' : 'not met'}). The stack's processes (this process: workers, clients, model server; the Temporal server) used ${p.machineShare} and ${f.machineShare} of the ${cores} cores (the rest: other users of the machine, Docker, idle). CPU per turn: platform ${p.cpuMsPerTurn.total} ms (this process ${p.cpuMsPerTurn.bench}, server ${p.cpuMsPerTurn.server}) against floor ${f.cpuMsPerTurn.total} ms (${f.cpuMsPerTurn.bench}, ${f.cpuMsPerTurn.server}): turns per CPU second ${perCpu.toFixed(3)}x the floor's.`,
+      failed.platform.length + failed.floor.length > 0
+        ? `Sessions that could not finish a turn and left their arm: platform ${failed.platform.length}, floor ${failed.floor.length} (failedSessions has each one's error).`
+        : 'Every session finished every turn.',
     ].join(' ');
     return [
       {
@@ -393,13 +413,18 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
           turnsPerCpuSecond: Math.round(perCpu * 1000) / 1000,
         },
         readsPerTurn: { queries: queriesPerTurn, historyPolls: historyPollsPerTurn },
+        failedSessions: failed,
         goals: [g],
         notes,
       },
     ];
   } finally {
-    await Promise.all(platform.map((h) => endSession(h)));
-    await Promise.all(floor.map((h) => endFloor(h)));
+    // A session stuck in a failing workflow task never ends on its own: terminated after 15 s.
+    const ended = async (h: WorkflowHandle, end: (h: WorkflowHandle) => Promise<void>) => {
+      const done = await Promise.race([end(h).then(() => true), sleep(15_000).then(() => false)]);
+      if (!done) await h.terminate('benchmark over').catch(() => undefined);
+    };
+    await Promise.all([...platform.map((h) => ended(h, endSession)), ...floor.map((h) => ended(h, endFloor))]);
     await floorWorker.stop();
     await worker.shutdown().catch(() => undefined);
   }

@@ -84,7 +84,21 @@ function parseArgs(argv: string[]) {
     argv.find((a) => a.startsWith('--server='))?.split('=')[1] ?? (serverIdx >= 0 ? argv[serverIdx + 1] : 'dev');
   if (serverArg !== 'dev' && serverArg !== 'cluster')
     throw new Error(`--server takes dev or cluster, not ${serverArg}`);
-  return { quick, keys, merge, parallel, server: serverArg as 'dev' | 'cluster' };
+  // `--out DIR`: write the results there instead of bench/results. `--merge-from FILE`: run nothing, and merge the
+  // benchmarks of another run's latest.json into this one's (runs on the two servers at once, each in its own DIR).
+  const outIdx = argv.indexOf('--out');
+  const out = outIdx >= 0 ? path.resolve(argv[outIdx + 1]) : path.join(__dirname, 'results');
+  const fromIdx = argv.indexOf('--merge-from');
+  const mergeFrom = fromIdx >= 0 ? path.resolve(argv[fromIdx + 1]) : undefined;
+  return {
+    quick,
+    keys: mergeFrom ? [] : keys,
+    merge: merge || mergeFrom !== undefined,
+    parallel,
+    server: serverArg as 'dev' | 'cluster',
+    out,
+    mergeFrom,
+  };
 }
 
 const fmt = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(1));
@@ -148,7 +162,7 @@ export function markdown(out: {
 }
 
 async function main() {
-  const { quick, keys, merge, parallel, server } = parseArgs(process.argv.slice(2));
+  const { quick, keys, merge, parallel, server, out: dir, mergeFrom } = parseArgs(process.argv.slice(2));
   const started = Date.now();
   const log = (msg: string) =>
     process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${msg}\n`);
@@ -159,8 +173,9 @@ async function main() {
   // Each benchmark in its own namespace, with its own hands host id: none sees another's workers or sandboxes.
   const namespaceOf = (key: string) => `bench-${key.replace(/_/g, '-')}`;
   const chosen = ORDER.filter((k) => keys.includes(k)).map((k) => BENCHMARKS.find((b) => b.key === k)!);
-  const stack =
-    server === 'cluster'
+  const stack = !chosen.length
+    ? undefined
+    : server === 'cluster'
       ? await Stack.startCluster(
           chosen.map((b) => namespaceOf(b.key)),
           (m) => log(`cluster: ${m}`),
@@ -178,7 +193,7 @@ async function main() {
   const lanes = Math.min(parallel, queue.length);
   const stacks: Stack[] = [];
   const runOne = async (b: (typeof BENCHMARKS)[number], tag: string) => {
-    const s = stack.in(namespaceOf(b.key));
+    const s = stack!.in(namespaceOf(b.key));
     stacks.push(s);
     const t = Date.now();
     const loadStart = os.loadavg().map((l) => Math.round(l * 100) / 100);
@@ -191,6 +206,7 @@ async function main() {
           ...x,
           ...(server === 'cluster' ? { name: `${x.name}_cluster`, server } : { server: x.server ?? server }),
           durationS,
+          mode: quick ? 'quick' : 'full',
           loadavg: { start: loadStart, end: os.loadavg().map((l) => Math.round(l * 100) / 100) },
         })),
       );
@@ -208,7 +224,11 @@ async function main() {
     await Promise.all(Array.from({ length: lanes }, lane));
   } finally {
     for (const s of stacks) await s.stop();
-    await stack.stop();
+    await stack?.stop();
+  }
+  if (mergeFrom) {
+    const other = JSON.parse(fs.readFileSync(mergeFrom, 'utf8')) as { benchmarks: BenchResult[] };
+    results.push(...other.benchmarks);
   }
   // Results in the suite's order, whichever lane finished first.
   const order = (name: string) =>
@@ -230,11 +250,11 @@ async function main() {
       'console',
     ].indexOf(name);
   results.sort((x, y) => order(x.name.replace(/_cluster$/, '')) - order(y.name.replace(/_cluster$/, '')));
-  const dir = path.join(__dirname, 'results');
   fs.mkdirSync(dir, { recursive: true });
   const previous =
     merge && fs.existsSync(path.join(dir, 'latest.json'))
       ? (JSON.parse(fs.readFileSync(path.join(dir, 'latest.json'), 'utf8')) as {
+          mode: string;
           durationS: number;
           benchmarks: BenchResult[];
         })
@@ -246,7 +266,8 @@ async function main() {
   const out = {
     commit: commit(),
     machine: { ...info, loadavgAtEnd: os.loadavg().map((l) => Math.round(l * 100) / 100) },
-    mode: quick ? 'quick' : 'full',
+    // A merge of runs of both modes is `mixed`; each result says its own.
+    mode: previous && previous.mode !== (quick ? 'quick' : 'full') ? 'mixed' : quick ? 'quick' : 'full',
     parallel,
     date: new Date(started).toISOString(),
     durationS: Math.round((Date.now() - started) / 1000) + (previous?.durationS ?? 0),

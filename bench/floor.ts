@@ -324,9 +324,10 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
     const platformTurnText = async (h: WorkflowHandle, i: number) => {
       const t0 = Date.now();
       const { seq } = await h.executeUpdate(sendMessageUpdate, { args: [{ text: `turn ${i}` }] });
+      // The log is read through the counting client.
       const ev = await waitRung(
         reader,
-        h,
+        reader.workflow.getHandle(h.workflowId),
         (e) => e.some((x) => x.seq > seq && x.type === 'assistant_message'),
         60_000,
         seq,

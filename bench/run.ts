@@ -149,7 +149,7 @@ export function markdown(out: {
   }
   const goals = goalsOf(out.benchmarks);
   if (goals.length > 0) {
-    lines.push('', '| goal | server | figure | value | goal | met |', '|---|---|---|---:|---|---|');
+    lines.push('', '| benchmark | server | figure | value | goal | met |', '|---|---|---|---:|---|---|');
     for (const g of goals)
       lines.push(
         `| ${g.benchmark} | ${g.server} | ${g.figure} | ${g.value} | ${g.goal.op} ${g.goal.target} | ${g.met ? 'met' : 'not met'} |`,

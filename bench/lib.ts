@@ -4,9 +4,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, type WorkflowHandle } from '@temporalio/client';
+import { Client, type ConnectionLike, type WorkflowHandle } from '@temporalio/client';
 import { clientInterceptors } from '../src/log/query-retry';
-import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import {
   createTestEnv,
   doorbell,
@@ -19,7 +18,8 @@ import {
 } from '../test/helpers/env';
 import { MockModelServer } from '../src/dev/model-server';
 import { DEV_SERVER_DYNAMIC_CONFIG } from '../src/infra/temporal-cli';
-import type { RunningWorker, WorkerOptions, WorkerStatus } from '../src/worker';
+import { installRuntime, type RunningWorker, type WorkerOptions, type WorkerStatus } from '../src/worker';
+import { loadConfig } from '../src/config';
 import type { ChildWorker } from '../test/helpers/child-worker';
 import type { SessionEvent } from '../src/session/events';
 import { endSignal, eventsQuery } from '../src/session/contract';
@@ -133,10 +133,23 @@ export function machine() {
   };
 }
 
+/** The Temporal server a stack runs on: the dev server, or the production cluster of test/helpers/temporal-cluster.ts. */
+export interface StackServer {
+  kind: 'dev' | 'cluster';
+  address: string;
+  client: Client;
+  connection: ConnectionLike;
+  teardown(): Promise<void>;
+  /** The server's processes (the cluster's four services), for their CPU time; the dev server's is found by port. */
+  pids?(): number[];
+  /** Makes a namespace with the platform's search attributes (the dev server makes them at its start). */
+  createNamespace?(name: string): Promise<void>;
+}
+
 /**
- * The dev server and the local model server, shared by every benchmark; workers come and go per benchmark. A
+ * The Temporal server and the local model server, shared by every benchmark; workers come and go per benchmark. A
  * stack is bound to one namespace: `in()` gives a view of the same servers in another namespace (created when the
- * dev server starts), whose task queues (brain, hands pool, hands hosts) no worker of another one polls, so
+ * server starts), whose task queues (brain, hands pool, hands hosts) no worker of another one polls, so
  * benchmarks in different namespaces can run at once.
  */
 export class Stack {
@@ -144,7 +157,7 @@ export class Stack {
   /** The dev server's Prometheus endpoint. */
   metricsUrl?: string;
   private constructor(
-    readonly env: TestWorkflowEnvironment,
+    readonly env: StackServer,
     readonly mock: MockModelServer,
     readonly namespace = 'default',
     readonly hostId = `bench-${process.pid}`,
@@ -160,6 +173,11 @@ export class Stack {
           });
   }
 
+  /** `dev` or `cluster`: which server the figures are from. */
+  get server(): StackServer['kind'] {
+    return this.env.kind;
+  }
+
   static async start(namespaces: string[] = []): Promise<Stack> {
     // The platform's own dev server settings (eager activity execution), and a namespace per benchmark.
     // The server's Prometheus metrics on a known port: the crash benchmark counts heartbeat calls there.
@@ -172,9 +190,50 @@ export class Stack {
     ]);
     const mock = new MockModelServer();
     await mock.start();
-    const stack = new Stack(env, mock);
+    const stack = new Stack(
+      {
+        kind: 'dev',
+        address: env.address,
+        client: env.client,
+        connection: env.connection,
+        teardown: () => env.teardown(),
+      },
+      mock,
+    );
     stack.metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     return stack;
+  }
+
+  /**
+   * The production cluster (startTemporalCluster: the server built from the Go proxy on PostgreSQL, four service
+   * processes, the compose stack's dynamic config with eager activities), with each namespace made as an operator
+   * does, search attributes registered by the CLI.
+   */
+  static async startCluster(namespaces: string[] = [], log: (m: string) => void = () => undefined): Promise<Stack> {
+    const { startTemporalCluster } = await import('../test/helpers/temporal-cluster');
+    // In-process workers log as on the dev server's stack (createTestEnv): warnings, unless LOG_LEVEL asks for more.
+    installRuntime(process.env.LOG_LEVEL ? loadConfig().LOG_LEVEL : 'WARN');
+    const cluster = await startTemporalCluster({ log });
+    try {
+      for (const n of namespaces) await cluster.createNamespace(n, '72h', true);
+      const mock = new MockModelServer();
+      await mock.start();
+      return new Stack(
+        {
+          kind: 'cluster',
+          address: cluster.address,
+          client: cluster.client,
+          connection: cluster.client.connection,
+          teardown: () => cluster.stop(),
+          pids: () => cluster.pids(),
+          createNamespace: (name) => cluster.createNamespace(name, '72h', true),
+        },
+        mock,
+      );
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
   }
 
   /** The same servers in namespace `namespace`, with sandboxes under their own hands host id. */
@@ -184,8 +243,16 @@ export class Stack {
     return view;
   }
 
+  /** The Temporal server's processes: the dev server's one, or the cluster's four. */
+  serverPids(): number[] {
+    if (this.env.pids) return this.env.pids();
+    const pid = this.serverPid();
+    return pid === undefined ? [] : [pid];
+  }
+
   /** The dev server's process id (found by its port), for its CPU time. */
   serverPid(): number | undefined {
+    if (this.env.kind !== 'dev') return undefined;
     const port = this.env.address.split(':').pop();
     for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
       try {
@@ -319,6 +386,33 @@ function statCpuSeconds(file: string): number {
 
 export function cpuSeconds(pid: number): number {
   return statCpuSeconds(`/proc/${pid}/stat`);
+}
+
+/** CPU seconds of a set of processes; a process that has ended counts nothing. */
+export function totalCpuSeconds(pids: number[]): number {
+  let sum = 0;
+  for (const pid of pids)
+    try {
+      sum += cpuSeconds(pid);
+    } catch {
+      // gone
+    }
+  return sum;
+}
+
+/** A figure against its goal, as each benchmark with one reports it (collected into latest.json's `goals`). */
+export interface Goal {
+  /** What is compared, e.g. "per-activity overhead / no-op floor's per-activity time (p50)". */
+  figure: string;
+  value: number;
+  /** `<=` or `>=` the target. */
+  goal: { op: '<=' | '>='; target: number };
+  met: boolean;
+}
+
+export function goal(figure: string, value: number, op: '<=' | '>=', target: number): Goal {
+  const v = Math.round(value * 1000) / 1000;
+  return { figure, value: v, goal: { op, target }, met: op === '<=' ? v <= target : v >= target };
 }
 
 /** CPU seconds of each thread of a process, by thread id. */

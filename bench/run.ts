@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { armsChart, lineChart } from './charts';
-import { SETTINGS, Stack, commit, machine, type BenchResult, type Ctx } from './lib';
+import { SETTINGS, Stack, commit, machine, type BenchResult, type Ctx, type Goal } from './lib';
 import { runTtft } from './ttft';
 
 type Runner = (ctx: Ctx) => Promise<BenchResult[]>;
@@ -19,6 +19,8 @@ const lazyImport =
 const BENCHMARKS: { key: string; run: Runner; alone?: boolean }[] = [
   { key: 'ttft', run: runTtft },
   { key: 'turn_overhead', run: lazyImport('./turn-overhead', 'runTurnOverhead'), alone: true },
+  { key: 'floor_overhead', run: lazyImport('./floor', 'runFloorOverhead'), alone: true },
+  { key: 'floor_throughput', run: lazyImport('./floor', 'runFloorThroughput'), alone: true },
   { key: 'execute', run: lazyImport('./execute', 'runExecute'), alone: true },
   { key: 'runtime', run: lazyImport('./runtime', 'runRuntime'), alone: true },
   { key: 'archive', run: lazyImport('./archive', 'runArchive'), alone: true },
@@ -35,6 +37,8 @@ const BENCHMARKS: { key: string; run: Runner; alone?: boolean }[] = [
 /** The order benchmarks run in: those that run alone, then the others, the longest first. */
 const ORDER = [
   'turn_overhead',
+  'floor_overhead',
+  'floor_throughput',
   'workflow_cpu',
   'execute',
   'runtime',
@@ -73,10 +77,42 @@ function parseArgs(argv: string[]) {
   for (const k of keys)
     if (!BENCHMARKS.some((b) => b.key === k))
       throw new Error(`unknown benchmark ${k}; one of ${BENCHMARKS.map((b) => b.key).join(', ')}`);
-  return { quick, keys, merge, parallel };
+  // `--server cluster`: on the production cluster (test/helpers/temporal-cluster.ts) instead of the dev server; each
+  // result's name gets `_cluster`, so a merge keeps both servers' figures.
+  const serverIdx = argv.indexOf('--server');
+  const serverArg =
+    argv.find((a) => a.startsWith('--server='))?.split('=')[1] ?? (serverIdx >= 0 ? argv[serverIdx + 1] : 'dev');
+  if (serverArg !== 'dev' && serverArg !== 'cluster')
+    throw new Error(`--server takes dev or cluster, not ${serverArg}`);
+  // `--out DIR`: write the results there instead of bench/results. `--merge-from FILE`: run nothing, and merge the
+  // benchmarks of another run's latest.json into this one's (runs on the two servers at once, each in its own DIR).
+  const outIdx = argv.indexOf('--out');
+  const out = outIdx >= 0 ? path.resolve(argv[outIdx + 1]) : path.join(__dirname, 'results');
+  const fromIdx = argv.indexOf('--merge-from');
+  const mergeFrom = fromIdx >= 0 ? path.resolve(argv[fromIdx + 1]) : undefined;
+  return {
+    quick,
+    keys: mergeFrom ? [] : keys,
+    merge: merge || mergeFrom !== undefined,
+    parallel,
+    server: serverArg as 'dev' | 'cluster',
+    out,
+    mergeFrom,
+  };
 }
 
 const fmt = (n: number | undefined) => (n === undefined || Number.isNaN(n) ? '–' : n.toFixed(1));
+
+/** Every benchmark's figures against their goals, with the server each ran on. */
+export function goalsOf(benchmarks: BenchResult[]): (Goal & { benchmark: string; server: string })[] {
+  return benchmarks.flatMap((b) =>
+    ((b.goals ?? []) as Goal[]).map((g) => ({
+      benchmark: b.name,
+      server: (b.server as string | undefined) ?? 'dev',
+      ...g,
+    })),
+  );
+}
 
 export function markdown(out: {
   commit: string;
@@ -111,6 +147,14 @@ export function markdown(out: {
       );
     }
   }
+  const goals = goalsOf(out.benchmarks);
+  if (goals.length > 0) {
+    lines.push('', '| benchmark | server | figure | value | goal | met |', '|---|---|---|---:|---|---|');
+    for (const g of goals)
+      lines.push(
+        `| ${g.benchmark} | ${g.server} | ${g.figure} | ${g.value} | ${g.goal.op} ${g.goal.target} | ${g.met ? 'met' : 'not met'} |`,
+      );
+  }
   lines.push('');
   for (const b of out.benchmarks) lines.push(`- **${b.name}**: ${b.notes}`);
   lines.push('');
@@ -118,16 +162,25 @@ export function markdown(out: {
 }
 
 async function main() {
-  const { quick, keys, merge, parallel } = parseArgs(process.argv.slice(2));
+  const { quick, keys, merge, parallel, server, out: dir, mergeFrom } = parseArgs(process.argv.slice(2));
   const started = Date.now();
   const log = (msg: string) =>
     process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(0).padStart(4)} s] ${msg}\n`);
   const info = machine();
-  log(`bench: ${quick ? 'quick' : 'full'} run of ${keys.join(', ')} on ${info.cores} cores, ${parallel} at a time`);
+  log(
+    `bench: ${quick ? 'quick' : 'full'} run of ${keys.join(', ')} on ${info.cores} cores, ${parallel} at a time, on the ${server} server`,
+  );
   // Each benchmark in its own namespace, with its own hands host id: none sees another's workers or sandboxes.
   const namespaceOf = (key: string) => `bench-${key.replace(/_/g, '-')}`;
   const chosen = ORDER.filter((k) => keys.includes(k)).map((k) => BENCHMARKS.find((b) => b.key === k)!);
-  const stack = await Stack.start(chosen.map((b) => namespaceOf(b.key)));
+  const stack = !chosen.length
+    ? undefined
+    : server === 'cluster'
+      ? await Stack.startCluster(
+          chosen.map((b) => namespaceOf(b.key)),
+          (m) => log(`cluster: ${m}`),
+        )
+      : await Stack.start(chosen.map((b) => namespaceOf(b.key)));
   const results: BenchResult[] = [];
   let failed = false;
   let stopping = false;
@@ -140,14 +193,23 @@ async function main() {
   const lanes = Math.min(parallel, queue.length);
   const stacks: Stack[] = [];
   const runOne = async (b: (typeof BENCHMARKS)[number], tag: string) => {
-    const s = stack.in(namespaceOf(b.key));
+    const s = stack!.in(namespaceOf(b.key));
     stacks.push(s);
     const t = Date.now();
+    const loadStart = os.loadavg().map((l) => Math.round(l * 100) / 100);
     log(`== ${b.key}`);
     try {
       const r = await b.run({ quick, stack: s, log: (m) => log(`${tag}${m}`) });
       const durationS = Math.round((Date.now() - t) / 100) / 10;
-      results.push(...r.map((x) => ({ ...x, durationS })));
+      results.push(
+        ...r.map((x) => ({
+          ...x,
+          ...(server === 'cluster' ? { name: `${x.name}_cluster`, server } : { server: x.server ?? server }),
+          durationS,
+          mode: quick ? 'quick' : 'full',
+          loadavg: { start: loadStart, end: os.loadavg().map((l) => Math.round(l * 100) / 100) },
+        })),
+      );
       log(`== ${b.key} done in ${durationS} s`);
     } catch (err) {
       failed = true;
@@ -162,13 +224,19 @@ async function main() {
     await Promise.all(Array.from({ length: lanes }, lane));
   } finally {
     for (const s of stacks) await s.stop();
-    await stack.stop();
+    await stack?.stop();
+  }
+  if (mergeFrom) {
+    const other = JSON.parse(fs.readFileSync(mergeFrom, 'utf8')) as { benchmarks: BenchResult[] };
+    results.push(...other.benchmarks);
   }
   // Results in the suite's order, whichever lane finished first.
   const order = (name: string) =>
     [
       'ttft_lazy_vs_eager',
       'turn_overhead',
+      'floor_overhead',
+      'floor_throughput',
       'workflow_task_cpu',
       'execute_roundtrip',
       'sandbox_runtime',
@@ -181,12 +249,12 @@ async function main() {
       'history_growth',
       'console',
     ].indexOf(name);
-  results.sort((x, y) => order(x.name) - order(y.name));
-  const dir = path.join(__dirname, 'results');
+  results.sort((x, y) => order(x.name.replace(/_cluster$/, '')) - order(y.name.replace(/_cluster$/, '')));
   fs.mkdirSync(dir, { recursive: true });
   const previous =
     merge && fs.existsSync(path.join(dir, 'latest.json'))
       ? (JSON.parse(fs.readFileSync(path.join(dir, 'latest.json'), 'utf8')) as {
+          mode: string;
           durationS: number;
           benchmarks: BenchResult[];
         })
@@ -198,12 +266,14 @@ async function main() {
   const out = {
     commit: commit(),
     machine: { ...info, loadavgAtEnd: os.loadavg().map((l) => Math.round(l * 100) / 100) },
-    mode: quick ? 'quick' : 'full',
+    // A merge of runs of both modes is `mixed`; each result says its own.
+    mode: previous && previous.mode !== (quick ? 'quick' : 'full') ? 'mixed' : quick ? 'quick' : 'full',
     parallel,
     date: new Date(started).toISOString(),
     durationS: Math.round((Date.now() - started) / 1000) + (previous?.durationS ?? 0),
     settings: SETTINGS,
     benchmarks: results,
+    goals: goalsOf(results),
   };
   fs.writeFileSync(path.join(dir, 'latest.json'), `${JSON.stringify(out, null, 2)}\n`);
   fs.writeFileSync(path.join(dir, 'latest.md'), markdown(out));

@@ -20,12 +20,12 @@ import { SETTINGS, percentile, armStats, endSession, interleave, waitRung, type 
 type Arm = 'inprocess' | 'platform' | 'platform_local';
 /** Measured turns per arm (quick, full): an execute in gVisor varies by tens of ms from call to call. */
 const TURNS = { quick: 20, full: 40 };
-const MODEL_CALLS_PER_TURN = 2;
-const ACTIVITIES_PER_TURN = 3; // callModel, execute, callModel
+export const MODEL_CALLS_PER_TURN = 2;
+export const ACTIVITIES_PER_TURN = 3; // callModel, execute, callModel
 
-const turnText = (i: number) => `step ${i}: please run \`echo turn ${i} && ls /workspace | wc -l\``;
+export const turnText = (i: number) => `step ${i}: please run \`echo turn ${i} && ls /workspace | wc -l\``;
 
-class InProcessLoop {
+export class InProcessLoop {
   private readonly messages: ApiMessage[] = [];
   private sandboxId = '';
   private readonly model: AnthropicModelClient;
@@ -105,7 +105,7 @@ class InProcessLoop {
  * activity type, workflow task dispatch and processing (started to completed), and the gap from an activity's
  * completion to the next workflow task's start; plus workflow tasks per turn.
  */
-async function profile(handle: WorkflowHandle, turns: number) {
+export async function profile(handle: WorkflowHandle, turns: number) {
   const E = temporal.api.enums.v1.EventType;
   const history = await handle.fetchHistory();
   const at = new Map<string, number>();
@@ -170,7 +170,7 @@ async function profile(handle: WorkflowHandle, turns: number) {
  * The log is read only once the model server has answered the turn's second call, and from the turn's own seq: a
  * reader polling the whole log by query during the turn would load the worker it measures.
  */
-async function platformTurn(stack: Ctx['stack'], handle: WorkflowHandle, text: string): Promise<number> {
+export async function platformTurn(stack: Ctx['stack'], handle: WorkflowHandle, text: string): Promise<number> {
   const calls = () => stack.mock.requests(handle.workflowId).filter((r) => r.path === '/v1/messages');
   const before = calls().length;
   const t0 = Date.now();

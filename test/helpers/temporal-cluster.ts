@@ -50,6 +50,8 @@ export interface TemporalCluster {
   createNamespace(name: string, retention: string, searchAttributes: boolean): Promise<void>;
   /** The end of each service's log, for a failure message. */
   logs(): string;
+  /** The process ids of the running services. */
+  pids(): number[];
   stop(): Promise<void>;
 }
 
@@ -285,6 +287,7 @@ export async function startTemporalCluster(
       temporal,
       createNamespace,
       logs,
+      pids: () => [...procs.values()].flatMap((c) => (c.pid === undefined ? [] : [c.pid])),
       stop: cleanup,
     };
   } catch (e) {

@@ -1,0 +1,44 @@
+// Temporal's own floor for a platform turn: a workflow that runs, per turn, the same sequence of activities as a
+// session turn (on the same kinds of task queue, with the same timeouts), each with an empty body, and nothing else.
+// Bundled on its own by bench/floor.ts; the platform's workflows never import it.
+import { condition, defineSignal, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
+
+/** One turn; returns the workflow time (the start of the turn's last workflow task) when the turn ended. */
+export const floorTurnUpdate = defineUpdate<number, [string]>('floorTurn');
+export const floorEndSignal = defineSignal('floorEnd');
+
+export interface FloorInput {
+  /** The queue of each activity of a turn, in order: `brain` is the workflow's own queue (eager), `host` the hands host's. */
+  shape: ('brain' | 'host')[];
+  hostQueue: string;
+  /** A session's limits: the model call's heartbeat timeout, a hands call's heartbeat and schedule-to-start timeouts. */
+  brainHeartbeatMs: number;
+  hostHeartbeatMs: number;
+  hostScheduleToStartMs: number;
+}
+
+export interface FloorActivities {
+  noop(): Promise<void>;
+}
+
+export async function floorWorkflow(input: FloorInput): Promise<void> {
+  const brain = proxyActivities<FloorActivities>({
+    startToCloseTimeout: '10 minutes',
+    heartbeatTimeout: input.brainHeartbeatMs,
+  });
+  const host = proxyActivities<FloorActivities>({
+    taskQueue: input.hostQueue,
+    scheduleToStartTimeout: input.hostScheduleToStartMs,
+    startToCloseTimeout: '6 minutes',
+    heartbeatTimeout: input.hostHeartbeatMs,
+  });
+  let ended = false;
+  setHandler(floorEndSignal, () => {
+    ended = true;
+  });
+  setHandler(floorTurnUpdate, async () => {
+    for (const queue of input.shape) await (queue === 'brain' ? brain : host).noop();
+    return Date.now();
+  });
+  await condition(() => ended);
+}

@@ -1,0 +1,432 @@
+// The platform against Temporal's own floor on the same server: a no-op workflow of the same shape as a platform
+// turn (bench/floor-workflow.ts: the same workflow tasks and activities per turn, on the same kinds of queue, with
+// empty activity bodies), run by a worker with the platform's worker options (eager activities on the server).
+// floor_overhead: per-activity overhead of a platform turn (tool call) against the floor's per-activity time.
+// floor_throughput: turns per second per core at saturation (text turns, model without latency) against the floor's.
+import os from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, type WorkflowClientInterceptor, type WorkflowHandle } from '@temporalio/client';
+import { doorbellStats } from '../src/log/history-doorbell';
+import { queryRetryInterceptor } from '../src/log/query-retry';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
+import { DockerSandboxProvider } from '../src/sandbox/docker';
+import { sessionWorkflow } from '../src/workflows';
+import { BRAIN_TASK_QUEUE } from '../src/session/queues';
+import { sendMessageUpdate } from '../src/session/contract';
+import { DEFAULT_WORKFLOW_CACHE } from '../src/worker';
+import { testAgent, testDataConverter, uniqueId } from '../test/helpers/env';
+import { floorEndSignal, floorTurnUpdate, floorWorkflow, type FloorInput } from './floor-workflow';
+import {
+  SETTINGS,
+  armStats,
+  endSession,
+  goal,
+  interleave,
+  percentile,
+  totalCpuSeconds,
+  waitRung,
+  type BenchResult,
+  type Ctx,
+  type Stack,
+} from './lib';
+import {
+  ACTIVITIES_PER_TURN,
+  InProcessLoop,
+  MODEL_CALLS_PER_TURN,
+  platformTurn,
+  profile,
+  turnText,
+} from './turn-overhead';
+
+/** The platform worker's options that shape a turn's dispatch (src/worker.ts): sticky timeout, cache, heartbeat throttle. */
+const PLATFORM_WORKER_OPTIONS = {
+  stickyQueueScheduleToStartTimeout: '2 seconds',
+  maxCachedWorkflows: DEFAULT_WORKFLOW_CACHE,
+  maxHeartbeatThrottleInterval: '200 ms',
+} as const;
+
+export interface FloorWorker {
+  taskQueue: string;
+  hostQueue: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A worker of the floor workflow: one Worker on its own queue (workflows and the `brain` activities, which the
+ * server hands back eagerly as it does the platform's model calls) and one on a host queue (the `host` activities,
+ * as a hands host polls its own), on one native connection, in this process, as `stack.worker()` runs the platform.
+ */
+export async function startFloorWorker(stack: Stack): Promise<FloorWorker> {
+  const taskQueue = uniqueId('bench-floor');
+  const hostQueue = `${taskQueue}-host`;
+  const connection = await NativeConnection.connect({ address: stack.env.address });
+  const activities = { noop: async () => undefined };
+  const common = { connection, namespace: stack.namespace, dataConverter: testDataConverter(), activities };
+  const workers = [
+    await Worker.create({
+      ...common,
+      ...PLATFORM_WORKER_OPTIONS,
+      taskQueue,
+      workflowsPath: require.resolve('./floor-workflow'),
+    }),
+    await Worker.create({ ...common, taskQueue: hostQueue }),
+  ];
+  const running = workers.map((w) => w.run());
+  return {
+    taskQueue,
+    hostQueue,
+    async stop() {
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await Promise.allSettled(running);
+      await connection.close().catch(() => undefined);
+    },
+  };
+}
+
+/** Starts a floor session whose turns run `shape`, with a session's default limits. */
+export async function startFloorSession(
+  stack: Stack,
+  worker: FloorWorker,
+  shape: FloorInput['shape'],
+): Promise<WorkflowHandle<typeof floorWorkflow>> {
+  const { limits } = testAgent();
+  return stack.client.workflow.start(floorWorkflow, {
+    taskQueue: worker.taskQueue,
+    workflowId: uniqueId('bench-floor'),
+    args: [
+      {
+        shape,
+        hostQueue: worker.hostQueue,
+        brainHeartbeatMs: limits.modelHeartbeatTimeoutMs,
+        hostHeartbeatMs: limits.handsHeartbeatTimeoutMs,
+        hostScheduleToStartMs: limits.handsScheduleToStartMs,
+      },
+    ],
+  });
+}
+
+/** One floor turn, timed as a platform turn is: the client's update to the workflow time of the turn's last task. */
+export async function floorTurn(handle: WorkflowHandle, text: string): Promise<number> {
+  const t0 = Date.now();
+  const end = await handle.executeUpdate(floorTurnUpdate, { args: [text] });
+  return end - t0;
+}
+
+async function endFloor(handle: WorkflowHandle | undefined): Promise<void> {
+  if (!handle) return;
+  await handle.signal(floorEndSignal).catch(() => undefined);
+  await handle.result().catch(() => undefined);
+}
+
+const r1 = (n: number) => Math.round(n * 10) / 10;
+
+export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
+  const { stack } = ctx;
+  const WARMUP = ctx.quick ? 1 : 2;
+  const TURNS_RUN = ctx.quick ? 15 : 40;
+  const dockerHost = await resolveDockerHost();
+  if (!dockerHost) throw new Error('no Docker engine');
+  const provider = new DockerSandboxProvider({ dockerHost, defaultImage: sandboxImage() });
+  const worker = await stack.worker();
+  const floorWorker = await startFloorWorker(stack);
+  const loop = new InProcessLoop(ctx, provider, uniqueId('bench-floor-inprocess'));
+  stack.model(loop.id);
+  const id = uniqueId('bench-floor-platform');
+  stack.model(id);
+  let handle: WorkflowHandle | undefined;
+  let floor: WorkflowHandle | undefined;
+  try {
+    await loop.provision();
+    handle = await stack.client.workflow.start(sessionWorkflow, {
+      taskQueue: BRAIN_TASK_QUEUE,
+      workflowId: id,
+      args: [{ agent: testAgent({ system: 'You are a test agent.' }) }],
+    });
+    // The platform turn: callModel (brain queue, eager), execute (the hands host's queue), callModel.
+    floor = await startFloorSession(stack, floorWorker, ['brain', 'host', 'brain']);
+    const h = handle;
+    const f = floor;
+    const samples = await interleave<'inprocess' | 'platform' | 'floor'>(
+      ['inprocess', 'platform', 'floor'],
+      TURNS_RUN,
+      WARMUP,
+      async (arm, round) => {
+        if (arm === 'platform') return platformTurn(stack, h, turnText(round));
+        if (arm === 'floor') return floorTurn(f, turnText(round));
+        const t0 = Date.now();
+        await loop.turn(turnText(round));
+        return Date.now() - t0;
+      },
+      (m) => ctx.log(`  floor_overhead ${m}`),
+    );
+    const inprocess = armStats(samples.inprocess);
+    const platform = armStats(samples.platform);
+    const floorStats = armStats(samples.floor);
+    const prof = await profile(h, TURNS_RUN);
+    const floorProf = await profile(f, TURNS_RUN);
+    const inModel = percentile(loop.modelMs.slice(-MODEL_CALLS_PER_TURN * TURNS_RUN), 0.5);
+    const inExecute = percentile(loop.executeMs.slice(-TURNS_RUN), 0.5);
+    const perActivity = (platform.p50Ms - inprocess.p50Ms) / ACTIVITIES_PER_TURN;
+    const perActivityP95 = (platform.p95Ms - inprocess.p95Ms) / ACTIVITIES_PER_TURN;
+    // The same, with the model and the exec's own time taken from the loop's medians instead of its whole turn.
+    const perActivityByParts = (platform.p50Ms - MODEL_CALLS_PER_TURN * inModel - inExecute) / ACTIVITIES_PER_TURN;
+    const floorPerActivity = floorStats.p50Ms / ACTIVITIES_PER_TURN;
+    const ratioP50 = perActivity / floorPerActivity;
+    const ratioP95 = perActivityP95 / (floorStats.p95Ms / ACTIVITIES_PER_TURN);
+    // Where the platform's time beyond the floor goes, per turn, from the two histories (medians).
+    const tasks = prof.workflowTasksPerTurn;
+    const remainder = {
+      perTurnMs: r1(platform.p50Ms - inprocess.p50Ms - floorStats.p50Ms),
+      workflowTaskRunMs: r1(tasks * prof.workflowTaskRun - floorProf.workflowTasksPerTurn * floorProf.workflowTaskRun),
+      workflowTaskDispatchMs: r1(
+        tasks * prof.workflowTaskScheduleToStart -
+          floorProf.workflowTasksPerTurn * floorProf.workflowTaskScheduleToStart,
+      ),
+      callModelBeyondModelMs: r1(MODEL_CALLS_PER_TURN * (prof.callModelRun - inModel)),
+      executeBeyondExecMs: r1(prof.executeRun - inExecute),
+      completionToNextTaskMs: r1(
+        ACTIVITIES_PER_TURN *
+          (prof.activityCompletedToNextWorkflowTaskStart - floorProf.activityCompletedToNextWorkflowTaskStart),
+      ),
+      activityDispatchMs: r1(ACTIVITIES_PER_TURN * (prof.activityScheduleToStart - floorProf.activityScheduleToStart)),
+    };
+    const g = goal(
+      "per-activity overhead of a platform turn / the no-op floor's per-activity time (p50)",
+      ratioP50,
+      '<=',
+      1.25,
+    );
+    const notes = [
+      `${TURNS_RUN} turns per arm after ${WARMUP} warm-up turns, interleaved, on the ${stack.server} server. inprocess: the model call (bash tool_use), the execute in a gVisor sandbox and the model call (text), called directly (model first byte ${SETTINGS.modelFirstByteMs} ms); platform: the same turn as a session (${tasks} workflow tasks, ${ACTIVITIES_PER_TURN} activities per turn); floor: a no-op workflow of the same shape (${floorProf.workflowTasksPerTurn} workflow tasks per turn, activities callModel-like on the workflow's queue with eager dispatch, execute-like on a host queue, callModel-like; empty bodies, the session's timeouts), on the same server, run by an in-process worker with the platform's worker options.`,
+      `Overhead per activity = (platform turn - inprocess turn, i.e. the model's and the exec's own time) / ${ACTIVITIES_PER_TURN}: ${r1(perActivity)} ms at p50 (${r1(perActivityByParts)} ms with the loop's median model call ${r1(inModel)} ms and execute ${r1(inExecute)} ms subtracted instead), against the floor's ${r1(floorPerActivity)} ms per activity (its whole turn ${floorStats.p50Ms} ms / ${ACTIVITIES_PER_TURN}): ${ratioP50.toFixed(3)}x (goal <= 1.25: ${g.met ? 'met' : 'not met'}); at p95 ${ratioP95.toFixed(3)}x.`,
+      `Beyond the floor, per turn (${remainder.perTurnMs} ms at p50), from the histories' medians: workflow task processing ${remainder.workflowTaskRunMs} ms (platform ${tasks} x ${prof.workflowTaskRun} ms against floor ${floorProf.workflowTasksPerTurn} x ${floorProf.workflowTaskRun} ms), workflow task dispatch ${remainder.workflowTaskDispatchMs} ms, activity dispatch ${remainder.activityDispatchMs} ms, activity completion to the next task ${remainder.completionToNextTaskMs} ms, callModel beyond the model ${remainder.callModelBeyondModelMs} ms (${prof.callModelRun} ms in the activity against ${r1(inModel)} ms in the loop, x${MODEL_CALLS_PER_TURN}), execute beyond the exec ${remainder.executeBeyondExecMs} ms (${prof.executeRun} against ${r1(inExecute)} ms).`,
+    ].join(' ');
+    return [
+      {
+        name: 'floor_overhead',
+        server: stack.server,
+        arms: { inprocess, platform, floor: floorStats },
+        ratioTo: { platform: 'inprocess' },
+        perActivityMs: {
+          platform: r1(perActivity),
+          platformByParts: r1(perActivityByParts),
+          floor: r1(floorPerActivity),
+        },
+        ratio: { p50: Math.round(ratioP50 * 1000) / 1000, p95: Math.round(ratioP95 * 1000) / 1000 },
+        goals: [g],
+        profileMs: {
+          platform: prof,
+          floor: floorProf,
+          inprocessModelCall: r1(inModel),
+          inprocessExecute: r1(inExecute),
+        },
+        remainderMs: remainder,
+        notes,
+      },
+    ];
+  } finally {
+    if (handle) await endSession(handle);
+    await endFloor(floor);
+    await loop.destroy();
+    await floorWorker.stop();
+    await worker.shutdown().catch(() => undefined);
+  }
+}
+
+interface Window {
+  turns: number;
+  wallS: number;
+  /** CPU seconds of this process (the worker, the clients, the model server) and of the Temporal server. */
+  benchCpuS: number;
+  serverCpuS: number;
+  latencies: number[];
+}
+
+/** A session whose turn failed (it leaves the arm), with why. */
+interface Failed {
+  sessionId: string;
+  error: string;
+}
+
+/** `sessions` closed loops of turns for `seconds`: every loop starts its next turn when its last one ends. */
+async function saturate(
+  stack: Stack,
+  sessions: WorkflowHandle[],
+  seconds: number,
+  turn: (h: WorkflowHandle, i: number) => Promise<number>,
+  failed: Failed[],
+): Promise<Window> {
+  const pids = stack.serverPids();
+  const [c0, s0, t0] = [process.cpuUsage(), totalCpuSeconds(pids), performance.now()];
+  const end = Date.now() + seconds * 1000;
+  const latencies: number[] = [];
+  let i = 0;
+  await Promise.all(
+    [...sessions].map(async (h) => {
+      try {
+        while (Date.now() < end) latencies.push(await turn(h, i++));
+      } catch (err) {
+        // A session that cannot finish a turn leaves the arm; the result lists it.
+        failed.push({ sessionId: h.workflowId, error: (err as Error).message.slice(0, 500) });
+        sessions.splice(sessions.indexOf(h), 1);
+      }
+    }),
+  );
+  const c1 = process.cpuUsage(c0);
+  return {
+    turns: latencies.length,
+    wallS: (performance.now() - t0) / 1000,
+    benchCpuS: (c1.user + c1.system) / 1e6,
+    serverCpuS: totalCpuSeconds(pids) - s0,
+    latencies,
+  };
+}
+
+export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
+  const { stack } = ctx;
+  const cores = os.cpus().length;
+  const concurrent = Number(process.env.BENCH_FLOOR_SESSIONS ?? (ctx.quick ? 24 : 32));
+  const windowS = ctx.quick ? 6 : 15;
+  const windows = ctx.quick ? 2 : 4;
+  const worker = await stack.worker({ role: 'brain' });
+  const floorWorker = await startFloorWorker(stack);
+  const platform: WorkflowHandle[] = [];
+  const floor: WorkflowHandle[] = [];
+  try {
+    // A text turn: one model call, no tool; the model answers at once, so the turn is all platform.
+    for (let k = 0; k < concurrent; k++) {
+      const id = uniqueId('bench-floor-tput');
+      stack.model(id, [], 0);
+      platform.push(
+        await stack.client.workflow.start(sessionWorkflow, {
+          taskQueue: BRAIN_TASK_QUEUE,
+          workflowId: id,
+          args: [{ agent: testAgent() }],
+        }),
+      );
+      floor.push(await startFloorSession(stack, floorWorker, ['brain']));
+    }
+    // The platform's client counts its queries: reading the log is part of what a turn costs its reader.
+    let queries = 0;
+    const counting: WorkflowClientInterceptor = {
+      query(input, next) {
+        queries++;
+        return next(input);
+      },
+    };
+    const reader = new Client({
+      connection: stack.env.connection,
+      namespace: stack.namespace,
+      dataConverter: testDataConverter(),
+      interceptors: { workflow: [counting, queryRetryInterceptor] },
+    });
+    const platformTurnText = async (h: WorkflowHandle, i: number) => {
+      const t0 = Date.now();
+      const { seq } = await h.executeUpdate(sendMessageUpdate, { args: [{ text: `turn ${i}` }] });
+      // The log is read through the counting client.
+      const ev = await waitRung(
+        reader,
+        reader.workflow.getHandle(h.workflowId),
+        (e) => e.some((x) => x.seq > seq && x.type === 'assistant_message'),
+        60_000,
+        seq,
+      );
+      return Date.parse(ev.find((x) => x.seq > seq && x.type === 'assistant_message')!.time) - t0;
+    };
+    const floorTurnText = (h: WorkflowHandle, i: number) => floorTurn(h, `turn ${i}`);
+    const arms = { platform: [] as Window[], floor: [] as Window[] };
+    const failed = { platform: [] as Failed[], floor: [] as Failed[] };
+    const live = { platform: [...platform], floor: [...floor] };
+    const reads = { queries: 0, historyPolls: 0 };
+    // A short window of each first (caches, JIT), then windows alternating which arm goes first.
+    await saturate(stack, live.platform, Math.min(5, windowS), platformTurnText, failed.platform);
+    await saturate(stack, live.floor, Math.min(5, windowS), floorTurnText, failed.floor);
+    for (let w = 0; w < windows; w++) {
+      const order: ('platform' | 'floor')[] = w % 2 === 0 ? ['platform', 'floor'] : ['floor', 'platform'];
+      for (const arm of order) {
+        const [q0, p0] = [queries, doorbellStats.historyPolls];
+        const win = await saturate(
+          stack,
+          live[arm],
+          windowS,
+          arm === 'platform' ? platformTurnText : floorTurnText,
+          failed[arm],
+        );
+        arms[arm].push(win);
+        if (arm === 'platform') {
+          reads.queries += queries - q0;
+          reads.historyPolls += doorbellStats.historyPolls - p0;
+        }
+        ctx.log(
+          `  floor_throughput ${w + 1}/${windows} ${arm}: ${win.turns} turns in ${win.wallS.toFixed(1)} s (${(win.turns / win.wallS / cores).toFixed(1)}/s/core), cpu bench ${win.benchCpuS.toFixed(1)} s, server ${win.serverCpuS.toFixed(1)} s`,
+        );
+      }
+    }
+    const sum = (ws: Window[], k: 'turns' | 'wallS' | 'benchCpuS' | 'serverCpuS') => ws.reduce((a, x) => a + x[k], 0);
+    const rate = (ws: Window[]) => {
+      const turns = sum(ws, 'turns');
+      const cpuMsPerTurn = ((sum(ws, 'benchCpuS') + sum(ws, 'serverCpuS')) * 1000) / turns;
+      return {
+        turns,
+        turnsPerSecond: r1(turns / sum(ws, 'wallS')),
+        turnsPerSecondPerCore: Math.round((turns / sum(ws, 'wallS') / cores) * 100) / 100,
+        cpuMsPerTurn: {
+          bench: r1((sum(ws, 'benchCpuS') * 1000) / turns),
+          server: r1((sum(ws, 'serverCpuS') * 1000) / turns),
+          total: r1(cpuMsPerTurn),
+        },
+        turnsPerCpuSecond: r1(1000 / cpuMsPerTurn),
+        machineShare:
+          Math.round(((sum(ws, 'benchCpuS') + sum(ws, 'serverCpuS')) / sum(ws, 'wallS') / cores) * 100) / 100,
+      };
+    };
+    const p = rate(arms.platform);
+    const f = rate(arms.floor);
+    const tput = p.turnsPerSecondPerCore / f.turnsPerSecondPerCore;
+    const perCpu = p.turnsPerCpuSecond / f.turnsPerCpuSecond;
+    const prof = await profile(live.platform[0] ?? platform[0], 3);
+    const floorProf = await profile(live.floor[0] ?? floor[0], 3);
+    const platformTurns = arms.platform.reduce((a, w) => a + w.turns, 0);
+    const queriesPerTurn = r1(reads.queries / platformTurns);
+    const historyPollsPerTurn = r1(reads.historyPolls / platformTurns);
+    const g = goal("platform turns per second per core / the no-op floor's, at saturation", tput, '>=', 0.8);
+    const notes = [
+      `On the ${stack.server} server: ${concurrent} sessions per arm, each a closed loop (its next turn when its last ends), ${windows} windows of ${windowS} s per arm alternating which arm goes first, after one unmeasured window each. platform: a text turn (sendMessage update, one callModel activity, the model answering at once; ${prof.workflowTasksPerTurn} workflow tasks per turn), its end read by the client from the log when the history rings (as the API's feeds do: ${queriesPerTurn} events queries and ${historyPollsPerTurn} history long polls per turn, part of the platform's cost here); floor: a no-op workflow of the same shape (one activity on the workflow's queue, eager; ${floorProf.workflowTasksPerTurn} workflow tasks per turn), its end the update's return. Both workers in this process with the platform's worker options.`,
+      `Turns per second per core (turns / wall seconds / ${cores} cores): platform ${p.turnsPerSecondPerCore} against floor ${f.turnsPerSecondPerCore}: ${tput.toFixed(3)}x (goal >= 0.8: ${g.met ? 'met' : 'not met'}). The stack's processes (this process: workers, clients, model server; the Temporal server) used ${p.machineShare} and ${f.machineShare} of the ${cores} cores (the rest: other users of the machine, Docker, idle). CPU per turn: platform ${p.cpuMsPerTurn.total} ms (this process ${p.cpuMsPerTurn.bench}, server ${p.cpuMsPerTurn.server}) against floor ${f.cpuMsPerTurn.total} ms (${f.cpuMsPerTurn.bench}, ${f.cpuMsPerTurn.server}): turns per CPU second ${perCpu.toFixed(3)}x the floor's.`,
+      failed.platform.length + failed.floor.length > 0
+        ? `Sessions that could not finish a turn and left their arm: platform ${failed.platform.length}, floor ${failed.floor.length} (failedSessions has each one's error).`
+        : 'Every session finished every turn.',
+    ].join(' ');
+    return [
+      {
+        name: 'floor_throughput',
+        server: stack.server,
+        arms: {
+          platform: armStats(arms.platform.flatMap((w) => w.latencies)),
+          floor: armStats(arms.floor.flatMap((w) => w.latencies)),
+        },
+        ratioTo: { platform: 'floor' },
+        concurrentSessions: concurrent,
+        throughput: { platform: p, floor: f },
+        ratio: {
+          turnsPerSecondPerCore: Math.round(tput * 1000) / 1000,
+          turnsPerCpuSecond: Math.round(perCpu * 1000) / 1000,
+        },
+        readsPerTurn: { queries: queriesPerTurn, historyPolls: historyPollsPerTurn },
+        failedSessions: failed,
+        goals: [g],
+        notes,
+      },
+    ];
+  } finally {
+    // A session stuck in a failing workflow task never ends on its own: terminated after 15 s.
+    const ended = async (h: WorkflowHandle, end: (h: WorkflowHandle) => Promise<void>) => {
+      const done = await Promise.race([end(h).then(() => true), sleep(15_000).then(() => false)]);
+      if (!done) await h.terminate('benchmark over').catch(() => undefined);
+    };
+    await Promise.all([...platform.map((h) => ended(h, endSession)), ...floor.map((h) => ended(h, endFloor))]);
+    await floorWorker.stop();
+    await worker.shutdown().catch(() => undefined);
+  }
+}

@@ -41,6 +41,7 @@ import {
   testArchive,
   turnDone,
   waitForEvents,
+  type Harness,
 } from './helpers/env';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
@@ -1082,8 +1083,8 @@ record('records an API session (`sesn_` id) whose status changes start webhook e
   }
 });
 
-record('records a session whose workspace is snapshotted, lost with its volume, and restored', async () => {
-  const hostId = 'recorded-snapshots-host';
+/** Runs `record` on a harness whose hands host `hostId` keeps workspace snapshots in the API's database. */
+async function withSnapshotsHost(hostId: string, record: (h: Harness, hostId: string) => Promise<void>): Promise<void> {
   const h = await startHarness({ role: 'brain' });
   const api = await startApiOn(h);
   const hands = await startTestWorker(h.env.address, h.mock.url, {
@@ -1093,6 +1094,17 @@ record('records a session whose workspace is snapshotted, lost with its volume, 
     reapIntervalMs: 0,
   });
   try {
+    await record(h, hostId);
+  } finally {
+    await hands.shutdown().catch(() => undefined);
+    await removeHostSandboxes(hostId).catch(() => undefined);
+    await api.stop();
+    await h.stop();
+  }
+}
+
+record('records a session whose workspace is snapshotted, lost with its volume, and restored', () =>
+  withSnapshotsHost('recorded-snapshots-host', async (h, hostId) => {
     const handle = await startSession(h, { id: 'recorded-snapshots', agent: { name: 'snapshots', tools: ['bash'] } });
     h.mock.script(handle.workflowId, {
       steps: [
@@ -1109,25 +1121,11 @@ record('records a session whose workspace is snapshotted, lost with its volume, 
     await say(handle, 'Read it.');
     await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'workspace_restored'));
     await endAndSave(handle, 'snapshots-session.json');
-  } finally {
-    await hands.shutdown().catch(() => undefined);
-    await removeHostSandboxes(hostId).catch(() => undefined);
-    await api.stop();
-    await h.stop();
-  }
-});
+  }),
+);
 
-record('records a session whose idle sandbox is paused and resumed with its workspace restored', async () => {
-  const hostId = 'recorded-pause-host';
-  const h = await startHarness({ role: 'brain' });
-  const api = await startApiOn(h);
-  const hands = await startTestWorker(h.env.address, h.mock.url, {
-    role: 'hands',
-    hostId,
-    apiDb: () => api.db,
-    reapIntervalMs: 0,
-  });
-  try {
+record('records a session whose idle sandbox is paused and resumed with its workspace restored', () =>
+  withSnapshotsHost('recorded-pause-host', async (h) => {
     const handle = await startSession(h, {
       id: 'recorded-pause',
       agent: { name: 'pause', tools: ['bash'], sandboxes: { main: { idleStopMinutes: 0.05 } } },
@@ -1145,27 +1143,13 @@ record('records a session whose idle sandbox is paused and resumed with its work
     await say(handle, 'Read it.');
     await waitForEvents(handle, (ev) => ev.some((e) => e.type === 'workspace_restored'));
     await endAndSave(handle, 'pause-session.json');
-  } finally {
-    await hands.shutdown().catch(() => undefined);
-    await removeHostSandboxes(hostId).catch(() => undefined);
-    await api.stop();
-    await h.stop();
-  }
-});
+  }),
+);
 
-record('records a fork with files: its sandbox starts from the source snapshot at the fork point', async () => {
-  const hostId = 'recorded-fork-files-host';
-  const h = await startHarness({ role: 'brain' });
-  const api = await startApiOn(h);
-  const hands = await startTestWorker(h.env.address, h.mock.url, {
-    role: 'hands',
-    hostId,
-    apiDb: () => api.db,
-    reapIntervalMs: 0,
-  });
-  const ids = ['recorded-fork-files-source', 'recorded-fork-files'];
-  for (const id of ids) fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
-  try {
+record('records a fork with files: its sandbox starts from the source snapshot at the fork point', () =>
+  withSnapshotsHost('recorded-fork-files-host', async (h) => {
+    const ids = ['recorded-fork-files-source', 'recorded-fork-files'];
+    for (const id of ids) fs.rmSync(path.join(loadConfig().dataDir, 'archive', id), { recursive: true, force: true });
     const agent = { name: 'fork-files', tools: ['bash' as const] };
     const source = await startSession(h, { id: ids[0], agent });
     h.mock.script(ids[0], {
@@ -1192,13 +1176,8 @@ record('records a fork with files: its sandbox starts from the source snapshot a
     await waitForEvents(fork, (ev) => ev.some((e) => e.type === 'workspace_restored'));
     await endAndSave(fork, 'fork-files-session.json');
     await source.signal(endSignal, { reason: 'recorded' });
-  } finally {
-    await hands.shutdown().catch(() => undefined);
-    await removeHostSandboxes(hostId).catch(() => undefined);
-    await api.stop();
-    await h.stop();
-  }
-});
+  }),
+);
 
 async function main(): Promise<void> {
   const only = process.argv.slice(2);

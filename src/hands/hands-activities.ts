@@ -224,6 +224,16 @@ export function createHandsActivities(deps: HandsDeps) {
     }
   };
 
+  /** Removes a sandbox with its volumes, and everything this host keeps of it. */
+  const removeSandbox = async (sandboxId: string): Promise<void> => {
+    await provider.destroy(sandboxId);
+    deps.registry?.remove(sandboxId);
+    mounts?.forget(sandboxId);
+    deps.snapshots?.forget(sandboxId);
+    restoreNotes.delete(sandboxId);
+    await deps.quota?.release(sandboxId);
+  };
+
   /** A place in the workspace's SANDBOX_QUOTA, or a non-retryable failure saying the workspace is at it. */
   const takeLease = async (sessionId: string, name: string): Promise<string | undefined> => {
     if (!deps.quota) return undefined;
@@ -284,11 +294,14 @@ export function createHandsActivities(deps: HandsDeps) {
                   ms: Date.now() - startedAt,
                   ...(restored.from ? { from: restored.from } : {}),
                 };
-                const what = `workspace restored on host ${hostId} from snapshot ${restored.seq} (taken ${ageOf(restored.createdAt)} ago, ${restored.files} files, ${restored.sizeBytes} bytes)`;
+                const source = restored.from
+                  ? `snapshot ${restored.from.snapshotSeq} of session ${restored.from.sessionId}`
+                  : `snapshot ${restored.seq}`;
+                const what = `workspace restored on host ${hostId} from ${source} (taken ${ageOf(restored.createdAt)} ago, ${restored.files} files, ${restored.sizeBytes} bytes)`;
                 restoreNotes.set(
                   r.sandboxId,
                   restored.from
-                    ? `[workspace restored on host ${hostId} from snapshot ${restored.from.snapshotSeq} of session ${restored.from.sessionId} (taken ${ageOf(restored.createdAt)} ago, ${restored.files} files, ${restored.sizeBytes} bytes), the last one at or before the fork point: this session was forked from it; processes were not restored]`
+                    ? `[${what}, the last one at or before the fork point: this session was forked from it; processes were not restored]`
                     : input.after === 'pause'
                       ? `[${what}: the sandbox was paused while idle and resumed here; its processes and home directory were not kept]`
                       : `[${what}: changes made after it, in the call that was running when the sandbox was lost, are not in it; processes were not restored]`,
@@ -431,24 +444,14 @@ export function createHandsActivities(deps: HandsDeps) {
       }
       // A sandbox stopped earlier was captured when it stopped, or after its last call.
       const seq = snapshots.latest(input.sandboxId) ?? 0;
-      await provider.destroy(input.sandboxId);
-      deps.registry?.remove(input.sandboxId);
-      mounts?.forget(input.sandboxId);
-      snapshots.forget(input.sandboxId);
-      restoreNotes.delete(input.sandboxId);
-      await deps.quota?.release(input.sandboxId);
+      await removeSandbox(input.sandboxId);
       return { paused: true, snapshotSeq: seq, ...(snapshot ? { snapshot } : {}) };
     },
 
     async destroySandbox(input: { sandboxId: string } & Caller): Promise<void> {
       checkOwner(input.sandboxId, input);
       await collectLast(input);
-      await provider.destroy(input.sandboxId);
-      deps.registry?.remove(input.sandboxId);
-      mounts?.forget(input.sandboxId);
-      deps.snapshots?.forget(input.sandboxId);
-      restoreNotes.delete(input.sandboxId);
-      await deps.quota?.release(input.sandboxId);
+      await removeSandbox(input.sandboxId);
     },
 
     /** Hands a sandbox from session `from` to session `to`: the container stays; the registry's owner changes. */

@@ -428,22 +428,21 @@ export function createWorkspaceSnapshots(opts: {
     };
     const files: SnapshotState['files'] = {};
     // Chunks are read ahead in groups (up to 64 chunks, 64 MiB): one query each rather than one per chunk.
-    const sealedChunks = new Map<string, Buffer>();
+    let sealedChunks = new Map<string, Buffer>();
     const manifest = parsed.data.files;
     let readUpTo = 0;
     const readAhead = async (start: number) => {
-      sealedChunks.clear();
       const want = new Set<string>();
       let bytes = 0;
       let i = start;
       for (; i < manifest.length; i++) {
         const f = manifest[i];
-        if (f.t === undefined && want.size > 0 && (want.size + f.h.length > 64 || bytes + f.s > 64 * 1024 * 1024))
-          break;
-        if (f.t === undefined) for (const h of f.h) want.add(h);
-        bytes += f.t === undefined ? f.s : 0;
+        if (f.t !== undefined) continue;
+        if (want.size > 0 && (want.size + f.h.length > 64 || bytes + f.s > 64 * 1024 * 1024)) break;
+        for (const h of f.h) want.add(h);
+        bytes += f.s;
       }
-      for (const [h, b] of await readChunks(db, snap.workspace_id, [...want])) sealedChunks.set(h, b);
+      sealedChunks = await readChunks(db, snap.workspace_id, [...want]);
       readUpTo = i;
     };
     for (const [index, f] of manifest.entries()) {

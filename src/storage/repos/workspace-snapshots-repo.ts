@@ -68,21 +68,18 @@ export async function latestSnapshot(
   return { ...asRow(rest), manifest: Buffer.from(manifest_b64, 'base64') };
 }
 
-/** Snapshot `seq` of a session's sandbox, with its manifest; undefined when it is gone (pruned, or its session deleted). */
+/** Snapshot `seq` of a session's sandbox (without its manifest); undefined when it is gone (pruned, or its session deleted). */
 export async function snapshotAt(
   q: Queryable,
   sessionId: string,
   sandboxName: string,
   seq: number,
-): Promise<(SnapshotRow & { manifest: Buffer }) | undefined> {
-  const [row] = await q.query<SnapshotRow & { manifest_b64: string }>(
-    `select ${COLUMNS}, encode(manifest, 'base64') as manifest_b64 from workspace_snapshots
-     where session_id = $1 and sandbox_name = $2 and seq = $3`,
+): Promise<SnapshotRow | undefined> {
+  const [row] = await q.query<SnapshotRow>(
+    `select ${COLUMNS} from workspace_snapshots where session_id = $1 and sandbox_name = $2 and seq = $3`,
     [sessionId, sandboxName, seq],
   );
-  if (!row) return undefined;
-  const { manifest_b64, ...rest } = row;
-  return { ...asRow(rest), manifest: Buffer.from(manifest_b64, 'base64') };
+  return row ? asRow(row) : undefined;
 }
 
 /**

@@ -1,5 +1,5 @@
 # PostgreSQL from Debian's own packages, for the compose stack where images cannot be pulled (docker-compose.local.yml).
-# The base is the sandbox image (a debootstrap rootfs of Debian bookworm brought in with `docker import`); the
+# The base is the sandbox image (an mmdebstrap rootfs of Debian bookworm brought in with `docker import`); the
 # packages come from the Debian mirror this machine's apt uses. `npm run compose:build` builds it
 # (src/infra/compose-images.ts). It takes the published image's variables: POSTGRES_USER, POSTGRES_PASSWORD, PGDATA.
 ARG BASE_IMAGE=managed-agents/sandbox:latest

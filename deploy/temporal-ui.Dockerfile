@@ -1,5 +1,5 @@
 # Temporal's Web UI server, for the compose stack where images cannot be pulled (docker-compose.local.yml). The
-# base is the sandbox image (a debootstrap rootfs of Debian bookworm); the context, which `npm run compose:build`
+# base is the sandbox image (an mmdebstrap rootfs of Debian bookworm); the context, which `npm run compose:build`
 # assembles (src/infra/compose-images.ts), holds `ui-server` built from the Go module proxy (the UI's assets are
 # embedded in it) and the release's config/docker.yaml, which reads the published image's variables
 # (TEMPORAL_ADDRESS, TEMPORAL_CODEC_ENDPOINT, TEMPORAL_UI_PORT, ...).

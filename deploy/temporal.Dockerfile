@@ -1,5 +1,5 @@
 # The production Temporal server on PostgreSQL, for the compose stack where images cannot be pulled
-# (docker-compose.local.yml). The base is the sandbox image (a debootstrap rootfs of Debian bookworm); the context,
+# (docker-compose.local.yml). The base is the sandbox image (an mmdebstrap rootfs of Debian bookworm); the context,
 # which `npm run compose:build` assembles (src/infra/compose-images.ts), holds `temporal-server` and
 # `temporal-sql-tool` built from the Go module proxy, the release's PostgreSQL schema files and the Temporal CLI.
 # It takes the variables of the published auto-setup image the compose file names: POSTGRES_SEEDS, DB_PORT,

@@ -1,6 +1,6 @@
 # The worker image: every role in one image, chosen by the command (`worker --role brain|hands|tools`,
 # `codec-server`, `doctor`). It builds with no registry: the base is an image already on the engine (the
-# sandbox image, itself a debootstrap rootfs brought in with `docker import`), and the context, which
+# sandbox image, itself an mmdebstrap rootfs brought in with `docker import`), and the context, which
 # `npm run image` assembles (src/infra/worker-image.ts), holds the host's Node 20 binary and the app with its
 # production dependencies. The base must have git (the hands host's git) and ca-certificates.
 ARG BASE_IMAGE=managed-agents/sandbox:latest

@@ -202,7 +202,7 @@ async function checkSandboxImage(host: string | undefined): Promise<CheckResult>
       name: 'sandbox-image',
       ok: false,
       detail: `${image} is not on the engine at ${host}: ${firstLine(e)}`,
-      fix: `build it with \`npm run setup\` on that engine's host (offline with debootstrap), or set SANDBOX_IMAGE to an image it has`,
+      fix: `build it with \`npm run setup\` on that engine's host (offline with mmdebstrap), or set SANDBOX_IMAGE to an image it has`,
     };
   }
 }

@@ -25,9 +25,9 @@ async function wantedPackages(testDeps: boolean): Promise<string[]> {
   ];
   const engine = process.env.DOCKER_HOST ?? (await resolveDockerHost());
   if (!engine) wanted.push(['dockerd', 'docker.io']);
-  // debootstrap builds the sandbox image offline; an engine that has the image needs none.
+  // mmdebstrap builds the sandbox image offline; an engine that has the image needs none.
   if (!engine || !(await imageId(engine, sandboxImage()).catch(() => undefined)))
-    wanted.push(['debootstrap', 'debootstrap']);
+    wanted.push(['mmdebstrap', 'mmdebstrap']);
   const packages = missingPackages(wanted);
   if (testDeps && !findPostgresBin()) packages.push('postgresql');
   if (testDeps && !findChromium()) packages.push('chromium');
@@ -94,7 +94,7 @@ async function main(argv: string[]): Promise<number> {
     'sandbox image',
     async (log) => ensureSandboxImage(await docker, log),
     (img) =>
-      `${{ reused: 'reused', 'built-dockerfile': 'built from sandbox/Dockerfile', 'built-offline': 'built offline with debootstrap' }[img.action]}: ${img.image} (${img.id.replace(/^sha256:/, '').slice(0, 12)})`,
+      `${{ reused: 'reused', 'built-dockerfile': 'built from sandbox/Dockerfile', 'built-offline': 'built offline with mmdebstrap' }[img.action]}: ${img.image} (${img.id.replace(/^sha256:/, '').slice(0, 12)})`,
   );
   const gvisor = runner.step(
     'gvisor',

@@ -16,7 +16,7 @@ const log = (m: string) => logs.push(m);
 let host: string;
 let first: SandboxImage;
 
-// On a fresh machine this installs docker.io and debootstraps the image, which takes a few minutes.
+// On a fresh machine this installs docker.io and builds the image with mmdebstrap, which takes a few minutes.
 beforeAll(async () => {
   host = await ensureDockerEngine(log);
   first = await ensureSandboxImage(host, log);

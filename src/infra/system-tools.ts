@@ -3,7 +3,7 @@ import path from 'node:path';
 import { mustRun, run, type Log } from '../host/run';
 import { onPath } from '../host/which';
 
-// Non-login root shells (npm scripts, CI) often lack the sbin directories where dockerd and debootstrap live.
+// Non-login root shells (npm scripts, CI) often lack the sbin directories where dockerd and mmdebstrap live.
 export const SYSTEM_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
 
 export function systemPath(): string {

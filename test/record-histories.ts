@@ -22,6 +22,7 @@ import {
   resolveToolUseUpdate,
   sendMessageUpdate,
   statusQuery,
+  statusWebhooksSignal,
   submitToolResultUpdate,
   updateSessionUpdate,
   userMessageSignal,
@@ -1078,6 +1079,32 @@ record('records an API session (`sesn_` id) whose status changes start webhook e
     h.mock.script(handle.workflowId, { steps: [{ reply: { content: [{ type: 'text', text: 'hello' }] } }] });
     await say(handle, 'Hello.');
     await endAndSave(handle, 'api-webhook-session.json');
+  } finally {
+    await h.stop();
+  }
+});
+
+record('records an API session told by signal that its status changes now go to the outbox', async () => {
+  const h = await startHarness();
+  try {
+    const handle = await h.env.client.workflow.start(sessionWorkflow, {
+      taskQueue: BRAIN_TASK_QUEUE,
+      workflowId: 'sesn_recorded-webhook-gate',
+      // No endpoint took its status events at the start: the first turn starts no child.
+      args: [{ agent: testAgent(), statusWebhooks: { on: false, at: 1 } }],
+    });
+    h.mock.script(handle.workflowId, {
+      steps: [
+        { reply: { content: [{ type: 'text', text: 'one' }] } },
+        { reply: { content: [{ type: 'text', text: 'two' }] } },
+      ],
+    });
+    await say(handle, 'One.');
+    // An endpoint was added: the second turn's changes start their children; an older word is dropped.
+    await handle.signal(statusWebhooksSignal, { on: true, at: 3 });
+    await handle.signal(statusWebhooksSignal, { on: false, at: 2 });
+    await say(handle, 'Two.');
+    await endAndSave(handle, 'api-webhook-gate.json');
   } finally {
     await h.stop();
   }

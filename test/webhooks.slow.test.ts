@@ -12,8 +12,14 @@ import { schemaErrors } from './helpers/conformance';
 import { doneStep, eventsUntil, idles, sayTo } from './helpers/sdk-session';
 import type { RunningWorker } from '../src/worker';
 import { vaultPublicKey } from '../src/vault/sealed';
-import { addWebhookEndpoint, recentAttempts, setEndpointEnabled } from '../src/webhooks/endpoints';
-import { listWebhookEndpoints, listWebhookEvents } from '../src/storage/repos/webhooks-repo';
+import {
+  addWebhookEndpoint,
+  recentAttempts,
+  removeWebhookEndpoint,
+  setEndpointEnabled,
+} from '../src/webhooks/endpoints';
+import { listWebhookEndpoints, listWebhookEvents, pendingAnnouncements } from '../src/storage/repos/webhooks-repo';
+import { findWorkspaceId } from '../src/storage/repos/api-keys-repo';
 
 interface Received {
   path: string;
@@ -56,7 +62,7 @@ beforeAll(async () => {
   process.env.WEBHOOK_RELAY_INTERVAL_MS = '100';
   process.env.WEBHOOK_DISABLE_AFTER = '4';
   h = await startHarness();
-  api = await startApiOn(h);
+  api = await startApiOn(h, ['default', 'quiet']);
   client = await api.client();
   tools = await startTestWorker(h.env.address, h.mock.url, {
     role: 'tools',
@@ -290,4 +296,69 @@ it('refuses a bad URL or an unknown event type by name, and stores nothing', asy
   // The secret is never in the outbox or the attempts.
   const rows = await listWebhookEvents(api.db!, 'wrkspc_default', 1000);
   expect(JSON.stringify(rows)).not.toMatch(/whsec_/);
+});
+
+it('a session starts no outbox child while no endpoint takes its status events, reports once one is added, and stops once it is removed', async () => {
+  const quiet = await api.client('quiet');
+  const ws = (await findWorkspaceId(api.db!, 'quiet'))!;
+  const key = await vaultPublicKey(api.vaultKey);
+  // An endpoint for other events only: the workspace's sessions have nothing to report.
+  await addWebhookEndpoint(api.db!, key, { workspaceId: ws, url: `${open.url}/quiet-agents`, events: 'agent.created' });
+  const env = await quiet.beta.environments.create({ name: 'quiet-env' });
+  const agent = await quiet.beta.agents.create({ name: 'quiet', model: 'claude-test' });
+  const s = await quiet.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+  h.mock.script(s.id, { steps: [doneStep, doneStep, doneStep] });
+  const history = async () => (await h.env.client.workflow.getHandle(s.id).fetchHistory()).events ?? [];
+  const children = async () =>
+    (await history())
+      .filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes)
+      .map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId!);
+  const told = async () =>
+    (await history()).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'statusWebhooks').length;
+
+  await sayTo(quiet, s.id, 'one');
+  await eventsUntil(quiet, s.id, idles(1));
+  expect(await children()).toEqual([]);
+
+  // The endpoint's workspace is marked in the same transaction; the relay tells the session by signal.
+  const status = await addWebhookEndpoint(api.db!, key, {
+    workspaceId: ws,
+    url: `${open.url}/quiet-status`,
+    events: 'session.status_idled',
+  });
+  await until('the announcement of the new endpoint', async () => (await told()) === 1);
+  // Announced once: the change is marked done only after every session was told.
+  await until('the change marked announced', async () => (await pendingAnnouncements(api.db!, 10)).length === 0);
+  expect(await told()).toBe(1);
+  await sayTo(quiet, s.id, 'two');
+  await eventsUntil(quiet, s.id, idles(2));
+  const delivered = () => verified('/quiet-status', status.secret).filter((d) => d.event.data.id === s.id);
+  await until('session.status_idled of the second turn', () => delivered().length === 1);
+  expect(delivered()[0].event.data.type).toBe('session.status_idled');
+  // The turn's two changes, each a child; the first turn's none.
+  expect(await children()).toEqual([
+    expect.stringMatching(new RegExp(`^webhook-status-${s.id}-\\d+-session.status_run_started$`)),
+    expect.stringMatching(new RegExp(`^webhook-status-${s.id}-\\d+-session.status_idled$`)),
+  ]);
+
+  // Removed: told again, and the next turn starts no child.
+  expect(await removeWebhookEndpoint(api.db!, status.id)).toBe(true);
+  await until('the announcement of the removal', async () => (await told()) === 2);
+  await until('the removal marked announced', async () => (await pendingAnnouncements(api.db!, 10)).length === 0);
+  expect(await told()).toBe(2);
+  await sayTo(quiet, s.id, 'three');
+  await eventsUntil(quiet, s.id, idles(3));
+  expect(await children()).toHaveLength(2);
+
+  // A session created while an endpoint takes its events reports from its first turn.
+  const again = await addWebhookEndpoint(api.db!, key, { workspaceId: ws, url: `${open.url}/quiet-again` });
+  const s2 = await quiet.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+  h.mock.script(s2.id, { steps: [doneStep] });
+  await sayTo(quiet, s2.id, 'hello');
+  await eventsUntil(quiet, s2.id, idles(1));
+  await until('session.status_idled of the new session', () =>
+    verified('/quiet-again', again.secret).find(
+      (d) => d.event.data.type === 'session.status_idled' && d.event.data.id === s2.id,
+    ),
+  );
 });

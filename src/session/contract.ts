@@ -361,6 +361,10 @@ export type WorkspaceSource = z.infer<typeof WorkspaceSourceSchema>;
 /** How many recent messageIds a new run remembers, so a client retrying across the handover is not duplicated. */
 export const MAX_CARRIED_MESSAGE_IDS = 256;
 
+/** Whether a session's status changes go to the webhook outbox, and when the API read that (ms since the epoch). */
+export const StatusWebhooksSchema = z.object({ on: z.boolean(), at: z.number() }).strict();
+export type StatusWebhooks = z.infer<typeof StatusWebhooksSchema>;
+
 /**
  * What one run hands the next (continue-as-new, `agents wake`, `agents fork`). The events themselves are not
  * carried: they are sealed in the session archive, and the new run's log continues at `nextSeq`.
@@ -419,6 +423,11 @@ export const CarrySchema = shared('contract.CarrySchema', () =>
       threadRequest: z.string().optional(),
       /** A coordinator: its threads, and its calls still waiting for a thread's reply (tool_use id, thread). */
       threads: z.array(ThreadRefSchema).optional(),
+      /**
+       * Whether the session reports its status changes to the webhook outbox, once a run has been told
+       * (`statusWebhooksSignal`, or `statusWebhooks` in the input); absent: it reports them.
+       */
+      statusWebhooks: StatusWebhooksSchema.optional(),
       /** A coordinator: the thread calls cross-posted onto its log (tool_use id, thread, whether settled). */
       threadPosts: z
         .array(z.object({ toolUseId: z.string(), threadId: z.string(), settled: z.boolean() }).strict())
@@ -459,6 +468,13 @@ export const SessionInputSchema = shared('contract.SessionInputSchema', () =>
       thread: ThreadIdentitySchema.optional(),
       /** A new run's prices and budget (a continued one carries them in `continued`); absent: no cost is counted. */
       listCost: ListCostStateSchema.optional(),
+      /**
+       * An API session: whether its workspace had, at the start, an enabled webhook endpoint taking one of the events
+       * the session reports (session.status_*, session.requires_action, session.budget_reached). When false the
+       * session starts no outbox child per status change until `statusWebhooksSignal` says otherwise. Absent (runs
+       * started before this field): it reports every change.
+       */
+      statusWebhooks: StatusWebhooksSchema.optional(),
     })
     .strict()
     .refine(
@@ -529,6 +545,8 @@ export const threadActionSignal = defineSignal<[ThreadAction]>('threadAction');
 export const threadMessageSignal = defineSignal<[ThreadMessage]>('threadMessage');
 /** Archives one of a coordinator's threads: the thread ends and takes no more messages. */
 export const archiveThreadUpdate = defineUpdate<{ seq: number }, [{ threadId: string }]>('archiveThread');
+/** The API's word that the workspace's webhook endpoints now do (or no longer do) take a session's status events. */
+export const statusWebhooksSignal = defineSignal<[StatusWebhooks]>('statusWebhooks');
 /** Another session handed this one a sandbox (its registry entry already names this session). */
 export const sandboxReceivedSignal = defineSignal<[SandboxGift]>('sandboxReceived');
 /** Passes one of the session's sandboxes to another session (`agents handoff FROM SANDBOX TO`). */

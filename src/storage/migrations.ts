@@ -601,4 +601,17 @@ export const MIGRATIONS: readonly Migration[] = [
       `create index snapshot_chunk_refs_by_hash on snapshot_chunk_refs (workspace_id, hash)`,
     ],
   },
+  {
+    version: 17,
+    name: 'webhook-announcements',
+    up: [
+      // A workspace whose webhook endpoints changed after `announced_at`: its open sessions are still to be told
+      // whether their status changes now go to the outbox (src/webhooks/status-announce.ts).
+      `create table webhook_announcements (
+        workspace_id text primary key,
+        changed_at timestamptz not null,
+        announced_at timestamptz
+      )`,
+    ],
+  },
 ];

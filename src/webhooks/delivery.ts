@@ -43,13 +43,15 @@ export interface DeliverWebhookInput {
 }
 
 /** The session events whose data is the session's id alone, which the session workflow reports. */
-export type SessionStatusEventType =
-  | 'session.status_run_started'
-  | 'session.status_idled'
-  | 'session.requires_action'
-  | 'session.status_rescheduled'
-  | 'session.status_terminated'
-  | 'session.budget_reached';
+export const SESSION_STATUS_EVENT_TYPES = [
+  'session.status_run_started',
+  'session.status_idled',
+  'session.requires_action',
+  'session.status_rescheduled',
+  'session.status_terminated',
+  'session.budget_reached',
+] as const;
+export type SessionStatusEventType = (typeof SESSION_STATUS_EVENT_TYPES)[number];
 
 /** A session's status change, as the session workflow reports it: `key` names the change within the session. */
 export interface SessionWebhookEventInput {

@@ -3,7 +3,7 @@
 // registers an endpoint can seal it but not open it, and only tools workers (VAULT_KEY) open it to sign.
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { Queryable } from '../storage/db';
+import type { Db, Queryable } from '../storage/db';
 import { newId } from '../storage/ids';
 import {
   deleteWebhookEndpoint,
@@ -11,6 +11,7 @@ import {
   insertWebhookEndpoint,
   listWebhookAttempts,
   listWebhookEndpoints,
+  markEndpointsChanged,
   setWebhookDisabled,
   setWebhookSecret,
   type WebhookAttemptRow,
@@ -115,8 +116,29 @@ export async function addWebhookEndpoint(
   const id = newId('whep');
   const secret = newSigningSecret();
   const secretSealed = await sealSecret(vaultPublicKey, binding(id), secret);
-  await insertWebhookEndpoint(db, { id, workspaceId: e.workspaceId, url: url.data, eventTypes, secretSealed });
+  await inTransaction(db, async (tx) => {
+    await insertWebhookEndpoint(tx, { id, workspaceId: e.workspaceId, url: url.data, eventTypes, secretSealed });
+    await markEndpointsChanged(tx, e.workspaceId);
+  });
   return { id, secret };
+}
+
+/**
+ * Runs `fn` in one transaction where `db` can open one. An endpoint change and its mark for the relay's announcement
+ * (src/webhooks/status-announce.ts) commit together, so no change goes untold.
+ */
+function inTransaction<T>(db: Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  return 'transaction' in db ? (db as Db).transaction(fn) : fn(db);
+}
+
+/** Applies `change` to the endpoint and marks its workspace's endpoints changed; false when there is no endpoint. */
+function changeEndpoint(db: Queryable, id: string, change: (tx: Queryable) => Promise<boolean>): Promise<boolean> {
+  return inTransaction(db, async (tx) => {
+    const endpoint = await findWebhookEndpoint(tx, id);
+    if (!endpoint || !(await change(tx))) return false;
+    await markEndpointsChanged(tx, endpoint.workspace_id);
+    return true;
+  });
 }
 
 export async function listEndpoints(db: Queryable, workspaceId: string | null): Promise<WebhookEndpointInfo[]> {
@@ -124,7 +146,7 @@ export async function listEndpoints(db: Queryable, workspaceId: string | null): 
 }
 
 export async function removeWebhookEndpoint(db: Queryable, id: string): Promise<boolean> {
-  return deleteWebhookEndpoint(db, id);
+  return changeEndpoint(db, id, (tx) => deleteWebhookEndpoint(tx, id));
 }
 
 /** A new signing secret for the endpoint; deliveries from now on are signed with it. Undefined: no such endpoint. */
@@ -142,7 +164,7 @@ export async function rotateWebhookSecret(
 
 /** Turns an endpoint back on (its failure count cleared), or off with the operator's reason. */
 export function setEndpointEnabled(db: Queryable, id: string, enabled: boolean, reason = 'disabled by the operator') {
-  return setWebhookDisabled(db, id, enabled ? null : reason);
+  return changeEndpoint(db, id, (tx) => setWebhookDisabled(tx, id, enabled ? null : reason));
 }
 
 export interface WebhookAttemptInfo {

@@ -6,6 +6,7 @@ import type { Db } from '../storage/db';
 import { endpointsFor, markWebhookEventRelayed, unrelayedWebhookEvents } from '../storage/repos/webhooks-repo';
 import { BRAIN_TASK_QUEUE } from '../session/queues';
 import type { WebhookDeliveryInput } from './delivery';
+import { announceStatusWebhooks } from './status-announce';
 
 export const WEBHOOK_DELIVERY_WORKFLOW = 'webhookDeliveryWorkflow';
 
@@ -24,10 +25,11 @@ export interface RelayOptions {
   batch?: number;
 }
 
-/** One pass over the outbox; returns how many events it relayed. */
+/** One pass over the outbox (and the endpoint changes not yet announced to sessions); returns the events relayed. */
 export async function relayWebhookEvents(opts: RelayOptions): Promise<number> {
   const db = opts.db();
   if (!db) return 0;
+  await announceStatusWebhooks(db, opts.client);
   const events = await unrelayedWebhookEvents(db, opts.batch ?? 100);
   for (const event of events) {
     for (const endpoint of await endpointsFor(db, event.workspace_id, event.type)) {

@@ -3,7 +3,7 @@
 import { CancellationScope, allHandlersFinished, condition, continueAsNew, patched } from '@temporalio/workflow';
 import type { Agent } from '../session/agent';
 import { openToolUses } from '../session/context';
-import type { Carry, SessionResult, SessionWorkflow } from '../session/contract';
+import type { Carry, SessionResult, SessionWorkflow, StatusWebhooks } from '../session/contract';
 import { eventsDigest } from '../session/digest';
 import type { SessionActivities } from './activity-options';
 import type { ToolGate } from './approvals';
@@ -33,6 +33,8 @@ export interface SealingParts {
   threads?: Threads;
   /** In a session thread: its side of the conversation with the coordinator. */
   threadSide?: ThreadSide;
+  /** An API session: whether it reports its status changes, once the API has said. */
+  statusWebhooks?: () => StatusWebhooks | undefined;
 }
 
 export class Sealing {
@@ -55,6 +57,7 @@ export class Sealing {
     const { run, gate, slots, mcpTools, subagents, budget } = this.p;
     const listCost = budget.carry();
     const outcomes = this.p.outcomes.carry();
+    const statusWebhooks = this.p.statusWebhooks?.();
     return run.toCarry({
       inTurn: inTurn ? { ...inTurn, ...(gate.carry() ? { tools: gate.carry() } : {}) } : undefined,
       ...slots.carry(),
@@ -64,6 +67,7 @@ export class Sealing {
       ...subagents.snapshot(),
       ...(listCost ? { listCost } : {}),
       ...(outcomes ? { outcomes } : {}),
+      ...(statusWebhooks ? { statusWebhooks } : {}),
       ...(this.p.threadSide ? this.p.threadSide.carry() : {}),
     });
   }

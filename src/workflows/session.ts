@@ -5,10 +5,17 @@
 // parts live in their own files: SessionRun (the run's state and its transitions), Turn (model calls and tool
 // rounds), ModelCaller, ToolDispatch, the tool gate (approvals, client tools), Sealing (the archive, the
 // handover and the end), SandboxSlots, McpTools, Handoff and Subagents; every handler is in session-handlers.ts.
-import { ApplicationFailure, CancellationScope, patched, workflowInfo } from '@temporalio/workflow';
+import { ApplicationFailure, CancellationScope, patched, setHandler, workflowInfo } from '@temporalio/workflow';
 import { boundTools, buildToolSpecs } from '../tools/offer';
 import { AgentSchema, formatIssues, type Agent } from '../session/agent';
-import { SessionInputSchema, type SessionInput, type SessionResult, type SessionWorkflow } from '../session/contract';
+import {
+  SessionInputSchema,
+  StatusWebhooksSchema,
+  statusWebhooksSignal,
+  type SessionInput,
+  type SessionResult,
+  type SessionWorkflow,
+} from '../session/contract';
 import { Failure } from '../session/failure-types';
 import { sessionActivities } from './activity-options';
 import { ToolGate, carriedRound } from './approvals';
@@ -130,6 +137,8 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
     outcomes,
     threads,
     threadSide,
+    // Built below, once the run has opened; asked only when the run hands over.
+    statusWebhooks: () => webhooks?.carry(),
   });
 
   // Before any handler is registered: input that arrived with the start is delivered when its handler is set.
@@ -151,9 +160,14 @@ async function runSession(rawInput: SessionInput): Promise<SessionResult> {
           () => run.nextSeq() - 1,
           () => budget.reached(),
           start === 'new' ? 'waiting_for_user' : visibleState({ run, gate }),
+          carried ? carried.statusWebhooks : input.statusWebhooks,
         )
       : undefined;
   webhooks?.start();
+  setHandler(statusWebhooksSignal, (word) => {
+    const parsed = StatusWebhooksSchema.safeParse(word);
+    if (parsed.success) webhooks?.tell(parsed.data);
+  });
   registerSessionHandlers({
     agent,
     run,

@@ -3,9 +3,10 @@
 // the seq and the type) that writes the event through an activity on a tools worker. The session waits only for the
 // child to start, a round trip to the server, never for a tools worker: one that is down or absent delays the event,
 // not the session, and the event is written once it is back. The event id derives from the same key, so a retried
-// activity records it once.
-import { ParentClosePolicy, condition, proxyActivities, startChild } from '@temporalio/workflow';
-import type { SessionState } from '../session/contract';
+// activity records it once. A session whose workspace has no endpoint for these events starts no children at all:
+// the API says so in the input (`statusWebhooks`) and signals each open session when its endpoints change.
+import { ParentClosePolicy, condition, patched, proxyActivities, startChild } from '@temporalio/workflow';
+import type { SessionState, StatusWebhooks as StatusWebhooksWord } from '../session/contract';
 import { TOOLS_TASK_QUEUE } from '../session/queues';
 import type { SessionStatusEventType, SessionWebhookEventInput, WebhookActivities } from '../webhooks/delivery';
 
@@ -46,6 +47,12 @@ export class StatusWebhooks {
   private starting = 0;
   /** Set once the run ends: its last report is made, and nothing more is. */
   private closed = false;
+  /**
+   * Whether changes go to the outbox, as the API last said; undefined until it has said anything this run or an
+   * earlier one carried (then every change does, as in runs from before the API said). Changes of state are followed
+   * either way, so a session told to report starts with its next change, not a backlog.
+   */
+  private wanted: StatusWebhooksWord | undefined;
 
   constructor(
     private readonly sessionId: string,
@@ -54,9 +61,24 @@ export class StatusWebhooks {
     private readonly budgetReached: () => boolean,
     /** The state the webhooks last reported: a new session's is idle, a continued run's its own at start. */
     initial: SessionState,
+    /** What the API said at the start (the input), or what the last run carried. */
+    wanted: StatusWebhooksWord | undefined,
   ) {
     this.published = initial;
     this.budgetPublished = budgetReached();
+    // Only a `false` changes what the run does from its start; runs recorded before the API said ask no patch.
+    if (wanted && (wanted.on || patched('webhook-gate'))) this.wanted = wanted;
+  }
+
+  /** The API's newer word (`statusWebhooksSignal`); an older one, overtaken in flight, is dropped. */
+  tell(word: StatusWebhooksWord): void {
+    if (this.wanted && word.at < this.wanted.at) return;
+    if (patched('webhook-gate')) this.wanted = word;
+  }
+
+  /** What the next run starts from. */
+  carry(): StatusWebhooksWord | undefined {
+    return this.wanted;
   }
 
   /** Follows the state for the rest of the run. */
@@ -78,6 +100,7 @@ export class StatusWebhooks {
   }
 
   private send(type: SessionStatusEventType): void {
+    if (this.wanted?.on === false) return;
     const seq = this.lastSeq();
     this.starting++;
     void startChild(sessionWebhookEventWorkflow, {

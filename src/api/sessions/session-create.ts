@@ -35,6 +35,7 @@ import { enqueueSessionWork } from '../environment-work';
 import { insertSession, removeSessionRow } from '../../storage/repos/sessions-repo';
 import { recordWebhookEvent, webhookEventId } from '../../webhooks/webhook-events';
 import { deleteWebhookEvent } from '../../storage/repos/webhooks-repo';
+import { statusWebhooksWanted, tellSession } from '../../webhooks/status-announce';
 
 /** The agent file's limit on a system prompt. */
 const MAX_SYSTEM_CHARS = 200_000;
@@ -238,13 +239,17 @@ export async function createSession(
   try {
     await insertResources(db, deps, id, owner.workspaceId, planned);
     await insertMounts(db, id, owner.workspaceId, mounts);
+    const statusWebhooks = await statusWebhooksWanted(db, owner.workspaceId);
     const handle = await startSessionRun(client, {
       workflowId: id,
-      input: { agent: file, ...(first ? { message: first } : {}), ...(listCost ? { listCost } : {}) },
+      input: { agent: file, ...(first ? { message: first } : {}), ...(listCost ? { listCost } : {}), statusWebhooks },
       agent: file,
       firstMessage: first?.text,
       workspace: owner.workspace,
     });
+    // An endpoint change committed since the read above may have been announced before this workflow started.
+    const now = await statusWebhooksWanted(db, owner.workspaceId);
+    if (now.on !== statusWebhooks.on) await tellSession(client, id, now);
     for (const m of rest)
       if ('text' in m) await handle.signal(userMessageSignal, m);
       else await handle.executeUpdate(defineOutcomeUpdate, { args: [m] });

@@ -180,3 +180,62 @@ export async function sessionWorkspace(db: Queryable, sessionId: string): Promis
 export async function deleteWebhookEvent(db: Queryable, id: string): Promise<void> {
   await db.query('delete from webhook_events where id = $1 and relayed_at is null', [id]);
 }
+
+/** Notes that the workspace's endpoints changed, for the relay to tell its sessions (in the change's transaction). */
+export async function markEndpointsChanged(db: Queryable, workspaceId: string): Promise<void> {
+  await db.query(
+    `insert into webhook_announcements (workspace_id, changed_at) values ($1, clock_timestamp())
+       on conflict (workspace_id) do update set changed_at = clock_timestamp()`,
+    [workspaceId],
+  );
+}
+
+/**
+ * Workspaces whose endpoint changes are not announced yet, with the change each announcement answers (as text, which
+ * keeps the database's microseconds that a Date would drop).
+ */
+export async function pendingAnnouncements(
+  db: Queryable,
+  limit: number,
+): Promise<{ workspace_id: string; changed_at: string }[]> {
+  return db.query(
+    `select workspace_id, changed_at::text as changed_at from webhook_announcements
+      where announced_at is null or announced_at < changed_at order by webhook_announcements.changed_at limit $1`,
+    [limit],
+  );
+}
+
+export async function markAnnounced(db: Queryable, workspaceId: string, changedAt: string): Promise<void> {
+  await db.query('update webhook_announcements set announced_at = $2::timestamptz where workspace_id = $1', [
+    workspaceId,
+    changedAt,
+  ]);
+}
+
+/**
+ * Whether an enabled endpoint of the workspace takes any of `types`, and when that was read (ms since the epoch, the
+ * database's clock), so that a session told twice keeps the newer word.
+ */
+export async function endpointsTakeAny(
+  db: Queryable,
+  workspaceId: string,
+  types: readonly string[],
+): Promise<{ on: boolean; at: number }> {
+  const [row] = await db.query<{ on: boolean; at: number }>(
+    `select exists (
+        select 1 from webhook_endpoints
+         where workspace_id = $1 and disabled_at is null and (event_types is null or event_types ?| $2::text[])
+      ) as on, (extract(epoch from clock_timestamp()) * 1000)::float8 as at`,
+    [workspaceId, [...types]],
+  );
+  return { on: row.on, at: Number(row.at) };
+}
+
+/** The ids of a workspace's sessions not deleted, oldest first. */
+export async function workspaceSessionIds(db: Queryable, workspaceId: string): Promise<string[]> {
+  const rows = await db.query<{ id: string }>(
+    'select id from sessions where workspace_id = $1 and deleted_at is null order by pos',
+    [workspaceId],
+  );
+  return rows.map((r) => r.id);
+}

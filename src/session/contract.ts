@@ -362,7 +362,9 @@ export type WorkspaceSource = z.infer<typeof WorkspaceSourceSchema>;
 export const MAX_CARRIED_MESSAGE_IDS = 256;
 
 /** Whether a session's status changes go to the webhook outbox, and when the API read that (ms since the epoch). */
-export const StatusWebhooksSchema = z.object({ on: z.boolean(), at: z.number() }).strict();
+export const StatusWebhooksSchema = shared('contract.StatusWebhooksSchema', () =>
+  z.object({ on: z.boolean(), at: z.number() }).strict(),
+);
 export type StatusWebhooks = z.infer<typeof StatusWebhooksSchema>;
 
 /**

@@ -526,6 +526,11 @@ const MESSAGE_NOTES: Record<string, { args?: z.ZodType; returns?: string; about:
     args: messages.SandboxGiftSchema,
     about: "Another session handed this one a sandbox; the host's registry already names this session the owner.",
   },
+  statusWebhooks: {
+    args: messages.StatusWebhooksSchema,
+    about:
+      "The API's word (from the tools worker's relay, or the session's creation) that an enabled webhook endpoint of the session's workspace now does (`on`) or no longer does take its status events; an older word (`at`, the database's clock) than the one the session holds is dropped. While off, an API session starts no outbox child per status change.",
+  },
   sendMessage: {
     args: messages.UserMessageSchema,
     returns: '{seq}',

@@ -170,9 +170,11 @@ export function createActivities(deps: ActivityDeps) {
     const ctx = Context.current();
     let first = true;
     // The timer alone heartbeats: a stream that stalls is the idle timer's business, a dead worker the server's.
+    // The first beat is a quarter of the heartbeat timeout in, not at the start: the server times a silent attempt
+    // from its start anyway, and a call answered sooner then costs no heartbeat (an RPC the server records in the
+    // run's state).
     // A local call has no heartbeat: its worker's death times out the workflow task that runs it.
     const beating = !ctx.info.isLocal;
-    if (beating) ctx.heartbeat();
     const beat = beating
       ? setInterval(() => ctx.heartbeat(), heartbeatEveryMs(ctx.info.heartbeatTimeoutMs))
       : undefined;

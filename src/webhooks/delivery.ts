@@ -12,7 +12,7 @@ import {
 } from '../storage/repos/webhooks-repo';
 import { EgressRefusedError, type EgressGate } from '../egress';
 import { openSigningSecret } from './endpoints';
-import { recordWebhookEvent, webhookEventId, type WebhookEventInput } from './webhook-events';
+import { recordWebhookEvent, webhookEventId, type WebhookEventInput, type WebhookEventType } from './webhook-events';
 
 /** What the delivery workflow runs (src/workflows/webhook-delivery.ts), and with what. */
 export interface WebhookDeliveryInput {
@@ -50,7 +50,7 @@ export const SESSION_STATUS_EVENT_TYPES = [
   'session.status_rescheduled',
   'session.status_terminated',
   'session.budget_reached',
-] as const;
+] as const satisfies readonly WebhookEventType[];
 export type SessionStatusEventType = (typeof SESSION_STATUS_EVENT_TYPES)[number];
 
 /** A session's status change, as the session workflow reports it: `key` names the change within the session. */

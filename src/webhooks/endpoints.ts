@@ -106,7 +106,7 @@ export const endpointInfo = (r: WebhookEndpointRow): WebhookEndpointInfo => ({
 
 /** Registers an endpoint; returns its id and its signing secret, which is not shown again. */
 export async function addWebhookEndpoint(
-  db: Queryable,
+  db: Db,
   vaultPublicKey: string,
   e: { workspaceId: string; url: string; events?: string | string[] },
 ): Promise<{ id: string; secret: string }> {
@@ -116,7 +116,8 @@ export async function addWebhookEndpoint(
   const id = newId('whep');
   const secret = newSigningSecret();
   const secretSealed = await sealSecret(vaultPublicKey, binding(id), secret);
-  await inTransaction(db, async (tx) => {
+  // The endpoint and its mark for the relay's announcement commit together.
+  await db.transaction(async (tx) => {
     await insertWebhookEndpoint(tx, { id, workspaceId: e.workspaceId, url: url.data, eventTypes, secretSealed });
     await markEndpointsChanged(tx, e.workspaceId);
   });
@@ -124,16 +125,11 @@ export async function addWebhookEndpoint(
 }
 
 /**
- * Runs `fn` in one transaction where `db` can open one. An endpoint change and its mark for the relay's announcement
- * (src/webhooks/status-announce.ts) commit together, so no change goes untold.
+ * Applies `change` to the endpoint and marks its workspace's endpoints changed, in one transaction, so that no change
+ * goes unannounced (src/webhooks/status-announce.ts); false when there is no endpoint.
  */
-function inTransaction<T>(db: Queryable, fn: (tx: Queryable) => Promise<T>): Promise<T> {
-  return 'transaction' in db ? (db as Db).transaction(fn) : fn(db);
-}
-
-/** Applies `change` to the endpoint and marks its workspace's endpoints changed; false when there is no endpoint. */
-function changeEndpoint(db: Queryable, id: string, change: (tx: Queryable) => Promise<boolean>): Promise<boolean> {
-  return inTransaction(db, async (tx) => {
+function changeEndpoint(db: Db, id: string, change: (tx: Queryable) => Promise<boolean>): Promise<boolean> {
+  return db.transaction(async (tx) => {
     const endpoint = await findWebhookEndpoint(tx, id);
     if (!endpoint || !(await change(tx))) return false;
     await markEndpointsChanged(tx, endpoint.workspace_id);
@@ -145,7 +141,7 @@ export async function listEndpoints(db: Queryable, workspaceId: string | null): 
   return (await listWebhookEndpoints(db, workspaceId)).map(endpointInfo);
 }
 
-export async function removeWebhookEndpoint(db: Queryable, id: string): Promise<boolean> {
+export async function removeWebhookEndpoint(db: Db, id: string): Promise<boolean> {
   return changeEndpoint(db, id, (tx) => deleteWebhookEndpoint(tx, id));
 }
 
@@ -163,7 +159,7 @@ export async function rotateWebhookSecret(
 }
 
 /** Turns an endpoint back on (its failure count cleared), or off with the operator's reason. */
-export function setEndpointEnabled(db: Queryable, id: string, enabled: boolean, reason = 'disabled by the operator') {
+export function setEndpointEnabled(db: Db, id: string, enabled: boolean, reason = 'disabled by the operator') {
   return changeEndpoint(db, id, (tx) => setWebhookDisabled(tx, id, enabled ? null : reason));
 }
 

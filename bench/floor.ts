@@ -8,6 +8,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, type WorkflowClientInterceptor, type WorkflowHandle } from '@temporalio/client';
 import { doorbellStats } from '../src/log/history-doorbell';
 import { queryRetryInterceptor } from '../src/log/query-retry';
+import { LiveSessionLog } from '../src/log/session-log';
+import { SessionFeeds } from '../src/api/sessions/feed';
+import type { ApiSessionEvent } from '../src/api/sessions/projection';
+import { parseCodecKeys } from '../src/codec/codec-keys';
+import { TEST_CODEC_KEY } from '../test/helpers/test-keys';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
@@ -25,7 +30,6 @@ import {
   interleave,
   percentile,
   totalCpuSeconds,
-  waitRung,
   type BenchResult,
   type Ctx,
   type Stack,
@@ -293,6 +297,8 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
   const floorWorker = await startFloorWorker(stack);
   const platform: WorkflowHandle[] = [];
   const floor: WorkflowHandle[] = [];
+  let feeds: SessionFeeds | undefined;
+  const unsubscribe: (() => void)[] = [];
   try {
     // A text turn: one model call, no tool; the model answers at once, so the turn is all platform.
     for (let k = 0; k < concurrent; k++) {
@@ -307,7 +313,10 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
       );
       floor.push(await startFloorSession(stack, floorWorker, ['brain']));
     }
-    // The platform's client counts its queries: reading the log is part of what a turn costs its reader.
+    // The platform's turns are followed as the API follows a session: one feed per session (src/api/sessions/feed.ts)
+    // that long-polls the history and takes each completed task's events from the batch its brain worker pushed,
+    // reading the log by query only where no batch proves them. Its client counts those queries: reading the log
+    // is part of what a turn costs.
     let queries = 0;
     const counting: WorkflowClientInterceptor = {
       query(input, next) {
@@ -321,18 +330,36 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
       dataConverter: testDataConverter(),
       interceptors: { workflow: [counting, queryRetryInterceptor] },
     });
-    const platformTurnText = async (h: WorkflowHandle, i: number) => {
-      const t0 = Date.now();
-      const { seq } = await h.executeUpdate(sendMessageUpdate, { args: [{ text: `turn ${i}` }] });
-      // The log is read through the counting client.
-      const ev = await waitRung(
-        reader,
-        reader.workflow.getHandle(h.workflowId),
-        (e) => e.some((x) => x.seq > seq && x.type === 'assistant_message'),
-        60_000,
-        seq,
+    feeds = new SessionFeeds(
+      new LiveSessionLog(reader),
+      reader,
+      (m) => ctx.log(`  floor_throughput: ${m}`),
+      parseCodecKeys(TEST_CODEC_KEY).current.key,
+    );
+    /** Per session, the next agent.message's waiter: a text turn appends exactly one. */
+    const replies = new Map<string, (e: ApiSessionEvent) => void>();
+    for (const h of platform) {
+      const feed = await feeds.get(h.workflowId);
+      unsubscribe.push(
+        feed.subscribe((events) => {
+          for (const e of events) if (e.type === 'agent.message') replies.get(h.workflowId)?.(e);
+        }),
       );
-      return Date.parse(ev.find((x) => x.seq > seq && x.type === 'assistant_message')!.time) - t0;
+    }
+    const platformTurnText = async (h: WorkflowHandle, i: number) => {
+      let timer: NodeJS.Timeout | undefined;
+      const reply = new Promise<ApiSessionEvent>((resolve, reject) => {
+        timer = setTimeout(() => reject(new Error(`no agent.message within 60 s on ${h.workflowId}`)), 60_000);
+        replies.set(h.workflowId, resolve);
+      });
+      const t0 = Date.now();
+      try {
+        await h.executeUpdate(sendMessageUpdate, { args: [{ text: `turn ${i}` }] });
+        return Date.parse((await reply).processed_at ?? '') - t0;
+      } finally {
+        clearTimeout(timer);
+        replies.delete(h.workflowId);
+      }
     };
     const floorTurnText = (h: WorkflowHandle, i: number) => floorTurn(h, `turn ${i}`);
     const arms = { platform: [] as Window[], floor: [] as Window[] };
@@ -392,7 +419,7 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
     const historyPollsPerTurn = r1(reads.historyPolls / platformTurns);
     const g = goal("platform turns per second per core / the no-op floor's, at saturation", tput, '>=', 0.8);
     const notes = [
-      `On the ${stack.server} server: ${concurrent} sessions per arm, each a closed loop (its next turn when its last ends), ${windows} windows of ${windowS} s per arm alternating which arm goes first, after one unmeasured window each. platform: a text turn (sendMessage update, one callModel activity, the model answering at once; ${prof.workflowTasksPerTurn} workflow tasks per turn), its end read by the client from the log when the history rings (as the API's feeds do: ${queriesPerTurn} events queries and ${historyPollsPerTurn} history long polls per turn, part of the platform's cost here); floor: a no-op workflow of the same shape (one activity on the workflow's queue, eager; ${floorProf.workflowTasksPerTurn} workflow tasks per turn), its end the update's return. Both workers in this process with the platform's worker options.`,
+      `On the ${stack.server} server: ${concurrent} sessions per arm, each a closed loop (its next turn when its last ends), ${windows} windows of ${windowS} s per arm alternating which arm goes first, after one unmeasured window each. platform: a text turn (sendMessage update, one callModel activity, the model answering at once; ${prof.workflowTasksPerTurn} workflow tasks per turn), its end the reply's arrival at a feed of the API's (src/api/sessions/feed.ts: a history long poll per session, each completed task's events from its brain worker's push, the log read by query only where no batch proves them; ${queriesPerTurn} events queries and ${historyPollsPerTurn} history long polls per turn, part of the platform's cost here) and timed to the reply's processed_at; floor: a no-op workflow of the same shape (one activity on the workflow's queue, eager; ${floorProf.workflowTasksPerTurn} workflow tasks per turn), its end the update's return. Both workers in this process with the platform's worker options.`,
       `Turns per second per core (turns / wall seconds / ${cores} cores): platform ${p.turnsPerSecondPerCore} against floor ${f.turnsPerSecondPerCore}: ${tput.toFixed(3)}x (goal >= 0.8: ${g.met ? 'met' : 'not met'}). The stack's processes (this process: workers, clients, model server; the Temporal server) used ${p.machineShare} and ${f.machineShare} of the ${cores} cores (the rest: other users of the machine, Docker, idle). CPU per turn: platform ${p.cpuMsPerTurn.total} ms (this process ${p.cpuMsPerTurn.bench}, server ${p.cpuMsPerTurn.server}) against floor ${f.cpuMsPerTurn.total} ms (${f.cpuMsPerTurn.bench}, ${f.cpuMsPerTurn.server}): turns per CPU second ${perCpu.toFixed(3)}x the floor's.`,
       failed.platform.length + failed.floor.length > 0
         ? `Sessions that could not finish a turn and left their arm: platform ${failed.platform.length}, floor ${failed.floor.length} (failedSessions has each one's error).`
@@ -425,6 +452,8 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
       const done = await Promise.race([end(h).then(() => true), sleep(15_000).then(() => false)]);
       if (!done) await h.terminate('benchmark over').catch(() => undefined);
     };
+    for (const u of unsubscribe) u();
+    feeds?.close();
     await Promise.all([...platform.map((h) => ended(h, endSession)), ...floor.map((h) => ended(h, endFloor))]);
     await floorWorker.stop();
     await worker.shutdown().catch(() => undefined);

@@ -170,6 +170,14 @@ export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
     const prof = await profile(h, TURNS_RUN);
     const floorProf = await profile(f, TURNS_RUN);
     const inModel = percentile(loop.modelMs.slice(-MODEL_CALLS_PER_TURN * TURNS_RUN), 0.5);
+    // The loop's model calls by their place in the turn (a tool_use reply, then a text one, which stream differently),
+    // against the platform's callModel activities at the same place: a median of both kinds together falls between.
+    const inModelByCall = Array.from({ length: MODEL_CALLS_PER_TURN }, (_, k) =>
+      percentile(
+        loop.modelMs.slice(-MODEL_CALLS_PER_TURN * TURNS_RUN).filter((_, i) => i % MODEL_CALLS_PER_TURN === k),
+        0.5,
+      ),
+    );
     const inExecute = percentile(loop.executeMs.slice(-TURNS_RUN), 0.5);
     const perActivity = (platform.p50Ms - inprocess.p50Ms) / ACTIVITIES_PER_TURN;
     const perActivityP95 = (platform.p95Ms - inprocess.p95Ms) / ACTIVITIES_PER_TURN;
@@ -187,7 +195,7 @@ export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
         tasks * prof.workflowTaskScheduleToStart -
           floorProf.workflowTasksPerTurn * floorProf.workflowTaskScheduleToStart,
       ),
-      callModelBeyondModelMs: r1(MODEL_CALLS_PER_TURN * (prof.callModelRun - inModel)),
+      callModelBeyondModelMs: r1(inModelByCall.reduce((a, m, k) => a + (prof.callModelRunByCall[k] ?? NaN) - m, 0)),
       executeBeyondExecMs: r1(prof.executeRun - inExecute),
       completionToNextTaskMs: r1(
         ACTIVITIES_PER_TURN *
@@ -204,7 +212,7 @@ export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
     const notes = [
       `${TURNS_RUN} turns per arm after ${WARMUP} warm-up turns, interleaved, on the ${stack.server} server. inprocess: the model call (bash tool_use), the execute in a gVisor sandbox and the model call (text), called directly (model first byte ${SETTINGS.modelFirstByteMs} ms); platform: the same turn as a session (${tasks} workflow tasks, ${ACTIVITIES_PER_TURN} activities per turn); floor: a no-op workflow of the same shape (${floorProf.workflowTasksPerTurn} workflow tasks per turn, activities callModel-like on the workflow's queue with eager dispatch, execute-like on a host queue, callModel-like; empty bodies, the session's timeouts), on the same server, run by an in-process worker with the platform's worker options.`,
       `Overhead per activity = (platform turn - inprocess turn, i.e. the model's and the exec's own time) / ${ACTIVITIES_PER_TURN}: ${r1(perActivity)} ms at p50 (${r1(perActivityByParts)} ms with the loop's median model call ${r1(inModel)} ms and execute ${r1(inExecute)} ms subtracted instead), against the floor's ${r1(floorPerActivity)} ms per activity (its whole turn ${floorStats.p50Ms} ms / ${ACTIVITIES_PER_TURN}): ${ratioP50.toFixed(3)}x (goal <= 1.25: ${g.met ? 'met' : 'not met'}); at p95 ${ratioP95.toFixed(3)}x.`,
-      `Beyond the floor, per turn (${remainder.perTurnMs} ms at p50), from the histories' medians: workflow task processing ${remainder.workflowTaskRunMs} ms (platform ${tasks} x ${prof.workflowTaskRun} ms against floor ${floorProf.workflowTasksPerTurn} x ${floorProf.workflowTaskRun} ms), workflow task dispatch ${remainder.workflowTaskDispatchMs} ms, activity dispatch ${remainder.activityDispatchMs} ms, activity completion to the next task ${remainder.completionToNextTaskMs} ms, callModel beyond the model ${remainder.callModelBeyondModelMs} ms (${prof.callModelRun} ms in the activity against ${r1(inModel)} ms in the loop, x${MODEL_CALLS_PER_TURN}), execute beyond the exec ${remainder.executeBeyondExecMs} ms (${prof.executeRun} against ${r1(inExecute)} ms).`,
+      `Beyond the floor, per turn (${remainder.perTurnMs} ms at p50), from the histories' medians: workflow task processing ${remainder.workflowTaskRunMs} ms (platform ${tasks} x ${prof.workflowTaskRun} ms against floor ${floorProf.workflowTasksPerTurn} x ${floorProf.workflowTaskRun} ms), workflow task dispatch ${remainder.workflowTaskDispatchMs} ms, activity dispatch ${remainder.activityDispatchMs} ms, activity completion to the next task ${remainder.completionToNextTaskMs} ms, callModel beyond the model ${remainder.callModelBeyondModelMs} ms (by the call's place in the turn, ${prof.callModelRunByCall.join(' and ')} ms in the activity against ${inModelByCall.map(r1).join(' and ')} ms in the loop), execute beyond the exec ${remainder.executeBeyondExecMs} ms (${prof.executeRun} against ${r1(inExecute)} ms).`,
     ].join(' ');
     return [
       {
@@ -223,6 +231,7 @@ export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
           platform: prof,
           floor: floorProf,
           inprocessModelCall: r1(inModel),
+          inprocessModelCallByCall: inModelByCall.map(r1),
           inprocessExecute: r1(inExecute),
         },
         remainderMs: remainder,

@@ -122,6 +122,9 @@ export async function profile(handle: WorkflowHandle, turns: number) {
   };
   let pendingActivityDone: number | undefined;
   let workflowTasks = 0;
+  /** callModel run times by the call's place in its turn (first, second, ...): the calls of a turn differ in kind. */
+  const callModelByCall: number[][] = [];
+  let callInTurn = 0;
   // Only the last `turns` turns: a turn starts with the update's workflow task; count from the end.
   const events = history.events ?? [];
   const updates = events.filter((e) => e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED);
@@ -132,6 +135,7 @@ export async function profile(handle: WorkflowHandle, turns: number) {
     if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
       typeOf.set(id, e.activityTaskScheduledEventAttributes?.activityType?.name ?? '');
     if (Number(e.eventId) < fromId) continue;
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) callInTurn = 0;
     if (e.eventType === E.EVENT_TYPE_ACTIVITY_TASK_STARTED)
       acc.activityScheduleToStart.push(
         ms(e) - (at.get(String(e.activityTaskStartedEventAttributes?.scheduledEventId)) ?? ms(e)),
@@ -141,7 +145,10 @@ export async function profile(handle: WorkflowHandle, turns: number) {
       const a = e.activityTaskCompletedEventAttributes;
       const run = ms(e) - (at.get(String(a?.startedEventId)) ?? ms(e));
       const type = typeOf.get(String(a?.scheduledEventId));
-      if (type === 'callModel') acc.callModelRun.push(run);
+      if (type === 'callModel') {
+        acc.callModelRun.push(run);
+        (callModelByCall[callInTurn++] ??= []).push(run);
+      }
       if (type === 'execute') acc.executeRun.push(run);
     }
     if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_STARTED) {
@@ -162,6 +169,7 @@ export async function profile(handle: WorkflowHandle, turns: number) {
   return {
     ...(Object.fromEntries(Object.entries(acc).map(([k, v]) => [k, med(v)])) as Record<keyof typeof acc, number>),
     workflowTasksPerTurn: Math.round((workflowTasks / turns) * 10) / 10,
+    callModelRunByCall: callModelByCall.map(med),
   };
 }
 

@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import ts from 'typescript';
 import { shared } from '../src/session/shared';
 import { threadHeaps } from '../src/brain/thread-heaps';
+import { buildWorkflowBundle } from '../src/brain/workflow-bundle';
 
 const SRC = path.resolve(__dirname, '../src');
 /** The directories of session code the workflow bundle holds beside src/workflows. */
@@ -79,6 +80,20 @@ describe('shared schemas', () => {
     expect(second).toBe(first);
     expect(build).toHaveBeenCalledTimes(1);
   });
+});
+
+describe('the workflow bundle', () => {
+  it('evaluates zod in its preload, once per worker, not in each session', async () => {
+    const { code } = await buildWorkflowBundle();
+    // The bundler drops a bare require of zod (it declares itself free of side effects); the preload must reach
+    // zod through a module that reads it.
+    const preload = /exports\.preloadModules = function preloadModules\(\) \{([\s\S]*?)\n\}/.exec(code)?.[1] ?? '';
+    const required = [...preload.matchAll(/__webpack_require__\([^)]*"([^"]+)"\)/g)].map((m) => m[1]);
+    expect(required.some((id) => id.endsWith('session/zod-preload.ts'))).toBe(true);
+    const start = code.indexOf(`"${required.find((id) => id.endsWith('session/zod-preload.ts'))}"`);
+    const body = code.slice(start, code.indexOf('/***/ }', start));
+    expect(body).toMatch(/__webpack_require__\([^)]*"\.\/node_modules\/zod\//);
+  }, 120_000);
 });
 
 describe('threadHeaps', () => {

@@ -9,11 +9,13 @@ import { failureConverterPath } from '../codec';
 export const WORKFLOW_INTERCEPTOR_MODULES = [require.resolve('../workflows/run-guard')];
 
 /**
- * Modules evaluated once per worker and shared by every cached session, instead of once per session. The SDK
- * freezes what they export, so only a module that keeps no state and never changes its own objects may be listed:
- * zod's library code, and src/session/shared.ts, whose schemas live in its closure, out of the freeze's reach.
+ * Modules evaluated once per worker and shared by every cached session, instead of once per session: zod (through
+ * src/session/zod-preload.ts, which the bundler cannot drop), and src/session/shared.ts, whose schemas live in its
+ * closure. The SDK deep-freezes what shared modules export, except zod's (patches/@temporalio+worker+*.patch): zod
+ * changes its own objects as it runs (a pattern's lastIndex, lazily computed values), only ever as its input
+ * decides, so sharing it lets no session see another's state.
  */
-export const PRELOADED_MODULES = ['zod', require.resolve('../session/shared')];
+export const PRELOADED_MODULES = [require.resolve('../session/zod-preload'), require.resolve('../session/shared')];
 
 export const WORKFLOW_BUNDLE_OPTIONS = {
   workflowsPath: require.resolve('../workflows'),

@@ -169,12 +169,13 @@ export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
     const floorStats = armStats(samples.floor);
     const prof = await profile(h, TURNS_RUN);
     const floorProf = await profile(f, TURNS_RUN);
-    const inModel = percentile(loop.modelMs.slice(-MODEL_CALLS_PER_TURN * TURNS_RUN), 0.5);
+    const modelMs = loop.modelMs.slice(-MODEL_CALLS_PER_TURN * TURNS_RUN);
+    const inModel = percentile(modelMs, 0.5);
     // The loop's model calls by their place in the turn (a tool_use reply, then a text one, which stream differently),
     // against the platform's callModel activities at the same place: a median of both kinds together falls between.
     const inModelByCall = Array.from({ length: MODEL_CALLS_PER_TURN }, (_, k) =>
       percentile(
-        loop.modelMs.slice(-MODEL_CALLS_PER_TURN * TURNS_RUN).filter((_, i) => i % MODEL_CALLS_PER_TURN === k),
+        modelMs.filter((_, i) => i % MODEL_CALLS_PER_TURN === k),
         0.5,
       ),
     );

@@ -278,7 +278,10 @@ export function doorbell(client: Client, sessionId: string): Doorbell {
         const rung = new Promise<void>((r) => waiters.push(r));
         if (await check()) return;
         const left = deadline - Date.now();
-        if (left <= 0) throw new Error(`${sessionId}: condition not met within ${timeoutMs} ms`);
+        if (left <= 0)
+          throw new Error(
+            `${sessionId}: condition not met within ${timeoutMs} ms; ${await pendingWork(client, sessionId)}`,
+          );
         // A slow poll covers a ring lost while the follower starts again.
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([rung, new Promise<void>((r) => (timer = setTimeout(r, Math.min(left, 2_000))))]);
@@ -291,6 +294,34 @@ export function doorbell(client: Client, sessionId: string): Doorbell {
       await following;
     },
   };
+}
+
+/** What a session's current run is waiting on, as `describe` tells it: for a wait that timed out. */
+async function pendingWork(client: Client, sessionId: string): Promise<string> {
+  try {
+    const { raw, status } = await client.workflow.getHandle(sessionId).describe();
+    const task = raw.pendingWorkflowTask;
+    const activities = (raw.pendingActivities ?? []).map((a) => ({
+      type: a.activityType?.name,
+      id: a.activityId,
+      state: a.state,
+      attempt: a.attempt,
+      lastHeartbeat: a.lastHeartbeatTime?.seconds?.toString(),
+      lastFailure: a.lastFailure?.message,
+      worker: a.lastWorkerIdentity,
+    }));
+    let taskFailure = '';
+    if ((task?.attempt ?? 0) > 1) {
+      const events = (await client.workflow.getHandle(sessionId).fetchHistory()).events ?? [];
+      const failed = events.filter((e) => e.workflowTaskFailedEventAttributes).pop();
+      taskFailure = `, last task failure: ${failed?.workflowTaskFailedEventAttributes?.failure?.message}`;
+    }
+    return `run ${status.name}, history ${raw.workflowExecutionInfo?.historyLength} events, workflow task ${
+      task ? JSON.stringify({ state: task.state, attempt: task.attempt }) : 'none'
+    }${taskFailure}, activities ${JSON.stringify(activities)}`;
+  } catch (e) {
+    return `describe failed: ${(e as Error).message}`;
+  }
 }
 
 /** Every event matches the contract, with a valid time, and the seqs run 0, 1, 2… without a gap. */

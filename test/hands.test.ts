@@ -426,6 +426,28 @@ describe('sandboxes are cattle', () => {
     await handle.signal(endSignal, {});
   });
 
+  it('keeps one idle timer across turns: input does not cancel it, and the sandbox stops once truly idle', async () => {
+    const handle = await startSession(h, { agent: { sandboxes: { main: { idleStopMinutes: 0.1 } } } });
+    for (let i = 0; i < 4; i++) await bash(h, handle, `echo ${i} >> turns.txt`);
+    const deadline = Date.now() + 60_000;
+    while ((await handle.query(statusQuery)).sandboxes[0]?.state !== 'stopped') {
+      if (Date.now() > deadline) throw new Error('sandbox was not stopped');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const events = (await handle.fetchHistory()).events ?? [];
+    const started = events.filter((e) => e.timerStartedEventAttributes);
+    const fired = events.filter((e) => e.timerFiredEventAttributes);
+    // No turn cancelled a timer; each timer armed fired (the last one is the stop), none was left pending.
+    expect(events.filter((e) => e.timerCanceledEventAttributes)).toHaveLength(0);
+    expect(fired).toHaveLength(started.length);
+    // The sandbox stopped no sooner than its idle time after the last tool call.
+    const lastResult = (await allEvents(handle)).filter((e) => e.type === 'tool_result').pop()!;
+    const stoppedAt = Number(fired[fired.length - 1].eventTime!.seconds) * 1000;
+    expect(stoppedAt - Date.parse(lastResult.time)).toBeGreaterThanOrEqual(6_000 - 1_000);
+    expect((await bash(h, handle, 'cat turns.txt')).output).toBe('0\n1\n2\n3\n[exit 0]');
+    await handle.signal(endSignal, {});
+  });
+
   it('runs two named sandboxes with different recipes in one session', async () => {
     const id = uniqueId('two');
     const handle = await startSession(h, {

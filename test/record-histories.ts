@@ -185,6 +185,29 @@ record(
 );
 
 record(
+  'records a session whose idle timer outlives its turns: armed once, fired mid-turn, the sandbox stopped',
+  async () => {
+    const h = await startHarness({ role: 'all', hostId: 'recorder-idle' });
+    try {
+      const handle = await startSession(h, {
+        id: 'recorded-idle-timer',
+        agent: { sandboxes: { main: { idleStopMinutes: 0.05 } } },
+      });
+      await bash(h, handle, 'echo one > turns.txt');
+      await bash(h, handle, 'echo two >> turns.txt');
+      // A turn that outlasts the idle time: the timer fires during it, and the wait after it arms the next one.
+      await bash(h, handle, 'sleep 4; echo three >> turns.txt');
+      while ((await handle.query(statusQuery)).sandboxes[0]?.state !== 'stopped')
+        await new Promise((r) => setTimeout(r, 200));
+      await bash(h, handle, 'cat turns.txt');
+      await endAndSave(handle, 'idle-timer-session.json');
+    } finally {
+      await h.stop();
+    }
+  },
+);
+
+record(
   'records a long session: compaction, and handovers (continue-as-new) at idle and in the middle of a tool loop',
   async () => {
     const h = await startHarness();

@@ -1,6 +1,14 @@
 // The hands of one run: its sandboxes by name, provisioned on first use, replaced when lost, stopped when idle,
 // destroyed at the end. Tool calls, file copies, hand-off and sub-agents all reach sandboxes through this object.
-import { ApplicationFailure, condition, isCancellation, log, patched } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  log,
+  patched,
+  sleep,
+} from '@temporalio/workflow';
 import type { ProvisionOutput } from '../hands/hands-activities';
 import type { WorkspaceSnapshotTaken } from '../hands/hands-contract';
 import type { Agent, BoundTool } from '../session/agent';
@@ -307,8 +315,47 @@ export class SandboxSlots {
     this.append({ type: 'sandbox_paused', name: slot.name, sandboxId: slot.sandboxId, snapshotSeq: r.snapshotSeq });
   }
 
-  /** Waits until `ready` holds, stopping each running sandbox as it falls idle meanwhile. */
+  /**
+   * Waits until `ready` holds, stopping each running sandbox as it falls idle meanwhile. The idle timer outlives
+   * the wait: input that ends a wait leaves it running, and when it fires during a turn the next wait finds that
+   * nothing fell idle and arms one timer for the new deadline. A session that works in turns thus starts one timer
+   * per idle period, not one per turn, and never cancels one (two commands fewer on each turn's tasks).
+   */
   async idleUntil(ready: () => boolean): Promise<void> {
+    if (!patched('idle-timer-kept')) return this.idleUntilPerWait(ready);
+    for (;;) {
+      if (ready()) return;
+      const deadline = this.nextIdleDeadline();
+      if (deadline === undefined) {
+        await condition(ready);
+        return;
+      }
+      if (!this.idleTimerFired) this.armIdleTimer(deadline);
+      await condition(() => ready() || this.idleTimerFired);
+      if (ready()) return;
+      this.idleTimerFired = false;
+      await this.stopIdle();
+    }
+  }
+
+  /** The earliest idle timer armed and not fired yet, and whether one fired since the last wait looked. */
+  private idleTimerAt: number | undefined;
+  private idleTimerFired = false;
+
+  /** Arms a timer for `at`, unless one armed already fires by then. */
+  private armIdleTimer(at: number): void {
+    if (this.idleTimerAt !== undefined && this.idleTimerAt <= at) return;
+    this.idleTimerAt = at;
+    const fired = () => {
+      if (this.idleTimerAt === at) this.idleTimerAt = undefined;
+      this.idleTimerFired = true;
+    };
+    // Outside any turn's scope, so an interrupt does not cancel it; cancelled with the run, it only wakes a wait.
+    void CancellationScope.nonCancellable(() => sleep(Math.max(1, at - Date.now()))).then(fired, fired);
+  }
+
+  /** Before `idle-timer-kept`: each wait starts a timer, and input that ends the wait cancels it. */
+  private async idleUntilPerWait(ready: () => boolean): Promise<void> {
     for (;;) {
       const deadline = this.nextIdleDeadline();
       if (deadline === undefined) {

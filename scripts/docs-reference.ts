@@ -337,7 +337,7 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   BRAIN_WORKFLOW_CACHE: {
     about:
       'Brain: sessions a worker keeps in its workflow cache. A session out of the cache holds no memory in the worker; its next workflow task replays its current run (bounded by handovers). See docs/guide/scaling.md.',
-    default: 'from the memory the worker may use (its cgroup limit, or the machine\'s): a workflow heap of a quarter of it at 2 MiB per session, from 50 to 1000 (1000 from 9.1 GiB)',
+    default: '150',
   },
   BRAIN_PEER_WATCH: {
     about:
@@ -346,7 +346,7 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   BRAIN_WORKFLOW_HEAP_MB: {
     about:
       'Brain: heap limit, in MiB, of the thread that runs cached sessions; past it V8 collects evicted sessions instead of growing the heap. A `--max-old-space-size` in NODE_OPTIONS wins.',
-    default: '320 + 2 per cached session (2320 with a cache of 1000)',
+    default: '320 + 2 per cached session (620 with the default cache)',
   },
   BRAIN_WORKFLOW_STACK_TRACES: {
     about:

@@ -180,8 +180,7 @@ export const ConfigSchema = z.object({
   AGENTS_API_KEY: optional,
   /**
    * Brain: how many sessions a worker keeps in its workflow cache. A session out of the cache costs no memory; its
-   * next task replays its current run's history, which handovers bound. Unset: as many as a workflow heap of a
-   * quarter of the worker's memory (its cgroup's limit, or the machine's) holds at 2 MiB each, from 50 to 1000.
+   * next task replays its current run's history, which handovers bound. Unset: 150.
    */
   BRAIN_WORKFLOW_CACHE: optional.refine(
     (v) => v === undefined || (/^\d+$/.test(v) && Number(v) >= 2 && Number(v) <= 100_000),

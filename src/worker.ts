@@ -145,25 +145,8 @@ const HEARTBEAT_THROTTLE = '200 ms';
 /** How long a workflow task waits for the worker that has the session cached before any brain worker takes it. */
 const STICKY_TIMEOUT = '2 seconds';
 
-/**
- * Sessions a brain worker keeps cached unless BRAIN_WORKFLOW_CACHE says otherwise: as many as fit a workflow heap
- * (workflowHeapMb) of a quarter of the memory the process may use (its cgroup's limit, or the machine's), from 50
- * to 1,000. A turn on a session out of the cache first replays its run, on the thread that runs every other
- * session's tasks; under load those replays were most of an event's delivery time (`api_stream`).
- */
-export function defaultWorkflowCache(memoryBytes = processMemory()): number {
-  const quarterMb = memoryBytes / 4 / 2 ** 20;
-  return Math.max(50, Math.min(1000, Math.floor((quarterMb - 320) / 2)));
-}
-
-/** The memory this process may use: its cgroup's limit where one is set, else the machine's. */
-function processMemory(): number {
-  const constrained = process.constrainedMemory?.() ?? 0;
-  return constrained > 0 ? Math.min(constrained, os.totalmem()) : os.totalmem();
-}
-
-/** This machine's default workflow cache (defaultWorkflowCache). */
-export const DEFAULT_WORKFLOW_CACHE = defaultWorkflowCache();
+/** Sessions a brain worker keeps cached unless BRAIN_WORKFLOW_CACHE says otherwise. */
+export const DEFAULT_WORKFLOW_CACHE = 150;
 
 /**
  * The workflow thread's heap limit: room for the code and the cache (a cached session holds about 0.7 MiB: its

@@ -4,7 +4,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { checkRoleEnv, ConfigError, loadConfig } from '../src/config';
 import { temporalConnectionOptions } from '../src/temporal-connection';
-import { defaultWorkflowCache, workflowHeapMb } from '../src/worker';
 import { expectOneLineError, runAgents } from './helpers/cli';
 
 const KEY = Buffer.alloc(32, 7).toString('base64');
@@ -132,16 +131,4 @@ it('refuses to start a worker on a bad environment with one line naming each var
     r,
     /^error: invalid configuration: CODEC_KEY is required with KEY_FILES=off \(set CODEC_KEY or CODEC_KEY_FILE\); ANTHROPIC_API_KEY is missing: the brain role calls the model; set ANTHROPIC_API_KEY, or ANTHROPIC_BASE_URL .*; TEMPORAL_ADDRESS must be HOST:PORT\n$/,
   );
-});
-
-describe('the default workflow cache', () => {
-  it('fills a workflow heap of a quarter of the memory at 2 MiB a session, from 50 to 1,000 sessions', () => {
-    const GiB = 2 ** 30;
-    expect(defaultWorkflowCache(GiB / 2)).toBe(50);
-    expect(defaultWorkflowCache(2 * GiB)).toBe(96);
-    expect(defaultWorkflowCache(4 * GiB)).toBe(352);
-    expect(defaultWorkflowCache(24 * GiB)).toBe(1000);
-    // Its heap limit then stays within that quarter.
-    for (const gib of [2, 4, 8]) expect(workflowHeapMb(defaultWorkflowCache(gib * GiB))).toBeLessThanOrEqual(gib * 256);
-  });
 });

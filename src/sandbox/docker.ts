@@ -8,6 +8,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { loosenings } from '../session/agent';
 import { EXEC_KILL, EXEC_WRAPPER } from './scripts';
+import { ExecStalledError, execGuard } from './exec-guard';
 import { LIVE_DELAY_MS, startLiveCopy, type LiveCopy } from './live-copy';
 import type { EgressGate } from '../egress';
 import { checkoutFromMirror, mirrorPath, removeMirror, syncMirror, upstreamOf } from './host-git';
@@ -294,15 +295,22 @@ export class DockerSandboxProvider implements SandboxProvider {
     // short command.
     let live: LiveCopy | undefined;
     let liveTimer: NodeJS.Timeout | undefined;
+    // A cancel kills the command's group; the guard bounds every wait on the engine below.
+    const guard = execGuard(req.timeoutSeconds, signal, () => void this.kill(container, env[0]));
+    let stream: NodeJS.ReadWriteStream | undefined;
     try {
-      const exec = await container.exec({
-        Cmd: ['bash', '-c', EXEC_WRAPPER],
-        Env: env,
-        AttachStdout: true,
-        AttachStderr: true,
-        AttachStdin: !!req.stdin,
-      });
-      const stream = await Promise.race([exec.start({ hijack: true, stdin: !!req.stdin }), watchdog.gone]);
+      const exec = await Promise.race([
+        container.exec({
+          Cmd: ['bash', '-c', EXEC_WRAPPER],
+          Env: env,
+          AttachStdout: true,
+          AttachStderr: true,
+          AttachStdin: !!req.stdin,
+        }),
+        guard.failed,
+      ]);
+      stream = await Promise.race([exec.start({ hijack: true, stdin: !!req.stdin }), watchdog.gone, guard.failed]);
+      guard.watch(exec);
       if (req.onOutput && (req.liveBytes ?? 0) > 0)
         liveTimer = setTimeout(
           () => (live = startLiveCopy(this.docker, container, env[0], req.liveBytes!, req.onOutput!)),
@@ -325,31 +333,26 @@ export class DockerSandboxProvider implements SandboxProvider {
       });
       // stdout carries the capped result; the wrapper writes nothing else.
       this.docker.modem.demuxStream(stream, sink, new PassThrough().resume());
-      const onAbort = () => void this.kill(container, env[0]);
-      signal?.addEventListener('abort', onAbort, { once: true });
       if (req.stdin) stream.end(req.stdin);
-      try {
-        await Promise.race([
-          new Promise<void>((resolve, reject) => {
-            stream.on('end', resolve);
-            stream.on('close', resolve);
-            stream.on('error', reject);
-          }),
-          watchdog.gone.catch((err: Error) => {
-            (stream as unknown as { destroy(e?: Error): void }).destroy();
-            throw err;
-          }),
-        ]);
-      } finally {
-        signal?.removeEventListener('abort', onAbort);
-      }
+      const s = stream;
+      await Promise.race([
+        new Promise<void>((resolve, reject) => {
+          s.on('end', resolve);
+          s.on('close', resolve);
+          s.on('error', reject);
+        }),
+        watchdog.gone,
+        guard.failed,
+      ]);
       raw = Buffer.concat(chunks);
     } catch (err) {
-      if (err instanceof SandboxLostError) throw err;
+      (stream as unknown as { destroy?(e?: Error): void } | undefined)?.destroy?.();
+      if (err instanceof SandboxLostError || err instanceof ExecStalledError || signal?.aborted) throw err;
       const lost = await this.lostReason(sandboxId);
       if (lost) throw new SandboxLostError(`${lost}: ${(err as Error).message}`);
       throw err;
     } finally {
+      guard.stop();
       watchdog.stop();
       clearTimeout(liveTimer);
       await live?.finish();

@@ -191,6 +191,7 @@ describe('encrypted history', () => {
     const searchAttribute = /^\.upsertWorkflowSearchAttributesEventAttributes\.searchAttributes\.indexedFields\./;
     expect(shown.filter(([at]) => !searchAttribute.test(at))).toEqual([
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'search-attributes' }],
+      ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'idle-timer-kept' }],
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'model-retry-event' }],
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'model-tail-digest' }],
       ['.workflowExecutionSignaledEventAttributes.input.payloads[0]', { text: PLAIN_TEXT }],
@@ -199,9 +200,10 @@ describe('encrypted history', () => {
     const allowed: Record<string, unknown[]> = {
       TemporalChangeVersion: [
         ['search-attributes'],
-        ['model-retry-event', 'search-attributes'],
-        ['model-retry-event', 'model-tail-digest', 'search-attributes'],
-        ['model-retry-event', 'model-tail-digest', 'search-attributes', 'session-archive'],
+        ['idle-timer-kept', 'search-attributes'],
+        ['idle-timer-kept', 'model-retry-event', 'search-attributes'],
+        ['idle-timer-kept', 'model-retry-event', 'model-tail-digest', 'search-attributes'],
+        ['idle-timer-kept', 'model-retry-event', 'model-tail-digest', 'search-attributes', 'session-archive'],
       ],
       AgentName: ['test'],
       AgentModel: ['claude-test'],

@@ -309,7 +309,8 @@ export class DockerSandboxProvider implements SandboxProvider {
         }),
         guard.failed,
       ]);
-      stream = await Promise.race([exec.start({ hijack: true, stdin: !!req.stdin }), watchdog.gone, guard.failed]);
+      const s = await Promise.race([exec.start({ hijack: true, stdin: !!req.stdin }), watchdog.gone, guard.failed]);
+      stream = s;
       guard.watch(exec);
       if (req.onOutput && (req.liveBytes ?? 0) > 0)
         liveTimer = setTimeout(
@@ -324,7 +325,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       sink.on('data', (c: Buffer) => {
         received += c.length;
         if (received > limit) {
-          (stream as unknown as { destroy(e?: Error): void }).destroy(
+          (s as unknown as { destroy(e?: Error): void }).destroy(
             new Error(`the sandbox sent more than ${limit} bytes of output`),
           );
           return;
@@ -332,9 +333,8 @@ export class DockerSandboxProvider implements SandboxProvider {
         chunks.push(c);
       });
       // stdout carries the capped result; the wrapper writes nothing else.
-      this.docker.modem.demuxStream(stream, sink, new PassThrough().resume());
-      if (req.stdin) stream.end(req.stdin);
-      const s = stream;
+      this.docker.modem.demuxStream(s, sink, new PassThrough().resume());
+      if (req.stdin) s.end(req.stdin);
       await Promise.race([
         new Promise<void>((resolve, reject) => {
           s.on('end', resolve);

@@ -22,19 +22,13 @@ export interface ExecGuard {
   stop(): void;
 }
 
-export function execGuard(
-  timeoutSeconds: number,
-  signal: AbortSignal | undefined,
-  kill: () => void,
-  opts: { deadlineGraceMs?: number; endGraceMs?: number; inspectEveryMs?: number } = {},
-): ExecGuard {
-  const endGraceMs = opts.endGraceMs ?? EXEC_END_GRACE_MS;
+export function execGuard(timeoutSeconds: number, signal: AbortSignal | undefined, kill: () => void): ExecGuard {
   const timers: NodeJS.Timeout[] = [];
   let stopped = false;
   let fail!: (err: Error) => void;
   const failed = new Promise<never>((_, reject) => (fail = reject));
   failed.catch(() => undefined);
-  const deadlineMs = timeoutSeconds * 1000 + (opts.deadlineGraceMs ?? EXEC_DEADLINE_GRACE_MS);
+  const deadlineMs = timeoutSeconds * 1000 + EXEC_DEADLINE_GRACE_MS;
   timers.push(
     setTimeout(
       () => fail(new ExecStalledError(`the engine did not end the exec within ${Math.round(deadlineMs / 1000)} s`)),
@@ -43,7 +37,7 @@ export function execGuard(
   );
   const onAbort = () => {
     kill();
-    timers.push(setTimeout(() => fail(signal?.reason ?? new Error('cancelled')), endGraceMs));
+    timers.push(setTimeout(() => fail(signal?.reason ?? new Error('cancelled')), EXEC_END_GRACE_MS));
   };
   if (signal?.aborted) onAbort();
   else signal?.addEventListener('abort', onAbort, { once: true });
@@ -57,14 +51,14 @@ export function execGuard(
             (info) => {
               if (stopped || info.Running) return;
               endedAt ??= Date.now();
-              if (Date.now() - endedAt >= endGraceMs)
+              if (Date.now() - endedAt >= EXEC_END_GRACE_MS)
                 fail(
                   new ExecStalledError(`the command ended (exit ${info.ExitCode}) but its output stream stayed open`),
                 );
             },
             () => undefined,
           );
-        }, opts.inspectEveryMs ?? EXEC_INSPECT_EVERY_MS),
+        }, EXEC_INSPECT_EVERY_MS),
       );
     },
     stop() {

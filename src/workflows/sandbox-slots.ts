@@ -33,6 +33,9 @@ export class SandboxSlots {
   readonly onHost: SessionActivities['onHost'];
   /** Runs `wait` (a sandbox provisioned again, maybe restoring its workspace) with the session in `rescheduling`. */
   rescheduling?: (wait: () => Promise<void>) => Promise<void>;
+  /** The earliest idle timer armed and not fired yet, and whether one fired since the last wait looked. */
+  private idleTimerAt: number | undefined;
+  private idleTimerFired = false;
 
   /**
    * `borrowed`: the sandboxes are another session's (a session thread works in its coordinator's): they are
@@ -337,10 +340,6 @@ export class SandboxSlots {
       await this.stopIdle();
     }
   }
-
-  /** The earliest idle timer armed and not fired yet, and whether one fired since the last wait looked. */
-  private idleTimerAt: number | undefined;
-  private idleTimerFired = false;
 
   /** Arms a timer for `at`, unless one armed already fires by then. */
   private armIdleTimer(at: number): void {

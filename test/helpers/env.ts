@@ -299,7 +299,8 @@ export function doorbell(client: Client, sessionId: string): Doorbell {
 /** What a session's current run is waiting on, as `describe` tells it: for a wait that timed out. */
 async function pendingWork(client: Client, sessionId: string): Promise<string> {
   try {
-    const { raw, status } = await client.workflow.getHandle(sessionId).describe();
+    const handle = client.workflow.getHandle(sessionId);
+    const { raw, status } = await handle.describe();
     const task = raw.pendingWorkflowTask;
     const activities = (raw.pendingActivities ?? []).map((a) => ({
       type: a.activityType?.name,
@@ -312,7 +313,7 @@ async function pendingWork(client: Client, sessionId: string): Promise<string> {
     }));
     let taskFailure = '';
     if ((task?.attempt ?? 0) > 1) {
-      const events = (await client.workflow.getHandle(sessionId).fetchHistory()).events ?? [];
+      const events = (await handle.fetchHistory()).events ?? [];
       const failed = events.filter((e) => e.workflowTaskFailedEventAttributes).pop();
       taskFailure = `, last task failure: ${failed?.workflowTaskFailedEventAttributes?.failure?.message}`;
     }

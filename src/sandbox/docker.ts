@@ -156,6 +156,9 @@ export class DockerSandboxProvider implements SandboxProvider {
       NetworkDisabled: recipe.network === 'none',
       HostConfig: {
         Runtime: runtime.name,
+        // A reaping init (the engine's docker-init) as pid 1: whatever a command leaves running is reaped when it
+        // ends, where `sleep infinity` as pid 1 would keep it a zombie holding one of the PidsLimit slots.
+        Init: true,
         NetworkMode: recipe.network,
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],

@@ -70,7 +70,9 @@ elif { : > "$f.run"; } 2>/dev/null; then
   set +m
   wait "$c"
   code=$?
+  # Reaped here: a watchdog still dying when the wrapper exits would be left to the container's init.
   kill -KILL "$w" 2>/dev/null
+  wait "$w" 2>/dev/null
   if [ -e "$f.timedout" ]; then
     code=124
     kill -KILL -- "-$c" 2>/dev/null

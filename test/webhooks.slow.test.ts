@@ -54,7 +54,7 @@ let cliEnv: Record<string, string>;
 const saved = { ...process.env };
 
 beforeAll(async () => {
-  open = await receiver((path, n) => (path === '/flaky' && n <= 2 ? 500 : path === '/down' ? 503 : 204));
+  open = await receiver((path, n) => (path === '/flaky' && n <= 2 ? 500 : path.startsWith('/down') ? 503 : 204));
   shut = await receiver(() => 204);
   // Only the open receiver: the other is loopback, which the gate refuses unless EGRESS_ALLOW opens it.
   process.env.EGRESS_ALLOW = new URL(open.url).host;
@@ -62,7 +62,7 @@ beforeAll(async () => {
   process.env.WEBHOOK_RELAY_INTERVAL_MS = '100';
   process.env.WEBHOOK_DISABLE_AFTER = '4';
   h = await startHarness();
-  api = await startApiOn(h, ['default', 'quiet']);
+  api = await startApiOn(h, ['default', 'quiet', 'failing']);
   client = await api.client();
   tools = await startTestWorker(h.env.address, h.mock.url, {
     role: 'tools',
@@ -366,4 +366,84 @@ it('a session starts no outbox child while no endpoint takes its status events, 
       (d) => d.event.data.type === 'session.status_idled' && d.event.data.id === s2.id,
     ),
   );
+});
+
+it('tells only open sessions of an endpoint change, and marks ended those whose workflow has closed', async () => {
+  const quiet = await api.client('quiet');
+  const ws = (await findWorkspaceId(api.db!, 'quiet'))!;
+  const key = await vaultPublicKey(api.vaultKey);
+  const env = await quiet.beta.environments.create({ name: 'closing-env' });
+  const agent = await quiet.beta.agents.create({ name: 'closing', model: 'claude-test' });
+  const [live, closed, young] = await Promise.all(
+    [0, 1, 2].map(() => quiet.beta.sessions.create({ agent: agent.id, environment_id: env.id })),
+  );
+  const told = async (id: string) =>
+    ((await h.env.client.workflow.getHandle(id).fetchHistory()).events ?? []).filter(
+      (e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'statusWebhooks',
+    ).length;
+  const endedAt = async (id: string) =>
+    (await api.db!.query<{ ended_at: Date | null }>('select ended_at from sessions where id = $1', [id]))[0].ended_at;
+  const settled = () =>
+    until('no change left to announce', async () => (await pendingAnnouncements(api.db!, 10)).length === 0);
+  await settled();
+  // Two workflows close; one session is past the start's grace, the other could still be starting.
+  await h.env.client.workflow.getHandle(closed.id).terminate('closed for the test');
+  await h.env.client.workflow.getHandle(young.id).terminate('closed for the test');
+  await api.db!.query("update sessions set created_at = now() - interval '10 minutes' where id = any($1::text[])", [
+    [live.id, closed.id],
+  ]);
+  const before = await told(live.id);
+
+  const added = await addWebhookEndpoint(api.db!, key, { workspaceId: ws, url: `${open.url}/closing` });
+  await until('the announcement to the open session', async () => (await told(live.id)) === before + 1);
+  await settled();
+  expect(await endedAt(closed.id)).toBeInstanceOf(Date);
+  expect(await endedAt(young.id)).toBeNull();
+  expect(await endedAt(live.id)).toBeNull();
+  // The quota's count agrees: the closed session no longer holds a place.
+  const counted = await api.db!.query<{ id: string }>(
+    'select id from sessions where workspace_id = $1 and ended_at is null and archived_at is null and deleted_at is null',
+    [ws],
+  );
+  expect(counted.map((r) => r.id)).toEqual(expect.arrayContaining([live.id, young.id]));
+  expect(counted.map((r) => r.id)).not.toContain(closed.id);
+  expect(await removeWebhookEndpoint(api.db!, added.id)).toBe(true);
+  await until('the announcement of the removal', async () => (await told(live.id)) === before + 2);
+});
+
+it('tells the sessions when an endpoint that keeps failing is disabled, and they stop reporting', async () => {
+  const failing = await api.client('failing');
+  const ws = (await findWorkspaceId(api.db!, 'failing'))!;
+  const key = await vaultPublicKey(api.vaultKey);
+  const down = await addWebhookEndpoint(api.db!, key, {
+    workspaceId: ws,
+    url: `${open.url}/down/status`,
+    events: 'session.status_idled',
+  });
+  const env = await failing.beta.environments.create({ name: 'failing-env' });
+  const agent = await failing.beta.agents.create({ name: 'failing', model: 'claude-test' });
+  const s = await failing.beta.sessions.create({ agent: agent.id, environment_id: env.id });
+  h.mock.script(s.id, { steps: [doneStep, doneStep] });
+  const history = async () => (await h.env.client.workflow.getHandle(s.id).fetchHistory()).events ?? [];
+  const children = async () => (await history()).filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes);
+  const told = async () =>
+    (await history()).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'statusWebhooks').length;
+  await until('no change left to announce', async () => (await pendingAnnouncements(api.db!, 10)).length === 0);
+  const base = await told();
+
+  await sayTo(failing, s.id, 'one');
+  await eventsUntil(failing, s.id, idles(1));
+  const row = await until('the failing endpoint disabled', async () => {
+    const r = (await listWebhookEndpoints(api.db!, ws)).find((e) => e.id === down.id);
+    return r?.disabled_at ? r : undefined;
+  });
+  expect(row.disabled_reason).toBe('4 consecutive failed attempts; the last: HTTP 503');
+  expect(open.got.filter((g) => g.path === '/down/status')).toHaveLength(4);
+  // Announced as an operator's change is: no enabled endpoint of the workspace takes status events now.
+  await until('the announcement of the disable', async () => (await told()) === base + 1);
+  const reported = (await children()).length;
+  expect(reported).toBeGreaterThan(0);
+  await sayTo(failing, s.id, 'two');
+  await eventsUntil(failing, s.id, idles(2));
+  expect(await children()).toHaveLength(reported);
 });

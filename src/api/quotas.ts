@@ -4,7 +4,13 @@ import rateLimit from '@fastify/rate-limit';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Config } from '../config';
 import type { Queryable } from '../storage/db';
-import { countOpenSessions, lockSessionCount, markSessionsEnded, openSessions } from '../storage/repos/sessions-repo';
+import {
+  SESSION_START_GRACE_SECONDS,
+  countOpenSessions,
+  lockSessionCount,
+  markSessionsEnded,
+  openSessions,
+} from '../storage/repos/sessions-repo';
 import type { ApiApp, ApiDeps, Quotas } from './route-context';
 
 export type { Quotas };
@@ -58,9 +64,6 @@ export async function registerRateLimit(app: ApiApp, quotas: Quotas | undefined)
   });
 }
 
-/** A session row whose workflow is not found is one still starting, unless it is older than this. */
-const STARTING_GRACE_SECONDS = 60;
-
 /**
  * Runs `insert` (the new session's row) only if the workspace has a free slot, in one transaction holding the
  * workspace's lock, so that creates on any number of API processes never exceed the quota together. At the quota,
@@ -98,7 +101,7 @@ export async function withSessionSlot<T>(
 
 /** Marks ended the open sessions whose workflows Temporal reports closed (or, past the grace, not found). */
 async function markEnded(tx: Queryable, client: Client, workspaceId: string): Promise<void> {
-  const rows = await openSessions(tx, workspaceId, STARTING_GRACE_SECONDS);
+  const rows = await openSessions(tx, workspaceId, SESSION_START_GRACE_SECONDS);
   const ended = (
     await Promise.all(
       rows.map(async (r) => {

@@ -8,10 +8,9 @@ import {
   findWebhookEvent,
   recordWebhookAttempt,
   sessionWorkspace,
-  setWebhookDisabled,
 } from '../storage/repos/webhooks-repo';
 import { EgressRefusedError, type EgressGate } from '../egress';
-import { openSigningSecret } from './endpoints';
+import { disableFailingEndpoint, openSigningSecret } from './endpoints';
 import { recordWebhookEvent, webhookEventId, type WebhookEventInput, type WebhookEventType } from './webhook-events';
 
 /** What the delivery workflow runs (src/workflows/webhook-delivery.ts), and with what. */
@@ -112,7 +111,7 @@ export function createWebhookActivities(deps: WebhookActivityDeps) {
           error,
         });
         if (outcome !== 'delivered' && failures >= input.disableAfter)
-          await setWebhookDisabled(
+          await disableFailingEndpoint(
             q,
             endpoint.id,
             `${failures} consecutive failed attempts; the last: ${status !== null ? `HTTP ${status}` : error}`,

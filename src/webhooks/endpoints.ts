@@ -7,6 +7,7 @@ import type { Db, Queryable } from '../storage/db';
 import { newId } from '../storage/ids';
 import {
   deleteWebhookEndpoint,
+  disableWebhookIfEnabled,
   findWebhookEndpoint,
   insertWebhookEndpoint,
   listWebhookAttempts,
@@ -161,6 +162,14 @@ export async function rotateWebhookSecret(
 /** Turns an endpoint back on (its failure count cleared), or off with the operator's reason. */
 export function setEndpointEnabled(db: Db, id: string, enabled: boolean, reason = 'disabled by the operator') {
   return changeEndpoint(db, id, (tx) => setWebhookDisabled(tx, id, enabled ? null : reason));
+}
+
+/**
+ * Disables an endpoint that keeps failing, as an operator's `disable` would: its workspace's sessions are told, so
+ * they stop reporting status changes that no enabled endpoint takes. Only the first of concurrent failures does it.
+ */
+export function disableFailingEndpoint(db: Db, id: string, reason: string) {
+  return changeEndpoint(db, id, (tx) => disableWebhookIfEnabled(tx, id, reason));
 }
 
 export interface WebhookAttemptInfo {

@@ -231,6 +231,9 @@ export async function countOpenSessions(tx: Queryable, workspaceId: string): Pro
   return row.n;
 }
 
+/** A session row whose workflow is not found is one still starting, unless it is older than this. */
+export const SESSION_START_GRACE_SECONDS = 60;
+
 /** The workspace's open sessions; `old` when created more than `graceSeconds` ago. */
 export async function openSessions(
   tx: Queryable,

@@ -79,6 +79,15 @@ export async function setWebhookDisabled(db: Queryable, id: string, reason: stri
   return rows.length > 0;
 }
 
+/** Disables an enabled endpoint with a reason; false when it was disabled already (or is gone). */
+export async function disableWebhookIfEnabled(db: Queryable, id: string, reason: string): Promise<boolean> {
+  const rows = await db.query(
+    'update webhook_endpoints set disabled_at = now(), disabled_reason = $2, updated_at = now() where id = $1 and disabled_at is null returning id',
+    [id, reason],
+  );
+  return rows.length > 0;
+}
+
 export interface WebhookEventRow {
   id: string;
   workspace_id: string;
@@ -229,13 +238,4 @@ export async function endpointsTakeAny(
     [workspaceId, [...types]],
   );
   return { on: row.on, at: Number(row.at) };
-}
-
-/** The ids of a workspace's sessions not deleted, oldest first. */
-export async function workspaceSessionIds(db: Queryable, workspaceId: string): Promise<string[]> {
-  const rows = await db.query<{ id: string }>(
-    'select id from sessions where workspace_id = $1 and deleted_at is null order by pos',
-    [workspaceId],
-  );
-  return rows.map((r) => r.id);
 }

@@ -295,7 +295,7 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   },
   SNAPSHOT_MAX_BYTES: {
     about:
-      "The most a sandbox's workspace may hold (bytes) to be snapshotted to the API database after a tool call that changed it; over it, the tool result says the snapshot was refused (nothing is truncated).",
+      "The most a sandbox's workspace may hold (bytes) to be snapshotted to the API database after a tool call that changed it; over it, the tool result says the snapshot was refused (nothing is truncated). Also the most a paused sandbox's home directory may hold to be kept for its resume.",
   },
   SNAPSHOT_RETAIN: {
     about:

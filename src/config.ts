@@ -145,7 +145,10 @@ export const ConfigSchema = z.object({
     .string()
     .regex(/^(off|\d{1,7})$/, 'must be a whole number, or off')
     .default('20'),
-  /** Workspace snapshots (docs/guide/workspace-snapshots.md): the most a sandbox's workspace may hold to be captured, in bytes. */
+  /**
+   * Workspace snapshots (docs/guide/workspace-snapshots.md): the most a sandbox's workspace may hold to be captured, in
+   * bytes; also the most a paused sandbox's home directory may hold to be kept.
+   */
   SNAPSHOT_MAX_BYTES: z
     .string()
     .regex(/^\d{1,15}$/, 'must be a whole number of bytes')

@@ -45,6 +45,7 @@ import { openDb, type Db } from './storage/db';
 import { createRepoTokens, type RepoTokens } from './hands/repo-tokens';
 import { createMountData, type MountData } from './hands/mount-data';
 import { createWorkspaceSnapshots } from './hands/workspace-snapshots';
+import { createSandboxHomes } from './hands/sandbox-home';
 import { mountStateFile } from './hands/session-mounts';
 import { COMPOSE_HOST_ID, composeHostId } from './hands/host-id';
 import { parseCodecKeys, type CodecKeys } from './codec';
@@ -396,6 +397,10 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
             stateDir: path.join(path.dirname(registry.file), 'snapshots'),
           })
         : undefined;
+    // Where snapshots are kept, so is the home directory of a sandbox paused while idle.
+    const homes = snapshots
+      ? createSandboxHomes({ provider, db: apiDb, dataConverter, maxBytes: Number(config.SNAPSHOT_MAX_BYTES) })
+      : undefined;
     const activities = createHandsActivities({
       provider,
       hostId,
@@ -409,6 +414,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
       mountData,
       mountStateDir,
       snapshots,
+      homes,
     });
     for (const taskQueue of [HANDS_TASK_QUEUE, hostTaskQueue(hostId)]) {
       workers.push(

@@ -1,6 +1,7 @@
 // Workspace snapshots on the real Docker engine and PostgreSQL: capture after a change (and none
 // without one), content-addressed chunks sealed at rest in PostgreSQL, restore into a sandbox with a new workspace byte for byte
-// (modes, links, nested and multi-chunk files), the limits refusing with nothing stored, deletion with the session.
+// (modes, links, nested and multi-chunk files), the limits refusing with nothing stored, deletion with the session;
+// and the home directory a pause keeps, put back into a new sandbox.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +9,7 @@ import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { openDb, type Db } from '../src/storage/db';
 import { createWorkspaceSnapshots, SnapshotRefusedError, type SnapshotLimits } from '../src/hands/workspace-snapshots';
+import { createSandboxHomes } from '../src/hands/sandbox-home';
 import { deleteSessionSnapshots, listSessionSnapshots } from '../src/storage/repos/workspace-snapshots-repo';
 import { testDataConverter } from './helpers/test-keys';
 import { freshPostgresDatabase } from './helpers/api';
@@ -195,3 +197,44 @@ it('`agents status` counts the snapshots the log records per sandbox, with the l
     },
   ]);
 });
+
+it('keeps a home directory for the next sandbox, without ~/.cache, sealed, and none over the limit', async () => {
+  const sessionId = unique('ses');
+  const ref = { sessionId, name: 'main' };
+  const a = await sandbox(sessionId);
+  const made = await sh(
+    a,
+    'mkdir -p ~/.local/bin ~/.cache/pip && head -c 2500000 /dev/urandom > ~/.local/big.bin && printf "#!/bin/sh\\necho hi\\n" > ~/.local/bin/t && chmod 700 ~/.local/bin/t && echo c > ~/.cache/pip/x && sha256sum ~/.local/big.bin',
+  );
+  const homes = (maxBytes: number) =>
+    createSandboxHomes({ provider, db: () => db, dataConverter: testDataConverter(), maxBytes });
+  const kept = await homes(64 * 1024 * 1024).keep(a, ref);
+  expect(kept).toEqual({ kept: true, sizeBytes: expect.any(Number) });
+  expect(kept.kept && kept.sizeBytes).toBeGreaterThan(2_500_000);
+  const chunks = await db.query<{ n: number; data: string }>(
+    "select n, encode(data, 'escape') as data from sandbox_home_chunks where session_id = $1 order by n",
+    [sessionId],
+  );
+  expect(chunks.map((c) => c.n)).toEqual([0, 1, 2]);
+  expect(chunks.map((c) => c.data).join('')).not.toContain('echo hi');
+
+  // A new sandbox of the session (new volumes) gets it back.
+  await provider.destroy(a);
+  const b = await sandbox(sessionId);
+  expect(b).not.toBe(a);
+  expect(await homes(64 * 1024 * 1024).restore(b, ref)).toEqual({
+    sizeBytes: kept.kept ? kept.sizeBytes : 0,
+    keptAt: expect.any(Date),
+  });
+  expect(
+    await sh(b, 'sha256sum ~/.local/big.bin && ~/.local/bin/t && stat -c "%u %a" ~/.local/bin/t && ls -A ~ | sort'),
+  ).toBe(`${made}hi\n1000 700\n.bash_logout\n.bashrc\n.local\n.profile\n`);
+
+  // Over the limit: nothing kept, and the older home is dropped, so a resume starts from the image's.
+  expect(await homes(1000).keep(b, ref)).toEqual({
+    kept: false,
+    reason: 'its home directory holds over 1000 bytes (SNAPSHOT_MAX_BYTES)',
+  });
+  expect(await homes(64 * 1024 * 1024).restore(b, ref)).toBeUndefined();
+  expect(await db.query('select 1 from sandbox_home_chunks where session_id = $1', [sessionId])).toEqual([]);
+}, 120_000);

@@ -35,6 +35,7 @@ import { SandboxQuotaError, leaseIsLive, type SandboxQuota } from './sandbox-quo
 import type { MountData } from './mount-data';
 import { MountDataError, sessionMountsHands, withMounts } from './session-mounts';
 import { SnapshotGoneError, SnapshotRefusedError, ageOf, type WorkspaceSnapshots } from './workspace-snapshots';
+import type { HomeKept, SandboxHomes } from './sandbox-home';
 
 /** Tools that only read the workspace: no snapshot follows them. */
 const READ_ONLY_TOOLS = new Set(['read', 'glob', 'grep']);
@@ -75,7 +76,12 @@ export interface HandsDeps {
   mountStateDir?: string;
   /** Workspace snapshots to the API's database (src/hands/workspace-snapshots.ts); absent: none taken or restored. */
   snapshots?: WorkspaceSnapshots;
+  /** Home directories kept across a pause (src/hands/sandbox-home.ts); absent: a resumed sandbox starts without. */
+  homes?: SandboxHomes;
 }
+
+/** What a resume after a pause says when no home directory was kept for it. */
+const PAUSED_HOME_LOST = 'its processes and home directory were not kept';
 
 /** Heartbeats while `fn` runs, so a dead host is noticed within the heartbeat timeout, not the command's. */
 async function heartbeating<T>(fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -303,10 +309,24 @@ export function createHandsActivities(deps: HandsDeps) {
                   restored.from
                     ? `[${what}, the last one at or before the fork point: this session was forked from it; processes were not restored]`
                     : input.after === 'pause'
-                      ? `[${what}: the sandbox was paused while idle and resumed here; its processes and home directory were not kept]`
+                      ? `[${what}: the sandbox was paused while idle and resumed here; ${PAUSED_HOME_LOST}]`
                       : `[${what}: changes made after it, in the call that was running when the sandbox was lost, are not in it; processes were not restored]`,
                 );
               }
+            }
+          }
+          // A sandbox resumed after a pause gets the home directory the pause kept, said beside its workspace.
+          if (input.after === 'pause' && deps.homes && !r.workspaceReused && !r.resumed && !input.restoreFrom) {
+            const home = await heartbeating(() => deps.homes!.restore(r.sandboxId, input));
+            if (home) {
+              const kept = `its home directory put back (${home.sizeBytes} bytes, kept ${ageOf(home.keptAt.toISOString())} ago, without ~/.cache); its processes were not kept`;
+              const note = restoreNotes.get(r.sandboxId);
+              restoreNotes.set(
+                r.sandboxId,
+                note
+                  ? note.replace(PAUSED_HOME_LOST, kept)
+                  : `[sandbox resumed on host ${hostId} after a pause while idle, with ${kept}]`,
+              );
             }
           }
           await heartbeating(async () => mounts?.provisioned(input.sessionId, r.sandboxId));
@@ -444,6 +464,19 @@ export function createHandsActivities(deps: HandsDeps) {
       }
       // A sandbox stopped earlier was captured when it stopped, or after its last call.
       const seq = snapshots.latest(input.sandboxId) ?? 0;
+      // Its home directory too, read by the engine whether the sandbox runs or stopped; the resume says what came back.
+      const ref = deps.homes ? await provider.origin(input.sandboxId) : undefined;
+      if (ref) {
+        const home = await heartbeating(() => deps.homes!.keep(input.sandboxId, ref)).catch((err: Error): HomeKept => ({
+          kept: false,
+          reason: `it could not be read: ${err.message}`,
+        }));
+        if (!home.kept)
+          Context.current().log.warn("a paused sandbox's home directory was not kept", {
+            sandboxId: input.sandboxId,
+            reason: home.reason,
+          });
+      }
       await removeSandbox(input.sandboxId);
       return { paused: true, snapshotSeq: seq, ...(snapshot ? { snapshot } : {}) };
     },

@@ -264,6 +264,13 @@ export class DockerSandboxProvider implements SandboxProvider {
   // The session's mounts (mount-tree.ts): trees through the archive call, removals as root, the change scan.
   readonly putTree: SandboxProvider['putTree'] = (id, dir, entries) => putTree(this.docker, id, dir, entries);
   readonly removePaths: SandboxProvider['removePaths'] = (id, paths) => removeAsRoot(this.docker, id, paths);
+  // The home directory kept across a pause (src/hands/sandbox-home.ts): read and written by the engine, outside the
+  // sandbox. The archive goes into the home volume itself, as the read-only root refuses one put into /home.
+  readonly homeArchive: SandboxProvider['homeArchive'] = (id) =>
+    this.docker.getContainer(id).getArchive({ path: SANDBOX_HOME });
+  readonly putHome: SandboxProvider['putHome'] = async (id, archive) => {
+    await this.docker.getContainer(id).putArchive(archive, { path: SANDBOX_HOME });
+  };
   /** The scan is a direct exec (no run-once wrapper: it only reads, and is run again after any failure). */
   readonly scanFiles: SandboxProvider['scanFiles'] = async (id, dirs, known) => {
     const watchdog = this.watchContainer(id);

@@ -113,6 +113,10 @@ export interface SandboxProvider {
   putTree(sandboxId: string, dir: string, entries: readonly TreeEntry[]): Promise<void>;
   /** Removes paths as root (read-only mounts are root's). */
   removePaths(sandboxId: string, paths: readonly string[]): Promise<void>;
+  /** The home directory as a tar stream (the engine's archive call), its entries under the directory's own name. */
+  homeArchive(sandboxId: string): Promise<NodeJS.ReadableStream>;
+  /** Extracts a tar stream into the home directory; its entries' paths are relative to the home directory. */
+  putHome(sandboxId: string, archive: NodeJS.ReadableStream): Promise<void>;
   /**
    * Lists the regular files under `dirs` with size and mtime, and reads those whose size or mtime differ from
    * `known`; links and other types are reported apart, never followed. One exec.

@@ -614,4 +614,27 @@ export const MIGRATIONS: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    version: 18,
+    name: 'sandbox-homes',
+    up: [
+      // The home directory of a sandbox paused while idle (src/hands/sandbox-home.ts): a tar without ~/.cache, in
+      // chunks sealed by the payload codec, one per sandbox of a session, replaced at each pause.
+      `create table sandbox_homes (
+        session_id text not null,
+        sandbox_name text not null,
+        size_bytes bigint not null,
+        chunks integer not null,
+        created_at timestamptz not null default now(),
+        primary key (session_id, sandbox_name)
+      )`,
+      `create table sandbox_home_chunks (
+        session_id text not null,
+        sandbox_name text not null,
+        n integer not null,
+        data bytea not null,
+        primary key (session_id, sandbox_name, n)
+      )`,
+    ],
+  },
 ];

@@ -2,6 +2,7 @@
 // rows of the other tables that a session's delete removes with it.
 import { deleteSessionSnapshots } from './workspace-snapshots-repo';
 import type { Db, Queryable } from '../db';
+import { SESSION_HOME_ROWS } from './sandbox-homes-repo';
 import { SESSION_MOUNT_ROWS } from './session-mounts-repo';
 import { SESSION_WORK_ROWS } from './work-repo';
 
@@ -202,6 +203,7 @@ const SESSION_ROWS: readonly string[] = [
   'delete from session_resources where session_id = $1',
   'delete from sandbox_leases where session_id = $1',
   ...SESSION_MOUNT_ROWS,
+  ...SESSION_HOME_ROWS,
   ...SESSION_WORK_ROWS,
   'delete from sessions where id = $1',
 ];

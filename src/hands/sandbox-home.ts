@@ -123,9 +123,9 @@ export function createSandboxHomes(opts: {
         return { kept: true, sizeBytes: size };
       } catch (err) {
         archive.destroy();
-        if (!(err instanceof HomeTooLargeError)) throw err;
         // What an earlier pause kept is older than the files now: a resume starts with the image's home instead.
-        await deleteSandboxHome(db, sessionId, name);
+        await deleteSandboxHome(db, sessionId, name).catch(() => undefined);
+        if (!(err instanceof HomeTooLargeError)) throw err;
         return { kept: false, reason: err.message };
       }
     },

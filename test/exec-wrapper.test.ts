@@ -86,13 +86,14 @@ it('starts two processes per call besides the exec itself: the command and its w
   expect(pids[1] - pids[0]).toBe(3);
   expect(pids[2] - pids[1]).toBe(3);
   // None of them is left behind: besides the container's init and its `sleep infinity`, only this call's wrapper,
-  // command (the bash running the pipeline) and watchdog.
+  // command (the bash running the pipeline) and watchdog. (A zombie is one the init has yet to reap: the last call's
+  // watchdog is killed, not waited for.)
   const ps = await run('ps -e -o pid=,ppid=,stat=,comm= | grep -v -e " ps$" -e " grep$"');
   const rest = ps.output
     .trim()
     .split('\n')
     .map((l) => l.trim().split(/\s+/))
-    .filter(([pid, , , comm]) => pid !== '1' && comm !== 'sleep');
+    .filter(([pid, , stat, comm]) => pid !== '1' && comm !== 'sleep' && !stat.startsWith('Z'));
   expect(rest.map(([, , , comm]) => comm)).toEqual(['bash', 'bash', 'bash']);
 });
 

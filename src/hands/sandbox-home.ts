@@ -94,8 +94,9 @@ export function createSandboxHomes(opts: {
   return {
     async keep(sandboxId, { sessionId, name }) {
       const db = database();
-      const archive = rehome(await provider.homeArchive(sandboxId));
+      let archive: tar.Pack | undefined;
       try {
+        const source = (archive = rehome(await provider.homeArchive(sandboxId)));
         let size = 0;
         await db.transaction(async (tx) => {
           await deleteSandboxHome(tx, sessionId, name);
@@ -104,7 +105,7 @@ export function createSandboxHomes(opts: {
           let pendingBytes = 0;
           const put = async (piece: Buffer) =>
             insertSandboxHomeChunk(tx, sessionId, name, n++, await encodeValue(dc, new Uint8Array(piece)));
-          for await (const part of archive as AsyncIterable<Buffer>) {
+          for await (const part of source as AsyncIterable<Buffer>) {
             size += part.length;
             if (size > maxBytes)
               throw new HomeTooLargeError(`its home directory holds over ${maxBytes} bytes (SNAPSHOT_MAX_BYTES)`);
@@ -122,7 +123,7 @@ export function createSandboxHomes(opts: {
         });
         return { kept: true, sizeBytes: size };
       } catch (err) {
-        archive.destroy();
+        archive?.destroy();
         // What an earlier pause kept is older than the files now: a resume starts with the image's home instead.
         await deleteSandboxHome(db, sessionId, name).catch(() => undefined);
         if (!(err instanceof HomeTooLargeError)) throw err;

@@ -230,6 +230,13 @@ it('keeps a home directory for the next sandbox, without ~/.cache, sealed, and n
     await sh(b, 'sha256sum ~/.local/big.bin && ~/.local/bin/t && stat -c "%u %a" ~/.local/bin/t && ls -A ~ | sort'),
   ).toBe(`${made}hi\n1000 700\n.bash_logout\n.bashrc\n.local\n.profile\n`);
 
+  // A kept home that lost a chunk is refused whole (the resume says it could not be put back).
+  await homes(64 * 1024 * 1024).keep(b, ref);
+  await db.query('delete from sandbox_home_chunks where session_id = $1 and n = 1', [sessionId]);
+  await expect(homes(64 * 1024 * 1024).restore(b, ref)).rejects.toThrow(
+    'the kept home of sandbox main lost its chunk 1',
+  );
+
   // Over the limit: nothing kept, and the older home is dropped, so a resume starts from the image's.
   expect(await homes(1000).keep(b, ref)).toEqual({
     kept: false,

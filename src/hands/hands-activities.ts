@@ -315,11 +315,21 @@ export function createHandsActivities(deps: HandsDeps) {
               }
             }
           }
-          // A sandbox resumed after a pause gets the home directory the pause kept, said beside its workspace.
+          // A sandbox resumed after a pause gets the home directory the pause kept, said beside its workspace. One
+          // that cannot be put back is said instead: the sandbox and its workspace still go to the call.
           if (input.after === 'pause' && deps.homes && !r.workspaceReused && !r.resumed && !input.restoreFrom) {
-            const home = await heartbeating(() => deps.homes!.restore(r.sandboxId, input));
+            const home = await heartbeating(() => deps.homes!.restore(r.sandboxId, input)).catch((err: Error) => {
+              Context.current().log.warn("a paused sandbox's home directory could not be put back", {
+                sandboxId: r.sandboxId,
+                error: err.message,
+              });
+              return err;
+            });
             if (home) {
-              const kept = `its home directory put back (${home.sizeBytes} bytes, kept ${ageOf(home.keptAt.toISOString())} ago, without ~/.cache); its processes were not kept`;
+              const kept =
+                home instanceof Error
+                  ? `its home directory could not be put back (${home.message}); its processes were not kept`
+                  : `its home directory put back (${home.sizeBytes} bytes, kept ${ageOf(home.keptAt.toISOString())} ago, without ~/.cache); its processes were not kept`;
               const note = restoreNotes.get(r.sandboxId);
               restoreNotes.set(
                 r.sandboxId,

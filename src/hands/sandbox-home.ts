@@ -136,7 +136,9 @@ export function createSandboxHomes(opts: {
       const row = await findSandboxHome(db, sessionId, name);
       if (!row) return undefined;
       const body = new PassThrough();
-      const put = provider.putHome(sandboxId, body);
+      // A restore that fails midway ends the engine's request too: a body that just stops would hold it open.
+      const abort = new AbortController();
+      const put = provider.putHome(sandboxId, body, abort.signal);
       try {
         for (let n = 0; n < row.chunks; n++) {
           const sealed = await sandboxHomeChunk(db, sessionId, name, n);
@@ -149,6 +151,7 @@ export function createSandboxHomes(opts: {
         body.end();
         await put;
       } catch (err) {
+        abort.abort();
         body.destroy();
         await put.catch(() => undefined);
         throw err;

@@ -268,8 +268,10 @@ export class DockerSandboxProvider implements SandboxProvider {
   // sandbox. The archive goes into the home volume itself, as the read-only root refuses one put into /home.
   readonly homeArchive: SandboxProvider['homeArchive'] = (id) =>
     this.docker.getContainer(id).getArchive({ path: SANDBOX_HOME });
-  readonly putHome: SandboxProvider['putHome'] = async (id, archive) => {
-    await this.docker.getContainer(id).putArchive(archive, { path: SANDBOX_HOME });
+  readonly putHome: SandboxProvider['putHome'] = async (id, archive, signal) => {
+    await this.docker
+      .getContainer(id)
+      .putArchive(archive, { path: SANDBOX_HOME, ...(signal ? { abortSignal: signal } : {}) });
   };
   /** The scan is a direct exec (no run-once wrapper: it only reads, and is run again after any failure). */
   readonly scanFiles: SandboxProvider['scanFiles'] = async (id, dirs, known) => {

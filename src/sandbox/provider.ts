@@ -116,7 +116,7 @@ export interface SandboxProvider {
   /** The home directory as a tar stream (the engine's archive call), its entries under the directory's own name. */
   homeArchive(sandboxId: string): Promise<NodeJS.ReadableStream>;
   /** Extracts a tar stream into the home directory; its entries' paths are relative to the home directory. */
-  putHome(sandboxId: string, archive: NodeJS.ReadableStream): Promise<void>;
+  putHome(sandboxId: string, archive: NodeJS.ReadableStream, signal?: AbortSignal): Promise<void>;
   /**
    * Lists the regular files under `dirs` with size and mtime, and reads those whose size or mtime differ from
    * `known`; links and other types are reported apart, never followed. One exec.

@@ -9,7 +9,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import tar from 'tar-stream';
 import type { DataConverter } from '@temporalio/common';
 import type { Db } from '../storage/db';
-import { CHUNK_BYTES } from '../storage/blobs';
+import { chunked } from '../storage/blobs';
 import { decodeValue, encodeValue } from '../storage/payload-seal';
 import {
   deleteSandboxHome,
@@ -101,24 +101,12 @@ export function createSandboxHomes(opts: {
         await db.transaction(async (tx) => {
           await deleteSandboxHome(tx, sessionId, name);
           let n = 0;
-          let pending: Buffer[] = [];
-          let pendingBytes = 0;
-          const put = async (piece: Buffer) =>
-            insertSandboxHomeChunk(tx, sessionId, name, n++, await encodeValue(dc, new Uint8Array(piece)));
-          for await (const part of source as AsyncIterable<Buffer>) {
-            size += part.length;
+          for await (const piece of chunked(source as AsyncIterable<Uint8Array>)) {
+            size += piece.length;
             if (size > maxBytes)
               throw new HomeTooLargeError(`its home directory holds over ${maxBytes} bytes (SNAPSHOT_MAX_BYTES)`);
-            pending.push(part);
-            pendingBytes += part.length;
-            while (pendingBytes >= CHUNK_BYTES) {
-              const all = Buffer.concat(pending);
-              await put(all.subarray(0, CHUNK_BYTES));
-              pending = [all.subarray(CHUNK_BYTES)];
-              pendingBytes = all.length - CHUNK_BYTES;
-            }
+            await insertSandboxHomeChunk(tx, sessionId, name, n++, await encodeValue(dc, new Uint8Array(piece)));
           }
-          if (pendingBytes > 0) await put(Buffer.concat(pending));
           await insertSandboxHome(tx, sessionId, name, size, n);
         });
         return { kept: true, sizeBytes: size };

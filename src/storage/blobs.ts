@@ -39,7 +39,7 @@ async function* pieces(content: Content): AsyncGenerator<Uint8Array> {
 }
 
 /** `content` cut at CHUNK_BYTES boundaries, whatever sizes its pieces come in. */
-async function* chunked(content: Content): AsyncGenerator<Buffer> {
+export async function* chunked(content: Content): AsyncGenerator<Buffer> {
   let held: Buffer[] = [];
   let heldBytes = 0;
   for await (const piece of pieces(content)) {

@@ -36,6 +36,14 @@ export const SETTINGS = {
   recipeSetup: ['sleep 0.5 && git ls-files | wc -l > .setup-done'],
 };
 
+/**
+ * The pause before each timed tool call in the sandbox benchmarks: a session's tool calls are at least a model turn
+ * apart. The work a sandbox does in the background after a call (starting the next warm unit of the exec wrapper)
+ * is thus not charged to the next call, in any arm; `execute_back_to_back` measures a call that comes with no pause.
+ */
+export const SETTLE_MS = 100;
+export const settle = (): Promise<void> => new Promise((r) => setTimeout(r, SETTLE_MS));
+
 export interface ArmStats {
   n: number;
   p50Ms: number;

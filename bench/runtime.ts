@@ -9,7 +9,7 @@ import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { SandboxRecipeSchema } from '../src/session/agent';
 import { configureRuntimeVariants, engineRuntimes, findRunsc, RUNSC_VARIANTS } from '../src/infra/gvisor';
 import { uniqueId } from '../test/helpers/env';
-import { armStats, interleave, ratio, type ArmStats, type BenchResult, type Ctx } from './lib';
+import { armStats, interleave, ratio, settle, SETTLE_MS, type ArmStats, type BenchResult, type Ctx } from './lib';
 
 /** Arm name -> the provider's runtime preference and, for a variant, its runtime name. */
 const BASE = { runc: { runtime: 'runc' }, runsc: { runtime: 'runsc' } } as const;
@@ -95,6 +95,7 @@ export async function runRuntime(ctx: Ctx): Promise<BenchResult[]> {
       created.push({ arm, id: r.sandboxId });
     }
     const execute = async (arm: string, script: string) => {
+      await settle();
       const t0 = performance.now();
       const r = await providers[arm].execute(sandboxes[arm], {
         key: randomUUID(),
@@ -113,6 +114,7 @@ export async function runRuntime(ctx: Ctx): Promise<BenchResult[]> {
       3,
       async (arm, round) => {
         const b = async () => {
+          await settle();
           const t0 = performance.now();
           const code = await bareExec(providers[arm].docker.getContainer(sandboxes[arm]), 'true');
           if (code !== 0) throw new Error(`${arm} bare exec exited ${code}`);
@@ -165,7 +167,7 @@ export async function runRuntime(ctx: Ctx): Promise<BenchResult[]> {
     const notes = [
       `DockerSandboxProvider under runc, runsc (runsc-nonet: gVisor's default systrap platform, directfs, root overlay backed by the container's file, no network stack) and ${variants.length} variants of it registered for this run (${variants.map(([a, n]) => `${a}: ${RUNSC_VARIANTS[n].slice(1).join(' ')}`).join('; ') || 'none: no local dockerd to register them with'}), the arms interleaved (A B ..., ... B A) on the same engine. The KVM platform is not an arm: on this machine its sandbox never booted.`,
       `provision: ${provisionRounds} samples per arm after 2 warm-ups, each a new session's sandbox (volumes, create, start; no repo, no setup), destroyed after.`,
-      `execute / bare_exec: ${execRounds} samples per arm after 3 warm-ups on one running sandbox per arm; each sample is execute() of \`true\` and a bare dockerode exec of \`bash -c true\` (create, start, stream, inspect) back to back, in alternating order. execute_git: a small git job (init, 20 files, add, commit, ls -la) through execute().`,
+      `execute / bare_exec: ${execRounds} samples per arm after 3 warm-ups on one running sandbox per arm; each sample is execute() of \`true\` and a bare dockerode exec of \`bash -c true\` (create, start, stream, inspect), one after the other in alternating order, each after a pause of ${SETTLE_MS} ms. execute_git: a small git job (init, 20 files, add, commit, ls -la) through execute().`,
       `execute / bare exec p50: ${arms.map((a) => `${a} ${ratios[`execute_over_bare_${a}`].p50}`).join(', ')} (goal <= 1.5).`,
       `runsc/runc p50: provision ${ratios.provision_runsc_over_runc.p50}, execute ${ratios.execute_runsc_over_runc.p50}, bare exec ${ratios.bare_exec_runsc_over_runc.p50}, git ${ratios.execute_git_runsc_over_runc.p50}.`,
       ...variants.map(

@@ -1,5 +1,5 @@
 // The exec wrapper (EXEC_WRAPPER) on a real sandbox under the default runtime: run once per key, timeouts that end
-// the whole process group, exact output with NUL bytes, the cap, stdin, and the two processes it starts per call.
+// the whole process group, exact output with NUL bytes, the cap, stdin, and the warm units that run its commands.
 import { randomUUID } from 'node:crypto';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
@@ -30,14 +30,38 @@ const run = (script: string, opts: Partial<ExecRequest> = {}) =>
 const gone = (pid: string) =>
   `p=${pid}; for i in $(seq 100); do [ -e /proc/$p ] || break; sleep 0.1; done; [ -e /proc/$p ] && cut -d" " -f3 /proc/$p/stat || echo gone`;
 
+/** Waits until a free warm unit is published, looking with a bare exec (a call of the wrapper would claim it). */
+async function warmUnit(): Promise<void> {
+  const check = 'read -r u s c < /tmp/.ma-exec/warm && [ ! -e "$u.claimed" ] && kill -0 "$s" "$c" && echo free';
+  for (let i = 0; i < 100; i++) {
+    const exec = await provider.docker.getContainer(sandboxId).exec({
+      Cmd: ['bash', '-c', check],
+      User: '1000',
+      AttachStdout: true,
+    });
+    const out: Buffer[] = [];
+    await new Promise<void>((resolve, reject) =>
+      exec.start({}, (err, stream) =>
+        err ? reject(err) : stream!.on('data', (c: Buffer) => out.push(c)).on('end', resolve),
+      ),
+    );
+    if (Buffer.concat(out).includes('free')) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error('no warm unit was published within 5 s');
+}
+
 it('runs a command once per key: a second call, or one made while the first runs, reads the record', async () => {
   const key = randomUUID();
   const script = 'sleep 1; echo ran >> /tmp/counter-$MA_TAG; echo out; exit 3';
   const env = { MA_TAG: key };
-  const [a, b] = await Promise.all([run(script, { key, env }), run(script, { key, env })]);
-  const c = await run(script, { key, env });
-  for (const r of [a, b, c]) expect(r).toMatchObject({ output: 'out\n', exitCode: 3, timedOut: false, outputBytes: 4 });
-  expect([a, b, c].filter((r) => r.replayed)).toHaveLength(2);
+  // Both calls wait on the warm unit the first claims (a retry's waiter reads the same FIFO as the call).
+  await run('true');
+  await warmUnit();
+  const calls = await Promise.all([1, 2, 3, 4].map(() => run(script, { key, env })));
+  calls.push(await run(script, { key, env }));
+  for (const r of calls) expect(r).toMatchObject({ output: 'out\n', exitCode: 3, timedOut: false, outputBytes: 4 });
+  expect(calls.filter((r) => r.replayed)).toHaveLength(4);
   expect((await run('cat /tmp/counter-$MA_TAG', { env })).output).toBe('ran\n');
 }, 60_000);
 
@@ -73,29 +97,83 @@ it('cuts a long output to its head and tail and keeps the whole of it', async ()
   expect((await run(`wc -c < '${r.fullOutputPath}'`)).output).toBe('100005\n');
 });
 
-it('passes stdin to the command', async () => {
+it("passes stdin to the command: binary on the exec's stream, text through a warm unit", async () => {
   const input = Buffer.from('line one\n\0binary\n');
   const r = await run('cat; echo "[$?]"', { stdin: input });
   expect(r.output).toBe(`${input.toString('utf8')}[0]\n`);
+  await warmUnit();
+  const text = Buffer.from('{"json": "ünïcode\\n", "end": "no newline"}');
+  const [echoed, from] = (await run('cat; echo; readlink /proc/$$/fd/0', { stdin: text })).output.split('\n');
+  expect(echoed).toBe(text.toString('utf8'));
+  expect(from).toMatch(/^\/tmp\/\.ma-exec\/w\.[0-9.]+\.stdin$/);
+  expect((await run('wc -c', { stdin: Buffer.alloc(0) })).output.trim()).toBe('0');
 });
 
-it('starts two processes per call besides the exec itself: the command and its watchdog', async () => {
-  // Process ids are handed out in order inside the sandbox's own pid namespace.
-  const pids: number[] = [];
-  for (let i = 0; i < 3; i++) pids.push(Number((await run('echo $$')).output));
-  expect(pids[1] - pids[0]).toBe(3);
-  expect(pids[2] - pids[1]).toBe(3);
-  // None of them is left behind: besides the container's init and its `sleep infinity`, only this call's wrapper,
-  // command (the bash running the pipeline) and watchdog. (A zombie is one the init has yet to reap: the last call's
-  // watchdog is killed, not waited for.)
-  const ps = await run('ps -e -o pid=,ppid=,stat=,comm= | grep -v -e " ps$" -e " grep$"');
-  const rest = ps.output
+/** The processes in the sandbox besides its init, `sleep infinity`, zombies and the listing itself: [pid, ppid, args]. */
+async function processes(): Promise<Array<[number, number, string]>> {
+  const ps = await run('ps -e -o pid=,ppid=,stat=,args= | cut -c1-80 | grep -v -e " ps -e" -e " cut -c" -e " grep -v"');
+  expect(ps.exitCode).toBe(0);
+  return ps.output
     .trim()
     .split('\n')
     .map((l) => l.trim().split(/\s+/))
-    .filter(([pid, , stat, comm]) => pid !== '1' && comm !== 'sleep' && !stat.startsWith('Z'));
-  expect(rest.map(([, , , comm]) => comm)).toEqual(['bash', 'bash', 'bash']);
+    .filter(([pid, , stat, comm]) => pid !== '1' && comm !== 'sleep' && !stat.startsWith('Z'))
+    .map(([pid, ppid, , ...args]) => [Number(pid), Number(ppid), args.join(' ')]);
+}
+
+it('runs a command in a bash started before its call, and leaves nothing of earlier calls behind', async () => {
+  await run('true');
+  for (let i = 0; i < 3; i++) {
+    await warmUnit();
+    const rest = await processes();
+    // This call's wrapper and its unit's supervisor (a fork of an earlier wrapper) carry the wrapper's script; the
+    // command's bash, started by that supervisor, carries the unit's. Nothing else is left of earlier calls.
+    const wrappers = rest.filter(([, , args]) => args.startsWith('bash -c k=$MA_KEY')).map(([pid]) => pid);
+    const commands = rest.filter(([, , args]) => args.startsWith('bash -c u=$1'));
+    expect(wrappers).toHaveLength(2);
+    expect(commands).toHaveLength(1);
+    expect(rest).toHaveLength(3);
+    // The command's bash was started before this call's exec: its pid was handed out earlier.
+    const [[command, supervisor]] = commands;
+    expect(wrappers).toContain(supervisor);
+    expect(command).toBeLessThan(Math.max(...wrappers));
+  }
 });
+
+it("gives a warm unit's command the call's variables only, not an earlier call's or the wrapper's", async () => {
+  await run('true', { env: { MA_A: 'first' } });
+  await warmUnit();
+  const r = await run('echo "${MA_A-unset} ${MA_B} ${MA_KEY-unset} ${UNIT-unset} ${u-unset} ${r-unset} $# $0"', {
+    env: { MA_B: 'two words\nand a line' },
+  });
+  expect(r.output).toBe('unset two words\nand a line unset unset unset unset 0 bash\n');
+});
+
+it('passes over a warm unit killed while it waits, and records a command whose supervisor was killed', async () => {
+  await run('true');
+  await warmUnit();
+  // A call with binary stdin starts its own command: the warm unit stays free, and this command kills it.
+  const killed = await run(
+    'cat > /dev/null; sleep 0.5; read -r u s c < /tmp/.ma-exec/warm; kill -KILL $s $c; echo $c',
+    {
+      stdin: Buffer.from([0]),
+    },
+  );
+  expect(killed.output).toMatch(/^\d+\n$/);
+  const after = await run('echo $$');
+  expect(after).toMatchObject({ exitCode: 0 });
+  expect(after.output).not.toBe(killed.output);
+  // This command's own supervisor is killed: the call still ends, with exit 255 and the output written.
+  await warmUnit();
+  const orphan = await run('read -r u s c < /tmp/.ma-exec/warm; [ "$c" = $$ ] && kill -KILL $s; echo alone');
+  expect(orphan).toMatchObject({ output: 'alone\n', exitCode: 255 });
+  expect(await run('echo fine')).toMatchObject({ output: 'fine\n', exitCode: 0 });
+}, 60_000);
+
+it('ends a command started without a warm unit (one with binary stdin) at its timeout too', async () => {
+  const r = await run('cat > /dev/null; echo read; sleep 60', { stdin: Buffer.from([0]), timeoutSeconds: 1 });
+  expect(r).toMatchObject({ output: 'read\n', exitCode: 124, timedOut: true });
+}, 30_000);
 
 it('reaps what a command leaves running once it ends', async () => {
   const pid = (await run('sleep 0.2 > /dev/null 2>&1 & echo $!')).output.trim();

@@ -291,7 +291,7 @@ describe('hardening, checked from inside the container', () => {
     const r = await bash(
       h,
       handle,
-      'f=$(ls -td /tmp/.ma-exec/*.run | head -1); f=${f%.run}; rm -f "$f.out"; ln -s /dev/zero "$f.out"; echo swapped',
+      'f=$(ls -td /tmp/.ma-exec/*.run | head -1); read -r u _ < "${f%.run}.unit"; rm -f "$u.out"; ln -s /dev/zero "$u.out"; echo swapped',
     );
     expect(r.output).toMatch(/the command record was tampered with/);
     expect(r.output.length).toBeLessThan(1024);

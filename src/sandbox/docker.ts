@@ -291,12 +291,21 @@ export class DockerSandboxProvider implements SandboxProvider {
   async execute(sandboxId: string, req: ExecRequest, signal?: AbortSignal): Promise<ExecResult> {
     // No inspect first: an exec into a container that is stopped or gone fails, and the catch below says which.
     const container = this.docker.getContainer(sandboxId);
+    // The wrapper hands the command the variables MA_ENV names; its own variables are lower case.
+    const names = Object.keys(req.env ?? {});
+    const bad = names.find((n) => !/^[A-Z_][A-Z0-9_]*$/.test(n));
+    if (bad !== undefined) throw new Error(`a sandbox command's variable must be named in upper case: ${bad}`);
+    // Stdin the engine can carry as a variable (text without NUL bytes, small) lets a warm unit run the command;
+    // any other comes on the exec's stream.
+    const streamed = !!req.stdin && !asText(req.stdin);
     const env = [
       `MA_KEY=${req.key.replace(/[^a-zA-Z0-9_.-]/g, '_')}`,
       `MA_SCRIPT=${req.script}`,
       `MA_TIMEOUT_US=${Math.max(1, Math.round(req.timeoutSeconds * 1e6))}`,
       `MA_MAX=${req.maxOutputBytes}`,
-      `MA_HAS_STDIN=${req.stdin ? 1 : 0}`,
+      `MA_HAS_STDIN=${streamed ? 1 : 0}`,
+      ...(req.stdin && !streamed ? [`MA_STDIN=${req.stdin.toString('utf8')}`] : []),
+      `MA_ENV=${names.join(' ')}`,
       ...Object.entries(req.env ?? {}).map(([k, v]) => `${k}=${v}`),
     ];
     let raw: Buffer;
@@ -317,11 +326,11 @@ export class DockerSandboxProvider implements SandboxProvider {
           Env: env,
           AttachStdout: true,
           AttachStderr: true,
-          AttachStdin: !!req.stdin,
+          AttachStdin: streamed,
         }),
         guard.failed,
       ]);
-      const s = await Promise.race([exec.start({ hijack: true, stdin: !!req.stdin }), watchdog.gone, guard.failed]);
+      const s = await Promise.race([exec.start({ hijack: true, stdin: streamed }), watchdog.gone, guard.failed]);
       stream = s;
       guard.watch(exec);
       if (req.onOutput && (req.liveBytes ?? 0) > 0)
@@ -346,7 +355,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       });
       // stdout carries the capped result; the wrapper writes nothing else.
       this.docker.modem.demuxStream(s, sink, new PassThrough().resume());
-      if (req.stdin) s.end(req.stdin);
+      if (streamed) s.end(req.stdin);
       await Promise.race([
         new Promise<void>((resolve, reject) => {
           s.on('end', resolve);
@@ -479,6 +488,16 @@ export class DockerSandboxProvider implements SandboxProvider {
 }
 
 export class SetupFailedError extends PlatformError {}
+
+/** Stdin the exec wrapper takes as $MA_STDIN: UTF-8 text without NUL bytes, at most 64 KiB. */
+const STDIN_TEXT_MAX_BYTES = 64 * 1024;
+function asText(stdin: Buffer): boolean {
+  return (
+    stdin.length <= STDIN_TEXT_MAX_BYTES &&
+    !stdin.includes(0) &&
+    Buffer.from(stdin.toString('utf8'), 'utf8').equals(stdin)
+  );
+}
 
 const META = Buffer.from('\n\0MA-META ');
 const CUT = Buffer.from('\n\0MA-CUT\0\n');

@@ -2,31 +2,59 @@
 // output in place, and the text editor. They are data here; the sandbox runs them, the host never does.
 
 /**
- * Runs $MA_SCRIPT once per $MA_KEY, as `bash -c` in a process group of its own, for at most $MA_TIMEOUT_US
- * microseconds. The first attempt records the output (`$f.out`), the command's pid (`$f.pid`, also its process
- * group) and `exit size` (`$f.exit`) under /tmp/.ma-exec; a later attempt with the same key (an activity retry)
- * waits for or reads that record instead of running again. Only a capped head and tail of the output leave the
- * sandbox, followed by a trailer the host parses; the whole of a longer output is kept in
- * ~/.tool-output/$MA_KEY.txt.
+ * Runs $MA_SCRIPT once per $MA_KEY, as a fresh bash process in a process group of its own, for at most
+ * $MA_TIMEOUT_US microseconds, with the variables $MA_ENV names, and $MA_STDIN (where set) as its stdin. The first
+ * attempt records which unit runs it in `$f.unit` (`unit supervisor pid deadline`) under /tmp/.ma-exec; a later
+ * attempt with the same key (an activity retry) waits for or reads that unit's record instead of running again. A
+ * unit `$u` keeps the request (`$u.in`, `$u.stdin`), the output (`$u.out`) and `code size` (`$u.exit`, one write).
+ * Only a capped head and tail of the output leave the sandbox, followed by a trailer the host parses; the whole of
+ * a longer output is kept in ~/.tool-output/$MA_KEY.txt.
  *
- * Every process started under gVisor costs a fork and an exec through its kernel, so the wrapper does its own work
- * with bash builtins and starts two: the command, and a watchdog subshell (a fork, no exec) that waits out the
- * timeout on a FIFO read nobody answers, then TERMs the command's group and KILLs it 5 s later. The run-once lock
- * is an exclusive create (noclobber), the output's size the file offset the command's stdout shares with the
- * wrapper's fd 3 (/proc/self/fdinfo), and an output within the cap is copied by mapfile and printf, NUL bytes
- * included. Only a longer output, a record whose size is unknown or that does not add up, or an image without
- * job control take coreutils' stat, head, tail and cp, as before. (`@{` stands for `${`, which a template string
- * would take for its own.)
+ * Every process started under gVisor costs a fork and an exec through its kernel, so a call's processes are started
+ * before it comes: a warm unit is a supervisor (a fork of an earlier wrapper) and the command's bash, already
+ * exec'd, waiting on a FIFO. A call claims the published unit (`$d/warm`) with an exclusive create, writes its
+ * request, wakes the bash, which takes its variables and evals the script with its output on the unit's file, and
+ * waits on a second FIFO for the supervisor's record; it ends the group itself at the deadline (TERM, then KILL
+ * 5 s later). Once it has recorded the exit, the supervisor starts the next warm unit, after the call's result is
+ * on its way. A call that finds no free warm unit (the first in a sandbox, one made while another runs, one whose
+ * stdin comes on the exec's stream) starts its command itself, with a watchdog subshell for the timeout, and leaves
+ * a warm unit behind. A warm unit unused for 10 minutes that is no longer the published one, or whose FIFO was
+ * removed, ends. The output's size is the file offset the command's stdout shares with its supervisor's fd 3
+ * (/proc/<pid>/fdinfo), and an output within the cap is copied by mapfile and printf, NUL bytes included. Only a
+ * longer output, a record whose size is unknown or that does not add up, or an image without job control take
+ * coreutils' stat, head, tail and cp. (`@{` stands for `${`, which a template string would take for its own.)
  */
 export const EXEC_WRAPPER = String.raw`
-k=$MA_KEY s=$MA_SCRIPT t=$MA_TIMEOUT_US max=$MA_MAX hasin=$MA_HAS_STDIN
-unset MA_KEY MA_SCRIPT MA_TIMEOUT_US MA_MAX MA_HAS_STDIN
+k=$MA_KEY s=$MA_SCRIPT t=$MA_TIMEOUT_US max=$MA_MAX hasin=$MA_HAS_STDIN intext=@{MA_STDIN+1} text=$MA_STDIN
+envs=()
+for n in $MA_ENV; do envs+=("$n=@{!n}"); unset "$n"; done
+unset MA_KEY MA_SCRIPT MA_TIMEOUT_US MA_MAX MA_HAS_STDIN MA_STDIN MA_ENV n
 # The host reads stdout only; bash's own notices (a killed watchdog) go nowhere.
 exec 2>/dev/null
 d=/tmp/.ma-exec
 f=$d/$k
 [ -d "$d" ] || mkdir -p "$d" || exit 90
 [ -p "$d/tick" ] || mkfifo -m 600 "$d/tick" 2>/dev/null
+# The command's bash: $1 its unit, $2 the records' folder, $3 "go" when the request is there already. Waits for one
+# byte on fd 4 (the unit's FIFO), takes the script and variables from $u.in, and evals the script with fds 1 and 2
+# on fd 3 (the unit's output) and stdin from $u.stdin where the call sent it as text. Unused for 10 minutes, it
+# ends unless it is still the published unit.
+UNIT='u=$1 d=$2 go=$3
+set --
+if [ "$go" != go ]; then
+  until IFS= read -r -N 1 -t 600 x <&4; do
+    [ -p "$u.req" ] && read -r w x < "$d/warm" && [ "$w" = "$u" ] && continue
+    set -C
+    { : > "$u.claimed"; } 2>/dev/null && exit 0
+    set +C
+  done
+fi
+exec 4<&-
+[ -e "$u.stdin" ] && exec < "$u.stdin"
+mapfile -d "" -t r < "$u.in"
+for e in "@{r[@]:1}"; do export "$e"; done
+exec >&3 2>&1 3>&-
+eval "unset u d go w x e r; @{r[0]}"'
 # nap S: waits S seconds on a read of a FIFO nobody writes to (a stray line only ends a nap early).
 nap() { if [ -p "$d/tick" ]; then read -r -t "$1" _ <> "$d/tick"; else sleep "$1"; fi; }
 clock() { now=@{EPOCHREALTIME//[!0-9]/}; [ -n "$now" ] || now=$((SECONDS * 1000000)); }
@@ -38,33 +66,142 @@ nap_until() {
     nap "$left"
   done
 }
+# record U PID CODE: writes unit U's "code size" once its command PID ended with CODE; fd 3 is U's output.
+record() {
+  local code=$3 size= a b
+  if [ -e "$1.timedout" ]; then
+    code=124
+    kill -KILL -- "-$2" 2>/dev/null
+  fi
+  while read -r a b; do [ "$a" = pos: ] && size=$b && break; done < /proc/$BASHPID/fdinfo/3
+  case "$size" in '' | *[!0-9]*) size=$(stat -c %s "$1.out") ;; esac
+  echo "$code $size" > "$1.exit"
+}
+# warm: makes a unit, publishes it, supervises its command, then starts the next one. Runs in the background with
+# none of the exec's fds.
+warm() {
+  local u=$d/w.$BASHPID.@{EPOCHREALTIME//[!0-9]/} c code
+  set +C
+  mkfifo -m 600 "$u.req" "$u.done" || return
+  exec 3> "$u.out" 4<> "$u.req" || return
+  set -m
+  bash -c "$UNIT" bash "$u" "$d" < /dev/null &
+  c=$!
+  set +m
+  exec 4>&-
+  echo "$u $BASHPID $c" > "$d/warm"
+  wait "$c"
+  code=$?
+  if [ ! -e "$u.in" ]; then
+    # No request came: the bash ended unused, or was killed. Nobody may claim the unit now.
+    set -C
+    { : > "$u.claimed"; } 2>/dev/null
+    set +C
+    return
+  fi
+  record "$u" "$c" "$code"
+  # A byte for each waiter (the call, and any retry of it): a read that finds the FIFO readable and then nothing
+  # left in it would block past its timeout.
+  exec 3>&- 5<> "$u.done"
+  printf xxxxxxxxxxxxxxxx >&5
+  exec 5>&-
+  rewarm
+}
+# rewarm: starts a warm unit in the background unless the published one is free.
+rewarm() {
+  local w a b
+  read -r w a b < "$d/warm" && [ ! -e "$w.claimed" ] && kill -0 "$a" "$b" 2>/dev/null && return
+  set -m
+  warm < /dev/null > /dev/null 2>&1 3>&- 4>&- 5>&- &
+  set +m
+}
+# claim: takes the published warm unit (sets u sp cp), or returns 1.
+claim() {
+  read -r u sp cp < "$d/warm" && [ -p "$u.req" ] || return 1
+  set -C
+  { : > "$u.claimed"; } 2>/dev/null || { set +C; return 1; }
+  set +C
+  kill -0 "$sp" "$cp" 2>/dev/null
+}
+# await: waits for unit $u's record (its supervisor $sp, command $cp), ending the command's group at the deadline
+# $end: TERM, then KILL 5 s later. A supervisor gone before it recorded leaves exit 255. Sets code and size.
+await() {
+  local stage=0 next fifo=
+  [ -p "$u.done" ] && exec 5<> "$u.done" && fifo=1
+  while :; do
+    code=
+    [ -e "$u.exit" ] && read -r code size < "$u.exit"
+    [ -n "$code" ] && break
+    clock
+    if [ "$stage" = 0 ] && [ "$now" -ge "$end" ]; then
+      : > "$u.timedout"
+      kill -TERM -- "-$cp" 2>/dev/null
+      stage=1
+    fi
+    if [ "$stage" = 1 ] && [ "$now" -ge $((end + 5000000)) ]; then
+      kill -KILL -- "-$cp" 2>/dev/null
+      stage=2
+    fi
+    if ! kill -0 "$sp" 2>/dev/null; then
+      [ -e "$u.exit" ] && read -r code size < "$u.exit"
+      [ -n "$code" ] && break
+      kill -KILL -- "-$cp" 2>/dev/null
+      code=255 size=
+      echo "$code" > "$u.exit"
+      break
+    fi
+    if [ -n "$fifo" ]; then next=1000000; else next=100000; fi
+    [ "$stage" = 0 ] && [ $((end - now)) -lt "$next" ] && next=$((end - now))
+    [ "$stage" = 1 ] && [ $((end + 5000000 - now)) -lt "$next" ] && next=$((end + 5000000 - now))
+    printf -v next '%d.%06d' $((next / 1000000)) $((next % 1000000))
+    if [ -n "$fifo" ]; then read -r -N 1 -t "$next" _ <&5; else nap "$next"; fi
+  done
+  [ -n "$fifo" ] && exec 5>&-
+}
 watchdog() {
-  clock
-  local end=$((now + t))
   nap_until "$end"
-  : > "$f.timedout"
+  : > "$u.timedout"
   kill -TERM -- "-$c" 2>/dev/null
   nap_until $((end + 5000000))
   kill -KILL -- "-$c" 2>/dev/null
 }
-replayed=0 code= size=
+replayed=0 code= size= u= sp= cp= end=
 set -C
-if [ -e "$f.exit" ]; then
-  replayed=1
-elif { : > "$f.run"; } 2>/dev/null; then
+if [ -e "$f.unit" ] || ! { : > "$f.run"; } 2>/dev/null; then
   set +C
-  exec 3> "$f.out" || exit 91
+  replayed=1
+  # Another attempt runs or ran this key: its unit, then its record.
+  until [ -e "$f.unit" ] && read -r u sp cp end < "$f.unit" && [ -n "$end" ]; do nap 0.1; done
+  await
+elif set +C; [ "$hasin" != 1 ] && claim; then
+  printf '%s\0' "$s" "@{envs[@]}" > "$u.in"
+  [ -n "$intext" ] && printf '%s' "$text" > "$u.stdin"
+  clock
+  end=$((now + t))
+  echo "$u $sp $cp $end" > "$f.unit"
+  exec 4<> "$u.req"
+  printf g >&4
+  exec 4>&-
+  await
+else
+  # No warm unit: this call starts its command, and its watchdog, itself.
+  u=$f
+  printf '%s\0' "$s" "@{envs[@]}" > "$u.in"
+  [ -n "$intext" ] && printf '%s' "$text" > "$u.stdin"
+  exec 3> "$u.out" || exit 91
   set -m 2>/dev/null
   if [[ $- == *m* ]]; then
     # Job control: each background job leads a process group of its own.
-    if [ "$hasin" = 1 ]; then bash -c "$s" >&3 2>&1 3>&- & else bash -c "$s" >&3 2>&1 3>&- < /dev/null & fi
+    if [ "$hasin" = 1 ]; then bash -c "$UNIT" bash "$u" "$d" go & else bash -c "$UNIT" bash "$u" "$d" go < /dev/null & fi
   elif [ "$hasin" = 1 ]; then
-    setsid bash -c "$s" >&3 2>&1 3>&- <&0 &
+    setsid bash -c "$UNIT" bash "$u" "$d" go <&0 &
   else
-    setsid bash -c "$s" >&3 2>&1 3>&- < /dev/null &
+    setsid bash -c "$UNIT" bash "$u" "$d" go < /dev/null &
   fi
   c=$!
-  echo "$c" > "$f.pid"
+  clock
+  end=$((now + t))
+  echo "$u $$ $c $end" > "$f.unit"
   watchdog > /dev/null 2>&1 < /dev/null 3>&- &
   w=$!
   set +m
@@ -73,24 +210,12 @@ elif { : > "$f.run"; } 2>/dev/null; then
   # Not waited for (under gVisor that costs a few ms per call): a watchdog still dying when the wrapper exits is
   # reaped by the container's init.
   kill -KILL "$w" 2>/dev/null
-  if [ -e "$f.timedout" ]; then
-    code=124
-    kill -KILL -- "-$c" 2>/dev/null
-  fi
-  while read -r a b; do [ "$a" = pos: ] && size=$b && break; done < /proc/$$/fdinfo/3
+  record "$u" "$c" "$code"
   exec 3>&-
-  case "$size" in '' | *[!0-9]*) size=$(stat -c %s "$f.out") ;; esac
-  echo "$code $size" > "$f.exit"
-else
-  replayed=1
+  read -r code size < "$u.exit"
+  rewarm
 fi
-set +C
-# A record is whole once $f.exit has its line: the first attempt writes it in one write, after the command.
-while [ -z "$code" ]; do
-  [ -e "$f.exit" ] && read -r code size < "$f.exit"
-  [ -n "$code" ] || nap 0.1
-done
-if [ ! -f "$f.out" ] || [ -L "$f.out" ]; then
+if [ ! -f "$u.out" ] || [ -L "$u.out" ]; then
   printf 'the command record was tampered with'
   printf '\n\0MA-META 99 0 %s\0' "$replayed"
   exit 0
@@ -104,7 +229,7 @@ small() {
   case "$size" in '' | *[!0-9]*) return 2 ;; esac
   [ "$size" -le "$max" ] || return 1
   [ "$size" -eq 0 ] && return 0
-  mapfile -t -d '' p < "$f.out" || return 2
+  mapfile -t -d '' p < "$u.out" || return 2
   for x in "@{p[@]}"; do n=$((n + @{#x})); done
   nul=$((size - n))
   if [ "$nul" -eq "@{#p[@]}" ]; then
@@ -120,17 +245,17 @@ kept=0
 small
 r=$?
 if [ "$r" != 0 ]; then
-  [ "$r" = 1 ] || size=$(stat -c %s "$f.out")
+  [ "$r" = 1 ] || size=$(stat -c %s "$u.out")
   if [ "$size" -le "$max" ]; then
-    head -c "$max" "$f.out"
+    head -c "$max" "$u.out"
   else
     half=$((max / 2))
-    head -c "$half" "$f.out"
+    head -c "$half" "$u.out"
     printf '\n\0MA-CUT\0\n'
-    tail -c "$half" "$f.out"
+    tail -c "$half" "$u.out"
     # Output too long to send is kept whole in the home volume, which outlives the container.
     o="$HOME/.tool-output/$k.txt"
-    if [ -f "$o" ] || { { [ -d "$HOME/.tool-output" ] || mkdir -p "$HOME/.tool-output"; } && cp "$f.out" "$o"; } 2>/dev/null; then kept=1; fi
+    if [ -f "$o" ] || { { [ -d "$HOME/.tool-output" ] || mkdir -p "$HOME/.tool-output"; } && cp "$u.out" "$o"; } 2>/dev/null; then kept=1; fi
   fi
 fi
 printf '\n\0MA-META %s %s %s %s\0' "$code" "$size" "$replayed" "$kept"
@@ -142,10 +267,10 @@ printf '\n\0MA-META %s %s %s %s\0' "$code" "$size" "$replayed" "$kept"
  * command still running after a moment. head's output is unbuffered (stdbuf), or it would hold everything back
  * until it exits. An image without these tools just streams nothing; the command and its result are unaffected.
  */
-export const EXEC_LIVE = String.raw`f="/tmp/.ma-exec/$MA_KEY"; [ -e "$f.exit" ] && exit 0; p=$(cat "$f.pid" 2>/dev/null) || exit 0; tail -s 0.01 -c +1 -f --pid="$p" "$f.out" 2>/dev/null | stdbuf -o0 head -c "$MA_LIVE"`;
+export const EXEC_LIVE = String.raw`read -r u s p e < "/tmp/.ma-exec/$MA_KEY.unit" 2>/dev/null || exit 0; [ -e "$u.exit" ] && exit 0; tail -s 0.01 -c +1 -f --pid="$p" "$u.out" 2>/dev/null | stdbuf -o0 head -c "$MA_LIVE"`;
 
 /** Kills the process group of a command started by EXEC_WRAPPER (used on cancellation). */
-export const EXEC_KILL = String.raw`p=$(cat "/tmp/.ma-exec/$MA_KEY.pid" 2>/dev/null) && kill -KILL -- "-$p" 2>/dev/null; true`;
+export const EXEC_KILL = String.raw`read -r u s p e < "/tmp/.ma-exec/$MA_KEY.unit" 2>/dev/null && kill -KILL -- "-$p" 2>/dev/null; true`;
 
 /** Anthropic's text editor tool (view, create, str_replace, insert), reading its input as JSON on stdin. */
 export const EDITOR_PY = String.raw`

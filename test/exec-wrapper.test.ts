@@ -30,9 +30,10 @@ const run = (script: string, opts: Partial<ExecRequest> = {}) =>
 const gone = (pid: string) =>
   `p=${pid}; for i in $(seq 100); do [ -e /proc/$p ] || break; sleep 0.1; done; [ -e /proc/$p ] && cut -d" " -f3 /proc/$p/stat || echo gone`;
 
-/** Waits until a free warm unit is published, looking with a bare exec (a call of the wrapper would claim it). */
+/** Waits until both slots hold a free warm unit, looking with a bare exec (a call of the wrapper would claim one). */
 async function warmUnit(): Promise<void> {
-  const check = 'read -r u s c < /tmp/.ma-exec/warm && [ ! -e "$u.claimed" ] && kill -0 "$s" "$c" && echo free';
+  const check =
+    'for n in 0 1; do read -r u s c < /tmp/.ma-exec/warm.$n && [ ! -e "$u.claimed" ] && kill -0 "$s" "$c" || exit; done; echo free';
   for (let i = 0; i < 100; i++) {
     const exec = await provider.docker.getContainer(sandboxId).exec({
       Cmd: ['bash', '-c', check],
@@ -48,14 +49,14 @@ async function warmUnit(): Promise<void> {
     if (Buffer.concat(out).includes('free')) return;
     await new Promise((r) => setTimeout(r, 50));
   }
-  throw new Error('no warm unit was published within 5 s');
+  throw new Error('the warm units were not published within 5 s');
 }
 
 it('runs a command once per key: a second call, or one made while the first runs, reads the record', async () => {
   const key = randomUUID();
   const script = 'sleep 1; echo ran >> /tmp/counter-$MA_TAG; echo out; exit 3';
   const env = { MA_TAG: key };
-  // Both calls wait on the warm unit the first claims (a retry's waiter reads the same FIFO as the call).
+  // The calls wait on the warm unit the first claims (a retry's waiter reads the same FIFO as the call).
   await run('true');
   await warmUnit();
   const calls = await Promise.all([1, 2, 3, 4].map(() => run(script, { key, env })));
@@ -105,7 +106,7 @@ it("passes stdin to the command: binary on the exec's stream, text through a war
   const text = Buffer.from('{"json": "ünïcode\\n", "end": "no newline"}');
   const [echoed, from] = (await run('cat; echo; readlink /proc/$$/fd/0', { stdin: text })).output.split('\n');
   expect(echoed).toBe(text.toString('utf8'));
-  expect(from).toMatch(/^\/tmp\/\.ma-exec\/w\.[0-9.]+\.stdin$/);
+  expect(from).toMatch(/^\/tmp\/\.ma-exec\/q\.[01]\.\d+\.stdin$/);
   expect((await run('wc -c', { stdin: Buffer.alloc(0) })).output.trim()).toBe('0');
 });
 
@@ -126,17 +127,19 @@ it('runs a command in a bash started before its call, and leaves nothing of earl
   for (let i = 0; i < 3; i++) {
     await warmUnit();
     const rest = await processes();
-    // This call's wrapper and its unit's supervisor (a fork of an earlier wrapper) carry the wrapper's script; the
-    // command's bash, started by that supervisor, carries the unit's. Nothing else is left of earlier calls.
+    // This call's wrapper and the two units' supervisors (forks of earlier wrappers) carry the wrapper's script; the
+    // units' bashes, this call's command and the other slot's, carry the unit's. Nothing else is left of earlier
+    // calls.
     const wrappers = rest.filter(([, , args]) => args.startsWith('bash -c k=$MA_KEY')).map(([pid]) => pid);
     const commands = rest.filter(([, , args]) => args.startsWith('bash -c u=$1'));
-    expect(wrappers).toHaveLength(2);
-    expect(commands).toHaveLength(1);
-    expect(rest).toHaveLength(3);
-    // The command's bash was started before this call's exec: its pid was handed out earlier.
-    const [[command, supervisor]] = commands;
-    expect(wrappers).toContain(supervisor);
-    expect(command).toBeLessThan(Math.max(...wrappers));
+    expect(wrappers).toHaveLength(3);
+    expect(commands).toHaveLength(2);
+    expect(rest).toHaveLength(5);
+    // The bashes were started before this call's exec (their pids were handed out earlier), by the supervisors.
+    for (const [command, supervisor] of commands) {
+      expect(wrappers).toContain(supervisor);
+      expect(command).toBeLessThan(Math.max(...wrappers));
+    }
   }
 });
 
@@ -149,25 +152,23 @@ it("gives a warm unit's command the call's variables only, not an earlier call's
   expect(r.output).toBe('unset two words\nand a line unset unset unset unset 0 bash\n');
 });
 
-it('passes over a warm unit killed while it waits, and records a command whose supervisor was killed', async () => {
+it('passes over warm units killed while they wait, and records a command whose supervisor was killed', async () => {
   await run('true');
   await warmUnit();
-  // A call with binary stdin starts its own command: the warm unit stays free, and this command kills it.
-  const killed = await run(
-    'cat > /dev/null; sleep 0.5; read -r u s c < /tmp/.ma-exec/warm; kill -KILL $s $c; echo $c',
-    {
-      stdin: Buffer.from([0]),
-    },
-  );
-  expect(killed.output).toMatch(/^\d+\n$/);
-  const after = await run('echo $$');
-  expect(after).toMatchObject({ exitCode: 0 });
-  expect(after.output).not.toBe(killed.output);
-  // This command's own supervisor is killed: the call still ends, with exit 255 and the output written.
+  // A call with binary stdin starts its own command: the warm units stay free, and this command kills them.
+  const kill = 'for w in /tmp/.ma-exec/warm.*; do read -r u s c < $w; kill -KILL $s $c && echo killed; done';
+  const killed = await run(`cat > /dev/null; ${kill}`, { stdin: Buffer.from([0]) });
+  expect(killed.output).toBe('killed\nkilled\n');
+  expect(await run('echo fine')).toMatchObject({ output: 'fine\n', exitCode: 0 });
+  // The slots are filled again.
   await warmUnit();
-  const orphan = await run('read -r u s c < /tmp/.ma-exec/warm; [ "$c" = $$ ] && kill -KILL $s; echo alone');
+  // This command's own supervisor is killed: the call still ends, with exit 255 and the output written.
+  const orphan = await run(
+    'for w in /tmp/.ma-exec/warm.*; do read -r u s c < $w; [ "$c" = $$ ] && kill -KILL $s; done; echo alone',
+  );
   expect(orphan).toMatchObject({ output: 'alone\n', exitCode: 255 });
   expect(await run('echo fine')).toMatchObject({ output: 'fine\n', exitCode: 0 });
+  await warmUnit();
 }, 60_000);
 
 it('ends a command started without a warm unit (one with binary stdin) at its timeout too', async () => {

@@ -12,13 +12,14 @@
  *
  * Every process started under gVisor costs a fork and an exec through its kernel, so a call's processes are started
  * before it comes: a warm unit is a supervisor (a fork of an earlier wrapper) and the command's bash, already
- * exec'd, waiting on a FIFO. A call claims the published unit (`$d/warm`) with an exclusive create, writes its
+ * exec'd, waiting on a FIFO. Two are kept, one in each slot (`$d/warm.N`): the calls of a round of tool calls come
+ * a moment apart, less than a unit takes to start. A call claims a free unit with an exclusive create, writes its
  * request, wakes the bash, which takes its variables and evals the script with its output on the unit's file, and
  * waits on a second FIFO for the supervisor's record; it ends the group itself at the deadline (TERM, then KILL
- * 5 s later). Once it has recorded the exit, the supervisor starts the next warm unit, after the call's result is
+ * 5 s later). Once it has recorded the exit, the supervisor starts its slot's next unit, after the call's result is
  * on its way. A call that finds no free warm unit (the first in a sandbox, one made while another runs, one whose
  * stdin comes on the exec's stream) starts its command itself, with a watchdog subshell for the timeout, and leaves
- * a warm unit behind. A warm unit unused for 10 minutes that is no longer the published one, or whose FIFO was
+ * warm units behind. A warm unit unused for 10 minutes that is no longer the one in its slot, or whose FIFO was
  * removed, ends. The output's size is the file offset the command's stdout shares with its supervisor's fd 3
  * (/proc/<pid>/fdinfo), and an output within the cap is copied by mapfile and printf, NUL bytes included. Only a
  * longer output, a record whose size is unknown or that does not add up, or an image without job control take
@@ -35,15 +36,15 @@ d=/tmp/.ma-exec
 f=$d/$k
 [ -d "$d" ] || mkdir -p "$d" || exit 90
 [ -p "$d/tick" ] || mkfifo -m 600 "$d/tick" 2>/dev/null
-# The command's bash: $1 its unit, $2 the records' folder, $3 "go" when the request is there already. Waits for one
-# byte on fd 4 (the unit's FIFO), takes the script and variables from $u.in, and evals the script with fds 1 and 2
-# on fd 3 (the unit's output) and stdin from $u.stdin where the call sent it as text. Unused for 10 minutes, it
-# ends unless it is still the published unit.
-UNIT='u=$1 d=$2 go=$3
+# The command's bash: $1 its unit, $2 the slot it is published in, $3 "go" when the request is there already. Waits
+# for one byte on fd 4 (the unit's FIFO), takes the script and variables from $u.in, and evals the script with fds
+# 1 and 2 on fd 3 (the unit's output) and stdin from $u.stdin where the call sent it as text. Unused for 10 minutes,
+# it ends unless it is still the one published in its slot.
+UNIT='u=$1 p=$2 go=$3
 set --
 if [ "$go" != go ]; then
   until IFS= read -r -N 1 -t 600 x <&4; do
-    [ -p "$u.req" ] && read -r w x < "$d/warm" && [ "$w" = "$u" ] && continue
+    [ -p "$u.req" ] && read -r w x < "$p" && [ "$w" = "$u" ] && continue
     set -C
     { : > "$u.claimed"; } 2>/dev/null && exit 0
     set +C
@@ -54,7 +55,7 @@ exec 4<&-
 mapfile -d "" -t r < "$u.in"
 for e in "@{r[@]:1}"; do export "$e"; done
 exec >&3 2>&1 3>&-
-eval "unset u d go w x e r; @{r[0]}"'
+eval "unset u p go w x e r; @{r[0]}"'
 # nap S: waits S seconds on a read of a FIFO nobody writes to (a stray line only ends a nap early).
 nap() { if [ -p "$d/tick" ]; then read -r -t "$1" _ <> "$d/tick"; else sleep "$1"; fi; }
 clock() { now=@{EPOCHREALTIME//[!0-9]/}; [ -n "$now" ] || now=$((SECONDS * 1000000)); }
@@ -77,19 +78,30 @@ record() {
   case "$size" in '' | *[!0-9]*) size=$(stat -c %s "$1.out") ;; esac
   echo "$code $size" > "$1.exit"
 }
-# warm: makes a unit, publishes it, supervises its command, then starts the next one. Runs in the background with
-# none of the exec's fds.
+# warm N: makes a unit, publishes it in slot N ($d/warm.N), supervises its command, then starts the slot's next
+# unit. Runs in the background with none of the exec's fds. A slot's units are numbered ($d/slot.N keeps the next
+# number), and their FIFOs made 16 units at a time: mkfifo is a process of its own.
 warm() {
-  local u=$d/w.$BASHPID.@{EPOCHREALTIME//[!0-9]/} c code
+  local n=$1 i u c code x fifos=()
   set +C
-  mkfifo -m 600 "$u.req" "$u.done" || return
+  read -r i < "$d/slot.$n"
+  case "$i" in '' | *[!0-9]*) i=0 ;; esac
+  while [ -e "$d/q.$n.$i.claimed" ]; do i=$((i + 1)); done
+  echo $((i + 1)) > "$d/slot.$n"
+  u=$d/q.$n.$i
+  if [ ! -p "$u.req" ] || [ ! -p "$u.done" ]; then
+    for ((x = i; x < i + 16; x++)); do fifos+=("$d/q.$n.$x.req" "$d/q.$n.$x.done"); done
+    mkfifo -m 600 "@{fifos[@]}"
+    [ -p "$u.req" ] && [ -p "$u.done" ] || return
+  fi
   exec 3> "$u.out" 4<> "$u.req" || return
   set -m
-  bash -c "$UNIT" bash "$u" "$d" < /dev/null &
+  bash -c "$UNIT" bash "$u" "$d/warm.$n" < /dev/null &
   c=$!
   set +m
   exec 4>&-
-  echo "$u $BASHPID $c" > "$d/warm"
+  echo "$u $BASHPID $c" > "$d/warm.$n"
+  : > "$d/starting.$n"
   wait "$c"
   code=$?
   if [ ! -e "$u.in" ]; then
@@ -105,23 +117,39 @@ warm() {
   exec 3>&- 5<> "$u.done"
   printf xxxxxxxxxxxxxxxx >&5
   exec 5>&-
-  rewarm
+  # The next unit's fork and exec wait until the call's result has left the sandbox and its exec has ended: begun
+  # at once, they slow that very call's end by a third.
+  nap 0.05
+  rewarm "$n"
 }
-# rewarm: starts a warm unit in the background unless the published one is free.
+# rewarm N: starts a warm unit for slot N in the background unless the slot's unit is free or one is being started.
+# Two slots: the calls of a round of tool calls come a moment apart, less than a unit takes to start.
 rewarm() {
   local w a b
-  read -r w a b < "$d/warm" && [ ! -e "$w.claimed" ] && kill -0 "$a" "$b" 2>/dev/null && return
+  read -r w a b < "$d/warm.$1" && [ ! -e "$w.claimed" ] && kill -0 "$a" "$b" 2>/dev/null && return
+  read -r a < "$d/starting.$1" && kill -0 "$a" 2>/dev/null && return
   set -m
-  warm < /dev/null > /dev/null 2>&1 3>&- 4>&- 5>&- &
+  warm "$1" < /dev/null > /dev/null 2>&1 3>&- 4>&- 5>&- &
+  echo "$!" > "$d/starting.$1"
   set +m
 }
-# claim: takes the published warm unit (sets u sp cp), or returns 1.
+# claim: takes a free warm unit (sets u sp cp), or returns 1. A slot whose unit is gone, or taken with its
+# supervisor gone, gets its next unit started here: nobody else would start it.
 claim() {
-  read -r u sp cp < "$d/warm" && [ -p "$u.req" ] || return 1
-  set -C
-  { : > "$u.claimed"; } 2>/dev/null || { set +C; return 1; }
-  set +C
-  kill -0 "$sp" "$cp" 2>/dev/null
+  local n
+  for n in 0 1; do
+    read -r u sp cp < "$d/warm.$n" || continue
+    set -C
+    if { : > "$u.claimed"; } 2>/dev/null; then
+      set +C
+      kill -0 "$sp" "$cp" 2>/dev/null && [ -p "$u.req" ] && return 0
+    else
+      set +C
+      kill -0 "$sp" 2>/dev/null && continue
+    fi
+    rewarm "$n"
+  done
+  return 1
 }
 # await: waits for unit $u's record (its supervisor $sp, command $cp), ending the command's group at the deadline
 # $end: TERM, then KILL 5 s later. A supervisor gone before it recorded leaves exit 255. Sets code and size.
@@ -192,11 +220,11 @@ else
   set -m 2>/dev/null
   if [[ $- == *m* ]]; then
     # Job control: each background job leads a process group of its own.
-    if [ "$hasin" = 1 ]; then bash -c "$UNIT" bash "$u" "$d" go & else bash -c "$UNIT" bash "$u" "$d" go < /dev/null & fi
+    if [ "$hasin" = 1 ]; then bash -c "$UNIT" bash "$u" "" go & else bash -c "$UNIT" bash "$u" "" go < /dev/null & fi
   elif [ "$hasin" = 1 ]; then
-    setsid bash -c "$UNIT" bash "$u" "$d" go <&0 &
+    setsid bash -c "$UNIT" bash "$u" "" go <&0 &
   else
-    setsid bash -c "$UNIT" bash "$u" "$d" go < /dev/null &
+    setsid bash -c "$UNIT" bash "$u" "" go < /dev/null &
   fi
   c=$!
   clock
@@ -213,7 +241,12 @@ else
   record "$u" "$c" "$code"
   exec 3>&-
   read -r code size < "$u.exit"
-  rewarm
+  # One fork here; the units start from it, in the background, once this call has ended.
+  {
+    nap 0.05
+    rewarm 0
+    rewarm 1
+  } < /dev/null > /dev/null 2>&1 &
 fi
 if [ ! -f "$u.out" ] || [ -L "$u.out" ]; then
   printf 'the command record was tampered with'

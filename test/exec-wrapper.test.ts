@@ -1,6 +1,7 @@
 // The exec wrapper (EXEC_WRAPPER) on a real sandbox under the default runtime: run once per key, timeouts that end
 // the whole process group, exact output with NUL bytes, the cap, stdin, and the warm units that run its commands.
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import type { ExecRequest } from '../src/sandbox/provider';
@@ -108,6 +109,14 @@ it("passes stdin to the command: binary on the exec's stream, text through a war
   expect(echoed).toBe(text.toString('utf8'));
   expect(from).toMatch(/^\/tmp\/\.ma-exec\/q\.[01]\.\d+\.stdin$/);
   expect((await run('wc -c', { stdin: Buffer.alloc(0) })).output.trim()).toBe('0');
+  // The largest text the host sends as a variable, and one byte more, which comes on the stream.
+  for (const size of [64 * 1024, 64 * 1024 + 1]) {
+    await warmUnit();
+    const big = await run('md5sum | cut -c1-32; readlink /proc/$$/fd/0', { stdin: Buffer.alloc(size, 'a') });
+    const [sum, via] = big.output.trim().split('\n');
+    expect(sum).toBe(createHash('md5').update(Buffer.alloc(size, 'a')).digest('hex'));
+    expect(via.startsWith('/tmp/.ma-exec/q.')).toBe(size <= 64 * 1024);
+  }
 });
 
 /** The processes in the sandbox besides its init, `sleep infinity`, zombies and the listing itself: [pid, ppid, args]. */
@@ -151,6 +160,37 @@ it("gives a warm unit's command the call's variables only, not an earlier call's
   });
   expect(r.output).toBe('unset two words\nand a line unset unset unset unset 0 bash\n');
 });
+
+/** Runs `script` as `bash -c` in a bare exec, stdout and stderr joined, as the command ran before warm units. */
+async function bashC(script: string): Promise<string> {
+  const exec = await provider.docker.getContainer(sandboxId).exec({
+    Cmd: ['bash', '-c', script],
+    User: '1000',
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const out: Buffer[] = [];
+  const sink = new PassThrough().on('data', (c: Buffer) => out.push(c));
+  provider.docker.modem.demuxStream(stream, sink, sink);
+  await new Promise((resolve) => stream.on('end', resolve));
+  return Buffer.concat(out).toString('utf8');
+}
+
+it('runs a script as `bash -c` would: its errors, line numbers, $0, $# and exit code', async () => {
+  await run('true');
+  for (const script of [
+    'nosuchcommand; echo "$LINENO $0 $#"',
+    'true\nnosuch2 2>&1\necho "line $LINENO"; exit 5',
+    'return 3',
+    'echo "${BASH_SOURCE[0]-none} ${FUNCNAME[0]-none}"; cd /nonexistent',
+  ]) {
+    await warmUnit();
+    // stderr joined to stdout in the script itself: the bare exec's two streams interleave as they come.
+    const r = await run(`exec 2>&1; ${script}; echo "[$?]"`);
+    expect(r.output).toBe(await bashC(`exec 2>&1; ${script}; echo "[$?]"`));
+  }
+}, 60_000);
 
 it('passes over warm units killed while they wait, and records a command whose supervisor was killed', async () => {
   await run('true');

@@ -39,23 +39,9 @@ f=$d/$k
 # The command's bash: $1 its unit, $2 the slot it is published in, $3 "go" when the request is there already. Waits
 # for one byte on fd 4 (the unit's FIFO), takes the script and variables from $u.in, and evals the script with fds
 # 1 and 2 on fd 3 (the unit's output) and stdin from $u.stdin where the call sent it as text. Unused for 10 minutes,
-# it ends unless it is still the one published in its slot.
-UNIT='u=$1 p=$2 go=$3
-set --
-if [ "$go" != go ]; then
-  until IFS= read -r -N 1 -t 600 x <&4; do
-    [ -p "$u.req" ] && read -r w x < "$p" && [ "$w" = "$u" ] && continue
-    set -C
-    { : > "$u.claimed"; } 2>/dev/null && exit 0
-    set +C
-  done
-fi
-exec 4<&-
-[ -e "$u.stdin" ] && exec < "$u.stdin"
-mapfile -d "" -t r < "$u.in"
-for e in "@{r[@]:1}"; do export "$e"; done
-exec >&3 2>&1 3>&-
-eval "unset u p go w x e r; @{r[0]}"'
+# it ends unless it is still the one published in its slot. One line: the script's line numbers, in bash's messages
+# and $LINENO, then count from the eval's.
+UNIT='u=$1 p=$2 go=$3; set --; if [ "$go" != go ]; then until IFS= read -r -N 1 -t 600 x <&4; do [ -p "$u.req" ] && read -r w x < "$p" && [ "$w" = "$u" ] && continue; set -C; { : > "$u.claimed"; } 2>/dev/null && exit 0; set +C; done; fi; exec 4<&-; [ -e "$u.stdin" ] && exec < "$u.stdin"; mapfile -d "" -t r < "$u.in"; for e in "@{r[@]:1}"; do export "$e"; done; exec >&3 2>&1 3>&-; eval "unset u p go w x e r; @{r[0]}"'
 # nap S: waits S seconds on a read of a FIFO nobody writes to (a stray line only ends a nap early).
 nap() { if [ -p "$d/tick" ]; then read -r -t "$1" _ <> "$d/tick"; else sleep "$1"; fi; }
 clock() { now=@{EPOCHREALTIME//[!0-9]/}; [ -n "$now" ] || now=$((SECONDS * 1000000)); }
@@ -101,7 +87,6 @@ warm() {
   set +m
   exec 4>&-
   echo "$u $BASHPID $c" > "$d/warm.$n"
-  : > "$d/starting.$n"
   wait "$c"
   code=$?
   if [ ! -e "$u.in" ]; then
@@ -122,12 +107,13 @@ warm() {
   nap 0.05
   rewarm "$n"
 }
-# rewarm N: starts a warm unit for slot N in the background unless the slot's unit is free or one is being started.
+# rewarm N: starts a warm unit for slot N in the background unless the slot's unit is free, or the slot's latest
+# supervisor ($d/starting.N) still lives: it is starting its unit, or starts the next once its call has ended.
 # Two slots: the calls of a round of tool calls come a moment apart, less than a unit takes to start.
 rewarm() {
   local w a b
   read -r w a b < "$d/warm.$1" && [ ! -e "$w.claimed" ] && kill -0 "$a" "$b" 2>/dev/null && return
-  read -r a < "$d/starting.$1" && kill -0 "$a" 2>/dev/null && return
+  read -r a < "$d/starting.$1" && [ "$a" != "$BASHPID" ] && kill -0 "$a" 2>/dev/null && return
   set -m
   warm "$1" < /dev/null > /dev/null 2>&1 3>&- 4>&- 5>&- &
   echo "$!" > "$d/starting.$1"

@@ -34,7 +34,7 @@ const gone = (pid: string) =>
 /** Waits until both slots hold a free warm unit, looking with a bare exec (a call of the wrapper would claim one). */
 async function warmUnit(): Promise<void> {
   const check =
-    'for n in 0 1; do read -r u s c < /tmp/.ma-exec/warm.$n && [ ! -e "$u.claimed" ] && kill -0 "$s" "$c" || exit; done; echo free';
+    'for n in 0 1; do read -r u s c q < /tmp/.ma-exec/warm.$n && [ ! -e "$u.claimed" ] && kill -0 "$s" && kill -0 "$c" || exit; done; echo free';
   for (let i = 0; i < 100; i++) {
     const exec = await provider.docker.getContainer(sandboxId).exec({
       Cmd: ['bash', '-c', check],
@@ -105,17 +105,21 @@ it("passes stdin to the command: binary on the exec's stream, text through a war
   expect(r.output).toBe(`${input.toString('utf8')}[0]\n`);
   await warmUnit();
   const text = Buffer.from('{"json": "ünïcode\\n", "end": "no newline"}');
-  const [echoed, from] = (await run('cat; echo; readlink /proc/$$/fd/0', { stdin: text })).output.split('\n');
+  // A warm unit's output file is named for its slot, number and supervisor; stdin sent as text is a file.
+  const read = 'readlink /proc/$$/fd/0 /proc/$$/fd/1';
+  const [echoed, from, to] = (await run(`cat; echo; ${read}`, { stdin: text })).output.split('\n');
   expect(echoed).toBe(text.toString('utf8'));
-  expect(from).toMatch(/^\/tmp\/\.ma-exec\/q\.[01]\.\d+\.stdin$/);
+  expect(from).toMatch(/^\/tmp\/\.ma-exec\/[0-9a-f-]+\.stdin$/);
+  expect(to).toMatch(/^\/tmp\/\.ma-exec\/q\.[01]\.\d+\.\d+\.out$/);
   expect((await run('wc -c', { stdin: Buffer.alloc(0) })).output.trim()).toBe('0');
   // The largest text the host sends as a variable, and one byte more, which comes on the stream.
   for (const size of [64 * 1024, 64 * 1024 + 1]) {
     await warmUnit();
-    const big = await run('md5sum | cut -c1-32; readlink /proc/$$/fd/0', { stdin: Buffer.alloc(size, 'a') });
-    const [sum, via] = big.output.trim().split('\n');
+    const big = await run(`md5sum | cut -c1-32; ${read}`, { stdin: Buffer.alloc(size, 'a') });
+    const [sum, via, out] = big.output.trim().split('\n');
     expect(sum).toBe(createHash('md5').update(Buffer.alloc(size, 'a')).digest('hex'));
-    expect(via.startsWith('/tmp/.ma-exec/q.')).toBe(size <= 64 * 1024);
+    expect(via.endsWith('.stdin')).toBe(size <= 64 * 1024);
+    expect(/\/q\.[01]\.\d+\.\d+\.out$/.test(out)).toBe(size <= 64 * 1024);
   }
 });
 
@@ -184,6 +188,8 @@ it('runs a script as `bash -c` would: its errors, line numbers, $0, $# and exit 
     'true\nnosuch2 2>&1\necho "line $LINENO"; exit 5',
     'return 3',
     'echo "${BASH_SOURCE[0]-none} ${FUNCNAME[0]-none}"; cd /nonexistent',
+    // Signals: none ignored or blocked (a command started in the background without job control ignores SIGINT).
+    'grep -E "^Sig(Ign|Blk)" /proc/$$/status; trap "echo caught" INT; kill -INT $$',
   ]) {
     await warmUnit();
     // stderr joined to stdout in the script itself: the bare exec's two streams interleave as they come.
@@ -196,7 +202,7 @@ it('passes over warm units killed while they wait, and records a command whose s
   await run('true');
   await warmUnit();
   // A call with binary stdin starts its own command: the warm units stay free, and this command kills them.
-  const kill = 'for w in /tmp/.ma-exec/warm.*; do read -r u s c < $w; kill -KILL $s $c && echo killed; done';
+  const kill = 'for w in /tmp/.ma-exec/warm.*; do read -r u s c q < $w; kill -KILL $s $c && echo killed; done';
   const killed = await run(`cat > /dev/null; ${kill}`, { stdin: Buffer.from([0]) });
   expect(killed.output).toBe('killed\nkilled\n');
   expect(await run('echo fine')).toMatchObject({ output: 'fine\n', exitCode: 0 });
@@ -204,11 +210,51 @@ it('passes over warm units killed while they wait, and records a command whose s
   await warmUnit();
   // This command's own supervisor is killed: the call still ends, with exit 255 and the output written.
   const orphan = await run(
-    'for w in /tmp/.ma-exec/warm.*; do read -r u s c < $w; [ "$c" = $$ ] && kill -KILL $s; done; echo alone',
+    'for w in /tmp/.ma-exec/warm.*; do read -r u s c q < $w; [ "$c" = $$ ] && kill -KILL $s; done; echo alone',
   );
   expect(orphan).toMatchObject({ output: 'alone\n', exitCode: 255 });
   expect(await run('echo fine')).toMatchObject({ output: 'fine\n', exitCode: 0 });
   await warmUnit();
+}, 60_000);
+
+it('passes over units whose supervisor alone was killed, and ends their bash', async () => {
+  await run('true');
+  await warmUnit();
+  // The supervisors carry the wrapper's text (`pkill -f` of a word in it kills them); their bashes live on.
+  const kill = 'for w in /tmp/.ma-exec/warm.*; do read -r u s c q < $w; kill -KILL $s && echo $c; done';
+  const bashes = (await run(`cat > /dev/null; ${kill}`, { stdin: Buffer.from([0]) })).output.trim().split('\n');
+  expect(bashes).toHaveLength(2);
+  expect(await run('echo fine')).toMatchObject({ output: 'fine\n', exitCode: 0, replayed: false });
+  await warmUnit();
+  expect((await run(`for p in ${bashes.join(' ')}; do [ -e /proc/$p ] && echo left $p; done; true`)).output).toBe('');
+}, 60_000);
+
+it('replays a record of the wrapper before warm units, and gives up on an attempt that left none', async () => {
+  const key = randomUUID();
+  // Such a record: $f.run, $f.out and `code size` in $f.exit.
+  await bashC(`cd /tmp/.ma-exec && : > ${key}.run && printf 'old out' > ${key}.out && echo "3 7" > ${key}.exit`);
+  expect(await run('echo new', { key })).toMatchObject({ output: 'old out', exitCode: 3, replayed: true });
+  const lost = randomUUID();
+  await bashC(`: > /tmp/.ma-exec/${lost}.run`);
+  expect(await run('echo new', { key: lost, timeoutSeconds: 1 })).toMatchObject({
+    output: 'an earlier attempt of this call left no record of it',
+    exitCode: 255,
+    replayed: true,
+  });
+}, 60_000);
+
+it('carries on when a command removes the records, and the units it orphaned end', async () => {
+  await run('true');
+  await warmUnit();
+  // The command removed its own record: the call says so.
+  expect(await run('rm -rf /tmp/.ma-exec; echo removed')).toMatchObject({
+    output: 'the command record was tampered with',
+    exitCode: 99,
+  });
+  for (let i = 0; i < 4; i++)
+    expect(await run(`echo ${i}; exit ${i}`)).toMatchObject({ output: `${i}\n`, exitCode: i });
+  await warmUnit();
+  expect(await run('echo again')).toMatchObject({ output: 'again\n', exitCode: 0 });
 }, 60_000);
 
 it('ends a command started without a warm unit (one with binary stdin) at its timeout too', async () => {

@@ -3,27 +3,28 @@
 
 /**
  * Runs $MA_SCRIPT once per $MA_KEY, as a fresh bash process in a process group of its own, for at most
- * $MA_TIMEOUT_US microseconds, with the variables $MA_ENV names, and $MA_STDIN (where set) as its stdin. The first
- * attempt records which unit runs it in `$f.unit` (`unit supervisor pid deadline`) under /tmp/.ma-exec; a later
- * attempt with the same key (an activity retry) waits for or reads that unit's record instead of running again. A
- * unit `$u` keeps the request (`$u.in`, `$u.stdin`), the output (`$u.out`) and `code size` (`$u.exit`, one write).
- * Only a capped head and tail of the output leave the sandbox, followed by a trailer the host parses; the whole of
- * a longer output is kept in ~/.tool-output/$MA_KEY.txt.
+ * $MA_TIMEOUT_US microseconds, with the variables $MA_ENV names, and $MA_STDIN (where set) as its stdin. Under
+ * /tmp/.ma-exec, the first attempt writes the call ($f.in: the script and its variables; $f.stdin) and records which
+ * unit runs it in `$f.unit` (`unit supervisor pid deadline fifos`); a later attempt with the same key (an activity
+ * retry) waits for or reads that unit's record instead of running again. A unit `$u` keeps the output (`$u.out`)
+ * and `code size` (`$u.exit`, one write). Only a capped head and tail of the output leave the sandbox, followed by a
+ * trailer the host parses; the whole of a longer output is kept in ~/.tool-output/$MA_KEY.txt.
  *
  * Every process started under gVisor costs a fork and an exec through its kernel, so a call's processes are started
  * before it comes: a warm unit is a supervisor (a fork of an earlier wrapper) and the command's bash, already
  * exec'd, waiting on a FIFO. Two are kept, one in each slot (`$d/warm.N`): the calls of a round of tool calls come
- * a moment apart, less than a unit takes to start. A call claims a free unit with an exclusive create, writes its
- * request, wakes the bash, which takes its variables and evals the script with its output on the unit's file, and
- * waits on a second FIFO for the supervisor's record; it ends the group itself at the deadline (TERM, then KILL
- * 5 s later). Once it has recorded the exit, the supervisor starts its slot's next unit, after the call's result is
- * on its way. A call that finds no free warm unit (the first in a sandbox, one made while another runs, one whose
- * stdin comes on the exec's stream) starts its command itself, with a watchdog subshell for the timeout, and leaves
- * warm units behind. A warm unit unused for 10 minutes that is no longer the one in its slot, or whose FIFO was
- * removed, ends. The output's size is the file offset the command's stdout shares with its supervisor's fd 3
- * (/proc/<pid>/fdinfo), and an output within the cap is copied by mapfile and printf, NUL bytes included. Only a
- * longer output, a record whose size is unknown or that does not add up, or an image without job control take
- * coreutils' stat, head, tail and cp. (`@{` stands for `${`, which a template string would take for its own.)
+ * a moment apart, less than a unit takes to start. A call claims a free unit with an exclusive create, writes the
+ * path of its call to the bash's FIFO, which takes the script and its variables and evals it with its output on the
+ * unit's file, and waits on a second FIFO for the supervisor's record; it ends the group itself at the deadline
+ * (TERM, then KILL 5 s later). Once it has recorded the exit, the supervisor starts its slot's next unit, after the
+ * call's result is on its way. A call that finds no free warm unit (the first in a sandbox, one made while both
+ * are busy, one whose stdin comes on the exec's stream) starts its command itself, with a watchdog subshell for the
+ * timeout, and leaves warm units behind. A warm unit unused for 10 minutes that is no longer the one in its slot,
+ * or whose FIFO was removed, ends. The output's size is the file offset the command's stdout shares with its
+ * supervisor's fd 3 (/proc/<pid>/fdinfo), and an output within the cap is copied by mapfile and printf, NUL bytes
+ * included. Only a longer output, a record whose size is unknown or that does not add up, or an image without job
+ * control take coreutils' stat, head, tail and cp. (`@{` stands for `${`, which a template string would take for
+ * its own.)
  */
 export const EXEC_WRAPPER = String.raw`
 k=$MA_KEY s=$MA_SCRIPT t=$MA_TIMEOUT_US max=$MA_MAX hasin=$MA_HAS_STDIN intext=@{MA_STDIN+1} text=$MA_STDIN
@@ -36,13 +37,15 @@ d=/tmp/.ma-exec
 f=$d/$k
 [ -d "$d" ] || mkdir -p "$d" || exit 90
 [ -p "$d/tick" ] || mkfifo -m 600 "$d/tick" 2>/dev/null
-# The command's bash: $1 its unit, $2 the slot it is published in, $3 "go" when the request is there already. Waits
-# for one byte on fd 4 (the unit's FIFO), takes the script and variables from $u.in, and evals the script with fds
-# 1 and 2 on fd 3 (the unit's output) and stdin from $u.stdin where the call sent it as text. Unused for 10 minutes,
-# it ends unless it is still the one published in its slot. One line: the script's line numbers, in bash's messages
-# and $LINENO, then count from the eval's.
-UNIT='u=$1 p=$2 go=$3; set --; if [ "$go" != go ]; then until IFS= read -r -N 1 -t 600 x <&4; do [ -p "$u.req" ] && read -r w x < "$p" && [ "$w" = "$u" ] && continue; set -C; { : > "$u.claimed"; } 2>/dev/null && exit 0; set +C; done; fi; exec 4<&-; [ -e "$u.stdin" ] && exec < "$u.stdin"; mapfile -d "" -t r < "$u.in"; for e in "@{r[@]:1}"; do export "$e"; done; exec >&3 2>&1 3>&-; eval "unset u p go w x e r; @{r[0]}"'
-# nap S: waits S seconds on a read of a FIFO nobody writes to (a stray line only ends a nap early).
+# The command's bash: $1 its unit, $2 its FIFOs' prefix, $3 the slot it is published in, $4 the call's records
+# prefix when the call starts it. A warm one reads that prefix as a line from fd 4 (its FIFO). It takes the script
+# and variables from $f.in and stdin from $f.stdin where the call sent it as text, and evals the script with fds 1
+# and 2 on fd 3 (the unit's output). Unused for 10 minutes, it ends unless it is still the one published in its slot
+# and its FIFO is still the one it holds (/tmp/.ma-exec may have been removed, or made again). One line, so the
+# script's line numbers, in bash's messages and $LINENO, count from the eval's.
+ma_unit='u=$1 q=$2 p=$3 f=$4; set --; if [ -z "$f" ]; then until IFS= read -r -t 600 f <&4; do [ "$q.req" -ef /dev/fd/4 ] || exit 0; read -r w x < "$p" && [ "$w" = "$u" ] && continue; set -C; { : > "$u.claimed"; } 2>/dev/null && exit 0; set +C; done; exec 4<&-; fi; [ -e "$f.stdin" ] && exec < "$f.stdin"; mapfile -d "" -t r < "$f.in"; for e in "@{r[@]:1}"; do export "$e"; done; exec >&3 2>&1 3>&-; eval "unset u q p f w x e r; @{r[0]}"'
+# nap S: waits S seconds on a read of a FIFO nobody writes to (a line written to it ends a nap early, and can hold
+# another past its time).
 nap() { if [ -p "$d/tick" ]; then read -r -t "$1" _ <> "$d/tick"; else sleep "$1"; fi; }
 clock() { now=@{EPOCHREALTIME//[!0-9]/}; [ -n "$now" ] || now=$((SECONDS * 1000000)); }
 nap_until() {
@@ -64,84 +67,103 @@ record() {
   case "$size" in '' | *[!0-9]*) size=$(stat -c %s "$1.out") ;; esac
   echo "$code $size" > "$1.exit"
 }
-# warm N: makes a unit, publishes it in slot N ($d/warm.N), supervises its command, then starts the slot's next
-# unit. Runs in the background with none of the exec's fds. A slot's units are numbered ($d/slot.N keeps the next
-# number), and their FIFOs made 16 units at a time: mkfifo is a process of its own.
+# start N: starts warm N in the background, in a process group of its own. (Job control matters beyond the group:
+# an asynchronous command started without it ignores SIGINT and SIGQUIT, and so would every command it runs.)
+start() {
+  set -m
+  warm "$1" < /dev/null > /dev/null 2>&1 3>&- 4>&- 5>&- &
+  set +m
+}
+# warm N: makes a unit, publishes it in slot N ($d/warm.N: "starting pid" while it starts, then "unit supervisor
+# bash fifos"), supervises its command, then starts the slot's next unit. A slot's units are numbered ($d/slot.N
+# keeps the next number; an exclusive create of q.N.I.own gives each number once); a unit's files carry its
+# supervisor's pid as well, and its FIFOs are made 16 numbers at a time: mkfifo is a process of its own.
 warm() {
-  local n=$1 i u c code x fifos=()
+  local n=$1 i q u c code x fifos=()
+  [ -d "$d" ] || return
   set +C
+  echo "starting $BASHPID" > "$d/warm.$n"
   read -r i < "$d/slot.$n"
   case "$i" in '' | *[!0-9]*) i=0 ;; esac
-  while [ -e "$d/q.$n.$i.claimed" ]; do i=$((i + 1)); done
+  set -C
+  until { : > "$d/q.$n.$i.own"; } 2>/dev/null; do
+    [ -d "$d" ] || return
+    i=$((i + 1))
+  done
+  set +C
   echo $((i + 1)) > "$d/slot.$n"
-  u=$d/q.$n.$i
-  if [ ! -p "$u.req" ] || [ ! -p "$u.done" ]; then
+  q=$d/q.$n.$i
+  u=$q.$BASHPID
+  if [ ! -p "$q.req" ] || [ ! -p "$q.done" ]; then
     for ((x = i; x < i + 16; x++)); do fifos+=("$d/q.$n.$x.req" "$d/q.$n.$x.done"); done
     mkfifo -m 600 "@{fifos[@]}"
-    [ -p "$u.req" ] && [ -p "$u.done" ] || return
+    [ -p "$q.req" ] && [ -p "$q.done" ] || return
   fi
-  exec 3> "$u.out" 4<> "$u.req" || return
+  exec 3> "$u.out" 4<> "$q.req" || return
   set -m
-  bash -c "$UNIT" bash "$u" "$d/warm.$n" < /dev/null &
+  bash -c "$ma_unit" bash "$u" "$q" "$d/warm.$n" < /dev/null &
   c=$!
   set +m
   exec 4>&-
-  echo "$u $BASHPID $c" > "$d/warm.$n"
+  echo "$u $BASHPID $c $q" > "$d/warm.$n"
   wait "$c"
   code=$?
-  if [ ! -e "$u.in" ]; then
-    # No request came: the bash ended unused, or was killed. Nobody may claim the unit now.
-    set -C
-    { : > "$u.claimed"; } 2>/dev/null
+  set -C
+  if { : > "$u.claimed"; } 2>/dev/null; then
+    # No call claimed the unit: its bash was killed. Nobody may claim it now.
     set +C
     return
   fi
+  set +C
   record "$u" "$c" "$code"
   # A byte for each waiter (the call, and any retry of it): a read that finds the FIFO readable and then nothing
   # left in it would block past its timeout.
-  exec 3>&- 5<> "$u.done"
+  exec 3>&- 5<> "$q.done"
   printf xxxxxxxxxxxxxxxx >&5
   exec 5>&-
   # The next unit's fork and exec wait until the call's result has left the sandbox and its exec has ended: begun
-  # at once, they slow that very call's end by a third.
+  # at once, they slow that very call's end by a third. Only the slot's published unit has a successor.
+  read -r x c < "$d/warm.$n"
+  [ "$x" = "$u" ] || return
   nap 0.05
-  rewarm "$n"
+  start "$n"
 }
-# rewarm N: starts a warm unit for slot N in the background unless the slot's unit is free, or the slot's latest
-# supervisor ($d/starting.N) still lives: it is starting its unit, or starts the next once its call has ended.
-# Two slots: the calls of a round of tool calls come a moment apart, less than a unit takes to start.
+# rewarm N: starts slot N's next unit unless the supervisor it names lives: that one is starting its unit, is free,
+# or starts the next once its call has ended. Two slots: the calls of a round of tool calls come a moment apart,
+# less than a unit takes to start.
 rewarm() {
-  local w a b
-  read -r w a b < "$d/warm.$1" && [ ! -e "$w.claimed" ] && kill -0 "$a" "$b" 2>/dev/null && return
-  read -r a < "$d/starting.$1" && [ "$a" != "$BASHPID" ] && kill -0 "$a" 2>/dev/null && return
-  set -m
-  warm "$1" < /dev/null > /dev/null 2>&1 3>&- 4>&- 5>&- &
-  echo "$!" > "$d/starting.$1"
-  set +m
+  local w a x
+  read -r w a x < "$d/warm.$1" && kill -0 "$a" 2>/dev/null && return
+  start "$1"
 }
-# claim: takes a free warm unit (sets u sp cp), or returns 1. A slot whose unit is gone, or taken with its
-# supervisor gone, gets its next unit started here: nobody else would start it.
+# claim: takes a free warm unit (sets u sp cp q), or returns 1. A slot whose supervisor is gone gets its next unit
+# started here, since nobody else would; a unit this call took whose supervisor is gone is ended.
 claim() {
   local n
   for n in 0 1; do
-    read -r u sp cp < "$d/warm.$n" || continue
+    read -r u sp cp q < "$d/warm.$n" || continue
+    if [ "$u" = starting ]; then
+      kill -0 "$sp" 2>/dev/null || rewarm "$n"
+      continue
+    fi
     set -C
     if { : > "$u.claimed"; } 2>/dev/null; then
       set +C
-      kill -0 "$sp" "$cp" 2>/dev/null && [ -p "$u.req" ] && return 0
+      kill -0 "$sp" 2>/dev/null && kill -0 "$cp" 2>/dev/null && [ -p "$q.req" ] && return 0
+      kill -0 "$sp" 2>/dev/null || kill -KILL "$cp" 2>/dev/null
     else
       set +C
-      kill -0 "$sp" 2>/dev/null && continue
     fi
-    rewarm "$n"
+    kill -0 "$sp" 2>/dev/null || rewarm "$n"
   done
   return 1
 }
-# await: waits for unit $u's record (its supervisor $sp, command $cp), ending the command's group at the deadline
-# $end: TERM, then KILL 5 s later. A supervisor gone before it recorded leaves exit 255. Sets code and size.
+# await: waits for unit $u's record (its supervisor $sp, command $cp, FIFOs $q where it has them), ending the
+# command's group at the deadline $end: TERM, then KILL 5 s later. A supervisor gone before it recorded leaves exit
+# 255. Sets code and size.
 await() {
   local stage=0 next fifo=
-  [ -p "$u.done" ] && exec 5<> "$u.done" && fifo=1
+  [ -n "$q" ] && [ -p "$q.done" ] && exec 5<> "$q.done" && fifo=1
   while :; do
     code=
     [ -e "$u.exit" ] && read -r code size < "$u.exit"
@@ -179,38 +201,62 @@ watchdog() {
   nap_until $((end + 5000000))
   kill -KILL -- "-$c" 2>/dev/null
 }
-replayed=0 code= size= u= sp= cp= end=
+# request: writes the script, its variables ($f.in) and its text stdin ($f.stdin); fails when /tmp cannot take them.
+request() {
+  printf '%s\0' "$s" "@{envs[@]}" > "$f.in" || return
+  [ -z "$intext" ] || printf '%s' "$text" > "$f.stdin"
+}
+replayed=0 code= size= u= sp= cp= end= q=
 set -C
 if [ -e "$f.unit" ] || ! { : > "$f.run"; } 2>/dev/null; then
   set +C
   replayed=1
-  # Another attempt runs or ran this key: its unit, then its record.
-  until [ -e "$f.unit" ] && read -r u sp cp end < "$f.unit" && [ -n "$end" ]; do nap 0.1; done
-  await
-elif set +C; [ "$hasin" != 1 ] && claim; then
-  printf '%s\0' "$s" "@{envs[@]}" > "$u.in"
-  [ -n "$intext" ] && printf '%s' "$text" > "$u.stdin"
+  # Another attempt runs or ran this key: its unit, then its record. A record of the wrapper before warm units has
+  # no $f.unit; an attempt that left neither within the call's timeout is given up.
+  clock
+  give=$((now + t + 10000000))
+  until [ -e "$f.unit" ] && read -r u sp cp end q < "$f.unit" && [ -n "$end" ]; do
+    if [ -e "$f.exit" ] && read -r code size < "$f.exit" && [ -n "$code" ]; then
+      u=$f
+      break
+    fi
+    clock
+    if [ "$now" -ge "$give" ]; then
+      printf 'an earlier attempt of this call left no record of it'
+      printf '\n\0MA-META 255 0 1 0\0'
+      exit 0
+    fi
+    nap 0.1
+  done
+  [ -n "$code" ] || await
+elif set +C; ! request; then
+  printf 'the call could not be written to %s: is /tmp full?' "$d"
+  printf '\n\0MA-META 90 0 0 0\0'
+  exit 0
+elif [ "$hasin" != 1 ] && claim; then
   clock
   end=$((now + t))
-  echo "$u $sp $cp $end" > "$f.unit"
-  exec 4<> "$u.req"
-  printf g >&4
+  echo "$u $sp $cp $end $q" > "$f.unit"
+  exec 4<> "$q.req"
+  printf '%s\n' "$f" >&4
   exec 4>&-
   await
 else
   # No warm unit: this call starts its command, and its watchdog, itself.
   u=$f
-  printf '%s\0' "$s" "@{envs[@]}" > "$u.in"
-  [ -n "$intext" ] && printf '%s' "$text" > "$u.stdin"
   exec 3> "$u.out" || exit 91
   set -m 2>/dev/null
   if [[ $- == *m* ]]; then
     # Job control: each background job leads a process group of its own.
-    if [ "$hasin" = 1 ]; then bash -c "$UNIT" bash "$u" "" go & else bash -c "$UNIT" bash "$u" "" go < /dev/null & fi
+    if [ "$hasin" = 1 ]; then
+      bash -c "$ma_unit" bash "$u" "" "" "$f" &
+    else
+      bash -c "$ma_unit" bash "$u" "" "" "$f" < /dev/null &
+    fi
   elif [ "$hasin" = 1 ]; then
-    setsid bash -c "$UNIT" bash "$u" "" go <&0 &
+    setsid bash -c "$ma_unit" bash "$u" "" "" "$f" <&0 &
   else
-    setsid bash -c "$UNIT" bash "$u" "" go < /dev/null &
+    setsid bash -c "$ma_unit" bash "$u" "" "" "$f" < /dev/null &
   fi
   c=$!
   clock
@@ -227,12 +273,14 @@ else
   record "$u" "$c" "$code"
   exec 3>&-
   read -r code size < "$u.exit"
-  # One fork here; the units start from it, in the background, once this call has ended.
+  # One fork here, with job control (see start); the units start from it, in the background, once this call ended.
+  set -m
   {
     nap 0.05
     rewarm 0
     rewarm 1
   } < /dev/null > /dev/null 2>&1 &
+  set +m
 fi
 if [ ! -f "$u.out" ] || [ -L "$u.out" ]; then
   printf 'the command record was tampered with'

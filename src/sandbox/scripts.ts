@@ -70,8 +70,12 @@ record() {
 # start N: starts warm N in the background, in a process group of its own. (Job control matters beyond the group:
 # an asynchronous command started without it ignores SIGINT and SIGQUIT, and so would every command it runs.)
 start() {
+  started=
   set -m
+  # Without job control a unit's bash would not lead a group of its own: no warm units then.
+  [[ $- == *m* ]] || return
   warm "$1" < /dev/null > /dev/null 2>&1 3>&- 4>&- 5>&- &
+  started=$!
   set +m
 }
 # warm N: makes a unit, publishes it in slot N ($d/warm.N: "starting pid" while it starts, then "unit supervisor
@@ -87,7 +91,8 @@ warm() {
   case "$i" in '' | *[!0-9]*) i=0 ;; esac
   set -C
   until { : > "$d/q.$n.$i.own"; } 2>/dev/null; do
-    [ -d "$d" ] || return
+    # Taken: the next number. Any other failure (no folder, no inode left) ends this start.
+    [ -e "$d/q.$n.$i.own" ] || return
     i=$((i + 1))
   done
   set +C
@@ -127,13 +132,34 @@ warm() {
   [ "$x" = "$u" ] || return
   nap 0.05
   start "$n"
+  # The slot names its next supervisor before this one exits (unless that one has published already): another
+  # call never sees the slot without a live supervisor.
+  read -r x c < "$d/warm.$n"
+  [ -n "$started" ] && [ "$x" = "$u" ] && echo "starting $started" > "$d/warm.$n"
 }
 # rewarm N: starts slot N's next unit unless the supervisor it names lives: that one is starting its unit, is free,
 # or starts the next once its call has ended. Two slots: the calls of a round of tool calls come a moment apart,
 # less than a unit takes to start.
 rewarm() {
   local w a x
-  read -r w a x < "$d/warm.$1" && kill -0 "$a" 2>/dev/null && return
+  if [ ! -e "$d/warm.$1" ]; then
+    # A slot's first unit: one call of those that find it empty at once starts it.
+    set -C
+    { echo "starting $BASHPID" > "$d/warm.$1"; } 2>/dev/null || {
+      set +C
+      return
+    }
+    set +C
+    start "$1"
+    return
+  fi
+  read -r w a x < "$d/warm.$1"
+  # A slot being written to reads empty for a moment.
+  if [ -z "$w" ] && [ -s "$d/warm.$1" ]; then
+    nap 0.01
+    read -r w a x < "$d/warm.$1"
+  fi
+  [ -n "$a" ] && kill -0 "$a" 2>/dev/null && return
   start "$1"
 }
 # claim: takes a free warm unit (sets u sp cp q), or returns 1. A slot whose supervisor is gone gets its next unit
@@ -150,7 +176,8 @@ claim() {
     if { : > "$u.claimed"; } 2>/dev/null; then
       set +C
       kill -0 "$sp" 2>/dev/null && kill -0 "$cp" 2>/dev/null && [ -p "$q.req" ] && return 0
-      kill -0 "$sp" 2>/dev/null || kill -KILL "$cp" 2>/dev/null
+      # Taken and not usable: its bash ends, and its supervisor, where it lives, records that and starts the next.
+      kill -KILL "$cp" 2>/dev/null
     else
       set +C
     fi
@@ -177,6 +204,11 @@ await() {
     if [ "$stage" = 1 ] && [ "$now" -ge $((end + 5000000)) ]; then
       kill -KILL -- "-$cp" 2>/dev/null
       stage=2
+    fi
+    # A supervisor that lives and does not record (stopped) is not waited for past the KILL and 5 s more.
+    if [ "$stage" = 2 ] && [ "$now" -ge $((end + 10000000)) ]; then
+      code=124 size=
+      break
     fi
     if ! kill -0 "$sp" 2>/dev/null; then
       [ -e "$u.exit" ] && read -r code size < "$u.exit"
@@ -206,7 +238,7 @@ request() {
   printf '%s\0' "$s" "@{envs[@]}" > "$f.in" || return
   [ -z "$intext" ] || printf '%s' "$text" > "$f.stdin"
 }
-replayed=0 code= size= u= sp= cp= end= q=
+replayed=0 code= size= u= sp= cp= end= q= started=
 set -C
 if [ -e "$f.unit" ] || ! { : > "$f.run"; } 2>/dev/null; then
   set +C

@@ -143,7 +143,10 @@ it('refuses a wrong key, then starts a session from an agent and environment and
     .getByRole('listitem', { name: 'Agent message' })
     .filter({ hasText: 'You said: and a second time' })
     .waitFor();
-  expect(await page.getByLabel('Message', { exact: true }).inputValue()).toBe('');
+  // The box empties when the send's response comes, which on a busy machine can be after the reply streamed in.
+  const box = page.getByLabel('Message', { exact: true });
+  for (let i = 0; i < 100 && (await box.inputValue()) !== ''; i++) await page.waitForTimeout(100);
+  expect(await box.inputValue()).toBe('');
 
   // A bash call with long output: folded to its head, the whole a click away.
   await send(page, 'please run `seq 1 60 | sed s/^/row-/`');

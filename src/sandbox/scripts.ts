@@ -160,6 +160,9 @@ rewarm() {
     read -r w a x < "$d/warm.$1"
   fi
   [ -n "$a" ] && kill -0 "$a" 2>/dev/null && return
+  # The supervisor the slot names is gone: its unit's bash (and a command running in it, which its call reports as
+  # exit 255 anyway) goes too, or it would wait unreachable until its 10 minutes are up.
+  [ "$w" != starting ] && [ -n "$x" ] && kill -KILL -- "-@{x%% *}" 2>/dev/null
   start "$1"
 }
 # claim: takes a free warm unit (sets u sp cp q), or returns 1. A slot whose supervisor is gone gets its next unit

@@ -31,23 +31,28 @@ const run = (script: string, opts: Partial<ExecRequest> = {}) =>
 const gone = (pid: string) =>
   `p=${pid}; for i in $(seq 100); do [ -e /proc/$p ] || break; sleep 0.1; done; [ -e /proc/$p ] && cut -d" " -f3 /proc/$p/stat || echo gone`;
 
+/** Runs `script` as `bash -c` in a bare exec, stdout and stderr joined, as the command ran before warm units. */
+async function bashC(script: string): Promise<string> {
+  const exec = await provider.docker.getContainer(sandboxId).exec({
+    Cmd: ['bash', '-c', script],
+    User: '1000',
+    AttachStdout: true,
+    AttachStderr: true,
+  });
+  const stream = await exec.start({ hijack: true, stdin: false });
+  const out: Buffer[] = [];
+  const sink = new PassThrough().on('data', (c: Buffer) => out.push(c));
+  provider.docker.modem.demuxStream(stream, sink, sink);
+  await new Promise((resolve) => stream.on('end', resolve));
+  return Buffer.concat(out).toString('utf8');
+}
+
 /** Waits until both slots hold a free warm unit, looking with a bare exec (a call of the wrapper would claim one). */
 async function warmUnit(): Promise<void> {
   const check =
     'for n in 0 1; do read -r u s c q < /tmp/.ma-exec/warm.$n && [ ! -e "$u.claimed" ] && kill -0 "$s" && kill -0 "$c" || exit; done; echo free';
   for (let i = 0; i < 100; i++) {
-    const exec = await provider.docker.getContainer(sandboxId).exec({
-      Cmd: ['bash', '-c', check],
-      User: '1000',
-      AttachStdout: true,
-    });
-    const out: Buffer[] = [];
-    await new Promise<void>((resolve, reject) =>
-      exec.start({}, (err, stream) =>
-        err ? reject(err) : stream!.on('data', (c: Buffer) => out.push(c)).on('end', resolve),
-      ),
-    );
-    if (Buffer.concat(out).includes('free')) return;
+    if ((await bashC(check)).includes('free')) return;
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error('the warm units were not published within 5 s');
@@ -176,22 +181,6 @@ it("gives a warm unit's command the call's variables only, not an earlier call's
   });
   expect(r.output).toBe('unset two words\nand a line unset unset unset unset 0 bash\n');
 });
-
-/** Runs `script` as `bash -c` in a bare exec, stdout and stderr joined, as the command ran before warm units. */
-async function bashC(script: string): Promise<string> {
-  const exec = await provider.docker.getContainer(sandboxId).exec({
-    Cmd: ['bash', '-c', script],
-    User: '1000',
-    AttachStdout: true,
-    AttachStderr: true,
-  });
-  const stream = await exec.start({ hijack: true, stdin: false });
-  const out: Buffer[] = [];
-  const sink = new PassThrough().on('data', (c: Buffer) => out.push(c));
-  provider.docker.modem.demuxStream(stream, sink, sink);
-  await new Promise((resolve) => stream.on('end', resolve));
-  return Buffer.concat(out).toString('utf8');
-}
 
 it('runs a script as `bash -c` would: its errors, line numbers, $0, $# and exit code', async () => {
   await run('true');

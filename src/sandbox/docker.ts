@@ -297,14 +297,15 @@ export class DockerSandboxProvider implements SandboxProvider {
     if (bad !== undefined) throw new Error(`a sandbox command's variable must be named in upper case: ${bad}`);
     // Stdin the engine can carry as a variable (text without NUL bytes, small) lets a warm unit run the command;
     // any other comes on the exec's stream.
-    const streamed = !!req.stdin && !asText(req.stdin);
+    const text = req.stdin && textOf(req.stdin);
+    const streamed = !!req.stdin && text === undefined;
     const env = [
       `MA_KEY=${req.key.replace(/[^a-zA-Z0-9_.-]/g, '_')}`,
       `MA_SCRIPT=${req.script}`,
       `MA_TIMEOUT_US=${Math.max(1, Math.round(req.timeoutSeconds * 1e6))}`,
       `MA_MAX=${req.maxOutputBytes}`,
       `MA_HAS_STDIN=${streamed ? 1 : 0}`,
-      ...(req.stdin && !streamed ? [`MA_STDIN=${req.stdin.toString('utf8')}`] : []),
+      ...(text !== undefined ? [`MA_STDIN=${text}`] : []),
       `MA_ENV=${names.join(' ')}`,
       ...Object.entries(req.env ?? {}).map(([k, v]) => `${k}=${v}`),
     ];
@@ -489,14 +490,12 @@ export class DockerSandboxProvider implements SandboxProvider {
 
 export class SetupFailedError extends PlatformError {}
 
-/** Stdin the exec wrapper takes as $MA_STDIN: UTF-8 text without NUL bytes, at most 64 KiB. */
+/** Stdin the exec wrapper takes as $MA_STDIN: UTF-8 text without NUL bytes, at most 64 KiB; else undefined. */
 const STDIN_TEXT_MAX_BYTES = 64 * 1024;
-function asText(stdin: Buffer): boolean {
-  return (
-    stdin.length <= STDIN_TEXT_MAX_BYTES &&
-    !stdin.includes(0) &&
-    Buffer.from(stdin.toString('utf8'), 'utf8').equals(stdin)
-  );
+function textOf(stdin: Buffer): string | undefined {
+  if (stdin.length > STDIN_TEXT_MAX_BYTES || stdin.includes(0)) return undefined;
+  const text = stdin.toString('utf8');
+  return Buffer.from(text, 'utf8').equals(stdin) ? text : undefined;
 }
 
 const META = Buffer.from('\n\0MA-META ');

@@ -28,6 +28,17 @@ export default tseslint.config(
     languageOptions: { ...tseslint.configs.disableTypeChecked.languageOptions, globals: { process: 'readonly', console: 'readonly' } },
   },
   {
+    // Jest's reporters (test/helpers/*-reporter.js): CommonJS modules that Jest loads untransformed.
+    files: ['test/**/*.js'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      sourceType: 'commonjs',
+      globals: { process: 'readonly', require: 'readonly', module: 'writable' },
+    },
+    rules: { ...tseslint.configs.disableTypeChecked.rules, '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     files: ['src/workflows/**/*.ts', 'src/session/**/*.ts'],
     rules: {
       'no-restricted-imports': [

@@ -49,6 +49,7 @@ import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { forkSession, wakeSession } from '../src/session-ops';
 import { graderScriptKey, judgeScriptKey } from '../src/dev/model-replies';
 import { childSessionId } from '../src/workflows/subagents';
+import { RUNNING_PUBLISH_DELAY_MS } from '../src/workflows/visibility';
 import { spawn, turn } from './helpers/subagents';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -776,6 +777,27 @@ record(
       await say(handle, 'Read the log.');
       await say(handle, 'Once more.');
       await endAndSave(handle, 'model-tail-digest-session.json');
+    } finally {
+      await h.stop();
+    }
+  },
+);
+
+record(
+  'records a quick turn never published as running and a slow one published after the delay (state-running-delay)',
+  async () => {
+    const h = await startHarness();
+    try {
+      const handle = await startSession(h, { id: 'recorded-state-running-delay' });
+      h.mock.script(handle.workflowId, {
+        steps: [
+          { reply: { content: [{ type: 'text', text: 'Quick.' }] } },
+          { firstByteDelayMs: RUNNING_PUBLISH_DELAY_MS + 1500, reply: { content: [{ type: 'text', text: 'Slow.' }] } },
+        ],
+      });
+      await say(handle, 'A quick one.');
+      await say(handle, 'A slow one.');
+      await endAndSave(handle, 'state-running-delay-session.json');
     } finally {
       await h.stop();
     }

@@ -1,6 +1,14 @@
 // Keeps a session's search attributes and memo current, so the Web UI can find it by state, agent and model.
 import type { SearchAttributePair } from '@temporalio/common';
-import { condition, log, proxySinks, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  log,
+  patched,
+  proxySinks,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import {
   FIRST_MESSAGE_MEMO,
   SESSION_STATE_KEY,
@@ -14,8 +22,18 @@ import type { SessionLogSinks } from '../session/log-push';
 const { sessionLog } = proxySinks<SessionLogSinks>();
 
 /**
+ * How long a turn runs before the state attribute says `running`. Each upsert is a history event and a write to
+ * the server's visibility store: publishing every turn's `running` and then its end made two per turn, and at
+ * saturation they were half of the server's CPU per text turn. A turn over within this time is never published as
+ * running and writes nothing; a longer one is, this long after it started (visibility is eventually consistent
+ * anyway). Every other state is published when it comes.
+ */
+export const RUNNING_PUBLISH_DELAY_MS = 2000;
+
+/**
  * Sets the agent's name and model (and the state) where the start did not, then upserts the state each time
- * it changes, and the first user message into the memo if the start did not carry it. Runs for the whole run.
+ * it changes (`running` only once a turn has lasted RUNNING_PUBLISH_DELAY_MS), and the first user message into the
+ * memo if the start did not carry it. Runs for the whole run.
  */
 export function trackVisibility(
   agent: { name: string; model: string },
@@ -30,6 +48,13 @@ export function trackVisibility(
   void (async () => {
     for (;;) {
       await condition(() => state() !== published);
+      // Histories recorded before the delay published `running` at once.
+      if (state() === 'running' && patched('state-running-delay')) {
+        // A timer, started and cancelled by the turn's own tasks; only a turn that outlasts it gets a task more.
+        if (await condition(() => state() !== 'running', RUNNING_PUBLISH_DELAY_MS)) {
+          if (state() === published) continue;
+        }
+      }
       published = state();
       upsertSearchAttributes([{ key: SESSION_STATE_KEY, value: published }]);
     }

@@ -120,7 +120,8 @@ export function commit(): string {
   try {
     const sha = execFileSync('git', ['-C', ROOT, 'rev-parse', 'HEAD'], { encoding: 'utf8' }).trim();
     const dirty =
-      execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no'], {
+      // The results a run before this one wrote (bench/results) are not a change to what is measured.
+      execFileSync('git', ['-C', ROOT, 'status', '--porcelain', '--untracked-files=no', '--', '.', ':!bench/results'], {
         encoding: 'utf8',
       }).trim() !== '';
     return dirty ? `${sha}-dirty` : sha;

@@ -29,6 +29,8 @@ const { sessionLog } = proxySinks<SessionLogSinks>();
  * anyway). Every other state is published when it comes.
  */
 export const RUNNING_PUBLISH_DELAY_MS = 2000;
+/** The summary of that timer in the history (and the Web UI). */
+export const RUNNING_TIMER_SUMMARY = 'publish running';
 
 /**
  * Sets the agent's name and model (and the state) where the start did not, then upserts the state each time
@@ -51,7 +53,9 @@ export function trackVisibility(
       // Histories recorded before the delay published `running` at once.
       if (state() === 'running' && patched('state-running-delay')) {
         // A timer, started and cancelled by the turn's own tasks; only a turn that outlasts it gets a task more.
-        if (await condition(() => state() !== 'running', RUNNING_PUBLISH_DELAY_MS)) {
+        if (
+          await condition(() => state() !== 'running', RUNNING_PUBLISH_DELAY_MS, { summary: RUNNING_TIMER_SUMMARY })
+        ) {
           if (state() === published) continue;
         }
       }

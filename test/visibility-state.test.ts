@@ -1,11 +1,13 @@
-// The state search attribute: a turn over within RUNNING_PUBLISH_DELAY_MS writes nothing to visibility (its timer is
-// cancelled with the turn's last task); a longer one is listed as `running` while it runs and `waiting_for_user`
-// once it ends.
+// The state search attribute: a turn that starts from waiting_for_user is published as `running` only once it has run
+// RUNNING_PUBLISH_DELAY_MS (its timer is cancelled with the turn's last task otherwise); a longer one is listed as
+// `running` while it runs and `waiting_for_user` once it ends; an approval's wait and its end are published at once.
 import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
+import { optionalTsToMs, tsToMs } from '@temporalio/common/lib/time';
 import type { temporal } from '@temporalio/proto';
-import { sendMessageUpdate } from '../src/session/contract';
+import { resolveToolUseUpdate, sendMessageUpdate } from '../src/session/contract';
 import { RUNNING_PUBLISH_DELAY_MS } from '../src/workflows/visibility';
+import { requiresAction, toolStep } from './helpers/actions';
 import { say, startHarness, startSession, turnDone, uniqueId, waitForEvents, type Harness } from './helpers/env';
 
 let h: Harness;
@@ -36,7 +38,22 @@ function stateUpserts(events: Event[]): string[] {
   });
 }
 
-const count = (events: Event[], attr: keyof Event) => events.filter((e) => e[attr] != null).length;
+/** The state timers (RUNNING_PUBLISH_DELAY_MS long) the events start, and how each ended. */
+function stateTimers(events: Event[]): { id: string; ended: 'fired' | 'canceled' | 'pending'; lastedMs: number }[] {
+  return events
+    .filter((e) => optionalTsToMs(e.timerStartedEventAttributes?.startToFireTimeout) === RUNNING_PUBLISH_DELAY_MS)
+    .map((start) => {
+      const id = start.timerStartedEventAttributes!.timerId!;
+      const end = events.find(
+        (e) => (e.timerFiredEventAttributes ?? e.timerCanceledEventAttributes)?.timerId === id && e !== start,
+      );
+      return {
+        id,
+        ended: !end ? 'pending' : end.timerFiredEventAttributes ? 'fired' : 'canceled',
+        lastedMs: end ? tsToMs(end.eventTime) - tsToMs(start.eventTime) : NaN,
+      };
+    });
+}
 
 async function lastEventId(handle: WorkflowHandle): Promise<number> {
   const events = (await handle.fetchHistory()).events ?? [];
@@ -67,14 +84,20 @@ it('publishes running only for a turn that outlasts the delay, and its end after
   const handle = await startSession(h, { id });
   await waitListed('AgentSessionState="waiting_for_user"', id);
 
-  // A quick turn: its timer is started and cancelled, and no state is upserted.
+  // A quick turn: one state timer, which its end cancels, and no state upserted. (A machine too loaded to end the
+  // turn within the delay lets the timer fire: then the turn is published as running, as any long turn is.)
   const beforeQuick = await lastEventId(handle);
   await say(handle, 'a quick one');
   const quick = await eventsAfter(handle, beforeQuick);
-  expect(stateUpserts(quick)).toEqual([]);
-  expect(count(quick, 'timerStartedEventAttributes')).toBe(1);
-  expect(count(quick, 'timerCanceledEventAttributes')).toBe(1);
-  expect(count(quick, 'timerFiredEventAttributes')).toBe(0);
+  const [quickTimer, ...more] = stateTimers(quick);
+  expect(more).toEqual([]);
+  if (quickTimer.ended === 'canceled') {
+    expect(quickTimer.lastedMs).toBeLessThan(RUNNING_PUBLISH_DELAY_MS);
+    expect(stateUpserts(quick)).toEqual([]);
+  } else {
+    expect(quickTimer.ended).toBe('fired');
+    expect(stateUpserts(quick)).toEqual(['running', 'waiting_for_user']);
+  }
 
   // A slow turn: listed as running while the model call is out, then as waiting for the user.
   const beforeSlow = await lastEventId(handle);
@@ -84,6 +107,40 @@ it('publishes running only for a turn that outlasts the delay, and its end after
   await waitListed('AgentSessionState="waiting_for_user"', id);
   const slow = await eventsAfter(handle, beforeSlow);
   expect(stateUpserts(slow)).toEqual(['running', 'waiting_for_user']);
-  expect(count(slow, 'timerFiredEventAttributes')).toBe(1);
-  expect(count(slow, 'timerCanceledEventAttributes')).toBe(0);
+  expect(stateTimers(slow)).toMatchObject([{ ended: 'fired' }]);
+});
+
+it("publishes an approval's wait and the turn's return to running at once", async () => {
+  const id = uniqueId('ses-visibility-approval');
+  h.mock.script(id, {
+    steps: [
+      toolStep('session_events', { from: 0, limit: 1 }),
+      // After the approval the turn runs on past the delay: its running is published when it resumes, not 2 s in.
+      { firstByteDelayMs: RUNNING_PUBLISH_DELAY_MS + 1500, reply: { content: [{ type: 'text', text: 'read it' }] } },
+    ],
+  });
+  const handle = await startSession(h, {
+    id,
+    agent: { tools: ['session_events'], policies: { session_events: 'always_ask' } },
+  });
+  await waitListed('AgentSessionState="waiting_for_user"', id);
+  const before = await lastEventId(handle);
+  const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text: 'read your log' }] });
+  const [pending] = await requiresAction(handle);
+  await waitListed('AgentSessionState="requires_action"', id);
+  await handle.executeUpdate(resolveToolUseUpdate, { args: [{ toolUseId: pending.toolUseId, allow: true }] });
+  await waitListed('AgentSessionState="running"', id);
+  await waitForEvents(handle, turnDone(seq));
+  await waitListed('AgentSessionState="waiting_for_user"', id);
+  const events = await eventsAfter(handle, before);
+  const states = stateUpserts(events);
+  // The turn's start: running after the delay if the model's first reply came later than it, else never.
+  expect(states.slice(-3)).toEqual(['requires_action', 'running', 'waiting_for_user']);
+  expect(states.slice(0, -3)).toEqual(stateTimers(events)[0].ended === 'fired' ? ['running'] : []);
+  // After the approval, running is upserted with no timer of its own, before the model's reply completes.
+  const upsertId = (state: string) => Number(events.filter((e) => stateUpserts([e])[0] === state).pop()!.eventId);
+  const lastModelCall = events.filter((e) => e.activityTaskCompletedEventAttributes).pop()!;
+  expect(upsertId('running')).toBeGreaterThan(upsertId('requires_action'));
+  expect(upsertId('running')).toBeLessThan(Number(lastModelCall.eventId));
+  expect(stateTimers(events.filter((e) => Number(e.eventId) > upsertId('requires_action')))).toEqual([]);
 });

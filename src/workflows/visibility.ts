@@ -22,11 +22,13 @@ import type { SessionLogSinks } from '../session/log-push';
 const { sessionLog } = proxySinks<SessionLogSinks>();
 
 /**
- * How long a turn runs before the state attribute says `running`. Each upsert is a history event and a write to
- * the server's visibility store: publishing every turn's `running` and then its end made two per turn, and at
- * saturation they were half of the server's CPU per text turn. A turn over within this time is never published as
- * running and writes nothing; a longer one is, this long after it started (visibility is eventually consistent
- * anyway). Every other state is published when it comes.
+ * How long a turn that starts from `waiting_for_user` runs before the state attribute says `running`. Each upsert
+ * is a history event and a write to the server's visibility store: publishing every turn's `running` and then its
+ * end made two per turn, and at saturation they were half of the server's CPU per text turn. A turn over within
+ * this time is never published as running and writes no state; a longer one is, this long after it started
+ * (visibility is eventually consistent anyway). Every other change is published when it comes. With model calls as
+ * local activities, a workflow task's commands (this timer's too) reach the server only when the task completes
+ * or heartbeats, so there `running` shows later.
  */
 export const RUNNING_PUBLISH_DELAY_MS = 2000;
 /** The summary of that timer in the history (and the Web UI). */
@@ -50,15 +52,18 @@ export function trackVisibility(
   void (async () => {
     for (;;) {
       await condition(() => state() !== published);
-      // Histories recorded before the delay published `running` at once.
-      if (state() === 'running' && patched('state-running-delay')) {
-        // A timer, started and cancelled by the turn's own tasks; only a turn that outlasts it gets a task more.
-        if (
-          await condition(() => state() !== 'running', RUNNING_PUBLISH_DELAY_MS, { summary: RUNNING_TIMER_SUMMARY })
-        ) {
-          if (state() === published) continue;
-        }
+      // A turn starting from idle is published as running only if it still runs after the delay; one that leaves
+      // an approval or a retry's wait is published at once, so those states clear promptly. Histories recorded
+      // before the delay published every change at once.
+      if (state() === 'running' && published === 'waiting_for_user' && patched('state-running-delay')) {
+        // A timer the turn's own tasks start and cancel; only a turn that outlasts it gets a task more.
+        const changed = await condition(() => state() !== 'running', RUNNING_PUBLISH_DELAY_MS, {
+          summary: RUNNING_TIMER_SUMMARY,
+        });
+        // Changed first (the turn ended, or waits on someone): decide again from the state it reached.
+        if (changed) continue;
       }
+      if (state() === published) continue;
       published = state();
       upsertSearchAttributes([{ key: SESSION_STATE_KEY, value: published }]);
     }

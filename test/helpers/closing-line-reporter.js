@@ -7,7 +7,10 @@ const { SummaryReporter } = require('@jest/reporters');
 class ClosingLineReporter extends SummaryReporter {
   onRunComplete(testContexts, results) {
     super.onRunComplete(testContexts, results);
-    const failed = results.numFailedTests + results.numRuntimeErrorTestSuites;
+    // A run that failed with no test failing (a run error, an interruption, a failed suite) still reads as failed.
+    // (`results.success` is set only after the reporters have run.)
+    const broken = results.runExecError || results.wasInterrupted || results.numFailedTestSuites > 0;
+    const failed = results.numFailedTests + results.numRuntimeErrorTestSuites || (broken ? 1 : 0);
     const skipped = results.numPendingTests + results.numTodoTests;
     process.stderr.write(`Tests: ${results.numPassedTests} passed, ${failed} failed, ${skipped} skipped\n`);
   }

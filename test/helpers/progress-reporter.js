@@ -1,3 +1,8 @@
-// Jest's default reporter (each file's result as it ends), named by path so that Jest adds no summary reporter of
-// its own after closing-line-reporter.js.
-module.exports = require('@jest/reporters').DefaultReporter;
+// Jest's per-file reporter as its `default` picks it (the verbose one under --verbose, or when one file runs), named by
+// path so that Jest adds no summary reporter of its own after closing-line-reporter.js.
+const { DefaultReporter, VerboseReporter } = require('@jest/reporters');
+
+function ProgressReporter(globalConfig) {
+  return globalConfig.verbose ? new VerboseReporter(globalConfig) : new DefaultReporter(globalConfig);
+}
+module.exports = ProgressReporter;

@@ -45,11 +45,18 @@ export function temporalConnectionOptions(config: TlsConfig): TemporalConnection
 
 type CallBelow = NonNullable<ConstructorParameters<typeof InterceptingCall>[0]>;
 
-/** A call that never reached the channel: it ends with CANCELLED as soon as it starts. */
+/**
+ * A call that never reached the channel: it ends with CANCELLED as soon as it starts. Like grpc-js's own unary call,
+ * it reports an empty reply (`null`) before the status: the SDK's retry interceptor above passes on the reply it
+ * last saw when a call fails, and has none to pass on unless one came.
+ */
 function closedCall(details: string): CallBelow {
   return {
     start(_metadata, listener) {
-      setImmediate(() => listener?.onReceiveStatus?.({ code: status.CANCELLED, details, metadata: new Metadata() }));
+      setImmediate(() => {
+        listener?.onReceiveMessage?.(null);
+        listener?.onReceiveStatus?.({ code: status.CANCELLED, details, metadata: new Metadata() });
+      });
     },
     cancelWithStatus() {},
     getPeer: () => '',

@@ -51,3 +51,18 @@ it('ends a call whose retry comes due after the connection closed with CANCELLED
   expect(ended.code).toBe(status.CANCELLED);
   expect(ended.message).toMatch(/connection was closed/);
 });
+
+it('ends a call made after the connection closed with CANCELLED', async () => {
+  const connection = Connection.lazy({
+    address: `127.0.0.1:${await refusedPort()}`,
+    interceptors: grpcInterceptors(),
+  });
+  await connection.close();
+  // The first attempt never reaches the channel: the retry interceptor above the guard sees no reply at all.
+  const ended = await connection.workflowService.getSystemInfo({}).then(
+    () => ({ code: -1, message: 'answered' }),
+    (err: { code: number; message: string }) => ({ code: err.code, message: err.message }),
+  );
+  expect(ended.code).toBe(status.CANCELLED);
+  expect(ended.message).toMatch(/connection was closed/);
+});

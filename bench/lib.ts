@@ -156,6 +156,12 @@ export interface StackServer {
 }
 
 /**
+ * Requests the shared model server remembers: benchmarks that run at once read their sessions' requests while others
+ * (scale's 10,000 sessions) make many more, so the server keeps every request of a run.
+ */
+const BENCH_MAX_RECORDED = 1_000_000;
+
+/**
  * The Temporal server and the local model server, shared by every benchmark; workers come and go per benchmark. A
  * stack is bound to one namespace: `in()` gives a view of the same servers in another namespace (created when the
  * server starts), whose task queues (brain, hands pool, hands hosts) no worker of another one polls, so
@@ -197,7 +203,7 @@ export class Stack {
       String(metricsPort),
       ...namespaces.flatMap((n) => ['--namespace', n]),
     ]);
-    const mock = new MockModelServer();
+    const mock = new MockModelServer({ maxRecorded: BENCH_MAX_RECORDED });
     await mock.start();
     const stack = new Stack(
       {
@@ -225,7 +231,7 @@ export class Stack {
     const cluster = await startTemporalCluster({ log });
     try {
       for (const n of namespaces) await cluster.createNamespace(n, '72h', true);
-      const mock = new MockModelServer();
+      const mock = new MockModelServer({ maxRecorded: BENCH_MAX_RECORDED });
       await mock.start();
       return new Stack(
         {

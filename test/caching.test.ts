@@ -88,4 +88,22 @@ describe('prompt caching', () => {
     expect(short.cache_creation_input_tokens).toBe(0);
     expect(cache.account(body('short', ['hi'])).cache_read_input_tokens).toBe(0);
   });
+
+  it('drops prefixes whose cache life is over', () => {
+    const cache = new PromptCache();
+    const long = (tag: string) => ({
+      model: 'm',
+      system: [
+        { type: 'text', text: `${tag}${'x'.repeat(CACHE_MIN_TOKENS * 4)}`, cache_control: { type: 'ephemeral' } },
+      ],
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    cache.account(long('a'), 0);
+    cache.account(long('b'), 1000);
+    expect(cache.size).toBe(2);
+    // Five minutes after the first: 'a' has expired and is dropped, 'b' (written a second later) is still read.
+    const later = cache.account(long('b'), 5 * 60_000 + 500);
+    expect(later.cache_read_input_tokens).toBeGreaterThan(CACHE_MIN_TOKENS);
+    expect(cache.size).toBe(1);
+  });
 });

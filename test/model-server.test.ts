@@ -213,4 +213,28 @@ describe('local Messages API server', () => {
     });
     expect(Date.now() - started).toBeGreaterThanOrEqual(600);
   });
+
+  it('remembers only the latest requests, so a server left running keeps bounded memory', async () => {
+    const small = new MockModelServer({ maxRecorded: 4 });
+    const c = new Anthropic({ apiKey: 'test', baseURL: await small.start(), maxRetries: 0 });
+    try {
+      for (let i = 1; i <= 9; i++)
+        await c.messages.create({
+          ...base,
+          messages: [{ role: 'user', content: `call ${i}` }],
+          metadata: { user_id: 's-cap' },
+        });
+      const kept = small.requests('s-cap').map((r) => (r.body.messages as { content: string }[])[0].content);
+      expect(kept.length).toBeGreaterThanOrEqual(2);
+      expect(kept.length).toBeLessThanOrEqual(4);
+      // The latest ones, in order.
+      expect(kept).toEqual(Array.from({ length: kept.length }, (_, k) => `call ${10 - kept.length + k}`));
+      // Each keeps its place among all the requests received.
+      expect(small.requests().map((r) => r.n)).toEqual(
+        Array.from({ length: kept.length }, (_, k) => 10 - kept.length + k),
+      );
+    } finally {
+      await small.stop();
+    }
+  });
 });

@@ -29,6 +29,8 @@ import {
 import { PromptCache } from './prompt-cache';
 
 export interface RecordedRequest {
+  /** Its place among the requests this server received, from 1: `requests()` keeps only the latest ones. */
+  n: number;
   sessionId: string;
   path: string;
   body: Record<string, unknown>;
@@ -44,13 +46,23 @@ export interface RecordedRequest {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** How many requests the server remembers by default: the latest, so a server left running keeps bounded memory. */
+export const DEFAULT_MAX_RECORDED = 10_000;
+
 export class MockModelServer {
   private server?: http.Server;
   private readonly scripts = new MockScripts();
-  private readonly log: RecordedRequest[] = [];
+  private log: RecordedRequest[] = [];
+  private received = 0;
+  /** How many requests `requests()` keeps (the latest ones). */
+  readonly maxRecorded: number;
   private readonly cache = new PromptCache();
   private inFlightCount = 0;
   url = '';
+
+  constructor(opts: { maxRecorded?: number } = {}) {
+    this.maxRecorded = Math.max(1, opts.maxRecorded ?? DEFAULT_MAX_RECORDED);
+  }
   /** The built-in brain makes a tool call again when its sandbox was lost (off: it reports the error). */
   reissueLostTools = false;
   /** Accept a conversation ending on an assistant turn, as models with prefill do (off: refused, as current models do). */
@@ -81,6 +93,7 @@ export class MockModelServer {
     this.scripts.release(gate);
   }
 
+  /** The requests received (the latest `maxRecorded` at least half of them, in order), of one session or all. */
   requests(sessionId?: string): RecordedRequest[] {
     return this.log.filter((r) => sessionId === undefined || r.sessionId === sessionId);
   }
@@ -124,6 +137,7 @@ export class MockModelServer {
     }
     const sessionId = String((body.metadata as { user_id?: string } | undefined)?.user_id ?? 'anonymous');
     const record: RecordedRequest = {
+      n: ++this.received,
       sessionId,
       path: url.pathname,
       body,
@@ -132,6 +146,8 @@ export class MockModelServer {
       from: req.socket.remoteAddress,
     };
     this.log.push(record);
+    // Dropped in halves, not one by one: a full log costs one copy per maxRecorded / 2 requests.
+    if (this.log.length > this.maxRecorded) this.log = this.log.slice(-Math.ceil(this.maxRecorded / 2));
     const countTokens = url.pathname.endsWith('/count_tokens');
     const script = this.scripts.get(sessionId);
     try {

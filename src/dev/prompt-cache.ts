@@ -19,9 +19,21 @@ export interface CacheUsage {
  * request reads the longest cached prefix found at one of its breakpoints or up to 20 blocks before one.
  */
 export class PromptCache {
+  /** Each cached prefix's hash and when it expires. */
   private readonly entries = new Map<string, number>();
+  private nextSweep = 0;
+
+  /** How many prefixes are cached (expired ones included until the next sweep). */
+  get size(): number {
+    return this.entries.size;
+  }
 
   account(body: Record<string, unknown>, now = Date.now()): CacheUsage {
+    // Expired prefixes are dropped once per cache lifetime, so a server left running keeps bounded memory.
+    if (now >= this.nextSweep) {
+      for (const [key, expires] of this.entries) if (expires <= now) this.entries.delete(key);
+      this.nextSweep = now + CACHE_TTL_MS;
+    }
     const blocks = flattenForCache(body);
     const hashes: string[] = [];
     const totals: number[] = [];

@@ -492,9 +492,11 @@ export async function runSoak(opts: Partial<SoakOptions> = {}): Promise<SoakResu
     const refusedRequests = new Map<string, string[]>();
     let harvested = 0;
     const harvest = () => {
-      const all = stack.mock.requests();
-      for (; harvested < all.length && all[harvested].status !== 0; harvested++) {
-        const r = all[harvested];
+      // By each request's number: the server keeps only its latest requests, so a place in its list can shift.
+      for (const r of stack.mock.requests()) {
+        if (r.n <= harvested) continue;
+        if (r.status === 0) break;
+        harvested = r.n;
         if (r.path !== '/v1/messages') continue;
         figures.modelRequests++;
         const messages = r.body.messages as { role: string }[] | undefined;

@@ -36,6 +36,7 @@ import {
 } from './lib';
 import {
   ACTIVITIES_PER_TURN,
+  BENCH_AGENT,
   InProcessLoop,
   MODEL_CALLS_PER_TURN,
   platformTurn,
@@ -145,7 +146,7 @@ export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
     handle = await stack.client.workflow.start(sessionWorkflow, {
       taskQueue: BRAIN_TASK_QUEUE,
       workflowId: id,
-      args: [{ agent: testAgent({ system: 'You are a test agent.' }) }],
+      args: [{ agent: BENCH_AGENT() }],
     });
     // The platform turn: callModel (brain queue, eager), execute (the hands host's queue), callModel.
     floor = await startFloorSession(stack, floorWorker, ['brain', 'host', 'brain']);

@@ -8,9 +8,9 @@ import { uniqueId, testAgent } from '../test/helpers/env';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { AnthropicModelClient } from '../src/model/model-client';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
-import { SandboxRecipeSchema } from '../src/session/agent';
+import { SandboxRecipeSchema, type Agent } from '../src/session/agent';
 import type { ApiMessage } from '../src/session/context';
-import { TOOL_SPECS } from '../src/tools/registry';
+import { buildToolSpecs } from '../src/tools/offer';
 import { formatBashOutput } from '../src/hands/hands-activities';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
@@ -25,6 +25,9 @@ export const ACTIVITIES_PER_TURN = 3; // callModel, execute, callModel
 
 export const turnText = (i: number) => `step ${i}: please run \`echo turn ${i} && ls /workspace | wc -l\``;
 
+/** The agent of the platform sessions that the in-process loop is compared with. */
+export const BENCH_AGENT = () => testAgent({ system: 'You are a test agent.' });
+
 export class InProcessLoop {
   private readonly messages: ApiMessage[] = [];
   private sandboxId = '';
@@ -36,6 +39,8 @@ export class InProcessLoop {
     private readonly ctx: Ctx,
     private readonly provider: DockerSandboxProvider,
     readonly id: string,
+    /** The platform session's agent: the loop sends the model the same request (model, system, tools, limits). */
+    private readonly agent: Agent = BENCH_AGENT(),
   ) {
     this.model = new AnthropicModelClient({ apiKey: 'test-key', baseURL: ctx.stack.mock.url });
   }
@@ -57,11 +62,12 @@ export class InProcessLoop {
       const reply = await this.model.createMessage(
         {
           sessionId: this.id,
-          model: 'claude-test',
-          system: 'You are a test agent.',
+          model: this.agent.model,
+          system: this.agent.system,
           messages: this.messages,
-          tools: [TOOL_SPECS.bash],
-          maxTokens: 8192,
+          tools: buildToolSpecs(this.agent),
+          maxTokens: this.agent.limits.maxOutputTokens,
+          cache: this.agent.promptCaching,
         },
         {},
       );
@@ -225,9 +231,9 @@ export async function runTurnOverhead(ctx: Ctx): Promise<BenchResult[]> {
     handle = await stack.client.workflow.start(sessionWorkflow, {
       taskQueue: BRAIN_TASK_QUEUE,
       workflowId: id,
-      args: [{ agent: testAgent({ system: 'You are a test agent.' }) }],
+      args: [{ agent: BENCH_AGENT() }],
     });
-    const localAgent = testAgent({ system: 'You are a test agent.' });
+    const localAgent = BENCH_AGENT();
     localHandle = await stack.client.workflow.start(sessionWorkflow, {
       taskQueue: BRAIN_TASK_QUEUE,
       workflowId: localId,

@@ -151,7 +151,7 @@ export async function profile(handle: WorkflowHandle, turns: number) {
       const a = e.activityTaskCompletedEventAttributes;
       const run = ms(e) - (at.get(String(a?.startedEventId)) ?? ms(e));
       const type = typeOf.get(String(a?.scheduledEventId));
-      if (type === 'callModel') {
+      if (type === 'callModel' || type === 'callModelToolRefs') {
         acc.callModelRun.push(run);
         (callModelByCall[callInTurn++] ??= []).push(run);
       }

@@ -191,6 +191,7 @@ describe('encrypted history', () => {
     const searchAttribute = /^\.upsertWorkflowSearchAttributesEventAttributes\.searchAttributes\.indexedFields\./;
     expect(shown.filter(([at]) => !searchAttribute.test(at))).toEqual([
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'search-attributes' }],
+      ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'model-tool-refs' }],
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'idle-timer-kept' }],
       ['.markerRecordedEventAttributes.details.patch-data.payloads[0]', { deprecated: false, id: 'model-retry-event' }],
       [
@@ -204,14 +205,23 @@ describe('encrypted history', () => {
     const allowed: Record<string, unknown[]> = {
       TemporalChangeVersion: [
         ['search-attributes'],
-        ['idle-timer-kept', 'search-attributes'],
-        ['idle-timer-kept', 'model-retry-event', 'search-attributes'],
-        ['idle-timer-kept', 'model-retry-event', 'search-attributes', 'state-running-delay'],
-        ['idle-timer-kept', 'model-retry-event', 'model-tail-digest', 'search-attributes', 'state-running-delay'],
+        ['model-tool-refs', 'search-attributes'],
+        ['idle-timer-kept', 'model-tool-refs', 'search-attributes'],
+        ['idle-timer-kept', 'model-retry-event', 'model-tool-refs', 'search-attributes'],
+        ['idle-timer-kept', 'model-retry-event', 'model-tool-refs', 'search-attributes', 'state-running-delay'],
         [
           'idle-timer-kept',
           'model-retry-event',
           'model-tail-digest',
+          'model-tool-refs',
+          'search-attributes',
+          'state-running-delay',
+        ],
+        [
+          'idle-timer-kept',
+          'model-retry-event',
+          'model-tail-digest',
+          'model-tool-refs',
           'search-attributes',
           'session-archive',
           'state-running-delay',

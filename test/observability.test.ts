@@ -124,7 +124,7 @@ it('tells infra errors from tool errors in the JSON log and in `agents status` a
   expect(tool).toMatchObject({ level: 'WARN', msg: 'tool error (tool)', eventType: 'tool_result', seq: failed.seq });
   expect(tool).not.toHaveProperty('error');
   const modelCall = lines.find(
-    (l) => l.sessionId === id && l.activity === 'callModel' && l.msg === 'activity completed',
+    (l) => l.sessionId === id && l.activity === 'callModelToolRefs' && l.msg === 'activity completed',
   );
   expect(modelCall).toMatchObject({ attempt: 1, seq: expect.any(Number), durationMs: expect.any(Number) });
   expect(lines.find((l) => l.sessionId === id && l.activity === 'execute')).toMatchObject({
@@ -164,11 +164,13 @@ it('tells infra errors from tool errors in the JSON log and in `agents status` a
   await handle.result();
   const names = await waitFor('spans', () => {
     const n = new Set(receiver.spans.map((s) => s.name));
-    return n.has('RunWorkflow:sessionWorkflow') && n.has('RunActivity:callModel') && n.has('RunActivity:execute')
+    return n.has('RunWorkflow:sessionWorkflow') &&
+      n.has('RunActivity:callModelToolRefs') &&
+      n.has('RunActivity:execute')
       ? n
       : undefined;
   });
-  expect(names).toContain('StartActivity:callModel');
+  expect(names).toContain('StartActivity:callModelToolRefs');
   expect(receiver.spans.find((s) => s.name === 'RunActivity:execute')?.service).toBe('managed-agents-all');
 });
 

@@ -804,6 +804,35 @@ record(
   },
 );
 
+record("records model calls that send the platform's tool specs by reference (model-tool-refs)", async () => {
+  const h = await startHarness();
+  try {
+    const handle = await startSession(h, {
+      id: 'recorded-model-tool-refs',
+      agent: {
+        tools: ['session_events', 'bash', 'read'],
+        clientTools: [
+          {
+            name: 'lookup_order',
+            description: 'Looks an order up.',
+            input_schema: { type: 'object', properties: { id: { type: 'string' } } },
+          },
+        ],
+      },
+    });
+    h.mock.script(handle.workflowId, {
+      steps: [
+        toolStep('session_events', { from: 0, limit: 2 }),
+        { reply: { content: [{ type: 'text', text: 'Read it.' }] } },
+      ],
+    });
+    await say(handle, 'Read the log.');
+    await endAndSave(handle, 'model-tool-refs-session.json');
+  } finally {
+    await h.stop();
+  }
+});
+
 record("records model calls run as local activities, handed their window's events (model-local-activity)", async () => {
   const h = await startHarness();
   try {

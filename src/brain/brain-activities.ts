@@ -28,6 +28,7 @@ import {
 } from '../session/outcome-grading';
 import { eventsDigest } from '../session/digest';
 import type { ToolSpec } from '../tools/kind';
+import { expandToolSpecs, UnknownToolRefError, type WireToolSpec } from '../tools/tool-refs';
 import { parseSessionEvents, sliceOutcome } from '../tools/session-events';
 import { Failure } from '../session/failure-types';
 
@@ -51,6 +52,9 @@ export interface CallModelInput {
   /** A local call's events of the window that its run holds, through throughSeq (the workflow hands them over). */
   events?: SessionEvent[];
 }
+
+/** callModel's input with its tool specs as references where the platform has them (src/tools/tool-refs.ts). */
+export type CallModelToolRefsInput = Omit<CallModelInput, 'tools'> & { tools: WireToolSpec[] };
 
 /** Either the model's reply, or (with `compact`) a request to compact the window first. */
 export type CallModelResult = (ModelReply & { compact?: undefined }) | { compact: { cutSeq: number; tokens: number } };
@@ -273,31 +277,48 @@ export function createActivities(deps: ActivityDeps) {
     };
   };
 
+  /** One model call over the session's context window; asks for a compaction first when the window is over budget. */
+  const callModel = async (input: CallModelInput): Promise<CallModelResult> => {
+    const { built } = await contextOf(input, input.window ?? FULL_WINDOW);
+    if (built.overBudget && built.cutSeq !== undefined)
+      return { compact: { cutSeq: built.cutSeq, tokens: built.tokens } };
+    // Keyed by the event the reply follows: the watcher shows it until the log has that reply.
+    const live = deps.stream?.open(
+      input.sessionId,
+      { kind: 'model', throughSeq: input.throughSeq },
+      Context.current().info.attempt,
+    );
+    return stream(
+      {
+        sessionId: input.sessionId,
+        model: input.model,
+        system: built.system,
+        messages: built.messages,
+        tools: input.tools,
+        maxTokens: input.maxTokens,
+        cache: input.caching === true,
+      },
+      input.streamIdleMs,
+      live,
+    );
+  };
+
   return {
-    /** One model call over the session's context window; asks for a compaction first when the window is over budget. */
-    async callModel(input: CallModelInput): Promise<CallModelResult> {
-      const { built } = await contextOf(input, input.window ?? FULL_WINDOW);
-      if (built.overBudget && built.cutSeq !== undefined)
-        return { compact: { cutSeq: built.cutSeq, tokens: built.tokens } };
-      // Keyed by the event the reply follows: the watcher shows it until the log has that reply.
-      const live = deps.stream?.open(
-        input.sessionId,
-        { kind: 'model', throughSeq: input.throughSeq },
-        Context.current().info.attempt,
-      );
-      return stream(
-        {
-          sessionId: input.sessionId,
-          model: input.model,
-          system: built.system,
-          messages: built.messages,
-          tools: input.tools,
-          maxTokens: input.maxTokens,
-          cache: input.caching === true,
-        },
-        input.streamIdleMs,
-        live,
-      );
+    callModel,
+    /**
+     * callModel for a run that sends its tool specs by reference (src/tools/tool-refs.ts), expanded here from this
+     * worker's registry. A worker that predates references has no activity of this name: a call it is given fails
+     * and is tried again elsewhere, rather than reaching the model with specs it cannot read.
+     */
+    async callModelToolRefs(input: CallModelToolRefsInput): Promise<CallModelResult> {
+      let tools: ToolSpec[];
+      try {
+        tools = expandToolSpecs(input.tools);
+      } catch (err) {
+        if (!(err instanceof UnknownToolRefError)) throw err;
+        throw ApplicationFailure.create({ message: err.message, type: Failure.Model.UnknownToolRef });
+      }
+      return callModel({ ...input, tools });
     },
 
     /**

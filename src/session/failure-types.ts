@@ -63,6 +63,8 @@ export const Failure = {
     Server: 'ModelError.Server',
     Stream: 'ModelError.Stream',
     Timeout: 'ModelError.Timeout',
+    /** A model call's tool spec reference that the worker's code does not know (a worker older than the run). */
+    UnknownToolRef: 'ModelError.UnknownToolRef',
   },
   Outcome: {
     Active: 'OutcomeError.Active',

@@ -3,7 +3,7 @@
 import type { Client } from '@temporalio/client';
 import { streamUrlOf } from './token';
 
-const PREVIEW_ACTIVITIES = new Set(['callModel', 'execute']);
+const PREVIEW_ACTIVITIES = new Set(['callModel', 'callModelToolRefs', 'execute']);
 
 export interface StreamingWorkers {
   /** The stream endpoints of the workers running the session's previewed activities. */

@@ -5,6 +5,7 @@
 //   call carries only the digest of what was appended since, and the worker checks its copy against it;
 // - the query: the worker reads the events it lacks from the run (a run's first call, and after a long stretch);
 // - the local activity (limits.modelCall 'local'): the call is handed the run's events of its window itself.
+// A call that is not local sends the platform's own tool specs by reference (src/tools/tool-refs.ts).
 import { patched } from '@temporalio/workflow';
 import type { ModelReply } from '../model/model-client';
 import type { CallModelInput, CallModelResult } from '../brain/brain-activities';
@@ -12,6 +13,7 @@ import type { Agent } from '../session/agent';
 import { eventsDigest } from '../session/digest';
 import { modelSummary } from '../session/summaries';
 import type { ToolSpec } from '../tools/kind';
+import { compactToolSpecs } from '../tools/tool-refs';
 import type { SessionActivities } from './activity-options';
 import { withLoggedRetries } from './model-retry';
 import type { SessionRun } from './session-run';
@@ -28,6 +30,12 @@ export class ModelCaller {
    * them would wait for it). Only a window reaching back before the run is read, from the archive.
    */
   private readonly local: boolean;
+  /**
+   * Tool specs of the platform's own go as references (src/tools/tool-refs.ts), through callModelToolRefs: the
+   * agent's default toolset whole was most of what every model call wrote to history. A local call's input is never
+   * written to history, so it carries them whole.
+   */
+  private readonly toolRefs: boolean;
   /** The last seq a model call of this run read (undefined before the first one). */
   private readThrough: number | undefined;
 
@@ -39,6 +47,7 @@ export class ModelCaller {
     private readonly toolSpecs: ToolSpec[],
   ) {
     this.local = agent.limits.modelCall === 'local' && patched('model-local-activity');
+    this.toolRefs = !this.local && patched('model-tool-refs');
   }
 
   /** One model reply over the current window, compacting the window first when it is over budget; with the last seq its call read. */
@@ -119,7 +128,12 @@ export class ModelCaller {
   private callModel(summary: { summary: string }, request: CallModelInput): Promise<CallModelResult> {
     const { run } = this;
     return this.withRetries((p) => {
-      if (!this.local) return p.model.callModel.executeWithOptions(summary, [request]);
+      if (!this.local)
+        return this.toolRefs
+          ? p.model.callModelToolRefs.executeWithOptions(summary, [
+              { ...request, tools: compactToolSpecs(request.tools) },
+            ])
+          : p.model.callModel.executeWithOptions(summary, [request]);
       const from = Math.max(request.window?.fromSeq ?? 0, run.baseSeq);
       return p.localModel.callModel.executeWithOptions(summary, [
         { ...request, events: run.events.slice(from - run.baseSeq, request.throughSeq + 1 - run.baseSeq) },

@@ -1,8 +1,8 @@
 // Tool specs as a model call's input carries them into history. A spec of the platform's own (a tool kind's, or
 // web_fetch's), offered under the agent's name and perhaps with a note added to its description, travels as a
 // reference that the model's worker expands from its own registry; any other spec (an MCP server's, a client
-// tool's) travels whole. The agent's default toolset is about 4 KB of specs: sent whole, it was most of what every
-// model call wrote to history.
+// tool's) travels whole. The default toolset's specs are 1,945 bytes of JSON, and 154 by reference: sent whole,
+// they were written to history with every model call.
 import type { ToolSpec } from './kind';
 import { TOOL_SPECS } from './registry';
 import { webFetchSpec } from './web-fetch';

@@ -31,8 +31,8 @@ export class ModelCaller {
    */
   private readonly local: boolean;
   /**
-   * Tool specs of the platform's own go as references (src/tools/tool-refs.ts), through callModelToolRefs: the
-   * agent's default toolset whole was most of what every model call wrote to history. A local call's input is never
+   * Tool specs of the platform's own go as references (src/tools/tool-refs.ts), through callModelToolRefs: sent
+   * whole, every model call wrote them to history. A local call's input is never
    * written to history, so it carries them whole.
    */
   private readonly toolRefs: boolean;

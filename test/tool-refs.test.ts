@@ -46,15 +46,29 @@ describe('tool spec references', () => {
       'bash_other',
       'web_fetch',
     ]);
-    expect(refs[own]).toEqual({ ref: 'bash', name: 'bash_other', suffix: ' Runs in the sandbox "b".' });
+    expect(refs[own]).toEqual({
+      ref: 'bash',
+      name: 'bash_other',
+      suffix: ' Runs in the sandbox "b".',
+      digest: expect.stringMatching(/^[0-9a-f]{16}$/),
+    });
+    // Each expanded spec is a copy: nothing done to it reaches the registry.
+    const [bash] = expandToolSpecs([refs[0]]);
+    expect(bash.input_schema).toEqual(TOOL_SPECS.bash.input_schema);
+    expect(bash.input_schema).not.toBe(TOOL_SPECS.bash.input_schema);
     expect(wire.slice(own + 2)).toEqual(specs.slice(own + 2));
     // The default toolset by reference is a small fraction of it whole.
     const defaults = buildToolSpecs(testAgent());
     expect(JSON.stringify(compactToolSpecs(defaults)).length).toBeLessThan(JSON.stringify(defaults).length / 5);
   });
 
-  it('refuses a reference its code does not know', () => {
-    expect(() => expandToolSpecs([{ ref: 'teleport', name: 'teleport' }])).toThrow(UnknownToolRefError);
+  it('refuses a reference its code does not know, or knows as another spec', () => {
+    const [ref] = compactToolSpecs([TOOL_SPECS.bash]) as ToolRef[];
+    expect(() => expandToolSpecs([{ ...ref, ref: 'teleport' }])).toThrow(UnknownToolRefError);
+    // The digest of the spec in the sending code: a worker with another description or schema under the name refuses it.
+    expect(() => expandToolSpecs([{ ...ref, digest: '0000000000000000' }])).toThrow(
+      /no tool spec "bash" as the session offers it/,
+    );
   });
 });
 

@@ -14,10 +14,15 @@ function canonical(value: unknown): string {
 }
 
 export function eventsDigest(events: readonly SessionEvent[]): string {
+  return valuesDigest(events);
+}
+
+/** The same digest over any JSON values (a model call's tool spec references carry one of their spec's). */
+export function valuesDigest(values: readonly unknown[]): string {
   // Two 32-bit FNV-1a lanes with different offsets, over UTF-16 code units.
   let a = 0x811c9dc5;
   let b = 0x9e3779b9;
-  for (const e of events) {
+  for (const e of values) {
     const s = canonical(e);
     for (let i = 0; i < s.length; i++) {
       const c = s.charCodeAt(i);

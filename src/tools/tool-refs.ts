@@ -3,15 +3,22 @@
 // reference that the model's worker expands from its own registry; any other spec (an MCP server's, a client
 // tool's) travels whole. The default toolset's specs are 1,945 bytes of JSON, and 154 by reference: sent whole,
 // they were written to history with every model call.
+import { valuesDigest } from '../session/digest';
 import type { ToolSpec } from './kind';
 import { TOOL_SPECS } from './registry';
 import { webFetchSpec } from './web-fetch';
 
-/** A spec of the platform's own: `ref` names it, `name` is the agent's, `suffix` what the description adds. */
+/**
+ * A spec of the platform's own: `ref` names it, `name` is the agent's, `suffix` what the description adds, and
+ * `digest` is the digest of the spec `ref` names in the code that sent it: a worker whose code has another spec under
+ * that name (a version with another description or schema) refuses the reference instead of offering the model a
+ * spec the session does not.
+ */
 export interface ToolRef {
   ref: string;
   name: string;
   suffix?: string;
+  digest: string;
 }
 
 /** A spec as a model call's input carries it: by reference, or whole. */
@@ -24,11 +31,13 @@ function bases(): Map<string, ToolSpec> {
   return new Map<string, ToolSpec>([...Object.entries(TOOL_SPECS), ['web_fetch', webFetchSpec]]);
 }
 
-/** The spec `ref` stands for, or undefined when this code has no spec of that reference. */
+/** The spec `ref` stands for, or undefined when this code has no spec of that reference, or another one. */
 function expandOne(ref: ToolRef): ToolSpec | undefined {
   const base = bases().get(ref.ref);
-  if (!base) return undefined;
-  return { ...base, name: ref.name, description: base.description + (ref.suffix ?? '') };
+  if (!base || valuesDigest([base]) !== ref.digest) return undefined;
+  // A copy of its own: nothing done to one call's specs reaches the registry.
+  const copy = JSON.parse(JSON.stringify(base)) as ToolSpec;
+  return { ...copy, name: ref.name, description: copy.description + (ref.suffix ?? '') };
 }
 
 /**
@@ -42,7 +51,7 @@ export function compactToolSpecs(specs: readonly ToolSpec[]): WireToolSpec[] {
     const schema = JSON.stringify(s.input_schema);
     const base = byKey.find((b) => b.schema === schema && s.description.startsWith(b.spec.description));
     if (!base) return s;
-    const ref: ToolRef = { ref: base.ref, name: s.name };
+    const ref: ToolRef = { ref: base.ref, name: s.name, digest: valuesDigest([base.spec]) };
     const suffix = s.description.slice(base.spec.description.length);
     if (suffix !== '') ref.suffix = suffix;
     // Only a reference that gives back this very spec stands for it.
@@ -59,7 +68,10 @@ export function expandToolSpecs(wire: readonly WireToolSpec[]): ToolSpec[] {
     // A spec whole always has a schema; a reference never does.
     if ('input_schema' in w) return w;
     const spec = expandOne(w);
-    if (!spec) throw new UnknownToolRefError(`this worker has no tool spec ${JSON.stringify(w.ref)} (tool ${w.name})`);
+    if (!spec)
+      throw new UnknownToolRefError(
+        `this worker has no tool spec ${JSON.stringify(w.ref)} as the session offers it (tool ${w.name})`,
+      );
     return spec;
   });
 }

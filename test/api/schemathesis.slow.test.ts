@@ -181,12 +181,15 @@ it('finds no 5xx, hang or cross-workspace read on any route, and refused request
   process.stderr.write(
     `operations tested: ${figures.operations.tested}, cases: ${figures.test_cases.generated}, with failures: ${figures.test_cases.with_failures}\n`,
   );
-  // Schemathesis's banners (`==== No issues found in 35.12s ====`) read like pytest's closing line to a log
-  // reader; the summary is printed without their padding.
+  // Schemathesis closes its summary as pytest closes a run (`==== 2 warnings in 113.08s ====`, `No issues found in
+  // 35.12s`), which a log reader takes for a test run's closing line counting no test. The summary is printed
+  // indented, without the banners, and with that line reworded.
   const summary = st.stdout
     .slice(st.stdout.indexOf('SUMMARY'))
     .replace(/^=+ (.*?) =+$/gm, '$1')
-    .replace(/^(SUMMARY) =+$/m, '$1');
+    .replace(/^(SUMMARY) =+$/m, '$1')
+    .replace(/^(.*\S) in (\d+(?:\.\d+)?)s$/gm, 'result: $1 (after $2 seconds)')
+    .replace(/^(?=.)/gm, '  ');
   process.stderr.write(`schemathesis ${SCHEMATHESIS_VERSION} in ${seconds.toFixed(0)} s:\n${summary}\n`);
   expect({ code: st.code, out: st.code === 0 ? '' : st.stdout.slice(-20_000) + st.stderr.slice(-5000) }).toEqual({
     code: 0,

@@ -93,7 +93,7 @@ export class MockModelServer {
     this.scripts.release(gate);
   }
 
-  /** The requests received (the latest `maxRecorded` at least half of them, in order), of one session or all. */
+  /** The requests received, of one session or all, in order: the latest ones (between half of `maxRecorded` and all of it). */
   requests(sessionId?: string): RecordedRequest[] {
     return this.log.filter((r) => sessionId === undefined || r.sessionId === sessionId);
   }

@@ -27,17 +27,11 @@ export type WireToolSpec = ToolRef | ToolSpec;
 const SPEC_KEYS = new Set(['name', 'description', 'input_schema']);
 
 /** The platform's own specs, by the reference that names them. */
-function bases(): Map<string, ToolSpec> {
-  return new Map<string, ToolSpec>([...Object.entries(TOOL_SPECS), ['web_fetch', webFetchSpec]]);
-}
+const BASES = new Map<string, ToolSpec>([...Object.entries(TOOL_SPECS), ['web_fetch', webFetchSpec]]);
 
-/** The spec `ref` stands for, or undefined when this code has no spec of that reference, or another one. */
-function expandOne(ref: ToolRef): ToolSpec | undefined {
-  const base = bases().get(ref.ref);
-  if (!base || valuesDigest([base]) !== ref.digest) return undefined;
-  // A copy of its own: nothing done to one call's specs reaches the registry.
-  const copy = JSON.parse(JSON.stringify(base)) as ToolSpec;
-  return { ...copy, name: ref.name, description: copy.description + (ref.suffix ?? '') };
+/** `base` under the agent's `name`, its description followed by `suffix`. */
+function fromBase(base: ToolSpec, name: string, suffix = ''): ToolSpec {
+  return { ...base, name, description: base.description + suffix };
 }
 
 /**
@@ -45,18 +39,17 @@ function expandOne(ref: ToolRef): ToolSpec | undefined {
  * schema, its description the base's with a suffix) as that reference, every other one whole.
  */
 export function compactToolSpecs(specs: readonly ToolSpec[]): WireToolSpec[] {
-  const byKey = [...bases()].map(([ref, spec]) => ({ ref, spec, schema: JSON.stringify(spec.input_schema) }));
+  const byKey = [...BASES].map(([ref, spec]) => ({ ref, spec, schema: JSON.stringify(spec.input_schema) }));
   return specs.map((s) => {
     if (!Object.keys(s).every((k) => SPEC_KEYS.has(k))) return s;
     const schema = JSON.stringify(s.input_schema);
     const base = byKey.find((b) => b.schema === schema && s.description.startsWith(b.spec.description));
-    if (!base) return s;
+    const suffix = base && s.description.slice(base.spec.description.length);
+    // Only a reference that gives back this very spec (its keys in the same order) stands for it.
+    if (!base || JSON.stringify(fromBase(base.spec, s.name, suffix)) !== JSON.stringify(s)) return s;
     const ref: ToolRef = { ref: base.ref, name: s.name, digest: valuesDigest([base.spec]) };
-    const suffix = s.description.slice(base.spec.description.length);
-    if (suffix !== '') ref.suffix = suffix;
-    // Only a reference that gives back this very spec stands for it.
-    const back = expandOne(ref);
-    return back && JSON.stringify(back) === JSON.stringify(s) ? ref : s;
+    if (suffix) ref.suffix = suffix;
+    return ref;
   });
 }
 
@@ -67,11 +60,13 @@ export function expandToolSpecs(wire: readonly WireToolSpec[]): ToolSpec[] {
   return wire.map((w) => {
     // A spec whole always has a schema; a reference never does.
     if ('input_schema' in w) return w;
-    const spec = expandOne(w);
-    if (!spec)
+    // A worker whose code has another spec under the name (another description or schema) refuses it too.
+    const base = BASES.get(w.ref);
+    if (!base || valuesDigest([base]) !== w.digest)
       throw new UnknownToolRefError(
         `this worker has no tool spec ${JSON.stringify(w.ref)} as the session offers it (tool ${w.name})`,
       );
-    return spec;
+    // A copy of its own: nothing done to one call's specs reaches the registry.
+    return fromBase(JSON.parse(JSON.stringify(base)) as ToolSpec, w.name, w.suffix);
   });
 }

@@ -32,8 +32,8 @@ export class ModelCaller {
   private readonly local: boolean;
   /**
    * Tool specs of the platform's own go as references (src/tools/tool-refs.ts), through callModelToolRefs: sent
-   * whole, every model call wrote them to history. A local call's input is never
-   * written to history, so it carries them whole.
+   * whole, every model call wrote them to history. A local call's input is never written to history, so it carries
+   * them whole.
    */
   private readonly toolRefs: boolean;
   /** The last seq a model call of this run read (undefined before the first one). */

@@ -11,7 +11,7 @@ import {
   readEvents,
   type SessionLog,
 } from '../src/log/session-log';
-import { eventsDigest } from '../src/session/digest';
+import { eventsDigest, valuesDigest } from '../src/session/digest';
 import type { SessionEvent } from '../src/session/events';
 import type { EventsPage } from '../src/session/contract';
 
@@ -82,6 +82,12 @@ describe('eventsDigest', () => {
       eventsDigest(original),
     );
     expect(eventsDigest([original[1], original[0]])).not.toBe(eventsDigest(original));
+  });
+
+  it('gives the values it always gave: workflows and the workers that check their digests may run different builds', () => {
+    expect(valuesDigest([{ b: 1, a: 'x', c: [1, 'é', null, { z: undefined, y: true }] }])).toBe('561c63fc3e165bdc');
+    expect(valuesDigest([])).toBe('811c9dc59e3779b9');
+    expect(valuesDigest(['a', 'b'])).toBe('163648a02f6f378d');
   });
 });
 

@@ -1,7 +1,7 @@
 // Temporal's own floor for a platform turn: a workflow that runs, per turn, the same sequence of activities as a
 // session turn (on the same kinds of task queue, with the same timeouts), each with an empty body, and nothing else.
 // Bundled on its own by bench/floor.ts; the platform's workflows never import it.
-import { condition, defineSignal, defineUpdate, proxyActivities, setHandler } from '@temporalio/workflow';
+import { condition, defineSignal, defineUpdate, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 
 /** One turn; returns the workflow time (the start of the turn's last workflow task) when the turn ended. */
 export const floorTurnUpdate = defineUpdate<number, [string]>('floorTurn');
@@ -15,10 +15,17 @@ export interface FloorInput {
   brainHeartbeatMs: number;
   hostHeartbeatMs: number;
   hostScheduleToStartMs: number;
+  /**
+   * Each `brain` activity makes the model call a platform turn makes (the same request, through the same client, to
+   * the same model server) instead of nothing: the floor of a platform that did nothing but call the model.
+   */
+  modelCall?: boolean;
 }
 
 export interface FloorActivities {
   noop(): Promise<void>;
+  /** One model call for session `sessionId`, whose conversation the worker keeps, with `text` as the user's turn. */
+  model(sessionId: string, text: string): Promise<void>;
 }
 
 export async function floorWorkflow(input: FloorInput): Promise<void> {
@@ -36,8 +43,10 @@ export async function floorWorkflow(input: FloorInput): Promise<void> {
   setHandler(floorEndSignal, () => {
     ended = true;
   });
-  setHandler(floorTurnUpdate, async () => {
-    for (const queue of input.shape) await (queue === 'brain' ? brain : host).noop();
+  setHandler(floorTurnUpdate, async (text) => {
+    for (const queue of input.shape)
+      if (queue === 'brain' && input.modelCall) await brain.model(workflowInfo().workflowId, text);
+      else await (queue === 'brain' ? brain : host).noop();
     return Date.now();
   });
   await condition(() => ended);

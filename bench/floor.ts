@@ -21,7 +21,16 @@ import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { sendMessageUpdate } from '../src/session/contract';
 import { DEFAULT_WORKFLOW_CACHE } from '../src/worker';
 import { testAgent, testDataConverter, uniqueId } from '../test/helpers/env';
-import { floorEndSignal, floorTurnUpdate, floorWorkflow, type FloorInput } from './floor-workflow';
+import {
+  floorEndSignal,
+  floorTurnUpdate,
+  floorWorkflow,
+  type FloorActivities,
+  type FloorInput,
+} from './floor-workflow';
+import { AnthropicModelClient } from '../src/model/model-client';
+import type { ApiMessage } from '../src/session/context';
+import { buildToolSpecs } from '../src/tools/offer';
 import {
   SETTINGS,
   armStats,
@@ -66,7 +75,7 @@ export async function startFloorWorker(stack: Stack): Promise<FloorWorker> {
   const taskQueue = uniqueId('bench-floor');
   const hostQueue = `${taskQueue}-host`;
   const connection = await NativeConnection.connect({ address: stack.env.address });
-  const activities = { noop: async () => undefined };
+  const activities: FloorActivities = { noop: async () => undefined, model: floorModelCall(stack) };
   const common = { connection, namespace: stack.namespace, dataConverter: testDataConverter(), activities };
   const workers = [
     await Worker.create({
@@ -89,18 +98,55 @@ export async function startFloorWorker(stack: Stack): Promise<FloorWorker> {
   };
 }
 
-/** Starts a floor session whose turns run `shape`, with a session's default limits. */
+/**
+ * The floor's model call: the request a platform session of `testAgent()` sends for a text turn (its model, system
+ * prompt, tools, output limit and caching, the conversation so far), through the platform's model client to the
+ * stack's model server. The conversation is kept here, per session, as the in-process loop keeps its own.
+ */
+function floorModelCall(stack: Stack): FloorActivities['model'] {
+  const agent = testAgent();
+  const tools = buildToolSpecs(agent);
+  const client = new AnthropicModelClient({ apiKey: 'test-key', baseURL: stack.mock.url });
+  const conversations = new Map<string, ApiMessage[]>();
+  return async (sessionId, text) => {
+    const messages = conversations.get(sessionId) ?? [];
+    conversations.set(sessionId, messages);
+    messages.push({ role: 'user', content: [{ type: 'text', text }] } as ApiMessage);
+    const reply = await client.createMessage(
+      {
+        sessionId,
+        model: agent.model,
+        system: agent.system,
+        messages,
+        tools,
+        maxTokens: agent.limits.maxOutputTokens,
+        cache: agent.promptCaching,
+      },
+      {},
+    );
+    messages.push({ role: 'assistant', content: reply.content } as ApiMessage);
+  };
+}
+
+/**
+ * Starts a floor session whose turns run `shape`, with a session's default limits; with `modelCall`, its `brain`
+ * activities call the model (the stack's model server answers its id at once).
+ */
 export async function startFloorSession(
   stack: Stack,
   worker: FloorWorker,
   shape: FloorInput['shape'],
+  opts: { modelCall?: boolean } = {},
 ): Promise<WorkflowHandle<typeof floorWorkflow>> {
   const { limits } = testAgent();
+  const workflowId = uniqueId(opts.modelCall ? 'bench-floor-model' : 'bench-floor');
+  if (opts.modelCall) stack.model(workflowId, [], 0);
   return stack.client.workflow.start(floorWorkflow, {
     taskQueue: worker.taskQueue,
-    workflowId: uniqueId('bench-floor'),
+    workflowId,
     args: [
       {
+        ...(opts.modelCall ? { modelCall: true } : {}),
         shape,
         hostQueue: worker.hostQueue,
         brainHeartbeatMs: limits.modelHeartbeatTimeoutMs,
@@ -308,6 +354,7 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
   const floorWorker = await startFloorWorker(stack);
   const platform: WorkflowHandle[] = [];
   const floor: WorkflowHandle[] = [];
+  const floorModel: WorkflowHandle[] = [];
   let feeds: SessionFeeds | undefined;
   const unsubscribe: (() => void)[] = [];
   try {
@@ -323,6 +370,7 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
         }),
       );
       floor.push(await startFloorSession(stack, floorWorker, ['brain']));
+      floorModel.push(await startFloorSession(stack, floorWorker, ['brain'], { modelCall: true }));
     }
     // The platform's turns are followed as the API follows a session: one feed per session (src/api/sessions/feed.ts)
     // that long-polls the history and takes each completed task's events from the batch its brain worker pushed,
@@ -373,15 +421,22 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
       }
     };
     const floorTurnText = (h: WorkflowHandle, i: number) => floorTurn(h, `turn ${i}`);
-    const arms = { platform: [] as Window[], floor: [] as Window[] };
-    const failed = { platform: [] as Failed[], floor: [] as Failed[] };
-    const live = { platform: [...platform], floor: [...floor] };
+    type Arm = 'platform' | 'floor' | 'floor_model';
+    const arms: Record<Arm, Window[]> = { platform: [], floor: [], floor_model: [] };
+    const failed: Record<Arm, Failed[]> = { platform: [], floor: [], floor_model: [] };
+    const live: Record<Arm, WorkflowHandle[]> = {
+      platform: [...platform],
+      floor: [...floor],
+      floor_model: [...floorModel],
+    };
     const reads = { queries: 0, historyPolls: 0 };
     // A short window of each first (caches, JIT), then windows alternating which arm goes first.
     await saturate(stack, live.platform, Math.min(5, windowS), platformTurnText, failed.platform);
     await saturate(stack, live.floor, Math.min(5, windowS), floorTurnText, failed.floor);
+    await saturate(stack, live.floor_model, Math.min(5, windowS), floorTurnText, failed.floor_model);
+    const rotation: Arm[] = ['platform', 'floor', 'floor_model'];
     for (let w = 0; w < windows; w++) {
-      const order: ('platform' | 'floor')[] = w % 2 === 0 ? ['platform', 'floor'] : ['floor', 'platform'];
+      const order = [...rotation.slice(w % 3), ...rotation.slice(0, w % 3)];
       for (const arm of order) {
         const [q0, p0] = [queries, doorbellStats.historyPolls];
         const win = await saturate(
@@ -421,8 +476,13 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
     };
     const p = rate(arms.platform);
     const f = rate(arms.floor);
+    const fm = rate(arms.floor_model);
     const tput = p.turnsPerSecondPerCore / f.turnsPerSecondPerCore;
     const perCpu = p.turnsPerCpuSecond / f.turnsPerCpuSecond;
+    // The floor with the model call: what a platform that added nothing to the call could reach against the floor.
+    const modelCeiling = fm.turnsPerSecondPerCore / f.turnsPerSecondPerCore;
+    const overModelFloor = p.turnsPerSecondPerCore / fm.turnsPerSecondPerCore;
+    const r3 = (n: number) => Math.round(n * 1000) / 1000;
     const prof = await profile(live.platform[0] ?? platform[0], 3);
     const floorProf = await profile(live.floor[0] ?? floor[0], 3);
     const platformTurns = arms.platform.reduce((a, w) => a + w.turns, 0);
@@ -432,8 +492,9 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
     const notes = [
       `On the ${stack.server} server: ${concurrent} sessions per arm, each a closed loop (its next turn when its last ends), ${windows} windows of ${windowS} s per arm alternating which arm goes first, after one unmeasured window each. platform: a text turn (sendMessage update, one callModel activity, the model answering at once; ${prof.workflowTasksPerTurn} workflow tasks per turn), its end the reply's arrival at a feed of the API's (src/api/sessions/feed.ts: a history long poll per session, each completed task's events from its brain worker's push, the log read by query only where no batch proves them; ${queriesPerTurn} events queries and ${historyPollsPerTurn} history long polls per turn, part of the platform's cost here) and timed to the reply's processed_at; floor: a no-op workflow of the same shape (one activity on the workflow's queue, eager; ${floorProf.workflowTasksPerTurn} workflow tasks per turn), its end the update's return. Both workers in this process with the platform's worker options.`,
       `Turns per second per core (turns / wall seconds / ${cores} cores): platform ${p.turnsPerSecondPerCore} against floor ${f.turnsPerSecondPerCore}: ${tput.toFixed(3)}x (goal >= 0.8: ${g.met ? 'met' : 'not met'}). The stack's processes (this process: workers, clients, model server; the Temporal server) used ${p.machineShare} and ${f.machineShare} of the ${cores} cores (the rest: other users of the machine, Docker, idle). CPU per turn: platform ${p.cpuMsPerTurn.total} ms (this process ${p.cpuMsPerTurn.bench}, server ${p.cpuMsPerTurn.server}) against floor ${f.cpuMsPerTurn.total} ms (${f.cpuMsPerTurn.bench}, ${f.cpuMsPerTurn.server}): turns per CPU second ${perCpu.toFixed(3)}x the floor's.`,
-      failed.platform.length + failed.floor.length > 0
-        ? `Sessions that could not finish a turn and left their arm: platform ${failed.platform.length}, floor ${failed.floor.length} (failedSessions has each one's error).`
+      `floor_model, the floor whose activity makes the platform's model call (the same request of the same agent, the conversation so far, through the platform's model client to the same model server; no reader but the update's return): ${fm.turnsPerSecondPerCore} turns per second per core, CPU per turn ${fm.cpuMsPerTurn.total} ms (${fm.cpuMsPerTurn.bench}, ${fm.cpuMsPerTurn.server}); ${modelCeiling.toFixed(3)}x the floor's rate, the most the ratio above can reach with this model call however little the platform adds to it; the platform ${overModelFloor.toFixed(3)}x floor_model's rate.`,
+      failed.platform.length + failed.floor.length + failed.floor_model.length > 0
+        ? `Sessions that could not finish a turn and left their arm: platform ${failed.platform.length}, floor ${failed.floor.length}, floor_model ${failed.floor_model.length} (failedSessions has each one's error).`
         : 'Every session finished every turn.',
     ].join(' ');
     return [
@@ -443,13 +504,16 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
         arms: {
           platform: armStats(arms.platform.flatMap((w) => w.latencies)),
           floor: armStats(arms.floor.flatMap((w) => w.latencies)),
+          floor_model: armStats(arms.floor_model.flatMap((w) => w.latencies)),
         },
-        ratioTo: { platform: 'floor' },
+        ratioTo: { platform: 'floor', floor_model: 'floor' },
         concurrentSessions: concurrent,
-        throughput: { platform: p, floor: f },
+        throughput: { platform: p, floor: f, floor_model: fm },
         ratio: {
-          turnsPerSecondPerCore: Math.round(tput * 1000) / 1000,
-          turnsPerCpuSecond: Math.round(perCpu * 1000) / 1000,
+          turnsPerSecondPerCore: r3(tput),
+          turnsPerCpuSecond: r3(perCpu),
+          modelCeiling: r3(modelCeiling),
+          platformOverFloorModel: r3(overModelFloor),
         },
         readsPerTurn: { queries: queriesPerTurn, historyPolls: historyPollsPerTurn },
         failedSessions: failed,
@@ -465,7 +529,10 @@ export async function runFloorThroughput(ctx: Ctx): Promise<BenchResult[]> {
     };
     for (const u of unsubscribe) u();
     feeds?.close();
-    await Promise.all([...platform.map((h) => ended(h, endSession)), ...floor.map((h) => ended(h, endFloor))]);
+    await Promise.all([
+      ...platform.map((h) => ended(h, endSession)),
+      ...[...floor, ...floorModel].map((h) => ended(h, endFloor)),
+    ]);
     await floorWorker.stop();
     await worker.shutdown().catch(() => undefined);
   }

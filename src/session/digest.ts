@@ -4,8 +4,8 @@
 import type { SessionEvent } from './events';
 
 // The built-ins the digest uses, bound once: in a workflow's V8 context every read of a global name goes through
-// the context's property interceptor, and the hash loop below read `Math` twice per character (about 2 ms for a
-// model call's tool specs, against 20 us bound).
+// the context's property interceptor, and the hash loop below read `Math` twice per character (about 2 ms for the
+// 10,000 characters of the default tool specs in a `vm` context, against 18 us with `imul` bound).
 const { imul } = Math;
 const { isArray } = Array;
 const { entries: entriesOf } = Object;

@@ -1,4 +1,6 @@
 // The local Messages API server, driven by the real Anthropic SDK: what it accepts, rejects and injects.
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
 import Anthropic, { APIError } from '@anthropic-ai/sdk';
 import { MockModelServer } from '../src/dev/model-server';
 
@@ -236,5 +238,45 @@ describe('local Messages API server', () => {
     } finally {
       await small.stop();
     }
+  });
+});
+
+describe('local Messages API server, stopped', () => {
+  it('lets its process exit while a response it holds back (a stalled model) is still waiting', () => {
+    // A child process: a scripted first byte 10 minutes away, the request aborted, the server stopped. The held-back
+    // response's timer must not keep the process alive.
+    const script = `
+      const { MockModelServer } = require(${JSON.stringify(path.join(__dirname, '..', 'src', 'dev', 'model-server'))});
+      (async () => {
+        const mock = new MockModelServer();
+        const url = await mock.start();
+        mock.script('s-held', { steps: [{ firstByteDelayMs: 600000 }] });
+        const abort = new AbortController();
+        const req = fetch(url + '/v1/messages', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': 'test', 'anthropic-version': '2023-06-01' },
+          body: JSON.stringify({ model: 'claude-test', max_tokens: 10, metadata: { user_id: 's-held' }, messages: [{ role: 'user', content: 'hi' }] }),
+          signal: abort.signal,
+        }).catch(() => undefined);
+        while (mock.requests('s-held').length === 0) await new Promise((r) => setTimeout(r, 20));
+        abort.abort();
+        await req;
+        await mock.stop();
+        console.log('stopped');
+      })();
+    `;
+    const r = spawnSync(
+      process.execPath,
+      [path.join(__dirname, '..', 'node_modules', 'tsx', 'dist', 'cli.mjs'), '-e', script],
+      {
+        encoding: 'utf8',
+        timeout: 20_000,
+      },
+    );
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe('stopped');
+    // Exited on its own, well before the spawn's timeout would have killed it.
+    expect(r.signal).toBeNull();
+    expect(r.status).toBe(0);
   });
 });

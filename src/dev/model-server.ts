@@ -44,7 +44,11 @@ export interface RecordedRequest {
   from?: string;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * A scripted delay. It does not keep the process alive on its own: a response held back for minutes (a stalled
+ * model) must not outlive the server's stop, while the listening server keeps the process up as long as it runs.
+ */
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
 /** How many requests the server remembers by default: the latest, so a server left running keeps bounded memory. */
 export const DEFAULT_MAX_RECORDED = 10_000;

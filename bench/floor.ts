@@ -30,7 +30,6 @@ import {
 } from './floor-workflow';
 import { AnthropicModelClient } from '../src/model/model-client';
 import type { ApiMessage } from '../src/session/context';
-import { buildToolSpecs } from '../src/tools/offer';
 import {
   SETTINGS,
   armStats,
@@ -46,6 +45,7 @@ import {
 import {
   ACTIVITIES_PER_TURN,
   BENCH_AGENT,
+  agentRequest,
   InProcessLoop,
   MODEL_CALLS_PER_TURN,
   platformTurn,
@@ -105,25 +105,13 @@ export async function startFloorWorker(stack: Stack): Promise<FloorWorker> {
  */
 function floorModelCall(stack: Stack): FloorActivities['model'] {
   const agent = testAgent();
-  const tools = buildToolSpecs(agent);
   const client = new AnthropicModelClient({ apiKey: 'test-key', baseURL: stack.mock.url });
   const conversations = new Map<string, ApiMessage[]>();
   return async (sessionId, text) => {
     const messages = conversations.get(sessionId) ?? [];
     conversations.set(sessionId, messages);
     messages.push({ role: 'user', content: [{ type: 'text', text }] } as ApiMessage);
-    const reply = await client.createMessage(
-      {
-        sessionId,
-        model: agent.model,
-        system: agent.system,
-        messages,
-        tools,
-        maxTokens: agent.limits.maxOutputTokens,
-        cache: agent.promptCaching,
-      },
-      {},
-    );
+    const reply = await client.createMessage(agentRequest(agent, sessionId, messages), {});
     messages.push({ role: 'assistant', content: reply.content } as ApiMessage);
   };
 }

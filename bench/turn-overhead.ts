@@ -6,7 +6,7 @@ import type { SessionEvent } from '../src/session/events';
 import { temporal } from '@temporalio/proto';
 import { uniqueId, testAgent } from '../test/helpers/env';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
-import { AnthropicModelClient } from '../src/model/model-client';
+import { AnthropicModelClient, type ModelRequest } from '../src/model/model-client';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
 import { SandboxRecipeSchema, type Agent } from '../src/session/agent';
 import type { ApiMessage } from '../src/session/context';
@@ -27,6 +27,19 @@ export const turnText = (i: number) => `step ${i}: please run \`echo turn ${i} &
 
 /** The agent of the platform sessions that the in-process loop is compared with. */
 export const BENCH_AGENT = () => testAgent({ system: 'You are a test agent.' });
+
+/** The model request a platform session of `agent` sends over `messages`: its model, system prompt, tools, limits, caching. */
+export function agentRequest(agent: Agent, sessionId: string, messages: ApiMessage[]): ModelRequest {
+  return {
+    sessionId,
+    model: agent.model,
+    system: agent.system,
+    messages,
+    tools: buildToolSpecs(agent),
+    maxTokens: agent.limits.maxOutputTokens,
+    cache: agent.promptCaching,
+  };
+}
 
 export class InProcessLoop {
   private readonly messages: ApiMessage[] = [];
@@ -59,18 +72,7 @@ export class InProcessLoop {
     this.messages.push({ role: 'user', content: [{ type: 'text', text }] } as ApiMessage);
     for (let round = 0; round < 10; round++) {
       const tModel = performance.now();
-      const reply = await this.model.createMessage(
-        {
-          sessionId: this.id,
-          model: this.agent.model,
-          system: this.agent.system,
-          messages: this.messages,
-          tools: buildToolSpecs(this.agent),
-          maxTokens: this.agent.limits.maxOutputTokens,
-          cache: this.agent.promptCaching,
-        },
-        {},
-      );
+      const reply = await this.model.createMessage(agentRequest(this.agent, this.id, this.messages), {});
       this.modelMs.push(performance.now() - tModel);
       this.messages.push({ role: 'assistant', content: reply.content } as ApiMessage);
       const uses = reply.content.filter((b) => b.type === 'tool_use') as {

@@ -9,7 +9,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Anthropic from '@anthropic-ai/sdk';
-import { Client, type WorkflowClientInterceptor } from '@temporalio/client';
+import { Client, type WorkflowClientInterceptor, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { MANAGED_AGENTS_BETA } from '../src/api/server';
@@ -21,8 +21,11 @@ import { ArchivedSessionLog, LiveSessionLog } from '../src/log/session-log';
 import { startSessionRun } from '../src/session-ops';
 import { endSignal, eventsQuery, handoverQuery, sendMessageUpdate, statusQuery } from '../src/session/contract';
 import { spawnWorker, type ChildWorker } from '../test/helpers/child-worker';
+import { TEST_CODEC_KEY } from '../test/helpers/test-keys';
 import { startTestApi, testSessionDeps, type TestApi } from '../test/helpers/api';
 import { ROOT, createTestEnv, runsOf, testArchive, testDataConverter, uniqueId } from '../test/helpers/env';
+import { endFloor, startFloorSession } from './floor';
+import { floorTurnUpdate } from './floor-workflow';
 import { SETTINGS, armStats, endSession, goal, interleave, type ArmStats, type BenchResult, type Ctx } from './lib';
 
 const DIRECT_POLL_MS = 10;
@@ -428,6 +431,105 @@ async function delivery(
   }
 }
 
+/** A floor worker (bench/floor-worker-child.ts) in a process of its own on the stack's server. */
+async function spawnFloorWorker(ctx: Ctx, taskQueue: string): Promise<{ stop(): Promise<void> }> {
+  const child = spawn(
+    process.execPath,
+    [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(__dirname, 'floor-worker-child.ts')],
+    {
+      env: {
+        ...process.env,
+        ...ctx.stack.childEnv({
+          FLOOR_TASK_QUEUE: taskQueue,
+          FLOOR_CODEC_KEY: TEST_CODEC_KEY,
+          BRAIN_WORKFLOW_STACK_TRACES: 'off',
+        }),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const ready = await Promise.race([
+    lines.next().then((l) => !l.done),
+    exited.then(() => false),
+    sleep(120_000).then(() => false),
+  ]);
+  if (!ready) {
+    await stop();
+    throw new Error(`floor worker not ready: ${err.trim().split('\n').slice(-3).join(' ')}`);
+  }
+  return { stop };
+}
+
+/**
+ * Temporal's own delivery under the same load as (b)'s `1000x1` phases: `sessions` floor workflows
+ * (bench/floor-workflow.ts) on a floor worker in a process of its own with the platform's worker options (a cache of
+ * 150, so a turn on one of 1,000 sessions mostly replays it, as a platform turn does), each turn one `brain`
+ * activity that makes a model call with the platform sessions' model latency. A turn is the client's update; its
+ * delivery is from the workflow time of the turn's last task (the update's result: what `processed_at` is to an
+ * event) to the update's answer reaching the client. The phases' lanes are (b)'s.
+ */
+async function floorDelivery(ctx: Ctx, sessions: number, phases: Phase[]): Promise<Record<string, FloorDelivery>> {
+  const taskQueue = uniqueId('bench-floor-delivery');
+  const worker = await spawnFloorWorker(ctx, taskQueue);
+  const floorWorker = { taskQueue, hostQueue: `${taskQueue}-host`, stop: () => worker.stop() };
+  const handles: WorkflowHandle[] = [];
+  const out: Record<string, FloorDelivery> = {};
+  try {
+    for (let i = 0; i < sessions; i += 20)
+      handles.push(
+        ...(await Promise.all(
+          Array.from({ length: Math.min(20, sessions - i) }, () =>
+            startFloorSession(ctx.stack, floorWorker, ['brain'], {
+              modelCall: true,
+              firstByteDelayMs: SETTINGS.modelFirstByteMs,
+            }),
+          ),
+        )),
+      );
+    ctx.log(`  floor: ${sessions} floor sessions started`);
+    let first = 0;
+    for (const phase of phases) {
+      const latencies: number[] = [];
+      const sendToAnswer: number[] = [];
+      const base = first;
+      const lane = async (j: number) => {
+        for (let k = base + j; k < base + phase.turns; k += phase.active) {
+          const t0 = now();
+          const end = await handles[k % sessions].executeUpdate(floorTurnUpdate, { args: [`turn ${k}`] });
+          const t1 = now();
+          latencies.push(t1 - end);
+          sendToAnswer.push(t1 - t0);
+        }
+      };
+      await Promise.all(Array.from({ length: phase.active }, (_, j) => lane(j)));
+      first += phase.turns;
+      out[phase.name] = { stats: armStats(latencies), sendToAnswerMs: armStats(sendToAnswer) };
+      ctx.log(
+        `  floor ${sessions} ${phase.name}: ${latencies.length} turns, ${phase.active} at a time; delivery p50 ${out[phase.name].stats.p50Ms} ms p95 ${out[phase.name].stats.p95Ms} ms; send to answer p50 ${out[phase.name].sendToAnswerMs.p50Ms} ms p95 ${out[phase.name].sendToAnswerMs.p95Ms} ms`,
+      );
+    }
+    return out;
+  } finally {
+    await Promise.all(handles.map((h) => endFloor(h)));
+    await worker.stop();
+  }
+}
+
+interface FloorDelivery {
+  stats: ArmStats;
+  sendToAnswerMs: ArmStats;
+}
+
 /** Each handover of `id`: from the sealing activity's scheduling in the old run to the new run's first completed workflow task. */
 async function handoverTimes(client: Client, id: string): Promise<number[]> {
   const runs = await runsOf(client, id);
@@ -554,6 +656,7 @@ export async function runApiStream(ctx: Ctx): Promise<BenchResult[]> {
     const arms: BenchResult['arms'] = {};
     const ratioTo: Record<string, string> = {};
     const detail: Record<string, Omit<Delivery, 'stats'>> = {};
+    const floorDetail: Record<string, Omit<FloorDelivery, 'stats'>> = {};
     const described: string[] = [];
     for (const p of plan) {
       ctx.log(`api_stream: delivery with ${p.sessions} sessions x ${p.streams} streams`);
@@ -573,6 +676,16 @@ export async function runApiStream(ctx: Ctx): Promise<BenchResult[]> {
       described.push(
         `${shape} idle: ${byPhase[p.phases[0].name].idleQueriesPerS} queries/s, ${byPhase[p.phases[0].name].idleHistoryPollsPerS} long polls/s over ${p.idleS} s with every session idle and every stream open`,
       );
+      if (p !== plan[1]) continue;
+      // Temporal's own delivery under the same phases, on as many floor workflows.
+      ctx.log(`api_stream: the floor's delivery with ${p.sessions} floor sessions`);
+      const floorPhases = await floorDelivery(ctx, p.sessions, p.phases);
+      for (const ph of p.phases) {
+        const arm = ph.name === 'steady' ? `floor_${shape}` : `floor_${shape}_${ph.name}`;
+        arms[arm] = floorPhases[ph.name].stats;
+        if (ph.name !== 'steady') ratioTo[arm] = `floor_${shape}`;
+        floorDetail[arm] = { sendToAnswerMs: floorPhases[ph.name].sendToAnswerMs };
+      }
     }
     const open1000 = plan.filter((p) => p.sessions * p.streams >= 1000).map((p) => `${p.sessions}x${p.streams}`);
     const met = open1000.every((a) => arms[a].p95Ms < 100);
@@ -584,6 +697,11 @@ export async function runApiStream(ctx: Ctx): Promise<BenchResult[]> {
       '<=',
       2,
     );
+    // The same ratio for Temporal's own floor under the same phases, and the platform's busy p95 against the floor's.
+    const floorBusy = arms[`floor_${busyShape}_busy`];
+    const floorSteady = arms[`floor_${busyShape}`];
+    const floorUnderLoad = Math.round((floorBusy.p95Ms / floorSteady.p95Ms) * 1000) / 1000;
+    const busyOverFloorBusy = Math.round((arms[`${busyShape}_busy`].p95Ms / floorBusy.p95Ms) * 1000) / 1000;
     results.push({
       name: 'api_stream_delivery',
       server: ctx.stack.server,
@@ -591,9 +709,11 @@ export async function runApiStream(ctx: Ctx): Promise<BenchResult[]> {
       ratioTo,
       plan,
       detail,
+      floorDetail,
+      floor: { busyOverSteadyP95: floorUnderLoad, platformBusyOverFloorBusyP95: busyOverFloorBusy },
       goals: [underLoad],
       goal: { p95Ms: 100, arms: open1000, met },
-      notes: `Delivery latency on one API process (raw SSE clients in a child process): the event's processed_at (its workflow time in the log) to its arrival; *_from_commit: from the commit of the workflow task that appended it. ${described.join('; ')}. Goal: p95 under 100 ms with ${open1000.join(' and ')} streams open: ${open1000.map((a) => `${a} ${arms[a].p95Ms} ms`).join(', ')} (${met ? 'met' : 'not met'}); under the busy phases' load: ${open1000.map((a) => `${a}_busy ${arms[`${a}_busy`].p95Ms} ms`).join(', ')}; ${busyShape}_busy / ${busyShape} at p95 ${underLoad.value} (goal <= 2: ${underLoad.met ? 'met' : 'not met'}).`,
+      notes: `Delivery latency on one API process (raw SSE clients in a child process): the event's processed_at (its workflow time in the log) to its arrival; *_from_commit: from the commit of the workflow task that appended it. ${described.join('; ')}. Goal: p95 under 100 ms with ${open1000.join(' and ')} streams open: ${open1000.map((a) => `${a} ${arms[a].p95Ms} ms`).join(', ')} (${met ? 'met' : 'not met'}); under the busy phases' load: ${open1000.map((a) => `${a}_busy ${arms[`${a}_busy`].p95Ms} ms`).join(', ')}; ${busyShape}_busy / ${busyShape} at p95 ${underLoad.value} (goal <= 2: ${underLoad.met ? 'met' : 'not met'}). Temporal's own floor under the same phases (floor_${busyShape}*: ${plan[1].sessions} floor workflows on a floor worker in a process of its own with the platform's worker options, a turn one activity that makes a model call with the same latency, its delivery from the workflow time of the turn's last task to the update's answer at the client): steady p95 ${floorSteady.p95Ms} ms, busy ${floorBusy.p95Ms} ms, busy / steady ${floorUnderLoad}; the platform's busy p95 / the floor's ${busyOverFloorBusy}.`,
     });
   } finally {
     await api.api.stop().catch(() => undefined);

@@ -13,6 +13,7 @@ import { SessionFeeds } from '../src/api/sessions/feed';
 import type { ApiSessionEvent } from '../src/api/sessions/projection';
 import { parseCodecKeys } from '../src/codec/codec-keys';
 import { TEST_CODEC_KEY } from '../test/helpers/test-keys';
+import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
@@ -66,17 +67,36 @@ export interface FloorWorker {
   stop(): Promise<void>;
 }
 
+/** Where a floor worker connects: the stack's server and namespace, and its model server for `floor_model`. */
+export interface FloorTarget {
+  address: string;
+  namespace: string;
+  modelUrl: string;
+  /** The payload codec's converter; the test processes' by default. */
+  dataConverter?: DataConverter;
+}
+
 /**
  * A worker of the floor workflow: one Worker on its own queue (workflows and the `brain` activities, which the
  * server hands back eagerly as it does the platform's model calls) and one on a host queue (the `host` activities,
  * as a hands host polls its own), on one native connection, in this process, as `stack.worker()` runs the platform.
+ * Given a `Stack`, it runs on that stack; bench/floor-worker-child.ts runs one in a process of its own.
  */
-export async function startFloorWorker(stack: Stack): Promise<FloorWorker> {
-  const taskQueue = uniqueId('bench-floor');
+export async function startFloorWorker(
+  at: Stack | FloorTarget,
+  taskQueue = uniqueId('bench-floor'),
+): Promise<FloorWorker> {
+  const target: FloorTarget =
+    'env' in at ? { address: at.env.address, namespace: at.namespace, modelUrl: at.mock.url } : at;
   const hostQueue = `${taskQueue}-host`;
-  const connection = await NativeConnection.connect({ address: stack.env.address });
-  const activities: FloorActivities = { noop: async () => undefined, model: floorModelCall(stack) };
-  const common = { connection, namespace: stack.namespace, dataConverter: testDataConverter(), activities };
+  const connection = await NativeConnection.connect({ address: target.address });
+  const activities: FloorActivities = { noop: async () => undefined, model: floorModelCall(target.modelUrl) };
+  const common = {
+    connection,
+    namespace: target.namespace,
+    dataConverter: target.dataConverter ?? testDataConverter(),
+    activities,
+  };
   const workers = [
     await Worker.create({
       ...common,
@@ -101,11 +121,11 @@ export async function startFloorWorker(stack: Stack): Promise<FloorWorker> {
 /**
  * The floor's model call: the request a platform session of `testAgent()` sends for a text turn (its model, system
  * prompt, tools, output limit and caching, the conversation so far), through the platform's model client to the
- * stack's model server. The conversation is kept here, per session, as the in-process loop keeps its own.
+ * model server at `modelUrl`. The conversation is kept here, per session, as the in-process loop keeps its own.
  */
-function floorModelCall(stack: Stack): FloorActivities['model'] {
+function floorModelCall(modelUrl: string): FloorActivities['model'] {
   const agent = testAgent();
-  const client = new AnthropicModelClient({ apiKey: 'test-key', baseURL: stack.mock.url });
+  const client = new AnthropicModelClient({ apiKey: 'test-key', baseURL: modelUrl });
   const conversations = new Map<string, ApiMessage[]>();
   return async (sessionId, text) => {
     const messages = conversations.get(sessionId) ?? [];
@@ -118,17 +138,17 @@ function floorModelCall(stack: Stack): FloorActivities['model'] {
 
 /**
  * Starts a floor session whose turns run `shape`, with a session's default limits; with `modelCall`, its `brain`
- * activities call the model (the stack's model server answers its id at once).
+ * activities call the model (the stack's model server answers its id at once, or after `firstByteDelayMs`).
  */
 export async function startFloorSession(
   stack: Stack,
   worker: FloorWorker,
   shape: FloorInput['shape'],
-  opts: { modelCall?: boolean } = {},
+  opts: { modelCall?: boolean; firstByteDelayMs?: number } = {},
 ): Promise<WorkflowHandle<typeof floorWorkflow>> {
   const { limits } = testAgent();
   const workflowId = uniqueId(opts.modelCall ? 'bench-floor-model' : 'bench-floor');
-  if (opts.modelCall) stack.model(workflowId, [], 0);
+  if (opts.modelCall) stack.model(workflowId, [], opts.firstByteDelayMs ?? 0);
   return stack.client.workflow.start(floorWorkflow, {
     taskQueue: worker.taskQueue,
     workflowId,
@@ -152,7 +172,7 @@ export async function floorTurn(handle: WorkflowHandle, text: string): Promise<n
   return end - t0;
 }
 
-async function endFloor(handle: WorkflowHandle | undefined): Promise<void> {
+export async function endFloor(handle: WorkflowHandle | undefined): Promise<void> {
   if (!handle) return;
   await handle.signal(floorEndSignal).catch(() => undefined);
   await handle.result().catch(() => undefined);

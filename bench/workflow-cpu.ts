@@ -1,8 +1,9 @@
 // What the SDK's per-promise stack recording costs a workflow task: two replay workers in child processes, one with
 // BRAIN_WORKFLOW_STACK_TRACES=on (the SDK's default: its promise hook records a source-mapped stack for every
 // promise workflow code creates) and one with it off (the brain's default), each replaying every recorded history
-// in test/histories, passes interleaved. Replay runs the same workflow activations a brain runs live, without the
-// server, so the difference is the workflow thread's own CPU.
+// in test/histories, passes interleaved; and a third, the brain's default with BRAIN_REPLAY_WATCHDOG=on (every call
+// into the workflow context with the SDK's per-call timeout, replaying or not). Replay runs the same workflow
+// activations a brain runs live, without the server, so the difference is the workflow thread's own CPU.
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -10,7 +11,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { ROOT } from '../test/helpers/env';
 import { armStats, interleave, type BenchResult, type Ctx } from './lib';
 
-type Arm = 'stack_traces_on' | 'stack_traces_off';
+type Arm = 'stack_traces_on' | 'stack_traces_off' | 'replay_watchdog_on';
 
 class ReplayChild {
   private readonly child: ChildProcessWithoutNullStreams;
@@ -18,12 +19,12 @@ class ReplayChild {
   private stderr = '';
   histories = 0;
 
-  constructor(stackTraces: 'on' | 'off') {
+  constructor(stackTraces: 'on' | 'off', replayWatchdog: 'on' | 'off' = 'off') {
     this.child = spawn(
       process.execPath,
       [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(__dirname, 'workflow-cpu-child.ts')],
       {
-        env: { ...process.env, BRAIN_WORKFLOW_STACK_TRACES: stackTraces },
+        env: { ...process.env, BRAIN_WORKFLOW_STACK_TRACES: stackTraces, BRAIN_REPLAY_WATCHDOG: replayWatchdog },
         stdio: ['pipe', 'pipe', 'pipe'],
       },
     );
@@ -51,10 +52,14 @@ export async function runWorkflowCpu(ctx: Ctx): Promise<BenchResult[]> {
     throw new Error('dist/workflow-bundle.js is missing: run `npm run build`');
   const rounds = ctx.quick ? 8 : 20;
   const warmup = 2;
-  const children = { stack_traces_on: new ReplayChild('on'), stack_traces_off: new ReplayChild('off') };
+  const children: Record<Arm, ReplayChild> = {
+    stack_traces_on: new ReplayChild('on'),
+    stack_traces_off: new ReplayChild('off'),
+    replay_watchdog_on: new ReplayChild('off', 'on'),
+  };
   try {
     const samples = await interleave<Arm>(
-      ['stack_traces_on', 'stack_traces_off'],
+      ['stack_traces_on', 'stack_traces_off', 'replay_watchdog_on'],
       rounds,
       warmup,
       (arm) => children[arm].pass(),
@@ -62,18 +67,18 @@ export async function runWorkflowCpu(ctx: Ctx): Promise<BenchResult[]> {
     );
     const on = armStats(samples.stack_traces_on);
     const off = armStats(samples.stack_traces_off);
+    const watchdog = armStats(samples.replay_watchdog_on);
     const n = children.stack_traces_off.histories;
     return [
       {
         name: 'workflow_task_cpu',
-        arms: { stack_traces_on: on, stack_traces_off: off },
-        ratioTo: { stack_traces_off: 'stack_traces_on' },
+        arms: { stack_traces_on: on, stack_traces_off: off, replay_watchdog_on: watchdog },
+        ratioTo: { stack_traces_off: 'stack_traces_on', replay_watchdog_on: 'stack_traces_off' },
         histories: n,
-        notes: `Two replay workers in child processes (Worker.runReplayHistories, the prebuilt bundle, one worker each for the whole run), one with BRAIN_WORKFLOW_STACK_TRACES=on (the SDK's promise hook records a source-mapped stack for every promise workflow code creates, for the stack trace query) and one with it off (the brain's default); a sample is one pass over all ${n} recorded histories in test/histories, ${rounds} passes per arm after ${warmup} warm-ups, interleaved. Replay runs the workflow activations a brain runs live, without the server: off / on p50 ${(off.p50Ms / on.p50Ms).toFixed(3)}, ${((1 - off.p50Ms / on.p50Ms) * 100).toFixed(1)}% of the workflow code's time saved.`,
+        notes: `Two replay workers in child processes (Worker.runReplayHistories, the prebuilt bundle, one worker each for the whole run), one with BRAIN_WORKFLOW_STACK_TRACES=on (the SDK's promise hook records a source-mapped stack for every promise workflow code creates, for the stack trace query) and one with it off (the brain's default); a sample is one pass over all ${n} recorded histories in test/histories, ${rounds} passes per arm after ${warmup} warm-ups, interleaved. Replay runs the workflow activations a brain runs live, without the server: off / on p50 ${(off.p50Ms / on.p50Ms).toFixed(3)}, ${((1 - off.p50Ms / on.p50Ms) * 100).toFixed(1)}% of the workflow code's time saved. A third, replay_watchdog_on, is the brain's default with BRAIN_REPLAY_WATCHDOG=on: every call into the workflow context, replaying or not, with the SDK's timeout (a watchdog thread per call, which the brain now leaves out of calls that replay history): the brain's default / it at p50 ${(off.p50Ms / watchdog.p50Ms).toFixed(3)}.`,
       },
     ];
   } finally {
-    children.stack_traces_on.stop();
-    children.stack_traces_off.stop();
+    for (const c of Object.values(children)) c.stop();
   }
 }

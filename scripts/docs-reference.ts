@@ -348,6 +348,10 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
       'Brain: heap limit, in MiB, of the thread that runs cached sessions; past it V8 collects evicted sessions instead of growing the heap. A `--max-old-space-size` in NODE_OPTIONS wins.',
     default: '320 + 2 per cached session (620 with the default cache)',
   },
+  BRAIN_REPLAY_WATCHDOG: {
+    about:
+      "Brain: `on` calls into a session's workflow code with the SDK's 5 s timeout, which starts a watchdog thread per call, while it replays history too (a session out of the cache); `off` keeps the timeout on live workflow tasks and queries only, where it turns a loop in workflow code into a failed workflow task. See docs/guide/scaling.md.",
+  },
   BRAIN_WORKFLOW_STACK_TRACES: {
     about:
       "Brain: `on` records a stack for every promise a session's workflow code creates, for the Temporal Web UI's Stack Trace tab (the `__stack_trace` query), at about 1.5 times the workflow code's CPU; `off` refuses that query. Errors keep their stacks either way. See docs/guide/scaling.md.",

@@ -204,6 +204,12 @@ export const ConfigSchema = z.object({
    */
   BRAIN_WORKFLOW_STACK_TRACES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('off'),
   /**
+   * Brain: `on` calls into a session's workflow code with the SDK's 5 s timeout while it replays history too (a
+   * session that was out of the cache), where each call starts a watchdog thread. `off`: only live workflow tasks and
+   * queries have the timeout, which turns a loop in workflow code into a failed workflow task.
+   */
+  BRAIN_REPLAY_WATCHDOG: z.enum(['on', 'off'], { error: 'must be on or off' }).default('off'),
+  /**
    * Brain: `on` follows the other brain workers' running activities and retries those of one that exits at once
    * (src/brain/peer-liveness.ts); `off` leaves a dead worker's calls to their heartbeat timeout. Needs STREAM_LISTEN.
    */
@@ -308,6 +314,7 @@ const BRAIN: ConfigKey[] = [
   'BRAIN_WORKFLOW_CACHE',
   'BRAIN_WORKFLOW_HEAP_MB',
   'BRAIN_WORKFLOW_STACK_TRACES',
+  'BRAIN_REPLAY_WATCHDOG',
   'BRAIN_PEER_WATCH',
   ...STREAM,
 ];

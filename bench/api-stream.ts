@@ -445,7 +445,7 @@ async function spawnFloorWorker(ctx: Ctx, taskQueue: string): Promise<{ stop(): 
           BRAIN_WORKFLOW_STACK_TRACES: 'off',
         }),
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     },
   );
   let err = '';

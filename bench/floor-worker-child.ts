@@ -1,7 +1,7 @@
 // A floor worker (bench/floor.ts: the floor workflow and its `brain` and `host` activities) in a process of its own,
 // as the platform's brain worker runs in `api_stream`. The server's address, namespace and task queue, the model
 // server's URL and the payload codec's key (FLOOR_CODEC_KEY) come from its environment. It writes one line to
-// stdout once it polls, and stops on SIGTERM.
+// stdout once it polls, and stops on SIGTERM or when its stdin closes.
 import { createDataConverter } from '../src/codec';
 import { startFloorWorker } from './floor';
 
@@ -22,7 +22,12 @@ async function main() {
     need('FLOOR_TASK_QUEUE'),
   );
   process.stdout.write('floor worker ready\n');
-  await new Promise<void>((resolve) => process.once('SIGTERM', () => resolve()));
+  // Stops on SIGTERM, or when the benchmark that started it goes away (its end of stdin closes).
+  await new Promise<void>((resolve) => {
+    process.once('SIGTERM', () => resolve());
+    process.stdin.once('close', () => resolve());
+    process.stdin.resume();
+  });
   await worker.stop();
 }
 

@@ -679,7 +679,13 @@ export async function runApiStream(ctx: Ctx): Promise<BenchResult[]> {
       if (p !== plan[1]) continue;
       // Temporal's own delivery under the same phases, on as many floor workflows.
       ctx.log(`api_stream: the floor's delivery with ${p.sessions} floor sessions`);
-      const floorPhases = await floorDelivery(ctx, p.sessions, p.phases);
+      // One sample per floor turn against the platform's several events per turn: the steady phase, one turn at a
+      // time, takes three times the turns so that its p95 rests on as many samples as the busy phase's.
+      const floorPhases = await floorDelivery(
+        ctx,
+        p.sessions,
+        p.phases.map((ph) => (ph.active === 1 ? { ...ph, turns: ph.turns * 3 } : ph)),
+      );
       for (const ph of p.phases) {
         const arm = ph.name === 'steady' ? `floor_${shape}` : `floor_${shape}_${ph.name}`;
         arms[arm] = floorPhases[ph.name].stats;

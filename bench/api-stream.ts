@@ -458,11 +458,13 @@ async function spawnFloorWorker(ctx: Ctx, taskQueue: string): Promise<{ stop(): 
     clearTimeout(timer);
   };
   const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  let timer: NodeJS.Timeout | undefined;
   const ready = await Promise.race([
     lines.next().then((l) => !l.done),
     exited.then(() => false),
-    sleep(120_000).then(() => false),
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), 120_000))),
   ]);
+  clearTimeout(timer);
   if (!ready) {
     await stop();
     throw new Error(`floor worker not ready: ${err.trim().split('\n').slice(-3).join(' ')}`);
@@ -485,17 +487,20 @@ async function floorDelivery(ctx: Ctx, sessions: number, phases: Phase[]): Promi
   const handles: WorkflowHandle[] = [];
   const out: Record<string, FloorDelivery> = {};
   try {
-    for (let i = 0; i < sessions; i += 20)
-      handles.push(
-        ...(await Promise.all(
-          Array.from({ length: Math.min(20, sessions - i) }, () =>
-            startFloorSession(ctx.stack, floorWorker, ['brain'], {
-              modelCall: true,
-              firstByteDelayMs: SETTINGS.modelFirstByteMs,
-            }),
-          ),
-        )),
+    for (let i = 0; i < sessions; i += 20) {
+      const started = await Promise.allSettled(
+        Array.from({ length: Math.min(20, sessions - i) }, () =>
+          startFloorSession(ctx.stack, floorWorker, ['brain'], {
+            modelCall: true,
+            firstByteDelayMs: SETTINGS.modelFirstByteMs,
+          }),
+        ),
       );
+      // Every workflow that started is ended below, even when another of its batch failed to start.
+      for (const s of started) if (s.status === 'fulfilled') handles.push(s.value);
+      const failed = started.find((s) => s.status === 'rejected');
+      if (failed) throw failed.reason;
+    }
     ctx.log(`  floor: ${sessions} floor sessions started`);
     let first = 0;
     for (const phase of phases) {
@@ -520,8 +525,18 @@ async function floorDelivery(ctx: Ctx, sessions: number, phases: Phase[]): Promi
     }
     return out;
   } finally {
-    await Promise.all(handles.map((h) => endFloor(h)));
-    await worker.stop();
+    try {
+      // Ended by their signal within a minute, or terminated: a floor worker that died cannot end them.
+      const bound = new AbortController();
+      const ended = await Promise.race([
+        Promise.all(handles.map((h) => endFloor(h))).then(() => true),
+        sleep(60_000, false, { signal: bound.signal }),
+      ]);
+      bound.abort();
+      if (!ended) await Promise.all(handles.map((h) => h.terminate('benchmark').catch(() => undefined)));
+    } finally {
+      await worker.stop();
+    }
   }
 }
 

@@ -1,8 +1,8 @@
 // What the SDK's per-promise stack recording costs a workflow task: two replay workers in child processes, one with
 // BRAIN_WORKFLOW_STACK_TRACES=on (the SDK's default: its promise hook records a source-mapped stack for every
 // promise workflow code creates) and one with it off (the brain's default), each replaying every recorded history
-// in test/histories, passes interleaved; and a third, the brain's default with BRAIN_REPLAY_WATCHDOG=on (every call
-// into the workflow context with the SDK's per-call timeout, replaying or not). Replay runs the same workflow
+// in test/histories, passes interleaved; and a third, the brain's default with BRAIN_REPLAY_WATCHDOG=off (calls that
+// replay history without the SDK's per-call timeout, a watchdog thread per call). Replay runs the same workflow
 // activations a brain runs live, without the server, so the difference is the workflow thread's own CPU.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -11,7 +11,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { ROOT } from '../test/helpers/env';
 import { armStats, interleave, type BenchResult, type Ctx } from './lib';
 
-type Arm = 'stack_traces_on' | 'stack_traces_off' | 'replay_watchdog_on';
+type Arm = 'stack_traces_on' | 'stack_traces_off' | 'replay_watchdog_off';
 
 class ReplayChild {
   private readonly child: ChildProcessWithoutNullStreams;
@@ -19,7 +19,7 @@ class ReplayChild {
   private stderr = '';
   histories = 0;
 
-  constructor(stackTraces: 'on' | 'off', replayWatchdog: 'on' | 'off' = 'off') {
+  constructor(stackTraces: 'on' | 'off', replayWatchdog: 'on' | 'off' = 'on') {
     this.child = spawn(
       process.execPath,
       [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), path.join(__dirname, 'workflow-cpu-child.ts')],
@@ -55,11 +55,11 @@ export async function runWorkflowCpu(ctx: Ctx): Promise<BenchResult[]> {
   const children: Record<Arm, ReplayChild> = {
     stack_traces_on: new ReplayChild('on'),
     stack_traces_off: new ReplayChild('off'),
-    replay_watchdog_on: new ReplayChild('off', 'on'),
+    replay_watchdog_off: new ReplayChild('off', 'off'),
   };
   try {
     const samples = await interleave<Arm>(
-      ['stack_traces_on', 'stack_traces_off', 'replay_watchdog_on'],
+      ['stack_traces_on', 'stack_traces_off', 'replay_watchdog_off'],
       rounds,
       warmup,
       (arm) => children[arm].pass(),
@@ -67,15 +67,15 @@ export async function runWorkflowCpu(ctx: Ctx): Promise<BenchResult[]> {
     );
     const on = armStats(samples.stack_traces_on);
     const off = armStats(samples.stack_traces_off);
-    const watchdog = armStats(samples.replay_watchdog_on);
+    const watchdog = armStats(samples.replay_watchdog_off);
     const n = children.stack_traces_off.histories;
     return [
       {
         name: 'workflow_task_cpu',
-        arms: { stack_traces_on: on, stack_traces_off: off, replay_watchdog_on: watchdog },
-        ratioTo: { stack_traces_off: 'stack_traces_on', replay_watchdog_on: 'stack_traces_off' },
+        arms: { stack_traces_on: on, stack_traces_off: off, replay_watchdog_off: watchdog },
+        ratioTo: { stack_traces_off: 'stack_traces_on', replay_watchdog_off: 'stack_traces_off' },
         histories: n,
-        notes: `Two replay workers in child processes (Worker.runReplayHistories, the prebuilt bundle, one worker each for the whole run), one with BRAIN_WORKFLOW_STACK_TRACES=on (the SDK's promise hook records a source-mapped stack for every promise workflow code creates, for the stack trace query) and one with it off (the brain's default); a sample is one pass over all ${n} recorded histories in test/histories, ${rounds} passes per arm after ${warmup} warm-ups, interleaved. Replay runs the workflow activations a brain runs live, without the server: off / on p50 ${(off.p50Ms / on.p50Ms).toFixed(3)}, ${((1 - off.p50Ms / on.p50Ms) * 100).toFixed(1)}% of the workflow code's time saved. A third, replay_watchdog_on, is the brain's default with BRAIN_REPLAY_WATCHDOG=on: every call into the workflow context, replaying or not, with the SDK's timeout (a watchdog thread per call, which the brain now leaves out of calls that replay history): the brain's default / it at p50 ${(off.p50Ms / watchdog.p50Ms).toFixed(3)}.`,
+        notes: `Two replay workers in child processes (Worker.runReplayHistories, the prebuilt bundle, one worker each for the whole run), one with BRAIN_WORKFLOW_STACK_TRACES=on (the SDK's promise hook records a source-mapped stack for every promise workflow code creates, for the stack trace query) and one with it off (the brain's default); a sample is one pass over all ${n} recorded histories in test/histories, ${rounds} passes per arm after ${warmup} warm-ups, interleaved. Replay runs the workflow activations a brain runs live, without the server: off / on p50 ${(off.p50Ms / on.p50Ms).toFixed(3)}, ${((1 - off.p50Ms / on.p50Ms) * 100).toFixed(1)}% of the workflow code's time saved. A third, replay_watchdog_off, runs the brain's defaults but BRAIN_REPLAY_WATCHDOG=off: calls that replay history without the SDK's per-call timeout (which Node implements with a watchdog thread per call): it / the brain's default at p50 ${(watchdog.p50Ms / off.p50Ms).toFixed(3)}.`,
       },
     ];
   } finally {

@@ -350,7 +350,7 @@ const CONFIG_NOTES: Record<ConfigKey, { about: string; default?: string }> = {
   },
   BRAIN_REPLAY_WATCHDOG: {
     about:
-      "Brain: `on` calls into a session's workflow code with the SDK's 5 s timeout, which starts a watchdog thread per call, while it replays history too (a session out of the cache); `off` keeps the timeout on live workflow tasks and queries only, where it turns a loop in workflow code into a failed workflow task. See docs/guide/scaling.md.",
+      "Brain: `on` calls into a session's workflow code with the SDK's 5 s timeout in every call, which turns a loop in workflow code into a failed workflow task; `off` leaves it out of the calls that replay history (a session out of the cache), where each call starts a watchdog thread: replays take about 0.7 of the CPU, and a loop that only a replay runs into holds the workflow thread and every session on it. See docs/guide/scaling.md.",
   },
   BRAIN_WORKFLOW_STACK_TRACES: {
     about:

@@ -204,11 +204,12 @@ export const ConfigSchema = z.object({
    */
   BRAIN_WORKFLOW_STACK_TRACES: z.enum(['on', 'off'], { error: 'must be on or off' }).default('off'),
   /**
-   * Brain: `on` calls into a session's workflow code with the SDK's 5 s timeout while it replays history too (a
-   * session that was out of the cache), where each call starts a watchdog thread. `off`: only live workflow tasks and
-   * queries have the timeout, which turns a loop in workflow code into a failed workflow task.
+   * Brain: `on` calls into a session's workflow code with the SDK's 5 s timeout, which turns a loop in workflow code
+   * into a failed workflow task, in every call. `off` leaves it out of the calls that replay history (a session that
+   * was out of the cache), where each call starts a watchdog thread: replays take about 0.7 of the CPU, and a loop
+   * that only a replay runs into holds the workflow thread.
    */
-  BRAIN_REPLAY_WATCHDOG: z.enum(['on', 'off'], { error: 'must be on or off' }).default('off'),
+  BRAIN_REPLAY_WATCHDOG: z.enum(['on', 'off'], { error: 'must be on or off' }).default('on'),
   /**
    * Brain: `on` follows the other brain workers' running activities and retries those of one that exits at once
    * (src/brain/peer-liveness.ts); `off` leaves a dead worker's calls to their heartbeat timeout. Needs STREAM_LISTEN.

@@ -298,7 +298,7 @@ export async function startWorker(opts: WorkerOptions): Promise<RunningWorker> {
     // The workflow threads read it when they start (patches/@temporalio+worker+*.patch): the SDK's promise hook, which
     // records a stack per promise for the stack trace query, runs only with BRAIN_WORKFLOW_STACK_TRACES=on.
     process.env.BRAIN_WORKFLOW_STACK_TRACES = config.BRAIN_WORKFLOW_STACK_TRACES;
-    // Likewise: with BRAIN_REPLAY_WATCHDOG=off (the default), calls that replay history run without the per-call timeout.
+    // Likewise: with BRAIN_REPLAY_WATCHDOG=off, calls that replay history run without the SDK's per-call timeout.
     process.env.BRAIN_REPLAY_WATCHDOG = config.BRAIN_REPLAY_WATCHDOG;
     // Model calls read their context here; the sink below hands it each task's new events as they are appended.
     const contextLog = new CachedSessionLog(new ArchivedSessionLog(archive, new LiveSessionLog(client)));

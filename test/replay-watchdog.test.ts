@@ -1,8 +1,8 @@
-// Which calls into workflow code have the SDK's per-call timeout (patches/@temporalio+worker+1.24.0.patch): live
-// workflow tasks keep it, so a loop in workflow code fails its workflow task instead of holding the workflow thread;
-// activations that replay history run without it (each timed call starts a watchdog thread), unless
-// BRAIN_REPLAY_WATCHDOG=on. The workflows (test/fixtures/watchdog-workflows.ts) spin for a second or two, against a
-// timeout of 250 ms.
+// Which calls into workflow code have the SDK's per-call timeout (patches/@temporalio+worker+1.24.0.patch). By
+// default every call has it, as in the SDK, so a loop in workflow code fails its workflow task instead of holding the
+// workflow thread. With BRAIN_REPLAY_WATCHDOG=off, activations that replay history run without it (each timed call
+// starts a watchdog thread), and live tasks keep it. The workflows (test/fixtures/watchdog-workflows.ts) spin for a
+// second or two against a timeout of 250 ms.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -15,12 +15,11 @@ import { TEST_CODEC_KEY } from './helpers/test-keys';
 
 const { EventType } = temporal.api.enums.v1;
 const workflowsPath = require.resolve('./fixtures/watchdog-workflows');
-/** About 2 s of the workflow thread on the machine this was written on, 8 times the timeout below. */
+/** About 2 s of the workflow thread on the machine this was written on; 0.4 s or more on a fast one. */
 const SPIN = 400_000_000;
 const TIMEOUT = '250ms';
 /** The worker's per-call timeout: the SDK reads it from the options, though its types leave it out. */
 const timeout = { isolateExecutionTimeout: TIMEOUT };
-
 /** The test codec without the failure converter that encrypts messages, so a failed task's message can be read. */
 const converter = (): DataConverter => ({ payloadCodecs: testDataConverter().payloadCodecs });
 
@@ -56,14 +55,18 @@ afterAll(async () => {
 
 const replay = () => Worker.runReplayHistory({ workflowsPath, dataConverter: converter(), ...timeout }, history);
 
-/** The message of the workflow's first failed workflow task, within `ms`; undefined if none. */
-async function taskFailure(workflowId: string, ms: number): Promise<string | undefined> {
+/**
+ * The message of the workflow's first failed workflow task, or undefined once the workflow has completed without
+ * one; waits up to 30 s for either.
+ */
+async function taskFailure(workflowId: string): Promise<string | undefined> {
   const handle = env.client.workflow.getHandle(workflowId);
-  for (const end = Date.now() + ms; ;) {
+  for (const end = Date.now() + 30_000; ;) {
     const { events } = await handle.fetchHistory();
     const failed = events?.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED);
     if (failed) return failed.workflowTaskFailedEventAttributes?.failure?.message ?? '';
-    if (Date.now() >= end) return undefined;
+    if (events?.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)) return undefined;
+    if (Date.now() >= end) throw new Error(`${workflowId}: neither completed nor failed a task within 30 s`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -83,21 +86,44 @@ async function goAfterFirstTask(workflowId: string): Promise<void> {
   await handle.signal('go');
 }
 
+/**
+ * Runs, on a worker with no cache (every task replays the history before it), a workflow that spins when replaying
+ * and one that spins live; returns the first failed task's message of each (undefined: none; it then ran to its
+ * end).
+ */
+async function spinBoth(taskQueue: string): Promise<{ replayed?: string; live?: string }> {
+  const replayed = await env.client.workflow.start('spinWhenReplaying', {
+    taskQueue,
+    workflowId: uniqueId('watchdog-replayed'),
+    args: [SPIN],
+  });
+  const live = await env.client.workflow.start('spinLive', {
+    taskQueue,
+    workflowId: uniqueId('watchdog-live'),
+    args: [SPIN],
+  });
+  try {
+    await goAfterFirstTask(replayed.workflowId);
+    return { replayed: await taskFailure(replayed.workflowId), live: await taskFailure(live.workflowId) };
+  } finally {
+    for (const h of [replayed, live]) await h.terminate('test').catch(() => undefined);
+  }
+}
+
 describe('the per-call timeout of workflow code', () => {
-  it('is left out of a replay, and kept there with BRAIN_REPLAY_WATCHDOG=on', async () => {
+  it('is kept in a replay by default, and left out with BRAIN_REPLAY_WATCHDOG=off', async () => {
     delete process.env.BRAIN_REPLAY_WATCHDOG;
-    await expect(replay()).resolves.toBeUndefined();
-    process.env.BRAIN_REPLAY_WATCHDOG = 'on';
+    await expect(replay()).rejects.toThrow(/timed out/i);
+    process.env.BRAIN_REPLAY_WATCHDOG = 'off';
     try {
-      await expect(replay()).rejects.toThrow(/timed out/i);
+      await expect(replay()).resolves.toBeUndefined();
     } finally {
       delete process.env.BRAIN_REPLAY_WATCHDOG;
     }
   }, 60_000);
 
-  it('is left out of the replay of a session out of the cache, and a live task that spins still fails', async () => {
-    const taskQueue = uniqueId('watchdog-live');
-    // No cache: every workflow task replays the history before it.
+  it('by default fails a task that spins while replaying a session out of the cache, or live', async () => {
+    const taskQueue = uniqueId('watchdog-default');
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
@@ -106,62 +132,39 @@ describe('the per-call timeout of workflow code', () => {
       maxCachedWorkflows: 0,
       ...timeout,
     });
-    await worker.runUntil(async () => {
-      const replayed = await env.client.workflow.start('spinWhenReplaying', {
-        taskQueue,
-        workflowId: uniqueId('watchdog-replayed'),
-        args: [SPIN],
-      });
-      await goAfterFirstTask(replayed.workflowId);
-      expect(await replayed.result()).toBe('done');
-      expect(await taskFailure(replayed.workflowId, 0)).toBeUndefined();
-
-      const live = await env.client.workflow.start('spinLive', {
-        taskQueue,
-        workflowId: uniqueId('watchdog-live'),
-        args: [SPIN],
-      });
-      try {
-        expect(await taskFailure(live.workflowId, 30_000)).toMatch(/timed out after 250ms/);
-      } finally {
-        await live.terminate('test').catch(() => undefined);
-      }
-    });
+    const failures = await worker.runUntil(() => spinBoth(taskQueue));
+    expect(failures.replayed).toMatch(/timed out after 250ms/);
+    expect(failures.live).toMatch(/timed out after 250ms/);
   }, 120_000);
 
-  it('is kept there by a worker process started with BRAIN_REPLAY_WATCHDOG=on', async () => {
-    const taskQueue = uniqueId('watchdog-on');
+  it('with BRAIN_REPLAY_WATCHDOG=off in a worker process, lets the replay run to its end and still fails a live spin', async () => {
+    const taskQueue = uniqueId('watchdog-off');
+    let stderr = '';
     const child = spawn(
       process.execPath,
       [path.join(ROOT, 'node_modules/tsx/dist/cli.mjs'), require.resolve('./fixtures/watchdog-worker')],
       {
         env: {
           ...process.env,
-          BRAIN_REPLAY_WATCHDOG: 'on',
+          BRAIN_REPLAY_WATCHDOG: 'off',
           TEMPORAL_ADDRESS: env.address,
           WATCHDOG_TASK_QUEUE: taskQueue,
           WATCHDOG_CODEC_KEY: TEST_CODEC_KEY,
         },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        // stdin: the worker stops when this end closes, whatever happens to this test.
+        stdio: ['pipe', 'pipe', 'pipe'],
       },
     );
+    child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
     const exited = new Promise((resolve) => child.once('exit', resolve));
     try {
       await new Promise<void>((resolve, reject) => {
         child.stdout.once('data', () => resolve());
-        child.once('exit', (code) => reject(new Error(`watchdog worker exited with ${code}`)));
+        child.once('exit', (code) => reject(new Error(`watchdog worker exited with ${code}: ${stderr}`)));
       });
-      const replayed = await env.client.workflow.start('spinWhenReplaying', {
-        taskQueue,
-        workflowId: uniqueId('watchdog-on'),
-        args: [SPIN],
-      });
-      try {
-        await goAfterFirstTask(replayed.workflowId);
-        expect(await taskFailure(replayed.workflowId, 30_000)).toMatch(/timed out after 250ms/);
-      } finally {
-        await replayed.terminate('test').catch(() => undefined);
-      }
+      const failures = await spinBoth(taskQueue);
+      expect(failures.replayed).toBeUndefined();
+      expect(failures.live).toMatch(/timed out after 250ms/);
     } finally {
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -170,9 +173,9 @@ describe('the per-call timeout of workflow code', () => {
     }
   }, 120_000);
 
-  it('BRAIN_REPLAY_WATCHDOG is on or off, off by default', () => {
-    expect(loadConfig({}).BRAIN_REPLAY_WATCHDOG).toBe('off');
-    expect(loadConfig({ BRAIN_REPLAY_WATCHDOG: 'on' }).BRAIN_REPLAY_WATCHDOG).toBe('on');
+  it('BRAIN_REPLAY_WATCHDOG is on or off, on by default', () => {
+    expect(loadConfig({}).BRAIN_REPLAY_WATCHDOG).toBe('on');
+    expect(loadConfig({ BRAIN_REPLAY_WATCHDOG: 'off' }).BRAIN_REPLAY_WATCHDOG).toBe('off');
     expect(() => loadConfig({ BRAIN_REPLAY_WATCHDOG: 'yes' })).toThrow(ConfigError);
   });
 });

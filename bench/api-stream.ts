@@ -26,7 +26,17 @@ import { startTestApi, testSessionDeps, type TestApi } from '../test/helpers/api
 import { ROOT, createTestEnv, runsOf, testArchive, testDataConverter, uniqueId } from '../test/helpers/env';
 import { endFloor, startFloorSession } from './floor';
 import { floorTurnUpdate } from './floor-workflow';
-import { SETTINGS, armStats, endSession, goal, interleave, type ArmStats, type BenchResult, type Ctx } from './lib';
+import {
+  SETTINGS,
+  armStats,
+  endSession,
+  goal,
+  interleave,
+  ratio,
+  type ArmStats,
+  type BenchResult,
+  type Ctx,
+} from './lib';
 
 const DIRECT_POLL_MS = 10;
 const now = () => performance.timeOrigin + performance.now();
@@ -721,8 +731,8 @@ export async function runApiStream(ctx: Ctx): Promise<BenchResult[]> {
     // The same ratio for Temporal's own floor under the same phases, and the platform's busy p95 against the floor's.
     const floorBusy = arms[`floor_${busyShape}_busy`];
     const floorSteady = arms[`floor_${busyShape}`];
-    const floorUnderLoad = Math.round((floorBusy.p95Ms / floorSteady.p95Ms) * 1000) / 1000;
-    const busyOverFloorBusy = Math.round((arms[`${busyShape}_busy`].p95Ms / floorBusy.p95Ms) * 1000) / 1000;
+    const floorUnderLoad = ratio(floorBusy, floorSteady).p95;
+    const busyOverFloorBusy = ratio(arms[`${busyShape}_busy`], floorBusy).p95;
     results.push({
       name: 'api_stream_delivery',
       server: ctx.stack.server,

@@ -55,20 +55,31 @@ afterAll(async () => {
 
 const replay = () => Worker.runReplayHistory({ workflowsPath, dataConverter: converter(), ...timeout }, history);
 
-/**
- * The message of the workflow's first failed workflow task, or undefined once the workflow has completed without
- * one; waits up to 30 s for either.
- */
-async function taskFailure(workflowId: string): Promise<string | undefined> {
+/** Reads the workflow's history every 100 ms until `pick` answers, for up to 30 s. */
+async function untilHistory<T>(
+  workflowId: string,
+  what: string,
+  pick: (events: temporal.api.history.v1.IHistoryEvent[]) => T | undefined,
+): Promise<T> {
   const handle = env.client.workflow.getHandle(workflowId);
   for (const end = Date.now() + 30_000; ;) {
-    const { events } = await handle.fetchHistory();
-    const failed = events?.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED);
-    if (failed) return failed.workflowTaskFailedEventAttributes?.failure?.message ?? '';
-    if (events?.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED)) return undefined;
-    if (Date.now() >= end) throw new Error(`${workflowId}: neither completed nor failed a task within 30 s`);
+    const picked = pick((await handle.fetchHistory()).events ?? []);
+    if (picked !== undefined) return picked;
+    if (Date.now() >= end) throw new Error(`${workflowId}: ${what} within 30 s`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** The message of the workflow's first failed workflow task, or undefined once it has completed without one. */
+async function taskFailure(workflowId: string): Promise<string | undefined> {
+  const { message } = await untilHistory(workflowId, 'neither completed nor failed a task', (events) => {
+    const failed = events.find((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED);
+    if (failed) return { message: failed.workflowTaskFailedEventAttributes?.failure?.message ?? '' };
+    if (events.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED))
+      return { message: undefined };
+    return undefined;
+  });
+  return message;
 }
 
 /**
@@ -76,14 +87,12 @@ async function taskFailure(workflowId: string): Promise<string | undefined> {
  * sent sooner can land in the first task itself, which then replays nothing).
  */
 async function goAfterFirstTask(workflowId: string): Promise<void> {
-  const handle = env.client.workflow.getHandle(workflowId);
-  for (const end = Date.now() + 30_000; ;) {
-    const { events } = await handle.fetchHistory();
-    if (events?.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)) break;
-    if (Date.now() >= end) throw new Error(`${workflowId}: no workflow task completed within 30 s`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  await handle.signal('go');
+  await untilHistory(
+    workflowId,
+    'no workflow task completed',
+    (events) => events.some((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) || undefined,
+  );
+  await env.client.workflow.getHandle(workflowId).signal('go');
 }
 
 /**

@@ -1,7 +1,6 @@
 // Harness overhead per turn: the same scripted task (each turn: a bash tool call, its result, a text reply) as a
 // plain in-process loop over the same model client and sandbox provider, and as a platform session.
 import type { WorkflowHandle } from '@temporalio/client';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { SessionEvent } from '../src/session/events';
 import { temporal } from '@temporalio/proto';
 import { uniqueId, testAgent } from '../test/helpers/env';
@@ -15,7 +14,19 @@ import { formatBashOutput } from '../src/hands/hands-activities';
 import { sessionWorkflow } from '../src/workflows';
 import { BRAIN_TASK_QUEUE } from '../src/session/queues';
 import { sendMessageUpdate } from '../src/session/contract';
-import { SETTINGS, percentile, armStats, endSession, interleave, waitRung, type BenchResult, type Ctx } from './lib';
+import {
+  SETTINGS,
+  percentile,
+  armStats,
+  endSession,
+  interleave,
+  liveEvents,
+  waitHistory,
+  type BenchResult,
+  type Ctx,
+} from './lib';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 type Arm = 'inprocess' | 'platform' | 'platform_local';
 /** Measured turns per arm (quick, full): an execute in gVisor varies by tens of ms from call to call. */
@@ -182,29 +193,48 @@ export async function profile(handle: WorkflowHandle, turns: number) {
 }
 
 /**
+ * Whether a run's history holds the end of its latest turn: after the last accepted update, MODEL_CALLS_PER_TURN
+ * model calls that completed (activities, or local activities' markers) and the workflow task that took the last.
+ */
+export function turnEnded(events: HistoryEvent[]): boolean {
+  const E = temporal.api.enums.v1.EventType;
+  let accepted = events.length - 1;
+  while (accepted >= 0 && events[accepted].eventType !== E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED) accepted--;
+  if (accepted < 0) return false;
+  const typeOf = new Map<string, string>();
+  let calls = 0;
+  let taken = false;
+  for (const e of events.slice(accepted)) {
+    const scheduled = e.activityTaskScheduledEventAttributes;
+    if (scheduled) typeOf.set(String(e.eventId), scheduled.activityType?.name ?? '');
+    const done = e.activityTaskCompletedEventAttributes;
+    if (done && typeOf.get(String(done.scheduledEventId))?.startsWith('callModel')) {
+      calls++;
+      taken = false;
+    }
+    // A local call's marker is one of the commands of the workflow task that took its result.
+    if (e.markerRecordedEventAttributes?.markerName === 'core_local_activity') {
+      calls++;
+      taken = true;
+    }
+    if (e.eventType === E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) taken = true;
+  }
+  return calls >= MODEL_CALLS_PER_TURN && taken;
+}
+
+/**
  * One platform turn, timed from the client's update to the workflow's time of the turn's final assistant_message.
- * The log is read only once the model server has answered the turn's second call, and from the turn's own seq: a
- * reader polling the whole log by query during the turn would load the worker it measures.
+ * The log is read once, when the history shows the turn's end: a reader querying the log during the turn would
+ * load the worker it measures (a query is an activation), which the floor, whose update returns at its end, is not.
  */
 export async function platformTurn(stack: Ctx['stack'], handle: WorkflowHandle, text: string): Promise<number> {
-  const calls = () => stack.mock.requests(handle.workflowId).filter((r) => r.path === '/v1/messages');
-  const before = calls().length;
   const t0 = Date.now();
   const { seq } = await handle.executeUpdate(sendMessageUpdate, { args: [{ text }] });
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const c = calls();
-    if (c.length >= before + MODEL_CALLS_PER_TURN && c[before + MODEL_CALLS_PER_TURN - 1].firstByteAt !== undefined)
-      break;
-    if (Date.now() > deadline)
-      throw new Error(
-        `platform turn: the model server saw ${c.length - before} of ${MODEL_CALLS_PER_TURN} calls within 120 s`,
-      );
-    await sleep(10);
-  }
+  await waitHistory(stack.client, handle.workflowId, turnEnded);
+  const events = await liveEvents(handle, seq);
   const final = (e: SessionEvent) => e.seq > seq && e.type === 'assistant_message' && e.stopReason !== 'tool_use';
-  const events = await waitRung(stack.client, handle, (ev) => ev.some(final), 120_000, seq);
-  const last = events.find(final)!;
+  const last = events.find(final);
+  if (!last) throw new Error(`platform turn without its final reply: ${JSON.stringify(events.slice(-4))}`);
   if (!events.some((e) => e.seq > seq && e.type === 'tool_result'))
     throw new Error(`platform turn without a tool call: ${JSON.stringify(events.slice(-4))}`);
   // The workflow's own time for the reply, free of the polling interval.

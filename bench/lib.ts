@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, type ConnectionLike, type WorkflowHandle } from '@temporalio/client';
-import type { temporal } from '@temporalio/proto';
 import { clientInterceptors } from '../src/log/query-retry';
 import {
   createTestEnv,
@@ -340,38 +339,6 @@ export async function liveEvents(handle: WorkflowHandle, from = 0): Promise<Sess
     cursor += page.events.length;
     // A page is cut at 1,000 events or about 1 MB; benchmark events are small, so a short page is the last.
     if (page.events.length < 1000) return events;
-  }
-}
-
-type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-
-/**
- * Long-polls the current run's history until `done` holds for its events so far; returns them. The server answers
- * it, so a benchmark can wait on a run this way without loading the worker it measures.
- */
-export async function waitHistory(
-  client: Client,
-  workflowId: string,
-  done: (events: HistoryEvent[]) => boolean,
-  timeoutMs = 120_000,
-): Promise<HistoryEvent[]> {
-  const events: HistoryEvent[] = [];
-  const signal = AbortSignal.timeout(timeoutMs);
-  let nextPageToken: Uint8Array | undefined;
-  for (;;) {
-    const res = await client.connection.withAbortSignal(signal, () =>
-      client.workflowService.getWorkflowExecutionHistory({
-        namespace: client.options.namespace,
-        execution: { workflowId },
-        nextPageToken,
-        waitNewEvent: true,
-        skipArchival: true,
-      }),
-    );
-    events.push(...(res.history?.events ?? []));
-    if (done(events)) return events;
-    if (!res.nextPageToken?.length) throw new Error(`the run of ${workflowId} closed before the awaited events`);
-    nextPageToken = res.nextPageToken;
   }
 }
 

@@ -38,6 +38,8 @@ export interface RecordedRequest {
   at: number;
   /** When the server wrote the first byte of its response (headers included), after any first-byte delay. */
   firstByteAt?: number;
+  /** When the response was written to its end (ms since the epoch). */
+  doneAt?: number;
   /** When each streamed text delta was written (ms since the epoch, sub-millisecond), in order. */
   textDeltaAt?: number[];
   /** The caller's address: which worker (or container) made the request. */
@@ -150,6 +152,7 @@ export class MockModelServer {
       from: req.socket.remoteAddress,
     };
     this.log.push(record);
+    res.once('finish', () => (record.doneAt = Date.now()));
     // Dropped in halves, not one by one: a full log costs one copy per maxRecorded / 2 requests.
     if (this.log.length > this.maxRecorded) this.log = this.log.slice(-Math.ceil(this.maxRecorded / 2));
     const countTokens = url.pathname.endsWith('/count_tokens');

@@ -214,6 +214,10 @@ describe('local Messages API server', () => {
       metadata: { user_id: 's-slow' },
     });
     expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+    // The record tells when the response began and when it was written to its end.
+    const [record] = mock.requests('s-slow');
+    expect(record.firstByteAt).toBeGreaterThanOrEqual(record.at);
+    expect(record.doneAt).toBeGreaterThanOrEqual(record.firstByteAt!);
   });
 
   it('remembers only the latest requests, so a server left running keeps bounded memory', async () => {

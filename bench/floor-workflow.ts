@@ -20,10 +20,17 @@ export interface FloorInput {
    * the same model server) instead of nothing: the floor of a platform that did nothing but call the model.
    */
   modelCall?: boolean;
+  /**
+   * How long each activity of a turn waits, in the order of `shape` (absent: no wait). A turn that lasts as long as
+   * the platform's meets the server's work for the run that comes due meanwhile (timeouts of earlier tasks firing),
+   * which a turn of empty bodies, over in a few milliseconds, does not.
+   */
+  waitMs?: number[];
 }
 
 export interface FloorActivities {
-  noop(): Promise<void>;
+  /** Nothing; with `waitMs`, waits that long first. */
+  noop(waitMs?: number): Promise<void>;
   /** One model call for session `sessionId`, whose conversation the worker keeps, with `text` as the user's turn. */
   model(sessionId: string, text: string): Promise<void>;
 }
@@ -44,8 +51,9 @@ export async function floorWorkflow(input: FloorInput): Promise<void> {
     ended = true;
   });
   setHandler(floorTurnUpdate, async (text) => {
-    for (const queue of input.shape)
+    for (const [i, queue] of input.shape.entries())
       if (queue === 'brain' && input.modelCall) await brain.model(workflowInfo().workflowId, text);
+      else if (input.waitMs) await (queue === 'brain' ? brain : host).noop(input.waitMs[i]);
       else await (queue === 'brain' ? brain : host).noop();
     return Date.now();
   });

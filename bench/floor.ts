@@ -14,6 +14,7 @@ import type { ApiSessionEvent } from '../src/api/sessions/projection';
 import { parseCodecKeys } from '../src/codec/codec-keys';
 import { TEST_CODEC_KEY } from '../test/helpers/test-keys';
 import type { DataConverter } from '@temporalio/common';
+import { Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { resolveDockerHost, sandboxImage } from '../src/host/docker-host';
 import { DockerSandboxProvider } from '../src/sandbox/docker';
@@ -41,6 +42,7 @@ import {
   totalCpuSeconds,
   type BenchResult,
   type Ctx,
+  type Goal,
   type Stack,
 } from './lib';
 import {
@@ -90,7 +92,7 @@ export async function startFloorWorker(
     'env' in at ? { address: at.env.address, namespace: at.namespace, modelUrl: at.mock.url } : at;
   const hostQueue = `${taskQueue}-host`;
   const connection = await NativeConnection.connect({ address: target.address });
-  const activities: FloorActivities = { noop: async () => undefined, model: floorModelCall(target.modelUrl) };
+  const activities: FloorActivities = { noop: waitingNoop, model: floorModelCall(target.modelUrl) };
   const common = {
     connection,
     namespace: target.namespace,
@@ -116,6 +118,25 @@ export async function startFloorWorker(
       await connection.close().catch(() => undefined);
     },
   };
+}
+
+/** What the `noop` activities of each floor workflow run by this process waited, in ms, in order. */
+const waits = new Map<string, number[]>();
+
+/** The `noop` activity: nothing, or, given `waitMs`, a wait that long, measured and kept for `waitedMs`. */
+async function waitingNoop(waitMs?: number): Promise<void> {
+  if (!waitMs) return;
+  const t0 = performance.now();
+  await sleep(waitMs);
+  const workflowId = Context.current().info.workflowExecution?.workflowId ?? '';
+  const list = waits.get(workflowId) ?? [];
+  waits.set(workflowId, list);
+  list.push(performance.now() - t0);
+}
+
+/** The waits the `noop` activities of floor workflow `workflowId` have made in this process so far, in ms. */
+export function waitedMs(workflowId: string): readonly number[] {
+  return waits.get(workflowId) ?? [];
 }
 
 /**
@@ -144,7 +165,7 @@ export async function startFloorSession(
   stack: Stack,
   worker: FloorWorker,
   shape: FloorInput['shape'],
-  opts: { modelCall?: boolean; firstByteDelayMs?: number } = {},
+  opts: { modelCall?: boolean; firstByteDelayMs?: number; waitMs?: number[] } = {},
 ): Promise<WorkflowHandle<typeof floorWorkflow>> {
   const { limits } = testAgent();
   const workflowId = uniqueId(opts.modelCall ? 'bench-floor-model' : 'bench-floor');
@@ -155,6 +176,7 @@ export async function startFloorSession(
     args: [
       {
         ...(opts.modelCall ? { modelCall: true } : {}),
+        ...(opts.waitMs ? { waitMs: opts.waitMs } : {}),
         shape,
         hostQueue: worker.hostQueue,
         brainHeartbeatMs: limits.modelHeartbeatTimeoutMs,
@@ -180,6 +202,12 @@ export async function endFloor(handle: WorkflowHandle | undefined): Promise<void
 
 const r1 = (n: number) => Math.round(n * 10) / 10;
 
+/**
+ * The waits of the timed floor's activities, in a turn's order: about what the loop's own calls take at p50 (the
+ * model's tool_use reply, the execute, the model's text reply; 385 to 390, 79 to 94 and 457 to 464 ms in the runs).
+ */
+const TIMED_FLOOR_WAIT_MS = [390, 90, 460];
+
 export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
   const { stack } = ctx;
   const WARMUP = ctx.quick ? 1 : 2;
@@ -195,6 +223,7 @@ export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
   stack.model(id);
   let handle: WorkflowHandle | undefined;
   let floor: WorkflowHandle | undefined;
+  let floorTimed: WorkflowHandle | undefined;
   try {
     await loop.provision();
     handle = await stack.client.workflow.start(sessionWorkflow, {
@@ -204,15 +233,31 @@ export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
     });
     // The platform turn: callModel (brain queue, eager), execute (the hands host's queue), callModel.
     floor = await startFloorSession(stack, floorWorker, ['brain', 'host', 'brain']);
+    // The same floor with activities that wait as long as the loop's calls take: a turn as long as the platform's.
+    floorTimed = await startFloorSession(stack, floorWorker, ['brain', 'host', 'brain'], {
+      waitMs: TIMED_FLOOR_WAIT_MS,
+    });
     const h = handle;
     const f = floor;
-    const samples = await interleave<'inprocess' | 'platform' | 'floor'>(
-      ['inprocess', 'platform', 'floor'],
+    const ft = floorTimed;
+    const samples = await interleave<'inprocess' | 'platform' | 'floor' | 'floor_timed'>(
+      ['inprocess', 'platform', 'floor', 'floor_timed'],
       TURNS_RUN,
       WARMUP,
       async (arm, round) => {
         if (arm === 'platform') return platformTurn(stack, h, turnText(round));
         if (arm === 'floor') return floorTurn(f, turnText(round));
+        if (arm === 'floor_timed') {
+          // Its turn beyond what its activities waited (measured in them): the floor's own time in that turn.
+          const before = waitedMs(ft.workflowId).length;
+          const ms = await floorTurn(ft, turnText(round));
+          return (
+            ms -
+            waitedMs(ft.workflowId)
+              .slice(before)
+              .reduce((a, b) => a + b, 0)
+          );
+        }
         const t0 = Date.now();
         await loop.turn(turnText(round));
         return Date.now() - t0;
@@ -222,8 +267,10 @@ export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
     const inprocess = armStats(samples.inprocess);
     const platform = armStats(samples.platform);
     const floorStats = armStats(samples.floor);
+    const floorTimedStats = armStats(samples.floor_timed);
     const prof = await profile(h, TURNS_RUN);
     const floorProf = await profile(f, TURNS_RUN);
+    const floorTimedProf = await profile(ft, TURNS_RUN);
     const modelMs = loop.modelMs.slice(-MODEL_CALLS_PER_TURN * TURNS_RUN);
     const inModel = percentile(modelMs, 0.5);
     // The loop's model calls by their place in the turn (a tool_use reply, then a text one, which stream differently),
@@ -242,50 +289,64 @@ export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
     const floorPerActivity = floorStats.p50Ms / ACTIVITIES_PER_TURN;
     const ratioP50 = perActivity / floorPerActivity;
     const ratioP95 = perActivityP95 / (floorStats.p95Ms / ACTIVITIES_PER_TURN);
-    // Where the platform's time beyond the floor goes, per turn, from the two histories (medians).
+    const timedPerActivity = floorTimedStats.p50Ms / ACTIVITIES_PER_TURN;
+    const timedP50 = perActivity / timedPerActivity;
+    const timedP95 = perActivityP95 / (floorTimedStats.p95Ms / ACTIVITIES_PER_TURN);
+    // Where the platform's time beyond the timed floor goes, per turn, from the two histories (medians). The
+    // activities' own excess is against the loop's calls; the floor's activities have theirs inside its remainder.
     const tasks = prof.workflowTasksPerTurn;
+    const against = floorTimedProf;
     const remainder = {
-      perTurnMs: r1(platform.p50Ms - inprocess.p50Ms - floorStats.p50Ms),
-      workflowTaskRunMs: r1(tasks * prof.workflowTaskRun - floorProf.workflowTasksPerTurn * floorProf.workflowTaskRun),
+      perTurnMs: r1(platform.p50Ms - inprocess.p50Ms - floorTimedStats.p50Ms),
+      workflowTaskRunMs: r1(tasks * prof.workflowTaskRun - against.workflowTasksPerTurn * against.workflowTaskRun),
       workflowTaskDispatchMs: r1(
-        tasks * prof.workflowTaskScheduleToStart -
-          floorProf.workflowTasksPerTurn * floorProf.workflowTaskScheduleToStart,
+        tasks * prof.workflowTaskScheduleToStart - against.workflowTasksPerTurn * against.workflowTaskScheduleToStart,
       ),
       callModelBeyondModelMs: r1(inModelByCall.reduce((a, m, k) => a + (prof.callModelRunByCall[k] ?? NaN) - m, 0)),
       executeBeyondExecMs: r1(prof.executeRun - inExecute),
       completionToNextTaskMs: r1(
         ACTIVITIES_PER_TURN *
-          (prof.activityCompletedToNextWorkflowTaskStart - floorProf.activityCompletedToNextWorkflowTaskStart),
+          (prof.activityCompletedToNextWorkflowTaskStart - against.activityCompletedToNextWorkflowTaskStart),
       ),
-      activityDispatchMs: r1(ACTIVITIES_PER_TURN * (prof.activityScheduleToStart - floorProf.activityScheduleToStart)),
+      activityDispatchMs: r1(ACTIVITIES_PER_TURN * (prof.activityScheduleToStart - against.activityScheduleToStart)),
     };
+    const gTimed = goal(
+      "per-activity overhead of a platform turn / Temporal's floor for a turn of the same shape and length (p50)",
+      timedP50,
+      '<=',
+      1.25,
+    );
     const g = goal(
-      "per-activity overhead of a platform turn / the no-op floor's per-activity time (p50)",
+      "per-activity overhead of a platform turn / the no-op floor's per-activity time, empty bodies (p50)",
       ratioP50,
       '<=',
       1.25,
     );
+    const met = (x: Goal) => (x.met ? 'met' : 'not met');
     const notes = [
-      `${TURNS_RUN} turns per arm after ${WARMUP} warm-up turns, interleaved, on the ${stack.server} server. inprocess: the model call (bash tool_use), the execute in a gVisor sandbox and the model call (text), called directly (model first byte ${SETTINGS.modelFirstByteMs} ms); platform: the same turn as a session (${tasks} workflow tasks, ${ACTIVITIES_PER_TURN} activities per turn); floor: a no-op workflow of the same shape (${floorProf.workflowTasksPerTurn} workflow tasks per turn, activities callModel-like on the workflow's queue with eager dispatch, execute-like on a host queue, callModel-like; empty bodies, the session's timeouts), on the same server, run by an in-process worker with the platform's worker options.`,
-      `Overhead per activity = (platform turn - inprocess turn, i.e. the model's and the exec's own time) / ${ACTIVITIES_PER_TURN}: ${r1(perActivity)} ms at p50 (${r1(perActivityByParts)} ms with the loop's median model call ${r1(inModel)} ms and execute ${r1(inExecute)} ms subtracted instead), against the floor's ${r1(floorPerActivity)} ms per activity (its whole turn ${floorStats.p50Ms} ms / ${ACTIVITIES_PER_TURN}): ${ratioP50.toFixed(3)}x (goal <= 1.25: ${g.met ? 'met' : 'not met'}); at p95 ${ratioP95.toFixed(3)}x.`,
-      `Beyond the floor, per turn (${remainder.perTurnMs} ms at p50), from the histories' medians: workflow task processing ${remainder.workflowTaskRunMs} ms (platform ${tasks} x ${prof.workflowTaskRun} ms against floor ${floorProf.workflowTasksPerTurn} x ${floorProf.workflowTaskRun} ms), workflow task dispatch ${remainder.workflowTaskDispatchMs} ms, activity dispatch ${remainder.activityDispatchMs} ms, activity completion to the next task ${remainder.completionToNextTaskMs} ms, callModel beyond the model ${remainder.callModelBeyondModelMs} ms (by the call's place in the turn, ${prof.callModelRunByCall.join(' and ')} ms in the activity against ${inModelByCall.map(r1).join(' and ')} ms in the loop), execute beyond the exec ${remainder.executeBeyondExecMs} ms (${prof.executeRun} against ${r1(inExecute)} ms).`,
+      `${TURNS_RUN} turns per arm after ${WARMUP} warm-up turns, interleaved, on the ${stack.server} server. inprocess: the model call (bash tool_use), the execute in a gVisor sandbox and the model call (text), called directly (model first byte ${SETTINGS.modelFirstByteMs} ms); platform: the same turn as a session (${tasks} workflow tasks, ${ACTIVITIES_PER_TURN} activities per turn); floor: a no-op workflow of the same shape (${floorProf.workflowTasksPerTurn} workflow tasks per turn, activities callModel-like on the workflow's queue with eager dispatch, execute-like on a host queue, callModel-like; empty bodies, the session's timeouts), on the same server, run by an in-process worker with the platform's worker options; floor_timed: the same floor whose activities wait ${TIMED_FLOOR_WAIT_MS.join(', ')} ms (about the loop's calls), so that its turn lasts as long as the platform's, its arm the turn beyond those waits (measured in the activities).`,
+      `Overhead per activity = (platform turn - inprocess turn, i.e. the model's and the exec's own time) / ${ACTIVITIES_PER_TURN}: ${r1(perActivity)} ms at p50 (${r1(perActivityByParts)} ms with the loop's median model call ${r1(inModel)} ms and execute ${r1(inExecute)} ms subtracted instead). Against the timed floor's ${r1(timedPerActivity)} ms per activity (${floorTimedStats.p50Ms} ms per turn beyond its waits): ${timedP50.toFixed(3)}x (goal <= 1.25: ${met(gTimed)}); at p95 ${timedP95.toFixed(3)}x. Against the empty floor's ${r1(floorPerActivity)} ms (its whole turn ${floorStats.p50Ms} ms, over before any timeout of its tasks comes due): ${ratioP50.toFixed(3)}x (${met(g)}); at p95 ${ratioP95.toFixed(3)}x.`,
+      `Beyond the timed floor, per turn (${remainder.perTurnMs} ms at p50), from the histories' medians: workflow task processing ${remainder.workflowTaskRunMs} ms (platform ${tasks} x ${prof.workflowTaskRun} ms against timed floor ${against.workflowTasksPerTurn} x ${against.workflowTaskRun} ms; empty floor ${floorProf.workflowTaskRun} ms), workflow task dispatch ${remainder.workflowTaskDispatchMs} ms, activity dispatch ${remainder.activityDispatchMs} ms, activity completion to the next task ${remainder.completionToNextTaskMs} ms (platform ${prof.activityCompletedToNextWorkflowTaskStart}, timed floor ${against.activityCompletedToNextWorkflowTaskStart}, empty floor ${floorProf.activityCompletedToNextWorkflowTaskStart} ms each), callModel beyond the model ${remainder.callModelBeyondModelMs} ms (by the call's place in the turn, ${prof.callModelRunByCall.join(' and ')} ms in the activity against ${inModelByCall.map(r1).join(' and ')} ms in the loop), execute beyond the exec ${remainder.executeBeyondExecMs} ms (${prof.executeRun} against ${r1(inExecute)} ms); the last two hold the SDK's path to and from an activity, which the floor's activities have inside its remainder.`,
     ].join(' ');
     return [
       {
         name: 'floor_overhead',
         server: stack.server,
-        arms: { inprocess, platform, floor: floorStats },
+        arms: { inprocess, platform, floor: floorStats, floor_timed: floorTimedStats },
         ratioTo: { platform: 'inprocess' },
         perActivityMs: {
           platform: r1(perActivity),
           platformByParts: r1(perActivityByParts),
           floor: r1(floorPerActivity),
+          floorTimed: r1(timedPerActivity),
         },
         ratio: { p50: Math.round(ratioP50 * 1000) / 1000, p95: Math.round(ratioP95 * 1000) / 1000 },
-        goals: [g],
+        ratioTimed: { p50: Math.round(timedP50 * 1000) / 1000, p95: Math.round(timedP95 * 1000) / 1000 },
+        goals: [gTimed, g],
         profileMs: {
           platform: prof,
           floor: floorProf,
+          floorTimed: floorTimedProf,
           inprocessModelCall: r1(inModel),
           inprocessModelCallByCall: inModelByCall.map(r1),
           inprocessExecute: r1(inExecute),
@@ -297,6 +358,7 @@ export async function runFloorOverhead(ctx: Ctx): Promise<BenchResult[]> {
   } finally {
     if (handle) await endSession(handle);
     await endFloor(floor);
+    await endFloor(floorTimed);
     await loop.destroy();
     await floorWorker.stop();
     await worker.shutdown().catch(() => undefined);

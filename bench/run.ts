@@ -184,14 +184,25 @@ async function main() {
   const results: BenchResult[] = [];
   let failed = false;
   let stopping = false;
+  const stacks: Stack[] = [];
+  // SIGTERM, or a second SIGINT: stop at once. The stack's servers are stopped (within 30 s) and the process exits,
+  // which ends the worker processes the benchmarks started (test/helpers/child-worker.ts kills them on exit; a floor
+  // worker ends when its stdin closes). Without this, a benchmark killed mid-run left its dev server and workers
+  // running, and they loaded the machine under the next run.
+  const abort = (signal: string) => {
+    log(`${signal}: stopping the stack and exiting`);
+    const stopped = Promise.allSettled([...stacks, ...(stack ? [stack] : [])].map((s) => s.stop()));
+    void Promise.race([stopped, new Promise((r) => setTimeout(r, 30_000).unref())]).finally(() => process.exit(130));
+  };
   process.once('SIGINT', () => {
     stopping = true;
-    log('interrupted: stopping after the running benchmarks');
+    log('interrupted: stopping after the running benchmarks (interrupt again to stop now)');
+    process.once('SIGINT', () => abort('SIGINT'));
   });
+  process.once('SIGTERM', () => abort('SIGTERM'));
   const alone = chosen.filter((b) => b.alone);
   const queue = chosen.filter((b) => !b.alone);
   const lanes = Math.min(parallel, queue.length);
-  const stacks: Stack[] = [];
   const runOne = async (b: (typeof BENCHMARKS)[number], tag: string) => {
     const s = stack!.in(namespaceOf(b.key));
     stacks.push(s);
